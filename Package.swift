@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "engage",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "engage", targets: ["engage"]),
+    ],
+    targets: [
+        // C libraries from Debian; every Unsafe* use stays in the Swift module right above each.
+        .systemLibrary(
+            name: "CLibPQ",
+            pkgConfig: "libpq",
+            providers: [.apt(["libpq-dev"])]
+        ),
+        .target(
+            name: "CMicroHTTPD",
+            linkerSettings: [.linkedLibrary("microhttpd")]
+        ),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
+        // Infrastructure.
+        .target(name: "Runtime"),
+        .target(name: "Postgres", dependencies: ["CLibPQ"]),
+        .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Runtime"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Runtime"]),
+
+        // The domain, then the pieces that store and serve it.
+        .target(name: "EngageCore"),
+        .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"], resources: []),
+        .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime"]),
+        .executableTarget(
+            name: "engage",
+            dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "HTTPServer", "Postgres", "Runtime"]
+        ),
+
+        // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
+        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EventStore", "Postgres"], path: "Tests/TestSupport"),
+        .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EventStore", "HTTPServer", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
