@@ -32,7 +32,7 @@ let package = Package(
 
         // The domain, then the pieces that store and serve it.
         .target(name: "EngageCore"),
-        .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"], resources: []),
+        .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"]),
         .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime"]),
         .executableTarget(
             name: "engage",

@@ -1,0 +1,208 @@
+import Foundation
+import Postgres
+
+/// A PostgreSQL cluster of engage's own, made from the installed server binaries: its data
+/// directory, a Unix socket inside it and no TCP listener. Running as root, the server runs as the
+/// `postgres` user, since PostgreSQL refuses to run as root.
+public struct EmbeddedPostgres: Sendable {
+    public struct Options: Sendable {
+        public var dataDirectory: String
+        public var port: Int = 5432
+        public var database: String = "engage"
+        /// Extra `postgresql.conf` settings passed as `-c name=value`.
+        public var settings: [String: String] = [:]
+        /// Directory holding initdb, pg_ctl and postgres; found automatically when nil.
+        public var binaryDirectory: String?
+
+        public init(dataDirectory: String, port: Int = 5432, database: String = "engage",
+                    settings: [String: String] = [:], binaryDirectory: String? = nil) {
+            self.dataDirectory = dataDirectory
+            self.port = port
+            self.database = database
+            self.settings = settings
+            self.binaryDirectory = binaryDirectory
+        }
+    }
+
+    public enum Status: Sendable, Equatable {
+        case notInitialized
+        case stopped
+        case running
+    }
+
+    public enum StartOutcome: Sendable, Equatable {
+        /// This process started the server and should stop it when done.
+        case started
+        /// Someone else's server was already running; leave it running.
+        case alreadyRunning
+    }
+
+    public static let superuser = "engage"
+    static let serverUser = "postgres"
+
+    public let options: Options
+    public let dataDirectory: String
+    public let binaryDirectory: String
+
+    public init(options: Options) throws {
+        self.options = options
+        dataDirectory = URL(fileURLWithPath: options.dataDirectory).standardizedFileURL.path
+        binaryDirectory = try options.binaryDirectory ?? Self.findBinaryDirectory()
+        if dataDirectory.utf8.count + "/.s.PGSQL.\(options.port)".utf8.count > 100 {
+            throw EmbeddedPostgresError("the data directory path is too long for a Unix socket (\(dataDirectory)); choose a shorter --data-dir")
+        }
+    }
+
+    /// The server's socket lives in the data directory.
+    public var socketDirectory: String { dataDirectory }
+
+    /// How to reach `database` (the configured one by default).
+    public func configuration(database: String? = nil) -> PostgresConfiguration {
+        .unixSocket(directory: socketDirectory, port: options.port, user: Self.superuser, database: database ?? options.database)
+    }
+
+    public var logFile: String { dataDirectory + "/server.log" }
+
+    private var runsAsServerUser: Bool { geteuid() == 0 }
+
+    // MARK: Lifecycle
+
+    public func status() throws -> Status {
+        guard FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") else { return .notInitialized }
+        let outcome = try ProcessRunner.run([binaryDirectory + "/pg_ctl", "status", "-D", dataDirectory],
+                                            asUser: Self.serverUser)
+        // pg_ctl status: 0 running, 3 not running, 4 no accessible data directory.
+        return outcome.status == 0 ? .running : .stopped
+    }
+
+    /// Creates the cluster if needed, starts it unless it already runs, and creates the database.
+    @discardableResult
+    public func start() throws -> StartOutcome {
+        try prepareDirectory()
+        if try status() == .notInitialized { try initialize() }
+        let outcome: StartOutcome
+        if try status() == .running {
+            outcome = .alreadyRunning
+        } else {
+            try launch()
+            outcome = .started
+        }
+        try createDatabaseIfMissing(options.database)
+        return outcome
+    }
+
+    public func stop(mode: String = "fast") throws {
+        guard try status() == .running else { return }
+        let outcome = try ProcessRunner.run(
+            [binaryDirectory + "/pg_ctl", "stop", "-D", dataDirectory, "-m", mode, "-w", "-t", "60"],
+            asUser: Self.serverUser)
+        guard outcome.status == 0 else {
+            throw EmbeddedPostgresError("could not stop PostgreSQL in \(dataDirectory)", output: outcome.output)
+        }
+    }
+
+    public func createDatabaseIfMissing(_ name: String) throws {
+        let connection = try connectWithRetry(database: "postgres")
+        defer { connection.close() }
+        let exists = try connection.query("SELECT 1 FROM pg_database WHERE datname = \(name)")
+        if exists.isEmpty {
+            do {
+                try connection.execute("CREATE DATABASE \(identifier: name)")
+            } catch let error as PostgresError where error.sqlState == "42P04" {
+                // Another process created it first.
+            }
+        }
+    }
+
+    /// Number of other sessions connected to the cluster (this process's own connections included).
+    public func clientSessionCount() throws -> Int {
+        let connection = try Connection(configuration: configuration(database: "postgres"))
+        defer { connection.close() }
+        let rows = try connection.query("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        return try rows[0].decode(0, as: Int.self)
+    }
+
+    // MARK: Steps
+
+    private func prepareDirectory() throws {
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true,
+                                    attributes: [.posixPermissions: 0o700])
+        guard runsAsServerUser else { return }
+        try ProcessRunner.requireSuccess(["/bin/chown", "-R", "\(Self.serverUser):\(Self.serverUser)", dataDirectory],
+                                         what: "give the data directory to the postgres user")
+        let probe = try ProcessRunner.run(["/usr/bin/test", "-w", dataDirectory], asUser: Self.serverUser)
+        guard probe.status == 0 else {
+            throw EmbeddedPostgresError(
+                "the postgres user cannot reach \(dataDirectory) (a parent directory is not traversable); "
+                + "choose --data-dir under a directory it can reach, such as /var/tmp")
+        }
+    }
+
+    private func initialize() throws {
+        let outcome = try ProcessRunner.run(
+            [binaryDirectory + "/initdb", "-D", dataDirectory, "--username=\(Self.superuser)", "--auth=trust",
+             "--encoding=UTF8", "--locale=C", "--no-instructions"],
+            asUser: Self.serverUser)
+        guard outcome.status == 0 else {
+            throw EmbeddedPostgresError("initdb failed for \(dataDirectory)", output: outcome.output)
+        }
+    }
+
+    private func launch() throws {
+        var settings = [
+            "listen_addresses": "''",
+            "unix_socket_directories": "'\(socketDirectory)'",
+            "port": String(options.port),
+            "max_connections": "200",
+        ]
+        settings.merge(options.settings) { _, new in new }
+        let serverOptions = settings.keys.sorted().map { "-c \($0)=\(settings[$0]!)" }.joined(separator: " ")
+        let outcome = try ProcessRunner.run(
+            [binaryDirectory + "/pg_ctl", "start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", serverOptions],
+            asUser: Self.serverUser)
+        guard outcome.status == 0 else {
+            let log = (try? String(contentsOfFile: logFile, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
+            throw EmbeddedPostgresError("PostgreSQL did not start in \(dataDirectory)", output: outcome.output + "\n" + log)
+        }
+    }
+
+    private func connectWithRetry(database: String) throws -> Connection {
+        var lastError: Error?
+        for _ in 0..<50 {
+            do { return try Connection(configuration: configuration(database: database)) } catch {
+                lastError = error
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        throw lastError!
+    }
+
+    /// The newest installed server: `$ENGAGE_POSTGRES_BIN`, Debian's `/usr/lib/postgresql/N/bin`, or PATH.
+    static func findBinaryDirectory() throws -> String {
+        let manager = FileManager.default
+        if let explicit = ProcessInfo.processInfo.environment["ENGAGE_POSTGRES_BIN"] {
+            return explicit
+        }
+        let debianRoot = "/usr/lib/postgresql"
+        if let versions = try? manager.contentsOfDirectory(atPath: debianRoot) {
+            let candidates = versions.compactMap(Int.init).sorted(by: >)
+            for version in candidates where manager.isExecutableFile(atPath: "\(debianRoot)/\(version)/bin/initdb") {
+                return "\(debianRoot)/\(version)/bin"
+            }
+        }
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            if manager.isExecutableFile(atPath: "\(directory)/initdb") && manager.isExecutableFile(atPath: "\(directory)/pg_ctl") {
+                return String(directory)
+            }
+        }
+        throw EmbeddedPostgresError("no PostgreSQL server binaries found (install the postgresql package, or set ENGAGE_POSTGRES_BIN)")
+    }
+}
+
+extension ProcessRunner {
+    static func requireSuccess(_ arguments: [String], what: String) throws {
+        let outcome = try run(arguments)
+        guard outcome.status == 0 else { throw EmbeddedPostgresError("could not \(what)", output: outcome.output) }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Postgres
+
+/// Applies `sql/migrations` in order, each in its own transaction, recording version and checksum;
+/// then (re)creates `sql/views`. Safe to run from several processes at once: an advisory lock
+/// serializes them, and the later ones find nothing to do.
+public struct Migrator: Sendable {
+    public var migrations: [Migration]
+    /// `CREATE OR REPLACE VIEW` scripts, applied after every migration run, in file-name order.
+    public var viewScripts: [(name: String, script: String)]
+
+    public init(migrations: [Migration], viewScripts: [(name: String, script: String)] = []) {
+        self.migrations = migrations
+        self.viewScripts = viewScripts
+    }
+
+    /// Loads migrations and views from the repository's `sql/` directory.
+    public static func fromSQLDirectory(_ directory: URL? = nil) throws -> Migrator {
+        let root = try directory ?? SQLDirectory.locate()
+        let migrations = try Migration.load(from: root.appendingPathComponent("migrations"))
+        let viewsDirectory = root.appendingPathComponent("views")
+        let viewFiles = ((try? FileManager.default.contentsOfDirectory(atPath: viewsDirectory.path)) ?? [])
+            .filter { $0.hasSuffix(".sql") }.sorted()
+        let views = try viewFiles.map { file in
+            (name: file, script: try String(contentsOf: viewsDirectory.appendingPathComponent(file), encoding: .utf8))
+        }
+        return Migrator(migrations: migrations, viewScripts: views)
+    }
+
+    public struct Report: Sendable, Equatable {
+        public var applied: [String]
+        public var alreadyApplied: Int
+    }
+
+    /// Key of the advisory lock that serializes migration runs ("engage" in ASCII).
+    static let lockKey: Int64 = 0x656E_6761_6765
+
+    /// Applies what is missing. Throws before applying anything if an applied migration changed.
+    @discardableResult
+    public func migrate(_ connection: Connection) throws -> Report {
+        try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
+        defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
+        try connection.execute("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version    integer     PRIMARY KEY,
+                name       text        NOT NULL,
+                checksum   text        NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        let applied = try appliedChecksums(connection)
+        try verify(applied: applied)
+        var report = Report(applied: [], alreadyApplied: 0)
+        for migration in migrations {
+            if applied[migration.version] != nil {
+                report.alreadyApplied += 1
+                continue
+            }
+            do {
+                try connection.transaction { connection in
+                    try connection.executeScript(unsafeSQL: migration.script)
+                    try connection.execute("""
+                        INSERT INTO schema_migrations (version, name, checksum)
+                        VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                        """)
+                }
+            } catch let error as PostgresError {
+                throw MigrationError.failed(file: migration.fileName, reason: error.debugDescription)
+            }
+            report.applied.append(migration.fileName)
+        }
+        for view in viewScripts {
+            do {
+                try connection.transaction { connection in try connection.executeScript(unsafeSQL: view.script) }
+            } catch let error as PostgresError {
+                throw MigrationError.failed(file: "views/" + view.name, reason: error.debugDescription)
+            }
+        }
+        return report
+    }
+
+    /// Nil when the database holds exactly these migrations; otherwise what is wrong or missing.
+    public func pendingProblem(_ connection: Connection) throws -> String? {
+        let exists = try connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL")
+        guard try exists[0].decode(0, as: Bool.self) else { return "no migrations applied" }
+        let applied = try appliedChecksums(connection)
+        do { try verify(applied: applied) } catch let error as MigrationError { return error.description }
+        let missing = migrations.filter { applied[$0.version] == nil }
+        return missing.isEmpty ? nil : "\(missing.count) migration(s) not applied: \(missing.map(\.fileName).joined(separator: ", "))"
+    }
+
+    private func appliedChecksums(_ connection: Connection) throws -> [Int: (name: String, checksum: String)] {
+        var applied: [Int: (name: String, checksum: String)] = [:]
+        for row in try connection.query("SELECT version, name, checksum FROM schema_migrations ORDER BY version").rows {
+            applied[try row.decode(0, as: Int.self)] = (try row.decode(1), try row.decode(2))
+        }
+        return applied
+    }
+
+    private func verify(applied: [Int: (name: String, checksum: String)]) throws {
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for (version, record) in applied.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else {
+                throw MigrationError.unknownApplied(version: version, name: record.name)
+            }
+            if migration.checksum != record.checksum {
+                throw MigrationError.changedAfterApplied(file: migration.fileName, applied: record.checksum, current: migration.checksum)
+            }
+        }
+    }
+}

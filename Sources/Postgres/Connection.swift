@@ -1,0 +1,291 @@
+import CLibPQ
+import Foundation
+
+/// One libpq connection. Blocking: use it from a thread you own (the pool gives each connection
+/// its own thread), never from Swift's cooperative pool. Not thread-safe, hence not Sendable.
+public final class Connection {
+    private var handle: OpaquePointer?
+    public let configuration: PostgresConfiguration
+
+    /// Connects, blocking until the server answers or the connect timeout passes.
+    public init(configuration: PostgresConfiguration) throws {
+        self.configuration = configuration
+        let keywords = ["dbname", "application_name", "connect_timeout", "client_encoding"]
+        let values = [configuration.connectionString, configuration.applicationName,
+                      String(configuration.connectTimeoutSeconds), "UTF8"]
+        // expand_dbname=1: the first dbname value may itself be a URL or a key/value string.
+        handle = withCStringArray(keywords) { keywordPointers in
+            withCStringArray(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let handle else {
+            throw PostgresError(kind: .connection, message: "out of memory creating a connection")
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let message = Self.errorMessage(handle)
+            PQfinish(handle)
+            self.handle = nil
+            throw PostgresError(kind: .connection, message: "cannot connect to \(configuration): \(message)")
+        }
+        // Notices go nowhere: libpq would otherwise print them to stderr.
+        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+    }
+
+    deinit { close() }
+
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+    }
+
+    /// False once the connection is closed or broken. Also notices a server that went away while
+    /// this connection sat idle (the server's goodbye is already readable on the socket).
+    public var isHealthy: Bool {
+        guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { return false }
+        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        if poll(&poller, 1, 0) > 0 {
+            if PQconsumeInput(handle) == 0 { return false }
+        }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// True when no transaction is open and nothing is in progress.
+    public var isIdle: Bool {
+        guard let handle else { return false }
+        return PQtransactionStatus(handle) == PQTRANS_IDLE
+    }
+
+    /// The server's process id for this session.
+    public var backendPID: Int32 {
+        guard let handle else { return 0 }
+        return PQbackendPID(handle)
+    }
+
+    private func requireHandle() throws -> OpaquePointer {
+        guard let handle else { throw PostgresError(kind: .connection, message: "connection is closed") }
+        return handle
+    }
+
+    // MARK: Statements
+
+    /// Runs one statement with its parameters; rows come back in binary format.
+    @discardableResult
+    public func query(_ sql: SQL) throws -> QueryResult {
+        let handle = try requireHandle()
+        let parameters = sql.parameters
+        for parameter in parameters where parameter.format == .text {
+            if parameter.bytes?.contains(0) == true {
+                throw PostgresError(kind: .encoding, message: "a text parameter contains a NUL byte")
+            }
+        }
+        let types = parameters.map { Oid($0.typeOID) }
+        let formats = parameters.map { $0.format.rawValue }
+        let lengths = parameters.map { Int32($0.bytes?.count ?? 0) }
+        // Text parameters must be NUL-terminated for libpq; binary ones are sent by length.
+        let buffers: [[UInt8]?] = parameters.map { parameter in
+            guard var bytes = parameter.bytes else { return nil }
+            if parameter.format == .text { bytes.append(0) }
+            return bytes
+        }
+        let result = withParameterPointers(buffers) { valuePointers in
+            PQexecParams(handle, sql.text, Int32(parameters.count), types, valuePointers, lengths, formats, 1)
+        }
+        return try check(result, handle: handle)
+    }
+
+    /// Runs one statement and returns the number of rows it affected.
+    @discardableResult
+    public func execute(_ sql: SQL) throws -> Int {
+        try query(sql).affectedRows
+    }
+
+    /// Runs a script of several statements without parameters (simple query protocol), e.g. a migration.
+    public func executeScript(unsafeSQL script: String) throws {
+        let handle = try requireHandle()
+        guard PQsendQuery(handle, script) == 1 else { throw connectionError(handle) }
+        var firstError: PostgresError?
+        while let result = PQgetResult(handle) {
+            do { _ = try check(result, handle: handle) } catch let error as PostgresError {
+                if firstError == nil { firstError = error }
+            }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// Runs `body` inside BEGIN/COMMIT; rolls back if it throws.
+    public func transaction<T>(isolation: String = "READ COMMITTED", _ body: (Connection) throws -> T) throws -> T {
+        try execute(SQL(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"))
+        do {
+            let value = try body(self)
+            try execute("COMMIT")
+            return value
+        } catch {
+            if isHealthy { _ = try? execute("ROLLBACK") }
+            throw error
+        }
+    }
+
+    // MARK: COPY
+
+    /// Streams `data` (in the format the COPY statement names) to `COPY ... FROM STDIN`.
+    /// Returns the number of rows copied.
+    @discardableResult
+    public func copyIn(_ sql: SQL, data: [UInt8]) throws -> Int {
+        try copyIn(sql) { send in try send(data) }
+    }
+
+    /// Streams chunks to `COPY ... FROM STDIN`; `produce` calls `send` once per chunk.
+    @discardableResult
+    public func copyIn(_ sql: SQL, produce: ((([UInt8]) throws -> Void)) throws -> Void) throws -> Int {
+        let handle = try requireHandle()
+        guard sql.parameters.isEmpty else {
+            throw PostgresError(kind: .encoding, message: "COPY statements cannot take parameters")
+        }
+        guard let start = PQexec(handle, sql.text) else { throw connectionError(handle) }
+        let status = PQresultStatus(start)
+        if status != PGRES_COPY_IN {
+            _ = try check(start, handle: handle)
+            throw PostgresError(kind: .protocolViolation, message: "statement did not start COPY FROM STDIN")
+        }
+        PQclear(start)
+        var producerError: Error?
+        do {
+            try produce { chunk in
+                let sent = chunk.withUnsafeBytes { raw in
+                    PQputCopyData(handle, raw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(raw.count))
+                }
+                if sent != 1 { throw self.connectionError(handle) }
+            }
+        } catch {
+            producerError = error
+        }
+        let ended = producerError == nil ? PQputCopyEnd(handle, nil) : PQputCopyEnd(handle, "aborted by client")
+        if ended != 1 { throw connectionError(handle) }
+        var copied = 0
+        var serverError: PostgresError?
+        while let result = PQgetResult(handle) {
+            do { copied = try check(result, handle: handle).affectedRows } catch let error as PostgresError {
+                if serverError == nil { serverError = error }
+            }
+        }
+        if let producerError { throw producerError }
+        if let serverError { throw serverError }
+        return copied
+    }
+
+    // MARK: LISTEN / NOTIFY
+
+    public func listen(_ channel: String) throws {
+        try execute("LISTEN \(identifier: channel)")
+    }
+
+    public func unlisten(_ channel: String) throws {
+        try execute("UNLISTEN \(identifier: channel)")
+    }
+
+    public func notify(_ channel: String, payload: String = "") throws {
+        try execute("SELECT pg_notify(\(channel), \(payload))")
+    }
+
+    /// Waits up to `timeout` for notifications on channels this connection listens to; returns
+    /// every notification already received (possibly none when the timeout passes).
+    public func waitForNotifications(timeout: Duration) throws -> [PostgresNotification] {
+        let handle = try requireHandle()
+        var received = drainNotifications(handle)
+        if !received.isEmpty { return received }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw connectionError(handle) }
+        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let ready = poll(&poller, 1, milliseconds)
+        if ready < 0 && errno != EINTR {
+            throw PostgresError(kind: .connection, message: "poll failed: errno \(errno)")
+        }
+        if ready > 0 {
+            guard PQconsumeInput(handle) == 1 else { throw connectionError(handle) }
+            received = drainNotifications(handle)
+        }
+        return received
+    }
+
+    private func drainNotifications(_ handle: OpaquePointer) -> [PostgresNotification] {
+        var notifications: [PostgresNotification] = []
+        while let notify = PQnotifies(handle) {
+            notifications.append(PostgresNotification(
+                channel: String(cString: notify.pointee.relname),
+                payload: String(cString: notify.pointee.extra),
+                senderPID: notify.pointee.be_pid))
+            PQfreemem(notify)
+        }
+        return notifications
+    }
+
+    // MARK: Errors
+
+    private func check(_ result: OpaquePointer?, handle: OpaquePointer) throws -> QueryResult {
+        guard let result else { throw connectionError(handle) }
+        switch PQresultStatus(result) {
+        case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN:
+            return QueryResult(taking: result)
+        default:
+            let error = Self.serverError(result, handle: handle)
+            PQclear(result)
+            throw error
+        }
+    }
+
+    private func connectionError(_ handle: OpaquePointer) -> PostgresError {
+        PostgresError(kind: .connection, message: Self.errorMessage(handle))
+    }
+
+    static func errorMessage(_ handle: OpaquePointer) -> String {
+        guard let message = PQerrorMessage(handle) else { return "unknown error" }
+        let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? "unknown error" : text
+    }
+
+    private static func serverError(_ result: OpaquePointer, handle: OpaquePointer) -> PostgresError {
+        func field(_ code: Character) -> String? {
+            guard let value = PQresultErrorField(result, Int32(code.asciiValue!)) else { return nil }
+            return String(cString: value)
+        }
+        let sqlState = field("C")
+        let primary = field("M") ?? errorMessage(handle)
+        // Without an SQLSTATE the server never answered: the connection is the problem.
+        let kind: PostgresError.Kind = sqlState == nil && PQstatus(handle) != CONNECTION_OK ? .connection : .server
+        return PostgresError(kind: kind, sqlState: sqlState, message: primary, detail: field("D"), hint: field("H"))
+    }
+}
+
+/// A NOTIFY received on a LISTENing connection.
+public struct PostgresNotification: Sendable, Equatable {
+    public var channel: String
+    public var payload: String
+    public var senderPID: Int32
+}
+
+/// Builds a NULL-terminated array of C strings valid for the duration of `body`.
+private func withCStringArray<T>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> T) -> T {
+    let copies = strings.map { strdup($0) }
+    defer { copies.forEach { free($0) } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { UnsafePointer($0) } + [nil]
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}
+
+/// Pointers to each parameter's bytes (nil for NULL), valid for the duration of `body`.
+private func withParameterPointers<T>(_ buffers: [[UInt8]?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> T) -> T {
+    let copies: [UnsafeMutablePointer<CChar>?] = buffers.map { buffer in
+        guard let buffer else { return nil }
+        let copy = UnsafeMutablePointer<CChar>.allocate(capacity: max(buffer.count, 1))
+        buffer.withUnsafeBytes { raw in
+            if let base = raw.baseAddress { copy.update(from: base.assumingMemoryBound(to: CChar.self), count: buffer.count) }
+        }
+        return copy
+    }
+    defer { copies.forEach { $0?.deallocate() } }
+    let pointers: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+}

@@ -1,0 +1,157 @@
+import Synchronization
+
+/// A fixed number of connections, each with its own thread, shared by many tasks.
+///
+/// `withConnection` waits for a free connection, runs the blocking body on that connection's
+/// thread and hands the connection back. Connections open lazily and reopen after the server
+/// restarts; a connection found broken (or left inside a transaction) is closed, never handed out again.
+public final class ConnectionPool: Sendable {
+    public let configuration: PostgresConfiguration
+    public let size: Int
+    private let slots: [Slot]
+    private let state: Mutex<State>
+
+    private struct State {
+        var free: [Int]
+        var waiters: [(id: Int, continuation: CheckedContinuation<Int, Error>)] = []
+        var nextWaiterID = 0
+        var closed = false
+    }
+
+    public struct Statistics: Sendable, Equatable {
+        public var size: Int
+        public var inUse: Int
+        public var waiting: Int
+    }
+
+    public init(configuration: PostgresConfiguration, size: Int) {
+        precondition(size > 0, "a pool needs at least one connection")
+        self.configuration = configuration
+        self.size = size
+        slots = (0..<size).map { Slot(index: $0, configuration: configuration) }
+        state = Mutex(State(free: Array((0..<size).reversed())))
+    }
+
+    public var statistics: Statistics {
+        state.withLock { Statistics(size: size, inUse: size - $0.free.count, waiting: $0.waiters.count) }
+    }
+
+    /// Runs `body` with a healthy connection on that connection's own thread.
+    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        let index = try await acquire()
+        defer { release(index) }
+        let slot = slots[index]
+        return try await slot.thread.run { try slot.use(body) }
+    }
+
+    /// Runs `body` inside a transaction (READ COMMITTED unless told otherwise).
+    public func withTransaction<T: Sendable>(
+        isolation: String = "READ COMMITTED",
+        _ body: @escaping @Sendable (Connection) throws -> T
+    ) async throws -> T {
+        try await withConnection { connection in try connection.transaction(isolation: isolation, body) }
+    }
+
+    /// Closes every connection and ends their threads; waiting and later callers get `.poolClosed`.
+    public func close() async {
+        let waiters = state.withLock { state -> [CheckedContinuation<Int, Error>] in
+            state.closed = true
+            defer { state.waiters.removeAll() }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(throwing: Self.closedError) }
+        for slot in slots {
+            slot.thread.submit { slot.disconnect() }
+            slot.thread.stop()
+        }
+    }
+
+    private static let closedError = PostgresError(kind: .poolClosed, message: "the connection pool is closed")
+
+    private func acquire() async throws -> Int {
+        try Task.checkCancellation()
+        enum Immediate { case slot(Int), wait(Int), closed }
+        let waiterID = state.withLock { state -> Int in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Int, Error>) in
+                let immediate = state.withLock { state -> Immediate in
+                    if state.closed { return .closed }
+                    if let index = state.free.popLast() { return .slot(index) }
+                    state.waiters.append((waiterID, continuation))
+                    return .wait(waiterID)
+                }
+                switch immediate {
+                case .slot(let index): continuation.resume(returning: index)
+                case .closed: continuation.resume(throwing: Self.closedError)
+                case .wait: break
+                }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Int, Error>? in
+                guard let position = state.waiters.firstIndex(where: { $0.id == waiterID }) else { return nil }
+                return state.waiters.remove(at: position).continuation
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    private func release(_ index: Int) {
+        let waiter = state.withLock { state -> CheckedContinuation<Int, Error>? in
+            if !state.waiters.isEmpty { return state.waiters.removeFirst().continuation }
+            state.free.append(index)
+            return nil
+        }
+        // Hand the connection straight to the next waiter, first come first served.
+        waiter?.resume(returning: index)
+    }
+}
+
+/// One pooled connection and the thread that owns it.
+///
+/// `@unchecked Sendable`: `connection` is only touched from `thread`.
+private final class Slot: @unchecked Sendable {
+    let thread: WorkerThread
+    let configuration: PostgresConfiguration
+    private var connection: Connection?
+
+    init(index: Int, configuration: PostgresConfiguration) {
+        self.configuration = configuration
+        thread = WorkerThread(name: "postgres-\(index)")
+    }
+
+    /// Runs on `thread`.
+    func use<T>(_ body: (Connection) throws -> T) throws -> T {
+        if let existing = connection, !existing.isHealthy {
+            existing.close()
+            connection = nil
+        }
+        let active: Connection
+        if let existing = connection {
+            active = existing
+        } else {
+            active = try Connection(configuration: configuration)
+            connection = active
+        }
+        defer { checkIn(active) }
+        return try body(active)
+    }
+
+    /// Keeps the connection only if it is healthy and outside any transaction.
+    private func checkIn(_ active: Connection) {
+        if active.isHealthy && !active.isIdle {
+            _ = try? active.execute("ROLLBACK")
+        }
+        if !active.isHealthy || !active.isIdle {
+            active.close()
+            connection = nil
+        }
+    }
+
+    func disconnect() {
+        connection?.close()
+        connection = nil
+    }
+}

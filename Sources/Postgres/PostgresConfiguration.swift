@@ -1,0 +1,78 @@
+/// Where and how to connect: a libpq connection string, either a URL
+/// (`postgresql://user@host:5432/db?sslmode=disable`) or key/value pairs (`host=/run/pg dbname=engage`).
+public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertible {
+    public var connectionString: String
+    public var applicationName: String
+    public var connectTimeoutSeconds: Int
+
+    public init(connectionString: String, applicationName: String = "engage", connectTimeoutSeconds: Int = 5) {
+        self.connectionString = connectionString
+        self.applicationName = applicationName
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+    }
+
+    /// Key/value pairs for a Unix-socket connection to a local cluster.
+    public static func unixSocket(directory: String, port: Int, user: String, database: String) -> PostgresConfiguration {
+        PostgresConfiguration(connectionString: "host=\(quote(directory)) port=\(port) user=\(quote(user)) dbname=\(quote(database))")
+    }
+
+    /// The same server, another database.
+    public func withDatabase(_ database: String) -> PostgresConfiguration {
+        var copy = self
+        copy.connectionString = Self.replacingDatabase(in: connectionString, with: database)
+        return copy
+    }
+
+    /// Never prints a password.
+    public var description: String { Self.redactingPassword(connectionString) }
+
+    static func quote(_ value: String) -> String {
+        "'" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "\\'") + "'"
+    }
+
+    static func isURL(_ text: String) -> Bool {
+        text.hasPrefix("postgresql://") || text.hasPrefix("postgres://")
+    }
+
+    static func replacingDatabase(in connectionString: String, with database: String) -> String {
+        if isURL(connectionString) {
+            // scheme://authority/database?query
+            let schemeEnd = connectionString.range(of: "://")!.upperBound
+            let rest = connectionString[schemeEnd...]
+            let queryStart = rest.firstIndex(of: "?") ?? rest.endIndex
+            let authorityEnd = rest[..<queryStart].firstIndex(of: "/") ?? queryStart
+            let encoded = database.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? database
+            return String(connectionString[..<authorityEnd]) + "/" + encoded + String(rest[queryStart...])
+        }
+        // Later keywords win in libpq, so appending overrides any dbname already present.
+        return connectionString + " dbname=" + quote(database)
+    }
+
+    static func redactingPassword(_ connectionString: String) -> String {
+        if isURL(connectionString), let schemeEnd = connectionString.range(of: "://"),
+           let at = connectionString[schemeEnd.upperBound...].firstIndex(of: "@") {
+            let userInfo = connectionString[schemeEnd.upperBound..<at]
+            if let colon = userInfo.firstIndex(of: ":") {
+                return String(connectionString[..<colon]) + ":***" + String(connectionString[at...])
+            }
+            return connectionString
+        }
+        var parts: [String] = []
+        var redactNext = false
+        for word in connectionString.split(separator: " ", omittingEmptySubsequences: false) {
+            if word.hasPrefix("password=") {
+                parts.append("password=***")
+                redactNext = false
+            } else if redactNext {
+                parts.append("***")
+                redactNext = false
+            } else {
+                parts.append(String(word))
+                redactNext = word == "password" || word == "password ="
+            }
+        }
+        return parts.joined(separator: " ")
+    }
+}
+
+import Foundation

@@ -1,0 +1,184 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Connection against a real PostgreSQL")
+struct ConnectionTests {
+    let configuration: PostgresConfiguration
+
+    init() throws {
+        configuration = try TestPostgres.freshDatabase(migrated: false)
+    }
+
+    @Test func parametersTravelSeparatelyFromText() throws {
+        let connection = try Connection(configuration: configuration)
+        let hostile = "'; DROP TABLE x; --"
+        let rows = try connection.query("SELECT \(hostile)::text AS value, \(42)::int8 AS answer, \(Optional<String>.none)::text AS nothing")
+        #expect(try rows[0].decode("value", as: String.self) == hostile)
+        #expect(try rows[0].decode("answer", as: Int.self) == 42)
+        #expect(try rows[0].decode("nothing", as: String?.self) == nil)
+    }
+
+    @Test func decodesBinaryValuesOfEveryType() throws {
+        let connection = try Connection(configuration: configuration)
+        let id = UUID(uuidString: "0F8FAD5B-D9CB-469F-A165-70867728950E")!
+        let rows = try connection.query("""
+            SELECT true, (-7)::int2, (-70000)::int4, (-9000000000)::int8, 2.5::float8, 1.25::float4,
+                   123.456::numeric, 'héllo'::text, \(id)::uuid,
+                   '2026-11-29T19:16:23.123456Z'::timestamptz, '{"a": [1, 2]}'::jsonb,
+                   ARRAY[1, 2, 3]::int8[], ARRAY['x', 'y"z']::text[], '1999-12-31'::date, 12345::xid8
+            """)
+        let row = rows[0]
+        #expect(try row.decode(0, as: Bool.self) == true)
+        #expect(try row.decode(1, as: Int.self) == -7)
+        #expect(try row.decode(2, as: Int.self) == -70000)
+        #expect(try row.decode(3, as: Int64.self) == -9_000_000_000)
+        #expect(try row.decode(4, as: Double.self) == 2.5)
+        #expect(try row.decode(5, as: Double.self) == 1.25)
+        #expect(abs(try row.decode(6, as: Double.self) - 123.456) < 1e-9)
+        #expect(try row.decode(7, as: String.self) == "héllo")
+        #expect(try row.decode(8, as: UUID.self) == id)
+        #expect(try row.decode(9, as: PostgresTimestamp.self).iso8601 == "2026-11-29T19:16:23.123456Z")
+        #expect(try row.decode(10, as: String.self) == #"{"a": [1, 2]}"#)
+        #expect(try row.decode(11, as: [Int64].self) == [1, 2, 3])
+        #expect(try row.decode(12, as: [String].self) == ["x", "y\"z"])
+        #expect(try row.decode(13, as: PostgresTimestamp.self).iso8601 == "1999-12-31T00:00:00.000000Z")
+        #expect(try row.decode(14, as: UInt64.self) == 12345)
+    }
+
+    @Test func arrayParametersRoundTrip() throws {
+        let connection = try Connection(configuration: configuration)
+        let words = ["plain", "with \"quotes\"", "back\\slash", "comma,brace}", ""]
+        let rows = try connection.query("SELECT \(words)::text[], \([Int64(1), -2])::int8[]")
+        #expect(try rows[0].decode(0, as: [String].self) == words)
+        #expect(try rows[0].decode(1, as: [Int64].self) == [1, -2])
+    }
+
+    @Test func serverErrorsKeepSQLStateDetailAndHint() throws {
+        let connection = try Connection(configuration: configuration)
+        try connection.execute("CREATE TABLE items (id int PRIMARY KEY)")
+        try connection.execute("INSERT INTO items VALUES (1)")
+        let error = #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO items VALUES (1)") }
+        #expect(error?.kind == .server)
+        #expect(error?.sqlState == "23505")
+        #expect(error?.isUniqueViolation == true)
+        #expect(error?.detail == "Key (id)=(1) already exists.")
+        let hinted = #expect(throws: PostgresError.self) { try connection.execute("SELECT 1 +") }
+        #expect(hinted?.sqlState == "42601")
+        // The connection is still usable after errors.
+        #expect(try connection.query("SELECT count(*) FROM items")[0].decode(0, as: Int.self) == 1)
+    }
+
+    @Test func textParameterWithNulIsRefusedBeforeSending() throws {
+        let connection = try Connection(configuration: configuration)
+        let error = #expect(throws: PostgresError.self) { try connection.query("SELECT \("a\u{0}b")::text") }
+        #expect(error?.kind == .encoding)
+    }
+
+    @Test func transactionRollsBackWhenBodyThrows() throws {
+        struct Boom: Error {}
+        let connection = try Connection(configuration: configuration)
+        try connection.execute("CREATE TABLE ledger (n int)")
+        #expect(throws: Boom.self) {
+            try connection.transaction { connection in
+                try connection.execute("INSERT INTO ledger VALUES (1)")
+                throw Boom()
+            }
+        }
+        try connection.transaction { connection in try connection.execute("INSERT INTO ledger VALUES (2)") }
+        #expect(try connection.query("SELECT array_agg(n)::int8[] FROM ledger")[0].decode(0, as: [Int64].self) == [2])
+        #expect(connection.isIdle)
+    }
+
+    @Test func binaryCopyStoresTypedRows() throws {
+        let connection = try Connection(configuration: configuration)
+        try connection.execute("CREATE TABLE copied (id uuid, name text, at timestamptz, body jsonb, n int8, note text)")
+        var encoder = BinaryCopyEncoder()
+        for index in 0..<500 {
+            encoder.beginRow(columnCount: 6)
+            encoder.appendUUID([UInt8](repeating: UInt8(index % 256), count: 15) + [UInt8(index / 256)])
+            encoder.appendText("name-\(index)")
+            encoder.appendTimestamp(unixMicroseconds: 1_780_000_000_000_000 + Int64(index))
+            encoder.appendJSONB(Array(#"{"index": \#(index)}"#.utf8))
+            encoder.appendInt64(Int64(index) - 250)
+            if index % 2 == 0 { encoder.appendNull() } else { encoder.appendText("odd") }
+        }
+        let copied = try connection.copyIn("COPY copied FROM STDIN (FORMAT binary)", data: encoder.finish())
+        #expect(copied == 500)
+        let rows = try connection.query("SELECT count(*), sum(n), count(note), max((body->>'index')::int) FROM copied")
+        #expect(try rows[0].decode(0, as: Int.self) == 500)
+        #expect(try rows[0].decode(1, as: Int.self) == (0..<500).reduce(0) { $0 + $1 - 250 })
+        #expect(try rows[0].decode(2, as: Int.self) == 250)
+        #expect(try rows[0].decode(3, as: Int.self) == 499)
+    }
+
+    @Test func failedCopyStoresNothingAndReportsTheServerError() throws {
+        let connection = try Connection(configuration: configuration)
+        try connection.execute("CREATE TABLE strict (id int8 PRIMARY KEY)")
+        var encoder = BinaryCopyEncoder()
+        for id in [1, 2, 2] as [Int64] {
+            encoder.beginRow(columnCount: 1)
+            encoder.appendInt64(id)
+        }
+        let error = #expect(throws: PostgresError.self) {
+            try connection.copyIn("COPY strict FROM STDIN (FORMAT binary)", data: encoder.finish())
+        }
+        #expect(error?.sqlState == "23505")
+        #expect(try connection.query("SELECT count(*) FROM strict")[0].decode(0, as: Int.self) == 0)
+        #expect(connection.isIdle)
+    }
+
+    @Test func listenReceivesNotificationsFromAnotherSession() throws {
+        let listener = try Connection(configuration: configuration)
+        let sender = try Connection(configuration: configuration)
+        try listener.listen("engage_test")
+        #expect(try listener.waitForNotifications(timeout: .milliseconds(50)).isEmpty)
+        try sender.notify("engage_test", payload: "hello")
+        let received = try listener.waitForNotifications(timeout: .seconds(5))
+        #expect(received.map(\.payload) == ["hello"])
+        #expect(received.first?.senderPID == sender.backendPID)
+    }
+
+    @Test func scriptsRunSeveralStatementsAndReportTheFirstError() throws {
+        let connection = try Connection(configuration: configuration)
+        try connection.executeScript(unsafeSQL: "CREATE TABLE s (n int); INSERT INTO s VALUES (1); INSERT INTO s VALUES (2);")
+        #expect(try connection.query("SELECT count(*) FROM s")[0].decode(0, as: Int.self) == 2)
+        let error = #expect(throws: PostgresError.self) { try connection.executeScript(unsafeSQL: "SELECT 1; SELECT * FROM missing_table;") }
+        #expect(error?.sqlState == "42P01")
+    }
+
+    @Test func badConnectionStringIsAConnectionError() throws {
+        let error = #expect(throws: PostgresError.self) {
+            _ = try Connection(configuration: PostgresConfiguration(connectionString: "host=/nonexistent/socket port=1 dbname=x", connectTimeoutSeconds: 1))
+        }
+        #expect(error?.kind == .connection)
+        #expect(error?.isConnectionProblem == true)
+    }
+}
+
+@Suite("SQL interpolation")
+struct SQLTests {
+    @Test func valuesBecomePlaceholders() {
+        let app = "app'1"
+        let sql: SQL = "SELECT * FROM t WHERE a = \(app) AND b = \(5) AND c = \(identifier: "we\"ird")"
+        #expect(sql.text == #"SELECT * FROM t WHERE a = $1 AND b = $2 AND c = "we""ird""#)
+        #expect(sql.parameters.map(\.bytes) == [Array("app'1".utf8), Array("5".utf8)])
+        #expect(sql.description.contains("redacted"))
+        #expect(!sql.description.contains("app'1"))
+    }
+
+    @Test func fragmentsAreRenumbered() {
+        let filter: SQL = "x = \(1) AND y = \(2)"
+        var sql: SQL = "SELECT \(0) WHERE "
+        sql.append(filter)
+        #expect(sql.text == "SELECT $1 WHERE x = $2 AND y = $3")
+        #expect(sql.parameters.count == 3)
+    }
+
+    @Test func configurationNeverPrintsPasswords() {
+        #expect(PostgresConfiguration(connectionString: "postgresql://u:secret@h:5432/db").description == "postgresql://u:***@h:5432/db")
+        #expect(PostgresConfiguration(connectionString: "host=h password=secret dbname=d").description == "host=h password=*** dbname=d")
+        #expect(PostgresConfiguration(connectionString: "postgresql://u@h/db?x=1").withDatabase("other").connectionString == "postgresql://u@h/other?x=1")
+    }
+}
