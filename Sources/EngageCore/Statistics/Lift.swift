@@ -1,0 +1,161 @@
+import Foundation
+
+/// Mean, per-unit variance and unit count of a metric in one group. A rate is the special case
+/// `mean = p`, `variance = p (1 - p)` (see `Proportion.summary`).
+public struct MetricSummary: Hashable, Sendable {
+    public let mean: Double
+    public let variance: Double
+    public let count: Int
+
+    public init(mean: Double, variance: Double, count: Int) {
+        self.mean = mean
+        self.variance = variance
+        self.count = count
+    }
+}
+
+/// Whether a lift is a difference of means or a ratio of them.
+public enum LiftScale: String, Hashable, Sendable, CaseIterable {
+    /// `m1 / m2 - 1`.
+    case relative
+    /// `m1 - m2`.
+    case absolute
+}
+
+/// An interval and a two-sided p-value for `lift == 0`.
+public struct LiftTestResult: Hashable, Sendable {
+    public let estimate: Double
+    public let interval: ConfidenceInterval
+    public let pValue: Double
+}
+
+/// The lift of a variant (group 1) over a control (group 2), estimated as GrowthBook's gbstats
+/// does: a normal approximation with
+///
+///  - absolute: `d = m1 - m2`, `Var d = s1^2 / n1 + s2^2 / n2`;
+///  - relative: `d = m1 / m2 - 1` and, by the delta method on the ratio of two independent means,
+///    `Var d = s1^2 / (m2^2 n1) + s2^2 m1^2 / (m2^4 n2)`.
+///
+/// From that one estimate and variance it gives the fixed-horizon test (Welch), the sequential
+/// always-valid test and the Bayesian chance to win.
+public struct Lift: Hashable, Sendable {
+    public let scale: LiftScale
+    public let estimate: Double
+    /// Variance of `estimate`.
+    public let variance: Double
+    /// Welch-Satterthwaite degrees of freedom of the two groups.
+    public let degreesOfFreedom: Double
+    /// Units in both groups, `n1 + n2`, the sample size of the sequential test.
+    public let totalCount: Int
+
+    public var standardError: Double { variance.squareRoot() }
+
+    /// Throws `tooFewUnits` when a group has fewer than two units, `zeroBaseline` for a
+    /// relative lift over a control mean of 0, and `zeroVariance` when either group's variance
+    /// is 0 (gbstats declines the same cases; use `ProportionComparison.newcombeInterval` there).
+    public init(variant: MetricSummary, control: MetricSummary, scale: LiftScale) throws(StatisticsError) {
+        guard variant.count >= 2, control.count >= 2 else {
+            throw StatisticsError(.tooFewUnits, detail: "n1=\(variant.count) n2=\(control.count)")
+        }
+        if scale == .relative, control.mean == 0 {
+            throw StatisticsError(.zeroBaseline)
+        }
+        guard variant.variance > 0, control.variance > 0 else {
+            throw StatisticsError(.zeroVariance, detail: "var1=\(variant.variance) var2=\(control.variance)")
+        }
+        let n1 = Double(variant.count)
+        let n2 = Double(control.count)
+        let perVariant = variant.variance / n1
+        let perControl = control.variance / n2
+        switch scale {
+        case .absolute:
+            estimate = variant.mean - control.mean
+            variance = perVariant + perControl
+        case .relative:
+            let m2Squared = control.mean * control.mean
+            estimate = (variant.mean - control.mean) / control.mean
+            variance = perVariant / m2Squared + perControl * variant.mean * variant.mean / (m2Squared * m2Squared)
+        }
+        degreesOfFreedom = (perVariant + perControl) * (perVariant + perControl)
+            / (perVariant * perVariant / (n1 - 1) + perControl * perControl / (n2 - 1))
+        totalCount = variant.count + control.count
+        self.scale = scale
+    }
+
+    // MARK: Fixed horizon
+
+    /// Welch's two-sided t test, valid when the sample size was fixed in advance and the data
+    /// are looked at once: `t = d / se` on `degreesOfFreedom`, interval `d +- t_{1-a/2} se`.
+    /// Matches gbstats' `TwoSidedTTest`.
+    public func fixedHorizon(confidence: Double = 0.95) -> LiftTestResult {
+        precondition(confidence > 0 && confidence < 1, "confidence must be in (0, 1)")
+        let alpha = 1 - confidence
+        let critical = StudentT.quantile(1 - alpha / 2, degreesOfFreedom: degreesOfFreedom)
+        let halfWidth = critical * standardError
+        let t = estimate / standardError
+        let pValue = 2 * StudentT.survival(abs(t), degreesOfFreedom: degreesOfFreedom)
+        return LiftTestResult(
+            estimate: estimate,
+            interval: ConfidenceInterval(lower: estimate - halfWidth, upper: estimate + halfWidth),
+            pValue: min(1, pValue)
+        )
+    }
+
+    // MARK: Sequential
+
+    /// GrowthBook's default tuning parameter `N*`: the total sample size at which the
+    /// confidence sequence is tightest.
+    public static let defaultSequentialTuning = 5000.0
+
+    /// Always-valid inference: a confidence sequence and its p-value, which stay valid however
+    /// often the data are looked at and whenever the experiment is stopped.
+    ///
+    /// This is the asymptotic normal-mixture confidence sequence of Waudby-Smith et al.
+    /// ("Time-uniform central limit theory and asymptotic confidence sequences", 2023; eq. 9),
+    /// built on the Gaussian-mixture boundary of Howard et al. (2021), as gbstats implements it.
+    /// With `N = n1 + n2` units, `s^2 = N Var d` (the per-unit variance of the estimate),
+    /// `alpha = 1 - confidence` and the mixing precision chosen so that the boundary is tightest
+    /// at `N = N*` (eq. 161):
+    ///
+    ///     rho^2     = (-2 ln alpha + ln(1 - 2 ln alpha)) / N*
+    ///     halfWidth = s * sqrt( 2 (N rho^2 + 1) / (N rho)^2 * ln( sqrt(N rho^2 + 1) / alpha ) )
+    ///
+    /// The interval is `d +- halfWidth`. The always-valid p-value is the reciprocal of the
+    /// mixture martingale (an e-value) at `N` (eq. 155), capped at 1:
+    ///
+    ///     E = exp( rho^2 N^2 d^2 / (2 s^2 (N rho^2 + 1)) ) / sqrt(N rho^2 + 1),  p = min(1, 1/E)
+    ///
+    /// so `p < alpha` exactly when 0 is outside the interval.
+    public func sequential(confidence: Double = 0.95, tuning: Double = Lift.defaultSequentialTuning) -> LiftTestResult {
+        precondition(confidence > 0 && confidence < 1, "confidence must be in (0, 1)")
+        precondition(tuning > 0, "the tuning parameter must be positive")
+        let alpha = 1 - confidence
+        let n = Double(totalCount)
+        let logAlpha = log(alpha)
+        let rhoSquared = (-2 * logAlpha + log(1 - 2 * logAlpha)) / tuning
+        let perUnitVariance = variance * n
+        let spread = n * rhoSquared + 1
+        let halfWidth = (perUnitVariance * 2 * spread / (n * n * rhoSquared) * (0.5 * log(spread) - logAlpha)).squareRoot()
+        let logEValue = rhoSquared * n * n * estimate * estimate / (2 * perUnitVariance * spread) - 0.5 * log(spread)
+        return LiftTestResult(
+            estimate: estimate,
+            interval: ConfidenceInterval(lower: estimate - halfWidth, upper: estimate + halfWidth),
+            pValue: min(1, exp(-logEValue))
+        )
+    }
+
+    // MARK: Bayesian
+
+    /// Posterior probability that the lift is positive, under gbstats' default flat
+    /// (improper) prior on the lift: the posterior is `Normal(d, Var d)`, so the chance to win
+    /// is `Phi(d / se)`.
+    public var chanceToWin: Double {
+        Normal.cdf(estimate / standardError)
+    }
+
+    /// Central credible interval of the same posterior: `d +- z_{1-a/2} se`.
+    public func credibleInterval(confidence: Double = 0.95) -> ConfidenceInterval {
+        let halfWidth = twoSidedCriticalValue(confidence: confidence) * standardError
+        return ConfidenceInterval(lower: estimate - halfWidth, upper: estimate + halfWidth)
+    }
+}

@@ -1,0 +1,36 @@
+/// Sample ratio mismatch: did the arms receive the traffic split they were configured with?
+/// A tiny p-value (GrowthBook warns below 0.001) means assignment or logging is broken and the
+/// experiment's results should not be trusted.
+public enum SampleRatioMismatch {
+    /// Pearson's chi-square goodness-of-fit test of observed arm counts against expected
+    /// weights (any positive scale; they are normalized):
+    ///
+    ///     X^2 = sum_i (o_i - e_i)^2 / e_i,  e_i = N w_i / sum w,  p = P(chi^2_{k-1} > X^2)
+    ///
+    /// with `k` the number of arms of positive weight. An arm of weight 0 is left out while it
+    /// has no units (gbstats skips it likewise); one that has units makes the split impossible
+    /// and gives 0. With no units at all, or fewer than two weighted arms, there is no evidence
+    /// of a mismatch and the result is 1.
+    public static func pValue(observed: [Int], weights: [Double]) -> Double {
+        precondition(observed.count == weights.count, "one weight per arm")
+        precondition(observed.allSatisfy { $0 >= 0 }, "counts must not be negative")
+        precondition(weights.allSatisfy { $0 >= 0 && $0.isFinite }, "weights must be finite and not negative")
+        let total = Double(observed.reduce(0, +))
+        let totalWeight = weights.reduce(0, +)
+        guard total > 0, totalWeight > 0 else { return 1 }
+        var statistic = 0.0
+        var arms = 0
+        for (count, weight) in zip(observed, weights) {
+            guard weight > 0 else {
+                if count > 0 { return 0 }
+                continue
+            }
+            let expected = total * weight / totalWeight
+            let deviation = Double(count) - expected
+            statistic += deviation * deviation / expected
+            arms += 1
+        }
+        guard arms >= 2 else { return 1 }
+        return ChiSquare.survival(statistic, degreesOfFreedom: Double(arms - 1))
+    }
+}

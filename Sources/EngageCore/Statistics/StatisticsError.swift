@@ -1,0 +1,48 @@
+/// Why a statistic could not be computed from the data at hand.
+///
+/// These are data conditions, not programming errors: a report shows them ("not enough data")
+/// instead of a number. Arguments that only a programming error can produce, such as a
+/// confidence level outside (0, 1), stop the process with a precondition instead.
+public struct StatisticsError: Error, Hashable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// Stable, machine-readable reason.
+    public enum Code: String, Hashable, Sendable {
+        /// Negative counts, or more successes than trials.
+        case invalidCounts = "invalid_counts"
+        /// A group has fewer than two units, too few for a mean and a variance.
+        case tooFewUnits = "too_few_units"
+        /// The control mean is zero, so a relative lift is undefined.
+        case zeroBaseline = "zero_baseline"
+        /// A group's variance is zero (a rate of exactly 0 or 1), so the normal approximation
+        /// has nothing to scale by.
+        case zeroVariance = "zero_variance"
+        /// Histogram counts that do not fit the layout: wrong length or a negative count.
+        case invalidHistogram = "invalid_histogram"
+    }
+
+    public let code: Code
+    /// Details for logs; may name the offending values.
+    public let detail: String
+
+    public init(_ code: Code, detail: String = "") {
+        self.code = code
+        self.detail = detail
+    }
+
+    public var description: String {
+        switch code {
+        case .invalidCounts: "counts are negative or successes exceed trials"
+        case .tooFewUnits: "a group has fewer than two units"
+        case .zeroBaseline: "the control mean is zero, so a relative lift is undefined"
+        case .zeroVariance: "a group has zero variance"
+        case .invalidHistogram: "histogram counts do not fit the layout"
+        }
+    }
+
+    public var debugDescription: String {
+        detail.isEmpty ? "StatisticsError(\(code.rawValue))" : "StatisticsError(\(code.rawValue)): \(detail)"
+    }
+
+    /// Errors are equal when their codes are: the detail is for people, the code for programs.
+    public static func == (lhs: Self, rhs: Self) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+}
