@@ -18,6 +18,7 @@ let package = Package(
             name: "CMicroHTTPD",
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
+        .target(name: "CProcess"),
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
@@ -27,7 +28,7 @@ let package = Package(
         // Infrastructure.
         .target(name: "Runtime"),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "EmbeddedPostgres", dependencies: ["Postgres", "Runtime"]),
+        .target(name: "EmbeddedPostgres", dependencies: ["CProcess", "Postgres", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Runtime"]),
 
         // The domain, then the pieces that store and serve it.

@@ -1,30 +1,50 @@
+import CProcess
 import Foundation
 
-/// Runs a helper program to completion and captures what it printed.
-struct ProcessRunner {
-    struct Outcome {
-        var status: Int32
-        var output: String
+/// Runs helper programs (initdb, pg_ctl, runuser) to completion and captures what they print.
+/// Spawning goes through a small C wrapper: no descriptor of ours leaks into the server that
+/// pg_ctl leaves running, and the child is reaped by its own pid.
+public enum ProcessRunner {
+    public struct Outcome: Sendable {
+        public var status: Int32
+        public var output: String
     }
 
-    /// Runs `arguments[0]` with the rest; as root, `asUser` switches user through runuser(1).
-    static func run(_ arguments: [String], asUser user: String? = nil, environment: [String: String]? = nil) throws -> Outcome {
-        var command = arguments
-        if let user, geteuid() == 0 {
-            command = ["/usr/sbin/runuser", "-u", user, "--"] + arguments
+    /// Runs `arguments[0]` (an absolute path) with the rest; as root, `asUser` switches user through runuser(1).
+    public static func run(_ arguments: [String], asUser user: String? = nil) throws -> Outcome {
+        let block = argumentBlock(command(arguments, asUser: user))
+        var output = [CChar](repeating: 0, count: 64 * 1024)
+        var length = 0
+        var status: Int32 = 0
+        let result = CProcess_run(block, block.count, &output, output.count, &length, &status)
+        guard result == 0 else {
+            throw EmbeddedPostgresError("could not run \(arguments[0]): \(String(cString: strerror(-result)))")
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        if let environment { process.environment = environment }
-        // The server inherits nothing of ours: its output goes to its log file, not our pipes.
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Outcome(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        let text = String(decoding: output[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return Outcome(status: status, output: text)
+    }
+
+    /// Starts a program in its own session and returns its pid without waiting for it.
+    @discardableResult
+    public static func spawnDetached(_ arguments: [String]) throws -> Int32 {
+        let block = argumentBlock(arguments)
+        let pid = CProcess_spawn_detached(block, block.count)
+        guard pid > 0 else {
+            throw EmbeddedPostgresError("could not start \(arguments[0]): \(String(cString: strerror(-pid)))")
+        }
+        return pid
+    }
+
+    static func command(_ arguments: [String], asUser user: String?) -> [String] {
+        guard let user, geteuid() == 0 else { return arguments }
+        return ["/usr/sbin/runuser", "-u", user, "--"] + arguments
+    }
+
+    private static func argumentBlock(_ arguments: [String]) -> [CChar] {
+        var block: [CChar] = []
+        for argument in arguments {
+            block += argument.utf8CString
+        }
+        return block
     }
 }

@@ -123,12 +123,12 @@ public struct EventStore: Sendable {
     public func read(app appID: String, notification notificationID: String) async throws -> [StoredEvent] {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                SELECT \(unsafeSQL: columns)
+                SELECT \(unsafeSQL: Self.columns)
                 FROM events
                 WHERE app_id = \(appID) AND notification_id = \(notificationID)
                 ORDER BY transaction_id, position
                 """)
-            return try rows.rows.map(decode)
+            return try rows.rows.map(Self.decode)
         }
     }
 

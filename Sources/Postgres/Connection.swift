@@ -45,9 +45,17 @@ public final class Connection {
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
         let socket = PQsocket(handle)
         guard socket >= 0 else { return false }
+        // An idle connection has nothing to read unless the server said goodbye (a FATAL message,
+        // then end of file, which may take two reads to see).
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        if poll(&poller, 1, 0) > 0 {
+        for _ in 0..<4 where poll(&poller, 1, 0) > 0 {
             if PQconsumeInput(handle) == 0 { return false }
+            if PQstatus(handle) != CONNECTION_OK { return false }
+            if let result = PQgetResult(handle) {
+                // Unsolicited error while idle: the session is over.
+                PQclear(result)
+                return false
+            }
         }
         return PQstatus(handle) == CONNECTION_OK
     }
@@ -116,6 +124,7 @@ public final class Connection {
     }
 
     /// Runs `body` inside BEGIN/COMMIT; rolls back if it throws.
+    @discardableResult
     public func transaction<T>(isolation: String = "READ COMMITTED", _ body: (Connection) throws -> T) throws -> T {
         try execute(SQL(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"))
         do {

@@ -22,6 +22,12 @@ public final class ConnectionPool: Sendable {
         public var size: Int
         public var inUse: Int
         public var waiting: Int
+
+        public init(size: Int, inUse: Int, waiting: Int) {
+            self.size = size
+            self.inUse = inUse
+            self.waiting = waiting
+        }
     }
 
     public init(configuration: PostgresConfiguration, size: Int) {

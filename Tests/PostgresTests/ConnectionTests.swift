@@ -27,7 +27,7 @@ struct ConnectionTests {
             SELECT true, (-7)::int2, (-70000)::int4, (-9000000000)::int8, 2.5::float8, 1.25::float4,
                    123.456::numeric, 'héllo'::text, \(id)::uuid,
                    '2026-11-29T19:16:23.123456Z'::timestamptz, '{"a": [1, 2]}'::jsonb,
-                   ARRAY[1, 2, 3]::int8[], ARRAY['x', 'y"z']::text[], '1999-12-31'::date, 12345::xid8
+                   ARRAY[1, 2, 3]::int8[], ARRAY['x', 'y"z']::text[], '1999-12-31'::date, '12345'::xid8
             """)
         let row = rows[0]
         #expect(try row.decode(0, as: Bool.self) == true)

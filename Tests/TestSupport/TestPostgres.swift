@@ -77,12 +77,6 @@ public enum TestPostgres {
             ? "/usr/sbin/runuser -u postgres -- \(cluster.binaryDirectory)/pg_ctl stop -D \(cluster.dataDirectory) -m immediate"
             : "\(cluster.binaryDirectory)/pg_ctl stop -D \(cluster.dataDirectory) -m immediate"
         let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(cluster.dataDirectory)"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", script]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
+        _ = try? ProcessRunner.spawnDetached(["/bin/sh", "-c", script])
     }
 }

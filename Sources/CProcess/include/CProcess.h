@@ -1,0 +1,18 @@
+#ifndef ENGAGE_CPROCESS_H
+#define ENGAGE_CPROCESS_H
+
+#include <stddef.h>
+
+/// Runs a program to completion and captures its standard output and error together.
+/// `argv_block` holds the program path and its arguments, each terminated by NUL.
+/// At most `output_capacity` bytes of output are kept; the rest is read and dropped.
+/// Returns 0 and sets `*exit_status` (the exit code, or 128 + signal) on success, or -errno.
+int CProcess_run(const char *argv_block, size_t block_length,
+                 char *output, size_t output_capacity, size_t *output_length,
+                 int *exit_status);
+
+/// Starts a program in a new session, with no inherited descriptors beyond /dev/null for
+/// standard input, output and error, and does not wait for it. Returns its pid or -errno.
+int CProcess_spawn_detached(const char *argv_block, size_t block_length);
+
+#endif
