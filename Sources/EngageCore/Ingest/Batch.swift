@@ -1,0 +1,177 @@
+/// How an ingestion request body is framed.
+public enum BodyFormat: Sendable, Equatable {
+    /// A JSON array of event objects, or `{"events": [...]}` with no other key.
+    case json
+    /// One event object per line; blank lines are skipped; `\r\n` line ends are accepted.
+    case ndjson
+}
+
+/// One event the request carried but the service refused.
+public struct Rejection: Sendable, Equatable, Hashable, Codable {
+    /// Position of the event in the request: the array index, or for NDJSON the number of
+    /// non-blank lines before it.
+    public var index: Int
+    /// Wire path of the offending field, nil for the event as a whole.
+    public var field: String?
+    public var problem: String
+
+    public init(index: Int, field: String?, problem: String) {
+        self.index = index
+        self.field = field
+        self.problem = problem
+    }
+}
+
+/// The outcome of decoding one request: the valid events and a rejection for each invalid one.
+public struct DecodedBatch: Sendable, Equatable {
+    /// Accepted events in request order, each `event_id` once.
+    public var events: [Event]
+    /// The request index of each accepted event (parallel to `events`).
+    public var indices: [Int]
+    public var rejected: [Rejection]
+    /// Valid events dropped because an earlier event of the request had the same `event_id`.
+    public var duplicatesInRequest: Int
+
+    public init(events: [Event] = [], indices: [Int] = [], rejected: [Rejection] = [], duplicatesInRequest: Int = 0) {
+        self.events = events
+        self.indices = indices
+        self.rejected = rejected
+        self.duplicatesInRequest = duplicatesInRequest
+    }
+}
+
+/// Why a whole request was refused (individual bad events are `Rejection`s instead).
+public enum BatchError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The body (JSON format) is not valid JSON.
+    case malformed(JSONError)
+    /// Valid JSON, but not an array of events nor `{"events": [...]}`.
+    case wrongShape(String)
+    case tooManyEvents(count: Int, limit: Int)
+    /// No event at all.
+    case empty
+
+    public var description: String {
+        switch self {
+        case .malformed(let error): "the body is not valid JSON: \(error.reason) at byte \(error.offset)"
+        case .wrongShape(let why): why
+        case .tooManyEvents(let count, let limit): "the request has \(count) events; the limit is \(limit)"
+        case .empty: "the request has no events"
+        }
+    }
+}
+
+/// Decodes and validates an ingestion request body.
+///
+/// Whole-request failures throw: malformed JSON (JSON format only; in NDJSON a malformed line
+/// rejects just that line), a wrong shape, no events, or more than `limits.maxEvents`. Each event
+/// is then validated on its own (`Event.decodeWire`) against `now`; the second and later events
+/// with an `event_id` already accepted in this request are dropped and counted.
+public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimits = IngestLimits(),
+                        now: Timestamp) throws(BatchError) -> DecodedBatch {
+    switch format {
+    case .json: try decodeJSONBatch(body, limits: limits, now: now)
+    case .ndjson: try decodeNDJSONBatch(body, limits: limits, now: now)
+    }
+}
+
+/// Collects accepted events, dropping repeated event IDs.
+private struct BatchBuilder {
+    var batch = DecodedBatch()
+    var seen: Set<EventID> = []
+
+    init(capacity: Int) {
+        batch.events.reserveCapacity(capacity)
+        batch.indices.reserveCapacity(capacity)
+        seen.reserveCapacity(capacity)
+    }
+
+    mutating func add(_ result: Result<Event, EventProblem>, index: Int) {
+        switch result {
+        case .success(let event):
+            guard seen.insert(event.eventID).inserted else {
+                batch.duplicatesInRequest += 1
+                return
+            }
+            batch.events.append(event)
+            batch.indices.append(index)
+        case .failure(let problem):
+            batch.rejected.append(Rejection(index: index, field: problem.field, problem: problem.problem))
+        }
+    }
+}
+
+private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp) throws(BatchError) -> DecodedBatch {
+    let json: JSON
+    do {
+        // Two envelope levels ({"events": [...]}) above the events, whose own depth is checked per event.
+        json = try JSON.parse(body, maxDepth: limits.maxDepth + 2)
+    } catch {
+        throw .malformed(error)
+    }
+    let list: JSON.Node
+    switch json.kind(json.root) {
+    case .array:
+        list = json.root
+    case .object:
+        var events: JSON.Node?
+        for (key, value) in json.members(json.root) {
+            guard json.string(key, equals: "events") else {
+                throw .wrongShape("unknown top-level key \"\(json.string(key) ?? "")\"; expected only \"events\"")
+            }
+            events = value
+        }
+        guard let events else { throw .wrongShape("the object has no \"events\" array") }
+        guard json.kind(events) == .array else { throw .wrongShape("\"events\" must be an array") }
+        list = events
+    default:
+        throw .wrongShape("the body must be an array of events or an object with an \"events\" array")
+    }
+    let count = json.count(list)
+    guard count > 0 else { throw .empty }
+    guard count <= limits.maxEvents else { throw .tooManyEvents(count: count, limit: limits.maxEvents) }
+
+    var builder = BatchBuilder(capacity: count)
+    for (index, node) in json.elements(list).enumerated() {
+        let result = Result { () throws(EventProblem) in try Event.decodeWire(json, node, limits: limits, now: now) }
+        builder.add(result, index: index)
+    }
+    return builder.batch
+}
+
+private func decodeNDJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp) throws(BatchError) -> DecodedBatch {
+    var lines: [Range<Int>] = []
+    var start = 0
+    while start < body.count {
+        var end = start
+        while end < body.count && body[end] != UInt8(ascii: "\n") { end += 1 }
+        var contentEnd = end
+        if contentEnd > start && body[contentEnd - 1] == UInt8(ascii: "\r") { contentEnd -= 1 }
+        if body[start..<contentEnd].contains(where: { $0 != 0x20 && $0 != 0x09 }) {
+            lines.append(start..<contentEnd)
+        }
+        start = end + 1
+    }
+    guard !lines.isEmpty else { throw .empty }
+    guard lines.count <= limits.maxEvents else { throw .tooManyEvents(count: lines.count, limit: limits.maxEvents) }
+
+    var builder = BatchBuilder(capacity: lines.count)
+    for (index, line) in lines.enumerated() {
+        let result = Result { () throws(EventProblem) in try decodeLine(body, line, limits: limits, now: now) }
+        builder.add(result, index: index)
+    }
+    return builder.batch
+}
+
+private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimits, now: Timestamp) throws(EventProblem) -> Event {
+    if line.count > limits.maxEventBytes {
+        throw EventProblem(field: nil, problem: "event is \(line.count) bytes; the limit is \(limits.maxEventBytes)")
+    }
+    let json: JSON
+    do {
+        // One level of slack: the event's own depth check gives the clearer problem.
+        json = try JSON.parse(body, range: line, maxDepth: limits.maxDepth + 1)
+    } catch {
+        throw EventProblem(field: nil, problem: "malformed JSON at byte \(error.offset - line.lowerBound) of the line: \(error.reason)")
+    }
+    return try Event.decodeWire(json, json.root, limits: limits, now: now)
+}

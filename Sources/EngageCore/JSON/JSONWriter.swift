@@ -1,0 +1,156 @@
+/// Builds compact JSON text. Commas between members and elements are inserted automatically;
+/// nesting is limited to 64 levels (the writer tracks "first element" per level in a bitmask).
+///
+/// Strings are written canonically: `"` and `\` are escaped, control characters become
+/// `\b \f \n \r \t` or `\u00XX`, everything else (including non-ASCII) is copied as UTF-8.
+public struct JSONWriter: Sendable {
+    public private(set) var bytes: [UInt8]
+    private var level = 0
+    /// Set between a key and its value, which takes no comma.
+    private var keyWritten = false
+    /// Bit n is set when the container at level n already has an element.
+    private var hasElement: UInt64 = 0
+
+    public init(capacity: Int = 256) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    // MARK: Structure
+
+    public mutating func beginObject() { beginContainer(UInt8(ascii: "{")) }
+    public mutating func endObject() { endContainer(UInt8(ascii: "}")) }
+    public mutating func beginArray() { beginContainer(UInt8(ascii: "[")) }
+    public mutating func endArray() { endContainer(UInt8(ascii: "]")) }
+
+    /// Writes a member name and colon; the value follows with one of the value methods.
+    public mutating func key(_ name: StaticString) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        name.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+        keyWritten = true
+    }
+
+    /// Writes a member name given at run time (escaped canonically).
+    public mutating func key(_ name: String) {
+        separate()
+        JSONWriter.appendString(name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        keyWritten = true
+    }
+
+    // MARK: Values
+
+    public mutating func string(_ value: String) {
+        separate()
+        JSONWriter.appendString(value, to: &bytes)
+    }
+
+    public mutating func int(_ value: Int) {
+        separate()
+        JSONWriter.appendInteger(Int64(value), to: &bytes)
+    }
+
+    public mutating func bool(_ value: Bool) {
+        separate()
+        bytes.append(contentsOf: value ? [0x74, 0x72, 0x75, 0x65] : [0x66, 0x61, 0x6C, 0x73, 0x65])
+    }
+
+    public mutating func null() {
+        separate()
+        bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])
+    }
+
+    /// Writes a finite Double in Swift's shortest round-tripping form (`0.5`, `1.0`, `1e-05`),
+    /// which is valid JSON. Non-finite values are written as `null`.
+    public mutating func double(_ value: Double) {
+        guard value.isFinite else { return null() }
+        separate()
+        bytes.append(contentsOf: value.description.utf8)
+    }
+
+    /// Copies already valid JSON text (e.g. a stored object) verbatim.
+    public mutating func raw(_ json: [UInt8]) {
+        separate()
+        bytes.append(contentsOf: json)
+    }
+
+    // MARK: Canonical scalars
+
+    /// Appends `value` as a quoted, canonically escaped JSON string.
+    public static func appendString(_ value: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for b in value.utf8 {
+            if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
+                out.append(b)
+                continue
+            }
+            out.append(UInt8(ascii: "\\"))
+            switch b {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
+            case 0x08: out.append(UInt8(ascii: "b"))
+            case 0x0C: out.append(UInt8(ascii: "f"))
+            case 0x0A: out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(UInt8(ascii: "t"))
+            default:
+                let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Canonical JSON text of a string, e.g. `"a\"b"`.
+    public static func encodeString(_ value: String) -> [UInt8] {
+        var out: [UInt8] = []
+        appendString(value, to: &out)
+        return out
+    }
+
+    /// Appends the decimal digits of `value` without going through `String`.
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var divisor: UInt64 = 1
+        while magnitude / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            let digit = magnitude / divisor
+            out.append(UInt8(ascii: "0") + UInt8(digit))
+            magnitude -= digit * divisor
+            divisor /= 10
+        }
+    }
+
+    // MARK: Private
+
+    /// Writes a comma when the current container already has an element (not after a key).
+    private mutating func separate() {
+        if keyWritten {
+            keyWritten = false
+            return
+        }
+        guard level > 0 else { return }
+        let bit: UInt64 = 1 << UInt64(level - 1)
+        if hasElement & bit != 0 {
+            bytes.append(UInt8(ascii: ","))
+        } else {
+            hasElement |= bit
+        }
+    }
+
+    private mutating func beginContainer(_ bracket: UInt8) {
+        separate()
+        bytes.append(bracket)
+        level += 1
+        precondition(level <= 64, "JSONWriter nests at most 64 levels")
+        hasElement &= ~(1 << UInt64(level - 1))
+    }
+
+    private mutating func endContainer(_ bracket: UInt8) {
+        bytes.append(bracket)
+        level -= 1
+    }
+}

@@ -1,0 +1,138 @@
+import Testing
+@testable import EngageCore
+
+private func decode(_ body: String, _ format: BodyFormat = .json,
+                    limits: IngestLimits = IngestLimits()) -> Result<DecodedBatch, BatchError> {
+    Result { () throws(BatchError) in try decodeBatch(Array(body.utf8), format: format, limits: limits, now: Fixture.now) }
+}
+
+/// The displayed fixture with another event ID.
+private func displayed(_ n: Int) -> String {
+    Fixture.displayed.replacingOccurrences(of: "70867728950e", with: "00000000000\(n)")
+}
+
+private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000000\(n)")! }
+
+@Suite struct BatchTests {
+    @Test func acceptsAnArrayAndAnEnvelope() throws {
+        let array = "[" + Fixture.delivered + "," + Fixture.sent + "]"
+        let expected = DecodedBatch(events: [Fixture.deliveredEvent], indices: [0], rejected: [], duplicatesInRequest: 1)
+        #expect(decode(array) == .success(expected))
+        #expect(decode(" {\"events\": " + array + "}\n") == .success(expected))
+    }
+
+    @Test func rejectsEventsIndividually() throws {
+        let body = "[" + [displayed(1), "42", displayed(2).replacingOccurrences(of: "\"rich\"", with: "\"bold\""),
+                          "[]", displayed(3), displayed(1)].joined(separator: ",") + "]"
+        var first = Fixture.displayedEvent
+        first.eventID = id(1)
+        var third = Fixture.displayedEvent
+        third.eventID = id(3)
+        let expected = DecodedBatch(
+            events: [first, third], indices: [0, 4],
+            rejected: [
+                Rejection(index: 1, field: nil, problem: "must be a JSON object"),
+                Rejection(index: 2, field: "presentation", problem: "must be one of rich, plain"),
+                Rejection(index: 3, field: nil, problem: "must be a JSON object"),
+            ],
+            duplicatesInRequest: 1)
+        #expect(decode(body) == .success(expected))
+    }
+
+    @Test func aRejectedFirstCopyDoesNotShadowAValidSecond() {
+        let bad = displayed(1).replacingOccurrences(of: "\"rich\"", with: "\"bold\"")
+        guard case .success(let batch) = decode("[" + bad + "," + displayed(1) + "]") else {
+            Issue.record("expected a batch")
+            return
+        }
+        #expect(batch.indices == [1])
+        #expect(batch.rejected.map(\.index) == [0])
+        #expect(batch.duplicatesInRequest == 0)
+    }
+
+    @Test(arguments: [
+        ("[1,", BatchError.malformed(JSONError(offset: 3, reason: "unexpected end of input"))),
+        (#"[{"a":1,"a":2}]"#, .malformed(JSONError(offset: 8, reason: "duplicate key \"a\""))),
+        ("", .malformed(JSONError(offset: 0, reason: "unexpected end of input"))),
+        ("[]", .empty),
+        (#"{"events":[]}"#, .empty),
+        (#"{"events":[],"meta":1}"#, .wrongShape("unknown top-level key \"meta\"; expected only \"events\"")),
+        (#"{"batch":[]}"#, .wrongShape("unknown top-level key \"batch\"; expected only \"events\"")),
+        ("{}", .wrongShape("the object has no \"events\" array")),
+        (#"{"events":{}}"#, .wrongShape("\"events\" must be an array")),
+        ("\"events\"", .wrongShape("the body must be an array of events or an object with an \"events\" array")),
+        ("[1,2,3]", .tooManyEvents(count: 3, limit: 2)),
+    ])
+    func wholeRequestErrors(_ body: String, _ error: BatchError) {
+        var limits = IngestLimits()
+        limits.maxEvents = 2
+        #expect(decode(body, limits: limits) == .failure(error))
+    }
+
+    @Test func hostileNestingFailsCleanly() {
+        let body = String(repeating: "[", count: 10_000)
+        #expect(decode(body) == .failure(.malformed(JSONError(offset: 34, reason: "nesting deeper than 34 levels"))))
+    }
+
+    @Test func eventSizeLimitUsesTheEventText() {
+        var limits = IngestLimits()
+        limits.maxEventBytes = 200
+        let size = Fixture.displayed.utf8.count
+        #expect(decode("[" + Fixture.displayed + "]", limits: limits) == .success(DecodedBatch(
+            rejected: [Rejection(index: 0, field: nil, problem: "event is \(size) bytes; the limit is 200")])))
+    }
+
+    @Test func ndjson() {
+        let body = displayed(1) + "\r\n\n   \n" + "{\"event_id\": tru}\n" + "[1]\n" + displayed(1) + "\n"
+            + displayed(2) + "\n" + Fixture.displayed.replacingOccurrences(of: "\"gif\"", with: "\"png\"")
+        var first = Fixture.displayedEvent
+        first.eventID = id(1)
+        var second = Fixture.displayedEvent
+        second.eventID = id(2)
+        let expected = DecodedBatch(
+            events: [first, second], indices: [0, 4],
+            rejected: [
+                Rejection(index: 1, field: nil, problem: "malformed JSON at byte 16 of the line: unexpected character '}'"),
+                Rejection(index: 2, field: nil, problem: "must be a JSON object"),
+                Rejection(index: 5, field: "attachment_kind", problem: "must be one of image, gif, video, audio, none"),
+            ],
+            duplicatesInRequest: 1)
+        #expect(decode(body, .ndjson) == .success(expected))
+    }
+
+    @Test func ndjsonWholeRequestErrors() {
+        #expect(decode("", .ndjson) == .failure(.empty))
+        #expect(decode("\n \r\n\t\n", .ndjson) == .failure(.empty))
+        var limits = IngestLimits()
+        limits.maxEvents = 1
+        #expect(decode("{}\n{}\n", .ndjson, limits: limits) == .failure(.tooManyEvents(count: 2, limit: 1)))
+    }
+
+    @Test func ndjsonLineLimits() {
+        var limits = IngestLimits()
+        limits.maxEventBytes = 100
+        limits.maxDepth = 2
+        let long = "{\"pad\":\"" + String(repeating: "x", count: 100) + "\"}"
+        let expected = DecodedBatch(rejected: [
+            Rejection(index: 0, field: nil, problem: "event is 110 bytes; the limit is 100"),
+            Rejection(index: 1, field: nil, problem: "nesting deeper than 2 levels"),
+            Rejection(index: 2, field: nil, problem: "malformed JSON at byte 7 of the line: nesting deeper than 3 levels"),
+        ])
+        #expect(decode(long + "\n{\"a\":[[1]]}\n{\"a\":[[[1]]]}", .ndjson, limits: limits) == .success(expected))
+    }
+
+    @Test func rejectionEncodesAsJSON() throws {
+        let data = try JSONEncoderShim.encode(Rejection(index: 3, field: "attachment.kind", problem: "is required"))
+        #expect(data == #"{"field":"attachment.kind","index":3,"problem":"is required"}"#)
+    }
+}
+
+import Foundation
+
+private enum JSONEncoderShim {
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}
