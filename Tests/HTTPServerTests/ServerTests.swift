@@ -258,6 +258,18 @@ func withServer<T: Sendable>(
         #expect(server.statistics.requestsInFlight == 0)
     }
 
+    @Test func daemonsSharingAnEphemeralPortAllServe() async throws {
+        var configuration = testConfiguration()
+        configuration.threading = .daemonsSharingPort(3)
+        try await withServer(configuration) { server in
+            #expect(server.port > 0)
+            let statuses = try await offPool {
+                try (0..<12).map { _ in try RawHTTPClient(port: server.port).request("GET", "/hello/x").status }
+            }
+            #expect(statuses == Array(repeating: 200, count: 12))
+        }
+    }
+
     @Test func runCannotBeCalledTwice() async throws {
         let server = try HTTPServer(configuration: testConfiguration(), responder: testRouter())
         let running = Task { try await server.run() }
