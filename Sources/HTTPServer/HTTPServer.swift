@@ -1,0 +1,215 @@
+import Glibc
+import Synchronization
+
+/// Why the server could not start or run; `code` is stable.
+public enum HTTPServerError: Error, Equatable, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    case startFailed(reason: String)
+    case alreadyStarted
+
+    public var code: String {
+        switch self {
+        case .startFailed: "http.start_failed"
+        case .alreadyStarted: "http.already_started"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .startFailed: "the HTTP server could not start"
+        case .alreadyStarted: "run() was called more than once"
+        }
+    }
+
+    public var debugDescription: String {
+        switch self {
+        case .startFailed(let reason): "the HTTP server could not start: \(reason)"
+        case .alreadyStarted: description
+        }
+    }
+}
+
+/// An HTTP/1.1 server on libmicrohttpd.
+///
+/// It listens from `init` on (so `port` is known at once) and answers once ``run()`` runs.
+/// Daemon threads read requests; each complete request is handed to the responder as a child task
+/// of `run()` while its connection is suspended, so daemon threads never wait for a responder.
+public final class HTTPServer: Sendable {
+    public let configuration: Configuration
+    /// The bound port (the ephemeral one when the configuration asked for port 0).
+    public let port: Int
+
+    private enum Lifecycle {
+        case ready, running, finished
+    }
+
+    private let responder: any HTTPResponder
+    private let core: ServerCore
+    private let daemon: Daemon
+    private let jobs: AsyncStream<Job>
+    private let shutdownRequests: AsyncStream<Never>
+    private let shutdownContinuation: AsyncStream<Never>.Continuation
+    private let lifecycle = Mutex(Lifecycle.ready)
+
+    public init(
+        configuration: Configuration = Configuration(),
+        responder: some HTTPResponder,
+        log: (@Sendable (String) -> Void)? = nil
+    ) throws(HTTPServerError) {
+        self.configuration = configuration
+        self.responder = responder
+        let (jobs, jobsContinuation) = AsyncStream.makeStream(of: Job.self)
+        self.jobs = jobs
+        (shutdownRequests, shutdownContinuation) = AsyncStream.makeStream(of: Never.self)
+        core = ServerCore(
+            limits: ServerCore.Limits(
+                maxBodyBytes: configuration.maxBodyBytes,
+                maxHeaderBytes: configuration.maxHeaderBytes,
+                keepAlive: configuration.keepAlive),
+            log: log,
+            jobs: jobsContinuation)
+        daemon = try Daemon(configuration: configuration, core: core)
+        port = daemon.port
+    }
+
+    deinit {
+        // Only reached when run() never ran (run() holds self): answer what was dispatched, stop.
+        for context in core.refuseNewWork() {
+            context.finish(with: HTTPProblem.serviceUnavailable.response)
+        }
+        let deadline = ContinuousClock.now + .seconds(2)
+        while core.dispatchedCount > 0 && ContinuousClock.now < deadline {
+            Self.pause()
+        }
+        daemon.stop()
+        core.finishJobs()
+    }
+
+    public var statistics: Statistics { core.statistics }
+
+    /// Serves until the calling task is cancelled, then shuts down gracefully: stops accepting
+    /// connections, lets requests in flight finish for up to `shutdownGrace` (responders see
+    /// cancellation only after that), answers any still running with 503, stops the daemons and
+    /// returns. Throws ``HTTPServerError/alreadyStarted`` when called a second time.
+    public func run() async throws {
+        try lifecycle.withLock { (state: inout Lifecycle) throws(HTTPServerError) in
+            guard case .ready = state else { throw .alreadyStarted }
+            state = .running
+        }
+        defer { lifecycle.withLock { $0 = .finished } }
+        // Handlers must outlive the cancellation of run() by up to the grace period, so their task
+        // group lives in a task that run() creates and awaits (never abandons); cancelling run()
+        // starts the drain, and the drain cancels the group once it is over.
+        let serving = Task { await self.serve() }
+        await withTaskCancellationHandler {
+            await serving.value
+        } onCancel: {
+            shutdownContinuation.finish()
+        }
+    }
+
+    private func serve() async {
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.cutOffSlowRequests() }
+            group.addTask { await self.drainWhenAsked() }
+            for await job in jobs {
+                group.addTask {
+                    let response = await self.responder.respond(to: job.request)
+                    job.context.finish(with: response)
+                }
+            }
+            group.cancelAll()
+        }
+    }
+
+    private func cutOffSlowRequests() async {
+        let timeout = configuration.requestTimeout
+        let tick = max(Duration.milliseconds(20), min(.seconds(1), timeout / 10))
+        while !Task.isCancelled {
+            try? await Task.sleep(for: tick)
+            core.cutOffSlowRequests(olderThan: timeout)
+        }
+    }
+
+    private func drainWhenAsked() async {
+        for await _ in shutdownRequests {}
+        core.beginDraining()
+        daemon.quiesce()
+        let clock = ContinuousClock()
+        let deadline = clock.now + configuration.shutdownGrace
+        while core.inFlight > 0 && clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        let unfinished = core.refuseNewWork()
+        for context in unfinished {
+            context.finish(with: HTTPProblem.serviceUnavailable.response)
+        }
+        // Every suspended connection must be resumed and answered before the daemons stop.
+        let settle = clock.now + .seconds(2)
+        while (core.dispatchedCount > 0 || (!unfinished.isEmpty && core.inFlight > 0)) && clock.now < settle {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        daemon.stop()
+        core.finishJobs()
+    }
+
+    private static func pause() {
+        var interval = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+        _ = nanosleep(&interval, nil)
+    }
+}
+
+extension HTTPServer {
+    public struct Configuration: Sendable {
+        /// How daemon threads are arranged.
+        public enum Threading: Sendable, Equatable {
+            /// One daemon whose internal epoll thread pool has this many threads.
+            case threadPool(Int)
+            /// This many single-threaded epoll daemons bound to one port with SO_REUSEPORT; the
+            /// kernel spreads new connections across them.
+            case daemonsSharingPort(Int)
+        }
+
+        /// A numeric IPv4 or IPv6 address.
+        public var host = "127.0.0.1"
+        /// 0 picks an ephemeral port (see ``HTTPServer/port``).
+        public var port = 0
+        public var threading = Threading.threadPool(2)
+        /// Open connections across all daemon threads.
+        public var maxConnections = 1024
+        /// Open connections per client address; 0 means no limit.
+        public var maxConnectionsPerAddress = 0
+        /// Listen backlog; 0 means the system default.
+        public var listenBacklog = 0
+        /// How long a connection may be idle (no bytes either way) before it is closed.
+        public var connectionTimeout = Duration.seconds(15)
+        /// How long a connection may take to deliver a complete request, counted from when it
+        /// became ready for one (accepted, or previous response sent); then it is closed. This also
+        /// bounds keep-alive idling, and cuts off clients that trickle bytes to defeat
+        /// `connectionTimeout`. Checked about ten times per period, at most once per second.
+        public var requestTimeout = Duration.seconds(30)
+        /// Larger bodies get 413: at once when declared by Content-Length, otherwise (chunked)
+        /// once the excess arrives; the excess is discarded, never buffered.
+        public var maxBodyBytes = 1 << 20
+        /// Larger request headers get 431 (sum of "name: value" lines); far larger ones are cut
+        /// off by libmicrohttpd's per-connection memory limit.
+        public var maxHeaderBytes = 16 * 1024
+        /// HTTP/1.1 persistent connections; when false every response carries `Connection: close`.
+        public var keepAlive = true
+        /// How long `run()` lets requests in flight finish after cancellation.
+        public var shutdownGrace = Duration.seconds(10)
+
+        public init() {}
+    }
+
+    /// Counters for metrics; a consistent snapshot.
+    public struct Statistics: Sendable, Equatable {
+        public var connectionsAccepted = 0
+        public var connectionsOpen = 0
+        public var requestsInFlight = 0
+        public var requestsCompleted = 0
+        /// Connections closed because a request was not complete within `requestTimeout`.
+        public var requestsTimedOut = 0
+
+        public init() {}
+    }
+}

@@ -1,0 +1,128 @@
+import CMicroHTTPD
+import Synchronization
+
+/// A `struct MHD_Connection *`, made sendable so a responder task can resume its connection.
+///
+/// Only `MHD_resume_connection` is called through it from other threads, and only once per
+/// suspension, while the connection is suspended (``RequestContext`` guarantees both); a suspended
+/// connection cannot be closed or freed by libmicrohttpd.
+struct ConnectionHandle: @unchecked Sendable {
+    let pointer: OpaquePointer
+
+    /// A key for per-connection bookkeeping; valid while the connection is open.
+    var key: UInt { UInt(bitPattern: Int(bitPattern: pointer)) }
+}
+
+/// Per-request state, owned by libmicrohttpd's `*con_cls` (retained on the first access-handler
+/// call, released in the request-completed callback). Everything mutable sits behind a mutex because
+/// the connection's daemon thread and the responder task both touch it.
+final class RequestContext: Sendable {
+    enum Phase {
+        /// Headers seen, the body (if any) is being accumulated.
+        case receiving
+        /// The body went over the limit: further upload data is discarded, then `response` is sent.
+        case rejected(HTTPResponse)
+        /// Registered for a responder; the daemon thread is about to suspend the connection.
+        case dispatching
+        /// The connection is suspended until a response arrives.
+        case suspended
+        /// A response is ready to be queued on the next access-handler call.
+        case ready(HTTPResponse)
+        /// A response has been queued.
+        case answered(status: Int)
+    }
+
+    private struct State {
+        var phase: Phase = .receiving
+        var body: [UInt8] = []
+        var headers = HTTPHeaders()
+    }
+
+    let connection: ConnectionHandle
+    let method: HTTPMethod
+    /// The URL path exactly as received (still percent-encoded).
+    let rawPath: String
+    let remoteAddress: String
+    let started: ContinuousClock.Instant
+    private let state: Mutex<State>
+
+    init(connection: ConnectionHandle, method: HTTPMethod, rawPath: String, remoteAddress: String, headers: HTTPHeaders) {
+        self.connection = connection
+        self.method = method
+        self.rawPath = rawPath
+        self.remoteAddress = remoteAddress
+        self.started = .now
+        self.state = Mutex(State(headers: headers))
+    }
+
+    var phase: Phase { state.withLock { $0.phase } }
+
+    var headers: HTTPHeaders { state.withLock { $0.headers } }
+
+    /// The status queued for this request, if any (for the request log).
+    var answeredStatus: Int? {
+        if case .answered(let status) = phase { return status }
+        return nil
+    }
+
+    func setPhase(_ phase: Phase) {
+        state.withLock { $0.phase = phase }
+    }
+
+    /// Appends upload data unless that would exceed `limit`; returns false (and switches to
+    /// `.rejected`) when it would.
+    func appendBody(_ bytes: UnsafeRawBufferPointer, limit: Int, rejection: @autoclosure () -> HTTPResponse) -> Bool {
+        state.withLock { state in
+            guard case .receiving = state.phase else { return false }
+            guard state.body.count + bytes.count <= limit else {
+                state.phase = .rejected(rejection())
+                state.body = []
+                return false
+            }
+            state.body.append(contentsOf: bytes)
+            return true
+        }
+    }
+
+    func reserveBody(_ capacity: Int) {
+        state.withLock { $0.body.reserveCapacity(capacity) }
+    }
+
+    /// Hands out the accumulated body and headers (the context no longer needs them).
+    func takeRequestParts() -> (HTTPHeaders, [UInt8]) {
+        state.withLock { state in
+            defer { state.body = [] }
+            return (state.headers, state.body)
+        }
+    }
+
+    /// Called on the daemon thread right after `MHD_suspend_connection`. Returns true when a
+    /// response already arrived, in which case the caller must resume the connection itself.
+    func markSuspended() -> Bool {
+        state.withLock { state in
+            if case .ready = state.phase { return true }
+            state.phase = .suspended
+            return false
+        }
+    }
+
+    /// Delivers the response from any thread; resumes the connection if it is suspended.
+    /// Only the first response counts.
+    func finish(with response: HTTPResponse) {
+        let resume = state.withLock { state -> Bool in
+            switch state.phase {
+            case .dispatching:
+                state.phase = .ready(response)
+                return false
+            case .suspended:
+                state.phase = .ready(response)
+                return true
+            case .receiving, .rejected, .ready, .answered:
+                return false
+            }
+        }
+        if resume {
+            MHD_resume_connection(connection.pointer)
+        }
+    }
+}

@@ -1,0 +1,323 @@
+import CMicroHTTPD
+import Glibc
+import Synchronization
+
+/// A request ready for the responder, travelling from a daemon thread into `HTTPServer.run()`.
+struct Job: Sendable {
+    let context: RequestContext
+    let request: HTTPRequest
+}
+
+/// The state libmicrohttpd's callbacks reach through their `cls` pointer.
+///
+/// Owned by ``Daemon``, which passes it retained to libmicrohttpd and releases it after the last
+/// daemon stopped. Immutable apart from `state`, which is mutex-protected.
+final class ServerCore: Sendable {
+    struct Limits: Sendable {
+        var maxBodyBytes: Int
+        var maxHeaderBytes: Int
+        var keepAlive: Bool
+    }
+
+    private struct Connection {
+        let fd: Int32
+        let remoteAddress: String
+        /// When the connection became ready for its next request; nil while one is being handled.
+        var waitingSince: ContinuousClock.Instant?
+        /// The request handed to a responder, if any.
+        var dispatched: RequestContext?
+        var timedOut = false
+    }
+
+    private struct State {
+        var connections: [UInt: Connection] = [:]
+        var statistics = HTTPServer.Statistics()
+        var draining = false
+        var refusingWork = false
+        var dispatchedCount = 0
+    }
+
+    let limits: Limits
+    let log: (@Sendable (String) -> Void)?
+    private let jobs: AsyncStream<Job>.Continuation
+    private let state = Mutex(State())
+
+    init(limits: Limits, log: (@Sendable (String) -> Void)?, jobs: AsyncStream<Job>.Continuation) {
+        self.limits = limits
+        self.log = log
+        self.jobs = jobs
+    }
+
+    static func from(_ cls: UnsafeMutableRawPointer?) -> ServerCore {
+        Unmanaged<ServerCore>.fromOpaque(cls!).takeUnretainedValue()
+    }
+
+    // MARK: Queries for the server
+
+    var statistics: HTTPServer.Statistics { state.withLock { $0.statistics } }
+    var inFlight: Int { state.withLock { $0.statistics.requestsInFlight } }
+    var dispatchedCount: Int { state.withLock { $0.dispatchedCount } }
+
+    /// From now on responses carry `Connection: close`.
+    func beginDraining() {
+        state.withLock { $0.draining = true }
+    }
+
+    /// Stops handing requests to responders; returns the requests that are still with one.
+    func refuseNewWork() -> [RequestContext] {
+        state.withLock { state in
+            state.refusingWork = true
+            return state.connections.values.compactMap(\.dispatched)
+        }
+    }
+
+    func finishJobs() {
+        jobs.finish()
+    }
+
+    /// Shuts down connections that have waited longer than `timeout` for a complete request.
+    func cutOffSlowRequests(olderThan timeout: Duration) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            for (key, connection) in state.connections {
+                guard !connection.timedOut, let since = connection.waitingSince, now - since > timeout else { continue }
+                // Holding the lock keeps the descriptor open: the connection-closed notification,
+                // which precedes close(2), needs the same lock.
+                _ = shutdown(connection.fd, Int32(SHUT_RDWR))
+                state.connections[key]?.timedOut = true
+                state.statistics.requestsTimedOut += 1
+            }
+        }
+    }
+
+    // MARK: libmicrohttpd callbacks (daemon threads)
+
+    func connectionStarted(_ connection: ConnectionHandle) {
+        let fd = CMicroHTTPD_connection_fd(connection.pointer)
+        let address = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer -> String in
+            guard CMicroHTTPD_connection_address(connection.pointer, buffer.baseAddress, buffer.count) == 0 else {
+                return ""
+            }
+            return String(cString: buffer.baseAddress!)
+        }
+        state.withLock { state in
+            state.connections[connection.key] = Connection(fd: fd, remoteAddress: address, waitingSince: .now)
+            state.statistics.connectionsAccepted += 1
+            state.statistics.connectionsOpen += 1
+        }
+    }
+
+    func connectionClosed(_ connection: ConnectionHandle) {
+        state.withLock { state in
+            if state.connections.removeValue(forKey: connection.key) != nil {
+                state.statistics.connectionsOpen -= 1
+            }
+        }
+    }
+
+    func access(
+        connection: ConnectionHandle,
+        url: UnsafePointer<CChar>?,
+        method: UnsafePointer<CChar>?,
+        uploadData: UnsafePointer<CChar>?,
+        uploadSize: UnsafeMutablePointer<Int>,
+        requestSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        guard let raw = requestSlot.pointee else {
+            return startRequest(connection: connection, url: url, method: method, requestSlot: requestSlot)
+        }
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeUnretainedValue()
+        if uploadSize.pointee > 0 {
+            let bytes = UnsafeRawBufferPointer(start: uploadData, count: uploadSize.pointee)
+            uploadSize.pointee = 0
+            let limit = limits.maxBodyBytes
+            _ = context.appendBody(bytes, limit: limit, rejection: HTTPProblem.payloadTooLarge(limit: limit).response)
+            return .YES
+        }
+        switch context.phase {
+        case .receiving:
+            return dispatch(context)
+        case .rejected(let response), .ready(let response):
+            return queue(response, for: context)
+        case .dispatching, .suspended, .answered:
+            return .YES
+        }
+    }
+
+    func requestCompleted(requestSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>, termination: MHD_RequestTerminationCode) {
+        guard let raw = requestSlot.pointee else { return }
+        requestSlot.pointee = nil
+        let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
+        state.withLock { state in
+            state.statistics.requestsInFlight -= 1
+            state.statistics.requestsCompleted += 1
+            state.connections[context.connection.key]?.waitingSince = .now
+        }
+        guard let log else { return }
+        let milliseconds = (ContinuousClock.now - context.started) / .microseconds(1) / 1000
+        let outcome = termination == .REQUEST_TERMINATED_COMPLETED_OK ? "ok" : "aborted"
+        log(
+            "http.request method=\(LogValue.render(context.method.rawValue)) path=\(LogValue.render(context.rawPath))"
+                + " status=\(context.answeredStatus ?? 0) duration.ms=\(LogValue.milliseconds(milliseconds)) outcome=\(outcome)")
+    }
+
+    // MARK: Request phases
+
+    private func startRequest(
+        connection: ConnectionHandle,
+        url: UnsafePointer<CChar>?,
+        method: UnsafePointer<CChar>?,
+        requestSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    ) -> MHD_Result {
+        let remoteAddress = state.withLock { state -> String in
+            state.statistics.requestsInFlight += 1
+            return state.connections[connection.key]?.remoteAddress ?? ""
+        }
+        let (headers, headerBytes) = Self.values(of: connection, kind: .HEADER_KIND)
+        let context = RequestContext(
+            connection: connection,
+            method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
+            rawPath: url.map { String(cString: $0) } ?? "/",
+            remoteAddress: remoteAddress,
+            headers: HTTPHeaders(headers))
+        requestSlot.pointee = Unmanaged.passRetained(context).toOpaque()
+
+        // Refusals are queued at once: libmicrohttpd then sends them without reading the body and
+        // closes the connection, which is what a client over a limit should get.
+        if headerBytes > limits.maxHeaderBytes {
+            return queue(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
+        }
+        if let declared = context.headers["Content-Length"].flatMap({ Int($0) }) {
+            if declared > limits.maxBodyBytes {
+                return queue(HTTPProblem.payloadTooLarge(limit: limits.maxBodyBytes).response, for: context)
+            }
+            context.reserveBody(declared)
+        }
+        return .YES
+    }
+
+    /// The full request is in: hand it to a responder and suspend the connection until it answers.
+    private func dispatch(_ context: RequestContext) -> MHD_Result {
+        let accepted = state.withLock { state -> Bool in
+            guard !state.refusingWork else { return false }
+            state.connections[context.connection.key]?.waitingSince = nil
+            state.connections[context.connection.key]?.dispatched = context
+            state.dispatchedCount += 1
+            return true
+        }
+        guard accepted else {
+            return queue(HTTPProblem.serviceUnavailable.response, for: context)
+        }
+        context.setPhase(.dispatching)
+        let (queryItems, _) = Self.values(of: context.connection, kind: .GET_ARGUMENT_KIND)
+        let (headers, body) = context.takeRequestParts()
+        let request = HTTPRequest(
+            method: context.method,
+            path: PercentDecoding.decode(context.rawPath, plusAsSpace: false),
+            queryItems: queryItems.map {
+                HTTPRequest.QueryItem(
+                    name: PercentDecoding.decode($0.0, plusAsSpace: true),
+                    value: PercentDecoding.decode($0.1, plusAsSpace: true))
+            },
+            headers: headers,
+            body: body,
+            remoteAddress: context.remoteAddress)
+
+        // Suspend before anyone can try to resume: the job is published only afterwards, and
+        // refuseNewWork() can only reach this context through `dispatched`, which finish() turns
+        // into .ready without resuming while the phase is still .dispatching.
+        MHD_suspend_connection(context.connection.pointer)
+        if context.markSuspended() {
+            MHD_resume_connection(context.connection.pointer)
+            return .YES
+        }
+        if case .terminated = jobs.yield(Job(context: context, request: request)) {
+            context.finish(with: HTTPProblem.serviceUnavailable.response)
+        }
+        return .YES
+    }
+
+    private func queue(_ response: HTTPResponse, for context: RequestContext) -> MHD_Result {
+        let draining = state.withLock { state -> Bool in
+            if state.connections[context.connection.key]?.dispatched != nil {
+                state.connections[context.connection.key]?.dispatched = nil
+                state.dispatchedCount -= 1
+            }
+            return state.draining
+        }
+        context.setPhase(.answered(status: response.status))
+
+        var block: [UInt8] = []
+        var count = 0
+        for field in response.headers where Self.isSendable(field) {
+            block.append(contentsOf: field.name.utf8)
+            block.append(0)
+            block.append(contentsOf: field.value.utf8)
+            block.append(0)
+            count += 1
+        }
+        if draining || !limits.keepAlive {
+            block.append(contentsOf: "Connection\u{0}close\u{0}".utf8)
+            count += 1
+        }
+        return block.withUnsafeBufferPointer { headers in
+            response.body.withUnsafeBytes { body in
+                headers.withMemoryRebound(to: CChar.self) { headers in
+                    CMicroHTTPD_queue_response(
+                        context.connection.pointer, UInt32(clamping: response.status),
+                        headers.baseAddress, count, body.baseAddress, body.count)
+                }
+            }
+        }
+    }
+
+    /// Header fields libmicrohttpd manages itself, or that could split the header block, are dropped.
+    private static func isSendable(_ field: HTTPHeaders.Field) -> Bool {
+        let forbidden: (UInt8) -> Bool = { $0 == 0 || $0 == 0x0A || $0 == 0x0D }
+        guard !field.name.isEmpty, !field.name.utf8.contains(where: forbidden),
+            !field.value.utf8.contains(where: forbidden)
+        else { return false }
+        return !HTTPHeaders.equalIgnoringCase(field.name, "Content-Length")
+            && !HTTPHeaders.equalIgnoringCase(field.name, "Transfer-Encoding")
+    }
+
+    /// Key/value pairs of one kind (headers, query arguments) and their total size in bytes.
+    private static func values(of connection: ConnectionHandle, kind: MHD_ValueKind) -> ([(String, String)], Int) {
+        struct Collector {
+            var pairs: [(String, String)] = []
+            var bytes = 0
+        }
+        var collector = Collector()
+        withUnsafeMutablePointer(to: &collector) { pointer in
+            _ = MHD_get_connection_values(
+                connection.pointer, kind,
+                { cls, _, key, value in
+                    let collector = cls!.assumingMemoryBound(to: Collector.self)
+                    let name = key.map { String(cString: $0) } ?? ""
+                    let text = value.map { String(cString: $0) } ?? ""
+                    collector.pointee.pairs.append((name, text))
+                    // "Name: value\r\n"
+                    collector.pointee.bytes += name.utf8.count + text.utf8.count + 4
+                    return .YES
+                }, pointer)
+        }
+        return (collector.pairs, collector.bytes)
+    }
+}
+
+/// Formatting of logfmt values.
+enum LogValue {
+    static func render(_ text: String) -> String {
+        let plain = !text.isEmpty && text.unicodeScalars.allSatisfy {
+            $0.value > 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "=" && $0 != "\\"
+        }
+        return plain ? text : JSONString.render(text)
+    }
+
+    static func milliseconds(_ value: Double) -> String {
+        let hundredths = (value * 100).rounded()
+        let whole = Int(hundredths) / 100
+        let fraction = Int(hundredths) % 100
+        return "\(whole).\(fraction < 10 ? "0" : "")\(fraction)"
+    }
+}

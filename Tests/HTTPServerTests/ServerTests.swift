@@ -1,0 +1,280 @@
+import Foundation
+import Glibc
+import Synchronization
+import Testing
+
+@testable import HTTPServer
+
+/// Records how many handler invocations overlap.
+final class ConcurrencyProbe: Sendable {
+    private let counts = Mutex((current: 0, maximum: 0))
+
+    func enter() {
+        counts.withLock {
+            $0.current += 1
+            $0.maximum = max($0.maximum, $0.current)
+        }
+    }
+
+    func leave() {
+        counts.withLock { $0.current -= 1 }
+    }
+
+    var maximum: Int { counts.withLock { $0.maximum } }
+    var current: Int { counts.withLock { $0.current } }
+}
+
+final class LogLines: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
+
+func testConfiguration() -> HTTPServer.Configuration {
+    var configuration = HTTPServer.Configuration()
+    configuration.maxBodyBytes = 64 * 1024
+    configuration.maxHeaderBytes = 8 * 1024
+    configuration.shutdownGrace = .seconds(3)
+    return configuration
+}
+
+func testRouter(probe: ConcurrencyProbe = ConcurrencyProbe()) -> Router {
+    var router = Router()
+    router.get("/hello/:name") { request in
+        .text("hello \(request.pathParameters["name"] ?? "") q=\(request.query("q") ?? "-") from=\(request.remoteAddress)")
+    }
+    router.post("/echo") { request in
+        HTTPResponse(status: 200, headers: ["Content-Type": "application/octet-stream"], body: request.body)
+    }
+    router.get("/sleep/:ms") { request in
+        probe.enter()
+        defer { probe.leave() }
+        let milliseconds = Int(request.pathParameters["ms"] ?? "") ?? 0
+        try? await Task.sleep(for: .milliseconds(milliseconds))
+        return .text("slept")
+    }
+    router.get("/slow") { _ in
+        probe.enter()
+        defer { probe.leave() }
+        // Deliberately ignores cancellation: the graceful shutdown must wait for it anyway.
+        let end = ContinuousClock.now + .milliseconds(600)
+        while ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
+        return .text("done")
+    }
+    return router
+}
+
+/// Waits up to two seconds for `condition` to hold.
+func eventually(_ condition: () -> Bool) async throws {
+    let deadline = ContinuousClock.now + .seconds(2)
+    while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+    #expect(condition())
+}
+
+/// Runs `body` against a live server on an ephemeral loopback port, then cancels `run()`.
+@discardableResult
+func withServer<T: Sendable>(
+    _ configuration: HTTPServer.Configuration = testConfiguration(),
+    router: Router = testRouter(),
+    log: (@Sendable (String) -> Void)? = nil,
+    _ body: @Sendable (HTTPServer) async throws -> T
+) async throws -> T {
+    let server = try HTTPServer(configuration: configuration, responder: router, log: log)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await server.run() }
+        let result = try await body(server)
+        group.cancelAll()
+        try await group.waitForAll()
+        return result
+    }
+}
+
+@Suite(.serialized) struct ServerTests {
+    @Test func routesParametersAndQuery() async throws {
+        try await withServer { server in
+            let response = try await offPool {
+                try RawHTTPClient(port: server.port).request("GET", "/hello/w%C3%B6rld?q=a+b%26c&x")
+            }
+            #expect(response.status == 200)
+            #expect(response.text == "hello wörld q=a b&c from=127.0.0.1")
+        }
+    }
+
+    @Test func unknownPathAndMethodAreProblems() async throws {
+        try await withServer { server in
+            let (missing, wrong) = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                return (try client.request("GET", "/nope"), try client.request("DELETE", "/echo"))
+            }
+            #expect(missing.status == 404)
+            #expect(missing.headers["Content-Type"] == "application/problem+json")
+            #expect(missing.text.contains(#""type":"https://engage.dev/problems/not-found""#))
+            #expect(wrong.status == 405)
+            #expect(wrong.headers["Allow"] == "POST")
+        }
+    }
+
+    @Test func echoesBodiesAndReusesOneConnection() async throws {
+        let log = LogLines()
+        try await withServer(log: log.append) { server in
+            let bodies: [[UInt8]] = [Array("first".utf8), [UInt8](repeating: 0xAB, count: 40_000), []]
+            let responses = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                return try bodies.map { try client.request("POST", "/echo", body: $0) }
+            }
+            #expect(responses.map(\.status) == [200, 200, 200])
+            #expect(responses.map(\.body) == bodies)
+            // The request-completed notification may trail the last response by a moment.
+            try await eventually { server.statistics.requestsCompleted == 3 }
+            let statistics = server.statistics
+            #expect(statistics.connectionsAccepted == 1)
+            #expect(statistics.requestsInFlight == 0)
+        }
+        let lines = log.all.filter { $0.hasPrefix("http.request ") }
+        #expect(lines.count == 3)
+        #expect(lines.first?.hasPrefix("http.request method=POST path=/echo status=200 duration.ms=") == true)
+        #expect(lines.allSatisfy { !$0.contains("first") })
+    }
+
+    @Test func chunkedBodyIsReassembled() async throws {
+        try await withServer { server in
+            let response = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+                try client.send("5\r\nhello\r\n")
+                Thread.sleep(forTimeInterval: 0.05)
+                try client.send("7\r\n, world\r\n0\r\n\r\n")
+                return try client.readResponse()
+            }
+            #expect(response.status == 200)
+            #expect(response.text == "hello, world")
+        }
+    }
+
+    @Test func declaredOversizedBodyGets413WithoutSendingIt() async throws {
+        try await withServer { server in
+            let (response, closed) = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n")
+                return (try client.readResponse(), client.waitForClose())
+            }
+            #expect(response.status == 413)
+            #expect(response.headers["Content-Type"] == "application/problem+json")
+            #expect(response.text == HTTPProblem.payloadTooLarge(limit: 64 * 1024).json)
+            #expect(closed)
+        }
+    }
+
+    @Test func streamedOversizedBodyGets413() async throws {
+        try await withServer { server in
+            let response = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                try client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+                let chunk = "4000\r\n" + String(repeating: "z", count: 0x4000) + "\r\n"
+                for _ in 0..<6 { try client.send(chunk) }  // 96 KiB > 64 KiB
+                try client.send("0\r\n\r\n")
+                return try client.readResponse()
+            }
+            #expect(response.status == 413)
+            #expect(response.text == HTTPProblem.payloadTooLarge(limit: 64 * 1024).json)
+        }
+    }
+
+    @Test func oversizedHeadersAreRejected() async throws {
+        try await withServer { server in
+            let (over, farOver) = try await offPool {
+                let over = try RawHTTPClient(port: server.port)
+                    .request("GET", "/hello/x", headers: [("X-Big", String(repeating: "a", count: 10_000))])
+                let farOver = try RawHTTPClient(port: server.port)
+                    .request("GET", "/hello/x", headers: [("X-Big", String(repeating: "a", count: 100_000))])
+                return (over, farOver)
+            }
+            #expect(over.status == 431)
+            #expect(over.text == HTTPProblem.headersTooLarge(limit: 8 * 1024).json)
+            #expect(farOver.status == 431)
+        }
+    }
+
+    @Test func tricklingClientIsCutOffWhileOthersAreServed() async throws {
+        var configuration = testConfiguration()
+        configuration.requestTimeout = .milliseconds(800)
+        try await withServer(configuration) { server in
+            async let trickle: (cutOff: Bool, seconds: Double) = offPool {
+                let client = try RawHTTPClient(port: server.port)
+                let start = Date()
+                let request = Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".utf8)
+                    + [UInt8](repeating: 0x61, count: 1000)
+                for byte in request {
+                    do { try client.send([byte]) } catch { return (true, Date().timeIntervalSince(start)) }
+                    Thread.sleep(forTimeInterval: 0.05)
+                    if Date().timeIntervalSince(start) > 10 { break }
+                }
+                return (client.waitForClose(), Date().timeIntervalSince(start))
+            }
+            try await Task.sleep(for: .milliseconds(100))
+            let normal = try await offPool { try RawHTTPClient(port: server.port).request("GET", "/hello/n") }
+            #expect(normal.status == 200)
+            let result = try await trickle
+            #expect(result.cutOff)
+            #expect(result.seconds < 5)
+            #expect(server.statistics.requestsTimedOut >= 1)
+        }
+    }
+
+    @Test func manyConcurrentRequestsOverlap() async throws {
+        let probe = ConcurrencyProbe()
+        try await withServer(router: testRouter(probe: probe)) { server in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<64 {
+                    group.addTask {
+                        try await offPool { try RawHTTPClient(port: server.port).request("GET", "/sleep/50").status }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.count == 64)
+            #expect(statuses.allSatisfy { $0 == 200 })
+        }
+        #expect(probe.maximum > 1)
+    }
+
+    @Test func cancellationDrainsInFlightRequestsThenRefusesConnections() async throws {
+        let probe = ConcurrencyProbe()
+        let server = try HTTPServer(configuration: testConfiguration(), responder: testRouter(probe: probe))
+        let port = server.port
+        let running = Task { try await server.run() }
+        async let slow = offPool { try RawHTTPClient(port: port).request("GET", "/slow") }
+        while probe.current == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        running.cancel()
+        try await Task.sleep(for: .milliseconds(50))
+        // Draining: the listener is already shut, the slow request is still being handled.
+        #expect(throws: RawHTTPClient.Failure.connect(errno: ECONNREFUSED)) { try RawHTTPClient(port: port) }
+        let response = try await slow
+        #expect(response.status == 200)
+        #expect(response.text == "done")
+        #expect(response.headers["Connection"]?.lowercased() == "close")
+        try await running.value
+        #expect(throws: RawHTTPClient.Failure.connect(errno: ECONNREFUSED)) { try RawHTTPClient(port: port) }
+        #expect(server.statistics.requestsInFlight == 0)
+    }
+
+    @Test func daemonsSharingAnEphemeralPortAllServe() async throws {
+        var configuration = testConfiguration()
+        configuration.threading = .daemonsSharingPort(3)
+        try await withServer(configuration) { server in
+            #expect(server.port > 0)
+            let statuses = try await offPool {
+                try (0..<12).map { _ in try RawHTTPClient(port: server.port).request("GET", "/hello/x").status }
+            }
+            #expect(statuses == Array(repeating: 200, count: 12))
+        }
+    }
+
+    @Test func runCannotBeCalledTwice() async throws {
+        let server = try HTTPServer(configuration: testConfiguration(), responder: testRouter())
+        let running = Task { try await server.run() }
+        running.cancel()
+        try await running.value
+        await #expect(throws: HTTPServerError.alreadyStarted) { try await server.run() }
+    }
+}
