@@ -46,6 +46,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EventStore", "HTTPServer", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
