@@ -30,6 +30,12 @@ public struct EventStore: Sendable {
 
     /// The same, on a connection the caller holds (outside any open transaction).
     public static func append(_ items: [AppendItem], on connection: Connection) throws -> AppendResult {
+        try connection.transaction { connection in try appendInOpenTransaction(items, on: connection) }
+    }
+
+    /// The append's statements inside a transaction the caller opened and will commit: group
+    /// commit shares one transaction among several requests' batches.
+    public static func appendInOpenTransaction(_ items: [AppendItem], on connection: Connection) throws -> AppendResult {
         // The first occurrence of an id in the batch wins; later ones are duplicates.
         var firstIndex: [EventID: Int] = [:]
         firstIndex.reserveCapacity(items.count)
@@ -39,7 +45,7 @@ public struct EventStore: Sendable {
         }
         // Claiming ids in one global order keeps two racing appends from deadlocking.
         let candidateIDs = firstIndex.keys.sorted()
-        return try connection.transaction { connection in
+        do {
             let claimed = try connection.query("""
                 INSERT INTO event_ids (event_id)
                 SELECT unnest(\(candidateIDs.map(\.uuid))::uuid[])

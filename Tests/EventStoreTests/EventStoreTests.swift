@@ -1,0 +1,165 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Event store")
+struct EventStoreTests {
+    let pool: ConnectionPool
+    let store: EventStore
+
+    init() throws {
+        pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 6)
+        store = EventStore(pool: pool)
+    }
+
+    private func count(_ table: String) async throws -> Int {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM \(identifier: table)")[0].decode(0, as: Int.self)
+        }
+    }
+
+    @Test func appendedEventsReadBackWithEveryField() async throws {
+        let experiment = ExperimentTag(id: "thumbs-v1", arm: "thumbnail", probability: 0.5)
+        var event = EventFactory.delivered(notification: "apns-7C2E")
+        event.experiment = experiment
+        event.properties = Array(#"{"campaign":"winter"}"#.utf8)
+        let result = try await store.append([AppendItem(appID: "app-1", event: event)])
+        #expect(result.outcomes == [.stored])
+
+        let read = try await store.read(after: .start, limit: 10)
+        #expect(read.count == 1)
+        let stored = try #require(read.first)
+        #expect(stored.eventID == event.eventID)
+        #expect(stored.appID == "app-1")
+        #expect(stored.notificationID == "apns-7C2E")
+        #expect(stored.type == "delivered")
+        #expect(stored.category == "new_photo")
+        #expect(stored.deviceID == "device-1")
+        #expect(stored.occurredAt == event.occurredAt)
+        #expect(stored.experimentID == "thumbs-v1")
+        #expect(stored.experimentArm == "thumbnail")
+        // The jsonb payload decodes back to the same event.
+        let decoded = try Event(eventID: stored.eventID, type: .delivered, notificationID: stored.notificationID,
+                                deviceID: stored.deviceID, category: stored.category, occurredAt: stored.occurredAt,
+                                payloadJSON: stored.payload)
+        // jsonb keeps the content of properties, not their spacing.
+        #expect(decoded.properties.map { String(decoding: $0, as: UTF8.self) } == #"{"campaign": "winter"}"#)
+        var withoutProperties = decoded
+        withoutProperties.properties = event.properties
+        #expect(withoutProperties == event)
+    }
+
+    @Test func retriedBatchStoresNothingTwice() async throws {
+        let items = EventFactory.items(50)
+        let first = try await store.append(items)
+        #expect(first.storedCount == 50)
+        let retry = try await store.append(items)
+        #expect(retry.outcomes == Array(repeating: .duplicate, count: 50))
+        // A batch mixing new and known ids stores only the new ones, and repeats inside it count once.
+        let mixed = Array(items[0..<5]) + EventFactory.items(3, notificationPrefix: "m")
+        let mixedResult = try await store.append(mixed + [mixed[6]])
+        #expect(mixedResult.outcomes == Array(repeating: .duplicate, count: 5) + [.stored, .stored, .stored, .duplicate])
+        #expect(try await count("events") == 53)
+        #expect(try await count("event_ids") == 53)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func racingAppendsOfTheSameIdsStoreEachOnce() async throws {
+        let shared = EventFactory.items(300)
+        // Eight appenders, each with the shared events (shuffled differently) and some of its own.
+        let results = try await withThrowingTaskGroup(of: (Int, AppendResult).self) { group in
+            for writer in 0..<8 {
+                group.addTask {
+                    var generator = SystemRandomNumberGenerator()
+                    let batch = shared.shuffled(using: &generator) + EventFactory.items(20, notificationPrefix: "own-\(writer)")
+                    return (writer, try await store.append(batch))
+                }
+            }
+            return try await group.reduce(into: [Int: AppendResult]()) { $0[$1.0] = $1.1 }
+        }
+        let storedTotal = results.values.reduce(0) { $0 + $1.storedCount }
+        #expect(storedTotal == 300 + 8 * 20)
+        #expect(results.values.reduce(0) { $0 + $1.duplicateCount } == 7 * 300)
+        #expect(try await count("events") == 460)
+        let distinct = try await pool.withConnection { connection in
+            try connection.query("SELECT count(DISTINCT event_id) FROM events")[0].decode(0, as: Int.self)
+        }
+        #expect(distinct == 460)
+    }
+
+    @Test func batchWithOneBadRowStoresNothing() async throws {
+        var items = EventFactory.items(20)
+        // A NUL in a text column is refused by PostgreSQL inside the COPY, after the ids were claimed.
+        items[13].event.category = "bad\u{0}category"
+        await #expect(throws: PostgresError.self) { try await store.append(items) }
+        #expect(try await count("events") == 0)
+        #expect(try await count("event_ids") == 0)
+        // The same batch without the bad row goes through completely afterwards.
+        items.remove(at: 13)
+        #expect(try await store.append(items).storedCount == 19)
+    }
+
+    @Test func streamReadReturnsOneNotificationInOrder() async throws {
+        let notification = "apns-1"
+        let events = (0..<5).map { _ in EventFactory.event(notification: notification) }
+        for event in events {
+            _ = try await store.append([AppendItem(appID: "app-1", event: event)] + EventFactory.items(2, notificationPrefix: UUID().uuidString))
+        }
+        _ = try await store.append([AppendItem(appID: "other-app", event: EventFactory.event(notification: notification))])
+        let stream = try await store.read(app: "app-1", notification: notification)
+        #expect(stream.map(\.eventID) == events.map(\.eventID))
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func tailingNeverSkipsWhileWritersCommitOutOfOrder() async throws {
+        // Writers hold their transactions open for random times so commits land out of position order.
+        let writers = 6, batchesPerWriter = 25
+        let configuration = pool.configuration
+        let tail = Task { () -> [LogPosition: EventID] in
+            var seen: [LogPosition: EventID] = [:]
+            var order: [LogPosition] = []
+            var position = LogPosition.start
+            var quietRounds = 0
+            while quietRounds < 40 {
+                let batch = try await store.read(after: position, limit: 37)
+                if batch.isEmpty {
+                    quietRounds += 1
+                    try await Task.sleep(for: .milliseconds(10))
+                    continue
+                }
+                quietRounds = 0
+                for event in batch {
+                    #expect(seen[event.position] == nil, "repeat at \(event.position)")
+                    seen[event.position] = event.eventID
+                    order.append(event.position)
+                }
+                position = batch.last!.position
+            }
+            #expect(order == order.sorted())
+            return seen
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<writers {
+                group.addTask {
+                    let connection = try Connection(configuration: configuration)
+                    for batch in 0..<batchesPerWriter {
+                        let items = EventFactory.items(Int.random(in: 1...8), notificationPrefix: "w\(writer)-\(batch)")
+                        try connection.transaction { connection in
+                            // Take a position early, commit late.
+                            _ = try EventStore.appendInOpenTransaction(items, on: connection)
+                            _ = try connection.query("SELECT pg_sleep(\(Double.random(in: 0...0.02)))")
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let tailed = try await tail.value
+        let full = try await store.read(after: .start, limit: 100_000)
+        #expect(tailed.count == full.count)
+        #expect(Dictionary(uniqueKeysWithValues: full.map { ($0.position, $0.eventID) }) == tailed)
+    }
+}
