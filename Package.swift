@@ -28,7 +28,7 @@ let package = Package(
         // Infrastructure.
         .target(name: "Runtime"),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "EmbeddedPostgres", dependencies: ["CProcess", "Postgres", "Runtime"]),
+        .target(name: "EmbeddedPostgres", dependencies: ["CProcess", "EngageCore", "Postgres", "Runtime"]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Runtime"]),
 
         // The domain, then the pieces that store and serve it.

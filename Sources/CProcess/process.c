@@ -95,3 +95,12 @@ int CProcess_spawn_detached(const char *argv_block, size_t block_length) {
     free(argv);
     return spawned == 0 ? (int)pid : -spawned;
 }
+
+int CProcess_exec(const char *argv_block, size_t block_length) {
+    char **argv = split_arguments(argv_block, block_length);
+    if (!argv) return -EINVAL;
+    execv(argv[0], argv);
+    int e = errno;
+    free(argv);
+    return -e;
+}

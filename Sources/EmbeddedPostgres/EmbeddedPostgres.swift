@@ -1,3 +1,4 @@
+import EngageCore
 import Foundation
 import Postgres
 
@@ -126,8 +127,13 @@ public struct EmbeddedPostgres: Sendable {
 
     private func prepareDirectory() throws {
         let manager = FileManager.default
-        try manager.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true,
-                                    attributes: [.posixPermissions: 0o700])
+        // Parents stay traversable for the server user; only the data directory itself is private.
+        let parent = URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path
+        try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        if !manager.fileExists(atPath: dataDirectory) {
+            try manager.createDirectory(atPath: dataDirectory, withIntermediateDirectories: false,
+                                        attributes: [.posixPermissions: 0o700])
+        }
         guard runsAsServerUser else { return }
         try ProcessRunner.requireSuccess(["/bin/chown", "-R", "\(Self.serverUser):\(Self.serverUser)", dataDirectory],
                                          what: "give the data directory to the postgres user")
@@ -176,6 +182,25 @@ public struct EmbeddedPostgres: Sendable {
             }
         }
         throw lastError!
+    }
+
+    /// `./.engage/postgres` under `workingDirectory`, unless this runs as root and the postgres
+    /// user cannot reach that directory (a checkout under /root): then a directory of its own under
+    /// /var/tmp, named after the working directory so each checkout keeps its own cluster.
+    public static func defaultDataDirectory(workingDirectory: String = FileManager.default.currentDirectoryPath) -> String {
+        let local = workingDirectory + "/.engage/postgres"
+        guard geteuid() == 0 else { return local }
+        let reachable = (try? ProcessRunner.run(["/usr/bin/test", "-x", workingDirectory], asUser: serverUser))?.status == 0
+        if reachable { return local }
+        let tag = SHA256.hexDigest(workingDirectory).prefix(12)
+        return "/var/tmp/engage-\(tag)/postgres"
+    }
+
+    /// Installed PostgreSQL client program (psql) next to the server binaries, or on PATH.
+    public func clientProgram(_ name: String) -> String {
+        let beside = binaryDirectory + "/" + name
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        return "/usr/bin/" + name
     }
 
     /// The newest installed server: `$ENGAGE_POSTGRES_BIN`, Debian's `/usr/lib/postgresql/N/bin`, or PATH.

@@ -35,6 +35,13 @@ public enum ProcessRunner {
         return pid
     }
 
+    /// Replaces this process with `arguments[0]`; returns only on failure.
+    public static func exec(_ arguments: [String]) -> EmbeddedPostgresError {
+        let block = argumentBlock(arguments)
+        let result = CProcess_exec(block, block.count)
+        return EmbeddedPostgresError("could not run \(arguments[0]): \(String(cString: strerror(-result)))")
+    }
+
     static func command(_ arguments: [String], asUser user: String?) -> [String] {
         guard let user, geteuid() == 0 else { return arguments }
         return ["/usr/sbin/runuser", "-u", user, "--"] + arguments

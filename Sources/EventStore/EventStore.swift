@@ -16,61 +16,118 @@ public struct EventStore: Sendable {
 
     // MARK: Append
 
-    /// Appends a batch in one transaction: one statement claims the new ids, one binary COPY
-    /// stores their events. Retries once, on a fresh connection, when the connection breaks:
-    /// the ids make that safe (events committed before the break come back as duplicates).
+    /// Appends a batch in one transaction and returns each item's outcome.
     public func append(_ items: [AppendItem]) async throws -> AppendResult {
-        if items.isEmpty { return AppendResult(outcomes: []) }
+        try await append([PreparedBatch(items)])[0]
+    }
+
+    /// Appends several prepared batches in ONE transaction (group commit): all are stored or none.
+    /// Retries once, on a fresh connection, when the connection breaks or a deadlock is detected:
+    /// the ids make that safe (events committed before the break come back as duplicates).
+    public func append(_ batches: [PreparedBatch]) async throws -> [AppendResult] {
+        if batches.allSatisfy({ $0.itemCount == 0 }) { return batches.map { _ in AppendResult(outcomes: []) } }
         do {
-            return try await pool.withConnection { connection in try Self.append(items, on: connection) }
+            return try await pool.withConnection { connection in try Self.append(batches, on: connection) }
         } catch let error as PostgresError where error.isConnectionProblem || error.sqlState == "40P01" {
-            return try await pool.withConnection { connection in try Self.append(items, on: connection) }
+            return try await pool.withConnection { connection in try Self.append(batches, on: connection) }
         }
     }
 
     /// The same, on a connection the caller holds (outside any open transaction).
     public static func append(_ items: [AppendItem], on connection: Connection) throws -> AppendResult {
-        try connection.transaction { connection in try appendInOpenTransaction(items, on: connection) }
+        try append([PreparedBatch(items)], on: connection)[0]
     }
 
-    /// The append's statements inside a transaction the caller opened and will commit: group
-    /// commit shares one transaction among several requests' batches.
-    public static func appendInOpenTransaction(_ items: [AppendItem], on connection: Connection) throws -> AppendResult {
-        // The first occurrence of an id in the batch wins; later ones are duplicates.
-        var firstIndex: [EventID: Int] = [:]
-        firstIndex.reserveCapacity(items.count)
-        var outcomes = [AppendResult.Outcome](repeating: .duplicate, count: items.count)
-        for (index, item) in items.enumerated() where firstIndex[item.event.eventID] == nil {
-            firstIndex[item.event.eventID] = index
-        }
-        // Claiming ids in one global order keeps two racing appends from deadlocking.
-        let candidateIDs = firstIndex.keys.sorted()
-        do {
-            let claimed = try connection.query("""
-                INSERT INTO event_ids (event_id)
-                SELECT unnest(\(candidateIDs.map(\.uuid))::uuid[])
-                ON CONFLICT (event_id) DO NOTHING
-                RETURNING event_id
-                """)
-            var copy = BinaryCopyEncoder(reservingCapacity: items.count * 420)
-            var fresh: [Int] = []
-            fresh.reserveCapacity(claimed.rowCount)
-            for row in claimed.rows {
-                guard let id = EventID(bytes: try row.cell(0).uuidBytes()), let index = firstIndex[id] else {
-                    throw PostgresError(kind: .protocolViolation, message: "the server returned an event id that was not sent")
+    public static func append(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
+        // Fast path: nothing is a duplicate. The ids are copied into event_ids in sorted order (so
+        // two racing appends cannot deadlock), then the events. A known id makes the first COPY
+        // fail on the unique index; the transaction is rolled back and the careful path runs.
+        var allIDs: [EventID] = []
+        allIDs.reserveCapacity(batches.reduce(0) { $0 + $1.rowCount })
+        for batch in batches { allIDs += batch.ids }
+        allIDs.sort()
+        let unique = zip(allIDs, allIDs.dropFirst()).allSatisfy { $0 != $1 }
+        if unique {
+            do {
+                return try connection.transaction { connection in
+                    try claimAll(allIDs, on: connection)
+                    try copyRows(of: batches, keeping: nil, on: connection)
+                    return batches.map { batch in
+                        AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
+                    }
                 }
-                fresh.append(index)
+            } catch let error as PostgresError where error.isUniqueViolation {
+                // Fall through to the careful path.
             }
-            // Keep the batch's own order in the log.
-            fresh.sort()
-            for index in fresh {
-                outcomes[index] = .stored
-                Self.encode(items[index], into: &copy)
+        }
+        return try connection.transaction { connection in try appendCarefully(batches, on: connection) }
+    }
+
+    /// Inside a transaction the caller opened and commits.
+    public static func appendInOpenTransaction(_ items: [AppendItem], on connection: Connection) throws -> AppendResult {
+        try appendCarefully([PreparedBatch(items)], on: connection)[0]
+    }
+
+    /// Claims ids one by one with ON CONFLICT DO NOTHING; only claimed rows are stored. Within
+    /// the group, the first batch (and first item) carrying an id wins.
+    private static func appendCarefully(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
+        var candidates = Set<EventID>()
+        for batch in batches { candidates.formUnion(batch.ids) }
+        let claimedRows = try connection.query("""
+            INSERT INTO event_ids (event_id)
+            SELECT unnest(\(candidates.sorted().map(\.uuid))::uuid[])
+            ON CONFLICT (event_id) DO NOTHING
+            RETURNING event_id
+            """)
+        var unclaimed = Set<EventID>()
+        for row in claimedRows.rows {
+            guard let id = EventID(bytes: try row.cell(0).uuidBytes()) else {
+                throw PostgresError(kind: .protocolViolation, message: "the server returned a malformed event id")
             }
-            if !fresh.isEmpty {
-                try connection.copyIn(Self.copyStatement, data: copy.finish())
+            unclaimed.insert(id)
+        }
+        var keep: [[Bool]] = []
+        var results: [AppendResult] = []
+        for batch in batches {
+            var keepRows = [Bool](repeating: false, count: batch.rowCount)
+            for (row, id) in batch.ids.enumerated() where unclaimed.remove(id) != nil {
+                keepRows[row] = true
             }
-            return AppendResult(outcomes: outcomes)
+            keep.append(keepRows)
+            results.append(AppendResult(outcomes: batch.rowOfItem.map { row in
+                guard let row, keepRows[row] else { return .duplicate }
+                return .stored
+            }))
+        }
+        try copyRows(of: batches, keeping: keep, on: connection)
+        return results
+    }
+
+    private static func claimAll(_ sortedIDs: [EventID], on connection: Connection) throws {
+        var copy = BinaryCopyEncoder(reservingCapacity: sortedIDs.count * 22 + 32)
+        for id in sortedIDs {
+            copy.beginRow(columnCount: 1)
+            copy.appendUUID(id.bytes)
+        }
+        try connection.copyIn("COPY event_ids (event_id) FROM STDIN (FORMAT binary)", data: copy.finish())
+    }
+
+    /// Streams the batches' rows (all, or those marked in `keeping`) in one COPY.
+    private static func copyRows(of batches: [PreparedBatch], keeping: [[Bool]]?, on connection: Connection) throws {
+        let anyRow = keeping.map { $0.contains { $0.contains(true) } } ?? batches.contains { $0.rowCount > 0 }
+        guard anyRow else { return }
+        try connection.copyIn(copyStatement) { send in
+            try send(BinaryCopyEncoder.header)
+            for (index, batch) in batches.enumerated() {
+                if let keep = keeping?[index] {
+                    var selected: [UInt8] = []
+                    for (row, range) in batch.rowRanges.enumerated() where keep[row] { selected += batch.rows[range] }
+                    if !selected.isEmpty { try send(selected) }
+                } else if !batch.rows.isEmpty {
+                    try send(batch.rows)
+                }
+            }
+            try send(BinaryCopyEncoder.trailer)
         }
     }
 
@@ -79,26 +136,6 @@ public struct EventStore: Sendable {
                      experiment_id, experiment_arm, payload)
         FROM STDIN (FORMAT binary)
         """
-
-    static func encode(_ item: AppendItem, into copy: inout BinaryCopyEncoder) {
-        let event = item.event
-        copy.beginRow(columnCount: 10)
-        copy.appendUUID(event.eventID.bytes)
-        copy.appendText(item.appID)
-        copy.appendText(event.notificationID)
-        copy.appendText(event.type.rawValue)
-        copy.appendText(event.category)
-        copy.appendText(event.deviceID)
-        copy.appendTimestamp(unixMicroseconds: event.occurredAt.microsecondsSinceEpoch)
-        if let experiment = event.experiment {
-            copy.appendText(experiment.id)
-            copy.appendText(experiment.arm)
-        } else {
-            copy.appendNull()
-            copy.appendNull()
-        }
-        copy.appendJSONB(event.payloadJSON)
-    }
 
     // MARK: Read
 

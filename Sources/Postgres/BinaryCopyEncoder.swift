@@ -8,10 +8,24 @@ public struct BinaryCopyEncoder: Sendable {
     public init(reservingCapacity capacity: Int = 64 * 1024) {
         bytes = []
         bytes.reserveCapacity(capacity)
-        bytes += Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00]
-        appendInt32(0) // flags
-        appendInt32(0) // header extension length
+        bytes += Self.header
     }
+
+    private init(empty capacity: Int) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// An encoder of rows only: its bytes can be spliced between `header` and `trailer` together
+    /// with other encoders' rows.
+    public static func tuplesOnly(reservingCapacity capacity: Int = 64 * 1024) -> BinaryCopyEncoder {
+        BinaryCopyEncoder(empty: capacity)
+    }
+
+    /// Signature, flags and an empty header extension.
+    public static let header: [UInt8] = Array("PGCOPY\n".utf8) + [0xFF, 0x0D, 0x0A, 0x00] + [0, 0, 0, 0] + [0, 0, 0, 0]
+    /// The end-of-data marker (a field count of -1).
+    public static let trailer: [UInt8] = [0xFF, 0xFF]
 
     public mutating func beginRow(columnCount: Int) {
         appendInt16(Int16(columnCount))

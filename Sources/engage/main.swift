@@ -1,1 +1,38 @@
-print("engage")
+import Foundation
+import Runtime
+
+// Parses the command line and hands over to one subcommand; nothing else happens here.
+let commands: [Subcommand] = [
+    Subcommand(ServeCommand.self),
+    Subcommand(MigrateCommand.self),
+    Subcommand(DatabaseCommand.self),
+    Subcommand(BenchCommand.self),
+]
+
+let root = Command(
+    name: "engage",
+    abstract: "Engagement analytics and experiments for rich iOS push notifications.",
+    subcommands: commands.map(\.definition))
+
+let exitCode: Int32
+do {
+    switch try root.parse(Array(CommandLine.arguments.dropFirst())) {
+    case .help(let text):
+        print(text)
+        exitCode = 0
+    case .run(let arguments):
+        let name = arguments.commandPath.dropFirst().first ?? ""
+        guard let command = commands.first(where: { $0.definition.name == name }) else {
+            throw UsageError(code: .unknownSubcommand, message: "unknown subcommand '\(name)'", usage: root.usage(path: ["engage"]))
+        }
+        try await command.run(arguments)
+        exitCode = 0
+    }
+} catch let error as UsageError {
+    FileHandle.standardError.write(Data((error.description + "\n").utf8))
+    exitCode = UsageError.exitCode
+} catch {
+    FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
+    exitCode = 1
+}
+exit(exitCode)

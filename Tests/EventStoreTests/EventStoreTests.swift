@@ -90,6 +90,23 @@ struct EventStoreTests {
         #expect(distinct == 460)
     }
 
+    @Test func groupOfBatchesCommitsTogetherAndTheFirstCarrierOfAnIdWins() async throws {
+        let known = EventFactory.items(2, notificationPrefix: "known")
+        _ = try await store.append(known)
+        let shared = EventFactory.items(1, notificationPrefix: "shared")
+        let first = EventFactory.items(3, notificationPrefix: "a") + shared
+        let second = shared + [known[1]] + EventFactory.items(2, notificationPrefix: "b")
+        let results = try await store.append([PreparedBatch(first), PreparedBatch(second)])
+        #expect(results[0].outcomes == [.stored, .stored, .stored, .stored])
+        #expect(results[1].outcomes == [.duplicate, .duplicate, .stored, .stored])
+        #expect(try await count("events") == 2 + 6)
+        // Without any known id the whole group takes the fast path.
+        let fresh = try await store.append([PreparedBatch(EventFactory.items(4, notificationPrefix: "c")),
+                                            PreparedBatch(EventFactory.items(5, notificationPrefix: "d"))])
+        #expect(fresh.map(\.storedCount) == [4, 5])
+        #expect(try await count("event_ids") == 17)
+    }
+
     @Test func batchWithOneBadRowStoresNothing() async throws {
         var items = EventFactory.items(20)
         // A NUL in a text column is refused by PostgreSQL inside the COPY, after the ids were claimed.

@@ -15,4 +15,7 @@ int CProcess_run(const char *argv_block, size_t block_length,
 /// standard input, output and error, and does not wait for it. Returns its pid or -errno.
 int CProcess_spawn_detached(const char *argv_block, size_t block_length);
 
+/// Replaces this process with the program (for `engage db psql`). Returns -errno on failure.
+int CProcess_exec(const char *argv_block, size_t block_length);
+
 #endif

@@ -1,0 +1,68 @@
+import EngageCore
+import Postgres
+
+/// A batch encoded for appending, ready before any connection is taken: encoding runs on the
+/// caller's task, in parallel with whatever the database is doing for other batches.
+public struct PreparedBatch: Sendable {
+    /// Each item's fate within its own batch: the index of its row, or nil for a repeat of an
+    /// earlier item's id.
+    let rowOfItem: [Int?]
+    /// Event ids of the rows, in row order (unique within the batch).
+    let ids: [EventID]
+    /// Binary COPY tuples of the rows for `events`, without header or trailer.
+    let rows: [UInt8]
+    /// Where each row's tuple lies in `rows`.
+    let rowRanges: [Range<Int>]
+
+    public var itemCount: Int { rowOfItem.count }
+    public var rowCount: Int { ids.count }
+
+    public init(_ items: [AppendItem]) {
+        var rowOfID: [EventID: Int] = [:]
+        rowOfID.reserveCapacity(items.count)
+        var rowOfItem: [Int?] = []
+        rowOfItem.reserveCapacity(items.count)
+        var ids: [EventID] = []
+        ids.reserveCapacity(items.count)
+        var encoder = BinaryCopyEncoder.tuplesOnly(reservingCapacity: items.count * 360)
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(items.count)
+        for item in items {
+            let id = item.event.eventID
+            if rowOfID[id] != nil {
+                rowOfItem.append(nil)
+                continue
+            }
+            rowOfID[id] = ids.count
+            rowOfItem.append(ids.count)
+            ids.append(id)
+            let start = encoder.bytes.count
+            Self.encode(item, into: &encoder)
+            ranges.append(start..<encoder.bytes.count)
+        }
+        self.rowOfItem = rowOfItem
+        self.ids = ids
+        self.rows = encoder.bytes
+        self.rowRanges = ranges
+    }
+
+    static func encode(_ item: AppendItem, into copy: inout BinaryCopyEncoder) {
+        let event = item.event
+        copy.beginRow(columnCount: 10)
+        copy.appendUUID(event.eventID.bytes)
+        copy.appendText(item.appID)
+        copy.appendText(event.notificationID)
+        copy.appendText(event.type.rawValue)
+        copy.appendText(event.category)
+        copy.appendText(event.deviceID)
+        copy.appendTimestamp(unixMicroseconds: event.occurredAt.microsecondsSinceEpoch)
+        if let experiment = event.experiment {
+            copy.appendText(experiment.id)
+            copy.appendText(experiment.arm)
+        } else {
+            copy.appendNull()
+            copy.appendNull()
+        }
+        copy.appendJSONB(event.payloadJSON)
+    }
+}

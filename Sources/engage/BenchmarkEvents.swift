@@ -1,0 +1,60 @@
+import EngageCore
+import EventStore
+import Foundation
+
+/// Deterministic, realistic `delivered` events (about 300 bytes of row data) for benchmarks.
+enum BenchmarkEvents {
+    static func make(count: Int, app: String = "bench-app") -> [AppendItem] {
+        let categories = ["new_photo", "chat_message", "promo_sale", "breaking_news"]
+        let networks: [NetworkType] = [.wifi, .cellular]
+        let start = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000) - 3_600_000_000)
+        return (0..<count).map { index in
+            let event = Event(
+                eventID: EventID(high: 0x4000_0000_0000_0000 | UInt64(index), low: 0x8000_0000_0000_0000 | UInt64(index &* 2_654_435_761)),
+                notificationID: "apns-\(String(index, radix: 16))-\(index % 977)",
+                deviceID: "device-\(index % 50_000)",
+                category: categories[index % categories.count],
+                occurredAt: start.adding(microseconds: Int64(index) * 1_000),
+                details: .delivered(DeliveredDetails(
+                    attachment: DeliveredAttachment(kind: .image, format: .jpeg, bytes: 150_000 + index % 90_000,
+                                                    source: index % 5 == 0 ? .cache : .network, downloadMS: 300 + index % 1_700),
+                    outcome: .attached, processingMS: 350 + index % 1_800, timeWillExpire: false,
+                    network: networks[index % 2], strategy: .full)),
+                properties: nil)
+            return AppendItem(appID: app, event: event)
+        }
+    }
+
+    /// The same rows in COPY's text format, for `psql \copy`.
+    static func copyText(_ items: [AppendItem]) -> Data {
+        var text = [UInt8]()
+        text.reserveCapacity(items.count * 360)
+        func field(_ value: String) { appendEscaped(Array(value.utf8)) }
+        func appendEscaped(_ bytes: [UInt8]) {
+            for byte in bytes {
+                switch byte {
+                case UInt8(ascii: "\\"): text += [UInt8(ascii: "\\"), UInt8(ascii: "\\")]
+                case UInt8(ascii: "\t"): text += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+                case UInt8(ascii: "\n"): text += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+                case UInt8(ascii: "\r"): text += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
+                default: text.append(byte)
+                }
+            }
+        }
+        let tab = UInt8(ascii: "\t")
+        for item in items {
+            let event = item.event
+            field(event.eventID.description); text.append(tab)
+            field(item.appID); text.append(tab)
+            field(event.notificationID); text.append(tab)
+            field(event.type.rawValue); text.append(tab)
+            field(event.category); text.append(tab)
+            field(event.deviceID); text.append(tab)
+            field(event.occurredAt.rfc3339); text.append(tab)
+            text += Array("\\N\t\\N\t".utf8)
+            appendEscaped(event.payloadJSON)
+            text.append(UInt8(ascii: "\n"))
+        }
+        return Data(text)
+    }
+}

@@ -1,0 +1,61 @@
+import EmbeddedPostgres
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+
+/// The database a command works on: the one named by `--database`, or engage's own local
+/// cluster, started when needed and stopped again by the process that started it.
+struct DatabaseSetup: Sendable {
+    let configuration: PostgresConfiguration
+    let embedded: EmbeddedPostgres?
+    let startedHere: Bool
+    let logger: Logger
+
+    /// Resolves, starts (if local) and optionally migrates the database.
+    static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true) throws -> DatabaseSetup {
+        let setup: DatabaseSetup
+        if let url = arguments.value("database"), !url.isEmpty {
+            setup = DatabaseSetup(configuration: PostgresConfiguration(connectionString: url), embedded: nil, startedHere: false, logger: logger)
+        } else {
+            let cluster = try localCluster(arguments)
+            let outcome = try cluster.start()
+            logger.info("postgres.local", ["data.dir": cluster.dataDirectory,
+                                           "state": outcome == .started ? "started" : "already-running"])
+            setup = DatabaseSetup(configuration: cluster.configuration(), embedded: cluster,
+                                  startedHere: outcome == .started, logger: logger)
+        }
+        if migrate { try setup.migrate() }
+        return setup
+    }
+
+    static func localCluster(_ arguments: ParsedArguments) throws -> EmbeddedPostgres {
+        let directory = arguments.value("data-dir") ?? EmbeddedPostgres.defaultDataDirectory()
+        return try EmbeddedPostgres(options: .init(dataDirectory: directory))
+    }
+
+    @discardableResult
+    func migrate() throws -> Migrator.Report {
+        let connection = try Connection(configuration: configuration)
+        defer { connection.close() }
+        let report = try Migrator.fromSQLDirectory().migrate(connection)
+        for file in report.applied { logger.info("migration.applied", ["file": file]) }
+        return report
+    }
+
+    /// Stops the local cluster if this process started it and nobody else is connected.
+    func close() {
+        guard let embedded, startedHere else { return }
+        let others = (try? embedded.clientSessionCount()) ?? 0
+        if others > 0 {
+            logger.info("postgres.left-running", ["sessions": String(others)])
+            return
+        }
+        do {
+            try embedded.stop()
+            logger.info("postgres.stopped", ["data.dir": embedded.dataDirectory])
+        } catch {
+            logger.warning("postgres.stop-failed", ["error": "\(error)"])
+        }
+    }
+}
