@@ -1,0 +1,240 @@
+/// What one notification adds to a read model: counters in exactly one bucket, the bucket its
+/// current state says.
+///
+/// When a late event changes the state, the projector replaces the old contribution with the new
+/// one by applying `difference(from:to:)` to the stored buckets, so each notification is counted
+/// once, where it belongs now.
+public protocol BucketContribution: Sendable, Hashable {
+    associatedtype Bucket: Sendable, Hashable
+    associatedtype Counters: Sendable, Hashable, AdditiveArithmetic
+
+    var bucket: Bucket { get }
+    var counters: Counters { get }
+}
+
+/// Signed counters to add to one bucket.
+public struct BucketDelta<Bucket: Sendable & Hashable, Counters: Sendable & Hashable & AdditiveArithmetic>:
+    Sendable, Hashable
+{
+    public var bucket: Bucket
+    public var counters: Counters
+
+    public init(bucket: Bucket, counters: Counters) {
+        self.bucket = bucket
+        self.counters = counters
+    }
+}
+
+extension BucketContribution {
+    public typealias Delta = BucketDelta<Bucket, Counters>
+
+    /// The changes that turn a read model holding `old` into one holding `new` (nil: the
+    /// notification is not counted): `old`'s counters subtracted from its bucket, then `new`'s
+    /// added to its own; a single change when the bucket stays; none when nothing changes.
+    public static func difference(from old: Self?, to new: Self?) -> [Delta] {
+        switch (old, new) {
+        case (nil, nil):
+            return []
+        case (let old?, nil):
+            return [Delta(bucket: old.bucket, counters: .zero - old.counters)]
+        case (nil, let new?):
+            return [Delta(bucket: new.bucket, counters: new.counters)]
+        case (let old?, let new?):
+            guard old.bucket == new.bucket else {
+                return [Delta(bucket: old.bucket, counters: .zero - old.counters),
+                        Delta(bucket: new.bucket, counters: new.counters)]
+            }
+            let change = new.counters - old.counters
+            return change == .zero ? [] : [Delta(bucket: new.bucket, counters: change)]
+        }
+    }
+}
+
+// MARK: - Engagement
+
+/// A notification's engagement: counters of 0 or 1 in the bucket of its category, presentation,
+/// attachment kind and day.
+public struct EngagementContribution: BucketContribution {
+    public struct Bucket: Sendable, Hashable {
+        public var category: String
+        public var presentation: ObservedPresentation
+        /// Nil: not known yet.
+        public var attachmentKind: AttachmentKind?
+        public var day: UTCDay
+
+        public init(category: String, presentation: ObservedPresentation, attachmentKind: AttachmentKind?,
+                    day: UTCDay) {
+            self.category = category
+            self.presentation = presentation
+            self.attachmentKind = attachmentKind
+            self.day = day
+        }
+    }
+
+    /// Numbers of notifications; in a contribution each is 0 or 1, in a delta -1, 0 or 1.
+    public struct Counters: Sendable, Hashable, AdditiveArithmetic {
+        public var notifications: Int
+        public var delivered: Int
+        public var displayed: Int
+        public var expanded: Int
+        /// Notifications with some app-defined action.
+        public var actioned: Int
+        public var opened: Int
+        public var dismissed: Int
+        public var replied: Int
+        /// Notifications per app-defined action ID; IDs with 0 are left out.
+        public var actions: [String: Int]
+
+        public init(notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, expanded: Int = 0,
+                    actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0,
+                    actions: [String: Int] = [:]) {
+            self.notifications = notifications
+            self.delivered = delivered
+            self.displayed = displayed
+            self.expanded = expanded
+            self.actioned = actioned
+            self.opened = opened
+            self.dismissed = dismissed
+            self.replied = replied
+            self.actions = actions.filter { $0.value != 0 }
+        }
+
+        public static let zero = Counters()
+
+        public static func + (a: Counters, b: Counters) -> Counters { combine(a, b, sign: 1) }
+        public static func - (a: Counters, b: Counters) -> Counters { combine(a, b, sign: -1) }
+
+        private static func combine(_ a: Counters, _ b: Counters, sign: Int) -> Counters {
+            Counters(notifications: a.notifications + sign * b.notifications,
+                     delivered: a.delivered + sign * b.delivered,
+                     displayed: a.displayed + sign * b.displayed,
+                     expanded: a.expanded + sign * b.expanded,
+                     actioned: a.actioned + sign * b.actioned,
+                     opened: a.opened + sign * b.opened,
+                     dismissed: a.dismissed + sign * b.dismissed,
+                     replied: a.replied + sign * b.replied,
+                     actions: addCounts(a.actions, b.actions, sign: sign))
+        }
+    }
+
+    public var bucket: Bucket
+    public var counters: Counters
+
+    public init(bucket: Bucket, counters: Counters) {
+        self.bucket = bucket
+        self.counters = counters
+    }
+
+    /// The app-defined actions taken, ascending.
+    public var actionIDs: [String] { counters.actions.keys.sorted() }
+
+    public init(_ facts: EngagementFacts) {
+        func count(_ flag: Bool) -> Int { flag ? 1 : 0 }
+        bucket = Bucket(category: facts.category, presentation: facts.presentation,
+                        attachmentKind: facts.attachmentKind, day: facts.day)
+        counters = Counters(
+            notifications: 1, delivered: count(facts.delivered), displayed: count(facts.displayed),
+            expanded: count(facts.expanded), actioned: count(facts.actioned), opened: count(facts.opened),
+            dismissed: count(facts.dismissed), replied: count(facts.replied),
+            actions: Dictionary(facts.customActionIDs.map { ($0, 1) }, uniquingKeysWith: { a, _ in a }))
+    }
+}
+
+// MARK: - Extension telemetry
+
+/// What the notification service extension did for one delivered notification, in the bucket of
+/// its category, attached kind and delivery day.
+public struct TelemetryContribution: BucketContribution {
+    public struct Bucket: Sendable, Hashable {
+        public var category: String
+        /// The kind the extension attached (`.noAttachment` when it attached nothing).
+        public var attachmentKind: AttachmentKind
+        /// The UTC day of the first `delivered` event.
+        public var day: UTCDay
+
+        public init(category: String, attachmentKind: AttachmentKind, day: UTCDay) {
+            self.category = category
+            self.attachmentKind = attachmentKind
+            self.day = day
+        }
+    }
+
+    /// Numbers of delivered notifications, and multisets of durations for histograms.
+    public struct Counters: Sendable, Hashable, AdditiveArithmetic {
+        public var delivered: Int
+        /// Notifications per outcome; outcomes with 0 are left out.
+        public var outcomes: [DeliveryOutcome: Int]
+        /// The extension ran out of time (`serviceExtensionTimeWillExpire`).
+        public var timeWillExpire: Int
+        /// The attachment came from the device's cache.
+        public var cacheHits: Int
+        /// The attachment was downloaded.
+        public var networkFetches: Int
+        /// The sum of the attachment sizes reported, and how many notifications reported one.
+        public var bytes: Int
+        public var bytesReported: Int
+        /// Download times: milliseconds -> number of notifications; 0 counts are left out.
+        public var downloadMS: [Int: Int]
+        /// Extension running times: milliseconds -> number of notifications; 0 counts are left out.
+        public var processingMS: [Int: Int]
+
+        public init(delivered: Int = 0, outcomes: [DeliveryOutcome: Int] = [:], timeWillExpire: Int = 0,
+                    cacheHits: Int = 0, networkFetches: Int = 0, bytes: Int = 0, bytesReported: Int = 0,
+                    downloadMS: [Int: Int] = [:], processingMS: [Int: Int] = [:]) {
+            self.delivered = delivered
+            self.outcomes = outcomes.filter { $0.value != 0 }
+            self.timeWillExpire = timeWillExpire
+            self.cacheHits = cacheHits
+            self.networkFetches = networkFetches
+            self.bytes = bytes
+            self.bytesReported = bytesReported
+            self.downloadMS = downloadMS.filter { $0.value != 0 }
+            self.processingMS = processingMS.filter { $0.value != 0 }
+        }
+
+        public static let zero = Counters()
+
+        public static func + (a: Counters, b: Counters) -> Counters { combine(a, b, sign: 1) }
+        public static func - (a: Counters, b: Counters) -> Counters { combine(a, b, sign: -1) }
+
+        private static func combine(_ a: Counters, _ b: Counters, sign: Int) -> Counters {
+            Counters(delivered: a.delivered + sign * b.delivered,
+                     outcomes: addCounts(a.outcomes, b.outcomes, sign: sign),
+                     timeWillExpire: a.timeWillExpire + sign * b.timeWillExpire,
+                     cacheHits: a.cacheHits + sign * b.cacheHits,
+                     networkFetches: a.networkFetches + sign * b.networkFetches,
+                     bytes: a.bytes + sign * b.bytes,
+                     bytesReported: a.bytesReported + sign * b.bytesReported,
+                     downloadMS: addCounts(a.downloadMS, b.downloadMS, sign: sign),
+                     processingMS: addCounts(a.processingMS, b.processingMS, sign: sign))
+        }
+    }
+
+    public var bucket: Bucket
+    public var counters: Counters
+
+    public init(bucket: Bucket, counters: Counters) {
+        self.bucket = bucket
+        self.counters = counters
+    }
+
+    public init(category: String, delivered: DeliveredFacts) {
+        bucket = Bucket(category: category, attachmentKind: delivered.attachmentKind, day: UTCDay(delivered.at))
+        counters = Counters(
+            delivered: 1, outcomes: [delivered.outcome: 1], timeWillExpire: delivered.timeWillExpire ? 1 : 0,
+            cacheHits: delivered.source == .cache ? 1 : 0, networkFetches: delivered.source == .network ? 1 : 0,
+            bytes: delivered.bytes ?? 0, bytesReported: delivered.bytes == nil ? 0 : 1,
+            downloadMS: delivered.downloadMS.map { [$0: 1] } ?? [:],
+            processingMS: [delivered.processingMS: 1])
+    }
+}
+
+/// `a + sign * b` key by key, without the keys that come to 0.
+private func addCounts<Key>(_ a: [Key: Int], _ b: [Key: Int], sign: Int) -> [Key: Int] {
+    var sum = a
+    for (key, count) in b {
+        let total = sum[key, default: 0] + sign * count
+        sum[key] = total == 0 ? nil : total
+    }
+    return sum
+}

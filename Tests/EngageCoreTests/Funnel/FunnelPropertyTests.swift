@@ -1,0 +1,191 @@
+import Testing
+@testable import EngageCore
+
+/// SplitMix64 with its own bounded integers and shuffle: the standard library does not promise
+/// that `random(in:using:)` or `shuffle(using:)` draw the same way in every version, and a failing
+/// seed must reproduce.
+private struct StreamRandom {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+
+    /// 0..<n, n > 0 (multiply-shift; the bias is below 2^-50 for the small n used here).
+    mutating func below(_ n: Int) -> Int {
+        Int(UInt64(n).multipliedFullWidth(by: next()).high)
+    }
+
+    /// True with probability 1/n.
+    mutating func oneIn(_ n: Int) -> Bool { below(n) == 0 }
+
+    mutating func pick<T>(_ values: [T]) -> T { values[below(values.count)] }
+
+    mutating func maybe<T>(_ value: T) -> T? { oneIn(3) ? nil : value }
+
+    /// Fisher-Yates.
+    mutating func shuffle<T>(_ values: inout [T]) {
+        guard values.count > 1 else { return }
+        for i in stride(from: values.count - 1, to: 0, by: -1) {
+            values.swapAt(i, below(i + 1))
+        }
+    }
+}
+
+/// Random events of one notification. Times fall in six seconds around midnight, so times tie and
+/// days differ; categories, devices, tags and presentations disagree now and then.
+private func randomStream(_ random: inout StreamRandom, notification: String = "apns-1") -> [Event] {
+    let midnight = UTCDay(year: 2026, month: 11, day: 30)!.start
+    let tags = [ExperimentTag(id: "thumbs-v1", arm: "thumbnail", probability: 0.5),
+                ExperimentTag(id: "thumbs-v1", arm: "full", probability: 0.5),
+                ExperimentTag(id: "copy-v2", arm: "short")]
+    let media = [MediaVariant(variant: "original", kind: .image, format: .jpeg, bytes: 2_400_000),
+                 MediaVariant(variant: "poster", kind: .video, format: .mp4, bytes: 9_000_000, durationMS: 15_000)]
+    let actions = [ActionDetails.openIdentifier, ActionDetails.dismissIdentifier, "like", "reply", "share"]
+    let count = 1 + random.below(12)
+    return (0..<count).map { n in
+        let details: EventDetails
+        switch random.below(5) {
+        case 0:
+            details = .sent(SentDetails(media: Array(media.prefix(random.below(3))),
+                                        strategy: random.maybe(random.pick(AttachmentStrategy.allCases)),
+                                        payloadBytes: random.maybe(1000 + random.below(3000))))
+        case 1:
+            details = .delivered(DeliveredDetails(
+                attachment: DeliveredAttachment(
+                    kind: random.pick(AttachmentKind.allCases), format: random.maybe(random.pick(MediaFormat.allCases)),
+                    bytes: random.maybe(random.below(100_000)), source: random.maybe(random.pick(MediaSource.allCases)),
+                    downloadMS: random.maybe(random.below(3000)), variant: random.maybe("thumbnail")),
+                outcome: random.pick(DeliveryOutcome.allCases), processingMS: random.below(30_000),
+                timeWillExpire: random.oneIn(4), network: random.maybe(random.pick(NetworkType.allCases)),
+                strategy: random.maybe(random.pick(AttachmentStrategy.allCases))))
+        case 2:
+            details = .displayed(DisplayedDetails(presentation: random.pick(Presentation.allCases),
+                                                  attachmentKind: random.pick(AttachmentKind.allCases)))
+        case 3:
+            details = .expanded
+        default:
+            details = .action(ActionDetails(actionID: random.pick(actions),
+                                            textInputLength: random.oneIn(3) ? random.below(40) : nil))
+        }
+        return Event(eventID: EventID(high: random.next(), low: UInt64(n)), notificationID: notification,
+                     deviceID: random.oneIn(8) ? "dev-2" : "dev-1",
+                     category: random.oneIn(6) ? "comment" : "new_photo",
+                     occurredAt: midnight.adding(microseconds: Int64(random.below(6) - 3) * 1_000_000),
+                     experiment: random.oneIn(3) ? nil : random.pick(tags), details: details)
+    }
+}
+
+/// The events in a random order, each delivered one to three times.
+private func redelivered(_ events: [Event], _ random: inout StreamRandom) -> [Event] {
+    var out: [Event] = []
+    for event in events {
+        for _ in 0..<(1 + (random.oneIn(3) ? 1 + random.below(2) : 0)) { out.append(event) }
+    }
+    random.shuffle(&out)
+    return out
+}
+
+@Suite struct FunnelPropertyTests {
+    @Test func anyOrderAndAnyDuplicationGiveTheSameState() {
+        for seed in UInt64(1)...3000 {
+            var random = StreamRandom(seed: seed)
+            let events = randomStream(&random)
+            let reference = NotificationState(folding: events)
+            guard reference.eventCount == events.count else {
+                Issue.record("seed \(seed): \(reference.eventCount) events counted of \(events.count)")
+                return
+            }
+            for _ in 0..<4 {
+                let folded = NotificationState(folding: redelivered(events, &random))
+                guard folded == reference else {
+                    Issue.record("seed \(seed): the state depends on the order or on repeats")
+                    return
+                }
+            }
+        }
+    }
+
+    @Test func mergeIsCommutativeAssociativeAndIdempotent() {
+        for seed in UInt64(10_001)...13_000 {
+            var random = StreamRandom(seed: seed)
+            let events = randomStream(&random)
+            // Three overlapping batches that together hold every event.
+            var batches: [[Event]] = [[], [], []]
+            for event in events {
+                batches[random.below(3)].append(event)
+                if random.oneIn(4) { batches[random.below(3)].append(event) }
+            }
+            let a = NotificationState(folding: batches[0])
+            let b = NotificationState(folding: batches[1])
+            let c = NotificationState(folding: batches[2])
+            let all = NotificationState(folding: events)
+            let laws: [(String, Bool)] = [
+                ("a + b == b + a", a.merging(b) == b.merging(a)),
+                ("a + a == a", a.merging(a) == a),
+                ("(a + b) + c == a + (b + c)", a.merging(b).merging(c) == a.merging(b.merging(c))),
+                ("a + b + c == all", a.merging(b).merging(c) == all),
+                ("a + empty == a", a.merging(NotificationState()) == a),
+                ("equal states hash alike", a.merging(b).hashValue == b.merging(a).hashValue),
+            ]
+            for (law, holds) in laws where !holds {
+                Issue.record("seed \(seed): \(law) fails")
+                return
+            }
+        }
+    }
+
+    /// A projector that applies each event's difference keeps, for interleaved notifications,
+    /// exactly the sum of their final contributions.
+    @Test func deltasKeepTheReadModelEqualToTheFinalContributions() {
+        for seed in UInt64(20_001)...20_300 {
+            var random = StreamRandom(seed: seed)
+            let streams = (0..<(1 + random.below(6))).map { randomStream(&random, notification: "apns-\($0)") }
+            var arrivals = streams.flatMap { redelivered($0, &random) }
+            random.shuffle(&arrivals)
+
+            var states: [String: NotificationState] = [:]
+            var engagement: [EngagementContribution.Bucket: EngagementContribution.Counters] = [:]
+            var telemetry: [TelemetryContribution.Bucket: TelemetryContribution.Counters] = [:]
+            for event in arrivals {
+                let old = states[event.notificationID, default: NotificationState()]
+                let new = old.applying(event)
+                states[event.notificationID] = new
+                for delta in EngagementContribution.difference(from: old.engagementContribution,
+                                                               to: new.engagementContribution) {
+                    add(delta.counters, to: delta.bucket, in: &engagement)
+                }
+                for delta in TelemetryContribution.difference(from: old.telemetryContribution,
+                                                              to: new.telemetryContribution) {
+                    add(delta.counters, to: delta.bucket, in: &telemetry)
+                }
+            }
+
+            var expectedEngagement: [EngagementContribution.Bucket: EngagementContribution.Counters] = [:]
+            var expectedTelemetry: [TelemetryContribution.Bucket: TelemetryContribution.Counters] = [:]
+            for events in streams {
+                let state = NotificationState(folding: events)
+                if let c = state.engagementContribution { add(c.counters, to: c.bucket, in: &expectedEngagement) }
+                if let c = state.telemetryContribution { add(c.counters, to: c.bucket, in: &expectedTelemetry) }
+            }
+            guard engagement == expectedEngagement, telemetry == expectedTelemetry else {
+                Issue.record("seed \(seed): the read model drifted from the final contributions")
+                return
+            }
+        }
+    }
+}
+
+/// Adds `counters` to a bucket of a read model, removing buckets that come to zero.
+private func add<Bucket: Hashable, Counters: AdditiveArithmetic>(
+    _ counters: Counters, to bucket: Bucket, in model: inout [Bucket: Counters]
+) {
+    let total = model[bucket, default: .zero] + counters
+    model[bucket] = total == .zero ? nil : total
+}
