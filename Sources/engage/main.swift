@@ -6,6 +6,7 @@ let commands: [Subcommand] = [
     Subcommand(ServeCommand.self),
     Subcommand(MigrateCommand.self),
     Subcommand(DatabaseCommand.self),
+    Subcommand(KeysCommand.self),
     Subcommand(BenchCommand.self),
 ]
 

@@ -1,0 +1,67 @@
+import EngageCore
+import HTTPServer
+
+/// Every whole-request problem the API answers with, as RFC 9457 problem details.
+enum APIProblems {
+    static func unauthorized(_ detail: String) -> HTTPProblem {
+        HTTPProblem(status: 401, slug: "unauthorized", title: "Missing or invalid API key", detail: detail)
+    }
+
+    static func forbidden(_ detail: String) -> HTTPProblem {
+        HTTPProblem(status: 403, slug: "forbidden", title: "This key may not do that", detail: detail)
+    }
+
+    static func unsupportedMediaType(_ detail: String) -> HTTPProblem {
+        HTTPProblem(status: 415, slug: "unsupported-media-type", title: "Unsupported media type", detail: detail)
+    }
+
+    static func malformed(_ error: JSONError) -> HTTPProblem {
+        HTTPProblem(status: 400, slug: "malformed-json", title: "The body is not valid JSON",
+                    detail: "\(error.reason) at byte \(error.offset)",
+                    members: [.init(name: "offset", json: String(error.offset))])
+    }
+
+    static func badRequest(_ detail: String, slug: String = "bad-request") -> HTTPProblem {
+        HTTPProblem(status: 400, slug: slug, title: "Bad request", detail: detail)
+    }
+
+    static func tooLarge(_ detail: String) -> HTTPProblem {
+        HTTPProblem(status: 413, slug: "payload-too-large", title: "The request is too large", detail: detail)
+    }
+
+    static func noValidEvents(_ rejected: [Rejection]) -> HTTPProblem {
+        HTTPProblem(status: 400, slug: "no-valid-events", title: "No event in the request is valid",
+                    detail: "\(rejected.count) event(s) rejected; see rejected",
+                    members: [.init(name: "rejected", json: renderRejections(rejected))])
+    }
+
+    static let queueFull = HTTPProblem(status: 429, slug: "ingest-queue-full", title: "Too many events are waiting to be stored",
+                                       detail: "retry after the number of seconds in Retry-After")
+    static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
+                                         detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
+    static let shuttingDown = HTTPProblem(status: 503, slug: "shutting-down", title: "The server is shutting down",
+                                          detail: "nothing from this request was stored; retry on another instance or later")
+
+    /// The problem as a response, with Retry-After where retrying is the remedy.
+    static func response(_ problem: HTTPProblem, retryAfter seconds: Int? = nil) -> HTTPResponse {
+        var response = problem.response
+        if let seconds { response.headers.set("Retry-After", String(seconds)) }
+        if problem.status == 401 { response.headers.set("WWW-Authenticate", "Bearer") }
+        return response
+    }
+
+    static func renderRejections(_ rejected: [Rejection]) -> String {
+        var writer = JSONWriter(capacity: 64 + rejected.count * 64)
+        writer.beginArray()
+        for rejection in rejected {
+            writer.beginObject()
+            writer.key("index"); writer.int(rejection.index)
+            writer.key("field")
+            if let field = rejection.field { writer.string(field) } else { writer.null() }
+            writer.key("problem"); writer.string(rejection.problem)
+            writer.endObject()
+        }
+        writer.endArray()
+        return String(decoding: writer.bytes, as: UTF8.self)
+    }
+}

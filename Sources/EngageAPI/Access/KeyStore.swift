@@ -1,0 +1,99 @@
+import EngageCore
+import Foundation
+import Postgres
+import Synchronization
+
+/// API keys in PostgreSQL, with a short-lived cache in front so that authenticating a request
+/// costs no query in the common case. Revocation takes effect within `cacheLifetime`.
+public final class KeyStore: Sendable {
+    public let pool: ConnectionPool
+    private let cacheLifetime: Duration
+    private let cache = Mutex<[String: CacheEntry]>([:])
+    private static let cacheLimit = 10_000
+
+    private struct CacheEntry {
+        var key: APIKey?
+        var hash: String?
+        var expires: ContinuousClock.Instant
+    }
+
+    public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5)) {
+        self.pool = pool
+        self.cacheLifetime = cacheLifetime
+    }
+
+    // MARK: Administration
+
+    public func create(app: String, role: Role, name: String = "") async throws -> IssuedKey {
+        let (keyID, text) = KeyFormat.generate()
+        let hash = KeyFormat.hash(text)
+        let row = try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO api_keys (key_id, app_id, role, key_hash, name)
+                VALUES (\(keyID), \(app), \(role.rawValue), \(hash), \(name))
+                RETURNING created_at
+                """)[0].cell(0).unixMicroseconds()
+        }
+        let key = APIKey(keyID: keyID, appID: app, role: role, name: name,
+                         createdAt: Timestamp(microsecondsSinceEpoch: row), revokedAt: nil)
+        return IssuedKey(key: key, secret: text)
+    }
+
+    public func list(app: String? = nil) async throws -> [APIKey] {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT key_id, app_id, role, name, created_at, revoked_at FROM api_keys
+                WHERE \(app)::text IS NULL OR app_id = \(app)
+                ORDER BY app_id, created_at, key_id
+                """)
+            return try rows.rows.map { row in
+                APIKey(keyID: try row.decode(0), appID: try row.decode(1),
+                       role: Role(rawValue: try row.decode(2)) ?? .read, name: try row.decode(3),
+                       createdAt: Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds()),
+                       revokedAt: row.isNull(5) ? nil : Timestamp(microsecondsSinceEpoch: try row.cell(5).unixMicroseconds()))
+            }
+        }
+    }
+
+    /// Returns false when no such key exists or it was already revoked.
+    public func revoke(keyID: String) async throws -> Bool {
+        let changed = try await pool.withConnection { connection in
+            try connection.execute("UPDATE api_keys SET revoked_at = now() WHERE key_id = \(keyID) AND revoked_at IS NULL")
+        }
+        cache.withLock { $0.removeAll() }
+        return changed == 1
+    }
+
+    // MARK: Authentication
+
+    /// The active key matching a presented secret, or nil.
+    public func authenticate(_ presented: String) async throws -> APIKey? {
+        guard let keyID = KeyFormat.keyID(of: presented) else { return nil }
+        let hash = KeyFormat.hash(presented)
+        let now = ContinuousClock.now
+        if let entry = cache.withLock({ $0[keyID] }), entry.expires > now {
+            return Self.verified(entry.key, storedHash: entry.hash, presentedHash: hash)
+        }
+        let found = try await pool.withConnection { connection -> (APIKey, String)? in
+            let rows = try connection.query("""
+                SELECT key_id, app_id, role, name, created_at, key_hash FROM api_keys
+                WHERE key_id = \(keyID) AND revoked_at IS NULL
+                """)
+            guard let row = rows.rows.first else { return nil }
+            let key = APIKey(keyID: try row.decode(0), appID: try row.decode(1),
+                             role: Role(rawValue: try row.decode(2)) ?? .read, name: try row.decode(3),
+                             createdAt: Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds()), revokedAt: nil)
+            return (key, try row.decode(5))
+        }
+        cache.withLock { cache in
+            if cache.count >= Self.cacheLimit { cache.removeAll() }
+            cache[keyID] = CacheEntry(key: found?.0, hash: found?.1, expires: now.advanced(by: cacheLifetime))
+        }
+        return Self.verified(found?.0, storedHash: found?.1, presentedHash: hash)
+    }
+
+    private static func verified(_ key: APIKey?, storedHash: String?, presentedHash: String) -> APIKey? {
+        guard let key, let storedHash, KeyFormat.constantTimeEquals(storedHash, presentedHash) else { return nil }
+        return key
+    }
+}

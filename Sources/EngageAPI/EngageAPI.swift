@@ -1,0 +1,21 @@
+import HTTPServer
+
+/// Every route engage serves, wired to its handler.
+public struct EngageAPI: Sendable {
+    public let ingest: IngestRoute
+    public let health: HealthRoutes
+
+    public init(ingest: IngestRoute, health: HealthRoutes) {
+        self.ingest = ingest
+        self.health = health
+    }
+
+    public var router: Router {
+        var router = Router()
+        router.post("/v1/events") { [ingest] in await ingest.handle($0) }
+        router.get("/healthz") { [health] in await health.healthz($0) }
+        router.get("/readyz") { [health] in await health.readyz($0) }
+        router.get("/metrics") { [health] in await health.metrics($0) }
+        return router
+    }
+}

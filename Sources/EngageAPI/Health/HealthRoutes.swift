@@ -1,0 +1,42 @@
+import EventStore
+import HTTPServer
+import Postgres
+import Runtime
+
+/// `/healthz` (the process answers), `/readyz` (the database answers and its migrations are
+/// current) and `/metrics` (Prometheus text).
+public struct HealthRoutes: Sendable {
+    let pool: ConnectionPool
+    let migrator: Migrator
+    let registry: MetricsRegistry
+
+    public init(pool: ConnectionPool, migrator: Migrator, registry: MetricsRegistry) {
+        self.pool = pool
+        self.migrator = migrator
+        self.registry = registry
+    }
+
+    func healthz(_ request: HTTPRequest) async -> HTTPResponse {
+        .json(#"{"status":"ok"}"#, status: 200)
+    }
+
+    func readyz(_ request: HTTPRequest) async -> HTTPResponse {
+        let migrator = self.migrator
+        do {
+            let problem = try await pool.withConnection { connection in try migrator.pendingProblem(connection) }
+            if let problem {
+                return APIProblems.response(HTTPProblem(status: 503, slug: "migrations-pending", title: "The database schema is not current",
+                                                        detail: problem), retryAfter: 5)
+            }
+            return .json(#"{"status":"ready","database":"ok","migrations":"current"}"#, status: 200)
+        } catch {
+            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
+    }
+
+    func metrics(_ request: HTTPRequest) async -> HTTPResponse {
+        var response = HTTPResponse.text(registry.renderPrometheus(), status: 200)
+        response.headers.set("Content-Type", MetricsRegistry.contentType)
+        return response
+    }
+}

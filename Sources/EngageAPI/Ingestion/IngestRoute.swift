@@ -1,0 +1,136 @@
+import EngageCore
+import EventStore
+import Foundation
+import HTTPServer
+import Postgres
+
+/// `POST /v1/events`: validates each event on its own, stores the valid ones durably through
+/// group commit, and reports what was accepted, what was already there and what was rejected.
+public struct IngestRoute: Sendable {
+    public struct Configuration: Sendable {
+        public var limits = IngestLimits()
+        /// Largest body after gzip decompression.
+        public var maxDecompressedBytes = 1 << 20
+
+        public init(limits: IngestLimits = IngestLimits(), maxDecompressedBytes: Int = 1 << 20) {
+            self.limits = limits
+            self.maxDecompressedBytes = maxDecompressedBytes
+        }
+    }
+
+    let authenticator: Authenticator
+    let queue: IngestQueue
+    let configuration: Configuration
+    let metrics: IngestMetrics
+    let clock: @Sendable () -> Timestamp
+
+    public init(authenticator: Authenticator, queue: IngestQueue, configuration: Configuration, metrics: IngestMetrics,
+                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+        self.authenticator = authenticator
+        self.queue = queue
+        self.configuration = configuration
+        self.metrics = metrics
+        self.clock = clock
+    }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let key: APIKey
+        switch await authenticator.authorize(request, as: .ingest) {
+        case .success(let found): key = found
+        case .failure(let problem): return problem.response
+        }
+        let decoded: DecodedBatch
+        switch decode(request) {
+        case .success(let batch): decoded = batch
+        case .failure(let problem): return problem.response
+        }
+        metrics.requestEvents.observe(Double(decoded.events.count + decoded.rejected.count + decoded.duplicatesInRequest))
+        metrics.rejected.increment(by: decoded.rejected.count)
+        if decoded.events.isEmpty {
+            return APIProblems.response(APIProblems.noValidEvents(decoded.rejected))
+        }
+        let batch = PreparedBatch(decoded.events.map { AppendItem(appID: key.appID, event: $0) })
+        let result: AppendResult
+        do {
+            result = try await queue.submit(batch)
+        } catch IngestQueue.Refusal.full {
+            return APIProblems.response(APIProblems.queueFull, retryAfter: 1)
+        } catch IngestQueue.Refusal.closed {
+            return APIProblems.response(APIProblems.shuttingDown, retryAfter: 5)
+        } catch {
+            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
+        metrics.accepted.increment(by: result.storedCount)
+        metrics.duplicates.increment(by: result.duplicateCount + decoded.duplicatesInRequest)
+        return .json(Self.render(accepted: result.storedCount, duplicates: result.duplicateCount + decoded.duplicatesInRequest,
+                                 rejected: decoded.rejected), status: 200)
+    }
+
+    private func decode(_ request: HTTPRequest) -> Result<DecodedBatch, ProblemResponse> {
+        let format: BodyFormat
+        switch Self.bodyFormat(contentType: request.headers["Content-Type"]) {
+        case .some(let found): format = found
+        case .none:
+            return .failure(ProblemResponse(APIProblems.unsupportedMediaType(
+                "send Content-Type: application/json (an array or {\"events\": [...]}) or application/x-ndjson")))
+        }
+        var body = request.body
+        switch request.headers["Content-Encoding"]?.lowercased().trimmingCharacters(in: .whitespaces) {
+        case nil, "", "identity": break
+        case "gzip", "x-gzip":
+            do {
+                body = try Gzip.inflate(body, limit: configuration.maxDecompressedBytes)
+            } catch .tooLarge {
+                return .failure(ProblemResponse(APIProblems.tooLarge(
+                    "the body decompresses to more than \(configuration.maxDecompressedBytes) bytes")))
+            } catch {
+                return .failure(ProblemResponse(APIProblems.badRequest("the gzip body is corrupt or truncated", slug: "bad-gzip")))
+            }
+        case let other?:
+            return .failure(ProblemResponse(APIProblems.unsupportedMediaType("Content-Encoding \(other) is not supported; use gzip")))
+        }
+        if body.count > configuration.maxDecompressedBytes {
+            return .failure(ProblemResponse(APIProblems.tooLarge("the body is \(body.count) bytes; the limit is \(configuration.maxDecompressedBytes)")))
+        }
+        do {
+            return .success(try decodeBatch(body, format: format, limits: configuration.limits, now: clock()))
+        } catch {
+            switch error {
+            case .malformed(let json): return .failure(ProblemResponse(APIProblems.malformed(json)))
+            case .wrongShape(let detail): return .failure(ProblemResponse(APIProblems.badRequest(detail, slug: "wrong-shape")))
+            case .tooManyEvents(let count, let limit):
+                return .failure(ProblemResponse(APIProblems.tooLarge("the request holds \(count) events; the limit is \(limit)")))
+            case .empty: return .failure(ProblemResponse(APIProblems.badRequest("the request holds no events", slug: "empty")))
+            }
+        }
+    }
+
+    static func bodyFormat(contentType: String?) -> BodyFormat? {
+        guard let contentType else { return nil }
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        } ?? ""
+        switch mediaType {
+        case "application/json": return .json
+        case "application/x-ndjson", "application/ndjson", "application/jsonl": return .ndjson
+        default: return mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json") ? .json : nil
+        }
+    }
+
+    static func render(accepted: Int, duplicates: Int, rejected: [Rejection]) -> [UInt8] {
+        var writer = JSONWriter(capacity: 64 + rejected.count * 64)
+        writer.beginObject()
+        writer.key("accepted"); writer.int(accepted)
+        writer.key("duplicates"); writer.int(duplicates)
+        writer.key("rejected"); writer.raw(Array(APIProblems.renderRejections(rejected).utf8))
+        writer.endObject()
+        return writer.bytes
+    }
+}
+
+extension Timestamp {
+    /// The wall clock now.
+    public static var now: Timestamp {
+        Timestamp(microsecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
+    }
+}

@@ -1,0 +1,33 @@
+import HTTPServer
+import Runtime
+
+/// Counts every response by route and status, and logs one debug line per request (method,
+/// route, status, duration; never headers, keys or bodies).
+public struct MeteredResponder: HTTPResponder {
+    let inner: any HTTPResponder
+    let registry: MetricsRegistry
+    let logger: Logger
+    let knownRoutes: Set<String>
+
+    public init(_ inner: any HTTPResponder, routes: Set<String>, registry: MetricsRegistry, logger: Logger) {
+        self.inner = inner
+        self.registry = registry
+        self.logger = logger
+        self.knownRoutes = routes
+    }
+
+    public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let stopwatch = Stopwatch()
+        let response = await inner.respond(to: request)
+        let route = knownRoutes.contains(request.path) ? request.path : "unmatched"
+        registry.counter("engage_http_requests_total", help: "HTTP requests answered, by route and status.",
+                         labels: ["route": route, "status": String(response.status)]).increment()
+        if logger.isEnabled(.debug) {
+            logger.debug("http.request", ["method": request.method.rawValue, "route": route,
+                                          "status": String(response.status), "duration.ms": stopwatch.millisecondsText])
+        }
+        return response
+    }
+}
+
+extension HTTPServer: Service {}
