@@ -1,0 +1,270 @@
+import Testing
+@testable import EngageCore
+
+/// Hand-made pushes with outcomes worked out on paper. Default limits: 50 ms overhead, deadline
+/// 28,000 ms (30 s budget, 2 s margin), cache reads 2 ms.
+@Suite struct PipelineModelTests {
+    static let fast = NetworkProfile(throughputBytesPerSecond: 5_000_000, latencyMS: 50)
+    static let limits = PipelineLimits()
+
+    static func photo(original: Int, thumbnail: Int = 40_000) -> [MediaVariant] {
+        [MediaVariant(variant: "original", kind: .image, format: .jpeg, bytes: original, width: 4000, height: 3000),
+         MediaVariant(variant: "thumbnail", kind: .image, format: .jpeg, bytes: thumbnail, width: 400, height: 300)]
+    }
+
+    static func run(_ media: [MediaVariant], _ strategy: any AttachmentStrategyModel,
+                    network: NetworkProfile = fast, cache: CacheState = .empty,
+                    limits: PipelineLimits = limits) -> PipelineOutcome {
+        PipelineModel.run(PipelineInput(media: media, network: network, cache: cache), strategy: strategy, limits: limits)
+    }
+
+    @Test func defaults() {
+        let limits = PipelineLimits()
+        #expect(limits.deadlineMS == 28_000)
+        #expect(limits.memoryLimitBytes == 25_165_824)
+        #expect(limits.sizeCapBytes[.image] == 10_485_760)
+        #expect(limits.sizeCapBytes[.gif] == 10_485_760)
+        #expect(limits.sizeCapBytes[.audio] == 5_242_880)
+        #expect(limits.sizeCapBytes[.video] == 52_428_800)
+        #expect(limits.sizeCapBytes[.noAttachment] == nil)
+    }
+
+    @Test func fullAttachesAnImageThatFits() {
+        // 50 ms overhead + 50 ms latency + 2,000,000 B at 5 MB/s (400 ms).
+        let outcome = Self.run(Self.photo(original: 2_000_000), FullStrategy())
+        #expect(outcome == PipelineOutcome(presentation: .rich, outcome: .attached, failure: nil, handoffMS: 500,
+                                           bytesTransferred: 2_000_000, variantIndex: 0, source: .network,
+                                           downloadMS: 450, timeWillExpire: false))
+    }
+
+    @Test func twelveMegabyteImageUnderFullIsTooLarge() {
+        // Downloaded in 50 + 2,400 ms, then refused: 12,000,000 > 10 MiB.
+        let outcome = Self.run(Self.photo(original: 12_000_000), FullStrategy())
+        #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .tooLarge, failure: .exceedsSizeCap,
+                                           handoffMS: 2_500, bytesTransferred: 12_000_000, variantIndex: 0,
+                                           source: .network, downloadMS: 2_450, timeWillExpire: false))
+    }
+
+    @Test func slowDownloadRunsIntoTheDeadline() {
+        // 2 MB at 50 kB/s needs 40,100 ms; the deadline at 28,000 ms leaves 27,950 ms of download,
+        // of which 27,850 ms after the latency: 1,392,500 bytes.
+        let slow = NetworkProfile(throughputBytesPerSecond: 50_000, latencyMS: 100)
+        let outcome = Self.run(Self.photo(original: 2_000_000), FullStrategy(), network: slow)
+        #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .timeout, failure: .deadlineExpired,
+                                           handoffMS: 28_000, bytesTransferred: 1_392_500, variantIndex: 0,
+                                           source: .network, downloadMS: 27_950, timeWillExpire: true))
+    }
+
+    @Test func ownDownloadTimeoutFiresBeforeTheDeadline() {
+        let network = NetworkProfile(throughputBytesPerSecond: 100_000, latencyMS: 0)
+        let limits = PipelineLimits(downloadTimeoutMS: 10_000)
+        let outcome = Self.run(Self.photo(original: 2_000_000), FullStrategy(), network: network, limits: limits)
+        #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .timeout, failure: .downloadTimedOut,
+                                           handoffMS: 10_050, bytesTransferred: 1_000_000, variantIndex: 0,
+                                           source: .network, downloadMS: 10_000, timeWillExpire: false))
+        // A timeout later than the deadline leaves the system's expiry in charge.
+        let late = Self.run(Self.photo(original: 4_000_000), FullStrategy(), network: network,
+                            limits: PipelineLimits(downloadTimeoutMS: 29_000))
+        #expect(late.failure == .deadlineExpired)
+        #expect(late.timeWillExpire)
+    }
+
+    @Test func kindAndFormatMismatchIsUnsupported() {
+        let audioAsMP4 = [MediaVariant(variant: "original", kind: .audio, format: .mp4, bytes: 1_000_000)]
+        #expect(Self.run(audioAsMP4, FullStrategy()) == PipelineOutcome(
+            presentation: .plain, outcome: .unsupportedFormat, failure: .unsupportedFormat, handoffMS: 300,
+            bytesTransferred: 1_000_000, variantIndex: 0, source: .network, downloadMS: 250, timeWillExpire: false))
+
+        let gifAsJPEG = [MediaVariant(variant: "original", kind: .gif, format: .jpeg, bytes: 500_000)]
+        #expect(Self.run(gifAsJPEG, FullStrategy()).outcome == .unsupportedFormat)
+        let kindNone = [MediaVariant(variant: "original", kind: .noAttachment, format: .png, bytes: 500_000)]
+        #expect(Self.run(kindNone, FullStrategy()).outcome == .unsupportedFormat)
+        // MPEG is both a video and an audio format; a GIF file is also an image.
+        let mpegAudio = [MediaVariant(variant: "original", kind: .audio, format: .mpeg, bytes: 1_000_000)]
+        #expect(Self.run(mpegAudio, FullStrategy()).outcome == .attached)
+        let gifImage = [MediaVariant(variant: "original", kind: .image, format: .gif, bytes: 1_000_000)]
+        #expect(Self.run(gifImage, FullStrategy()).outcome == .attached)
+    }
+
+    @Test func supportedFormatsAreConfigurable() {
+        let mov = [MediaVariant(variant: "original", kind: .video, format: .mov, bytes: 1_000_000)]
+        #expect(Self.run(mov, FullStrategy()).outcome == .attached)
+        let limits = PipelineLimits(supportedFormats: SupportedFormats.apple.removing(.mov, for: .video))
+        #expect(Self.run(mov, FullStrategy(), limits: limits).failure == .unsupportedFormat)
+        #expect(limits.supportedFormats.supports(.mp4, for: .video))
+        #expect(!SupportedFormats.apple.supports(.mp4, for: .audio))
+    }
+
+    @Test func sizeCapsPerKind() {
+        let audio = [MediaVariant(variant: "original", kind: .audio, format: .mp3, bytes: 5_242_881)]
+        #expect(Self.run(audio, FullStrategy()).failure == .exceedsSizeCap)
+        let audioAtCap = [MediaVariant(variant: "original", kind: .audio, format: .mp3, bytes: 5_242_880)]
+        #expect(Self.run(audioAtCap, FullStrategy()).outcome == .attached)
+        let video = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 40_000_000)]
+        #expect(Self.run(video, FullStrategy()).outcome == .attached)
+    }
+
+    @Test func memoryLimitAppliesToImagesOnly() {
+        // 5,000,000 B image held twice: 10,000,000 > 8 MiB.
+        let limits = PipelineLimits(memoryLimitBytes: 8 * PipelineLimits.mebibyte)
+        let outcome = Self.run(Self.photo(original: 5_000_000), FullStrategy(), limits: limits)
+        #expect(outcome.outcome == .tooLarge)
+        #expect(outcome.failure == .exceedsMemoryLimit)
+        #expect(outcome.bytesTransferred == 5_000_000)
+        // Video is streamed to disk.
+        let video = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 40_000_000)]
+        #expect(Self.run(video, FullStrategy(), limits: limits).outcome == .attached)
+        // With the defaults no image under the size cap can reach the memory limit.
+        #expect(PipelineModel.attachFailure(Self.photo(original: 10_485_760)[0], limits: PipelineLimits()) == nil)
+    }
+
+    @Test func offlineDeviceCannotDownload() {
+        let outcome = Self.run(Self.photo(original: 500_000), FullStrategy(), network: .typical(for: .offline))
+        #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .downloadFailed,
+                                           failure: .networkUnavailable, handoffMS: 50, bytesTransferred: 0,
+                                           variantIndex: 0, source: .network, downloadMS: nil, timeWillExpire: false))
+    }
+
+    @Test func noneIsNotRequestedAndPlain() {
+        let outcome = Self.run(Self.photo(original: 500_000), NoAttachmentStrategy())
+        #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .notRequested, failure: nil, handoffMS: 50,
+                                           bytesTransferred: 0, variantIndex: nil, source: nil, downloadMS: nil,
+                                           timeWillExpire: false))
+        // Every strategy shows a push without media as sent.
+        for name in StrategyCatalog.standard.names {
+            #expect(Self.run([], StrategyCatalog.standard[name]!).outcome == .notRequested, "\(name)")
+        }
+    }
+
+    @Test func cachedHitIsAttachedFromTheCache() {
+        let media = Self.photo(original: 3_000_000)
+        let cache = CacheState(cachedNames: ["original"], in: media, ageSeconds: 3_600)
+        let slow = NetworkProfile(throughputBytesPerSecond: 50_000, latencyMS: 100)
+        let outcome = Self.run(media, CachedStrategy(), network: slow, cache: cache)
+        #expect(outcome == PipelineOutcome(presentation: .rich, outcome: .attached, failure: nil, handoffMS: 52,
+                                           bytesTransferred: 0, variantIndex: 0, source: .cache, downloadMS: 2,
+                                           timeWillExpire: false))
+        // The pipeline looks in the cache whatever the strategy.
+        #expect(Self.run(media, FullStrategy(), network: slow, cache: cache).source == .cache)
+    }
+
+    @Test func cachedMissFallsBackToTheThumbnail() {
+        let media = Self.photo(original: 3_000_000)
+        let expired = CacheState(cachedNames: ["original"], in: media, ageSeconds: 86_401)
+        let outcome = Self.run(media, CachedStrategy(), cache: expired)
+        // 50 + 50 ms latency + 40,000 B at 5 MB/s (8 ms).
+        #expect(outcome == PipelineOutcome(presentation: .rich, outcome: .attached, failure: nil, handoffMS: 108,
+                                           bytesTransferred: 40_000, variantIndex: 1, source: .network,
+                                           downloadMS: 58, timeWillExpire: false))
+        #expect(Self.run(media, CachedStrategy()).variantIndex == 1)
+        let thumbnailCached = CacheState(cachedNames: ["thumbnail"], in: media, ageSeconds: 0)
+        #expect(Self.run(media, CachedStrategy(), cache: thumbnailCached).source == .cache)
+        // Only one size offered: it is downloaded.
+        let single = [MediaVariant(variant: "original", kind: .image, format: .png, bytes: 800_000)]
+        #expect(Self.run(single, CachedStrategy()).variantIndex == 0)
+    }
+
+    @Test func adaptivePicksByPredictedTime() {
+        let media = Self.photo(original: 3_000_000)
+        // Fast: original in 50 + 2 * 650 ms.
+        #expect(AdaptiveStrategy().choose(PipelineInput(media: media, network: Self.fast), limits: Self.limits)
+                == .variant(0))
+        // 50 kB/s: the original needs 60 s; the thumbnail 1 s (2 s with the safety factor).
+        let slow = NetworkProfile(throughputBytesPerSecond: 50_000, latencyMS: 200)
+        #expect(Self.run(media, AdaptiveStrategy(), network: slow) == PipelineOutcome(
+            presentation: .rich, outcome: .attached, failure: nil, handoffMS: 1_050, bytesTransferred: 40_000,
+            variantIndex: 1, source: .network, downloadMS: 1_000, timeWillExpire: false))
+        // 2.5 kB/s: the thumbnail needs 16 s, 32 s doubled: nothing; with factor 1 it fits.
+        let crawl = NetworkProfile(throughputBytesPerSecond: 2_500, latencyMS: 0)
+        #expect(Self.run(media, AdaptiveStrategy(), network: crawl).outcome == .notRequested)
+        #expect(Self.run(media, AdaptiveStrategy(safetyFactor: 1), network: crawl).variantIndex == 1)
+        // An original the system would refuse is skipped.
+        #expect(Self.run(Self.photo(original: 12_000_000), AdaptiveStrategy()).variantIndex == 1)
+        // A cached original costs nothing to get, even on a slow network.
+        let cache = CacheState(cachedNames: ["original"], in: media, ageSeconds: 10)
+        #expect(Self.run(media, AdaptiveStrategy(), network: slow, cache: cache).variantIndex == 0)
+    }
+
+    @Test func posterReplacesVideoOnly() {
+        let video = [
+            MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 20_000_000, durationMS: 15_000),
+            MediaVariant(variant: "thumbnail", kind: .image, format: .jpeg, bytes: 30_000),
+            MediaVariant(variant: "poster", kind: .image, format: .jpeg, bytes: 250_000),
+        ]
+        #expect(Self.run(video, PosterStrategy()).variantIndex == 2)
+        #expect(Self.run(video, FullStrategy()).variantIndex == 0)
+        #expect(Self.run(Self.photo(original: 1_000_000), PosterStrategy()).variantIndex == 0)
+        let noPoster = Array(video.prefix(2))
+        #expect(Self.run(noPoster, PosterStrategy()).variantIndex == 0)
+    }
+
+    @Test func thumbnailStrategy() {
+        #expect(Self.run(Self.photo(original: 1_000_000), ThumbnailStrategy()).variantIndex == 1)
+        let single = [MediaVariant(variant: "original", kind: .image, format: .png, bytes: 800_000)]
+        #expect(Self.run(single, ThumbnailStrategy()).variantIndex == 0)
+    }
+
+    @Test func rolesFromNamesAndSizes() {
+        func v(_ name: String, _ kind: AttachmentKind, _ bytes: Int) -> MediaVariant {
+            MediaVariant(variant: name, kind: kind, format: kind == .video ? .mp4 : .jpeg, bytes: bytes)
+        }
+        #expect(MediaRoles([]) == MediaRoles(original: nil, thumbnail: nil, poster: nil))
+        #expect(MediaRoles([v("thumbnail", .image, 10), v("original", .image, 900)])
+                == MediaRoles(original: 1, thumbnail: 0, poster: nil))
+        // Unnamed sizes: the largest is the original, the smallest the thumbnail.
+        #expect(MediaRoles([v("medium", .image, 500), v("large", .image, 900), v("small", .image, 100)])
+                == MediaRoles(original: 1, thumbnail: 2, poster: nil))
+        // A video's first other image is its poster, unless it is the thumbnail.
+        #expect(MediaRoles([v("clip", .video, 9_000), v("still", .image, 300), v("thumbnail", .image, 20)])
+                == MediaRoles(original: 0, thumbnail: 2, poster: 1))
+        #expect(MediaRoles([v("clip", .video, 9_000), v("small", .image, 20)])
+                == MediaRoles(original: 0, thumbnail: 1, poster: nil))
+        // Only a thumbnail offered: it is also the original.
+        #expect(MediaRoles([v("thumbnail", .image, 20)]) == MediaRoles(original: 0, thumbnail: 0, poster: nil))
+    }
+
+    @Test func handoffNeverPassesTheDeadline() {
+        var generator = SplitMix64(seed: 11)
+        let catalog = StrategyCatalog.standard
+        for _ in 0..<5_000 {
+            let original = Int.random(in: 1_000...60_000_000, using: &generator)
+            let media = Self.photo(original: original, thumbnail: max(1, original / 50))
+            let network = NetworkProfile(throughputBytesPerSecond: Double.random(in: 0...10_000_000, using: &generator),
+                                         latencyMS: Double.random(in: 0...2_000, using: &generator))
+            let cache = Bool.random(using: &generator)
+                ? CacheState(variants: VariantSet([0]), ageSeconds: Int.random(in: 0...200_000, using: &generator))
+                : .empty
+            let input = PipelineInput(media: media, network: network, cache: cache)
+            for name in catalog.names {
+                let outcome = PipelineModel.run(input, strategy: catalog[name]!, limits: Self.limits)
+                #expect(outcome.handoffMS <= Self.limits.deadlineMS)
+                #expect((outcome.presentation == .rich) == (outcome.outcome == .attached))
+                #expect(outcome.timeWillExpire == (outcome.failure == .deadlineExpired))
+                #expect(outcome.bytesTransferred >= 0 && outcome.bytesTransferred <= original)
+                #expect(outcome.failure.map(\.outcome) ?? outcome.outcome == outcome.outcome)
+            }
+        }
+    }
+
+    @Test func deliveredDetailsDescribeTheAttempt() {
+        let media = Self.photo(original: 2_000_000)
+        let input = PipelineInput(media: media, network: Self.fast)
+        let attached = PipelineModel.run(input, strategy: FullStrategy(), limits: Self.limits)
+        #expect(attached.deliveredDetails(for: input, network: .wifi, strategy: .full) == DeliveredDetails(
+            attachment: DeliveredAttachment(kind: .image, format: .jpeg, bytes: 2_000_000, source: .network,
+                                            downloadMS: 450, variant: "original"),
+            outcome: .attached, processingMS: 500, timeWillExpire: false, network: .wifi, strategy: .full))
+
+        let slow = PipelineInput(media: media, network: NetworkProfile(throughputBytesPerSecond: 50_000, latencyMS: 100))
+        let timedOut = PipelineModel.run(slow, strategy: FullStrategy(), limits: Self.limits)
+        #expect(timedOut.deliveredDetails(for: slow, network: .cellular, strategy: .full) == DeliveredDetails(
+            attachment: DeliveredAttachment(kind: .noAttachment, format: .jpeg, bytes: 2_000_000, source: .network,
+                                            downloadMS: 27_950, variant: "original"),
+            outcome: .timeout, processingMS: 28_000, timeWillExpire: true, network: .cellular, strategy: .full))
+
+        let none = PipelineModel.run(input, strategy: NoAttachmentStrategy(), limits: Self.limits)
+        #expect(none.deliveredDetails(for: input, network: nil, strategy: .noAttachment) == DeliveredDetails(
+            attachment: DeliveredAttachment(kind: .noAttachment), outcome: .notRequested, processingMS: 50,
+            timeWillExpire: false, network: nil, strategy: .noAttachment))
+    }
+}
