@@ -41,13 +41,13 @@ let package = Package(
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
-        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EventStore", "Postgres"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EventStore", "HTTPServer", "TestSupport"]),
+        .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -10,6 +10,9 @@ public struct EngageAPI: Sendable {
         self.health = health
     }
 
+    /// Paths counted by name in metrics; anything else is "unmatched".
+    public static let routes: Set<String> = ["/v1/events", "/healthz", "/readyz", "/metrics"]
+
     public var router: Router {
         var router = Router()
         router.post("/v1/events") { [ingest] in await ingest.handle($0) }

@@ -18,7 +18,7 @@ enum ServeCommand: EngageCommand {
         let options = try ServerOptions(arguments)
         let setup = try DatabaseSetup.open(arguments, logger: logger)
         defer { setup.close() }
-        let runtime = try ServerRuntime(options: options, database: setup.configuration, logger: logger)
+        let runtime = try EngageServer(configuration: options.server, database: setup.configuration, logger: logger)
         logger.info("engage.listening", ["address": "http://\(options.host):\(runtime.server.port)"])
         try await runtime.run()
         await runtime.pool.close()
@@ -43,14 +43,8 @@ struct ServerOptions {
         .init("max-future-minutes", value: "minutes", help: "How far ahead occurred_at may be.", environment: "ENGAGE_MAX_FUTURE_MINUTES", default: "10"),
     ]
 
-    var host: String
-    var port: Int
-    var httpThreads: Int
-    var maxConnections: Int
-    var poolSize: Int
-    var committers: Int
-    var queueCapacity: Int
-    var ingest: IngestRoute.Configuration
+    var server = EngageServer.Configuration()
+    var host: String { server.host }
 
     init(_ arguments: ParsedArguments) throws {
         let listen = try arguments.value("listen", default: "127.0.0.1:8080")
@@ -58,65 +52,20 @@ struct ServerOptions {
             throw UsageError(code: .invalidValue, message: "invalid value '\(listen)' for option '--listen': expected host:port",
                              usage: ServeCommand.definition.usage(path: ["engage", "serve"]))
         }
-        host = String(listen[..<colon])
-        self.port = port
-        httpThreads = try arguments.int("http-threads", default: 2, in: 1...64)
-        maxConnections = try arguments.int("max-connections", default: 1024, in: 1...100_000)
-        poolSize = try arguments.int("pool-size", default: 8, in: 2...200)
-        committers = try arguments.int("committers", default: 2, in: 1...32)
-        queueCapacity = try arguments.int("queue-capacity", default: 50_000, in: 1_000...10_000_000)
+        server.host = String(listen[..<colon])
+        server.port = port
+        server.httpThreads = try arguments.int("http-threads", default: 2, in: 1...64)
+        server.maxConnections = try arguments.int("max-connections", default: 1024, in: 1...100_000)
+        server.poolSize = try arguments.int("pool-size", default: 8, in: 2...200)
+        server.committers = try arguments.int("committers", default: 2, in: 1...32)
+        server.queueCapacity = try arguments.int("queue-capacity", default: 50_000, in: 1_000...10_000_000)
         var limits = IngestLimits()
         limits.maxEvents = try arguments.int("max-events", default: 1000, in: 1...100_000)
         limits.maxEventBytes = try arguments.int("max-event-bytes", default: 8192, in: 256...1_048_576)
         limits.maxPast = .seconds(86_400 * (try arguments.int("max-past-days", default: 30, in: 1...3650)))
         limits.maxFuture = .seconds(60 * (try arguments.int("max-future-minutes", default: 10, in: 0...1440)))
         let maxBody = try arguments.int("max-body-bytes", default: 1 << 20, in: 1024...(256 << 20))
-        ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: maxBody)
+        server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: maxBody)
     }
 }
 
-/// The server's parts wired together: pool, store, queue, committers, HTTP.
-struct ServerRuntime {
-    let pool: ConnectionPool
-    let server: HTTPServer
-    let services: [(name: String, service: any Service)]
-    let logger: Logger
-
-    init(options: ServerOptions, database: PostgresConfiguration, logger: Logger, registry: MetricsRegistry = MetricsRegistry()) throws {
-        self.logger = logger
-        pool = ConnectionPool(configuration: database, size: options.poolSize)
-        let store = EventStore(pool: pool)
-        let keys = KeyStore(pool: pool)
-        let queue = IngestQueue(limits: .init(capacity: options.queueCapacity, maxGroupEvents: 10_000))
-        let metrics = IngestMetrics(registry: registry)
-        let committer = Committer(queue: queue, store: store, metrics: metrics, committers: options.committers, logger: logger)
-        registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
-        let pool = self.pool
-        registry.gauge("engage_postgres_pool_in_use", help: "PostgreSQL connections in use.") { Double(pool.statistics.inUse) }
-        registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
-
-        let api = EngageAPI(
-            ingest: IngestRoute(authenticator: Authenticator(keys: keys), queue: queue, configuration: options.ingest, metrics: metrics),
-            health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry))
-        var http = HTTPServer.Configuration()
-        http.host = options.host
-        http.port = options.port
-        http.threading = .threadPool(options.httpThreads)
-        http.maxConnections = options.maxConnections
-        // Compressed bodies are never larger than their decompressed limit by more than gzip's overhead.
-        http.maxBodyBytes = options.ingest.maxDecompressedBytes + 64 * 1024
-        let responder = MeteredResponder(api.router, routes: ["/v1/events", "/healthz", "/readyz", "/metrics"],
-                                          registry: registry, logger: logger)
-        server = try HTTPServer(configuration: http, responder: responder)
-        // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
-        services = [
-            ("committer", committer),
-            ("partitions", PartitionMaintenance(store: store, logger: logger)),
-            ("http", server),
-        ]
-    }
-
-    func run() async throws {
-        try await ServiceGroup(services: services, logger: logger).run()
-    }
-}

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import HTTPServer
+import TestSupport
 
 /// Records how many handler invocations overlap.
 final class ConcurrencyProbe: Sendable {

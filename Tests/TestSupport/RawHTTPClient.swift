@@ -4,8 +4,8 @@ import HTTPServer
 
 /// A deliberately small HTTP/1.1 client over a blocking socket, so tests can send anything:
 /// malformed, slow or oversized requests. Run it through `offPool` from async code.
-final class RawHTTPClient {
-    enum Failure: Error, Equatable {
+public final class RawHTTPClient {
+    public enum Failure: Error, Equatable {
         case connect(errno: Int32)
         case send(errno: Int32)
         case closed
@@ -13,17 +13,17 @@ final class RawHTTPClient {
         case malformed(String)
     }
 
-    struct Response {
-        var status: Int
-        var headers: HTTPHeaders
-        var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
+    public struct Response: Sendable {
+        public var status: Int
+        public var headers: HTTPHeaders
+        public var body: [UInt8]
+        public var text: String { String(decoding: body, as: UTF8.self) }
     }
 
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int, receiveTimeout seconds: Int = 10) throws {
+    public init(port: Int, receiveTimeout seconds: Int = 10) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -47,11 +47,11 @@ final class RawHTTPClient {
         Glibc.close(fd)
     }
 
-    func send(_ text: String) throws {
+    public func send(_ text: String) throws {
         try send(Array(text.utf8))
     }
 
-    func send(_ bytes: [UInt8]) throws {
+    public func send(_ bytes: [UInt8]) throws {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes {
@@ -63,7 +63,7 @@ final class RawHTTPClient {
     }
 
     /// Sends a request with `Content-Length` (when there is a body) and reads the response.
-    func request(
+    public func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
     ) throws -> Response {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\n"
@@ -74,7 +74,7 @@ final class RawHTTPClient {
         return try readResponse()
     }
 
-    func readResponse() throws -> Response {
+    public func readResponse() throws -> Response {
         let statusLine = try readLine()
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]) else {
@@ -106,7 +106,7 @@ final class RawHTTPClient {
     }
 
     /// True when the server closes the connection (or resets it) within the receive timeout.
-    func waitForClose() -> Bool {
+    public func waitForClose() -> Bool {
         while true {
             do { try fill() } catch let failure as Failure { return failure != .timedOut } catch { return true }
         }
@@ -147,7 +147,7 @@ final class RawHTTPClient {
 
 /// Runs blocking client work on its own thread, keeping the cooperative pool (which the server's
 /// responders need) free.
-func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             continuation.resume(with: Result { try work() })

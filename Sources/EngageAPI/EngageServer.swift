@@ -1,0 +1,73 @@
+import EventStore
+import HTTPServer
+import Postgres
+import Runtime
+
+/// engage's long-lived parts wired together: connection pool, event store, keys, the group
+/// commit queue and its committers, partition maintenance and the HTTP server.
+public struct EngageServer: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (tests).
+        public var port = 8080
+        public var httpThreads = 2
+        public var maxConnections = 1024
+        public var poolSize = 8
+        public var committers = 2
+        public var queueCapacity = 50_000
+        public var ingest = IngestRoute.Configuration()
+        public var keyCacheLifetime = Duration.seconds(5)
+
+        public init() {}
+    }
+
+    public let pool: ConnectionPool
+    public let server: HTTPServer
+    public let store: EventStore
+    public let keys: KeyStore
+    public let registry: MetricsRegistry
+    public let services: [(name: String, service: any Service)]
+    let logger: Logger
+
+    public init(configuration: Configuration, database: PostgresConfiguration, logger: Logger,
+                registry: MetricsRegistry = MetricsRegistry()) throws {
+        self.logger = logger
+        self.registry = registry
+        let pool = ConnectionPool(configuration: database, size: configuration.poolSize)
+        self.pool = pool
+        store = EventStore(pool: pool)
+        keys = KeyStore(pool: pool, cacheLifetime: configuration.keyCacheLifetime)
+        let queue = IngestQueue(limits: .init(capacity: configuration.queueCapacity, maxGroupEvents: 10_000))
+        let metrics = IngestMetrics(registry: registry)
+        let committer = Committer(queue: queue, store: store, metrics: metrics, committers: configuration.committers, logger: logger)
+        registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
+        registry.gauge("engage_postgres_pool_in_use", help: "PostgreSQL connections in use.") { Double(pool.statistics.inUse) }
+        registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
+
+        let api = EngageAPI(
+            ingest: IngestRoute(authenticator: Authenticator(keys: keys), queue: queue, configuration: configuration.ingest, metrics: metrics),
+            health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry))
+        var http = HTTPServer.Configuration()
+        http.host = configuration.host
+        http.port = configuration.port
+        http.threading = .threadPool(configuration.httpThreads)
+        http.maxConnections = configuration.maxConnections
+        // A gzip body is never much larger than the decompressed limit it must respect.
+        http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
+        let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)
+        server = try HTTPServer(configuration: http, responder: responder)
+        // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
+        services = [
+            ("committer", committer),
+            ("partitions", PartitionMaintenance(store: store, logger: logger)),
+            ("http", server),
+        ]
+    }
+
+    public var port: Int { server.port }
+
+    /// Serves until SIGTERM/SIGINT (or until the calling task is cancelled).
+    public func run() async throws {
+        try await ServiceGroup(services: services, logger: logger).run()
+    }
+}
