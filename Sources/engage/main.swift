@@ -4,6 +4,7 @@ import Runtime
 // Parses the command line and hands over to one subcommand; nothing else happens here.
 let commands: [Subcommand] = [
     Subcommand(ServeCommand.self),
+    Subcommand(DemoCommand.self),
     Subcommand(MigrateCommand.self),
     Subcommand(DatabaseCommand.self),
     Subcommand(KeysCommand.self),
