@@ -34,10 +34,11 @@ let package = Package(
         // The domain, then the pieces that store and serve it.
         .target(name: "EngageCore"),
         .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"]),
-        .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime"]),
+        .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
+        .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"]),
         .executableTarget(
             name: "engage",
-            dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "HTTPServer", "Postgres", "Runtime"]
+            dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "HTTPServer", "Postgres", "Projections", "Runtime"]
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
@@ -45,6 +46,7 @@ let package = Package(
         .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
+        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"]),

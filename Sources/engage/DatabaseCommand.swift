@@ -16,9 +16,14 @@ enum DatabaseCommand: EngageCommand {
                     options: CommonOptions.database),
         ])
 
-    static let localOptions: [Command.Option] = [CommonOptions.database[1]] + CommonOptions.logging
+    static let localOptions: [Command.Option] = CommonOptions.database + CommonOptions.logging
 
     static func run(_ arguments: ParsedArguments) async throws {
+        if arguments.commandPath.last != "psql", let url = arguments.value("database"), !url.isEmpty {
+            throw UsageError(code: .invalidValue,
+                             message: "engage db \(arguments.commandPath.last ?? "") manages the local PostgreSQL; unset --database / ENGAGE_DATABASE_URL to use it",
+                             usage: definition.usage(path: arguments.commandPath))
+        }
         switch arguments.commandPath.last {
         case "start":
             let logger = try CommonOptions.logger(arguments)

@@ -19,29 +19,29 @@
 /// `Hashable` hashes the event IDs only, which equal states share.
 public struct NotificationState: Sendable, Equatable, Hashable {
     /// The IDs of the distinct events folded, ascending.
-    public private(set) var eventIDs: [EventID] = []
+    public internal(set) var eventIDs: [EventID] = []
     /// Category and device of the first event in event order.
-    private var origin: Origin?
+    var origin: Origin?
     /// The first `sent` event.
-    public private(set) var sent: SentFacts?
+    public internal(set) var sent: SentFacts?
     /// The first `delivered` event.
-    public private(set) var delivered: DeliveredFacts?
+    public internal(set) var delivered: DeliveredFacts?
     /// The first `displayed` event.
-    public private(set) var displayed: DisplayedFacts?
+    public internal(set) var displayed: DisplayedFacts?
     /// The first event that carries an experiment tag.
-    private var tagged: TaggedExperiment?
+    var tagged: TaggedExperiment?
     /// The first `expanded` event.
-    public private(set) var expandedAt: Timestamp?
+    public internal(set) var expandedAt: Timestamp?
     /// The first action on an app-defined button (neither open nor dismiss).
-    public private(set) var customActionAt: Timestamp?
+    public internal(set) var customActionAt: Timestamp?
     /// The IDs of the app-defined actions taken, ascending, without repeats.
-    public private(set) var customActionIDs: [String] = []
+    public internal(set) var customActionIDs: [String] = []
     /// The first default action: the user tapped the notification.
-    public private(set) var openedAt: Timestamp?
+    public internal(set) var openedAt: Timestamp?
     /// The first dismiss action.
-    public private(set) var dismissedAt: Timestamp?
+    public internal(set) var dismissedAt: Timestamp?
     /// The first action with a `text_input_length`: the user replied through a text input action.
-    public private(set) var repliedAt: Timestamp?
+    public internal(set) var repliedAt: Timestamp?
 
     /// The state of no events, the identity of `merge`.
     public init() {}

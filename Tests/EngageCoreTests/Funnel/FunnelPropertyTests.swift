@@ -93,6 +93,23 @@ private func redelivered(_ events: [Event], _ random: inout StreamRandom) -> [Ev
 }
 
 @Suite struct FunnelPropertyTests {
+    @Test func encodedStateDecodesToAnEqualState() throws {
+        for seed in UInt64(1)...1000 {
+            var random = StreamRandom(seed: seed)
+            let state = NotificationState(folding: randomStream(&random))
+            let decoded = try NotificationState(encoded: state.encoded())
+            guard decoded == state, decoded.engagementContribution == state.engagementContribution,
+                  decoded.telemetryContribution == state.telemetryContribution else {
+                Issue.record("seed \(seed): the state changed through encoding")
+                return
+            }
+            // Merging with a decoded state works as with the original.
+            #expect(decoded.merging(state) == state)
+        }
+        #expect(try NotificationState(encoded: NotificationState().encoded()) == NotificationState())
+        #expect(throws: NotificationState.DecodingError.self) { try NotificationState(encoded: Array("{}".utf8)) }
+    }
+
     @Test func anyOrderAndAnyDuplicationGiveTheSameState() {
         for seed in UInt64(1)...3000 {
             var random = StreamRandom(seed: seed)

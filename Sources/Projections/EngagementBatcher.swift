@@ -1,0 +1,70 @@
+import EngageCore
+import EventStore
+import Postgres
+
+/// Reads the log after a checkpoint in batches and folds each batch into a set of read-model
+/// tables, in one transaction with the checkpoint. Keeps the states it wrote in memory, which is
+/// safe because it checks, under a row lock, that nobody else moved the checkpoint.
+struct EngagementBatcher: Sendable {
+    let tables: ReadModelTables
+    let checkpointName: String
+    let batchSize: Int
+    let cacheLimit: Int
+    private(set) var position: LogPosition
+    private var cache: [NotificationKey: NotificationState] = [:]
+
+    /// Someone else moved the checkpoint (another projector, or a rebuild swapped the model in).
+    struct Fenced: Error {}
+
+    init(tables: ReadModelTables, checkpointName: String, batchSize: Int, cacheLimit: Int = 300_000, position: LogPosition) {
+        self.tables = tables
+        self.checkpointName = checkpointName
+        self.batchSize = batchSize
+        self.cacheLimit = cacheLimit
+        self.position = position
+    }
+
+    /// Processes one batch in its own transaction; returns how many events it folded (0: caught up).
+    mutating func processBatch(on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
+        let (count, newPosition, states) = try connection.transaction { connection -> (Int, LogPosition, [NotificationKey: NotificationState]) in
+            let checkpoint = try EngagementStore.lockCheckpoint(checkpointName, on: connection)
+            guard checkpoint == position else { throw Fenced() }
+            let events = try EventStore.read(after: checkpoint, limit: batchSize, on: connection)
+            guard let last = events.last else { return (0, checkpoint, [:]) }
+            try failpoints.hit("projector.after-read")
+            let changes = try fold(events, on: connection)
+            try failpoints.hit("projector.after-fold")
+            try EngagementStore.apply(changes, tables: tables, on: connection)
+            try failpoints.hit("projector.after-apply")
+            try EngagementStore.moveCheckpoint(checkpointName, to: last.position, events: events.count, on: connection)
+            try failpoints.hit("projector.before-commit")
+            return (events.count, last.position, changes.states)
+        }
+        try failpoints.hit("projector.after-commit")
+        position = newPosition
+        if cache.count + states.count > cacheLimit { cache.removeAll(keepingCapacity: true) }
+        cache.merge(states) { _, new in new }
+        return count
+    }
+
+    /// Re-reads the checkpoint and forgets cached states (after being fenced or reconnecting).
+    mutating func resynchronize(on connection: Connection) throws {
+        position = try EngagementStore.checkpoint(checkpointName, on: connection)
+        cache.removeAll()
+    }
+
+    private func fold(_ events: [StoredEvent], on connection: Connection) throws -> EngagementChanges {
+        var known: [NotificationKey: NotificationState] = [:]
+        var missing: [NotificationKey] = []
+        var seen = Set<NotificationKey>()
+        for event in events {
+            let key = NotificationKey(appID: event.appID, notificationID: event.notificationID)
+            guard seen.insert(key).inserted else { continue }
+            if let state = cache[key] { known[key] = state } else { missing.append(key) }
+        }
+        if !missing.isEmpty {
+            known.merge(try EngagementStore.loadStates(missing, tables: tables, on: connection)) { cached, _ in cached }
+        }
+        return EngagementChanges.compute(events, known: known)
+    }
+}

@@ -1,0 +1,98 @@
+import EngageCore
+import EventStore
+import Postgres
+import Runtime
+
+/// Replays the whole log into fresh copies of the read-model tables, then swaps them in within
+/// one transaction: readers see the old model until the swap commits and the new one after, never
+/// a half-built one. The live projector may keep running; the swap moves its checkpoint under the
+/// row lock, which the projector notices (it is fenced and resynchronizes).
+public struct EngagementRebuild: Sendable {
+    public let pool: ConnectionPool
+    public let batchSize: Int
+
+    public init(pool: ConnectionPool, batchSize: Int = 10_000) {
+        self.pool = pool
+        self.batchSize = batchSize
+    }
+
+    public struct Progress: Sendable {
+        public var events: Int
+        /// Events visible in the log when the rebuild started (an estimate of the total).
+        public var total: Int
+    }
+
+    /// Returns the number of events replayed.
+    @discardableResult
+    public func run(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Int {
+        let shadowName = EngagementStore.projectionName + ":rebuild"
+        let batchSize = self.batchSize
+        let total = try await pool.withConnection { connection -> Int in
+            try Self.createShadowTables(on: connection)
+            try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+            return try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
+        }
+        let batcher = BatcherBox(EngagementBatcher(tables: .rebuild, checkpointName: shadowName, batchSize: batchSize,
+                                                   cacheLimit: 2_000_000, position: .start))
+        var replayed = 0
+        // Catch up with the log outside the swap, so the swap transaction only has a little left to do.
+        while true {
+            let count = try await pool.withConnection { connection in try batcher.withValue { try $0.processBatch(on: connection) } }
+            if count == 0 { break }
+            replayed += count
+            progress(Progress(events: replayed, total: max(total, replayed)))
+        }
+        replayed += try await pool.withConnection { connection in
+            try connection.transaction { connection -> Int in
+                // Blocks the live projector's next batch until the swap commits.
+                _ = try EngagementStore.lockCheckpoint(EngagementStore.projectionName, on: connection)
+                var tail = 0
+                var position = try EngagementStore.checkpoint(shadowName, on: connection)
+                while true {
+                    let events = try EventStore.read(after: position, limit: batchSize, on: connection)
+                    guard let last = events.last else { break }
+                    let keys = Array(Set(events.map { NotificationKey(appID: $0.appID, notificationID: $0.notificationID) }))
+                    let known = try EngagementStore.loadStates(keys, tables: .rebuild, on: connection)
+                    try EngagementStore.apply(EngagementChanges.compute(events, known: known), tables: .rebuild, on: connection)
+                    position = last.position
+                    tail += events.count
+                }
+                try Self.swapIn(on: connection)
+                let replayedBefore = try connection.query("""
+                    SELECT events_processed FROM projection_checkpoints WHERE projection = \(shadowName)
+                    """).rows.first.map { try $0.decode(0, as: Int.self) } ?? 0
+                try connection.execute("""
+                    UPDATE projection_checkpoints
+                    SET transaction_id = \(String(position.transactionID))::xid8, position = \(position.sequence),
+                        events_processed = \(replayedBefore + tail), updated_at = now()
+                    WHERE projection = \(EngagementStore.projectionName)
+                    """)
+                try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+                return tail
+            }
+        }
+        progress(Progress(events: replayed, total: max(total, replayed)))
+        return replayed
+    }
+
+    static func createShadowTables(on connection: Connection) throws {
+        for (live, shadow) in zip(ReadModelTables.live.all, ReadModelTables.rebuild.all) {
+            try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: shadow)")
+            try connection.execute("CREATE TABLE \(unsafeSQL: shadow) (LIKE \(unsafeSQL: live) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)")
+        }
+    }
+
+    /// Drops the live tables (and the views over them) and renames the shadow copies into their
+    /// place, then recreates the views; the caller's transaction makes it one atomic step.
+    static func swapIn(on connection: Connection) throws {
+        for (live, shadow) in zip(ReadModelTables.live.all, ReadModelTables.rebuild.all) {
+            try connection.execute("DROP TABLE \(unsafeSQL: live) CASCADE")
+            try connection.execute("ALTER TABLE \(unsafeSQL: shadow) RENAME TO \(unsafeSQL: live)")
+            // Keep index and constraint names those of the live table.
+            try connection.execute("ALTER INDEX IF EXISTS \(unsafeSQL: shadow)_pkey RENAME TO \(unsafeSQL: live)_pkey")
+        }
+        for view in try Migrator.fromSQLDirectory().viewScripts {
+            try connection.executeScript(unsafeSQL: view.script)
+        }
+    }
+}

@@ -1,0 +1,236 @@
+import EngageCore
+import EventStore
+import Postgres
+
+/// The engagement read model's SQL: loading notification states, applying a batch's changes and
+/// moving the checkpoint, all on a connection inside the caller's transaction.
+public enum EngagementStore {
+    public static let projectionName = "engagement"
+
+    // MARK: Checkpoint
+
+    /// Locks the projection's checkpoint row for this transaction and returns it.
+    public static func lockCheckpoint(_ name: String, on connection: Connection) throws -> LogPosition {
+        try connection.execute("INSERT INTO projection_checkpoints (projection) VALUES (\(name)) ON CONFLICT DO NOTHING")
+        let row = try connection.query("""
+            SELECT transaction_id, position FROM projection_checkpoints WHERE projection = \(name) FOR UPDATE
+            """)[0]
+        return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
+    }
+
+    public static func checkpoint(_ name: String, on connection: Connection) throws -> LogPosition {
+        let rows = try connection.query("SELECT transaction_id, position FROM projection_checkpoints WHERE projection = \(name)")
+        guard let row = rows.rows.first else { return .start }
+        return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
+    }
+
+    public static func moveCheckpoint(_ name: String, to position: LogPosition, events: Int, on connection: Connection) throws {
+        try connection.execute("""
+            INSERT INTO projection_checkpoints (projection, transaction_id, position, events_processed, updated_at)
+            VALUES (\(name), \(String(position.transactionID))::xid8, \(position.sequence), \(events), now())
+            ON CONFLICT (projection) DO UPDATE SET
+                transaction_id = EXCLUDED.transaction_id, position = EXCLUDED.position,
+                events_processed = projection_checkpoints.events_processed + EXCLUDED.events_processed,
+                updated_at = now()
+            """)
+    }
+
+    // MARK: States
+
+    public static func loadStates(_ keys: [NotificationKey], tables: ReadModelTables = .live,
+                                  on connection: Connection) throws -> [NotificationKey: NotificationState] {
+        if keys.isEmpty { return [:] }
+        let rows = try connection.query("""
+            SELECT s.app_id, s.notification_id, s.state
+            FROM \(unsafeSQL: tables.states) s
+            JOIN unnest(\(keys.map(\.appID))::text[], \(keys.map(\.notificationID))::text[]) AS k(app_id, notification_id)
+              USING (app_id, notification_id)
+            """)
+        var states: [NotificationKey: NotificationState] = [:]
+        states.reserveCapacity(rows.rowCount)
+        for row in rows.rows {
+            let key = NotificationKey(appID: try row.decode(0), notificationID: try row.decode(1))
+            states[key] = try NotificationState(encoded: try row.cell(2).utf8Bytes())
+        }
+        return states
+    }
+
+    // MARK: Applying changes
+
+    public static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, on connection: Connection) throws {
+        try saveStates(changes.states, tables: tables, on: connection)
+        try applyEngagement(changes.engagement, tables: tables, on: connection)
+        try applyActions(changes.actions, tables: tables, on: connection)
+        try applyTelemetry(changes.telemetry, tables: tables, on: connection)
+    }
+
+    static func saveStates(_ states: [NotificationKey: NotificationState], tables: ReadModelTables, on connection: Connection) throws {
+        if states.isEmpty { return }
+        var apps: [String] = [], notifications: [String] = [], encoded: [String] = []
+        apps.reserveCapacity(states.count)
+        notifications.reserveCapacity(states.count)
+        encoded.reserveCapacity(states.count)
+        for (key, state) in states {
+            apps.append(key.appID)
+            notifications.append(key.notificationID)
+            encoded.append(String(decoding: state.encoded(), as: UTF8.self))
+        }
+        try connection.execute("""
+            INSERT INTO \(unsafeSQL: tables.states) AS t (app_id, notification_id, state)
+            SELECT * FROM unnest(\(apps)::text[], \(notifications)::text[], \(encoded)::text[])
+            ON CONFLICT (app_id, notification_id) DO UPDATE SET state = EXCLUDED.state
+            """)
+    }
+
+    static func applyEngagement(_ deltas: [EngagementChanges.EngagementKey: EngagementContribution.Counters],
+                                tables: ReadModelTables, on connection: Connection) throws {
+        let changed = deltas.filter { $0.value != .zero }
+        if changed.isEmpty { return }
+        var columns = BucketColumns()
+        var counts: [[Int64]] = Array(repeating: [], count: 8)
+        for (key, counters) in changed {
+            columns.append(app: key.appID, key.bucket)
+            let values = [counters.notifications, counters.delivered, counters.displayed, counters.expanded,
+                          counters.actioned, counters.opened, counters.dismissed, counters.replied]
+            for (index, value) in values.enumerated() { counts[index].append(Int64(value)) }
+        }
+        try connection.execute("""
+            INSERT INTO \(unsafeSQL: tables.engagement) AS t
+                (app_id, category, presentation, attachment_kind, day,
+                 notifications, delivered, displayed, expanded, actioned, opened, dismissed, replied)
+            SELECT * FROM unnest(\(columns.apps)::text[], \(columns.categories)::text[], \(columns.presentations)::text[],
+                                 \(columns.kinds)::text[], \(columns.days)::date[],
+                                 \(counts[0])::int8[], \(counts[1])::int8[], \(counts[2])::int8[], \(counts[3])::int8[],
+                                 \(counts[4])::int8[], \(counts[5])::int8[], \(counts[6])::int8[], \(counts[7])::int8[])
+            ON CONFLICT (app_id, category, presentation, attachment_kind, day) DO UPDATE SET
+                notifications = t.notifications + EXCLUDED.notifications,
+                delivered = t.delivered + EXCLUDED.delivered,
+                displayed = t.displayed + EXCLUDED.displayed,
+                expanded = t.expanded + EXCLUDED.expanded,
+                actioned = t.actioned + EXCLUDED.actioned,
+                opened = t.opened + EXCLUDED.opened,
+                dismissed = t.dismissed + EXCLUDED.dismissed,
+                replied = t.replied + EXCLUDED.replied
+            """)
+        // A bucket every notification has left is removed, so the model does not depend on the
+        // order in which events arrived (a rebuild equals it row for row).
+        try connection.execute("""
+            DELETE FROM \(unsafeSQL: tables.engagement) t
+            USING unnest(\(columns.apps)::text[], \(columns.categories)::text[], \(columns.presentations)::text[],
+                         \(columns.kinds)::text[], \(columns.days)::date[]) AS k(app_id, category, presentation, attachment_kind, day)
+            WHERE t.app_id = k.app_id AND t.category = k.category AND t.presentation = k.presentation
+              AND t.attachment_kind = k.attachment_kind AND t.day = k.day AND t.notifications = 0
+            """)
+    }
+
+    static func applyActions(_ deltas: [EngagementChanges.ActionKey: Int], tables: ReadModelTables, on connection: Connection) throws {
+        let changed = deltas.filter { $0.value != 0 }
+        if changed.isEmpty { return }
+        var columns = BucketColumns()
+        var actionIDs: [String] = [], counts: [Int64] = []
+        for (key, count) in changed {
+            columns.append(app: key.appID, key.bucket)
+            actionIDs.append(key.actionID)
+            counts.append(Int64(count))
+        }
+        try connection.execute("""
+            INSERT INTO \(unsafeSQL: tables.actions) AS t
+                (app_id, category, presentation, attachment_kind, day, action_id, notifications)
+            SELECT * FROM unnest(\(columns.apps)::text[], \(columns.categories)::text[], \(columns.presentations)::text[],
+                                 \(columns.kinds)::text[], \(columns.days)::date[], \(actionIDs)::text[], \(counts)::int8[])
+            ON CONFLICT (app_id, category, presentation, attachment_kind, day, action_id) DO UPDATE SET
+                notifications = t.notifications + EXCLUDED.notifications
+            """)
+        try connection.execute("""
+            DELETE FROM \(unsafeSQL: tables.actions) t
+            USING unnest(\(columns.apps)::text[], \(columns.categories)::text[], \(columns.presentations)::text[],
+                         \(columns.kinds)::text[], \(columns.days)::date[], \(actionIDs)::text[])
+                  AS k(app_id, category, presentation, attachment_kind, day, action_id)
+            WHERE t.app_id = k.app_id AND t.category = k.category AND t.presentation = k.presentation
+              AND t.attachment_kind = k.attachment_kind AND t.day = k.day AND t.action_id = k.action_id AND t.notifications = 0
+            """)
+    }
+
+    static func applyTelemetry(_ deltas: [EngagementChanges.TelemetryKey: EngagementChanges.TelemetryDelta],
+                               tables: ReadModelTables, on connection: Connection) throws {
+        let changed = deltas.filter { $0.value != EngagementChanges.TelemetryDelta() }
+        if changed.isEmpty { return }
+        var apps: [String] = [], categories: [String] = [], kinds: [String] = [], days: [String] = []
+        var counts: [[Int64]] = Array(repeating: [], count: 12)
+        var downloads: [String] = [], processing: [String] = []
+        for (key, delta) in changed {
+            apps.append(key.appID)
+            categories.append(key.bucket.category)
+            kinds.append(key.bucket.attachmentKind.rawValue)
+            days.append(key.bucket.day.description)
+            let c = delta.counters
+            let values = [c.delivered, c.outcomes[.attached] ?? 0, c.outcomes[.timeout] ?? 0, c.outcomes[.tooLarge] ?? 0,
+                          c.outcomes[.unsupportedFormat] ?? 0, c.outcomes[.downloadFailed] ?? 0, c.outcomes[.notRequested] ?? 0,
+                          c.timeWillExpire, c.cacheHits, c.networkFetches, c.bytes, c.bytesReported]
+            for (index, value) in values.enumerated() { counts[index].append(Int64(value)) }
+            downloads.append(arrayLiteral(delta.downloadBuckets))
+            processing.append(arrayLiteral(delta.processingBuckets))
+        }
+        try connection.execute("""
+            INSERT INTO \(unsafeSQL: tables.telemetry) AS t
+                (app_id, category, attachment_kind, day, delivered, attached, timeout, too_large, unsupported_format,
+                 download_failed, not_requested, time_will_expire, cache_hits, network_fetches, bytes, bytes_reported,
+                 download_ms_histogram, processing_ms_histogram)
+            SELECT u.app_id, u.category, u.kind, u.day, u.c0, u.c1, u.c2, u.c3, u.c4, u.c5, u.c6, u.c7, u.c8, u.c9, u.c10, u.c11,
+                   u.downloads::bigint[], u.processing::bigint[]
+            FROM unnest(\(apps)::text[], \(categories)::text[], \(kinds)::text[], \(days)::date[],
+                        \(counts[0])::int8[], \(counts[1])::int8[], \(counts[2])::int8[], \(counts[3])::int8[],
+                        \(counts[4])::int8[], \(counts[5])::int8[], \(counts[6])::int8[], \(counts[7])::int8[],
+                        \(counts[8])::int8[], \(counts[9])::int8[], \(counts[10])::int8[], \(counts[11])::int8[],
+                        \(downloads)::text[], \(processing)::text[])
+                AS u(app_id, category, kind, day, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, downloads, processing)
+            ON CONFLICT (app_id, category, attachment_kind, day) DO UPDATE SET
+                delivered = t.delivered + EXCLUDED.delivered,
+                attached = t.attached + EXCLUDED.attached,
+                timeout = t.timeout + EXCLUDED.timeout,
+                too_large = t.too_large + EXCLUDED.too_large,
+                unsupported_format = t.unsupported_format + EXCLUDED.unsupported_format,
+                download_failed = t.download_failed + EXCLUDED.download_failed,
+                not_requested = t.not_requested + EXCLUDED.not_requested,
+                time_will_expire = t.time_will_expire + EXCLUDED.time_will_expire,
+                cache_hits = t.cache_hits + EXCLUDED.cache_hits,
+                network_fetches = t.network_fetches + EXCLUDED.network_fetches,
+                bytes = t.bytes + EXCLUDED.bytes,
+                bytes_reported = t.bytes_reported + EXCLUDED.bytes_reported,
+                download_ms_histogram = engage_add_counts(t.download_ms_histogram, EXCLUDED.download_ms_histogram),
+                processing_ms_histogram = engage_add_counts(t.processing_ms_histogram, EXCLUDED.processing_ms_histogram)
+            """)
+        try connection.execute("""
+            DELETE FROM \(unsafeSQL: tables.telemetry) t
+            USING unnest(\(apps)::text[], \(categories)::text[], \(kinds)::text[], \(days)::date[]) AS k(app_id, category, attachment_kind, day)
+            WHERE t.app_id = k.app_id AND t.category = k.category AND t.attachment_kind = k.attachment_kind
+              AND t.day = k.day AND t.delivered = 0
+            """)
+    }
+
+    /// Dense counts up to the highest bucket used, as an array literal (`{0,0,3,-1}`).
+    static func arrayLiteral(_ buckets: [Int: Int64]) -> String {
+        let used = buckets.filter { $0.value != 0 }
+        guard let highest = used.keys.max() else { return "{}" }
+        var dense = [Int64](repeating: 0, count: highest + 1)
+        for (index, count) in used { dense[index] = count }
+        return "{" + dense.map(String.init).joined(separator: ",") + "}"
+    }
+}
+
+/// Bucket columns shared by the engagement and action tables.
+struct BucketColumns {
+    var apps: [String] = []
+    var categories: [String] = []
+    var presentations: [String] = []
+    var kinds: [String] = []
+    var days: [String] = []
+
+    mutating func append(app: String, _ bucket: EngagementContribution.Bucket) {
+        apps.append(app)
+        categories.append(bucket.category)
+        presentations.append(bucket.presentation.rawValue)
+        kinds.append(bucket.attachmentKind?.rawValue ?? "unknown")
+        days.append(bucket.day.description)
+    }
+}

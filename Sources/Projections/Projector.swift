@@ -1,0 +1,132 @@
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import Synchronization
+
+/// Keeps the engagement read model up to date: tails the log from its checkpoint in batches,
+/// waking on NOTIFY after appends and polling as a fallback.
+///
+/// One projector is active per read model across processes: it holds a session advisory lock on
+/// a connection of its own; others wait as standbys and take over within `pollInterval` after the
+/// active one dies (its session ends, so the lock is released). Even if two ever ran at once,
+/// each batch locks the checkpoint row and checks it did not move, so nothing is counted twice.
+public struct Projector: Service {
+    public struct Configuration: Sendable {
+        public var batchSize = 5_000
+        public var pollInterval = Duration.seconds(1)
+        public var failpoints = Failpoints.none
+        public init() {}
+    }
+
+    public let pool: ConnectionPool
+    public let configuration: Configuration
+    public let logger: Logger
+    public let metrics: ProjectorMetrics
+    /// A connection of its own for the lock and LISTEN; reconnecting it loses the lock.
+    private let lockPool: ConnectionPool
+
+    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger, metrics: ProjectorMetrics) {
+        self.pool = pool
+        self.configuration = configuration
+        self.logger = logger
+        self.metrics = metrics
+        lockPool = ConnectionPool(configuration: pool.configuration, size: 1)
+    }
+
+    /// "engagement" in ASCII, the advisory lock key of this read model.
+    static let lockKey: Int64 = 0x656E_6761_6765_6D74
+
+    public func run() async throws {
+        while !Task.isCancelled {
+            guard let lockHolder = await acquireLock() else {
+                metrics.active.set(0)
+                try? await Task.sleep(for: configuration.pollInterval)
+                continue
+            }
+            metrics.active.set(1)
+            logger.info("projector.active", ["projection": EngagementStore.projectionName])
+            do {
+                try await runActive(lockHolder: lockHolder)
+            } catch is CancellationError {
+                logger.debug("projector.cancelled")
+                break
+            } catch {
+                logger.warning("projector.error", ["error": "\(error)"])
+                try? await Task.sleep(for: configuration.pollInterval)
+            }
+            metrics.active.set(0)
+        }
+        metrics.active.set(0)
+        logger.info("projector.stopped")
+        // Closing the session releases the lock for a standby at once.
+        await lockPool.close()
+    }
+
+    /// The backend pid holding the lock, or nil when another process holds it.
+    private func acquireLock() async -> Int32? {
+        try? await lockPool.withConnection { connection -> Int32? in
+            let acquired = try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
+            guard acquired else { return nil }
+            try connection.listen("engage_events")
+            return connection.backendPID
+        }
+    }
+
+    private func runActive(lockHolder: Int32) async throws {
+        let initial = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
+        let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
+                                                   batchSize: configuration.batchSize, position: initial))
+        let failpoints = configuration.failpoints
+        while !Task.isCancelled {
+            let stopwatch = Stopwatch()
+            let processed: Int
+            do {
+                processed = try await pool.withConnection { connection in try batcher.withValue { try $0.processBatch(on: connection, failpoints: failpoints) } }
+            } catch is EngagementBatcher.Fenced {
+                logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
+                try await pool.withConnection { connection in try batcher.withValue { try $0.resynchronize(on: connection) } }
+                continue
+            }
+            if processed > 0 {
+                metrics.events.increment(by: processed)
+                metrics.batchSeconds.observe(stopwatch.elapsed)
+                continue
+            }
+            // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
+            let interval = configuration.pollInterval
+            let stillHolder = try await lockPool.withConnection { connection -> Bool in
+                guard connection.backendPID == lockHolder else { return false }
+                _ = try connection.waitForNotifications(timeout: interval)
+                return true
+            }
+            if !stillHolder {
+                logger.warning("projector.lock-lost")
+                return
+            }
+        }
+    }
+}
+
+/// The batcher moves between the projector's task and connection threads, one use at a time.
+final class BatcherBox: Sendable {
+    private let value: Mutex<EngagementBatcher>
+    init(_ value: EngagementBatcher) { self.value = Mutex(value) }
+    func withValue<T: Sendable>(_ body: (inout EngagementBatcher) throws -> T) throws -> T {
+        try value.withLock { try body(&$0) }
+    }
+}
+
+/// The projector's metrics.
+public struct ProjectorMetrics: Sendable {
+    public let events: Counter
+    public let batchSeconds: Histogram
+    public let active: Gauge
+
+    public init(registry: MetricsRegistry) {
+        events = registry.counter("engage_projector_events_total", help: "Log events folded into the engagement read model.")
+        batchSeconds = registry.histogram("engage_projector_batch_seconds", help: "Time to fold and commit one batch.",
+                                          buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
+        active = registry.gauge("engage_projector_active", help: "1 while this process is the active projector, 0 as standby.")
+    }
+}

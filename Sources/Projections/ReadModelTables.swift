@@ -1,0 +1,15 @@
+/// The tables of the engagement read model: the live ones readers use, or the shadow copies a
+/// rebuild fills before swapping them in. Names are program constants, never input.
+public struct ReadModelTables: Sendable, Equatable {
+    public var states: String
+    public var engagement: String
+    public var actions: String
+    public var telemetry: String
+
+    public static let live = ReadModelTables(states: "notification_states", engagement: "engagement_daily",
+                                             actions: "engagement_actions_daily", telemetry: "extension_telemetry_daily")
+    public static let rebuild = ReadModelTables(states: "notification_states_rebuild", engagement: "engagement_daily_rebuild",
+                                                actions: "engagement_actions_daily_rebuild", telemetry: "extension_telemetry_daily_rebuild")
+
+    public var all: [String] { [states, engagement, actions, telemetry] }
+}

@@ -1,0 +1,184 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Projections
+import Runtime
+import Testing
+import TestSupport
+
+@Suite("Engagement projector")
+struct ProjectorTests {
+    let pool: ConnectionPool
+    let store: EventStore
+
+    init() throws {
+        pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 6)
+        store = EventStore(pool: pool)
+    }
+
+    func makeProjector(_ pool: ConnectionPool? = nil, batchSize: Int = 97) -> Projector {
+        var configuration = Projector.Configuration()
+        configuration.batchSize = batchSize
+        configuration.pollInterval = .milliseconds(100)
+        return Projector(pool: pool ?? self.pool, configuration: configuration,
+                         logger: Logger(label: "test", sink: MemoryLogSink()), metrics: ProjectorMetrics(registry: MetricsRegistry()))
+    }
+
+    /// Waits until the projector's checkpoint reaches the last event stored. (Not the readable
+    /// head: other tests' transactions in the same cluster can hold that horizon back for a while.)
+    func waitUntilCaughtUp(timeout: Duration = .seconds(60)) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: timeout)
+        let head = try await pool.withConnection { connection -> LogPosition in
+            let rows = try connection.query("SELECT transaction_id, position FROM events ORDER BY transaction_id DESC, position DESC LIMIT 1")
+            guard let row = rows.rows.first else { return .start }
+            return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
+        }
+        while clock.now < deadline {
+            let checkpoint = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
+            if checkpoint >= head { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("projector did not catch up")
+    }
+
+    func count(_ sql: SQL) async throws -> Int {
+        try await pool.withConnection { try $0.query(sql)[0].decode(0, as: Int.self) }
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func lateAndOutOfOrderEventsAreCountedOnceWhereTheyBelong() async throws {
+        let items = ProjectionFixtures.scrambled(ProjectionFixtures.events(notifications: 300, seed: 1), seed: 2)
+        let projector = makeProjector()
+        let running = Task { try await projector.run() }
+        // Arrive in small batches, displays often after actions, plus a retried batch.
+        for chunk in stride(from: 0, to: items.count, by: 40).map({ Array(items[$0..<min($0 + 40, items.count)]) }) {
+            _ = try await store.append(chunk)
+        }
+        _ = try await store.append(Array(items.prefix(40)))
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+
+        // Expected: fold every notification's events from scratch, in memory.
+        let allEvents = items.map(\.event)
+        var states: [String: NotificationState] = [:]
+        for event in allEvents { states[event.notificationID, default: NotificationState()].apply(event) }
+        let contributions = states.values.compactMap(\.engagementContribution)
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 300)
+        #expect(try await count("SELECT sum(displayed)::int8 FROM engagement_daily") == 300)
+        #expect(try await count("SELECT count(*) FROM engagement_daily WHERE presentation = 'unknown'") == 0)
+        #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters.expanded })
+        #expect(try await count("SELECT sum(opened)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters.opened })
+        #expect(try await count("SELECT sum(replied)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters.replied })
+        let richExpanded = contributions.filter { $0.bucket.presentation == .rich }.reduce(0) { $0 + $1.counters.expanded }
+        #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily WHERE presentation = 'rich'") == richExpanded)
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_actions_daily WHERE action_id = 'like'")
+                == contributions.reduce(0) { $0 + ($1.counters.actions["like"] ?? 0) })
+        #expect(try await count("SELECT sum(delivered)::int8 FROM extension_telemetry_daily") == 300)
+        #expect(try await count("SELECT count(*) FROM notification_states") == 300)
+        #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'") == items.count)
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func actionBeforeDisplayMovesTheNotificationFromUnknownToRich() async throws {
+        let projector = makeProjector()
+        let running = Task { try await projector.run() }
+        let at = ProjectionFixtures.start
+        func event(_ n: UInt64, _ seconds: Int64, _ details: EventDetails) -> AppendItem {
+            AppendItem(appID: "app-1", event: Event(eventID: ProjectionFixtures.id(99, n), notificationID: "late", deviceID: "d",
+                                                    category: "new_photo", occurredAt: at.adding(microseconds: seconds * 1_000_000), details: details))
+        }
+        _ = try await store.append([event(1, 10, .action(ActionDetails(actionID: "like")))])
+        try await waitUntilCaughtUp()
+        #expect(try await count("SELECT sum(actioned)::int8 FROM engagement_daily WHERE presentation = 'unknown'") == 1)
+        _ = try await store.append([event(2, 1, .displayed(DisplayedDetails(presentation: .rich, attachmentKind: .image)))])
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+        #expect(try await count("SELECT coalesce(sum(notifications), 0)::int8 FROM engagement_daily WHERE presentation = 'unknown'") == 0)
+        #expect(try await count("SELECT sum(actioned)::int8 FROM engagement_daily WHERE presentation = 'rich' AND attachment_kind = 'image'") == 1)
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 1)
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_actions_daily WHERE presentation = 'rich'") == 1)
+    }
+
+    @Test(.timeLimit(.minutes(3)))
+    func rebuildEqualsTheIncrementalModelRowForRow() async throws {
+        let projector = makeProjector(batchSize: 53)
+        let running = Task { try await projector.run() }
+        // Concurrent ingestion from several writers while the projector runs.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    let items = ProjectionFixtures.scrambled(ProjectionFixtures.events(notifications: 150, seed: UInt64(10 + writer)), seed: 7)
+                    for chunk in stride(from: 0, to: items.count, by: 25).map({ Array(items[$0..<min($0 + 25, items.count)]) }) {
+                        _ = try await store.append(chunk)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        try await waitUntilCaughtUp()
+        let incremental = try await ProjectionFixtures.snapshot(pool)
+        #expect(!incremental.isEmpty)
+
+        // Rebuild while the projector keeps running; it must notice the swap and keep going from
+        // the rebuilt checkpoint (which may trail the log if other transactions hold the horizon).
+        let replayed = try await EngagementRebuild(pool: pool, batchSize: 211).run()
+        #expect(replayed > 0)
+        try await waitUntilCaughtUp()
+        #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'")
+                == (try await count("SELECT count(*) FROM events")))
+        let rebuilt = try await ProjectionFixtures.snapshot(pool)
+        let onlyIncremental = Set(incremental).subtracting(rebuilt), onlyRebuilt = Set(rebuilt).subtracting(incremental)
+        #expect(rebuilt.count == incremental.count)
+        #expect(onlyIncremental.isEmpty, "only in the incremental model: \(onlyIncremental.sorted().prefix(3))")
+        #expect(onlyRebuilt.isEmpty, "only in the rebuilt model: \(onlyRebuilt.sorted().prefix(3))")
+
+        // After the swap the live projector continues from the rebuilt checkpoint without double counting.
+        _ = try await store.append(ProjectionFixtures.events(notifications: 10, seed: 77))
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 4 * 150 + 10)
+        // The dashboard views were recreated by the swap.
+        #expect(try await count("SELECT count(*) FROM engagement_rates_by_category") > 0)
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func standbyTakesOverWhenTheActiveProjectorStops() async throws {
+        let otherPool = ConnectionPool(configuration: pool.configuration, size: 3)
+        let registryA = MetricsRegistry(), registryB = MetricsRegistry()
+        var configuration = Projector.Configuration()
+        configuration.pollInterval = .milliseconds(100)
+        let first = Projector(pool: pool, configuration: configuration, logger: Logger(label: "a", sink: MemoryLogSink()),
+                              metrics: ProjectorMetrics(registry: registryA))
+        let second = Projector(pool: otherPool, configuration: configuration, logger: Logger(label: "b", sink: MemoryLogSink()),
+                               metrics: ProjectorMetrics(registry: registryB))
+        let runningFirst = Task { try await first.run() }
+        // Start the second only once the first holds the lock (connecting can be slow on a busy machine).
+        let activeA = ProjectorMetrics(registry: registryA).active
+        for _ in 0..<200 where activeA.value != 1 { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(activeA.value == 1)
+        let runningSecond = Task { try await second.run() }
+        _ = try await store.append(ProjectionFixtures.events(notifications: 50, seed: 3))
+        try await waitUntilCaughtUp()
+        try await Task.sleep(for: .milliseconds(300))
+        let metricsA = ProjectorMetrics(registry: registryA), metricsB = ProjectorMetrics(registry: registryB)
+        #expect(metricsA.active.value == 1)
+        #expect(metricsB.active.value == 0)
+        #expect(metricsB.events.value == 0)
+
+        runningFirst.cancel()
+        _ = try? await runningFirst.value
+        _ = try await store.append(ProjectionFixtures.events(notifications: 50, seed: 4))
+        try await waitUntilCaughtUp(timeout: .seconds(10))
+        #expect(metricsB.active.value == 1)
+        #expect(metricsB.events.value > 0)
+        runningSecond.cancel()
+        _ = try? await runningSecond.value
+        await otherPool.close()
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 100)
+    }
+}
