@@ -127,10 +127,10 @@ func memberNames(_ body: [UInt8]) throws -> Set<String> {
     return Set(object.keys)
 }
 
-/// Checks a 200 answer and returns its body.
+/// Checks a 200 answer: its body exactly, member by member.
 func expectAccepted(_ response: RawHTTPClient.Response, _ expected: Acceptance,
                     sourceLocation: SourceLocation = #_sourceLocation) throws {
-    #expect(response.status == 200, "\(response.text)", sourceLocation: sourceLocation)
+    try #require(response.status == 200, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.headers["Content-Type"] == "application/json", sourceLocation: sourceLocation)
     let body = try JSONDecoder().decode(Acceptance.self, from: Data(response.body))
     #expect(body == expected, sourceLocation: sourceLocation)
@@ -147,7 +147,7 @@ func expectAccepted(_ response: RawHTTPClient.Response, _ expected: Acceptance,
 /// Checks a problem answer member by member, and its Retry-After header (absent when nil).
 func expectProblem(_ response: RawHTTPClient.Response, _ expected: Problem, retryAfter: String? = nil,
                    sourceLocation: SourceLocation = #_sourceLocation) throws {
-    #expect(response.status == expected.status, "\(response.text)", sourceLocation: sourceLocation)
+    try #require(response.status == expected.status, "\(response.text)", sourceLocation: sourceLocation)
     #expect(response.headers["Content-Type"] == "application/problem+json", sourceLocation: sourceLocation)
     #expect(response.headers["Retry-After"] == retryAfter, sourceLocation: sourceLocation)
     let body = try JSONDecoder().decode(Problem.self, from: Data(response.body))
