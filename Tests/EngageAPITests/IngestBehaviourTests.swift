@@ -1,0 +1,219 @@
+import EngageAPI
+import Foundation
+import HTTPServer
+import Testing
+import TestSupport
+
+/// What ingestion promises beyond status codes: idempotency, body formats, app isolation and
+/// all-or-nothing storage of each request's valid events. One shared server.
+@Suite("POST /v1/events behaviour")
+struct IngestBehaviourTests {
+    @Test func retriesOfTheSameBatchAreDuplicatesAndStoredOnce() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let events = WireEvent.valid(3)
+
+        try expectAccepted(try await server.post(events.array, key: key), Acceptance(accepted: 3))
+        for _ in 0..<2 {
+            try expectAccepted(try await server.post(events.array, key: key), Acceptance(duplicates: 3))
+        }
+        // A retry that overlaps a new batch: only the new event is stored.
+        let next = [events[2], events[0], WireEvent.expanded()]
+        try expectAccepted(try await server.post(next.array, key: key), Acceptance(accepted: 1, duplicates: 2))
+
+        #expect(try await server.storedCount(app: app) == 4)
+        #expect(try await server.count("SELECT count(DISTINCT event_id) FROM events WHERE app_id = \(app)") == 4)
+        #expect(try await server.count("SELECT count(*) FROM event_ids WHERE event_id = ANY(\((events + [next[2]]).ids))") == 4)
+    }
+
+    @Test func repeatedEventIDWithinOneRequestIsStoredOnce() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let event = WireEvent.displayed()
+        let other = WireEvent.expanded()
+        // The second copy differs in type but not in id: the first one wins.
+        let copy = WireEvent.expanded(id: event.id)
+        try expectAccepted(try await server.post([event, other, copy, event].array, key: key),
+                           Acceptance(accepted: 2, duplicates: 2))
+        #expect(try await server.count("SELECT count(*) FROM events WHERE app_id = \(app) AND type = 'displayed'") == 1)
+        #expect(try await server.storedCount(app: app) == 2)
+    }
+
+    @Test func concurrentRetriesStoreEachEventOnce() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let events = WireEvent.valid(20)
+        let answers = try await withThrowingTaskGroup(of: Acceptance.self) { group in
+            for _ in 0..<6 {
+                group.addTask {
+                    let response = try await server.post(events.array, key: key)
+                    #expect(response.status == 200)
+                    return try JSONDecoder().decode(Acceptance.self, from: Data(response.body))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(answers.map(\.accepted).reduce(0, +) == 20)
+        #expect(answers.map(\.duplicates).reduce(0, +) == 5 * 20)
+        #expect(try await server.storedCount(app: app) == 20)
+    }
+
+    @Test func ndjsonRejectsAMalformedLineAlone() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let valid = WireEvent.valid(3)
+        // Blank lines do not count as events; \r\n line ends are accepted.
+        let body = valid[0].json + "\n"
+            + #"{"event_id":}"# + "\n"
+            + "\n   \n"
+            + valid[1].json + "\r\n"
+            + WireEvent.displayed(extra: #","app_id":"x""#).json + "\n"
+            + valid[2].json
+
+        let response = try await server.post(body, key: key, contentType: "application/x-ndjson; charset=utf-8")
+
+        try expectAccepted(response, Acceptance(accepted: 3, rejected: [
+            RejectedEvent(1, nil, "malformed JSON at byte 12 of the line: unexpected character '}'"),
+            RejectedEvent(3, "app_id", "unknown field"),
+        ]))
+        #expect(try await server.storedIDs(app: app) == Set(valid.ids))
+    }
+
+    @Test(arguments: ["application/ndjson", "application/jsonl", "application/x-ndjson"])
+    func ndjsonMediaTypes(contentType: String) async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let events = WireEvent.valid(2)
+        try expectAccepted(try await server.post(events.ndjson, key: key, contentType: contentType), Acceptance(accepted: 2))
+        #expect(try await server.storedIDs(app: app) == Set(events.ids))
+    }
+
+    @Test func gzipBodiesInEveryFormat() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let batches = (0..<3).map { _ in WireEvent.valid(4) }
+
+        try expectAccepted(try await server.postGzip(batches[0].array, key: key), Acceptance(accepted: 4))
+        try expectAccepted(try await server.postGzip(#"{"events":\#(batches[1].array)}"#, key: key), Acceptance(accepted: 4))
+        try expectAccepted(try await server.postGzip(batches[2].ndjson, key: key, contentType: "application/x-ndjson"),
+                           Acceptance(accepted: 4))
+        // x-gzip is the same thing, and a retry is recognised through the compression.
+        let response = try await server.request("POST", "/v1/events", headers: [
+            ("Authorization", "Bearer \(key)"), ("Content-Type", "application/json"), ("Content-Encoding", "x-gzip"),
+        ], body: Gzip.deflate(Array(batches[0].array.utf8)))
+        try expectAccepted(response, Acceptance(duplicates: 4))
+
+        #expect(try await server.storedIDs(app: app) == Set(batches.flatMap(\.ids)))
+    }
+
+    @Test func eventsObjectShape() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let events = WireEvent.valid(2)
+        let body = #"{"events":[\#(events[0].json),{"event_id":"x"},\#(events[1].json)]}"#
+        try expectAccepted(try await server.post(body, key: key), Acceptance(accepted: 2, rejected: [
+            RejectedEvent(1, "event_id", "must be a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"),
+        ]))
+        #expect(try await server.storedIDs(app: app) == Set(events.ids))
+    }
+
+    @Test func structuredSyntaxSuffixAndParametersAreJSON() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key, contentType: "Application/JSON; charset=utf-8"),
+                           Acceptance(accepted: 1))
+        try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key, contentType: "application/vnd.engage.v1+json"),
+                           Acceptance(accepted: 1))
+        #expect(try await server.storedCount(app: app) == 2)
+    }
+
+    @Test func bearerSchemeIsCaseInsensitive() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let response = try await server.request("POST", "/v1/events", headers: [
+            ("Authorization", "bearer \(key)"), ("Content-Type", "application/json"),
+        ], body: Array(WireEvent.valid(1).array.utf8))
+        try expectAccepted(response, Acceptance(accepted: 1))
+    }
+
+    @Test func eventsAreStoredUnderTheKeysAppOnly() async throws {
+        let server = try SharedServer.get()
+        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
+        let myKey = try await server.key(app: mine)
+        let theirKey = try await server.key(app: theirs)
+        let myEvents = WireEvent.valid(3)
+        let theirEvents = WireEvent.valid(1)
+        // Naming another app in the body is not a way in: app_id is not an event field.
+        let smuggled = WireEvent.displayed(extra: #","app_id":"\#(theirs)""#)
+
+        try expectAccepted(try await server.post((myEvents + [smuggled]).array, key: myKey),
+                           Acceptance(accepted: 3, rejected: [RejectedEvent(3, "app_id", "unknown field")]))
+        try expectAccepted(try await server.post(theirEvents.array, key: theirKey), Acceptance(accepted: 1))
+
+        #expect(try await server.storedIDs(app: mine) == Set(myEvents.ids))
+        #expect(try await server.storedIDs(app: theirs) == Set(theirEvents.ids))
+        #expect(try await server.storedCount(ids: [smuggled.id]) == 0)
+    }
+
+    /// Requests refused as a whole, each carrying valid events that must not be stored.
+    enum RefusedRequest: String, CaseIterable, Sendable {
+        case malformed, wrongShape, tooManyEvents, tooLarge, wrongContentType, unsupportedEncoding
+        case noKey, unknownKey, readKey
+
+        var status: Int {
+            switch self {
+            case .malformed, .wrongShape: 400
+            case .tooManyEvents, .tooLarge: 413
+            case .wrongContentType, .unsupportedEncoding: 415
+            case .noKey, .unknownKey: 401
+            case .readKey: 403
+            }
+        }
+    }
+
+    @Test(arguments: RefusedRequest.allCases)
+    func refusedRequestStoresNothing(refusal: RefusedRequest) async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app, role: refusal == .readKey ? .read : .ingest)
+        let events = WireEvent.valid(refusal == .tooManyEvents ? 1001 : 5)
+        var body = events.array
+        var headers = [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")]
+        switch refusal {
+        case .malformed: body += "]"
+        case .wrongShape: body = #"{"events":\#(body),"more":[]}"#
+        case .tooManyEvents, .readKey: break
+        case .tooLarge: body += String(repeating: " ", count: IngestRoute.Configuration().maxDecompressedBytes)
+        case .wrongContentType: headers[1].1 = "text/plain"
+        case .unsupportedEncoding: headers.append(("Content-Encoding", "br"))
+        case .noKey: headers.removeFirst()
+        case .unknownKey: headers[0].1 = "Bearer egk_00000000_" + String(repeating: "0", count: 40)
+        }
+        let response = try await server.request("POST", "/v1/events", headers: headers, body: Array(body.utf8))
+        #expect(response.status == refusal.status, "\(response.text)")
+        #expect(response.headers["Content-Type"] == "application/problem+json")
+        #expect(try await server.storedCount(ids: events.ids) == 0)
+        #expect(try await server.storedCount(app: app) == 0)
+    }
+
+    @Test func healthAndReadiness() async throws {
+        let server = try SharedServer.get()
+        let health = try await server.request("GET", "/healthz")
+        #expect(health.status == 200)
+        #expect(health.headers["Content-Type"] == "application/json")
+        #expect(health.text == #"{"status":"ok"}"#)
+        let ready = try await server.request("GET", "/readyz")
+        #expect(ready.status == 200)
+        #expect(ready.headers["Content-Type"] == "application/json")
+        #expect(ready.text == #"{"status":"ready","database":"ok","migrations":"current"}"#)
+    }
+}

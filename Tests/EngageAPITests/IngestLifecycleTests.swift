@@ -1,0 +1,196 @@
+import EmbeddedPostgres
+import EngageAPI
+import EventStore
+import Foundation
+import HTTPServer
+import Postgres
+import Runtime
+import Testing
+import TestSupport
+
+/// Back-pressure, shutdown and metrics: each test has a server of its own, since each holds the
+/// committers back, stops the server or counts everything the server did.
+@Suite("Ingestion lifecycle")
+struct IngestLifecycleTests {
+    @Test(.timeLimit(.minutes(1)))
+    func fullQueueIs429WithRetryAfter() async throws {
+        let server = try TestServer {
+            $0.queueCapacity = 1
+            $0.committers = 1
+        }
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let (first, second, third) = (WireEvent.valid(1), WireEvent.valid(2), WireEvent.valid(3))
+        let lock = try EventLogLock(server.database)
+
+        // The one committer takes the first request and waits for the lock; the second request
+        // then fills the queue (a lone request is always queued, whatever its size).
+        async let firstAnswer = server.post(first.array, key: key)
+        try await waitUntil("the committer waits for event_ids") { try await EventLogLock.waiters(server) == 1 }
+        async let secondAnswer = server.post(second.array, key: key)
+        try await waitUntil("the second request is queued") {
+            metricSamples(server.engage.registry.renderPrometheus())["engage_ingest_queue_events"] == "2"
+        }
+
+        let refused = try await server.post(third.array, key: key)
+        try expectProblem(refused, Problem("ingest-queue-full", status: 429, title: "Too many events are waiting to be stored",
+                                           detail: "retry after the number of seconds in Retry-After"),
+                          retryAfter: "1")
+
+        lock.release()
+        try expectAccepted(try await firstAnswer, Acceptance(accepted: 1))
+        try expectAccepted(try await secondAnswer, Acceptance(accepted: 2))
+        // Nothing of the refused request was kept: its retry stores all of it.
+        try expectAccepted(try await server.post(third.array, key: key), Acceptance(accepted: 3))
+        #expect(try await server.storedIDs(app: app) == Set((first + second + third).ids))
+        await server.stop()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func requestInFlightAtShutdownIsAnsweredAndStored() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        let events = WireEvent.valid(5)
+        let lock = try EventLogLock(server.database)
+
+        async let answer = server.post(events.array, key: key)
+        try await waitUntil("the committer waits for event_ids") { try await EventLogLock.waiters(server) == 1 }
+        async let stopped: Void = server.stop()
+        try await waitUntil("the server is shutting down") {
+            server.logSink.lines.contains { $0.contains("service_group.shutdown") }
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        lock.release()
+
+        try expectAccepted(try await answer, Acceptance(accepted: 5))
+        await stopped
+        // The pool is closed now; look with a connection of our own.
+        let connection = try Connection(configuration: server.database)
+        defer { connection.close() }
+        let stored = try connection.query("SELECT count(*) FROM events WHERE event_id = ANY(\(events.ids))")[0].decode(0, as: Int.self)
+        #expect(stored == 5)
+    }
+
+    @Test func metricsCountAcceptedDuplicateAndRejectedEvents() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        let events = WireEvent.valid(3)
+        let body = "[" + (events.map(\.json) + [#"{"event_id":"x"}"#, "[]"]).joined(separator: ",") + "]"
+        try expectAccepted(try await server.post(body, key: key), Acceptance(accepted: 3, rejected: [
+            RejectedEvent(3, "event_id", "must be a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"),
+            RejectedEvent(4, nil, "must be a JSON object"),
+        ]))
+        try expectAccepted(try await server.post(events.array, key: key), Acceptance(duplicates: 3))
+        try expectAccepted(try await server.post(WireEvent.valid(2).ndjson, key: key, contentType: "application/x-ndjson"),
+                           Acceptance(accepted: 2))
+        _ = try await server.post("[", key: key)
+
+        let response = try await server.request("GET", "/metrics")
+        #expect(response.status == 200)
+        #expect(response.headers["Content-Type"] == MetricsRegistry.contentType)
+        let samples = metricSamples(response.text)
+        #expect(samples["engage_events_accepted_total"] == "5")
+        #expect(samples["engage_events_duplicate_total"] == "3")
+        #expect(samples["engage_events_rejected_total"] == "2")
+        #expect(samples[#"engage_http_requests_total{route="/v1/events",status="200"}"#] == "3")
+        #expect(samples[#"engage_http_requests_total{route="/v1/events",status="400"}"#] == "1")
+        #expect(samples["engage_ingest_queue_events"] == "0")
+        #expect(response.text.contains("# TYPE engage_events_accepted_total counter\n"))
+        await server.stop()
+    }
+
+    @Test func readinessFailsWhileMigrationsArePending() async throws {
+        let server = try TestServer()
+        #expect(try await server.request("GET", "/readyz").status == 200)
+        _ = try await server.pool.withConnection { try $0.execute("DELETE FROM schema_migrations WHERE version = 2") }
+        let response = try await server.request("GET", "/readyz")
+        try expectProblem(response, Problem("migrations-pending", status: 503, title: "The database schema is not current",
+                                            detail: "1 migration(s) not applied: 002_api_keys.sql"),
+                          retryAfter: "5")
+        #expect(try await server.request("GET", "/healthz").status == 200)
+        await server.stop()
+    }
+}
+
+/// A database outage needs a PostgreSQL cluster of its own: stopping the shared one would break
+/// every other test.
+@Suite("Ingestion during a database outage")
+struct DatabaseOutageTests {
+    @Test(.timeLimit(.minutes(2)))
+    func unreachableDatabaseIs503AndIngestionRecoversWithNothingLost() async throws {
+        let directory = "/tmp/engage-outage-\(getpid())-\(UUID().uuidString.prefix(6))"
+        let cluster = try EmbeddedPostgres(options: .init(dataDirectory: directory, database: "outage", settings: ["fsync": "off"]))
+        #expect(try cluster.start() == .started)
+        defer {
+            try? cluster.stop(mode: "immediate")
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        let database = cluster.configuration()
+        do {
+            let connection = try Connection(configuration: database)
+            defer { connection.close() }
+            try Migrator.fromSQLDirectory().migrate(connection)
+        }
+        var configuration = EngageServer.Configuration()
+        configuration.port = 0
+        configuration.poolSize = 2
+        // Long enough that the first key stays cached through the outage: its requests fail in
+        // the committer, the second key's in the key lookup.
+        configuration.keyCacheLifetime = .seconds(120)
+        let engage = try EngageServer(configuration: configuration, database: database,
+                                      logger: Logger(label: "test", level: .debug, sink: MemoryLogSink()))
+        let running = Task { try await engage.run() }
+        let client = LoopbackClient(port: engage.port)
+
+        let cachedKey = try await engage.keys.create(app: "outage", role: .ingest).secret
+        let uncachedKey = try await engage.keys.create(app: "outage", role: .ingest).secret
+        let before = WireEvent.valid(2)
+        let during = WireEvent.valid(3)
+        try expectAccepted(try await client.post(before.array, key: cachedKey), Acceptance(accepted: 2))
+
+        try cluster.stop()
+        try expectProblem(try await client.post(during.array, key: cachedKey), .databaseUnavailable, retryAfter: "5")
+        try expectProblem(try await client.post(during.array, key: uncachedKey), .databaseUnavailable, retryAfter: "5")
+        try expectProblem(try await client.request("GET", "/readyz"), .databaseUnavailable, retryAfter: "5")
+        #expect(try await client.request("GET", "/healthz").status == 200)
+
+        #expect(try cluster.start() == .started)
+        // A client retries on 503; connections broken by the restart may cost a retry or two.
+        var answer = try await client.post(during.array, key: uncachedKey)
+        var retries = 0
+        while answer.status == 503 && retries < 20 {
+            try expectProblem(answer, .databaseUnavailable, retryAfter: "5")
+            try await Task.sleep(for: .milliseconds(100))
+            answer = try await client.post(during.array, key: uncachedKey)
+            retries += 1
+        }
+        // Nothing of the refused requests was stored: all three events are new now.
+        try expectAccepted(answer, Acceptance(accepted: 3))
+        try expectAccepted(try await client.post((before + during).array, key: cachedKey), Acceptance(duplicates: 5))
+        let ready = try await client.request("GET", "/readyz")
+        #expect(ready.status == 200)
+
+        running.cancel()
+        _ = try? await running.value
+        await engage.pool.close()
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        #expect(try connection.query("SELECT count(*) FROM events WHERE app_id = 'outage'")[0].decode(0, as: Int.self) == 5)
+        #expect(try connection.query("SELECT count(DISTINCT event_id) FROM events WHERE event_id = ANY(\((before + during).ids))")[0]
+            .decode(0, as: Int.self) == 5)
+    }
+}
+
+/// Requests to a server that is not a `TestServer`.
+struct LoopbackClient: Sendable {
+    let port: Int
+
+    func request(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawHTTPClient.Response {
+        try await offPool { [port] in try RawHTTPClient(port: port).request(method, target, headers: headers, body: body) }
+    }
+
+    func post(_ body: String, key: String) async throws -> RawHTTPClient.Response {
+        try await request("POST", "/v1/events", headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")],
+                          body: Array(body.utf8))
+    }
+}
