@@ -280,12 +280,11 @@ public struct TrafficSimulator: Sendable {
             groundTruth.realized(category: category.name, presentation: presentation) + tally
         groundTruth.outcomesByNetwork[device.network, default: OutcomeTally()].record(outcome.outcome)
         groundTruth.outcomesByCategory[category.name, default: OutcomeTally()].record(outcome.outcome)
-        if let arm {
-            groundTruth.arms[arm.name]?.notifications += 1
-            groundTruth.arms[arm.name]?.outcomes.record(outcome.outcome)
-            if let current = groundTruth.arms[arm.name]?.engagement {
-                groundTruth.arms[arm.name]?.engagement = current + tally
-            }
+        if let arm, var arms = groundTruth.arms[arm.name] {
+            arms.notifications += 1
+            arms.outcomes.record(outcome.outcome)
+            arms.engagement = arms.engagement + tally
+            groundTruth.arms[arm.name] = arms
         }
         return events
     }
