@@ -1,0 +1,96 @@
+/// The chance that a displayed notification gets each kind of engagement, with the meanings of
+/// `EngagementFacts`: `actioned` counts any app-defined action, so it includes `replied`.
+///
+/// The simulator draws them nested, the way iOS offers them: action buttons show only on an
+/// expanded notification and a reply is one of the actions, and a notification ends opened,
+/// dismissed or neither. So `replied <= actioned <= expanded` and `opened + dismissed <= 1`;
+/// each rate is then exactly the share of displayed notifications with that engagement.
+public struct EngagementRates: Sendable, Hashable, CustomStringConvertible {
+    public var expanded: Double
+    public var actioned: Double
+    public var opened: Double
+    public var dismissed: Double
+    public var replied: Double
+
+    public init(expanded: Double, actioned: Double, opened: Double, dismissed: Double, replied: Double = 0) {
+        self.expanded = expanded
+        self.actioned = actioned
+        self.opened = opened
+        self.dismissed = dismissed
+        self.replied = replied
+    }
+
+    public static let zero = EngagementRates(expanded: 0, actioned: 0, opened: 0, dismissed: 0)
+
+    /// Why the rates cannot be drawn as described above, or nil when they can.
+    public var problem: String? {
+        for (name, value) in [("expanded", expanded), ("actioned", actioned), ("opened", opened),
+                              ("dismissed", dismissed), ("replied", replied)]
+            where !(value >= 0 && value <= 1) {
+            return "\(name) rate \(value) is not a probability"
+        }
+        if actioned > expanded { return "actioned rate \(actioned) exceeds expanded rate \(expanded)" }
+        if replied > actioned { return "replied rate \(replied) exceeds actioned rate \(actioned)" }
+        if opened + dismissed > 1 { return "opened and dismissed rates add up to more than 1" }
+        return nil
+    }
+
+    /// Each rate multiplied by the matching factor of `lift`.
+    public func applying(_ lift: EngagementLift) -> EngagementRates {
+        EngagementRates(expanded: expanded * lift.expanded, actioned: actioned * lift.actioned,
+                        opened: opened * lift.opened, dismissed: dismissed * lift.dismissed,
+                        replied: replied * lift.replied)
+    }
+
+    /// The rate of one engagement kind.
+    public subscript(kind: EngagementKind) -> Double {
+        switch kind {
+        case .expanded: expanded
+        case .actioned: actioned
+        case .opened: opened
+        case .dismissed: dismissed
+        case .replied: replied
+        }
+    }
+
+    public var description: String {
+        "expanded=\(expanded) actioned=\(actioned) opened=\(opened) dismissed=\(dismissed) replied=\(replied)"
+    }
+}
+
+/// How much more (or less) often a rich notification gets each engagement than a plain one of the
+/// same category: the rich rate is the plain rate times the factor.
+public struct EngagementLift: Sendable, Hashable {
+    public var expanded: Double
+    public var actioned: Double
+    public var opened: Double
+    public var dismissed: Double
+    public var replied: Double
+
+    public init(expanded: Double = 1, actioned: Double = 1, opened: Double = 1, dismissed: Double = 1,
+                replied: Double = 1) {
+        self.expanded = expanded
+        self.actioned = actioned
+        self.opened = opened
+        self.dismissed = dismissed
+        self.replied = replied
+    }
+
+    /// Rich and plain engage alike.
+    public static let none = EngagementLift()
+
+    public subscript(kind: EngagementKind) -> Double {
+        switch kind {
+        case .expanded: expanded
+        case .actioned: actioned
+        case .opened: opened
+        case .dismissed: dismissed
+        case .replied: replied
+        }
+    }
+}
+
+/// The engagements a notification can get after it is displayed.
+public enum EngagementKind: String, Sendable, Hashable, CaseIterable {
+    case expanded, actioned, opened, dismissed, replied
+}
