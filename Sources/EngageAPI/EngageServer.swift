@@ -1,6 +1,7 @@
 import EventStore
 import HTTPServer
 import Postgres
+import Projections
 import Runtime
 
 /// engage's long-lived parts wired together: connection pool, event store, keys, the group
@@ -17,6 +18,9 @@ public struct EngageServer: Sendable {
         public var queueCapacity = 50_000
         public var ingest = IngestRoute.Configuration()
         public var keyCacheLifetime = Duration.seconds(5)
+        /// Run the engagement projector in this process (one process is active; others stand by).
+        public var runProjector = true
+        public var projector = Projector.Configuration()
 
         public init() {}
     }
@@ -57,11 +61,16 @@ public struct EngageServer: Sendable {
         let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)
         server = try HTTPServer(configuration: http, responder: responder)
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
-        services = [
+        var services: [(name: String, service: any Service)] = [
             ("committer", committer),
             ("partitions", PartitionMaintenance(store: store, logger: logger)),
-            ("http", server),
         ]
+        if configuration.runProjector {
+            services.append(("projector", Projector(pool: pool, configuration: configuration.projector, logger: logger,
+                                                    metrics: ProjectorMetrics(registry: registry))))
+        }
+        services.append(("http", server))
+        self.services = services
     }
 
     public var port: Int { server.port }

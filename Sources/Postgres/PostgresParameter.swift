@@ -149,12 +149,15 @@ public protocol PostgresArrayElement: PostgresEncodable {
 extension String: PostgresArrayElement {
     public static var arrayTypeOID: UInt32 { PostgresType.textArray }
     public var arrayLiteralElement: String {
-        var quoted = "\""
-        for character in self {
-            if character == "\"" || character == "\\" { quoted.append("\\") }
-            quoted.append(character)
+        // Byte-wise: quoting only touches ASCII '"' and '\\', which never occur inside a UTF-8 sequence.
+        var quoted: [UInt8] = [UInt8(ascii: "\"")]
+        quoted.reserveCapacity(utf8.count + 8)
+        for byte in utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { quoted.append(UInt8(ascii: "\\")) }
+            quoted.append(byte)
         }
-        return quoted + "\""
+        quoted.append(UInt8(ascii: "\""))
+        return String(decoding: quoted, as: UTF8.self)
     }
 }
 

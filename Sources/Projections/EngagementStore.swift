@@ -66,20 +66,25 @@ public enum EngagementStore {
 
     static func saveStates(_ states: [NotificationKey: NotificationState], tables: ReadModelTables, on connection: Connection) throws {
         if states.isEmpty { return }
-        var apps: [String] = [], notifications: [String] = [], encoded: [String] = []
-        apps.reserveCapacity(states.count)
-        notifications.reserveCapacity(states.count)
-        encoded.reserveCapacity(states.count)
+        // Binary COPY into a per-session staging table, then one upsert: no array literals to build
+        // or parse for what is the largest part of each batch.
+        try connection.execute("""
+            CREATE TEMP TABLE IF NOT EXISTS staged_states (app_id text, notification_id text, state text) ON COMMIT DELETE ROWS
+            """)
+        var copy = BinaryCopyEncoder(reservingCapacity: states.count * 600)
         for (key, state) in states {
-            apps.append(key.appID)
-            notifications.append(key.notificationID)
-            encoded.append(String(decoding: state.encoded(), as: UTF8.self))
+            copy.beginRow(columnCount: 3)
+            copy.appendText(key.appID)
+            copy.appendText(key.notificationID)
+            copy.appendTextBytes(state.encoded())
         }
+        try connection.copyIn("COPY staged_states FROM STDIN (FORMAT binary)", data: copy.finish())
         try connection.execute("""
             INSERT INTO \(unsafeSQL: tables.states) AS t (app_id, notification_id, state)
-            SELECT * FROM unnest(\(apps)::text[], \(notifications)::text[], \(encoded)::text[])
+            SELECT app_id, notification_id, state FROM staged_states
             ON CONFLICT (app_id, notification_id) DO UPDATE SET state = EXCLUDED.state
             """)
+        try connection.execute("TRUNCATE staged_states")
     }
 
     static func applyEngagement(_ deltas: [EngagementChanges.EngagementKey: EngagementContribution.Counters],

@@ -20,9 +20,21 @@ enum BenchCommand: EngageCommand {
                     .init("rounds", value: "n", help: "Rounds of each method; medians are reported.", default: "3"),
                     .init("connections", value: "n", help: "Appending connections working in parallel (the server runs two committers).", default: "2"),
                 ]),
+            Command(
+                name: "project",
+                abstract: "Measure the projector catching up from an empty read model over a log of N events (four per notification).",
+                options: CommonOptions.database + CommonOptions.logging + [
+                    .init("events", value: "n", help: "Events in the log (four per notification).", default: "1000000"),
+                    .init("rounds", value: "n", help: "Catch-ups measured; medians are reported.", default: "3"),
+                    .init("batch", value: "n", help: "Events per projector batch.", default: "5000"),
+                ]),
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
+        if arguments.commandPath.last == "project" {
+            try await ProjectorBenchmark.run(arguments)
+            return
+        }
         let logger = try CommonOptions.logger(arguments)
         let events = try arguments.int("events", default: 1_000_000, in: 1_000...50_000_000)
         let batchSize = try arguments.int("batch", default: 1_000, in: 1...100_000)

@@ -25,6 +25,48 @@ enum BenchmarkEvents {
         }
     }
 
+    /// Four events per notification (sent, delivered, displayed, then expanded or an action),
+    /// for projector and report benchmarks. Deterministic.
+    static func notifications(_ count: Int, startingAt first: Int = 0, app: String = "bench-app") -> [AppendItem] {
+        let categories = ["new_photo", "chat_message", "promo_sale", "breaking_news"]
+        let start = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000) - 20 * 86_400_000_000)
+        var items: [AppendItem] = []
+        items.reserveCapacity(count * 4)
+        for n in first..<(first + count) {
+            let notification = "bench-\(n)"
+            let category = categories[n % categories.count]
+            let rich = n % 5 != 0
+            // Spread over 20 days so the read model has realistic days.
+            let base = start.adding(microseconds: Int64(n % 1_728_000) * 1_000_000)
+            var serial = UInt64(n) * 4
+            func event(_ seconds: Int64, _ details: EventDetails) -> AppendItem {
+                serial += 1
+                return AppendItem(appID: app, event: Event(
+                    eventID: EventID(high: 0x5000_0000_0000_0000 | serial, low: 0x8000_0000_0000_0000 | serial &* 0x9e37_79b9),
+                    notificationID: notification, deviceID: "device-\(n % 100_000)", category: category,
+                    occurredAt: base.adding(microseconds: seconds * 1_000_000), details: details))
+            }
+            items.append(event(0, .sent(SentDetails(media: [
+                MediaVariant(variant: "original", kind: .image, format: .jpeg, bytes: 900_000, width: 1920, height: 1080),
+                MediaVariant(variant: "thumbnail", kind: .image, format: .jpeg, bytes: 60_000, width: 320, height: 180),
+            ], strategy: .full, payloadBytes: 812))))
+            items.append(event(2, .delivered(DeliveredDetails(
+                attachment: DeliveredAttachment(kind: rich ? .image : .noAttachment, format: rich ? .jpeg : nil,
+                                                bytes: rich ? 900_000 : nil, source: rich ? (n % 7 == 0 ? .cache : .network) : nil,
+                                                downloadMS: rich ? 200 + n % 2_500 : nil),
+                outcome: rich ? .attached : .timeout, processingMS: 300 + n % 3_000, timeWillExpire: !rich,
+                network: n % 3 == 0 ? .cellular : .wifi, strategy: .full))))
+            items.append(event(3, .displayed(DisplayedDetails(presentation: rich ? .rich : .plain, attachmentKind: rich ? .image : .noAttachment))))
+            switch n % 4 {
+            case 0: items.append(event(20, .expanded))
+            case 1: items.append(event(25, .action(ActionDetails(actionID: "like"))))
+            case 2: items.append(event(30, .action(ActionDetails(actionID: ActionDetails.openIdentifier))))
+            default: items.append(event(30, .action(ActionDetails(actionID: ActionDetails.dismissIdentifier))))
+            }
+        }
+        return items
+    }
+
     /// The same rows in COPY's text format, for `psql \copy`.
     static func copyText(_ items: [AppendItem]) -> Data {
         var text = [UInt8]()

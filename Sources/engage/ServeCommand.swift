@@ -4,6 +4,7 @@ import EventStore
 import Foundation
 import HTTPServer
 import Postgres
+import Projections
 import Runtime
 
 /// `engage serve`: the ingestion API with group commit, health and metrics, until SIGTERM/SIGINT.
@@ -41,6 +42,8 @@ struct ServerOptions {
         .init("max-event-bytes", value: "bytes", help: "Size of one event.", environment: "ENGAGE_MAX_EVENT_BYTES", default: "8192"),
         .init("max-past-days", value: "days", help: "How old occurred_at may be.", environment: "ENGAGE_MAX_PAST_DAYS", default: "30"),
         .init("max-future-minutes", value: "minutes", help: "How far ahead occurred_at may be.", environment: "ENGAGE_MAX_FUTURE_MINUTES", default: "10"),
+        .init("projector", value: "on|off", help: "Run the engagement projector in this process (one process is active, others stand by).",
+              environment: "ENGAGE_PROJECTOR", default: "on"),
     ]
 
     var server = EngageServer.Configuration()
@@ -66,6 +69,13 @@ struct ServerOptions {
         limits.maxFuture = .seconds(60 * (try arguments.int("max-future-minutes", default: 10, in: 0...1440)))
         let maxBody = try arguments.int("max-body-bytes", default: 1 << 20, in: 1024...(256 << 20))
         server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: maxBody)
+        server.runProjector = try arguments.value("projector", default: Switch.on) == .on
+        server.projector.failpoints = Failpoints.fromEnvironment()
     }
 }
 
+
+/// An on/off option value.
+enum Switch: String, CaseIterable {
+    case on, off
+}

@@ -1,0 +1,95 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Projections
+import Runtime
+
+/// `engage bench project`: projector catch-up speed from an empty read model.
+enum ProjectorBenchmark {
+    static func run(_ arguments: ParsedArguments) async throws {
+        var logger = try CommonOptions.logger(arguments)
+        logger.level = max(logger.level, .warning)
+        let events = try arguments.int("events", default: 1_000_000, in: 4_000...100_000_000)
+        let rounds = try arguments.int("rounds", default: 3, in: 1...20)
+        let batch = try arguments.int("batch", default: 5_000, in: 100...100_000)
+        let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
+        defer { setup.close() }
+        let configuration = setup.configuration.withDatabase("engage_bench_project")
+        try BenchCommand.createDatabase(named: "engage_bench_project", using: setup.configuration)
+        try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+        let pool = ConnectionPool(configuration: configuration, size: 4)
+        let store = EventStore(pool: pool)
+
+        let notifications = events / 4
+        try await fillLog(store: store, pool: pool, notifications: notifications)
+        let logged = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
+        print("log: \(logged) events of \(notifications) notifications")
+
+        var seconds: [Double] = []
+        for round in 1...rounds {
+            try await resetReadModel(pool)
+            var projectorConfiguration = Projector.Configuration()
+            projectorConfiguration.batchSize = batch
+            projectorConfiguration.pollInterval = .milliseconds(20)
+            let projector = Projector(pool: pool, configuration: projectorConfiguration, logger: logger,
+                                      metrics: ProjectorMetrics(registry: MetricsRegistry()))
+            let stopwatch = Stopwatch()
+            let running = Task { try await projector.run() }
+            while true {
+                let processed = try await pool.withConnection { connection in
+                    try connection.query("SELECT coalesce(max(events_processed), 0) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
+                }
+                if processed >= logged { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let elapsed = stopwatch.elapsed.seconds
+            running.cancel()
+            _ = try? await running.value
+            seconds.append(elapsed)
+            print(String(format: "round %d: caught up with %d events in %.2f s: %.0f events/s", round, logged, elapsed, Double(logged) / elapsed))
+        }
+        let median = BenchCommand.median(seconds)
+        let counted = try await pool.withConnection { try $0.query("SELECT sum(notifications)::int8 FROM engagement_daily")[0].decode(0, as: Int.self) }
+        print(String(format: "projector catch-up: median %.2f s for %d events = %.0f events/s (batch %d); read model counts %d notifications",
+                     median, logged, Double(logged) / median, batch, counted))
+        await pool.close()
+    }
+
+    /// Appends notifications until the log holds `notifications` of them (kept between runs).
+    static func fillLog(store: EventStore, pool: ConnectionPool, notifications: Int) async throws {
+        let present = try await pool.withConnection {
+            try $0.query("SELECT count(DISTINCT notification_id) FROM events")[0].decode(0, as: Int.self)
+        }
+        guard present < notifications else { return }
+        if present > 0 {
+            try await pool.withConnection { try $0.execute("TRUNCATE events, event_ids") }
+        }
+        let chunk = 25_000
+        var next = 0
+        while next < notifications {
+            let count = min(chunk, notifications - next)
+            let items = BenchmarkEvents.notifications(count, startingAt: next)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for lane in 0..<2 {
+                    group.addTask {
+                        for start in stride(from: lane * 1000, to: items.count, by: 2000) {
+                            _ = try await store.append(Array(items[start..<min(start + 1000, items.count)]))
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            next += count
+        }
+        try await pool.withConnection { _ = try $0.execute("VACUUM ANALYZE events") }
+    }
+
+    static func resetReadModel(_ pool: ConnectionPool) async throws {
+        try await pool.withConnection { connection in
+            try connection.execute("TRUNCATE notification_states, engagement_daily, engagement_actions_daily, extension_telemetry_daily")
+            try connection.execute("DELETE FROM projection_checkpoints")
+            try connection.execute("CHECKPOINT")
+        }
+    }
+}
