@@ -1,0 +1,154 @@
+/// Do rich push notifications earn more engagement than plain ones, per category, and how does
+/// the notification service extension behave? The pure model of that report and its renderings
+/// (`renderTable`, `renderJSON`, `renderCSV`, `renderHTML`); the caller queries the read
+/// models and passes the rows in.
+///
+/// Rich and plain are the *actual* presentations (`ObservedPresentation`), so the comparison is
+/// observational; every rendering carries `caveat`. Rates are per displayed notification of the
+/// presentation (see `ReportMetric`), with Wilson score intervals at `confidence`.
+public struct EngagementReport: Sendable, Hashable {
+    public let generatedAt: Timestamp
+    public let grouping: ReportGrouping
+    public let filters: ReportFilters
+    /// One per group, ordered by `ReportGroupKey`.
+    public let groups: [ReportGroup]
+    /// All rows that passed the filters, as one group (category nil).
+    public let total: ReportGroup
+    /// Extension telemetry per category and attachment kind, ordered by category then kind.
+    public let telemetry: [TelemetrySummary]
+    /// Extension telemetry per attachment kind across categories (category nil).
+    public let telemetryByAttachment: [TelemetrySummary]
+    /// All telemetry rows that passed the filters (category and attachment kind nil).
+    public let telemetryTotal: TelemetrySummary
+
+    /// Confidence of every interval.
+    public static let confidence = 0.95
+    /// Significance level of `MetricComparison.significant`.
+    public static let alpha = 0.05
+
+    /// Shown by every rendering.
+    public static let caveat = "Rich versus plain here is by actual presentation, which is observational: "
+        + "devices on slow networks fall back to plain notifications and may engage differently, so a "
+        + "difference is not necessarily caused by the attachment. The randomized comparison comes from experiments."
+
+    /// What the rates are divided by.
+    public static let denominatorNote = "Rates are per displayed notification of the same presentation "
+        + "(expanded, actioned, opened, dismissed or replied / displayed); intervals are 95% Wilson, "
+        + "absolute lift rich − plain with a Newcombe interval, relative lift rich / plain − 1 with a "
+        + "delta-method interval, p from a two-sided pooled two-proportion z test."
+
+    public init(generatedAt: Timestamp, grouping: ReportGrouping, filters: ReportFilters, groups: [ReportGroup],
+                total: ReportGroup, telemetry: [TelemetrySummary], telemetryByAttachment: [TelemetrySummary],
+                telemetryTotal: TelemetrySummary) {
+        self.generatedAt = generatedAt
+        self.grouping = grouping
+        self.filters = filters
+        self.groups = groups
+        self.total = total
+        self.telemetry = telemetry
+        self.telemetryByAttachment = telemetryByAttachment
+        self.telemetryTotal = telemetryTotal
+    }
+
+    /// Builds the report from read-model rows. Rows that the filters reject are left out
+    /// everywhere. `actions` are used by the `.action` grouping only (the other groupings count
+    /// any action through `EngagementRow.actioned`).
+    public static func build(engagement: [EngagementRow], actions: [ActionCountRow] = [],
+                             telemetry: [TelemetryRow] = [], grouping: ReportGrouping = .category,
+                             filters: ReportFilters = ReportFilters(), generatedAt: Timestamp) -> EngagementReport {
+        let engagement = engagement.filter {
+            filters.admits(appID: $0.appID, category: $0.category, attachmentKind: $0.attachmentKind, day: $0.day)
+        }
+        let actions = grouping == .action ? actions.filter {
+            filters.admits(appID: $0.appID, category: $0.category, attachmentKind: $0.attachmentKind, day: $0.day)
+        } : []
+        let telemetry = telemetry.filter {
+            filters.admits(appID: $0.appID, category: $0.category, attachmentKind: $0.attachmentKind, day: $0.day)
+        }
+
+        func key(category: String, attachmentKind: String, day: UTCDay) -> ReportGroupKey {
+            switch grouping {
+            case .category, .action: ReportGroupKey(category: category)
+            case .attachment: ReportGroupKey(category: category, attachmentKind: attachmentKind)
+            case .day: ReportGroupKey(category: category, day: day)
+            }
+        }
+
+        var accumulators: [ReportGroupKey: GroupAccumulator] = [:]
+        var totalAccumulator = GroupAccumulator()
+        for row in engagement {
+            let groupKey = key(category: row.category, attachmentKind: row.attachmentKind, day: row.day)
+            accumulators[groupKey, default: GroupAccumulator()].add(row)
+            totalAccumulator.add(row)
+        }
+        for row in actions {
+            let groupKey = key(category: row.category, attachmentKind: row.attachmentKind, day: row.day)
+            accumulators[groupKey, default: GroupAccumulator()].add(row)
+            totalAccumulator.add(row)
+        }
+        let groups = accumulators.keys.sorted().map { accumulators[$0]!.group(key: $0, grouping: grouping) }
+        let total = totalAccumulator.group(key: ReportGroupKey(category: nil), grouping: grouping)
+
+        struct TelemetryKey: Hashable {
+            var category: String
+            var attachmentKind: String
+
+            static func precedes(_ a: TelemetryKey, _ b: TelemetryKey) -> Bool {
+                a.category != b.category ? a.category < b.category : AttachmentOrder.precedes(a.attachmentKind, b.attachmentKind)
+            }
+        }
+        let byCategory = Dictionary(grouping: telemetry) {
+            TelemetryKey(category: $0.category, attachmentKind: $0.attachmentKind)
+        }
+        let telemetrySummaries = byCategory.keys.sorted(by: TelemetryKey.precedes).map {
+            TelemetrySummary(category: $0.category, attachmentKind: $0.attachmentKind, rows: byCategory[$0]!)
+        }
+        let byKind = Dictionary(grouping: telemetry, by: \.attachmentKind)
+        let kindSummaries = byKind.keys.sorted(by: AttachmentOrder.precedes)
+            .map { TelemetrySummary(category: nil, attachmentKind: $0, rows: byKind[$0]!) }
+
+        return EngagementReport(
+            generatedAt: generatedAt, grouping: grouping, filters: filters, groups: groups, total: total,
+            telemetry: telemetrySummaries, telemetryByAttachment: kindSummaries,
+            telemetryTotal: TelemetrySummary(category: nil, attachmentKind: nil, rows: telemetry))
+    }
+}
+
+/// Sums of one group's rows while the report is built.
+private struct GroupAccumulator {
+    var rich = PresentationCounts()
+    var plain = PresentationCounts()
+    var notDisplayed = PresentationCounts()
+
+    mutating func add(_ row: EngagementRow) {
+        switch row.presentation {
+        case .rich: rich.add(row)
+        case .plain: plain.add(row)
+        case .unknown: notDisplayed.add(row)
+        }
+    }
+
+    mutating func add(_ row: ActionCountRow) {
+        switch row.presentation {
+        case .rich: rich.actions[row.actionID, default: 0] += row.count
+        case .plain: plain.actions[row.actionID, default: 0] += row.count
+        case .unknown: notDisplayed.actions[row.actionID, default: 0] += row.count
+        }
+    }
+
+    func group(key: ReportGroupKey, grouping: ReportGrouping) -> ReportGroup {
+        let metrics: [ReportMetric]
+        if grouping == .action {
+            let ids = Set(rich.actions.keys).union(plain.actions.keys).union(notDisplayed.actions.keys)
+            metrics = ids.sorted().map(ReportMetric.customAction)
+        } else {
+            metrics = ReportMetric.standard
+        }
+        return ReportGroup(
+            key: key, rich: rich, plain: plain, notDisplayed: notDisplayed,
+            metrics: metrics.map {
+                MetricComparison(metric: $0, rich: rich, plain: plain, notDisplayed: notDisplayed,
+                                 confidence: EngagementReport.confidence, alpha: EngagementReport.alpha)
+            })
+    }
+}

@@ -1,0 +1,143 @@
+/// Number formatting shared by the table and the HTML page: fixed decimals, locale-free, the
+/// same on every platform, and never "nan" (undefined values print as `missing`).
+enum ReportFormat {
+    /// Printed where a value is undefined.
+    static let missing = "—"
+
+    /// `value` rounded half away from zero to `decimals` places, no exponent, no "-0".
+    static func fixed(_ value: Double, _ decimals: Int) -> String {
+        guard value.isFinite else { return missing }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let scaled = (abs(value) * scale).rounded(.toNearestOrAwayFromZero)
+        guard scaled < 9e15 else { return value < 0 ? "-" + String(abs(value)) : String(value) }
+        let units = UInt64(scaled)
+        var digits = String(units)
+        if decimals > 0 {
+            if digits.count <= decimals { digits = String(repeating: "0", count: decimals - digits.count + 1) + digits }
+            digits.insert(".", at: digits.index(digits.endIndex, offsetBy: -decimals))
+        }
+        return (value < 0 && units != 0 ? "-" : "") + digits
+    }
+
+    /// `+1.5` / `-1.5` / `0.0`.
+    static func signed(_ value: Double, _ decimals: Int) -> String {
+        let text = fixed(value, decimals)
+        return value > 0 && text.contains(where: { $0 != "0" && $0 != "." }) ? "+" + text : text
+    }
+
+    /// A rate as `30.8%`.
+    static func percent(_ rate: Double?, decimals: Int = 1) -> String {
+        rate.map { fixed($0 * 100, decimals) + "%" } ?? missing
+    }
+
+    /// A rate with its interval: `30.8% [25.5–36.6]`.
+    static func rate(_ estimate: RateEstimate) -> String {
+        guard let rate = estimate.rate, let interval = estimate.interval else { return missing }
+        return percent(rate) + " [" + fixed(interval.lower * 100, 1) + "–" + fixed(interval.upper * 100, 1) + "]"
+    }
+
+    /// Absolute lift in percentage points: `+14.8 pp [+8.0, +21.4]`.
+    static func absoluteLift(_ comparison: MetricComparison) -> String {
+        guard let lift = comparison.absoluteLift else { return missing }
+        var text = signed(lift * 100, 1) + " pp"
+        if let interval = comparison.absoluteInterval {
+            text += " [" + signed(interval.lower * 100, 1) + ", " + signed(interval.upper * 100, 1) + "]"
+        }
+        return text
+    }
+
+    /// Relative lift: `+92.5% [+37.3, +147.7]`.
+    static func relativeLift(_ comparison: MetricComparison) -> String {
+        guard let lift = comparison.relativeLift else { return missing }
+        var text = signed(lift * 100, 1) + "%"
+        if let interval = comparison.relativeInterval {
+            text += " [" + signed(interval.lower * 100, 1) + ", " + signed(interval.upper * 100, 1) + "]"
+        }
+        return text
+    }
+
+    /// `<0.001`, `0.012`, `1.000`.
+    static func pValue(_ p: Double?) -> String {
+        guard let p else { return missing }
+        return p < 0.001 ? "<0.001" : fixed(p, 3)
+    }
+
+    /// `significant`, `small sample`, both, or `missing`.
+    static func flags(_ comparison: MetricComparison) -> String {
+        var flags: [String] = []
+        if comparison.significant == true { flags.append("significant") }
+        if comparison.smallSample { flags.append("small sample") }
+        return flags.isEmpty ? missing : flags.joined(separator: ", ")
+    }
+
+    /// Milliseconds: one decimal below 10 ms, whole milliseconds above.
+    static func milliseconds(_ value: Double?) -> String {
+        guard let value else { return missing }
+        return fixed(value, value < 10 ? 1 : 0)
+    }
+
+    /// `p50 / p95 / p99` in milliseconds.
+    static func percentiles(_ latency: LatencyPercentiles) -> String {
+        guard latency.count > 0 else { return missing }
+        return [latency.p50, latency.p95, latency.p99].map(milliseconds).joined(separator: " / ")
+    }
+
+    /// Bytes in binary units: `512 B`, `12.3 KiB`, `4.5 MiB`, `1.2 GiB`.
+    static func bytes(_ value: Double?) -> String {
+        guard let value else { return missing }
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var scaled = value
+        var unit = 0
+        while abs(scaled) >= 1024 && unit < units.count - 1 {
+            scaled /= 1024
+            unit += 1
+        }
+        return (unit == 0 ? fixed(scaled, 0) : fixed(scaled, 1)) + " " + units[unit]
+    }
+
+    /// `count (share)`: `80 (80.0%)`.
+    static func countAndShare(_ count: Int, _ share: Double?) -> String {
+        share.map { "\(count) (\(percent($0)))" } ?? String(count)
+    }
+
+    /// Splits `text` into lines of at most `width` characters at spaces.
+    static func wrap(_ text: String, width: Int) -> [String] {
+        var lines: [String] = []
+        var line = ""
+        for word in text.split(separator: " ") {
+            if !line.isEmpty && line.count + 1 + word.count > width {
+                lines.append(line)
+                line = ""
+            }
+            line += line.isEmpty ? String(word) : " " + word
+        }
+        if !line.isEmpty { lines.append(line) }
+        return lines
+    }
+}
+
+extension EngagementReport {
+    /// Names of the outcomes for people, in `DeliveryOutcome.allCases` order.
+    static func outcomeLabel(_ outcome: DeliveryOutcome) -> String {
+        switch outcome {
+        case .attached: "attached"
+        case .timeout: "timeout"
+        case .tooLarge: "too large"
+        case .unsupportedFormat: "unsupported"
+        case .downloadFailed: "download failed"
+        case .notRequested: "not requested"
+        }
+    }
+
+    /// The filters for people, `none` when nothing is filtered.
+    var filterText: String {
+        let summary = filters.summary
+        return summary.isEmpty ? "none" : summary.map { "\($0.name): \($0.value)" }.joined(separator: "; ")
+    }
+
+    /// The category and kind of a telemetry summary for people.
+    static func telemetryLabels(_ summary: TelemetrySummary) -> (category: String, attachment: String) {
+        (summary.category ?? "all categories", summary.attachmentKind ?? "all kinds")
+    }
+}

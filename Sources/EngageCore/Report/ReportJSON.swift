@@ -1,0 +1,196 @@
+extension EngagementReport {
+    /// The report as compact JSON (UTF-8). Every key is always present, in the order below;
+    /// numbers are JSON numbers (rates and shares as fractions, not percent), and values that
+    /// are undefined for the data (no denominator, a relative lift over a plain rate of 0, ...)
+    /// are `null`, never NaN.
+    ///
+    ///     {
+    ///       "report": "engagement", "version": 1,
+    ///       "generated_at": "2026-11-29T20:00:00Z",
+    ///       "grouping": "category" | "attachment" | "day" | "action",
+    ///       "filters": {"app_ids": [..], "categories": [..], "attachment_kinds": [..],
+    ///                   "from": "YYYY-MM-DD" | null, "through": "YYYY-MM-DD" | null},
+    ///       "confidence": 0.95, "alpha": 0.05, "rate_denominator": "displayed",
+    ///       "caveat": "...", "note": "...",
+    ///       "groups": [GROUP, ...], "total": GROUP,
+    ///       "telemetry": [TELEMETRY, ...],               // per category and attachment kind
+    ///       "telemetry_by_attachment": [TELEMETRY, ...], // category null
+    ///       "telemetry_total": TELEMETRY                 // category and attachment_kind null
+    ///     }
+    ///     GROUP = {"category": s | null, "attachment_kind": s | null, "day": "YYYY-MM-DD" | null,
+    ///              "rich": COUNTS, "plain": COUNTS, "not_displayed": COUNTS, "metrics": [METRIC, ...]}
+    ///     COUNTS = {"notifications", "delivered", "displayed", "expanded", "actioned", "opened",
+    ///               "dismissed", "replied": n, "actions": {"<action id>": n, ...}}
+    ///     METRIC = {"metric": "expansion" | "action" | "open" | "dismiss" | "reply" | "action:<id>",
+    ///               "rich": RATE, "plain": RATE, "not_displayed_count": n,
+    ///               "absolute_lift", "absolute_lower", "absolute_upper",
+    ///               "relative_lift", "relative_lower", "relative_upper", "p_value": x | null,
+    ///               "significant": bool | null, "small_sample": bool}
+    ///     RATE = {"successes": n, "trials": n, "rate": x | null, "lower": x | null, "upper": x | null}
+    ///     TELEMETRY = {"category": s | null, "attachment_kind": s | null, "delivered": n,
+    ///                  "outcomes": {"attached": OUTCOME, "timeout": .., "too_large": ..,
+    ///                               "unsupported_format": .., "download_failed": .., "not_requested": ..},
+    ///                  "timeout_share", "too_large_share": x | null, "time_will_expire": n,
+    ///                  "download_ms": LATENCY, "processing_ms": LATENCY,
+    ///                  "cache_hits": n, "network_fetches": n, "cache_hit_rate": x | null,
+    ///                  "bytes_total": n, "bytes_reported": n, "bytes_mean": x | null}
+    ///     OUTCOME = {"count": n, "share": x | null}
+    ///     LATENCY = {"count": n, "p50": x | null, "p95": x | null, "p99": x | null}
+    public func renderJSON() -> [UInt8] {
+        var json = JSONWriter(capacity: 4096)
+        json.beginObject()
+        json.key("report"); json.string("engagement")
+        json.key("version"); json.int(1)
+        json.key("generated_at"); json.string(generatedAt.rfc3339)
+        json.key("grouping"); json.string(grouping.rawValue)
+        json.key("filters")
+        json.beginObject()
+        json.key("app_ids"); json.strings(filters.appIDs.sorted())
+        json.key("categories"); json.strings(filters.categories.sorted())
+        json.key("attachment_kinds"); json.strings(filters.attachmentKinds.sorted(by: AttachmentOrder.precedes))
+        json.key("from"); json.optionalString(filters.from?.description)
+        json.key("through"); json.optionalString(filters.through?.description)
+        json.endObject()
+        json.key("confidence"); json.double(Self.confidence)
+        json.key("alpha"); json.double(Self.alpha)
+        json.key("rate_denominator"); json.string("displayed")
+        json.key("caveat"); json.string(Self.caveat)
+        json.key("note"); json.string(Self.denominatorNote)
+        json.key("groups")
+        json.beginArray()
+        for group in groups { json.group(group) }
+        json.endArray()
+        json.key("total"); json.group(total)
+        json.key("telemetry")
+        json.beginArray()
+        for summary in telemetry { json.telemetry(summary) }
+        json.endArray()
+        json.key("telemetry_by_attachment")
+        json.beginArray()
+        for summary in telemetryByAttachment { json.telemetry(summary) }
+        json.endArray()
+        json.key("telemetry_total"); json.telemetry(telemetryTotal)
+        json.endObject()
+        return json.bytes
+    }
+}
+
+private extension JSONWriter {
+    mutating func strings(_ values: [String]) {
+        beginArray()
+        for value in values { string(value) }
+        endArray()
+    }
+
+    mutating func optionalString(_ value: String?) {
+        if let value { string(value) } else { null() }
+    }
+
+    mutating func optionalDouble(_ value: Double?) {
+        if let value { double(value) } else { null() }
+    }
+
+    mutating func optionalBool(_ value: Bool?) {
+        if let value { bool(value) } else { null() }
+    }
+
+    mutating func group(_ group: ReportGroup) {
+        beginObject()
+        key("category"); optionalString(group.key.category)
+        key("attachment_kind"); optionalString(group.key.attachmentKind)
+        key("day"); optionalString(group.key.day?.description)
+        key("rich"); counts(group.rich)
+        key("plain"); counts(group.plain)
+        key("not_displayed"); counts(group.notDisplayed)
+        key("metrics")
+        beginArray()
+        for metric in group.metrics { comparison(metric) }
+        endArray()
+        endObject()
+    }
+
+    mutating func counts(_ counts: PresentationCounts) {
+        beginObject()
+        key("notifications"); int(counts.notifications)
+        key("delivered"); int(counts.delivered)
+        key("displayed"); int(counts.displayed)
+        key("expanded"); int(counts.expanded)
+        key("actioned"); int(counts.actioned)
+        key("opened"); int(counts.opened)
+        key("dismissed"); int(counts.dismissed)
+        key("replied"); int(counts.replied)
+        key("actions")
+        beginObject()
+        for id in counts.actions.keys.sorted() {
+            key(id); int(counts.actions[id]!)
+        }
+        endObject()
+        endObject()
+    }
+
+    mutating func comparison(_ metric: MetricComparison) {
+        beginObject()
+        key("metric"); string(metric.metric.key)
+        key("rich"); rate(metric.rich)
+        key("plain"); rate(metric.plain)
+        key("not_displayed_count"); int(metric.notDisplayedCount)
+        key("absolute_lift"); optionalDouble(metric.absoluteLift)
+        key("absolute_lower"); optionalDouble(metric.absoluteInterval?.lower)
+        key("absolute_upper"); optionalDouble(metric.absoluteInterval?.upper)
+        key("relative_lift"); optionalDouble(metric.relativeLift)
+        key("relative_lower"); optionalDouble(metric.relativeInterval?.lower)
+        key("relative_upper"); optionalDouble(metric.relativeInterval?.upper)
+        key("p_value"); optionalDouble(metric.pValue)
+        key("significant"); optionalBool(metric.significant)
+        key("small_sample"); bool(metric.smallSample)
+        endObject()
+    }
+
+    mutating func rate(_ estimate: RateEstimate) {
+        beginObject()
+        key("successes"); int(estimate.successes)
+        key("trials"); int(estimate.trials)
+        key("rate"); optionalDouble(estimate.rate)
+        key("lower"); optionalDouble(estimate.interval?.lower)
+        key("upper"); optionalDouble(estimate.interval?.upper)
+        endObject()
+    }
+
+    mutating func telemetry(_ summary: TelemetrySummary) {
+        beginObject()
+        key("category"); optionalString(summary.category)
+        key("attachment_kind"); optionalString(summary.attachmentKind)
+        key("delivered"); int(summary.delivered)
+        key("outcomes")
+        beginObject()
+        for outcome in DeliveryOutcome.allCases {
+            key(outcome.rawValue)
+            beginObject()
+            key("count"); int(summary.outcomes[outcome, default: 0])
+            key("share"); optionalDouble(summary.share(of: outcome))
+            endObject()
+        }
+        endObject()
+        key("timeout_share"); optionalDouble(summary.timeoutShare)
+        key("too_large_share"); optionalDouble(summary.tooLargeShare)
+        key("time_will_expire"); int(summary.timeWillExpire)
+        key("download_ms"); latency(summary.download)
+        key("processing_ms"); latency(summary.processing)
+        key("cache_hits"); int(summary.cacheHits)
+        key("network_fetches"); int(summary.networkFetches)
+        key("cache_hit_rate"); optionalDouble(summary.cacheHitRate)
+        key("bytes_total"); int(Int(summary.totalBytes))
+        key("bytes_reported"); int(summary.bytesReported)
+        key("bytes_mean"); optionalDouble(summary.meanBytes)
+        endObject()
+    }
+
+    mutating func latency(_ latency: LatencyPercentiles) {
+        beginObject()
+        key("count"); int(Int(latency.count))
+        key("p50"); optionalDouble(latency.p50)
+        key("p95"); optionalDouble(latency.p95)
+        key("p99"); optionalDouble(latency.p99)
+        endObject()
+    }
+}

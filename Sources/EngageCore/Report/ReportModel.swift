@@ -1,0 +1,325 @@
+/// Counts of the notifications of one actual presentation in one group.
+public struct PresentationCounts: Sendable, Hashable {
+    public var notifications: Int
+    public var delivered: Int
+    public var displayed: Int
+    public var expanded: Int
+    public var actioned: Int
+    public var opened: Int
+    public var dismissed: Int
+    public var replied: Int
+    /// Notifications per app-defined action ID (filled for the `.action` grouping only).
+    public var actions: [String: Int]
+
+    public init(notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, expanded: Int = 0,
+                actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0,
+                actions: [String: Int] = [:]) {
+        self.notifications = notifications
+        self.delivered = delivered
+        self.displayed = displayed
+        self.expanded = expanded
+        self.actioned = actioned
+        self.opened = opened
+        self.dismissed = dismissed
+        self.replied = replied
+        self.actions = actions
+    }
+
+    mutating func add(_ row: EngagementRow) {
+        notifications += row.notifications
+        delivered += row.delivered
+        displayed += row.displayed
+        expanded += row.expanded
+        actioned += row.actioned
+        opened += row.opened
+        dismissed += row.dismissed
+        replied += row.replied
+    }
+
+    /// The numerator of `metric`.
+    public func count(of metric: ReportMetric) -> Int {
+        switch metric {
+        case .expansion: expanded
+        case .action: actioned
+        case .open: opened
+        case .dismiss: dismissed
+        case .reply: replied
+        case .customAction(let id): actions[id, default: 0]
+        }
+    }
+}
+
+/// A rate of the report. The denominator of every rate is the number of *displayed*
+/// notifications of the presentation at hand: a notification that was never shown could not be
+/// expanded, actioned, opened, dismissed or replied to through its banner.
+public enum ReportMetric: Sendable, Hashable, Comparable {
+    /// Expanded (long-pressed) / displayed.
+    case expansion
+    /// Took any app-defined action / displayed.
+    case action
+    /// Opened the app / displayed.
+    case open
+    /// Dismissed / displayed.
+    case dismiss
+    /// Replied (text input action) / displayed.
+    case reply
+    /// Took the app-defined action with this ID / displayed (the `.action` grouping).
+    case customAction(String)
+
+    /// The five rates of the category, attachment and day groupings.
+    public static let standard: [ReportMetric] = [.expansion, .action, .open, .dismiss, .reply]
+
+    /// Stable machine name: `expansion`, `action`, `open`, `dismiss`, `reply`, `action:ID`.
+    public var key: String {
+        switch self {
+        case .expansion: "expansion"
+        case .action: "action"
+        case .open: "open"
+        case .dismiss: "dismiss"
+        case .reply: "reply"
+        case .customAction(let id): "action:" + id
+        }
+    }
+
+    /// Name for people.
+    public var label: String {
+        switch self {
+        case .expansion: "expansion"
+        case .action: "any action"
+        case .open: "open"
+        case .dismiss: "dismiss"
+        case .reply: "reply"
+        case .customAction(let id): "action " + id
+        }
+    }
+}
+
+/// `successes / trials` with its Wilson score interval; `rate` and `interval` are nil when there
+/// are no trials, or when the counts are inconsistent (more successes than trials, negative).
+public struct RateEstimate: Sendable, Hashable {
+    public let successes: Int
+    public let trials: Int
+    public let rate: Double?
+    public let interval: ConfidenceInterval?
+
+    init(successes: Int, trials: Int, confidence: Double) {
+        self.successes = successes
+        self.trials = trials
+        if trials > 0, let proportion = try? Proportion(successes: successes, trials: trials) {
+            rate = proportion.rate
+            interval = proportion.wilsonInterval(confidence: confidence)
+        } else {
+            rate = nil
+            interval = nil
+        }
+    }
+}
+
+/// One rate for rich and plain presentations side by side, and rich against plain.
+///
+/// Fields that cannot be computed from the data are nil, never NaN:
+///  - `absoluteLift` (rich − plain) and its Newcombe hybrid score interval need both rates;
+///  - `relativeLift` (rich / plain − 1) also needs a plain rate above 0; its delta-method
+///    interval (`Lift.fixedHorizon`, Welch) also needs both rates strictly between 0 and 1 and
+///    at least two displayed notifications per side;
+///  - `pValue` is the two-sided pooled two-proportion z test of rich == plain; it needs both
+///    rates and a pooled rate strictly between 0 and 1. `significant` is `pValue < alpha`.
+public struct MetricComparison: Sendable, Hashable {
+    public let metric: ReportMetric
+    public let rich: RateEstimate
+    public let plain: RateEstimate
+    /// Numerator among notifications that were never displayed (no rate: no denominator).
+    public let notDisplayedCount: Int
+    public let absoluteLift: Double?
+    public let absoluteInterval: ConfidenceInterval?
+    public let relativeLift: Double?
+    public let relativeInterval: ConfidenceInterval?
+    public let pValue: Double?
+    public let significant: Bool?
+    /// `ProportionComparison.isSmallSample`: a side with fewer than 30 displayed notifications,
+    /// or fewer than 5 successes or failures. True when a side has none.
+    public let smallSample: Bool
+
+    init(metric: ReportMetric, rich richCounts: PresentationCounts, plain plainCounts: PresentationCounts,
+         notDisplayed: PresentationCounts, confidence: Double, alpha: Double) {
+        self.metric = metric
+        rich = RateEstimate(successes: richCounts.count(of: metric), trials: richCounts.displayed, confidence: confidence)
+        plain = RateEstimate(successes: plainCounts.count(of: metric), trials: plainCounts.displayed, confidence: confidence)
+        notDisplayedCount = notDisplayed.count(of: metric)
+
+        guard rich.rate != nil, plain.rate != nil,
+              let variant = try? Proportion(successes: rich.successes, trials: rich.trials),
+              let control = try? Proportion(successes: plain.successes, trials: plain.trials)
+        else {
+            absoluteLift = nil
+            absoluteInterval = nil
+            relativeLift = nil
+            relativeInterval = nil
+            pValue = nil
+            significant = nil
+            smallSample = true
+            return
+        }
+        let comparison = ProportionComparison(variant: variant, control: control)
+        absoluteLift = comparison.absoluteDifference
+        absoluteInterval = comparison.newcombeInterval(confidence: confidence)
+        if control.rate > 0 {
+            relativeLift = variant.rate / control.rate - 1
+            relativeInterval = (try? comparison.lift(.relative))?.fixedHorizon(confidence: confidence).interval
+        } else {
+            relativeLift = nil
+            relativeInterval = nil
+        }
+        pValue = try? comparison.pooledZTestPValue()
+        significant = pValue.map { $0 < alpha }
+        smallSample = comparison.isSmallSample
+    }
+}
+
+/// What a group is: a category (nil in the total over all categories), and with the
+/// `.attachment` or `.day` grouping the attachment kind or the day.
+public struct ReportGroupKey: Sendable, Hashable, Comparable {
+    public let category: String?
+    public let attachmentKind: String?
+    public let day: UTCDay?
+
+    public init(category: String?, attachmentKind: String? = nil, day: UTCDay? = nil) {
+        self.category = category
+        self.attachmentKind = attachmentKind
+        self.day = day
+    }
+
+    /// `news`, `news · image`, `news · 2026-11-29`, `all categories`.
+    public var label: String {
+        var parts = [category ?? "all categories"]
+        if let attachmentKind { parts.append(attachmentKind) }
+        if let day { parts.append(day.description) }
+        return parts.joined(separator: " · ")
+    }
+
+    /// Categories ascending (the total last), then attachment kinds in display order, then days.
+    public static func < (a: ReportGroupKey, b: ReportGroupKey) -> Bool {
+        if a.category != b.category {
+            guard let left = a.category else { return false }
+            guard let right = b.category else { return true }
+            return left < right
+        }
+        if a.attachmentKind != b.attachmentKind {
+            return AttachmentOrder.precedes(a.attachmentKind ?? "", b.attachmentKind ?? "")
+        }
+        return (a.day?.daysSinceEpoch ?? .min) < (b.day?.daysSinceEpoch ?? .min)
+    }
+}
+
+/// Rich, plain and never-displayed notifications of one group, and its rates compared.
+public struct ReportGroup: Sendable, Hashable {
+    public let key: ReportGroupKey
+    public let rich: PresentationCounts
+    public let plain: PresentationCounts
+    /// Notifications without a `displayed` event (`ObservedPresentation.unknown`).
+    public let notDisplayed: PresentationCounts
+    /// The five standard rates, or one per action ID with the `.action` grouping.
+    public let metrics: [MetricComparison]
+}
+
+/// The 50th, 95th and 99th percentile of a merged latency histogram, in milliseconds; nil
+/// when no latency was recorded.
+public struct LatencyPercentiles: Sendable, Hashable {
+    public let count: Int64
+    public let p50: Double?
+    public let p95: Double?
+    public let p99: Double?
+
+    init(_ histogram: LatencyHistogram) {
+        count = histogram.totalCount
+        p50 = histogram.quantile(0.5)
+        p95 = histogram.quantile(0.95)
+        p99 = histogram.quantile(0.99)
+    }
+}
+
+/// The notification service extension's behaviour in one category and attachment kind, or in a
+/// total (nil category: all categories; nil attachment kind: all kinds).
+///
+/// Shares are of `delivered`; rates and means are nil when their denominator is 0.
+public struct TelemetrySummary: Sendable, Hashable {
+    public let category: String?
+    public let attachmentKind: String?
+    public let delivered: Int
+    /// Delivered notifications per outcome, every outcome present (0 when none).
+    public let outcomes: [DeliveryOutcome: Int]
+    public let timeWillExpire: Int
+    public let cacheHits: Int
+    public let networkFetches: Int
+    public let totalBytes: Int64
+    public let bytesReported: Int
+    public let download: LatencyPercentiles
+    public let processing: LatencyPercentiles
+
+    init(category: String?, attachmentKind: String?, rows: [TelemetryRow]) {
+        self.category = category
+        self.attachmentKind = attachmentKind
+        var outcomes = Dictionary(uniqueKeysWithValues: DeliveryOutcome.allCases.map { ($0, 0) })
+        var delivered = 0, timeWillExpire = 0, cacheHits = 0, networkFetches = 0, bytesReported = 0
+        var totalBytes: Int64 = 0
+        var download = LatencyHistogram()
+        var processing = LatencyHistogram()
+        for row in rows {
+            delivered += row.delivered
+            for (outcome, count) in row.outcomes { outcomes[outcome, default: 0] += count }
+            timeWillExpire += row.timeWillExpire
+            cacheHits += row.cacheHits
+            networkFetches += row.networkFetches
+            totalBytes += row.bytes
+            bytesReported += row.bytesReported
+            mergeHistogram(row.downloadHistogram, into: &download)
+            mergeHistogram(row.processingHistogram, into: &processing)
+        }
+        self.delivered = delivered
+        self.outcomes = outcomes
+        self.timeWillExpire = timeWillExpire
+        self.cacheHits = cacheHits
+        self.networkFetches = networkFetches
+        self.totalBytes = totalBytes
+        self.bytesReported = bytesReported
+        self.download = LatencyPercentiles(download)
+        self.processing = LatencyPercentiles(processing)
+    }
+
+    /// `outcomes[outcome] / delivered`.
+    public func share(of outcome: DeliveryOutcome) -> Double? {
+        delivered > 0 ? Double(outcomes[outcome, default: 0]) / Double(delivered) : nil
+    }
+
+    public var timeoutShare: Double? { share(of: .timeout) }
+    public var tooLargeShare: Double? { share(of: .tooLarge) }
+
+    /// `cacheHits / (cacheHits + networkFetches)`.
+    public var cacheHitRate: Double? {
+        let fetched = cacheHits + networkFetches
+        return fetched > 0 ? Double(cacheHits) / Double(fetched) : nil
+    }
+
+    /// `totalBytes / bytesReported`.
+    public var meanBytes: Double? {
+        bytesReported > 0 ? Double(totalBytes) / Double(bytesReported) : nil
+    }
+}
+
+/// Adds `histogram` to `total`. Histograms of the same layout add bucket by bucket; one of
+/// another layout (never written by this project) is re-recorded at its buckets' representative
+/// values, which keeps the report from stopping at the cost of a second rounding.
+private func mergeHistogram(_ histogram: LatencyHistogram, into total: inout LatencyHistogram) {
+    guard !histogram.isEmpty else { return }
+    if total.isEmpty {
+        total = histogram
+        return
+    }
+    if histogram.layout == total.layout {
+        total.merge(histogram)
+        return
+    }
+    for (index, count) in histogram.counts.enumerated() where count > 0 {
+        total.record(histogram.layout.representative(ofIndex: index), count: count)
+    }
+}

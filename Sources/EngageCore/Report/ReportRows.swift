@@ -1,0 +1,104 @@
+/// The rows a report is built from. The caller reads them from the engagement read models (one
+/// row per stored bucket) and passes them in; the report itself does no I/O.
+///
+/// Attachment kinds are the wire spellings of `AttachmentKind` ("image", "gif", "video",
+/// "audio", "none") or "unknown" for a notification whose kind is not known yet. Other
+/// spellings are kept as they are and sorted after the known ones.
+
+/// Engagement counters of one bucket: app, category, actual presentation, attachment kind, day.
+public struct EngagementRow: Sendable, Hashable {
+    public var appID: String
+    public var category: String
+    public var presentation: ObservedPresentation
+    public var attachmentKind: String
+    public var day: UTCDay
+    public var notifications: Int
+    public var delivered: Int
+    public var displayed: Int
+    public var expanded: Int
+    /// Notifications with some app-defined action.
+    public var actioned: Int
+    public var opened: Int
+    public var dismissed: Int
+    public var replied: Int
+
+    public init(appID: String, category: String, presentation: ObservedPresentation, attachmentKind: String,
+                day: UTCDay, notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, expanded: Int = 0,
+                actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0) {
+        self.appID = appID
+        self.category = category
+        self.presentation = presentation
+        self.attachmentKind = attachmentKind
+        self.day = day
+        self.notifications = notifications
+        self.delivered = delivered
+        self.displayed = displayed
+        self.expanded = expanded
+        self.actioned = actioned
+        self.opened = opened
+        self.dismissed = dismissed
+        self.replied = replied
+    }
+}
+
+/// Notifications of one engagement bucket on which the app-defined action `actionID` was taken.
+public struct ActionCountRow: Sendable, Hashable {
+    public var appID: String
+    public var category: String
+    public var presentation: ObservedPresentation
+    public var attachmentKind: String
+    public var day: UTCDay
+    public var actionID: String
+    public var count: Int
+
+    public init(appID: String, category: String, presentation: ObservedPresentation, attachmentKind: String,
+                day: UTCDay, actionID: String, count: Int) {
+        self.appID = appID
+        self.category = category
+        self.presentation = presentation
+        self.attachmentKind = attachmentKind
+        self.day = day
+        self.actionID = actionID
+        self.count = count
+    }
+}
+
+/// What the notification service extension did in one bucket: app, category, the kind it
+/// attached ("none" when it attached nothing), delivery day.
+public struct TelemetryRow: Sendable, Hashable {
+    public var appID: String
+    public var category: String
+    public var attachmentKind: String
+    public var day: UTCDay
+    public var delivered: Int
+    /// Delivered notifications per outcome.
+    public var outcomes: [DeliveryOutcome: Int]
+    public var timeWillExpire: Int
+    public var cacheHits: Int
+    public var networkFetches: Int
+    /// Sum of the attachment sizes reported, over `bytesReported` notifications.
+    public var bytes: Int64
+    public var bytesReported: Int
+    public var downloadHistogram: LatencyHistogram
+    public var processingHistogram: LatencyHistogram
+
+    public init(appID: String, category: String, attachmentKind: String, day: UTCDay, delivered: Int = 0,
+                outcomes: [DeliveryOutcome: Int] = [:], timeWillExpire: Int = 0, cacheHits: Int = 0,
+                networkFetches: Int = 0, bytes: Int64 = 0, bytesReported: Int = 0,
+                downloadHistogram: LatencyHistogram = LatencyHistogram(),
+                processingHistogram: LatencyHistogram = LatencyHistogram()) {
+        self.appID = appID
+        self.category = category
+        self.attachmentKind = attachmentKind
+        self.day = day
+        self.delivered = delivered
+        self.outcomes = outcomes
+        self.timeWillExpire = timeWillExpire
+        self.cacheHits = cacheHits
+        self.networkFetches = networkFetches
+        self.bytes = bytes
+        self.bytesReported = bytesReported
+        self.downloadHistogram = downloadHistogram
+        self.processingHistogram = processingHistogram
+    }
+}

@@ -1,0 +1,109 @@
+/// Columns of text padded to a common width, two spaces apart, trailing spaces trimmed.
+struct TextTable {
+    enum Alignment { case left, right }
+
+    var alignments: [Alignment]
+    var rows: [[String]] = []
+
+    init(_ alignments: [Alignment]) {
+        self.alignments = alignments
+    }
+
+    mutating func append(_ row: [String]) {
+        rows.append(row)
+    }
+
+    func lines(indent: String = "") -> [String] {
+        var widths = Array(repeating: 0, count: alignments.count)
+        for row in rows {
+            for (column, cell) in row.enumerated() where column < widths.count {
+                widths[column] = max(widths[column], cell.count)
+            }
+        }
+        return rows.map { row in
+            var line = indent
+            for (column, cell) in row.enumerated() where column < widths.count {
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                if column > 0 { line += "  " }
+                line += alignments[column] == .left ? cell + padding : padding + cell
+            }
+            while line.last == " " { line.removeLast() }
+            return line
+        }
+    }
+}
+
+extension EngagementReport {
+    /// The report for a terminal: a header with the caveat, a block per group (and one for all
+    /// categories) with the counts and rates of rich and plain side by side, then the extension
+    /// telemetry and the notes. Lines end with "\n"; cells are aligned by character count.
+    public func renderTable() -> String {
+        var lines: [String] = []
+        lines.append("ENGAGEMENT REPORT: rich vs plain notifications")
+        lines.append("generated  \(generatedAt.rfc3339)")
+        lines.append("grouping   \(grouping.rawValue)")
+        lines.append("filters    \(filterText)")
+        lines.append("")
+        lines.append(contentsOf: ReportFormat.wrap("CAVEAT: " + Self.caveat, width: 100))
+
+        for group in groups + [total] {
+            lines.append("")
+            lines.append("== \(group.key.label) ==")
+            var counts = TextTable([.left, .right, .right, .right])
+            counts.append(["", "rich", "plain", "not displayed"])
+            counts.append(["notifications", String(group.rich.notifications), String(group.plain.notifications),
+                           String(group.notDisplayed.notifications)])
+            counts.append(["delivered", String(group.rich.delivered), String(group.plain.delivered),
+                           String(group.notDisplayed.delivered)])
+            counts.append(["displayed", String(group.rich.displayed), String(group.plain.displayed),
+                           String(group.notDisplayed.displayed)])
+            lines.append(contentsOf: counts.lines(indent: "  "))
+            lines.append("")
+            guard !group.metrics.isEmpty else {
+                lines.append("  no actions recorded")
+                continue
+            }
+            var rates = TextTable([.left, .left, .left, .left, .left, .right, .left])
+            rates.append(["rate per displayed", "rich", "plain", "rich − plain", "relative", "p", "flags"])
+            for metric in group.metrics {
+                rates.append([metric.metric.label, ReportFormat.rate(metric.rich), ReportFormat.rate(metric.plain),
+                              ReportFormat.absoluteLift(metric), ReportFormat.relativeLift(metric),
+                              ReportFormat.pValue(metric.pValue), ReportFormat.flags(metric)])
+            }
+            lines.append(contentsOf: rates.lines(indent: "  "))
+        }
+
+        lines.append("")
+        lines.append("== extension telemetry ==")
+        let summaries = telemetry + telemetryByAttachment + [telemetryTotal]
+        var outcomes = TextTable([.left, .left, .right] + DeliveryOutcome.allCases.map { _ in .right } + [.right])
+        outcomes.append(["category", "attachment", "delivered"] + DeliveryOutcome.allCases.map(Self.outcomeLabel)
+                        + ["time will expire"])
+        for summary in summaries {
+            let labels = Self.telemetryLabels(summary)
+            outcomes.append([labels.category, labels.attachment, String(summary.delivered)]
+                            + DeliveryOutcome.allCases.map {
+                                ReportFormat.countAndShare(summary.outcomes[$0, default: 0], summary.share(of: $0))
+                            }
+                            + [String(summary.timeWillExpire)])
+        }
+        lines.append(contentsOf: outcomes.lines(indent: "  "))
+        lines.append("")
+        var performance = TextTable([.left, .left, .right, .right, .right, .right, .right])
+        performance.append(["category", "attachment", "download ms p50/p95/p99", "processing ms p50/p95/p99",
+                            "cache hit rate", "bytes total", "bytes mean"])
+        for summary in summaries {
+            let labels = Self.telemetryLabels(summary)
+            performance.append([labels.category, labels.attachment, ReportFormat.percentiles(summary.download),
+                                ReportFormat.percentiles(summary.processing), ReportFormat.percent(summary.cacheHitRate),
+                                ReportFormat.bytes(Double(summary.totalBytes)), ReportFormat.bytes(summary.meanBytes)])
+        }
+        lines.append(contentsOf: performance.lines(indent: "  "))
+
+        lines.append("")
+        lines.append(contentsOf: ReportFormat.wrap("NOTE: " + Self.denominatorNote, width: 100))
+        lines.append(contentsOf: ReportFormat.wrap("Flags: significant means p < 0.05; small sample means a side "
+            + "has fewer than 30 displayed notifications or fewer than 5 successes or failures.", width: 100))
+        return lines.joined(separator: "\n") + "\n"
+    }
+}

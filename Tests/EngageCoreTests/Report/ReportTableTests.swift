@@ -1,0 +1,139 @@
+import Testing
+@testable import EngageCore
+
+/// The whole table for a small report, character for character.
+@Suite struct ReportTableTests {
+    /// news compares rich 81/263 against plain 48/300 expansions; sport has no plain and weather no
+    /// rich notification displayed; one telemetry row.
+    static func report() -> EngagementReport {
+        EngagementReport.build(
+            engagement: [
+                ReportFixture.engagement("news", .rich, "image", notifications: 270, delivered: 265, displayed: 263,
+                                         expanded: 81, actioned: 30, opened: 52, dismissed: 100, replied: 4),
+                ReportFixture.engagement("news", .plain, "none", notifications: 310, delivered: 305, displayed: 300,
+                                         expanded: 48, actioned: 21, opened: 45, dismissed: 150, replied: 0),
+                ReportFixture.engagement("news", .unknown, "image", notifications: 9, delivered: 5, displayed: 0),
+                ReportFixture.engagement("sport", .rich, "gif", notifications: 5, delivered: 5, displayed: 5,
+                                         expanded: 5, opened: 1),
+                ReportFixture.engagement("weather", .plain, "none", notifications: 3, delivered: 3, displayed: 3),
+            ],
+            telemetry: [
+                TelemetryRow(appID: "app", category: "news", attachmentKind: "image", day: ReportFixture.day1,
+                             delivered: 265, outcomes: [.attached: 250, .timeout: 10, .tooLarge: 5], timeWillExpire: 10,
+                             cacheHits: 50, networkFetches: 200, bytes: 51_200_000, bytesReported: 250,
+                             downloadHistogram: ReportFixture.histogram([(100, 200), (900, 50)]),
+                             processingHistogram: ReportFixture.histogram([(250, 255), (29_500, 10)])),
+            ],
+            filters: ReportFilters(appIDs: ["app"], from: ReportFixture.day1),
+            generatedAt: ReportFixture.generatedAt)
+    }
+
+    @Test func smallReportRendersExactly() {
+        let expected = """
+        ENGAGEMENT REPORT: rich vs plain notifications
+        generated  2026-11-29T20:00:00Z
+        grouping   category
+        filters    apps: app; days: 2026-11-27 to …
+
+        CAVEAT: Rich versus plain here is by actual presentation, which is observational: devices on slow
+        networks fall back to plain notifications and may engage differently, so a difference is not
+        necessarily caused by the attachment. The randomized comparison comes from experiments.
+
+        == news ==
+                         rich  plain  not displayed
+          notifications   270    310              9
+          delivered       265    305              5
+          displayed       263    300              0
+
+          rate per displayed  rich               plain              rich − plain            relative                     p  flags
+          expansion           30.8% [25.5–36.6]  16.0% [12.3–20.6]  +14.8 pp [+7.8, +21.7]  +92.5% [+31.5, +153.5]  <0.001  significant
+          any action          11.4% [8.1–15.8]   7.0% [4.6–10.5]    +4.4 pp [-0.4, +9.4]    +63.0% [-24.0, +149.9]   0.069  —
+          open                19.8% [15.4–25.0]  15.0% [11.4–19.5]  +4.8 pp [-1.5, +11.1]   +31.8% [-16.2, +79.8]    0.135  —
+          dismiss             38.0% [32.4–44.0]  50.0% [44.4–55.6]  -12.0 pp [-20.0, -3.8]  -24.0% [-38.5, -9.4]     0.004  significant
+          reply               1.5% [0.6–3.8]     0.0% [0.0–1.3]     +1.5 pp [0.0, +3.8]     —                        0.032  significant, small sample
+
+        == sport ==
+                         rich  plain  not displayed
+          notifications     5      0              0
+          delivered         5      0              0
+          displayed         5      0              0
+
+          rate per displayed  rich                 plain  rich − plain  relative  p  flags
+          expansion           100.0% [56.6–100.0]  —      —             —         —  small sample
+          any action          0.0% [0.0–43.4]      —      —             —         —  small sample
+          open                20.0% [3.6–62.4]     —      —             —         —  small sample
+          dismiss             0.0% [0.0–43.4]      —      —             —         —  small sample
+          reply               0.0% [0.0–43.4]      —      —             —         —  small sample
+
+        == weather ==
+                         rich  plain  not displayed
+          notifications     0      3              0
+          delivered         0      3              0
+          displayed         0      3              0
+
+          rate per displayed  rich  plain            rich − plain  relative  p  flags
+          expansion           —     0.0% [0.0–56.1]  —             —         —  small sample
+          any action          —     0.0% [0.0–56.1]  —             —         —  small sample
+          open                —     0.0% [0.0–56.1]  —             —         —  small sample
+          dismiss             —     0.0% [0.0–56.1]  —             —         —  small sample
+          reply               —     0.0% [0.0–56.1]  —             —         —  small sample
+
+        == all categories ==
+                         rich  plain  not displayed
+          notifications   275    313              9
+          delivered       270    308              5
+          displayed       268    303              0
+
+          rate per displayed  rich               plain              rich − plain            relative                      p  flags
+          expansion           32.1% [26.8–37.9]  15.8% [12.2–20.4]  +16.2 pp [+9.3, +23.1]  +102.6% [+39.1, +166.0]  <0.001  significant
+          any action          11.2% [8.0–15.5]   6.9% [4.6–10.4]    +4.3 pp [-0.5, +9.2]    +61.5% [-24.8, +147.8]    0.075  —
+          open                19.8% [15.4–25.0]  14.9% [11.3–19.3]  +4.9 pp [-1.3, +11.2]   +33.2% [-15.1, +81.4]     0.119  —
+          dismiss             37.3% [31.7–43.2]  49.5% [43.9–55.1]  -12.2 pp [-20.1, -4.0]  -24.6% [-39.2, -10.1]     0.003  significant
+          reply               1.5% [0.6–3.8]     0.0% [0.0–1.3]     +1.5 pp [-0.1, +3.8]    —                         0.033  significant, small sample
+
+        == extension telemetry ==
+          category        attachment  delivered     attached    timeout  too large  unsupported  download failed  not requested  time will expire
+          news            image             265  250 (94.3%)  10 (3.8%)   5 (1.9%)     0 (0.0%)         0 (0.0%)       0 (0.0%)                10
+          all categories  image             265  250 (94.3%)  10 (3.8%)   5 (1.9%)     0 (0.0%)         0 (0.0%)       0 (0.0%)                10
+          all categories  all kinds         265  250 (94.3%)  10 (3.8%)   5 (1.9%)     0 (0.0%)         0 (0.0%)       0 (0.0%)                10
+
+          category        attachment  download ms p50/p95/p99  processing ms p50/p95/p99  cache hit rate  bytes total  bytes mean
+          news            image               100 / 907 / 907          252 / 252 / 29445           20.0%     48.8 MiB   200.0 KiB
+          all categories  image               100 / 907 / 907          252 / 252 / 29445           20.0%     48.8 MiB   200.0 KiB
+          all categories  all kinds           100 / 907 / 907          252 / 252 / 29445           20.0%     48.8 MiB   200.0 KiB
+
+        NOTE: Rates are per displayed notification of the same presentation (expanded, actioned, opened,
+        dismissed or replied / displayed); intervals are 95% Wilson, absolute lift rich − plain with a
+        Newcombe interval, relative lift rich / plain − 1 with a delta-method interval, p from a two-sided
+        pooled two-proportion z test.
+        Flags: significant means p < 0.05; small sample means a side has fewer than 30 displayed
+        notifications or fewer than 5 successes or failures.
+
+        """
+        let table = Self.report().renderTable()
+        #expect(table == expected)
+        if table != expected {
+            for (line, (actual, wanted)) in zip(table.split(separator: "\n"), expected.split(separator: "\n")).enumerated()
+            where actual != wanted {
+                Issue.record("line \(line + 1): \(actual) != \(wanted)")
+                break
+            }
+        }
+    }
+
+    @Test func numbersAreFormattedWithoutLocaleOrNegativeZero() {
+        #expect(ReportFormat.fixed(0.30798, 3) == "0.308")
+        #expect(ReportFormat.fixed(-0.04, 1) == "0.0")
+        #expect(ReportFormat.fixed(-12.25, 1) == "-12.3")
+        #expect(ReportFormat.fixed(0.05, 0) == "0")
+        #expect(ReportFormat.fixed(1234.5, 0) == "1235")
+        #expect(ReportFormat.fixed(.nan, 2) == "—")
+        #expect(ReportFormat.signed(0.0004, 1) == "0.0")
+        #expect(ReportFormat.signed(2, 1) == "+2.0")
+        #expect(ReportFormat.pValue(0.0004) == "<0.001")
+        #expect(ReportFormat.pValue(0.0625) == "0.063")
+        #expect(ReportFormat.bytes(512) == "512 B")
+        #expect(ReportFormat.bytes(204_800) == "200.0 KiB")
+        #expect(ReportFormat.wrap("aa bb cc dd", width: 5) == ["aa bb", "cc dd"])
+    }
+}
