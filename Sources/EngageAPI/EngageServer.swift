@@ -48,8 +48,10 @@ public struct EngageServer: Sendable {
         registry.gauge("engage_postgres_pool_in_use", help: "PostgreSQL connections in use.") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
+        let authenticator = Authenticator(keys: keys)
         let api = EngageAPI(
-            ingest: IngestRoute(authenticator: Authenticator(keys: keys), queue: queue, configuration: configuration.ingest, metrics: metrics),
+            ingest: IngestRoute(authenticator: authenticator, queue: queue, configuration: configuration.ingest, metrics: metrics),
+            report: ReportRoute(authenticator: authenticator, pool: pool),
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry))
         var http = HTTPServer.Configuration()
         http.host = configuration.host

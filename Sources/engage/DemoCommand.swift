@@ -1,39 +1,83 @@
 import EngageAPI
+import EngageCore
 import Foundation
+import Postgres
+import Projections
 import Runtime
 
-/// `engage demo`: the quick start's main job. Runs engage on its local PostgreSQL with a demo
-/// app and keys, and shows how to send an event.
+/// `engage demo`: the quick start's main job. Runs engage on its local PostgreSQL, sends a
+/// simulated day of notification traffic through its own API, shows the report, and keeps
+/// serving until Ctrl-C.
 enum DemoCommand: EngageCommand {
     static let definition = Command(
         name: "demo",
-        abstract: "Run engage on its local PostgreSQL with a demo app and keys, until Ctrl-C.",
-        options: CommonOptions.database + CommonOptions.logging + ServerOptions.options)
+        abstract: "Run engage on its local PostgreSQL, simulate a day of traffic, show the report, serve until Ctrl-C.",
+        options: CommonOptions.database + CommonOptions.logging + ServerOptions.options + [
+            .init("notifications", value: "n", help: "Notifications to simulate.", default: "10000"),
+            .init("report-file", value: "file", help: "Where to write the HTML report.", default: ".engage/report.html"),
+        ])
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let logger = try CommonOptions.logger(arguments)
+        var logger = try CommonOptions.logger(arguments)
+        logger.level = max(logger.level, .warning)
         let options = try ServerOptions(arguments)
+        let notifications = try arguments.int("notifications", default: 10_000, in: 100...1_000_000)
         let setup = try DatabaseSetup.open(arguments, logger: logger)
         defer { setup.close() }
         let engage = try EngageServer(configuration: options.server, database: setup.configuration, logger: logger)
-        let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
         let address = "http://\(options.host):\(engage.port)"
+        let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
+        let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
+        print("engage runs at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description))")
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await engage.run() }
+            try await showcase(engage: engage, address: address, ingestKey: ingestKey, readKey: readKey,
+                               notifications: notifications, reportFile: try arguments.value("report-file", default: ".engage/report.html"))
+            try await group.next()
+        }
+        await engage.pool.close()
+    }
+
+    /// Sends simulated traffic through the API, waits for the projector, prints the report.
+    static func showcase(engage: EngageServer, address: String, ingestKey: String, readKey: String,
+                         notifications: Int, reportFile: String) async throws {
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = notifications
+        let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
+        let simulator = try TrafficSimulator(scenario: scenario, seed: UInt64(Date().timeIntervalSince1970),
+                                             start: start, options: SimulationOptions(outOfOrderFraction: 0.1, duplicateFraction: 0.02))
+        print("sending a simulated day of \(notifications) notifications through the API...")
+        let summary = try await SimulationRun(simulator: simulator, batchSize: 200, deadline: .seconds(120))
+            .send(to: .api(EventSender(base: address, key: ingestKey)))
+        print(summary.description)
+        // Wait for the projector to fold everything into the read model.
+        for _ in 0..<600 {
+            let behind = try await engage.pool.withConnection { connection -> Bool in
+                let total = try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
+                let done = try connection.query("SELECT coalesce(max(events_processed), 0) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
+                return done < total
+            }
+            if !behind { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let report = try await ReportQuery(appID: "demo").run(on: engage.pool, now: .now)
+        print(report.renderTable())
+        let directory = URL(fileURLWithPath: reportFile).deletingLastPathComponent()
+        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try Data(report.renderHTML().utf8).write(to: URL(fileURLWithPath: reportFile))
         let now = Timestamp.now.rfc3339
         print("""
 
-            engage is running at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description)).
-            A demo app has an ingest key: \(ingestKey)
-
+            The HTML report is in \(reportFile).
+            engage keeps running at \(address) for the demo app (Ctrl-C stops it):
+              ingest key: \(ingestKey)
+              read key:   \(readKey)
             Send an event:
               curl -s \(address)/v1/events -H 'Authorization: Bearer \(ingestKey)' -H 'Content-Type: application/json' \\
                 -d '[{"event_id":"\(UUID().uuidString.lowercased())","type":"displayed","notification_id":"apns-1","device_id":"device-1","category":"new_photo","occurred_at":"\(now)","presentation":"rich","attachment_kind":"image"}]'
-
-            Health: \(address)/readyz   Metrics: \(address)/metrics   Press Ctrl-C to stop.
-
+            Read the report as JSON:
+              curl -s '\(address)/v1/report?by=category' -H 'Authorization: Bearer \(readKey)'
             """)
-        try await engage.run()
-        await engage.pool.close()
     }
 }
-
-import EngageCore

@@ -82,7 +82,7 @@ enum ProjectorBenchmark {
             }
             next += count
         }
-        try await pool.withConnection { _ = try $0.execute("VACUUM ANALYZE events") }
+        _ = try await pool.withConnection { try $0.execute("VACUUM ANALYZE events") }
     }
 
     static func resetReadModel(_ pool: ConnectionPool) async throws {

@@ -8,6 +8,8 @@ let commands: [Subcommand] = [
     Subcommand(MigrateCommand.self),
     Subcommand(DatabaseCommand.self),
     Subcommand(KeysCommand.self),
+    Subcommand(ReportCommand.self),
+    Subcommand(SimulateCommand.self),
     Subcommand(ProjectCommand.self),
     Subcommand(ProjectionsCommand.self),
     Subcommand(BenchCommand.self),

@@ -1,0 +1,59 @@
+import EngageCore
+import HTTPServer
+import Postgres
+import Projections
+
+/// `GET /v1/report`: the engagement report as JSON, for read keys, always for the key's own app.
+public struct ReportRoute: Sendable {
+    let authenticator: Authenticator
+    let pool: ConnectionPool
+
+    public init(authenticator: Authenticator, pool: ConnectionPool) {
+        self.authenticator = authenticator
+        self.pool = pool
+    }
+
+    public func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let key: APIKey
+        switch await authenticator.authorize(request, as: .read) {
+        case .success(let found): key = found
+        case .failure(let problem): return problem.response
+        }
+        var query = ReportQuery(appID: key.appID)
+        for item in request.queryItems {
+            switch item.name {
+            case "category": query.category = item.value
+            case "since", "until":
+                guard let day = UTCDay(parsing: item.value) else {
+                    return APIProblems.response(APIProblems.badRequest("\(item.name) must be a date such as 2026-11-29", slug: "bad-query"))
+                }
+                if item.name == "since" { query.from = day } else { query.through = day }
+            case "by":
+                guard let grouping = ReportGrouping(rawValue: item.value) else {
+                    return APIProblems.response(APIProblems.badRequest(
+                        "by must be one of \(ReportGrouping.allCases.map(\.rawValue).joined(separator: ", "))", slug: "bad-query"))
+                }
+                query.grouping = grouping
+            default:
+                return APIProblems.response(APIProblems.badRequest(
+                    "unknown query parameter \(item.name); use category, since, until or by", slug: "bad-query"))
+            }
+        }
+        do {
+            let report = try await query.run(on: pool, now: .now)
+            return .json(report.renderJSON(), status: 200)
+        } catch {
+            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
+    }
+}
+
+extension UTCDay {
+    /// `YYYY-MM-DD`.
+    public init?(parsing text: String) {
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
+              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
+        self.init(year: year, month: month, day: day)
+    }
+}

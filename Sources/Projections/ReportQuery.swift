@@ -1,0 +1,112 @@
+import EngageCore
+import Postgres
+
+/// Reads the engagement read model for a report: the aggregate rows within the filters, summed
+/// by PostgreSQL where the report does not need them apart. Its cost depends on the number of
+/// buckets (categories × presentations × kinds × days), not on the size of the log.
+public struct ReportQuery: Sendable {
+    public var appID: String?
+    public var category: String?
+    public var from: UTCDay?
+    public var through: UTCDay?
+    public var grouping: ReportGrouping
+
+    public init(appID: String? = nil, category: String? = nil, from: UTCDay? = nil, through: UTCDay? = nil,
+                grouping: ReportGrouping = .category) {
+        self.appID = appID
+        self.category = category
+        self.from = from
+        self.through = through
+        self.grouping = grouping
+    }
+
+    public func run(on pool: ConnectionPool, now: Timestamp) async throws -> EngagementReport {
+        let query = self
+        return try await pool.withConnection { connection in try query.run(on: connection, now: now) }
+    }
+
+    public func run(on connection: Connection, now: Timestamp) throws -> EngagementReport {
+        let filter = filterSQL()
+        // Days are kept apart only when the report groups by day.
+        let dayColumn: SQL = grouping == .day ? "day" : "'2000-01-01'::date"
+        var engagementSQL: SQL = """
+            SELECT app_id, category, presentation, attachment_kind, \(fragment: dayColumn),
+                   sum(notifications)::int8, sum(delivered)::int8, sum(displayed)::int8, sum(expanded)::int8,
+                   sum(actioned)::int8, sum(opened)::int8, sum(dismissed)::int8, sum(replied)::int8
+            FROM engagement_daily WHERE
+            """
+        engagementSQL.append(filter)
+        engagementSQL.append(" GROUP BY 1, 2, 3, 4, 5")
+        let engagement = try connection.query(engagementSQL).rows.map { row in
+            EngagementRow(appID: try row.decode(0), category: try row.decode(1),
+                          presentation: ObservedPresentation(rawValue: try row.decode(2)) ?? .unknown,
+                          attachmentKind: try row.decode(3), day: UTCDay(Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds())),
+                          notifications: try row.decode(5), delivered: try row.decode(6), displayed: try row.decode(7),
+                          expanded: try row.decode(8), actioned: try row.decode(9), opened: try row.decode(10),
+                          dismissed: try row.decode(11), replied: try row.decode(12))
+        }
+        var actions: [ActionCountRow] = []
+        if grouping == .action {
+            var actionSQL: SQL = """
+                SELECT app_id, category, presentation, attachment_kind, action_id, sum(notifications)::int8
+                FROM engagement_actions_daily WHERE
+                """
+            actionSQL.append(filter)
+            actionSQL.append(" GROUP BY 1, 2, 3, 4, 5")
+            actions = try connection.query(actionSQL).rows.map { row in
+                ActionCountRow(appID: try row.decode(0), category: try row.decode(1),
+                               presentation: ObservedPresentation(rawValue: try row.decode(2)) ?? .unknown,
+                               attachmentKind: try row.decode(3), day: UTCDay(daysSinceEpoch: 0),
+                               actionID: try row.decode(4), count: try row.decode(5))
+            }
+        }
+        var telemetrySQL: SQL = """
+            SELECT app_id, category, attachment_kind, \(fragment: dayColumn),
+                   sum(delivered)::int8, sum(attached)::int8, sum(timeout)::int8, sum(too_large)::int8,
+                   sum(unsupported_format)::int8, sum(download_failed)::int8, sum(not_requested)::int8,
+                   sum(time_will_expire)::int8, sum(cache_hits)::int8, sum(network_fetches)::int8, sum(bytes)::int8,
+                   sum(bytes_reported)::int8, engage_sum_counts(download_ms_histogram), engage_sum_counts(processing_ms_histogram)
+            FROM extension_telemetry_daily WHERE
+            """
+        telemetrySQL.append(filter)
+        telemetrySQL.append(" GROUP BY 1, 2, 3, 4")
+        let telemetry = try connection.query(telemetrySQL).rows.map { row in
+            TelemetryRow(appID: try row.decode(0), category: try row.decode(1), attachmentKind: try row.decode(2),
+                         day: UTCDay(Timestamp(microsecondsSinceEpoch: try row.cell(3).unixMicroseconds())),
+                         delivered: try row.decode(4),
+                         outcomes: [.attached: try row.decode(5), .timeout: try row.decode(6), .tooLarge: try row.decode(7),
+                                    .unsupportedFormat: try row.decode(8), .downloadFailed: try row.decode(9),
+                                    .notRequested: try row.decode(10)],
+                         timeWillExpire: try row.decode(11), cacheHits: try row.decode(12), networkFetches: try row.decode(13),
+                         bytes: try row.decode(14), bytesReported: try row.decode(15),
+                         downloadHistogram: Self.histogram(try row.decode(16, as: [Int64].self)),
+                         processingHistogram: Self.histogram(try row.decode(17, as: [Int64].self)))
+        }
+        var filters = ReportFilters()
+        if let appID { filters.appIDs = [appID] }
+        if let category { filters.categories = [category] }
+        filters.from = from
+        filters.through = through
+        return EngagementReport.build(engagement: engagement, actions: actions, telemetry: telemetry,
+                                      grouping: grouping, filters: filters, generatedAt: now)
+    }
+
+    private func filterSQL() -> SQL {
+        let fromDay = from?.description
+        let throughDay = through?.description
+        return """
+            (\(appID)::text IS NULL OR app_id = \(appID))
+            AND (\(category)::text IS NULL OR category = \(category))
+            AND (\(fromDay)::date IS NULL OR day >= \(fromDay)::date)
+            AND (\(throughDay)::date IS NULL OR day <= \(throughDay)::date)
+            """
+    }
+
+    /// Stored counts are trimmed after the last used bucket; pad them back to the layout.
+    static func histogram(_ counts: [Int64]) -> LatencyHistogram {
+        let length = LatencyHistogram.Layout.standard.countsLength
+        var padded = Array(counts.prefix(length))
+        padded += [Int64](repeating: 0, count: length - padded.count)
+        return (try? LatencyHistogram(counts: padded.map { max(0, $0) })) ?? LatencyHistogram()
+    }
+}

@@ -1,0 +1,182 @@
+import EngageCore
+import EventStore
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import Postgres
+import Runtime
+
+/// `engage simulate`: seeded traffic with known ground truth, sent through the HTTP API or
+/// appended straight to the log.
+enum SimulateCommand: EngageCommand {
+    static let definition = Command(
+        name: "simulate",
+        abstract: "Generate seeded notification traffic with known rates and send it to engage.",
+        options: CommonOptions.database + CommonOptions.logging + [
+            .init("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
+                  default: "http://127.0.0.1:8080"),
+            .init("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY"),
+            .init("app", value: "id", help: "The app for --direct appends.", default: "demo"),
+            .init("notifications", value: "n", help: "Notifications to simulate.", default: "10000"),
+            .init("devices", value: "n", help: "Devices they go to.", default: "1000"),
+            .init("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: "1"),
+            .init("batch", value: "events", help: "Events per request.", default: "200"),
+            .init("duplicates", value: "fraction", help: "Share of events sent twice (retries).", default: "0.02"),
+            .init("out-of-order", value: "fraction", help: "Share of notifications whose events arrive shuffled.", default: "0.1"),
+            .init("max-seconds", value: "s", help: "Stop after this long.", default: "120"),
+        ],
+        flags: [.init("direct", help: "Append straight to the event log instead of using the API.")])
+
+    static func run(_ arguments: ParsedArguments) async throws {
+        var logger = try CommonOptions.logger(arguments)
+        logger.level = max(logger.level, .warning)
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = try arguments.int("notifications", default: 10_000, in: 1...10_000_000)
+        scenario.deviceCount = try arguments.int("devices", default: 1_000, in: 1...10_000_000)
+        let seed = UInt64(try arguments.int("seed", default: 1, in: 0...Int.max))
+        let batchSize = try arguments.int("batch", default: 200, in: 1...1000)
+        let duplicates = try arguments.value("duplicates", default: 0.02)
+        let outOfOrder = try arguments.value("out-of-order", default: 0.1)
+        let maxSeconds = try arguments.int("max-seconds", default: 120, in: 1...86_400)
+        let usage = definition.usage(path: arguments.commandPath)
+        guard (0...1).contains(duplicates), (0...1).contains(outOfOrder) else {
+            throw UsageError(code: .invalidValue, message: "--duplicates and --out-of-order must be fractions from 0 to 1", usage: usage)
+        }
+        // The simulated day ends now, so every event is inside the accepted window.
+        let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
+        let simulator: TrafficSimulator
+        do {
+            simulator = try TrafficSimulator(scenario: scenario, seed: seed, start: start,
+                                             options: SimulationOptions(outOfOrderFraction: outOfOrder, duplicateFraction: duplicates))
+        } catch {
+            throw UsageError(code: .invalidValue, message: "\(error)", usage: usage)
+        }
+        let target: SimulationTarget
+        if arguments.flag("direct") {
+            let setup = try DatabaseSetup.open(arguments, logger: logger)
+            target = .direct(EventStore(pool: ConnectionPool(configuration: setup.configuration, size: 2)),
+                             app: try arguments.value("app", default: "demo"), setup: setup)
+        } else {
+            guard let key = arguments.value("key") else {
+                throw UsageError(code: .missingValue, message: "missing --key (an ingest key) to send through the API; or use --direct", usage: usage)
+            }
+            target = .api(EventSender(base: try arguments.value("url", default: "http://127.0.0.1:8080"), key: key))
+        }
+        let summary = try await SimulationRun(simulator: simulator, batchSize: batchSize, deadline: .seconds(maxSeconds)).send(to: target)
+        print(summary.description)
+    }
+}
+
+/// Where simulated events go.
+enum SimulationTarget {
+    case api(EventSender)
+    case direct(EventStore, app: String, setup: DatabaseSetup)
+}
+
+/// Sends a simulator's batches, a few requests at a time, within a deadline.
+struct SimulationRun {
+    var simulator: TrafficSimulator
+    let batchSize: Int
+    let deadline: Duration
+
+    struct Summary: CustomStringConvertible {
+        var notifications = 0
+        var sent = 0
+        var accepted = 0
+        var duplicates = 0
+        var rejected = 0
+        var seconds = 0.0
+        var stoppedEarly = false
+
+        var description: String {
+            String(format: "simulated %d notifications: %d events sent, %d accepted, %d duplicates, %d rejected in %.1f s%@",
+                   notifications, sent, accepted, duplicates, rejected, seconds, stoppedEarly ? " (stopped at --max-seconds)" : "")
+        }
+    }
+
+    func send(to target: SimulationTarget) async throws -> Summary {
+        var batches = simulator.batches(size: batchSize)
+        var summary = Summary()
+        let stopwatch = Stopwatch()
+        let lanes = 4
+        while true {
+            var round: [[Event]] = []
+            while round.count < lanes, let batch = batches.next() { round.append(batch) }
+            if round.isEmpty { break }
+            let results = try await withThrowingTaskGroup(of: (Int, Int, Int).self) { group in
+                for batch in round {
+                    group.addTask {
+                        switch target {
+                        case .api(let sender): return try await sender.send(batch)
+                        case .direct(let store, let app, _):
+                            let result = try await store.append(batch.map { AppendItem(appID: app, event: $0) })
+                            return (result.storedCount, result.duplicateCount, 0)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [(Int, Int, Int)]()) { $0.append($1) }
+            }
+            for (accepted, duplicates, rejected) in results {
+                summary.accepted += accepted
+                summary.duplicates += duplicates
+                summary.rejected += rejected
+            }
+            summary.sent += round.reduce(0) { $0 + $1.count }
+            if stopwatch.elapsed > deadline {
+                summary.stoppedEarly = true
+                break
+            }
+        }
+        summary.notifications = batches.groundTruth.notifications
+        summary.seconds = stopwatch.elapsed.seconds
+        if case .direct(let store, _, let setup) = target {
+            await store.pool.close()
+            setup.close()
+        }
+        return summary
+    }
+}
+
+/// POSTs batches to `/v1/events`, retrying 429 and 503 after `Retry-After` with the same ids.
+struct EventSender: Sendable {
+    let base: String
+    let key: String
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    func send(_ events: [Event]) async throws -> (Int, Int, Int) {
+        guard let url = URL(string: base + "/v1/events") else { throw Failure(description: "bad --url \(base)") }
+        var body: [UInt8] = [UInt8(ascii: "[")]
+        for (index, event) in events.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body += event.encodeWireJSON()
+        }
+        body.append(UInt8(ascii: "]"))
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(body)
+        for attempt in 0..<8 {
+            let (data, response) = try await URLSession.shared.data(for: request)
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            if status == 200 {
+                let json = try JSON.parse(Array(data))
+                let accepted = json.member(json.root, "accepted").flatMap(json.int64) ?? 0
+                let duplicates = json.member(json.root, "duplicates").flatMap(json.int64) ?? 0
+                let rejected = json.member(json.root, "rejected").map(json.count) ?? 0
+                return (Int(accepted), Int(duplicates), rejected)
+            }
+            if status == 429 || status == 503, attempt < 7 {
+                let wait = Int((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After") ?? "1") ?? 1
+                try await Task.sleep(for: .seconds(max(1, min(wait, 10))))
+                continue
+            }
+            throw Failure(description: "POST /v1/events answered \(status): \(String(decoding: data, as: UTF8.self))")
+        }
+        throw Failure(description: "POST /v1/events kept failing")
+    }
+}
