@@ -28,11 +28,22 @@ enum BenchCommand: EngageCommand {
                     .init("rounds", value: "n", help: "Catch-ups measured; medians are reported.", default: "3"),
                     .init("batch", value: "n", help: "Events per projector batch.", default: "5000"),
                 ]),
+            Command(
+                name: "report",
+                abstract: "Measure engage report latency on logs of growing size (the projector catches up in between).",
+                options: CommonOptions.database + CommonOptions.logging + [
+                    .init("sizes", value: "list", help: "Comma-separated log sizes in events.", default: "1000000,10000000"),
+                    .init("repeats", value: "n", help: "Report queries per size; the median is reported.", default: "21"),
+                ]),
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
         if arguments.commandPath.last == "project" {
             try await ProjectorBenchmark.run(arguments)
+            return
+        }
+        if arguments.commandPath.last == "report" {
+            try await ReportBenchmark.run(arguments)
             return
         }
         let logger = try CommonOptions.logger(arguments)

@@ -1,0 +1,69 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Projections
+import Runtime
+
+/// `engage bench report`: report latency as the log grows, to show it depends on the read
+/// model's size (buckets), not on the number of events.
+enum ReportBenchmark {
+    static func run(_ arguments: ParsedArguments) async throws {
+        var logger = try CommonOptions.logger(arguments)
+        logger.level = max(logger.level, .warning)
+        let repeats = try arguments.int("repeats", default: 21, in: 1...1000)
+        let sizesText = try arguments.value("sizes", default: "1000000,10000000")
+        let sizes = sizesText.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 4_000 }) else {
+            throw UsageError(code: .invalidValue, message: "invalid value '\(sizesText)' for option '--sizes': expected sizes of at least 4000 events",
+                             usage: BenchCommand.definition.usage(path: arguments.commandPath))
+        }
+        let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
+        defer { setup.close() }
+        let configuration = setup.configuration.withDatabase("engage_bench_report")
+        try BenchCommand.createDatabase(named: "engage_bench_report", using: setup.configuration)
+        try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+        let pool = ConnectionPool(configuration: configuration, size: 4)
+        let store = EventStore(pool: pool)
+        var configurationOfProjector = Projector.Configuration()
+        configurationOfProjector.batchSize = 10_000
+        configurationOfProjector.pollInterval = .milliseconds(50)
+        let projector = Projector(pool: pool, configuration: configurationOfProjector, logger: logger,
+                                  metrics: ProjectorMetrics(registry: MetricsRegistry()))
+        let projecting = Task { try await projector.run() }
+
+        var lines: [String] = []
+        for size in sizes.sorted() {
+            let fill = Stopwatch()
+            try await ProjectorBenchmark.fillLog(store: store, pool: pool, notifications: size / 4)
+            let filled = fill.elapsed.seconds
+            let catchUp = Stopwatch()
+            let logged = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
+            while try await pool.withConnection({ connection in
+                try connection.query("SELECT coalesce(max(events_processed), 0) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
+            }) < logged {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let caughtUp = catchUp.elapsed.seconds
+            let buckets = try await pool.withConnection { try $0.query("SELECT count(*) FROM engagement_daily")[0].decode(0, as: Int.self) }
+            // The same work as `engage report`: one connection, the query, every format's input.
+            let connection = try Connection(configuration: configuration)
+            var times: [Double] = []
+            for _ in 0..<repeats {
+                let stopwatch = Stopwatch()
+                let report = try ReportQuery().run(on: connection, now: .now)
+                _ = report.renderTable()
+                times.append(stopwatch.elapsed.seconds * 1000)
+            }
+            connection.close()
+            let sorted = times.sorted()
+            let line = String(format: "log %d events (%d buckets): report median %.1f ms, p90 %.1f ms (fill %.0f s, projector catch-up %.0f s)",
+                              logged, buckets, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 9 / 10)], filled, caughtUp)
+            print(line)
+            lines.append(line)
+        }
+        projecting.cancel()
+        _ = try? await projecting.value
+        await pool.close()
+    }
+}
