@@ -29,6 +29,10 @@ enum BenchCommand: EngageCommand {
                     .init("batch", value: "n", help: "Events per projector batch.", default: "5000"),
                 ]),
             Command(
+                name: "decode",
+                abstract: "Measure the request decoder against Foundation's JSON decoders on the same bodies.",
+                options: [.init("rounds", value: "n", help: "Rounds; medians are reported.", default: "5")]),
+            Command(
                 name: "report",
                 abstract: "Measure engage report latency on logs of growing size (the projector catches up in between).",
                 options: CommonOptions.database + CommonOptions.logging + [
@@ -40,6 +44,10 @@ enum BenchCommand: EngageCommand {
     static func run(_ arguments: ParsedArguments) async throws {
         if arguments.commandPath.last == "project" {
             try await ProjectorBenchmark.run(arguments)
+            return
+        }
+        if arguments.commandPath.last == "decode" {
+            try DecodeBenchmark.run(arguments)
             return
         }
         if arguments.commandPath.last == "report" {
