@@ -14,7 +14,8 @@
 # Every phase starts from an empty log (TRUNCATE, VACUUM, CHECKPOINT) and is measured by
 # `SELECT count(*) FROM events` before and after, not only by what wrk saw. The engage process's
 # VmRSS is sampled every 0.25 s throughout. The server is stopped with SIGTERM at the end and
-# must exit 0. Progress goes to stderr, the report to stdout.
+# must exit 0. Progress goes to stderr, the report to stdout. Ctrl-C or SIGTERM stops everything
+# it started (the server, its PostgreSQL, wrk) and removes the run's directory.
 #
 # Settings (environment):
 #   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
@@ -109,7 +110,8 @@ cleanup() {
         "$ENGAGE_BIN" db stop --data-dir "$WORK/pg" >/dev/null 2>&1 || log "could not stop PostgreSQL in $WORK/pg"
     fi
     if [[ -n $WORK && -d $WORK ]]; then
-        if [[ $KEEP_WORK == 1 || $status -ne 0 ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+        # Kept when asked, or after a failure (not after an interruption) for its logs.
+        if [[ $KEEP_WORK == 1 || ($status -ne 0 && $status -ne 130 && $status -ne 143) ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
     fi
     exit "$status"
 }
@@ -149,18 +151,26 @@ postgres_ticks() {
 }
 machine_ticks() { awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; total = busy + $5 + $6; print busy, total }' /proc/stat; }
 
+# CPU seconds of the shell's reaped children in a file written by `times`.
+children_seconds() {
+    awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, part, "m"); sub("s", "", part[2]); total += part[1] * 60 + part[2] } }
+         END { printf "%.3f", total }' "$1"
+}
+
 # Value of key=value in the wrk.result line of a wrk output file.
 result() { sed -n 's/^wrk\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
 
 # run_wrk NAME CONNECTIONS BATCH RATE TAG SECONDS: load with wrk/batch.lua (RATE 0: unpaced).
 run_wrk() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
+    times >"$WORK/times-$name.0" # the shell's children's CPU so far: wrk's is the difference
     INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS \
         "$WRK" -t"$THREADS" -c"$connections" -d"${seconds}s" --timeout 10s -s "$BENCH/wrk/batch.lua" "$URL" \
         >"$WORK/wrk-$name.txt" 2>&1 &
     WRK_PID=$!
     local status=0
     wait "$WRK_PID" || status=$?
+    times >"$WORK/times-$name.1"
     WRK_PID=""
     [[ $status == 0 ]] || { cat "$WORK/wrk-$name.txt" >&2; die "wrk failed in phase $name (exit $status)"; }
     grep -q '^wrk\.result ' "$WORK/wrk-$name.txt" || { cat "$WORK/wrk-$name.txt" >&2; die "wrk printed no result in phase $name"; }
@@ -197,14 +207,15 @@ run_phase() {
     elapsed_ticks=$(calc "$P_SECONDS * $CLK_TCK")
     P_ENGAGE_CPU=$(calc "($engage1 - $engage0) / $elapsed_ticks")
     P_POSTGRES_CPU=$(calc "($postgres1 - $postgres0) / $elapsed_ticks")
+    P_WRK_CPU=$(calc "($(children_seconds "$WORK/times-$name.1") - $(children_seconds "$WORK/times-$name.0")) / $P_SECONDS")
     read -r busy0 total0 <<<"$machine0"; read -r busy1 total1 <<<"$machine1"
     P_MACHINE_BUSY=$(calc "100 * ($busy1 - $busy0) / ($total1 - $total0)")
     P_RSS_MB=$(awk -v p="$name" '$1 == p && $2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
     log "phase $name: stored $P_STORED events in $(fixed "$P_SECONDS" 1) s = $(grouped "$P_EPS") events/s" \
         "(wrk saw $(grouped "$P_WRK_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
-        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
+        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), wrk CPU $(fixed "$P_WRK_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
     (( P_DUPLICATES == 0 )) || log "phase $name: the server reported $P_DUPLICATES duplicates: event ids repeated"
-    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
+    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_WRK_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -356,8 +367,10 @@ wrk -t$THREADS, ${DURATION} s per phase after a ${WARMUP} s warm-up, load genera
 
 Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C $C_ERRORS. wrk's own count of accepted events: A $(grouped "$A_WRK_EPS")/s, C $(grouped "$C_WRK_EPS")/s. Row size: \\copy $COPY_BYTES bytes, served $A_BYTES bytes. Server stopped with SIGTERM: exit $SERVER_STATUS.
 
-| phase | engage CPU (cores) | PostgreSQL CPU (cores) | machine busy | engage max VmRSS |
-|---|---:|---:|---:|---:|
+CPU while each phase ran, in cores (the machine has $(nproc); "machine busy" counts every process, this benchmark's and others'):
+
+| phase | engage | PostgreSQL | wrk | machine busy | engage max VmRSS |
+|---|---:|---:|---:|---:|---:|
 ${CPU_ROWS}
 EOF
 
