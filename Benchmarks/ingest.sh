@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# Ingestion load benchmark (issue 3's targets); prints a markdown table for BENCHMARKS.md.
+#
+#   Benchmarks/ingest.sh                        build release, run every phase (about 2.5 minutes)
+#   BUILD=0 Benchmarks/ingest.sh                use .build/release/engage as it is
+#   ENGAGE_BIN=/path/engage DURATION=10 Benchmarks/ingest.sh
+#
+# In one run, on a fresh local PostgreSQL in a new directory under /var/tmp:
+#   baseline  psql \copy of COPY_ROWS rows of the same events into `events`, one connection,
+#             median of COPY_ROUNDS rounds
+#   A         BATCH-event POSTs over CONNECTIONS keep-alive connections, as fast as they go
+#   B         the same at half of A's stored rate, paced by wrk/batch.lua's delay()
+#   C         single-event POSTs over SINGLE_CONNECTIONS connections
+# Every phase starts from an empty log (TRUNCATE, VACUUM, CHECKPOINT) and is measured by
+# `SELECT count(*) FROM events` before and after, not only by what wrk saw. The engage process's
+# VmRSS is sampled every 0.25 s throughout. The server is stopped with SIGTERM at the end and
+# must exit 0. Progress goes to stderr, the report to stdout. Ctrl-C or SIGTERM stops everything
+# it started (the server, its PostgreSQL, wrk) and removes the run's directory.
+#
+# Settings (environment):
+#   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
+#   ENGAGE_BIN           engage executable (default: the package's release build)
+#   DURATION=20          seconds of each wrk phase, 1-30
+#   WARMUP=3             seconds of unmeasured load before phase A, 0-30 (0: none)
+#   THREADS=2            wrk threads
+#   CONNECTIONS=16       connections of phases A and B
+#   BATCH=100            events per request in phases A and B
+#   SINGLE_CONNECTIONS=64  connections of phase C
+#   COPY_ROWS=300000     rows of each \copy round; COPY_ROUNDS=3 rounds
+#   HTTP_THREADS, COMMITTERS, POOL_SIZE   passed to `engage serve` when set
+#   PORT=0               port to listen on (0: a free one, chosen by the server)
+#   WORK_PARENT=/var/tmp where the run's directory (data dir, logs, rows) is made
+#   KEEP_WORK=0          1 keeps that directory for inspection
+#   STRICT=0             1 exits 2 when a target is missed
+#   PSQL=psql WRK=wrk    client programs
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH="$ROOT/Benchmarks"
+
+BUILD=${BUILD:-1}
+ENGAGE_BIN=${ENGAGE_BIN:-}
+DURATION=${DURATION:-20}
+WARMUP=${WARMUP:-3}
+THREADS=${THREADS:-2}
+CONNECTIONS=${CONNECTIONS:-16}
+BATCH=${BATCH:-100}
+SINGLE_CONNECTIONS=${SINGLE_CONNECTIONS:-64}
+COPY_ROWS=${COPY_ROWS:-300000}
+COPY_ROUNDS=${COPY_ROUNDS:-3}
+HTTP_THREADS=${HTTP_THREADS:-}
+COMMITTERS=${COMMITTERS:-}
+POOL_SIZE=${POOL_SIZE:-}
+PORT=${PORT:-0}
+WORK_PARENT=${WORK_PARENT:-/var/tmp}
+KEEP_WORK=${KEEP_WORK:-0}
+STRICT=${STRICT:-0}
+PSQL=${PSQL:-psql}
+WRK=${WRK:-wrk}
+
+# Issue 3's targets.
+TARGET_A_EPS=130000
+TARGET_A_RATIO=0.9
+TARGET_B_P99_MS=25
+TARGET_C_EPS=35000
+TARGET_RSS_MB=150
+
+APP=ingest-bench
+COPY_COLUMNS="event_id, app_id, notification_id, type, category, device_id, occurred_at, experiment_id, experiment_arm, payload"
+
+log() { printf '%s ingest.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+usage_error() { printf 'ingest.sh: %s\nusage: [BUILD=0] [ENGAGE_BIN=path] [DURATION=s] ... Benchmarks/ingest.sh (settings in the header)\n' "$1" >&2; exit 64; }
+
+require_int() { # name value min max
+    [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"
+}
+require_int DURATION "$DURATION" 1 30
+require_int WARMUP "$WARMUP" 0 30
+require_int THREADS "$THREADS" 1 64
+require_int CONNECTIONS "$CONNECTIONS" "$THREADS" 10000
+require_int SINGLE_CONNECTIONS "$SINGLE_CONNECTIONS" "$THREADS" 10000
+require_int BATCH "$BATCH" 1 1000
+require_int COPY_ROWS "$COPY_ROWS" 1000 10000000
+require_int COPY_ROUNDS "$COPY_ROUNDS" 1 9
+require_int PORT "$PORT" 0 65535
+for name in HTTP_THREADS COMMITTERS POOL_SIZE; do
+    [[ -z ${!name} ]] || require_int "$name" "${!name}" 1 200
+done
+for program in "$PSQL" "$WRK" awk curl; do
+    command -v "$program" >/dev/null || die "$program not found (scripts/install-deps --bench installs wrk and psql)"
+done
+
+WORK="" SERVER_PID="" SAMPLER_PID="" WRK_PID=""
+
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    if [[ -n $WRK_PID ]] && kill -0 "$WRK_PID" 2>/dev/null; then kill "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
+    if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null || true; wait "$SAMPLER_PID" 2>/dev/null || true; fi
+    if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
+        log "stopping engage (pid $SERVER_PID)"
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$SERVER_PID" 2>/dev/null; then log "engage ignored SIGTERM for 30 s; killing it"; kill -KILL "$SERVER_PID" 2>/dev/null || true; fi
+        wait "$SERVER_PID" 2>/dev/null || true
+    fi
+    if [[ -n $WORK && -f $WORK/pg/postmaster.pid && -n $ENGAGE_BIN ]]; then
+        log "stopping the benchmark's PostgreSQL"
+        "$ENGAGE_BIN" db stop --data-dir "$WORK/pg" >/dev/null 2>&1 || log "could not stop PostgreSQL in $WORK/pg"
+    fi
+    if [[ -n $WORK && -d $WORK ]]; then
+        # Kept when asked, or after a failure (not after an interruption) for its logs.
+        if [[ $KEEP_WORK == 1 || ($status -ne 0 && $status -ne 130 && $status -ne 143) ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+    fi
+    exit "$status"
+}
+set -E
+trap 'log "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+# Integer with thousands separators.
+grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
+calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
+fixed() { awk -v v="$1" -v d="$2" 'BEGIN { printf "%.*f", d, v }'; }
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+now_ns() { date +%s%N; }
+
+verdict() { if [[ $1 == 0 ]]; then echo "met"; else echo "**missed**"; fi; }
+
+sql() { "$PSQL" "$CONNINFO" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+reset_log() { sql -c "TRUNCATE events, event_ids" -c "VACUUM ANALYZE event_ids" -c "CHECKPOINT" >/dev/null; }
+count_events() { sql -c "SELECT count(*) FROM events"; }
+row_bytes() { sql -c "SELECT coalesce(avg(pg_column_size(e.*)), 0)::int FROM events e"; }
+
+# CPU ticks: the engage process; PostgreSQL (postmaster and its children); all CPUs busy/total.
+CLK_TCK=$(getconf CLK_TCK)
+engage_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
+postgres_ticks() {
+    local postmaster
+    postmaster=$(head -1 "$WORK/pg/postmaster.pid" 2>/dev/null) || { echo 0; return; }
+    # Field 2 (comm) has no spaces for postgres processes; 4 is the parent, 14/15 user/system.
+    { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$postmaster" '$1 == pm || $4 == pm { t += $14 + $15 } END { print t + 0 }'
+}
+machine_ticks() { awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; total = busy + $5 + $6; print busy, total }' /proc/stat; }
+
+# CPU seconds of the shell's reaped children in a file written by `times`.
+children_seconds() {
+    awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, part, "m"); sub("s", "", part[2]); total += part[1] * 60 + part[2] } }
+         END { printf "%.3f", total }' "$1"
+}
+
+# Value of key=value in the wrk.result line of a wrk output file.
+result() { sed -n 's/^wrk\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
+
+# run_wrk NAME CONNECTIONS BATCH RATE TAG SECONDS: load with wrk/batch.lua (RATE 0: unpaced).
+run_wrk() {
+    local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
+    times >"$WORK/times-$name.0" # the shell's children's CPU so far: wrk's is the difference
+    INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS \
+        "$WRK" -t"$THREADS" -c"$connections" -d"${seconds}s" --timeout 10s -s "$BENCH/wrk/batch.lua" "$URL" \
+        >"$WORK/wrk-$name.txt" 2>&1 &
+    WRK_PID=$!
+    local status=0
+    wait "$WRK_PID" || status=$?
+    times >"$WORK/times-$name.1"
+    WRK_PID=""
+    [[ $status == 0 ]] || { cat "$WORK/wrk-$name.txt" >&2; die "wrk failed in phase $name (exit $status)"; }
+    grep -q '^wrk\.result ' "$WORK/wrk-$name.txt" || { cat "$WORK/wrk-$name.txt" >&2; die "wrk printed no result in phase $name"; }
+    if grep -q '^wrk\.problem ' "$WORK/wrk-$name.txt"; then log "phase $name: $(grep '^wrk\.problem ' "$WORK/wrk-$name.txt" | head -1)"; fi
+}
+
+# run_phase NAME CONNECTIONS BATCH RATE TAG: one measured phase; sets P_* variables.
+run_phase() {
+    local name=$1 connections=$2 batch=$3 rate=$4 tag=$5
+    reset_log
+    local before engage0 postgres0 machine0 after engage1 postgres1 machine1
+    before=$(count_events)
+    engage0=$(engage_ticks); postgres0=$(postgres_ticks); machine0=$(machine_ticks)
+    echo "$name" >"$WORK/phase"
+    log "phase $name: $connections connections, $batch event(s) per request, ${rate:-0} req/s pacing (0: none), ${DURATION} s"
+    run_wrk "$name" "$connections" "$batch" "$rate" "$tag" "$DURATION"
+    echo "between" >"$WORK/phase"
+    engage1=$(engage_ticks); postgres1=$(postgres_ticks); machine1=$(machine_ticks)
+    sleep 1 # requests still in flight when wrk stopped commit (or fail) within this
+    after=$(count_events)
+    local file="$WORK/wrk-$name.txt"
+    P_SECONDS=$(calc "$(result "$file" duration_us) / 1e6")
+    P_STORED=$((after - before))
+    P_EPS=$(calc "$P_STORED / $P_SECONDS")
+    P_WRK_EPS=$(calc "$(result "$file" accepted) / $P_SECONDS")
+    P_RPS=$(calc "$(result "$file" requests) / $P_SECONDS")
+    P_P50=$(calc "$(result "$file" p50_us) / 1000")
+    P_P90=$(calc "$(result "$file" p90_us) / 1000")
+    P_P99=$(calc "$(result "$file" p99_us) / 1000")
+    P_ERRORS=$(( $(result "$file" non200) + $(result "$file" connect_errors) + $(result "$file" read_errors) \
+        + $(result "$file" write_errors) + $(result "$file" timeouts) ))
+    P_DUPLICATES=$(result "$file" duplicates)
+    local elapsed_ticks
+    elapsed_ticks=$(calc "$P_SECONDS * $CLK_TCK")
+    P_ENGAGE_CPU=$(calc "($engage1 - $engage0) / $elapsed_ticks")
+    P_POSTGRES_CPU=$(calc "($postgres1 - $postgres0) / $elapsed_ticks")
+    P_WRK_CPU=$(calc "($(children_seconds "$WORK/times-$name.1") - $(children_seconds "$WORK/times-$name.0")) / $P_SECONDS")
+    read -r busy0 total0 <<<"$machine0"; read -r busy1 total1 <<<"$machine1"
+    P_MACHINE_BUSY=$(calc "100 * ($busy1 - $busy0) / ($total1 - $total0)")
+    P_RSS_MB=$(awk -v p="$name" '$1 == p && $2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
+    log "phase $name: stored $P_STORED events in $(fixed "$P_SECONDS" 1) s = $(grouped "$P_EPS") events/s" \
+        "(wrk saw $(grouped "$P_WRK_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
+        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), wrk CPU $(fixed "$P_WRK_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
+    (( P_DUPLICATES == 0 )) || log "phase $name: the server reported $P_DUPLICATES duplicates: event ids repeated"
+    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_WRK_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
+}
+
+# ---------------------------------------------------------------------------------------------
+# 1. Build, fresh data directory, server, key
+
+if [[ -z $ENGAGE_BIN ]]; then
+    if [[ $BUILD == 1 ]]; then
+        log "swift build -c release"
+        (cd "$ROOT" && swift build -c release >&2)
+    fi
+    ENGAGE_BIN="$ROOT/.build/release/engage"
+fi
+[[ -x $ENGAGE_BIN ]] || die "no engage executable at $ENGAGE_BIN (run without BUILD=0, or set ENGAGE_BIN)"
+
+WORK=$(mktemp -d "$WORK_PARENT/engage-ingest.XXXXXX")
+chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
+log "working in $WORK"
+
+serve_args=(serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/pg")
+[[ -z $HTTP_THREADS ]] || serve_args+=(--http-threads "$HTTP_THREADS")
+[[ -z $COMMITTERS ]] || serve_args+=(--committers "$COMMITTERS")
+[[ -z $POOL_SIZE ]] || serve_args+=(--pool-size "$POOL_SIZE")
+log "starting engage ${serve_args[*]}"
+"$ENGAGE_BIN" "${serve_args[@]}" >"$WORK/serve.log" 2>&1 &
+SERVER_PID=$!
+
+LISTEN_PORT=""
+for _ in $(seq 1200); do # initdb and the first start take a few seconds
+    LISTEN_PORT=$(sed -n 's/.*msg=engage\.listening.*address=http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/serve.log" | head -1)
+    [[ -z $LISTEN_PORT ]] || break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; SERVER_PID=""; die "engage serve exited during start-up"; }
+    sleep 0.1
+done
+[[ -n $LISTEN_PORT ]] || { cat "$WORK/serve.log" >&2; die "engage serve did not report its address within 120 s"; }
+URL="http://127.0.0.1:$LISTEN_PORT"
+curl -fsS "$URL/healthz" >/dev/null || die "$URL/healthz failed"
+log "engage (pid $SERVER_PID) listens on $URL"
+
+KEY=$("$ENGAGE_BIN" keys create --app "$APP" --role ingest --name ingest-benchmark --data-dir "$WORK/pg" 2>>"$WORK/keys.log")
+[[ $KEY == egk_* ]] || die "engage keys create printed no key"
+CONNINFO=$("$ENGAGE_BIN" db status --data-dir "$WORK/pg" | sed -n 's/^connect with: //p')
+[[ -n $CONNINFO ]] || die "engage db status printed no connection string"
+POSTGRES_VERSION=$(sql -c "SHOW server_version")
+
+echo "idle" >"$WORK/phase"
+(
+    while kill -0 "$SERVER_PID" 2>/dev/null; do
+        phase=$(cat "$WORK/phase" 2>/dev/null || echo unknown)
+        awk -v phase="$phase" '/^VmRSS:/ { rss = $2 } /^VmHWM:/ { hwm = $2 } END { if (rss) print phase, rss, hwm }' \
+            "/proc/$SERVER_PID/status" >>"$WORK/rss.log" 2>/dev/null || true
+        sleep 0.25
+    done
+) &
+SAMPLER_PID=$!
+
+# ---------------------------------------------------------------------------------------------
+# 2. Baseline: psql \copy of the same rows into the same table, one connection
+
+log "baseline: writing $COPY_ROWS rows"
+sql -v rows="$COPY_ROWS" -v app="$APP" -f "$BENCH/copy-rows.sql" >"$WORK/rows.tsv"
+COPY_RATES=""
+for round in $(seq "$COPY_ROUNDS"); do
+    reset_log
+    start=$(now_ns)
+    sql -c "\\copy events ($COPY_COLUMNS) FROM '$WORK/rows.tsv'" >/dev/null
+    end=$(now_ns)
+    stored=$(count_events)
+    [[ $stored == "$COPY_ROWS" ]] || die "\\copy stored $stored of $COPY_ROWS rows"
+    rate=$(calc "$COPY_ROWS / (($end - $start) / 1e9)")
+    COPY_RATES+="$rate "
+    log "baseline round $round: $(grouped "$rate") rows/s"
+done
+COPY_BYTES=$(row_bytes)
+COPY_EPS=$(echo "$COPY_RATES" | median)
+rm -f "$WORK/rows.tsv"
+
+# ---------------------------------------------------------------------------------------------
+# 3-5. Phases
+
+CPU_ROWS=""
+if (( WARMUP > 0 )); then
+    log "warm-up: ${WARMUP} s, not measured"
+    echo "warmup" >"$WORK/phase"
+    run_wrk warmup "$CONNECTIONS" "$BATCH" 0 4095 "$WARMUP"
+fi
+
+run_phase A "$CONNECTIONS" "$BATCH" 0 1
+A_EPS=$P_EPS A_WRK_EPS=$P_WRK_EPS A_P50=$P_P50 A_P90=$P_P90 A_P99=$P_P99 A_ERRORS=$P_ERRORS A_RSS=$P_RSS_MB
+A_BYTES=$(row_bytes)
+A_RATIO=$(calc "$A_EPS / $COPY_EPS")
+
+B_RATE=$(calc "$A_EPS / $BATCH / 2") # requests/s
+run_phase B "$CONNECTIONS" "$BATCH" "$B_RATE" 2
+B_EPS=$P_EPS B_RPS=$P_RPS B_P50=$P_P50 B_P90=$P_P90 B_P99=$P_P99 B_ERRORS=$P_ERRORS
+
+run_phase C "$SINGLE_CONNECTIONS" 1 0 3
+C_EPS=$P_EPS C_WRK_EPS=$P_WRK_EPS C_P50=$P_P50 C_P90=$P_P90 C_P99=$P_P99 C_ERRORS=$P_ERRORS
+reset_log
+
+# ---------------------------------------------------------------------------------------------
+# 6. Memory, 7. SIGTERM
+
+RSS_MAX_MB=$(awk '$2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
+HWM_MB=$(awk '$3 > m { m = $3 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
+SAMPLES=$(wc -l <"$WORK/rss.log")
+
+log "stopping engage with SIGTERM"
+kill -TERM "$SERVER_PID"
+for _ in $(seq 600); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$SERVER_PID" 2>/dev/null && die "engage still runs 60 s after SIGTERM"
+SERVER_STATUS=0
+wait "$SERVER_PID" || SERVER_STATUS=$?
+SERVER_PID=""
+wait "$SAMPLER_PID" 2>/dev/null || true
+SAMPLER_PID=""
+[[ $SERVER_STATUS == 0 ]] || { tail -20 "$WORK/serve.log" >&2; die "engage exited $SERVER_STATUS after SIGTERM"; }
+"$ENGAGE_BIN" db status --data-dir "$WORK/pg" | grep -q '^stopped' || die "PostgreSQL still runs after engage stopped"
+log "engage exited 0 after SIGTERM; PostgreSQL stopped"
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+ge "$A_EPS" "$TARGET_A_EPS" && a_eps_ok=0 || a_eps_ok=1
+ge "$A_RATIO" "$TARGET_A_RATIO" && a_ratio_ok=0 || a_ratio_ok=1
+le "$B_P99" "$TARGET_B_P99_MS" && b_ok=0 || b_ok=1
+ge "$C_EPS" "$TARGET_C_EPS" && c_ok=0 || c_ok=1
+le "$RSS_MAX_MB" "$TARGET_RSS_MB" && rss_ok=0 || rss_ok=1
+MISSED=$(( a_eps_ok | a_ratio_ok | b_ok | c_ok | rss_ok ))
+[[ $A_ERRORS == 0 && $B_ERRORS == 0 && $C_ERRORS == 0 ]] || MISSED=1
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+settings="http-threads ${HTTP_THREADS:-default}, committers ${COMMITTERS:-default}, pool-size ${POOL_SIZE:-default}"
+cat <<EOF
+
+### Ingestion ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
+
+wrk -t$THREADS, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
+
+| measurement | result | target | |
+|---|---:|---:|---|
+| psql \\copy, 1 connection, $(grouped "$COPY_ROWS") rows (median of $COPY_ROUNDS) | $(grouped "$COPY_EPS") rows/s | | |
+| A: $BATCH-event batches, $CONNECTIONS connections | $(grouped "$A_EPS") events/s | ≥ $(grouped "$TARGET_A_EPS") events/s | $(verdict $a_eps_ok) |
+| A ÷ \\copy | $(fixed "$A_RATIO" 2)× | ≥ ${TARGET_A_RATIO}× | $(verdict $a_ratio_ok) |
+| A latency p50 / p90 / p99 | $(fixed "$A_P50" 1) / $(fixed "$A_P90" 1) / $(fixed "$A_P99" 1) ms | | |
+| B: half of A's rate ($(grouped "$(calc "$B_RATE * $BATCH")") events/s asked, $(grouped "$B_EPS") stored), p50 / p99 | $(fixed "$B_P50" 1) / $(fixed "$B_P99" 1) ms | p99 ≤ $TARGET_B_P99_MS ms | $(verdict $b_ok) |
+| C: single-event requests, $SINGLE_CONNECTIONS connections | $(grouped "$C_EPS") events/s | ≥ $(grouped "$TARGET_C_EPS") events/s | $(verdict $c_ok) |
+| C latency p50 / p90 / p99 | $(fixed "$C_P50" 1) / $(fixed "$C_P90" 1) / $(fixed "$C_P99" 1) ms | | |
+| engage resident memory, max VmRSS ($SAMPLES samples; VmHWM $HWM_MB MB) | $RSS_MAX_MB MB | ≤ $TARGET_RSS_MB MB | $(verdict $rss_ok) |
+
+Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C $C_ERRORS. wrk's own count of accepted events: A $(grouped "$A_WRK_EPS")/s, C $(grouped "$C_WRK_EPS")/s. Row size: \\copy $COPY_BYTES bytes, served $A_BYTES bytes. Server stopped with SIGTERM: exit $SERVER_STATUS.
+
+CPU while each phase ran, in cores (the machine has $(nproc); "machine busy" counts every process, this benchmark's and others'):
+
+| phase | engage | PostgreSQL | wrk | machine busy | engage max VmRSS |
+|---|---:|---:|---:|---:|---:|
+${CPU_ROWS}
+EOF
+
+if [[ $STRICT == 1 && $MISSED == 1 ]]; then exit 2; fi
+exit 0
