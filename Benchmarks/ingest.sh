@@ -234,7 +234,9 @@ WORK=$(mktemp -d "$WORK_PARENT/engage-ingest.XXXXXX")
 chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
 log "working in $WORK"
 
-serve_args=(serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/pg")
+# The projector is off by default so that the ingest path is measured alone (it can run in another
+# process: engage project); PROJECTOR=on measures both sharing the machine.
+serve_args=(serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/pg" --projector "${PROJECTOR:-off}")
 [[ -z $HTTP_THREADS ]] || serve_args+=(--http-threads "$HTTP_THREADS")
 [[ -z $COMMITTERS ]] || serve_args+=(--committers "$COMMITTERS")
 [[ -z $POOL_SIZE ]] || serve_args+=(--pool-size "$POOL_SIZE")

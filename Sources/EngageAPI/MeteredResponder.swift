@@ -1,5 +1,6 @@
 import HTTPServer
 import Runtime
+import Synchronization
 
 /// Counts every response by route and status, and logs one debug line per request (method,
 /// route, status, duration; never headers, keys or bodies).
@@ -8,6 +9,8 @@ public struct MeteredResponder: HTTPResponder {
     let registry: MetricsRegistry
     let logger: Logger
     let knownRoutes: Set<String>
+    /// Counters by route and status, looked up in the registry once each (label rendering is not free).
+    private let counters = CounterCache()
 
     public init(_ inner: any HTTPResponder, routes: Set<String>, registry: MetricsRegistry, logger: Logger) {
         self.inner = inner
@@ -20,8 +23,10 @@ public struct MeteredResponder: HTTPResponder {
         let stopwatch = Stopwatch()
         let response = await inner.respond(to: request)
         let route = knownRoutes.contains(request.path) ? request.path : "unmatched"
-        registry.counter("engage_http_requests_total", help: "HTTP requests answered, by route and status.",
-                         labels: ["route": route, "status": String(response.status)]).increment()
+        counters.counter(route: route, status: response.status) {
+            registry.counter("engage_http_requests_total", help: "HTTP requests answered, by route and status.",
+                             labels: ["route": route, "status": String(response.status)])
+        }.increment()
         if logger.isEnabled(.debug) {
             logger.debug("http.request", ["method": request.method.rawValue, "route": route,
                                           "status": String(response.status), "duration.ms": stopwatch.millisecondsText])
@@ -31,3 +36,20 @@ public struct MeteredResponder: HTTPResponder {
 }
 
 extension HTTPServer: Service {}
+
+final class CounterCache: Sendable {
+    private struct Key: Hashable {
+        var route: String
+        var status: Int
+    }
+
+    private let counters = Mutex<[Key: Counter]>([:])
+
+    func counter(route: String, status: Int, make: () -> Counter) -> Counter {
+        let key = Key(route: route, status: status)
+        if let counter = counters.withLock({ $0[key] }) { return counter }
+        let counter = make()
+        counters.withLock { $0[key] = counter }
+        return counter
+    }
+}

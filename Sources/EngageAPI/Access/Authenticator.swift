@@ -20,7 +20,7 @@ public struct Authenticator: Sendable {
         }
         let key: APIKey?
         do {
-            key = try await keys.authenticate(String(parts[1]).trimmingCharacters(in: .whitespaces))
+            key = try await keys.authenticate(String(parts[1].filter { $0 != " " && $0 != "\t" }))
         } catch {
             return .failure(ProblemResponse(APIProblems.unavailable, retryAfter: 5))
         }

@@ -75,7 +75,7 @@ public struct IngestRoute: Sendable {
                 "send Content-Type: application/json (an array or {\"events\": [...]}) or application/x-ndjson")))
         }
         var body = request.body
-        switch request.headers["Content-Encoding"]?.lowercased().trimmingCharacters(in: .whitespaces) {
+        switch request.headers["Content-Encoding"].map(Self.trimmedLowercase) {
         case nil, "", "identity": break
         case "gzip", "x-gzip":
             do {
@@ -107,14 +107,20 @@ public struct IngestRoute: Sendable {
 
     static func bodyFormat(contentType: String?) -> BodyFormat? {
         guard let contentType else { return nil }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map {
-            $0.trimmingCharacters(in: .whitespaces).lowercased()
-        } ?? ""
+        let mediaType = contentType.split(separator: ";", maxSplits: 1).first.map { trimmedLowercase(String($0)) } ?? ""
         switch mediaType {
         case "application/json": return .json
         case "application/x-ndjson", "application/ndjson", "application/jsonl": return .ndjson
         default: return mediaType.hasPrefix("application/") && mediaType.hasSuffix("+json") ? .json : nil
         }
+    }
+
+    /// Header values are ASCII: trimming spaces and tabs needs no Unicode machinery.
+    static func trimmedLowercase(_ value: String) -> String {
+        var bytes = Array(value.utf8)
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+        let start = bytes.firstIndex { $0 != 0x20 && $0 != 0x09 } ?? bytes.endIndex
+        return String(decoding: bytes[start...].map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     static func render(accepted: Int, duplicates: Int, rejected: [Rejection]) -> [UInt8] {

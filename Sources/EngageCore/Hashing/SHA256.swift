@@ -9,7 +9,7 @@ public struct SHA256: Sendable {
 
     public init() { buffer.reserveCapacity(64) }
 
-    public static func hash(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+    public static func hash(_ bytes: [UInt8]) -> [UInt8] {
         var hasher = SHA256()
         hasher.update(bytes)
         return hasher.finalize()
@@ -27,10 +27,31 @@ public struct SHA256: Sendable {
             buffer.append(byte)
             totalBytes &+= 1
             if buffer.count == 64 {
-                compress(buffer)
+                compress(buffer, from: 0)
                 buffer.removeAll(keepingCapacity: true)
             }
         }
+    }
+
+    /// Whole blocks straight from the input, without copying them into the buffer first.
+    public mutating func update(_ bytes: [UInt8]) {
+        var offset = 0
+        if !buffer.isEmpty {
+            while offset < bytes.count && buffer.count < 64 {
+                buffer.append(bytes[offset])
+                offset += 1
+            }
+            if buffer.count == 64 {
+                compress(buffer, from: 0)
+                buffer.removeAll(keepingCapacity: true)
+            }
+        }
+        while bytes.count - offset >= 64 {
+            compress(bytes, from: offset)
+            offset += 64
+        }
+        buffer.append(contentsOf: bytes[offset...])
+        totalBytes &+= UInt64(bytes.count)
     }
 
     public mutating func finalize() -> [UInt8] {
@@ -38,12 +59,12 @@ public struct SHA256: Sendable {
         buffer.append(0x80)
         if buffer.count > 56 {
             buffer += [UInt8](repeating: 0, count: 64 - buffer.count)
-            compress(buffer)
+            compress(buffer, from: 0)
             buffer.removeAll(keepingCapacity: true)
         }
         buffer += [UInt8](repeating: 0, count: 56 - buffer.count)
         for shift in stride(from: 56, through: 0, by: -8) { buffer.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
-        compress(buffer)
+        compress(buffer, from: 0)
         var digest: [UInt8] = []
         digest.reserveCapacity(32)
         for word in state {
@@ -63,12 +84,14 @@ public struct SHA256: Sendable {
         0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
     ]
 
-    private mutating func compress(_ block: [UInt8]) {
+    /// The message schedule, kept between blocks so compressing allocates nothing.
+    private var words = [UInt32](repeating: 0, count: 64)
+
+    private mutating func compress(_ block: [UInt8], from start: Int) {
         func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 { (value >> count) | (value << (32 - count)) }
-        var words = [UInt32](repeating: 0, count: 64)
         for index in 0..<16 {
-            words[index] = UInt32(block[index * 4]) << 24 | UInt32(block[index * 4 + 1]) << 16
-                | UInt32(block[index * 4 + 2]) << 8 | UInt32(block[index * 4 + 3])
+            let at = start + index * 4
+            words[index] = UInt32(block[at]) << 24 | UInt32(block[at + 1]) << 16 | UInt32(block[at + 2]) << 8 | UInt32(block[at + 3])
         }
         for index in 16..<64 {
             let s0 = rotate(words[index - 15], 7) ^ rotate(words[index - 15], 18) ^ (words[index - 15] >> 3)
