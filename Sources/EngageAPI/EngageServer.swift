@@ -66,6 +66,7 @@ public struct EngageServer: Sendable {
         var services: [(name: String, service: any Service)] = [
             ("committer", committer),
             ("partitions", PartitionMaintenance(store: store, logger: logger)),
+            ("ingest-summary", IngestSummary(metrics: metrics, queue: queue, logger: logger)),
         ]
         if configuration.runProjector {
             services.append(("projector", Projector(pool: pool, configuration: configuration.projector, logger: logger,
