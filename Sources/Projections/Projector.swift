@@ -13,7 +13,7 @@ import Synchronization
 /// each batch locks the checkpoint row and checks it did not move, so nothing is counted twice.
 public struct Projector: Service {
     public struct Configuration: Sendable {
-        public var batchSize = 5_000
+        public var batchSize = 20_000
         public var pollInterval = Duration.seconds(1)
         public var failpoints = Failpoints.none
         public init() {}

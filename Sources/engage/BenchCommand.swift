@@ -26,7 +26,7 @@ enum BenchCommand: EngageCommand {
                 options: CommonOptions.database + CommonOptions.logging + [
                     .init("events", value: "n", help: "Events in the log (four per notification).", default: "1000000"),
                     .init("rounds", value: "n", help: "Catch-ups measured; medians are reported.", default: "3"),
-                    .init("batch", value: "n", help: "Events per projector batch.", default: "5000"),
+                    .init("batch", value: "n", help: "Events per projector batch.", default: "20000"),
                 ]),
             Command(
                 name: "decode",

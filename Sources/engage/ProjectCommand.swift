@@ -9,7 +9,7 @@ enum ProjectCommand: EngageCommand {
         name: "project",
         abstract: "Run only the engagement projector (active or standby), until SIGTERM or SIGINT.",
         options: CommonOptions.database + CommonOptions.logging + [
-            .init("batch", value: "events", help: "Log events folded per transaction.", default: "5000"),
+            .init("batch", value: "events", help: "Log events folded per transaction.", default: "20000"),
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -18,7 +18,7 @@ enum ProjectCommand: EngageCommand {
         defer { setup.close() }
         let pool = ConnectionPool(configuration: setup.configuration, size: 2)
         var configuration = Projector.Configuration()
-        configuration.batchSize = try arguments.int("batch", default: 5000, in: 1...100_000)
+        configuration.batchSize = try arguments.int("batch", default: 20_000, in: 1...100_000)
         configuration.failpoints = Failpoints.fromEnvironment()
         let projector = Projector(pool: pool, configuration: configuration, logger: logger,
                                   metrics: ProjectorMetrics(registry: MetricsRegistry()))

@@ -12,7 +12,7 @@ enum ProjectorBenchmark {
         logger.level = max(logger.level, .warning)
         let events = try arguments.int("events", default: 1_000_000, in: 4_000...100_000_000)
         let rounds = try arguments.int("rounds", default: 3, in: 1...20)
-        let batch = try arguments.int("batch", default: 5_000, in: 100...100_000)
+        let batch = try arguments.int("batch", default: 20_000, in: 100...100_000)
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
         let configuration = setup.configuration.withDatabase("engage_bench_project")

@@ -26,7 +26,7 @@ enum ReportBenchmark {
         let pool = ConnectionPool(configuration: configuration, size: 4)
         let store = EventStore(pool: pool)
         var configurationOfProjector = Projector.Configuration()
-        configurationOfProjector.batchSize = 10_000
+        configurationOfProjector.batchSize = 20_000
         configurationOfProjector.pollInterval = .milliseconds(50)
         let projector = Projector(pool: pool, configuration: configurationOfProjector, logger: logger,
                                   metrics: ProjectorMetrics(registry: MetricsRegistry()))
