@@ -28,7 +28,7 @@ public struct Authenticator: Sendable {
             return .failure(ProblemResponse(APIProblems.unauthorized("the key is unknown or revoked")))
         }
         guard key.role.allows(role) else {
-            return .failure(ProblemResponse(APIProblems.forbidden("a \(key.role.rawValue) key cannot \(role.verb)")))
+            return .failure(ProblemResponse(APIProblems.forbidden("\(key.role.article) \(key.role.rawValue) key cannot \(role.verb)")))
         }
         return .success(key)
     }
@@ -43,6 +43,8 @@ struct ProblemResponse: Error {
 }
 
 extension Role {
+    var article: String { self == .ingest || self == .admin ? "an" : "a" }
+
     var verb: String {
         switch self {
         case .ingest: "send events"
