@@ -60,16 +60,15 @@ public struct ReportQuery: Sendable {
                                actionID: try row.decode(4), count: try row.decode(5))
             }
         }
+        // Histograms are merged here rather than by an SQL aggregate: summing a few hundred arrays
+        // element by element is much cheaper in Swift.
         var telemetrySQL: SQL = """
-            SELECT app_id, category, attachment_kind, \(fragment: dayColumn),
-                   sum(delivered)::int8, sum(attached)::int8, sum(timeout)::int8, sum(too_large)::int8,
-                   sum(unsupported_format)::int8, sum(download_failed)::int8, sum(not_requested)::int8,
-                   sum(time_will_expire)::int8, sum(cache_hits)::int8, sum(network_fetches)::int8, sum(bytes)::int8,
-                   sum(bytes_reported)::int8, engage_sum_counts(download_ms_histogram), engage_sum_counts(processing_ms_histogram)
+            SELECT app_id, category, attachment_kind, day, delivered, attached, timeout, too_large, unsupported_format,
+                   download_failed, not_requested, time_will_expire, cache_hits, network_fetches, bytes,
+                   bytes_reported, download_ms_histogram, processing_ms_histogram
             FROM extension_telemetry_daily WHERE
             """
         telemetrySQL.append(filter)
-        telemetrySQL.append(" GROUP BY 1, 2, 3, 4")
         let telemetry = try connection.query(telemetrySQL).rows.map { row in
             TelemetryRow(appID: try row.decode(0), category: try row.decode(1), attachmentKind: try row.decode(2),
                          day: UTCDay(Timestamp(microsecondsSinceEpoch: try row.cell(3).unixMicroseconds())),

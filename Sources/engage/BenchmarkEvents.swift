@@ -36,8 +36,9 @@ enum BenchmarkEvents {
             let notification = "bench-\(n)"
             let category = categories[n % categories.count]
             let rich = n % 5 != 0
-            // Spread over 20 days so the read model has realistic days.
-            let base = start.adding(microseconds: Int64(n % 1_728_000) * 1_000_000)
+            // Spread evenly over the same 20 days whatever the log size, so the read model's size
+            // (its buckets) does not grow with the number of events.
+            let base = start.adding(microseconds: Int64((n &* 2_654_435_761) % 1_728_000) * 1_000_000)
             var serial = UInt64(n) * 4
             func event(_ seconds: Int64, _ details: EventDetails) -> AppendItem {
                 serial += 1
