@@ -36,10 +36,14 @@ enum ReportCommand: EngageCommand {
                                 from: try day("since"), through: try day("until"),
                                 grouping: try arguments.value("by", default: ReportGrouping.category))
         let format = try arguments.value("format", default: Format.table)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
+        // Reading needs no migration run (which would also recreate the views): only a current schema.
+        let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: setup_needsMigration(arguments))
         defer { setup.close() }
         let connection = try Connection(configuration: setup.configuration)
         defer { connection.close() }
+        if let problem = try Migrator.fromSQLDirectory().pendingProblem(connection) {
+            throw ReportError(description: "the database is not ready for reports (\(problem)); run: engage migrate")
+        }
         let report = try query.run(on: connection, now: .now)
         let output: [UInt8]
         switch format {
@@ -58,3 +62,13 @@ enum ReportCommand: EngageCommand {
 }
 
 import EngageAPI
+import EventStore
+
+struct ReportError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// A local cluster engage starts itself is migrated on the way; an external database is left alone.
+private func setup_needsMigration(_ arguments: ParsedArguments) -> Bool {
+    (arguments.value("database") ?? "").isEmpty
+}
