@@ -106,17 +106,28 @@ public struct ExperimentArmTally: Sendable {
 
     /// Adds counts for a device directly (tests and simulations; `add(_:)` for real states).
     public mutating func record(device: String, _ counts: ExperimentCounts) {
-        let old = perDevice[device] ?? ExperimentCounts()
+        // One hash lookup: read the old counts and store the new ones in place.
+        let old = Self.accumulate(&perDevice[device, default: ExperimentCounts()], counts)
         let new = old + counts
-        perDevice[device] = new
         totals = totals + counts
-        for (i, metric) in ExperimentMetric.allCases.enumerated() {
+        for i in Self.metrics.indices {
+            let metric = Self.metrics[i]
             let (x0, n0) = (old.successes(metric), old.trials(metric))
             let (x1, n1) = (new.successes(metric), new.trials(metric))
             squares[i].xx += x1 * x1 - x0 * x0
             squares[i].nn += n1 * n1 - n0 * n0
             squares[i].xn += x1 * n1 - x0 * n0
         }
+    }
+
+    /// `ExperimentMetric.allCases`, built once.
+    private static let metrics = ExperimentMetric.allCases
+
+    /// Adds `counts` to `stored` and returns the counts before.
+    private static func accumulate(_ stored: inout ExperimentCounts, _ counts: ExperimentCounts) -> ExperimentCounts {
+        let old = stored
+        stored = old + counts
+        return old
     }
 
     /// The metric's successes over trials, summed over notifications.
@@ -131,7 +142,7 @@ public struct ExperimentArmTally: Sendable {
         let n = Double(totals.trials(metric))
         let d = Double(devices)
         guard n > 0, d > 0 else { return nil }
-        let moments = squares[ExperimentMetric.allCases.firstIndex(of: metric)!]
+        let moments = squares[Self.metrics.firstIndex(of: metric)!]
         let ratio = x / n
         let meanX = x / d
         let meanN = n / d
@@ -178,11 +189,11 @@ public struct ExperimentTallies: Sendable {
             outsideCategories += 1
             return
         }
-        guard arms[tag.arm] != nil else {
+        guard let index = arms.index(forKey: tag.arm) else {
             unknownArm += 1
             return
         }
-        arms[tag.arm]!.add(state)
+        arms.values[index].add(state)
         switch state.presentation {
         case .rich: rich.add(state)
         case .plain: plain.add(state)
