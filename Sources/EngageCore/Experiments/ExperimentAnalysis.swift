@@ -1,0 +1,344 @@
+/// The scheduled analysis of an experiment: every treatment arm against the control on the
+/// primary metric and the guardrails, a sample ratio check, and a decision.
+///
+/// Intent to treat: notifications are grouped by the arm their device was ASSIGNED (the events'
+/// experiment tag), whatever was shown; that comparison is randomized and unbiased. How the
+/// notifications were actually shown (rich against plain, all arms together) is reported
+/// separately as `asTreated` and is observational: whether a notification shows rich depends on
+/// the device, its network and the media, which also drive engagement.
+///
+/// Metrics are ratios per device-clustered notification (see `ExperimentArmTally`); lifts use
+/// gbstats' estimators through `Lift`, with the device as the unit (`n` = devices).
+///
+/// Decision rule, first match wins:
+///
+/// 1. `invalidSampleRatioMismatch` when the devices per arm do not fit the weights,
+///    `SampleRatioMismatch.pValue < 0.001`: assignment or logging is broken and no result is
+///    trusted.
+/// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices.
+/// 3. `ship(arm)` when the arm's SEQUENTIAL (always-valid) interval for the relative lift of
+///    the primary metric excludes 0 on the better side at confidence `1 - alpha / t` (`t`
+///    treatment arms: Bonferroni across arms), and no guardrail is significantly worse by its
+///    own sequential interval at `1 - alpha`. Of several such arms, the one with the largest
+///    improvement ships.
+/// 4. `stopNoEffect(.equivalence)` when, for every treatment, that primary interval lies within
+///    `+-equivalenceMargin`: any effect left is too small to matter.
+/// 5. `stopNoEffect(.maximumSample)` when every arm has at least `maximumNotificationsPerArm`
+///    notifications in the primary metric's denominator.
+/// 6. `stopNoEffect(.scheduleEnded)` once `now` reaches the definition's `stopAt`.
+/// 7. `continue` otherwise.
+///
+/// Because the sequential intervals are valid at every look simultaneously, the analysis may
+/// run on every schedule tick without inflating false decisions, and it needs no memory of
+/// earlier runs; `previous` only numbers the look.
+public enum ExperimentAnalysis {
+    /// Sample ratio mismatch p-values below this block every decision (GrowthBook's threshold).
+    public static let sampleRatioMismatchThreshold = 0.001
+
+    public static func run(definition: ExperimentDefinition, tallies: ExperimentTallies,
+                           previous: [ExperimentRunResult] = [], now: Timestamp) -> ExperimentRunResult {
+        let empty = ExperimentArmTally()
+        let tally = { (name: String) in tallies.arms[name] ?? empty }
+        let armSummaries = definition.arms.map { arm in
+            let t = tally(arm.name)
+            return ExperimentArmSummary(
+                name: arm.name, strategy: arm.strategy, isControl: arm.isControl, weight: arm.weight,
+                devices: t.devices, counts: t.totals,
+                processingP50: t.processingMS.quantile(0.5), processingP95: t.processingMS.quantile(0.95))
+        }
+        let srm = SampleRatioMismatch.pValue(observed: armSummaries.map(\.devices), weights: armSummaries.map(\.weight))
+
+        let treatments = definition.treatments
+        let decisionAlpha = definition.alpha / Double(max(1, treatments.count))
+        let tuning = definition.analysis.sequentialTuning
+        var comparisons: [ExperimentArmComparison] = []
+        if let control = definition.control {
+            let controlTally = tally(control.name)
+            for arm in treatments {
+                let armTally = tally(arm.name)
+                var metrics = [compare(definition.primaryMetric, role: .primary, variant: armTally, control: controlTally,
+                                       confidence: 1 - decisionAlpha, tuning: tuning)]
+                for guardrail in definition.guardrails {
+                    metrics.append(compare(guardrail.metric, role: .guardrail(guardrail.direction), variant: armTally,
+                                           control: controlTally, confidence: 1 - definition.alpha, tuning: tuning))
+                }
+                comparisons.append(ExperimentArmComparison(arm: arm.name, strategy: arm.strategy, metrics: metrics))
+            }
+        }
+
+        let (decision, rationale) = decide(definition: definition, arms: armSummaries, srm: srm,
+                                           comparisons: comparisons, now: now)
+        return ExperimentRunResult(
+            experimentID: definition.id, analyzedAt: now, look: previous.count + 1, alpha: definition.alpha,
+            decisionAlpha: decisionAlpha, sequentialTuning: tuning, primaryMetric: definition.primaryMetric,
+            arms: armSummaries, sampleRatioMismatchPValue: srm, comparisons: comparisons,
+            asTreated: asTreated(tallies, alpha: definition.alpha),
+            excluded: ExperimentExclusions(otherExperiment: tallies.otherExperiment, unknownArm: tallies.unknownArm,
+                                           outsideCategories: tallies.outsideCategories),
+            decision: decision, rationale: rationale)
+    }
+
+    // MARK: Comparisons
+
+    static func compare(_ metric: ExperimentMetric, role: ExperimentMetricRole, variant: ExperimentArmTally,
+                        control: ExperimentArmTally, confidence: Double, tuning: Double) -> ExperimentMetricComparison {
+        var comparison = ExperimentMetricComparison(
+            metric: metric, role: role, confidence: confidence,
+            control: ExperimentRate(variant: control, metric), variant: ExperimentRate(variant: variant, metric))
+        guard let v = variant.summary(metric), let c = control.summary(metric) else {
+            comparison.unavailable = StatisticsError.Code.tooFewUnits.rawValue
+            return comparison
+        }
+        do {
+            let relative = try Lift(variant: v, control: c, scale: .relative)
+            let absolute = try Lift(variant: v, control: c, scale: .absolute)
+            comparison.relative = ExperimentLiftResult(relative, metric: metric, confidence: confidence, tuning: tuning)
+            comparison.absolute = ExperimentLiftResult(absolute, metric: metric, confidence: confidence, tuning: tuning)
+        } catch {
+            comparison.unavailable = error.code.rawValue
+        }
+        return comparison
+    }
+
+    static func asTreated(_ tallies: ExperimentTallies, alpha: Double) -> ExperimentAsTreatedResult {
+        let metrics: [ExperimentMetric] = [.expansion, .action, .open, .reply, .dismiss]
+        return ExperimentAsTreatedResult(
+            rich: tallies.rich.totals, plain: tallies.plain.totals,
+            richDevices: tallies.rich.devices, plainDevices: tallies.plain.devices,
+            metrics: metrics.map { metric in
+                var comparison = compare(metric, role: .observational, variant: tallies.rich, control: tallies.plain,
+                                         confidence: 1 - alpha, tuning: Lift.defaultSequentialTuning)
+                // Sequential inference is for the randomized comparison; drop it here.
+                comparison.relative?.sequential = nil
+                comparison.absolute?.sequential = nil
+                return comparison
+            })
+    }
+
+    // MARK: Decision
+
+    static func decide(definition: ExperimentDefinition, arms: [ExperimentArmSummary], srm: Double,
+                       comparisons: [ExperimentArmComparison], now: Timestamp) -> (ExperimentDecision, String) {
+        if srm < sampleRatioMismatchThreshold {
+            return (.invalidSampleRatioMismatch,
+                    "devices per arm \(arms.map(\.devices)) do not match the weights \(arms.map(\.weight)) (p = \(srm)); no decision is trusted")
+        }
+        let minimum = definition.analysis.minimumDevicesPerArm
+        if let small = arms.first(where: { $0.devices < minimum }) {
+            return (.continue, "arm \(small.name) has \(small.devices) devices, fewer than the \(minimum) needed for a decision")
+        }
+        let primary = definition.primaryMetric
+        var best: (arm: String, improvement: Double)?
+        var blocked: [String] = []
+        for comparison in comparisons {
+            guard let lift = comparison.metrics.first?.relative, let sequential = lift.sequential else { continue }
+            let better = primary.higherIsBetter ? sequential.interval.lower > 0 : sequential.interval.upper < 0
+            guard better else { continue }
+            let violated = comparison.metrics.filter { $0.isGuardrailViolated }.map(\.metric.rawValue)
+            if !violated.isEmpty {
+                blocked.append("\(comparison.arm) (guardrails \(violated.joined(separator: ", ")))")
+                continue
+            }
+            let improvement = primary.higherIsBetter ? lift.estimate : -lift.estimate
+            if best == nil || improvement > best!.improvement { best = (comparison.arm, improvement) }
+        }
+        if let best {
+            return (.ship(arm: best.arm),
+                    "the sequential interval of \(primary.rawValue) excludes no change in favour of \(best.arm) and no guardrail is significantly worse")
+        }
+        let margin = definition.analysis.equivalenceMargin
+        let intervals = comparisons.compactMap { $0.metrics.first?.relative?.sequential?.interval }
+        if !comparisons.isEmpty, intervals.count == comparisons.count,
+           intervals.allSatisfy({ $0.lower >= -margin && $0.upper <= margin }) {
+            return (.stopNoEffect(.equivalence),
+                    "every arm's sequential interval of the relative \(primary.rawValue) lift lies within +-\(margin)")
+        }
+        if let maximum = definition.analysis.maximumNotificationsPerArm,
+           arms.allSatisfy({ $0.counts.trials(primary) >= maximum }) {
+            return (.stopNoEffect(.maximumSample), "every arm reached \(maximum) notifications without a winner")
+        }
+        if let stopAt = definition.stopAt, now >= stopAt {
+            return (.stopNoEffect(.scheduleEnded), "the experiment reached its stop time without a winner")
+        }
+        if !blocked.isEmpty {
+            return (.continue, "better on \(primary.rawValue) but blocked: \(blocked.joined(separator: "; "))")
+        }
+        return (.continue, "no arm is significantly better on \(primary.rawValue) yet")
+    }
+}
+
+// MARK: - Result
+
+/// What one analysis found and decided.
+public struct ExperimentRunResult: Sendable, Equatable {
+    public var experimentID: String
+    public var analyzedAt: Timestamp
+    /// 1 for the first analysis, counting the earlier runs passed in.
+    public var look: Int
+    public var alpha: Double
+    /// `alpha` divided by the number of treatment arms: the level of the primary comparisons.
+    public var decisionAlpha: Double
+    public var sequentialTuning: Double
+    public var primaryMetric: ExperimentMetric
+    /// In definition order.
+    public var arms: [ExperimentArmSummary]
+    /// Chi-square test of devices per arm against the weights.
+    public var sampleRatioMismatchPValue: Double
+    /// One per treatment arm, in definition order: intent to treat.
+    public var comparisons: [ExperimentArmComparison]
+    /// Rich against plain as shown: observational.
+    public var asTreated: ExperimentAsTreatedResult
+    public var excluded: ExperimentExclusions
+    public var decision: ExperimentDecision
+    /// One sentence on why.
+    public var rationale: String
+
+    public var hasSampleRatioMismatch: Bool {
+        sampleRatioMismatchPValue < ExperimentAnalysis.sampleRatioMismatchThreshold
+    }
+}
+
+public enum ExperimentDecision: Sendable, Hashable {
+    case `continue`
+    case ship(arm: String)
+    case stopNoEffect(NoEffectReason)
+    case invalidSampleRatioMismatch
+
+    public enum NoEffectReason: String, Sendable, Hashable {
+        case equivalence
+        case maximumSample = "maximum_sample"
+        case scheduleEnded = "schedule_ended"
+    }
+
+    /// `continue`, `ship`, `stop_no_effect`, `invalid_sample_ratio_mismatch`.
+    public var code: String {
+        switch self {
+        case .continue: "continue"
+        case .ship: "ship"
+        case .stopNoEffect: "stop_no_effect"
+        case .invalidSampleRatioMismatch: "invalid_sample_ratio_mismatch"
+        }
+    }
+
+    /// True for every decision that ends the experiment.
+    public var isFinal: Bool {
+        switch self {
+        case .continue: false
+        default: true
+        }
+    }
+}
+
+public struct ExperimentArmSummary: Sendable, Equatable {
+    public var name: String
+    public var strategy: AttachmentStrategy
+    public var isControl: Bool
+    public var weight: Double
+    public var devices: Int
+    public var counts: ExperimentCounts
+    public var processingP50: Double?
+    public var processingP95: Double?
+}
+
+public struct ExperimentArmComparison: Sendable, Equatable {
+    public var arm: String
+    public var strategy: AttachmentStrategy
+    /// The primary metric first, then the guardrails in definition order.
+    public var metrics: [ExperimentMetricComparison]
+}
+
+public enum ExperimentMetricRole: Sendable, Hashable {
+    case primary
+    case guardrail(GuardrailDirection)
+    /// As-treated comparisons.
+    case observational
+}
+
+/// A metric's rate in one group.
+public struct ExperimentRate: Sendable, Equatable {
+    public var successes: Int
+    public var trials: Int
+    public var devices: Int
+    /// Nil without trials.
+    public var rate: Double?
+
+    init(variant tally: ExperimentArmTally, _ metric: ExperimentMetric) {
+        let (successes, trials) = tally.proportion(metric)
+        self.successes = successes
+        self.trials = trials
+        devices = tally.devices
+        rate = trials == 0 ? nil : Double(successes) / Double(trials)
+    }
+}
+
+/// One lift with its tests.
+public struct ExperimentLiftResult: Sendable, Equatable {
+    public var estimate: Double
+    public var standardError: Double
+    /// Welch's test for a single, pre-planned look.
+    public var fixedHorizon: LiftTestResult
+    /// The always-valid confidence sequence; nil for observational comparisons.
+    public var sequential: LiftTestResult?
+    /// Posterior probability that the variant is BETTER (lower for `dismiss`), flat prior.
+    public var chanceToWin: Double
+
+    init(_ lift: Lift, metric: ExperimentMetric, confidence: Double, tuning: Double) {
+        estimate = lift.estimate
+        standardError = lift.standardError
+        fixedHorizon = lift.fixedHorizon(confidence: confidence)
+        sequential = lift.sequential(confidence: confidence, tuning: tuning)
+        chanceToWin = metric.higherIsBetter ? lift.chanceToWin : 1 - lift.chanceToWin
+    }
+}
+
+public struct ExperimentMetricComparison: Sendable, Equatable {
+    public var metric: ExperimentMetric
+    public var role: ExperimentMetricRole
+    /// The confidence of the intervals.
+    public var confidence: Double
+    public var control: ExperimentRate
+    public var variant: ExperimentRate
+    /// Variant minus control.
+    public var absolute: ExperimentLiftResult?
+    /// Variant over control, minus 1.
+    public var relative: ExperimentLiftResult?
+    /// Why the lifts are missing (`StatisticsError.Code`), nil when they are present.
+    public var unavailable: String?
+
+    init(metric: ExperimentMetric, role: ExperimentMetricRole, confidence: Double,
+         control: ExperimentRate, variant: ExperimentRate) {
+        self.metric = metric
+        self.role = role
+        self.confidence = confidence
+        self.control = control
+        self.variant = variant
+    }
+
+    /// A guardrail whose sequential interval of the relative lift lies wholly on the forbidden side.
+    public var isGuardrailViolated: Bool {
+        guard case .guardrail(let direction) = role, let interval = relative?.sequential?.interval else { return false }
+        switch direction {
+        case .mustNotDecrease: return interval.upper < 0
+        case .mustNotIncrease: return interval.lower > 0
+        }
+    }
+}
+
+/// Rich against plain as shown, all arms together. Observational: presentation is not
+/// randomized, and the same device may appear on both sides.
+public struct ExperimentAsTreatedResult: Sendable, Equatable {
+    public static let label = "observational: rich vs plain as actually shown, not randomized; differences mix the effect of rich media with who gets rich notifications"
+    public var rich: ExperimentCounts
+    public var plain: ExperimentCounts
+    public var richDevices: Int
+    public var plainDevices: Int
+    /// Rich is the variant, plain the control; fixed-horizon tests only.
+    public var metrics: [ExperimentMetricComparison]
+}
+
+/// Notifications left out of the analysis.
+public struct ExperimentExclusions: Sendable, Equatable {
+    public var otherExperiment: Int
+    public var unknownArm: Int
+    public var outsideCategories: Int
+}

@@ -1,0 +1,225 @@
+/// The canonical JSON of a definition, to store it and to log it as an event payload.
+///
+///     {"id": s, "app_id": s, "categories": [s, ...],
+///      "arms": [{"name": s, "strategy": "full" | ..., "weight": x, "control": bool}, ...],
+///      "hash_seed": s, "coverage": x, "primary_metric": "open" | ...,
+///      "guardrails": [{"metric": s, "direction": "must_not_decrease" | "must_not_increase"}, ...],
+///      "alpha": x, "schedule": "0 * * * *", "start_at": rfc3339 | null, "stop_at": rfc3339 | null,
+///      "status": "draft" | "running" | "stopped",
+///      "analysis": {"sequential_tuning": x, "equivalence_margin": x,
+///                   "minimum_devices_per_arm": n, "maximum_notifications_per_arm": n | null}}
+///
+/// Encoding writes every key, in this order, compactly; equal definitions encode to equal bytes.
+/// Decoding accepts any key order and whitespace; `hash_seed`, `categories`, `coverage`,
+/// `guardrails`, `alpha`, `schedule`, `start_at`, `stop_at`, `status`, `analysis` and its members
+/// may be left out (or `null`) for their defaults. Unknown keys are rejected.
+extension ExperimentDefinition {
+    public var canonicalJSON: [UInt8] {
+        var w = JSONWriter(capacity: 512)
+        w.beginObject()
+        w.key("id"); w.string(id)
+        w.key("app_id"); w.string(appID)
+        w.key("categories")
+        w.beginArray()
+        for category in categories { w.string(category) }
+        w.endArray()
+        w.key("arms")
+        w.beginArray()
+        for arm in arms {
+            w.beginObject()
+            w.key("name"); w.string(arm.name)
+            w.key("strategy"); w.string(arm.strategy.rawValue)
+            w.key("weight"); w.double(arm.weight)
+            w.key("control"); w.bool(arm.isControl)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("hash_seed"); w.string(hashSeed)
+        w.key("coverage"); w.double(coverage)
+        w.key("primary_metric"); w.string(primaryMetric.rawValue)
+        w.key("guardrails")
+        w.beginArray()
+        for guardrail in guardrails {
+            w.beginObject()
+            w.key("metric"); w.string(guardrail.metric.rawValue)
+            w.key("direction"); w.string(guardrail.direction.rawValue)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("alpha"); w.double(alpha)
+        w.key("schedule"); w.string(schedule.expression)
+        w.key("start_at")
+        if let startAt { w.string(startAt.rfc3339) } else { w.null() }
+        w.key("stop_at")
+        if let stopAt { w.string(stopAt.rfc3339) } else { w.null() }
+        w.key("status"); w.string(status.rawValue)
+        w.key("analysis")
+        w.beginObject()
+        w.key("sequential_tuning"); w.double(analysis.sequentialTuning)
+        w.key("equivalence_margin"); w.double(analysis.equivalenceMargin)
+        w.key("minimum_devices_per_arm"); w.int(analysis.minimumDevicesPerArm)
+        w.key("maximum_notifications_per_arm")
+        if let maximum = analysis.maximumNotificationsPerArm { w.int(maximum) } else { w.null() }
+        w.endObject()
+        w.endObject()
+        return w.bytes
+    }
+
+    /// Decodes and validates a definition; throws the first problem (malformed JSON has the
+    /// field `$`).
+    public init(json bytes: [UInt8]) throws(ExperimentProblem) {
+        let json: JSON
+        do {
+            json = try JSON.parse(bytes)
+        } catch {
+            throw ExperimentProblem(field: "$", problem: "malformed JSON at byte \(error.offset): \(error.reason)")
+        }
+        self = try DefinitionReader(json: json).definition(json.root)
+        try validate()
+    }
+}
+
+/// Reads the fields of a definition, naming the path of the first problem.
+private struct DefinitionReader {
+    let json: JSON
+
+    func definition(_ node: JSON.Node) throws(ExperimentProblem) -> ExperimentDefinition {
+        let fields = try object(node, "$", known: [
+            "id", "app_id", "categories", "arms", "hash_seed", "coverage", "primary_metric", "guardrails",
+            "alpha", "schedule", "start_at", "stop_at", "status", "analysis",
+        ])
+        let id = try string(required(fields, "id"), "id")
+        let appID = try string(required(fields, "app_id"), "app_id")
+        var categories: [String] = []
+        if let node = fields["categories"] {
+            for (i, element) in try array(node, "categories").enumerated() {
+                categories.append(try string(element, "categories[\(i)]"))
+            }
+        }
+        var arms: [ExperimentArmDefinition] = []
+        for (i, element) in try array(required(fields, "arms"), "arms").enumerated() {
+            let path = "arms[\(i)]"
+            let armFields = try object(element, path, known: ["name", "strategy", "weight", "control"])
+            arms.append(ExperimentArmDefinition(
+                name: try string(required(armFields, "name", path), path + ".name"),
+                strategy: try enumeration(required(armFields, "strategy", path), path + ".strategy"),
+                weight: try number(required(armFields, "weight", path), path + ".weight"),
+                isControl: try armFields["control"].map { (n) throws(ExperimentProblem) in try bool(n, path + ".control") } ?? false))
+        }
+        var guardrails: [ExperimentGuardrail] = []
+        if let node = fields["guardrails"] {
+            for (i, element) in try array(node, "guardrails").enumerated() {
+                let path = "guardrails[\(i)]"
+                let guardrailFields = try object(element, path, known: ["metric", "direction"])
+                let metric: ExperimentMetric = try enumeration(required(guardrailFields, "metric", path), path + ".metric")
+                let direction: GuardrailDirection? = try guardrailFields["direction"].map {
+                    (n) throws(ExperimentProblem) in try enumeration(n, path + ".direction")
+                }
+                guardrails.append(ExperimentGuardrail(metric, direction: direction))
+            }
+        }
+        var schedule = CronSchedule.hourly
+        if let node = fields["schedule"] {
+            let text = try string(node, "schedule")
+            do {
+                schedule = try CronSchedule(text)
+            } catch {
+                throw ExperimentProblem(field: "schedule", problem: error.description)
+            }
+        }
+        var analysis = ExperimentAnalysisSettings()
+        if let node = fields["analysis"] {
+            let settings = try object(node, "analysis", known: [
+                "sequential_tuning", "equivalence_margin", "minimum_devices_per_arm", "maximum_notifications_per_arm",
+            ])
+            if let n = settings["sequential_tuning"] {
+                analysis.sequentialTuning = try number(n, "analysis.sequential_tuning")
+            }
+            if let n = settings["equivalence_margin"] {
+                analysis.equivalenceMargin = try number(n, "analysis.equivalence_margin")
+            }
+            if let n = settings["minimum_devices_per_arm"] {
+                analysis.minimumDevicesPerArm = try integer(n, "analysis.minimum_devices_per_arm")
+            }
+            if let n = settings["maximum_notifications_per_arm"] {
+                analysis.maximumNotificationsPerArm = try integer(n, "analysis.maximum_notifications_per_arm")
+            }
+        }
+        return ExperimentDefinition(
+            id: id, appID: appID, categories: categories, arms: arms,
+            hashSeed: try fields["hash_seed"].map { (n) throws(ExperimentProblem) in try string(n, "hash_seed") },
+            coverage: try fields["coverage"].map { (n) throws(ExperimentProblem) in try number(n, "coverage") } ?? 1,
+            primaryMetric: try enumeration(required(fields, "primary_metric"), "primary_metric"),
+            guardrails: guardrails,
+            alpha: try fields["alpha"].map { (n) throws(ExperimentProblem) in try number(n, "alpha") } ?? 0.05,
+            schedule: schedule,
+            startAt: try fields["start_at"].map { (n) throws(ExperimentProblem) in try timestamp(n, "start_at") },
+            stopAt: try fields["stop_at"].map { (n) throws(ExperimentProblem) in try timestamp(n, "stop_at") },
+            status: try fields["status"].map { (n) throws(ExperimentProblem) in try enumeration(n, "status") } ?? .draft,
+            analysis: analysis)
+    }
+
+    // MARK: Pieces
+
+    /// The non-null members of an object by name; rejects unknown names.
+    private func object(_ node: JSON.Node, _ path: String, known: Set<String>) throws(ExperimentProblem) -> [String: JSON.Node] {
+        guard json.kind(node) == .object else { throw ExperimentProblem(field: path, problem: "must be an object") }
+        var fields: [String: JSON.Node] = [:]
+        for (key, value) in json.members(node) {
+            let name = json.string(key) ?? ""
+            let field = path == "$" ? name : path + "." + name
+            guard known.contains(name) else { throw ExperimentProblem(field: field, problem: "unknown field") }
+            if !json.isNull(value) { fields[name] = value }
+        }
+        return fields
+    }
+
+    private func required(_ fields: [String: JSON.Node], _ name: String, _ path: String = "$") throws(ExperimentProblem) -> JSON.Node {
+        guard let node = fields[name] else {
+            throw ExperimentProblem(field: path == "$" ? name : path + "." + name, problem: "is required")
+        }
+        return node
+    }
+
+    private func array(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> [JSON.Node] {
+        guard json.kind(node) == .array else { throw ExperimentProblem(field: path, problem: "must be an array") }
+        return Array(json.elements(node))
+    }
+
+    private func string(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> String {
+        guard let value = json.string(node) else { throw ExperimentProblem(field: path, problem: "must be a string") }
+        return value
+    }
+
+    private func number(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Double {
+        guard let value = json.double(node) else { throw ExperimentProblem(field: path, problem: "must be a number") }
+        return value
+    }
+
+    private func integer(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Int {
+        guard let value = json.int64(node), let int = Int(exactly: value) else {
+            throw ExperimentProblem(field: path, problem: "must be an integer")
+        }
+        return int
+    }
+
+    private func bool(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Bool {
+        guard let value = json.bool(node) else { throw ExperimentProblem(field: path, problem: "must be true or false") }
+        return value
+    }
+
+    private func timestamp(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Timestamp {
+        guard let text = json.string(node), let value = Timestamp(rfc3339: text) else {
+            throw ExperimentProblem(field: path, problem: "must be an RFC 3339 timestamp with a time zone")
+        }
+        return value
+    }
+
+    private func enumeration<Value: RawRepresentable & CaseIterable>(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Value
+    where Value.RawValue == String {
+        guard let text = json.string(node), let value = Value(rawValue: text) else {
+            throw ExperimentProblem(field: path, problem: Value.mustBeOneOf)
+        }
+        return value
+    }
+}

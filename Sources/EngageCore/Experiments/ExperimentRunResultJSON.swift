@@ -1,0 +1,176 @@
+/// The canonical JSON of an analysis, for storage, the log and dashboards. Every key is always
+/// present, in the order below; undefined numbers are `null`, never NaN.
+///
+///     {"experiment_id": s, "analyzed_at": rfc3339, "look": n, "alpha": x, "decision_alpha": x,
+///      "sequential_tuning": x, "primary_metric": s,
+///      "decision": {"code": "continue" | "ship" | "stop_no_effect" | "invalid_sample_ratio_mismatch",
+///                   "arm": s | null, "reason": "equivalence" | "maximum_sample" | "schedule_ended" | null,
+///                   "rationale": s},
+///      "sample_ratio_mismatch": {"p_value": x, "threshold": 0.001, "mismatch": bool},
+///      "arms": [{"name", "strategy", "control": bool, "weight", "devices", "counts": COUNTS,
+///                "processing_ms_p50": x | null, "processing_ms_p95": x | null}, ...],
+///      "intent_to_treat": [{"arm": s, "strategy": s, "metrics": [METRIC, ...]}, ...],
+///      "as_treated": {"label": s, "rich": COUNTS, "plain": COUNTS, "rich_devices": n,
+///                     "plain_devices": n, "metrics": [METRIC, ...]},
+///      "excluded": {"other_experiment": n, "unknown_arm": n, "outside_categories": n}}
+///     COUNTS = {"notifications", "delivered", "displayed", "rich_displayed", "expanded",
+///               "actioned", "opened", "dismissed", "replied": n}
+///     METRIC = {"metric": s, "role": "primary" | "guardrail" | "observational",
+///               "direction": "must_not_decrease" | "must_not_increase" | null,
+///               "confidence": x, "control": RATE, "variant": RATE,
+///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
+///               "guardrail_violated": bool}
+///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
+///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
+///             "chance_to_win": x}
+///     TEST = {"lower": x, "upper": x, "p_value": x}
+extension ExperimentRunResult {
+    public var canonicalJSON: [UInt8] {
+        var w = JSONWriter(capacity: 4096)
+        w.beginObject()
+        w.key("experiment_id"); w.string(experimentID)
+        w.key("analyzed_at"); w.string(analyzedAt.rfc3339)
+        w.key("look"); w.int(look)
+        w.key("alpha"); w.double(alpha)
+        w.key("decision_alpha"); w.double(decisionAlpha)
+        w.key("sequential_tuning"); w.double(sequentialTuning)
+        w.key("primary_metric"); w.string(primaryMetric.rawValue)
+        w.key("decision")
+        w.beginObject()
+        w.key("code"); w.string(decision.code)
+        w.key("arm")
+        if case .ship(let arm) = decision { w.string(arm) } else { w.null() }
+        w.key("reason")
+        if case .stopNoEffect(let reason) = decision { w.string(reason.rawValue) } else { w.null() }
+        w.key("rationale"); w.string(rationale)
+        w.endObject()
+        w.key("sample_ratio_mismatch")
+        w.beginObject()
+        w.key("p_value"); w.double(sampleRatioMismatchPValue)
+        w.key("threshold"); w.double(ExperimentAnalysis.sampleRatioMismatchThreshold)
+        w.key("mismatch"); w.bool(hasSampleRatioMismatch)
+        w.endObject()
+        w.key("arms")
+        w.beginArray()
+        for arm in arms {
+            w.beginObject()
+            w.key("name"); w.string(arm.name)
+            w.key("strategy"); w.string(arm.strategy.rawValue)
+            w.key("control"); w.bool(arm.isControl)
+            w.key("weight"); w.double(arm.weight)
+            w.key("devices"); w.int(arm.devices)
+            w.key("counts"); w.experimentCounts(arm.counts)
+            w.key("processing_ms_p50"); w.optionalDouble(arm.processingP50)
+            w.key("processing_ms_p95"); w.optionalDouble(arm.processingP95)
+            w.endObject()
+        }
+        w.endArray()
+        w.key("intent_to_treat")
+        w.beginArray()
+        for comparison in comparisons {
+            w.beginObject()
+            w.key("arm"); w.string(comparison.arm)
+            w.key("strategy"); w.string(comparison.strategy.rawValue)
+            w.key("metrics")
+            w.beginArray()
+            for metric in comparison.metrics { w.metricComparison(metric) }
+            w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        w.key("as_treated")
+        w.beginObject()
+        w.key("label"); w.string(ExperimentAsTreatedResult.label)
+        w.key("rich"); w.experimentCounts(asTreated.rich)
+        w.key("plain"); w.experimentCounts(asTreated.plain)
+        w.key("rich_devices"); w.int(asTreated.richDevices)
+        w.key("plain_devices"); w.int(asTreated.plainDevices)
+        w.key("metrics")
+        w.beginArray()
+        for metric in asTreated.metrics { w.metricComparison(metric) }
+        w.endArray()
+        w.endObject()
+        w.key("excluded")
+        w.beginObject()
+        w.key("other_experiment"); w.int(excluded.otherExperiment)
+        w.key("unknown_arm"); w.int(excluded.unknownArm)
+        w.key("outside_categories"); w.int(excluded.outsideCategories)
+        w.endObject()
+        w.endObject()
+        return w.bytes
+    }
+}
+
+private extension JSONWriter {
+    mutating func optionalDouble(_ value: Double?) {
+        if let value { double(value) } else { null() }
+    }
+
+    mutating func experimentCounts(_ counts: ExperimentCounts) {
+        beginObject()
+        key("notifications"); int(counts.notifications)
+        key("delivered"); int(counts.delivered)
+        key("displayed"); int(counts.displayed)
+        key("rich_displayed"); int(counts.richDisplayed)
+        key("expanded"); int(counts.expanded)
+        key("actioned"); int(counts.actioned)
+        key("opened"); int(counts.opened)
+        key("dismissed"); int(counts.dismissed)
+        key("replied"); int(counts.replied)
+        endObject()
+    }
+
+    mutating func rate(_ rate: ExperimentRate) {
+        beginObject()
+        key("successes"); int(rate.successes)
+        key("trials"); int(rate.trials)
+        key("devices"); int(rate.devices)
+        key("rate"); optionalDouble(rate.rate)
+        endObject()
+    }
+
+    mutating func test(_ test: LiftTestResult?) {
+        guard let test else { return null() }
+        beginObject()
+        key("lower"); double(test.interval.lower)
+        key("upper"); double(test.interval.upper)
+        key("p_value"); double(test.pValue)
+        endObject()
+    }
+
+    mutating func lift(_ lift: ExperimentLiftResult?) {
+        guard let lift else { return null() }
+        beginObject()
+        key("estimate"); double(lift.estimate)
+        key("standard_error"); double(lift.standardError)
+        key("fixed"); test(lift.fixedHorizon)
+        key("sequential"); test(lift.sequential)
+        key("chance_to_win"); double(lift.chanceToWin)
+        endObject()
+    }
+
+    mutating func metricComparison(_ comparison: ExperimentMetricComparison) {
+        beginObject()
+        key("metric"); string(comparison.metric.rawValue)
+        switch comparison.role {
+        case .primary:
+            key("role"); string("primary")
+            key("direction"); null()
+        case .guardrail(let direction):
+            key("role"); string("guardrail")
+            key("direction"); string(direction.rawValue)
+        case .observational:
+            key("role"); string("observational")
+            key("direction"); null()
+        }
+        key("confidence"); double(comparison.confidence)
+        key("control"); rate(comparison.control)
+        key("variant"); rate(comparison.variant)
+        key("absolute"); lift(comparison.absolute)
+        key("relative"); lift(comparison.relative)
+        key("unavailable")
+        if let unavailable = comparison.unavailable { string(unavailable) } else { null() }
+        key("guardrail_violated"); bool(comparison.isGuardrailViolated)
+        endObject()
+    }
+}

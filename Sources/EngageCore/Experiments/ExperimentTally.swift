@@ -1,0 +1,220 @@
+/// Notification counts behind the experiment metrics: of one notification, one device or one arm.
+public struct ExperimentCounts: Sendable, Hashable {
+    public var notifications = 0
+    public var delivered = 0
+    public var displayed = 0
+    /// Displayed rich and delivered: the numerator of `richDisplay`.
+    public var richDisplayed = 0
+    /// The engagements below count only notifications that were displayed (their denominator).
+    public var expanded = 0
+    public var actioned = 0
+    public var opened = 0
+    public var dismissed = 0
+    public var replied = 0
+
+    public init(notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, richDisplayed: Int = 0,
+                expanded: Int = 0, actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0) {
+        self.notifications = notifications
+        self.delivered = delivered
+        self.displayed = displayed
+        self.richDisplayed = richDisplayed
+        self.expanded = expanded
+        self.actioned = actioned
+        self.opened = opened
+        self.dismissed = dismissed
+        self.replied = replied
+    }
+
+    /// The counts of one notification.
+    public init(_ state: NotificationState) {
+        let displayed = state.isDisplayed
+        self.init(
+            notifications: 1,
+            delivered: state.isDelivered ? 1 : 0,
+            displayed: displayed ? 1 : 0,
+            richDisplayed: state.isDelivered && state.presentation == .rich ? 1 : 0,
+            expanded: displayed && state.isExpanded ? 1 : 0,
+            actioned: displayed && state.isActioned ? 1 : 0,
+            opened: displayed && state.isOpened ? 1 : 0,
+            dismissed: displayed && state.isDismissed ? 1 : 0,
+            replied: displayed && state.isReplied ? 1 : 0)
+    }
+
+    /// The metric's numerator.
+    public func successes(_ metric: ExperimentMetric) -> Int {
+        switch metric {
+        case .expansion: expanded
+        case .action: actioned
+        case .open: opened
+        case .reply: replied
+        case .dismiss: dismissed
+        case .richDisplay: richDisplayed
+        }
+    }
+
+    /// The metric's denominator: displayed, or delivered for `richDisplay`.
+    public func trials(_ metric: ExperimentMetric) -> Int {
+        metric == .richDisplay ? delivered : displayed
+    }
+
+    public static func + (a: ExperimentCounts, b: ExperimentCounts) -> ExperimentCounts {
+        ExperimentCounts(
+            notifications: a.notifications + b.notifications, delivered: a.delivered + b.delivered,
+            displayed: a.displayed + b.displayed, richDisplayed: a.richDisplayed + b.richDisplayed,
+            expanded: a.expanded + b.expanded, actioned: a.actioned + b.actioned, opened: a.opened + b.opened,
+            dismissed: a.dismissed + b.dismissed, replied: a.replied + b.replied)
+    }
+}
+
+/// One arm's notifications, kept per device because the device is the unit of randomization.
+///
+/// A metric is a ratio of per-device sums, `R = sum x_d / sum n_d` (successes over trials), whose
+/// variance comes from the delta method over devices, as GrowthBook analyses ratio metrics:
+///
+///     Var R = (s_x^2 - 2 R s_xn + R^2 s_n^2) / (D mu_n^2)
+///
+/// with population moments over the `D` devices. Notifications of one device are correlated
+/// (some people open everything); treating them as independent would make intervals too narrow.
+/// With one notification per device this is exactly the binomial `p (1 - p) / n`.
+/// The moments are updated as each device's counts change, so analysis does not revisit devices.
+public struct ExperimentArmTally: Sendable {
+    /// Sums over all the arm's notifications.
+    public private(set) var totals = ExperimentCounts()
+    /// `processing_ms` of the delivered notifications.
+    public private(set) var processingMS = LatencyHistogram()
+    private var perDevice: [String: ExperimentCounts] = [:]
+    /// Per metric (in `ExperimentMetric.allCases` order): sums of x^2, n^2 and x n over devices.
+    private var squares = [Moments](repeating: Moments(), count: ExperimentMetric.allCases.count)
+
+    private struct Moments: Sendable {
+        var xx = 0
+        var nn = 0
+        var xn = 0
+    }
+
+    public init() {}
+
+    /// Distinct devices with at least one notification.
+    public var devices: Int { perDevice.count }
+
+    /// Adds one notification (each notification once: tallies are rebuilt for every analysis).
+    public mutating func add(_ state: NotificationState) {
+        guard let device = state.deviceID else { return }
+        record(device: device, ExperimentCounts(state))
+        if let delivered = state.delivered { processingMS.record(Double(delivered.processingMS)) }
+    }
+
+    /// Adds counts for a device directly (tests and simulations; `add(_:)` for real states).
+    public mutating func record(device: String, _ counts: ExperimentCounts) {
+        // One hash lookup: read the old counts and store the new ones in place.
+        let old = Self.accumulate(&perDevice[device, default: ExperimentCounts()], counts)
+        let new = old + counts
+        totals = totals + counts
+        for i in Self.metrics.indices {
+            let metric = Self.metrics[i]
+            let (x0, n0) = (old.successes(metric), old.trials(metric))
+            let (x1, n1) = (new.successes(metric), new.trials(metric))
+            squares[i].xx += x1 * x1 - x0 * x0
+            squares[i].nn += n1 * n1 - n0 * n0
+            squares[i].xn += x1 * n1 - x0 * n0
+        }
+    }
+
+    /// `ExperimentMetric.allCases`, built once.
+    private static let metrics = ExperimentMetric.allCases
+
+    /// Adds `counts` to `stored` and returns the counts before.
+    private static func accumulate(_ stored: inout ExperimentCounts, _ counts: ExperimentCounts) -> ExperimentCounts {
+        let old = stored
+        stored = old + counts
+        return old
+    }
+
+    /// The metric's successes over trials, summed over notifications.
+    public func proportion(_ metric: ExperimentMetric) -> (successes: Int, trials: Int) {
+        (totals.successes(metric), totals.trials(metric))
+    }
+
+    /// Mean, per-device variance (delta method) and device count of the metric, for `Lift`;
+    /// nil without trials.
+    public func summary(_ metric: ExperimentMetric) -> MetricSummary? {
+        let x = Double(totals.successes(metric))
+        let n = Double(totals.trials(metric))
+        let d = Double(devices)
+        guard n > 0, d > 0 else { return nil }
+        let moments = squares[Self.metrics.firstIndex(of: metric)!]
+        let ratio = x / n
+        let meanX = x / d
+        let meanN = n / d
+        let varianceX = max(0, Double(moments.xx) / d - meanX * meanX)
+        let varianceN = max(0, Double(moments.nn) / d - meanN * meanN)
+        let covariance = Double(moments.xn) / d - meanX * meanN
+        let perDevice = max(0, (varianceX - 2 * ratio * covariance + ratio * ratio * varianceN) / (meanN * meanN))
+        return MetricSummary(mean: ratio, variance: perDevice, count: devices)
+    }
+}
+
+/// The notifications of one experiment, by the arm each was assigned (intent to treat, from the
+/// events' experiment tag) and, separately, by how each was actually shown (as treated).
+public struct ExperimentTallies: Sendable {
+    public let experimentID: String
+    /// Category filter of the definition; empty for all.
+    public let categories: Set<String>
+    /// By assigned arm name.
+    public private(set) var arms: [String: ExperimentArmTally]
+    /// Displayed rich, all arms together.
+    public private(set) var rich = ExperimentArmTally()
+    /// Displayed plain, all arms together.
+    public private(set) var plain = ExperimentArmTally()
+    /// Notifications tagged with another experiment, or with none.
+    public private(set) var otherExperiment = 0
+    /// Tagged with this experiment but an arm it does not have.
+    public private(set) var unknownArm = 0
+    /// Tagged with this experiment but of a category it does not cover.
+    public private(set) var outsideCategories = 0
+
+    public init(definition: ExperimentDefinition) {
+        experimentID = definition.id
+        categories = Set(definition.categories)
+        arms = Dictionary(definition.arms.map { ($0.name, ExperimentArmTally()) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Adds one notification's state; each notification once.
+    public mutating func add(_ state: NotificationState) {
+        guard let tag = state.experiment, tag.id == experimentID else {
+            otherExperiment += 1
+            return
+        }
+        if !categories.isEmpty, let category = state.category, !categories.contains(category) {
+            outsideCategories += 1
+            return
+        }
+        guard let index = arms.index(forKey: tag.arm) else {
+            unknownArm += 1
+            return
+        }
+        arms.values[index].add(state)
+        switch state.presentation {
+        case .rich: rich.add(state)
+        case .plain: plain.add(state)
+        case .unknown: break
+        }
+    }
+
+    /// Adds counts for a device of an arm directly (tests and simulations); false for an arm
+    /// the experiment does not have.
+    @discardableResult
+    public mutating func record(arm: String, device: String, _ counts: ExperimentCounts) -> Bool {
+        guard arms[arm] != nil else { return false }
+        arms[arm]!.record(device: device, counts)
+        return true
+    }
+
+    /// Adds as-treated counts directly (tests and simulations).
+    public mutating func recordAsTreated(_ presentation: Presentation, device: String, _ counts: ExperimentCounts) {
+        switch presentation {
+        case .rich: rich.record(device: device, counts)
+        case .plain: plain.record(device: device, counts)
+        }
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Testing
+@testable import EngageCore
+
+/// Tallies of two arms in which every device got one displayed, delivered, rich notification.
+func singleNotificationTallies(_ definition: ExperimentDefinition, control: (devices: Int, opened: Int, dismissed: Int),
+                               treatment: (devices: Int, opened: Int, dismissed: Int)) -> ExperimentTallies {
+    var tallies = ExperimentTallies(definition: definition)
+    for (arm, group) in [("control", control), ("treatment", treatment)] {
+        for i in 0..<group.devices {
+            tallies.record(arm: arm, device: "\(arm)-\(i)", ExperimentCounts(
+                notifications: 1, delivered: 1, displayed: 1, richDisplayed: 1,
+                opened: i < group.opened ? 1 : 0, dismissed: i < group.dismissed ? 1 : 0))
+        }
+    }
+    return tallies
+}
+
+@Suite struct ExperimentAnalysisTests {
+    static let now = Timestamp(rfc3339: "2026-03-10T12:00:00Z")!
+
+    @Test func wiringMatchesGbstats() throws {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_100, 500))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.look == 1)
+        #expect(result.sampleRatioMismatchPValue == 1)
+        #expect(result.decision == .continue)
+        #expect(result.rationale == "no arm is significantly better on open yet")
+
+        let open = try #require(result.comparisons.first?.metrics.first)
+        #expect(open.metric == .open && open.role == .primary && open.confidence == 0.95)
+        #expect(open.control.successes == 1_000 && open.control.trials == 10_000 && open.control.devices == 10_000)
+        #expect(open.variant.rate == 0.11)
+        // gbstats 0.8.0 on 1100/10000 against 1000/10000 (Tests/EngageCoreTests/Fixtures).
+        let vectors = Shared.gbstatsBinomial
+        for (lift, vector) in [(try #require(open.relative), vectors[0]), (try #require(open.absolute), vectors[1])] {
+            #expect(matches(lift.estimate, vector.estimate, decimals: 10))
+            #expect(matches(lift.standardError, vector.standardError, decimals: 10))
+            #expect(matches(lift.fixedHorizon.pValue, vector.fixed.p, decimals: 11))
+            #expect(matches(lift.fixedHorizon.interval.lower, vector.fixed.lower, decimals: 10))
+            #expect(matches(lift.fixedHorizon.interval.upper, vector.fixed.upper, decimals: 10))
+            let sequential = try #require(lift.sequential)
+            #expect(matches(sequential.pValue, vector.sequential.p, decimals: 10))
+            #expect(matches(sequential.interval.lower, vector.sequential.lower, decimals: 10))
+            #expect(matches(sequential.interval.upper, vector.sequential.upper, decimals: 10))
+        }
+        #expect(matches(open.relative!.chanceToWin, 0.9860609495, decimals: 10))
+
+        let dismiss = result.comparisons[0].metrics[1]
+        #expect(dismiss.role == .guardrail(.mustNotIncrease))
+        #expect(dismiss.relative?.estimate == 0)
+        #expect(!dismiss.isGuardrailViolated)
+        // Every notification shown rich in both arms: no variance to test with.
+        #expect(result.comparisons[0].metrics[2].unavailable == "zero_variance")
+
+        let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+        #expect(json.hasPrefix(#"{"experiment_id":"strategy-full-vs-adaptive","analyzed_at":"2026-03-10T12:00:00Z","look":1,"alpha":0.05,"decision_alpha":0.05,"sequential_tuning":5000.0,"primary_metric":"open","decision":{"code":"continue","arm":null,"reason":null,"rationale":"no arm is significantly better on open yet"},"sample_ratio_mismatch":{"p_value":1.0,"threshold":0.001,"mismatch":false},"arms":[{"name":"control","strategy":"full","control":true,"weight":0.5,"devices":10000,"counts":{"notifications":10000,"delivered":10000,"displayed":10000,"rich_displayed":10000,"expanded":0,"actioned":0,"opened":1000,"dismissed":500,"replied":0},"processing_ms_p50":null,"processing_ms_p95":null}"#))
+        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false}"#))
+        #expect(try JSON.parse(result.canonicalJSON).kind(JSON.parse(result.canonicalJSON).root) == .object)
+    }
+
+    @Test func deltaMethodOverDevices() throws {
+        // Devices (opened, displayed): a (1, 2), b (0, 1), c (3, 3); a arrives in two parts.
+        var tally = ExperimentArmTally()
+        tally.record(device: "a", ExperimentCounts(notifications: 1, delivered: 1, displayed: 1, opened: 1))
+        tally.record(device: "c", ExperimentCounts(notifications: 3, delivered: 3, displayed: 3, opened: 3))
+        tally.record(device: "b", ExperimentCounts(notifications: 1, delivered: 1, displayed: 1))
+        tally.record(device: "a", ExperimentCounts(notifications: 1, delivered: 1, displayed: 1))
+        #expect(tally.devices == 3)
+        #expect(tally.proportion(.open) == (4, 6))
+        // R = 2/3; s_x^2 = 14/9, s_n^2 = 2/3, s_xn = 1, mu_n = 2:
+        // (14/9 - 2 (2/3) 1 + (4/9)(2/3)) / 4 = 7/54.
+        let summary = try #require(tally.summary(.open))
+        #expect(matches(summary.mean, 2.0 / 3, relative: 1e-15))
+        #expect(matches(summary.variance, 7.0 / 54, relative: 1e-14))
+        #expect(summary.count == 3)
+        #expect(tally.summary(.richDisplay)?.mean == 0)
+        #expect(ExperimentArmTally().summary(.open) == nil)
+    }
+
+    @Test func sampleRatioMismatchBlocksTheDecision() throws {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (600, 60, 30), treatment: (400, 200, 20))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(matches(result.sampleRatioMismatchPValue, 2.5396285894708634e-10, relative: 1e-9))
+        #expect(result.hasSampleRatioMismatch)
+        // Without the mismatch this would ship: the primary lift is overwhelming.
+        #expect(try #require(result.comparisons[0].metrics[0].relative?.sequential).interval.lower > 0)
+        #expect(result.decision == .invalidSampleRatioMismatch)
+        #expect(String(decoding: result.canonicalJSON, as: UTF8.self).contains(#""decision":{"code":"invalid_sample_ratio_mismatch""#))
+    }
+
+    @Test func shipsWhenTheSequentialIntervalExcludesZero() {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, previous: [], now: Self.now)
+        #expect(result.decision == .ship(arm: "treatment"))
+        #expect(String(decoding: result.canonicalJSON, as: UTF8.self).contains(#""decision":{"code":"ship","arm":"treatment","reason":null"#))
+    }
+
+    @Test func aWorseGuardrailBlocksShipping() {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 700))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.comparisons[0].metrics[1].isGuardrailViolated)
+        #expect(result.decision == .continue)
+        #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss)")
+    }
+
+    @Test func stopsWithoutEffect() {
+        let same = (devices: 10_000, opened: 1_000, dismissed: 500)
+        var definition = ExperimentDefinition.sample()
+        definition.analysis.equivalenceMargin = 0.2
+        var tallies = singleNotificationTallies(definition, control: same, treatment: same)
+        #expect(ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now).decision
+                == .stopNoEffect(.equivalence))
+
+        definition.analysis.equivalenceMargin = 0.02
+        #expect(ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now).decision == .continue)
+        definition.analysis.maximumNotificationsPerArm = 10_000
+        #expect(ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now).decision
+                == .stopNoEffect(.maximumSample))
+        definition.analysis.maximumNotificationsPerArm = nil
+        #expect(ExperimentAnalysis.run(definition: definition, tallies: tallies, now: definition.stopAt!).decision
+                == .stopNoEffect(.scheduleEnded))
+
+        tallies = singleNotificationTallies(definition, control: (99, 10, 5), treatment: (99, 90, 5))
+        let small = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(small.decision == .continue)
+        #expect(small.rationale == "arm control has 99 devices, fewer than the 100 needed for a decision")
+    }
+
+    @Test func threeArmsUseBonferroniAndTheBestArmShips() throws {
+        let definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.34, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.33),
+            ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.33),
+        ])
+        var tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
+        for i in 0..<10_000 {
+            tallies.record(arm: "poster", device: "poster-\(i)", ExperimentCounts(
+                notifications: 1, delivered: 1, displayed: 1, richDisplayed: 1, opened: i < 1_400 ? 1 : 0, dismissed: i < 500 ? 1 : 0))
+        }
+        // 10,000 devices per arm against weights 0.34 / 0.33 / 0.33: no mismatch.
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.sampleRatioMismatchPValue > 0.001)
+        #expect(result.decisionAlpha == 0.025)
+        #expect(result.comparisons.map(\.arm) == ["treatment", "poster"])
+        #expect(result.comparisons[0].metrics[0].confidence == 0.975)
+        #expect(result.decision == .ship(arm: "poster"))
+    }
+
+    @Test func tallyFromSimulatedEvents() throws {
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = 3_000
+        var simulator = try TrafficSimulator(scenario: scenario, seed: 7, start: Self.now)
+        var states: [String: NotificationState] = [:]
+        for event in simulator.remainingEvents() { states[event.notificationID, default: NotificationState()].apply(event) }
+        let truth = simulator.groundTruth
+        var definition = ExperimentDefinition.sample()
+        definition.categories = []
+        var tallies = ExperimentTallies(definition: definition)
+        for state in states.values { tallies.add(state) }
+        #expect(tallies.otherExperiment == truth.notifications - truth.arms.values.reduce(0) { $0 + $1.notifications })
+        for name in ["control", "treatment"] {
+            let tally = try #require(tallies.arms[name])
+            let expected = try #require(truth.arms[name])
+            #expect(tally.totals.notifications == expected.notifications)
+            #expect(tally.totals.displayed == expected.engagement.displayed)
+            #expect(tally.totals.opened == expected.engagement.opened)
+            #expect(tally.totals.dismissed == expected.engagement.dismissed)
+            #expect(tally.totals.expanded == expected.engagement.expanded)
+            #expect(tally.totals.replied == expected.engagement.replied)
+            #expect(tally.devices <= expected.devices)
+            #expect(tally.processingMS.totalCount == Int64(tally.totals.delivered))
+        }
+        let asTreated = tallies.rich.totals.displayed + tallies.plain.totals.displayed
+        #expect(asTreated == tallies.arms.values.reduce(0) { $0 + $1.totals.displayed })
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.asTreated.metrics.count == 5)
+        #expect(result.asTreated.metrics.allSatisfy { $0.role == .observational && $0.relative?.sequential == nil })
+        #expect(result.arms.allSatisfy { $0.processingP50 != nil })
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+@testable import EngageCore
+
+/// Experiments simulated at the level of tallies (no events): devices with their own open,
+/// dismiss and push rates, assigned by the experiment's GrowthBook hash, each receiving at most
+/// one push per simulated hour; the analysis runs after every hour.
+struct TallySimulation {
+    var definition: ExperimentDefinition
+    var devices: Int
+    var hours: Int
+    /// Multipliers of the treatment arm's open and dismiss rates (1 for an A/A test).
+    var openEffect = 1.0
+    var dismissEffect = 1.0
+
+    struct Outcome {
+        /// The first final decision and its hour, nil when the experiment ran to the end.
+        var decision: ExperimentDecision?
+        var hour: Int?
+        /// Whether the fixed-horizon test, looked at every hour, would have declared a winner.
+        var naiveWinner: Bool
+    }
+
+    func run(seed: UInt64) -> Outcome {
+        var random = SimulationRandom(seed: seed)
+        let ranges = ExperimentAssignment.ranges(of: definition)
+        struct Device { let id: String; let arm: String; let push: Double; let open: Double; let dismiss: Double }
+        var population: [Device] = []
+        for n in 0..<devices {
+            let id = "d\(n)"
+            guard let index = ExperimentAssignment.variationIndex(forDevice: id, seed: definition.hashSeed, ranges: ranges)
+            else { continue }
+            let arm = definition.arms[index]
+            // Heterogeneous people: a few open almost everything, most open little.
+            let u = random.unit()
+            let open = 0.02 + 0.4 * u * u * u
+            let dismiss = 0.05 + 0.1 * random.unit()
+            let treated = !arm.isControl
+            population.append(Device(
+                id: id, arm: arm.name, push: 0.2 + 0.6 * random.unit(),
+                open: min(1, open * (treated ? openEffect : 1)), dismiss: min(1, dismiss * (treated ? dismissEffect : 1))))
+        }
+        var tallies = ExperimentTallies(definition: definition)
+        var previous: [ExperimentRunResult] = []
+        var naiveWinner = false
+        let start = definition.startAt!
+        for hour in 1...hours {
+            for device in population where random.chance(device.push) {
+                let displayed = random.chance(0.95)
+                tallies.record(arm: device.arm, device: device.id, ExperimentCounts(
+                    notifications: 1, delivered: 1, displayed: displayed ? 1 : 0,
+                    richDisplayed: displayed && random.chance(0.8) ? 1 : 0,
+                    opened: displayed && random.chance(device.open) ? 1 : 0,
+                    dismissed: displayed && random.chance(device.dismiss) ? 1 : 0))
+            }
+            let now = start.adding(microseconds: Int64(hour) * 3_600_000_000)
+            let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, previous: previous, now: now)
+            if let fixed = result.comparisons.first?.metrics.first?.relative?.fixedHorizon, fixed.pValue < definition.alpha {
+                naiveWinner = true
+            }
+            if result.decision.isFinal { return Outcome(decision: result.decision, hour: hour, naiveWinner: naiveWinner) }
+            previous.append(result)
+        }
+        return Outcome(decision: nil, hour: nil, naiveWinner: naiveWinner)
+    }
+
+    /// Runs `count` seeded experiments on all cores.
+    func run(seeds count: Int) async -> [Outcome] {
+        await withTaskGroup(of: [(Int, Outcome)].self) { group in
+            let workers = 4
+            for worker in 0..<workers {
+                group.addTask {
+                    stride(from: worker, to: count, by: workers).map { ($0, self.run(seed: UInt64(1_000 + $0))) }
+                }
+            }
+            var outcomes = [Outcome?](repeating: nil, count: count)
+            for await chunk in group { for (i, outcome) in chunk { outcomes[i] = outcome } }
+            return outcomes.map { $0! }
+        }
+    }
+}
+
+@Suite struct ExperimentSimulationTests {
+    /// 200 A/A experiments (both arms the same), each analysed after every hour for 48 hours
+    /// and stopped at its first final decision. A `ship` is a false positive. The sequential
+    /// test is valid under such repeated looks, so the rate must stay at or below alpha: with
+    /// 200 experiments the binomial standard error at a true rate of 0.05 is
+    /// sqrt(0.05 * 0.95 / 200) = 0.0154, and 0.08 is alpha plus about two of them.
+    @Test func aaExperimentsRarelyShipDespiteHourlyLooks() async {
+        var definition = ExperimentDefinition.sample(id: "aa-test")
+        definition.guardrails = []
+        let simulation = TallySimulation(definition: definition, devices: 300, hours: 48)
+        let outcomes = await simulation.run(seeds: 200)
+        let ships = outcomes.filter { if case .ship = $0.decision { true } else { false } }.count
+        let naive = outcomes.filter(\.naiveWinner).count
+        let shipRate = Double(ships) / 200
+        let naiveRate = Double(naive) / 200
+        #expect(shipRate <= 0.08, "false ship rate \(shipRate)")
+        // The same data judged by the fixed-horizon test at every look would "find" winners far
+        // more often than alpha: the peeking problem the sequential test removes.
+        #expect(naiveRate > 0.1, "naive false positive rate \(naiveRate)")
+        #expect(naiveRate > shipRate)
+        print("A/A: sequential false ship rate \(shipRate), fixed-horizon peeking rate \(naiveRate)")
+    }
+
+    /// A treatment that raises opens by half ships within two days, every time.
+    @Test func aRealEffectShips() async {
+        var definition = ExperimentDefinition.sample(id: "ab-test")
+        definition.guardrails = [ExperimentGuardrail(.dismiss)]
+        let simulation = TallySimulation(definition: definition, devices: 2_000, hours: 48, openEffect: 1.5)
+        let outcomes = await simulation.run(seeds: 8)
+        for outcome in outcomes {
+            #expect(outcome.decision == .ship(arm: "treatment"))
+        }
+        print("A/B: shipped after hours \(outcomes.map { $0.hour ?? -1 })")
+    }
+
+    /// The same gain on opens, but twice the dismissals: the guardrail keeps it from shipping.
+    @Test func aHarmfulTreatmentDoesNotShip() async {
+        var definition = ExperimentDefinition.sample(id: "ab-harm")
+        definition.guardrails = [ExperimentGuardrail(.dismiss)]
+        let simulation = TallySimulation(definition: definition, devices: 2_000, hours: 48, openEffect: 1.5, dismissEffect: 2)
+        let outcomes = await simulation.run(seeds: 4)
+        for outcome in outcomes {
+            #expect(outcome.decision == nil)
+        }
+    }
+}
