@@ -20,20 +20,20 @@ enum ReportBenchmark {
         }
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
-        let configuration = setup.configuration.withDatabase("engage_bench_report")
-        try BenchCommand.createDatabase(named: "engage_bench_report", using: setup.configuration)
-        try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
-        let pool = ConnectionPool(configuration: configuration, size: 4)
-        let store = EventStore(pool: pool)
-        var configurationOfProjector = Projector.Configuration()
-        configurationOfProjector.batchSize = 20_000
-        configurationOfProjector.pollInterval = .milliseconds(50)
-        let projector = Projector(pool: pool, configuration: configurationOfProjector, logger: logger,
-                                  metrics: ProjectorMetrics(registry: MetricsRegistry()))
-        let projecting = Task { try await projector.run() }
-
         var lines: [String] = []
         for size in sizes.sorted() {
+            // A database per size, kept between runs (filling 10M events takes minutes).
+            let name = "engage_bench_report_\(size)"
+            let configuration = setup.configuration.withDatabase(name)
+            try BenchCommand.createDatabase(named: name, using: setup.configuration)
+            try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+            let pool = ConnectionPool(configuration: configuration, size: 4)
+            let store = EventStore(pool: pool)
+            var configurationOfProjector = Projector.Configuration()
+            configurationOfProjector.pollInterval = .milliseconds(50)
+            let projector = Projector(pool: pool, configuration: configurationOfProjector, logger: logger,
+                                      metrics: ProjectorMetrics(registry: MetricsRegistry()))
+            let projecting = Task { try await projector.run() }
             let fill = Stopwatch()
             try await ProjectorBenchmark.fillLog(store: store, pool: pool, notifications: size / 4)
             let filled = fill.elapsed.seconds
@@ -61,9 +61,9 @@ enum ReportBenchmark {
                               logged, buckets, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 9 / 10)], filled, caughtUp)
             print(line)
             lines.append(line)
+            projecting.cancel()
+            _ = try? await projecting.value
+            await pool.close()
         }
-        projecting.cancel()
-        _ = try? await projecting.value
-        await pool.close()
     }
 }
