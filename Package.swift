@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "engage", targets: ["engage"]),
+        .library(name: "EngageClient", targets: ["EngageClient"]),
     ],
     targets: [
         // C libraries from Debian; every Unsafe* use stays in the Swift module right above each.
@@ -36,6 +37,8 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"]),
+        // The app-side client: Foundation only, no other engage module.
+        .target(name: "EngageClient"),
         .executableTarget(
             name: "engage",
             dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "HTTPServer", "Postgres", "Projections", "Runtime"]
@@ -49,6 +52,7 @@ let package = Package(
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
         .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

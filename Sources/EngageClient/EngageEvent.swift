@@ -1,0 +1,108 @@
+import Foundation
+
+/// One v1 event, as the client records it. The identity (`eventID`) and time (`occurredAt`) are
+/// fixed when the event is created and travel unchanged through every retry.
+public struct EngageEvent: Sendable, Hashable {
+    public enum Body: Sendable, Hashable {
+        case sent(media: [MediaVariant], strategy: AttachmentStrategy?, payloadBytes: Int?)
+        case delivered(attachment: AttachmentTelemetry, outcome: DeliveryOutcome, processingMS: Int,
+                       timeWillExpire: Bool, network: NetworkType?, strategy: AttachmentStrategy?)
+        case displayed(presentation: Presentation, attachmentKind: AttachmentKind)
+        case expanded
+        /// Only the length of a text input travels; there is no field for the text.
+        case action(actionID: String, textInputLength: Int?)
+
+        public var type: String {
+            switch self {
+            case .sent: "sent"
+            case .delivered: "delivered"
+            case .displayed: "displayed"
+            case .expanded: "expanded"
+            case .action: "action"
+            }
+        }
+    }
+
+    public var eventID: UUID
+    public var notificationID: String
+    public var deviceID: String
+    public var category: String
+    public var occurredAt: Date
+    public var experiment: ExperimentArm?
+    public var properties: [String: JSONValue]?
+    public var body: Body
+
+    public init(eventID: UUID = UUID(), notificationID: String, deviceID: String, category: String,
+                occurredAt: Date = Date(), experiment: ExperimentArm? = nil,
+                properties: [String: JSONValue]? = nil, body: Body) {
+        self.eventID = eventID
+        self.notificationID = notificationID
+        self.deviceID = deviceID
+        self.category = category
+        self.occurredAt = occurredAt
+        self.experiment = experiment
+        self.properties = properties
+        self.body = body
+    }
+
+    /// The v1 wire form: one compact JSON object, common fields first, in the order of
+    /// docs/events.md. Optional fields that are `nil` are left out.
+    public var json: String {
+        JSONWriter.object { object in
+            object.string("event_id", eventID.uuidString.lowercased())
+            object.string("type", body.type)
+            object.string("notification_id", notificationID)
+            object.string("device_id", deviceID)
+            object.string("category", category)
+            object.string("occurred_at", Timestamp.rfc3339(occurredAt))
+            object.raw("experiment", experiment.map { arm in
+                JSONWriter.object {
+                    $0.string("id", arm.id)
+                    $0.string("arm", arm.arm)
+                    $0.number("probability", arm.probability)
+                }
+            })
+            switch body {
+            case let .sent(media, strategy, payloadBytes):
+                object.raw("media", "[" + media.map(Self.json(of:)).joined(separator: ",") + "]")
+                object.string("strategy", strategy?.rawValue)
+                object.integer("payload_bytes", payloadBytes)
+            case let .delivered(attachment, outcome, processingMS, timeWillExpire, network, strategy):
+                object.raw("attachment", JSONWriter.object {
+                    $0.string("kind", attachment.kind.rawValue)
+                    $0.string("format", attachment.format?.rawValue)
+                    $0.integer("bytes", attachment.bytes)
+                    $0.string("source", attachment.source?.rawValue)
+                    $0.integer("download_ms", attachment.downloadMS)
+                    $0.string("variant", attachment.variant)
+                })
+                object.string("outcome", outcome.rawValue)
+                object.integer("processing_ms", processingMS)
+                object.bool("time_will_expire", timeWillExpire)
+                object.string("network", network?.rawValue)
+                object.string("strategy", strategy?.rawValue)
+            case let .displayed(presentation, attachmentKind):
+                object.string("presentation", presentation.rawValue)
+                object.string("attachment_kind", attachmentKind.rawValue)
+            case .expanded:
+                break
+            case let .action(actionID, textInputLength):
+                object.string("action_id", actionID)
+                object.integer("text_input_length", textInputLength)
+            }
+            object.value("properties", properties.map { .object($0) })
+        }
+    }
+
+    private static func json(of variant: MediaVariant) -> String {
+        JSONWriter.object {
+            $0.string("variant", variant.variant)
+            $0.string("kind", variant.kind.rawValue)
+            $0.string("format", variant.format.rawValue)
+            $0.integer("bytes", variant.bytes)
+            $0.integer("width", variant.width)
+            $0.integer("height", variant.height)
+            $0.integer("duration_ms", variant.durationMS)
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+@testable import EngageClient
+
+@Suite("Wire encoding")
+struct EncodingTests {
+    static let id = UUID(uuidString: "C84F0D3E-1A29-4B7C-9F56-3E8D2A1B7C64")!
+    static let at = Date(timeIntervalSince1970: 1_795_979_783.12)  // 2026-11-29T19:16:23.120Z
+    static let arm = ExperimentArm(id: "rich-media-2026-11", arm: "thumbnail", probability: 0.5)
+
+    static func event(_ body: EngageEvent.Body, experiment: ExperimentArm? = arm,
+                      properties: [String: JSONValue]? = nil) -> EngageEvent {
+        EngageEvent(eventID: id, notificationID: "9E3B6F1A", deviceID: "dev-7c41a9e2", category: "new_photo",
+                    occurredAt: at, experiment: experiment, properties: properties, body: body)
+    }
+
+    static let common = #""event_id":"c84f0d3e-1a29-4b7c-9f56-3e8d2a1b7c64","#
+        + #""notification_id":"9E3B6F1A","device_id":"dev-7c41a9e2","category":"new_photo","#
+        + #""occurred_at":"2026-11-29T19:16:23.120Z","experiment":{"id":"rich-media-2026-11","arm":"thumbnail","probability":0.5}"#
+
+    @Test func delivered() {
+        let json = Self.event(.delivered(
+            attachment: AttachmentTelemetry(kind: .image, format: .jpeg, bytes: 48210, source: .network,
+                                            downloadMS: 412, variant: "thumbnail"),
+            outcome: .attached, processingMS: 587, timeWillExpire: false, network: .wifi, strategy: .thumbnail)).json
+        #expect(json == #"{"event_id":"c84f0d3e-1a29-4b7c-9f56-3e8d2a1b7c64","type":"delivered","#
+            + #""notification_id":"9E3B6F1A","device_id":"dev-7c41a9e2","category":"new_photo","#
+            + #""occurred_at":"2026-11-29T19:16:23.120Z","experiment":{"id":"rich-media-2026-11","arm":"thumbnail","probability":0.5},"#
+            + #""attachment":{"kind":"image","format":"jpeg","bytes":48210,"source":"network","download_ms":412,"variant":"thumbnail"},"#
+            + #""outcome":"attached","processing_ms":587,"time_will_expire":false,"network":"wifi","strategy":"thumbnail"}"#)
+    }
+
+    @Test func deliveredAfterTimeWillExpireLeavesOutWhatIsUnknown() {
+        let json = Self.event(.delivered(attachment: .none, outcome: .timeout, processingMS: 29_500,
+                                         timeWillExpire: true, network: nil, strategy: nil), experiment: nil).json
+        #expect(json == #"{"event_id":"c84f0d3e-1a29-4b7c-9f56-3e8d2a1b7c64","type":"delivered","#
+            + #""notification_id":"9E3B6F1A","device_id":"dev-7c41a9e2","category":"new_photo","#
+            + #""occurred_at":"2026-11-29T19:16:23.120Z","#
+            + #""attachment":{"kind":"none"},"outcome":"timeout","processing_ms":29500,"time_will_expire":true}"#)
+    }
+
+    @Test func sent() {
+        let json = Self.event(.sent(media: [
+            MediaVariant(variant: "original", kind: .image, format: .jpeg, bytes: 2_483_112, width: 3024, height: 4032),
+            MediaVariant(variant: "clip", kind: .video, format: .mp4, bytes: 900_000, durationMS: 4000),
+        ], strategy: .thumbnail, payloadBytes: 1893), properties: ["campaign": "weekly-digest"]).json
+        #expect(json == "{" + Self.common.replacingOccurrences(of: #""notification_id""#, with: #""type":"sent","notification_id""#)
+            + #","media":[{"variant":"original","kind":"image","format":"jpeg","bytes":2483112,"width":3024,"height":4032},"#
+            + #"{"variant":"clip","kind":"video","format":"mp4","bytes":900000,"duration_ms":4000}],"#
+            + #""strategy":"thumbnail","payload_bytes":1893,"properties":{"campaign":"weekly-digest"}}"#)
+    }
+
+    @Test func displayedExpandedAndActions() {
+        func typed(_ type: String) -> String {
+            "{" + Self.common.replacingOccurrences(of: #""notification_id""#, with: #""type":"\#(type)","notification_id""#)
+        }
+        #expect(Self.event(.displayed(presentation: .plain, attachmentKind: .none)).json
+            == typed("displayed") + #","presentation":"plain","attachment_kind":"none"}"#)
+        #expect(Self.event(.expanded).json == typed("expanded") + "}")
+        #expect(Self.event(.action(actionID: "REPLY", textInputLength: 42)).json
+            == typed("action") + #","action_id":"REPLY","text_input_length":42}"#)
+        #expect(Self.event(.action(actionID: AppleActionIdentifier.dismiss, textInputLength: nil)).json
+            == typed("action") + #","action_id":"com.apple.UNNotificationDismissActionIdentifier"}"#)
+    }
+
+    @Test func stringsAreEscapedAndPropertiesSorted() {
+        let json = JSONWriter.encode(.object(["b": .array([.null, true, 1.5, 3]), "a": "quote \" slash \\ tab \t bell \u{07} é"]))
+        #expect(json == #"{"a":"quote \" slash \\ tab \t bell \u0007 é","b":[null,true,1.5,3]}"#)
+        #expect(JSONWriter.encode(.number(2)) == "2")
+        #expect(JSONWriter.encode(.number(.nan)) == "null")
+    }
+
+    @Test func timestamps() {
+        #expect(Timestamp.rfc3339(Self.at) == "2026-11-29T19:16:23.120Z")
+        #expect(Timestamp.rfc3339(Date(timeIntervalSince1970: 951_782_400)) == "2000-02-29T00:00:00.000Z")
+        #expect(Timestamp.rfc3339(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp.rfc3339(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp.rfc3339(Date(timeIntervalSince1970: 4_107_542_399.9994)) == "2100-02-28T23:59:59.999Z")
+    }
+}
+
+@Suite("Retry policy and answers")
+struct RetryPolicyTests {
+    @Test func retryAfterForms() {
+        let now = Date(timeIntervalSince1970: 1_445_412_480)  // Wed, 21 Oct 2015 07:28:00 GMT
+        #expect(RetryPolicy.parseRetryAfter("1") == 1)
+        #expect(RetryPolicy.parseRetryAfter(" 120 ") == 120)
+        #expect(RetryPolicy.parseRetryAfter("Wed, 21 Oct 2015 07:28:30 GMT", now: now) == 30)
+        #expect(RetryPolicy.parseRetryAfter("-3") == nil)
+        #expect(RetryPolicy.parseRetryAfter("soon") == nil)
+        #expect(RetryPolicy.parseRetryAfter(nil) == nil)
+    }
+
+    @Test func backoffDoublesWithEqualJitterUpToTheCap() {
+        let policy = RetryPolicy(initialDelay: .seconds(1), maxDelay: .seconds(60), retryAfterJitter: .seconds(2))
+        #expect(policy.backoff(failures: 1, random: 0) == 0.5)
+        #expect(policy.backoff(failures: 1, random: 1) == 1)
+        #expect(policy.backoff(failures: 4, random: 0) == 4)
+        #expect(policy.backoff(failures: 4, random: 1) == 8)
+        #expect(policy.backoff(failures: 40, random: 1) == 60)
+        #expect(policy.afterRetryAfter(5, random: 0) == 5)
+        #expect(policy.afterRetryAfter(5, random: 0.5) == 6)
+    }
+
+    @Test func ingestAnswer() {
+        let body = #"{"accepted":2,"duplicates":1,"rejected":[{"index":3,"field":"attachment.kind","problem":"must be one of image"},{"index":0,"field":null,"problem":"must be a JSON object"}]}"#
+        #expect(EngageClient.parseAnswer(Data(body.utf8)) == .init(accepted: 2, duplicates: 1, rejected: [
+            .init(index: 3, field: "attachment.kind", problem: "must be one of image"),
+            .init(index: 0, field: nil, problem: "must be a JSON object"),
+        ]))
+    }
+
+    @Test func assignmentsAreReadTolerantly() {
+        let body = #"{"assignments":[{"experiment":"e1","arm":"thumbnail","strategy":"thumbnail","probability":0.5,"new":1},"#
+            + #"{"experiment":"e2","arm":"b","strategy":"hologram"},{"arm":"orphan"},7],"next":"ignored"}"#
+        let parsed = AssignmentsDocument.parse(Data(body.utf8))
+        #expect(parsed == [
+            Assignment(experiment: "e1", arm: "thumbnail", strategy: "thumbnail", probability: 0.5),
+            Assignment(experiment: "e2", arm: "b", strategy: "hologram"),
+        ])
+        #expect(parsed?.map(\.attachmentStrategy) == [.thumbnail, nil])
+        #expect(AssignmentsDocument.parse(Data("[]".utf8)) == nil)
+    }
+}
+
+@Suite("Gzip encoder")
+struct GzipTests {
+    /// Decompresses with the system's gzip, an implementation independent of this one.
+    static func gunzip(_ bytes: [UInt8]) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gzip")
+        process.arguments = ["-dc"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(bytes))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return Array(data)
+    }
+
+    @Test func crc32KnownValues() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([]) == 0)
+    }
+
+    @Test(arguments: [0, 1, 2, 3, 100, 5000, 70_000])
+    func roundTripsThroughSystemGzip(size: Int) throws {
+        var generator = SplitMix(seed: UInt64(size))
+        let events = (0..<(size / 300 + 1)).map { index in
+            EncodingTests.event(.displayed(presentation: index % 2 == 0 ? .rich : .plain, attachmentKind: .image)).json
+        }
+        // JSON (repetitive), then noise (incompressible), then a long run (maximal matches).
+        var input = Array(events.joined(separator: ",").utf8.prefix(size / 2))
+        input += (0..<(size / 4)).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+        input += [UInt8](repeating: 0x61, count: size - input.count)
+        let compressed = Gzip.compress(input)
+        #expect(try Self.gunzip(compressed) == input)
+    }
+
+    @Test func eventBatchesShrink() {
+        let batch = (0..<50).map { _ in
+            EngageEvent(notificationID: UUID().uuidString, deviceID: "dev-7c41a9e2", category: "new_photo",
+                        body: .displayed(presentation: .rich, attachmentKind: .image)).json
+        }.joined(separator: ",")
+        let compressed = Gzip.compress(Array(batch.utf8))
+        #expect(compressed.count * 3 < batch.utf8.count)
+    }
+}
+
+/// A small seeded generator so the noise in the gzip test is the same on every run.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
