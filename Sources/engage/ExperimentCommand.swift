@@ -29,20 +29,20 @@ enum ExperimentCommand: EngageCommand {
 
     static func run(_ arguments: ParsedArguments) async throws {
         let usage = definition.usage(path: arguments.commandPath)
+        let subcommand = arguments.commandPath.last ?? ""
+        if ["show", "start", "stop", "run", "runs"].contains(subcommand), arguments.argument("id") == nil {
+            throw UsageError(code: .missingArgument, message: "missing argument <id>", usage: usage)
+        }
+        if subcommand == "create" { _ = try arguments.required("file") }
         var logger = try CommonOptions.logger(arguments)
         logger.level = max(logger.level, .warning)
         let setup = try DatabaseSetup.open(arguments, logger: logger)
         defer { setup.close() }
         let pool = ConnectionPool(configuration: setup.configuration, size: 2)
         let store = ExperimentStore(pool: pool)
-        func id() throws -> String {
-            guard let id = arguments.argument("id") else {
-                throw UsageError(code: .missingArgument, message: "missing argument <id>", usage: usage)
-            }
-            return id
-        }
+        func id() -> String { arguments.argument("id") ?? "" }
         do {
-            switch arguments.commandPath.last {
+            switch subcommand {
             case "create":
                 let path = try arguments.required("file")
                 let bytes: [UInt8]
@@ -65,27 +65,27 @@ enum ExperimentCommand: EngageCommand {
                 }
                 print(TextTable(header: ["ID", "APP", "STATUS", "SCHEDULE", "ARMS", "STARTED"], rows: rows).render())
             case "show":
-                let id = try id()
+                let id = id()
                 guard let record = try await store.get(id) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
                 print(String(decoding: record.definition.canonicalJSON, as: UTF8.self))
             case "start":
-                let record = try await store.start(try id())
+                let record = try await store.start(id())
                 print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
             case "stop":
-                let record = try await store.stop(try id())
+                let record = try await store.stop(id())
                 print("stopped \(record.id)")
             case "run":
                 var configuration = Scheduler.Configuration()
                 let failpoints = Failpoints.fromEnvironment()
                 configuration.failpoint = { try failpoints.hit($0) }
                 let scheduler = Scheduler(pool: pool, configuration: configuration, logger: logger)
-                let run = try await scheduler.runNow(experimentID: try id())
+                let run = try await scheduler.runNow(experimentID: id())
                 guard let result = run.result else {
                     throw ExperimentCommandError(detail: "run \(run.id) is \(run.status.rawValue): \(run.error ?? "no result")")
                 }
                 print(String(decoding: result, as: UTF8.self))
             case "runs":
-                let runs = try await store.runs(try id(), limit: try arguments.int("limit", default: 50, in: 1...10_000))
+                let runs = try await store.runs(id(), limit: try arguments.int("limit", default: 50, in: 1...10_000))
                 let rows = runs.map { run in
                     [String(run.id), run.scheduledFor.rfc3339, run.isManual ? "manual" : "schedule", run.status.rawValue,
                      String(run.attempts), run.finishedAt?.rfc3339 ?? "-", run.decision ?? "-", run.error ?? ""]
