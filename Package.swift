@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "engage",
-    platforms: [.macOS(.v15)],
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "engage", targets: ["engage"]),
         .library(name: "EngageClient", targets: ["EngageClient"]),
@@ -36,12 +36,13 @@ let package = Package(
         .target(name: "EngageCore"),
         .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"]),
+        .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
+        .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]),
         // The app-side client: Foundation only, no other engage module.
         .target(name: "EngageClient"),
         .executableTarget(
             name: "engage",
-            dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "HTTPServer", "Postgres", "Projections", "Runtime"]
+            dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
@@ -53,6 +54,7 @@ let package = Package(
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
+        .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]

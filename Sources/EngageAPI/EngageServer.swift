@@ -1,11 +1,13 @@
 import EventStore
+import Experiments
 import HTTPServer
 import Postgres
 import Projections
 import Runtime
 
 /// engage's long-lived parts wired together: connection pool, event store, keys, the group
-/// commit queue and its committers, partition maintenance and the HTTP server.
+/// commit queue and its committers, partition maintenance, the projector, the experiment
+/// scheduler and the HTTP server.
 public struct EngageServer: Sendable {
     public struct Configuration: Sendable {
         public var host = "127.0.0.1"
@@ -21,6 +23,9 @@ public struct EngageServer: Sendable {
         /// Run the engagement projector in this process (one process is active; others stand by).
         public var runProjector = true
         public var projector = Projector.Configuration()
+        /// Run the experiment scheduler in this process (any number of processes may).
+        public var runScheduler = true
+        public var scheduler = Scheduler.Configuration()
 
         public init() {}
     }
@@ -49,10 +54,12 @@ public struct EngageServer: Sendable {
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
         let authenticator = Authenticator(keys: keys)
+        let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, logger: logger)
         let api = EngageAPI(
             ingest: IngestRoute(authenticator: authenticator, queue: queue, configuration: configuration.ingest, metrics: metrics),
             report: ReportRoute(authenticator: authenticator, pool: pool),
-            health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry))
+            health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
+            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool), scheduler: scheduler))
         var http = HTTPServer.Configuration()
         http.host = configuration.host
         http.port = configuration.port
@@ -71,6 +78,9 @@ public struct EngageServer: Sendable {
         if configuration.runProjector {
             services.append(("projector", Projector(pool: pool, configuration: configuration.projector, logger: logger,
                                                     metrics: ProjectorMetrics(registry: registry))))
+        }
+        if configuration.runScheduler {
+            services.append(("scheduler", scheduler))
         }
         services.append(("http", server))
         self.services = services

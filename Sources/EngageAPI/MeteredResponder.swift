@@ -22,7 +22,7 @@ public struct MeteredResponder: HTTPResponder {
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
         let stopwatch = Stopwatch()
         let response = await inner.respond(to: request)
-        let route = knownRoutes.contains(request.path) ? request.path : "unmatched"
+        let route = EngageAPI.routeLabel(for: request.path, routes: knownRoutes)
         counters.counter(route: route, status: response.status) {
             registry.counter("engage_http_requests_total", help: "HTTP requests answered, by route and status.",
                              labels: ["route": route, "status": String(response.status)])

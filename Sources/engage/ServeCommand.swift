@@ -44,6 +44,8 @@ struct ServerOptions {
         .init("max-future-minutes", value: "minutes", help: "How far ahead occurred_at may be.", environment: "ENGAGE_MAX_FUTURE_MINUTES", default: "10"),
         .init("projector", value: "on|off", help: "Run the engagement projector in this process (one process is active, others stand by).",
               environment: "ENGAGE_PROJECTOR", default: "on"),
+        .init("scheduler", value: "on|off", help: "Run the experiment analysis scheduler in this process (runs are shared safely between processes).",
+              environment: "ENGAGE_SCHEDULER", default: "on"),
     ]
 
     var server = EngageServer.Configuration()
@@ -71,6 +73,9 @@ struct ServerOptions {
         server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: maxBody)
         server.runProjector = try arguments.value("projector", default: Switch.on) == .on
         server.projector.failpoints = Failpoints.fromEnvironment()
+        server.runScheduler = try arguments.value("scheduler", default: Switch.on) == .on
+        let failpoints = server.projector.failpoints
+        server.scheduler.failpoint = { try failpoints.hit($0) }
     }
 }
 

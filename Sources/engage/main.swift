@@ -12,6 +12,8 @@ let commands: [Subcommand] = [
     Subcommand(SimulateCommand.self),
     Subcommand(ProjectCommand.self),
     Subcommand(ProjectionsCommand.self),
+    Subcommand(ExperimentCommand.self),
+    Subcommand(SchedulerCommand.self),
     Subcommand(BenchCommand.self),
 ]
 

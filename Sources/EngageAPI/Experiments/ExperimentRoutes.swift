@@ -1,0 +1,198 @@
+import EngageCore
+import Experiments
+import HTTPServer
+import Postgres
+
+/// The experiment routes, always scoped to the app of the request's key:
+///
+/// - `GET /v1/assignments?device_id=...` (ingest or read key): the device's arms in running experiments;
+/// - `GET /v1/experiments`, `GET /v1/experiments/{id}`, `GET /v1/experiments/{id}/runs` (read key);
+/// - `POST /v1/experiments`, `POST /v1/experiments/{id}/start|stop|run` (admin key).
+public struct ExperimentRoutes: Sendable {
+    let authenticator: Authenticator
+    let store: ExperimentStore
+    let scheduler: Scheduler
+    let clock: @Sendable () -> Timestamp
+
+    public init(authenticator: Authenticator, store: ExperimentStore, scheduler: Scheduler,
+                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+        self.authenticator = authenticator
+        self.store = store
+        self.scheduler = scheduler
+        self.clock = clock
+    }
+
+    // MARK: Assignments
+
+    public func assignments(_ request: HTTPRequest) async -> HTTPResponse {
+        // Apps call this with the key they send events with; dashboards with a read key.
+        var authorized = await authenticator.authorize(request, as: .ingest)
+        if case .failure = authorized { authorized = await authenticator.authorize(request, as: .read) }
+        let key: APIKey
+        switch authorized {
+        case .success(let found): key = found
+        case .failure(let problem): return problem.response
+        }
+        guard let deviceID = request.query("device_id"), !deviceID.isEmpty, deviceID.utf8.count <= 200 else {
+            return APIProblems.response(APIProblems.badRequest("device_id is required: 1 to 200 bytes", slug: "bad-query"))
+        }
+        let records: [ExperimentRecord]
+        do {
+            records = try await store.list(app: key.appID, status: .running)
+        } catch {
+            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
+        let now = clock()
+        var w = JSONWriter(capacity: 256)
+        w.beginObject()
+        w.key("assignments")
+        w.beginArray()
+        for record in records.sorted(by: { $0.id < $1.id }) where record.definition.isActive(at: now) {
+            guard let (arm, probability) = ExperimentAssignment.arm(forDevice: deviceID, definition: record.definition) else { continue }
+            w.beginObject()
+            w.key("experiment"); w.string(record.id)
+            w.key("arm"); w.string(arm.name)
+            w.key("strategy"); w.string(arm.strategy.rawValue)
+            w.key("probability"); w.double(probability)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        return .json(w.bytes)
+    }
+
+    // MARK: Experiments
+
+    public func list(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .read) { key in
+            let records = try await store.list(app: key.appID)
+            var w = JSONWriter(capacity: 1024)
+            w.beginObject()
+            w.key("experiments")
+            w.beginArray()
+            for record in records { w.raw(record.definition.canonicalJSON) }
+            w.endArray()
+            w.endObject()
+            return .json(w.bytes)
+        }
+    }
+
+    public func create(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .admin) { key in
+            let definition: ExperimentDefinition
+            do {
+                definition = try ExperimentDefinition(json: request.body)
+            } catch let error as ExperimentProblem {
+                throw ExperimentStoreError(code: .invalidDefinition, experimentID: "", problems: [error], detail: error.description)
+            }
+            guard definition.appID == key.appID else {
+                return APIProblems.response(APIProblems.forbidden("app_id must be the key's app, \(key.appID)"))
+            }
+            return .json(try await store.create(definition).definition.canonicalJSON, status: 201)
+        }
+    }
+
+    public func show(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .read) { key in
+            let id = request.pathParameters["id"] ?? ""
+            guard let record = try await store.get(id, app: key.appID) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
+            return .json(record.definition.canonicalJSON)
+        }
+    }
+
+    public func start(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .admin) { key in
+            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: clock()).definition.canonicalJSON)
+        }
+    }
+
+    public func stop(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .admin) { key in
+            .json(try await store.stop(request.pathParameters["id"] ?? "", app: key.appID).definition.canonicalJSON)
+        }
+    }
+
+    public func runNow(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .admin) { key in
+            let run = try await scheduler.runNow(experimentID: request.pathParameters["id"] ?? "", app: key.appID)
+            return .json(Self.render(run), status: 201)
+        }
+    }
+
+    public func runs(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .read) { key in
+            let id = request.pathParameters["id"] ?? ""
+            guard try await store.get(id, app: key.appID) != nil else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
+            let runs = try await store.runs(id)
+            var w = JSONWriter(capacity: 1024)
+            w.beginObject()
+            w.key("runs")
+            w.beginArray()
+            for run in runs { w.raw(Self.render(run)) }
+            w.endArray()
+            w.endObject()
+            return .json(w.bytes)
+        }
+    }
+
+    // MARK: Helpers
+
+    /// Authorizes, runs `body` and turns store errors into problems.
+    private func respond(_ request: HTTPRequest, as role: Role,
+                         _ body: (APIKey) async throws -> HTTPResponse) async -> HTTPResponse {
+        let key: APIKey
+        switch await authenticator.authorize(request, as: role) {
+        case .success(let found): key = found
+        case .failure(let problem): return problem.response
+        }
+        do {
+            return try await body(key)
+        } catch let error as ExperimentStoreError {
+            return APIProblems.response(Self.problem(error))
+        } catch {
+            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
+    }
+
+    static func problem(_ error: ExperimentStoreError) -> HTTPProblem {
+        switch error.code {
+        case .invalidDefinition:
+            var w = JSONWriter(capacity: 128)
+            w.beginArray()
+            for problem in error.problems {
+                w.beginObject()
+                w.key("field"); w.string(problem.field)
+                w.key("problem"); w.string(problem.problem)
+                w.endObject()
+            }
+            w.endArray()
+            return HTTPProblem(status: 400, slug: error.code.rawValue, title: "The experiment definition is invalid",
+                               detail: error.detail, members: [.init(name: "problems", json: String(decoding: w.bytes, as: UTF8.self))])
+        case .notFound:
+            return HTTPProblem(status: 404, slug: error.code.rawValue, title: "No such experiment", detail: error.detail)
+        case .alreadyExists:
+            return HTTPProblem(status: 409, slug: error.code.rawValue, title: "The experiment exists already", detail: error.detail)
+        case .invalidTransition:
+            return HTTPProblem(status: 409, slug: error.code.rawValue, title: "The experiment's status does not allow this",
+                               detail: error.detail)
+        }
+    }
+
+    static func render(_ run: ExperimentRun) -> [UInt8] {
+        var w = JSONWriter(capacity: 512 + (run.result?.count ?? 0))
+        w.beginObject()
+        w.key("id"); w.int(Int(run.id))
+        w.key("experiment"); w.string(run.experimentID)
+        w.key("scheduled_for"); w.string(run.scheduledFor.rfc3339)
+        w.key("manual"); w.bool(run.isManual)
+        w.key("status"); w.string(run.status.rawValue)
+        w.key("attempts"); w.int(run.attempts)
+        w.key("started_at"); if let t = run.startedAt { w.string(t.rfc3339) } else { w.null() }
+        w.key("finished_at"); if let t = run.finishedAt { w.string(t.rfc3339) } else { w.null() }
+        w.key("decision"); if let d = run.decision { w.string(d) } else { w.null() }
+        w.key("error"); if let e = run.error { w.string(e) } else { w.null() }
+        w.key("result"); if let r = run.result { w.raw(r) } else { w.null() }
+        w.endObject()
+        return w.bytes
+    }
+}

@@ -1,0 +1,189 @@
+import EngageCore
+import Postgres
+
+/// Experiment definitions and their lifecycle in PostgreSQL: create (as a draft), start, stop.
+///
+/// Every change is one transaction that also appends a row to `experiment_history` (action and
+/// the definition after it), so the lifecycle can be audited. The definition's own `status`
+/// always equals the `status` column.
+public struct ExperimentStore: Sendable {
+    public let pool: ConnectionPool
+
+    public init(pool: ConnectionPool) {
+        self.pool = pool
+    }
+
+    // MARK: Create
+
+    /// Decodes, validates and stores a new draft.
+    public func create(json: [UInt8]) async throws -> ExperimentRecord {
+        let definition: ExperimentDefinition
+        do {
+            definition = try ExperimentDefinition(json: json)
+        } catch {
+            throw ExperimentStoreError(code: .invalidDefinition, experimentID: "", problems: [error], detail: error.description)
+        }
+        return try await create(definition)
+    }
+
+    /// Validates and stores a new experiment; it must be a draft (start it afterwards).
+    public func create(_ definition: ExperimentDefinition) async throws -> ExperimentRecord {
+        var problems = definition.problems
+        if definition.status != .draft {
+            problems.append(ExperimentProblem(field: "status", problem: "must be draft when creating; start the experiment afterwards"))
+        }
+        if !problems.isEmpty {
+            throw ExperimentStoreError(code: .invalidDefinition, experimentID: definition.id, problems: problems,
+                                       detail: problems.map(\.description).joined(separator: "; "))
+        }
+        let json = PostgresJSONB(definition.canonicalJSON)
+        do {
+            return try await pool.withTransaction { connection in
+                let row = try connection.query("""
+                    INSERT INTO experiments (id, app_id, definition, status)
+                    VALUES (\(definition.id), \(definition.appID), \(json), 'draft')
+                    RETURNING created_at, updated_at
+                    """)[0]
+                try Self.recordHistory(definition, action: "created", on: connection)
+                return ExperimentRecord(definition: definition, createdAt: try row.timestamp(0), updatedAt: try row.timestamp(1))
+            }
+        } catch let error as PostgresError where error.isUniqueViolation {
+            throw ExperimentStoreError(code: .alreadyExists, experimentID: definition.id,
+                                       detail: "an experiment \(definition.id) exists already")
+        }
+    }
+
+    // MARK: Read
+
+    /// Experiments, newest first; of one app and one status when given.
+    public func list(app: String? = nil, status: ExperimentStatus? = nil) async throws -> [ExperimentRecord] {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT definition, created_at, updated_at FROM experiments
+                WHERE (\(app)::text IS NULL OR app_id = \(app))
+                  AND (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
+                ORDER BY created_at DESC, id
+                """)
+            return try rows.rows.map(Self.record)
+        }
+    }
+
+    /// The experiment, or nil when there is none (or it belongs to another app than `app`).
+    public func get(_ id: String, app: String? = nil) async throws -> ExperimentRecord? {
+        try await pool.withConnection { connection in try Self.get(id, app: app, on: connection) }
+    }
+
+    static func get(_ id: String, app: String?, forUpdate: Bool = false, on connection: Connection) throws -> ExperimentRecord? {
+        let rows = try connection.query("""
+            SELECT definition, created_at, updated_at FROM experiments
+            WHERE id = \(id) AND (\(app)::text IS NULL OR app_id = \(app))
+            \(unsafeSQL: forUpdate ? "FOR UPDATE" : "")
+            """)
+        return try rows.rows.first.map(record)
+    }
+
+    // MARK: Lifecycle
+
+    /// Draft to running; `start_at` becomes `now` (the wall clock by default) unless the definition set it.
+    public func start(_ id: String, app: String? = nil, now: Timestamp? = nil) async throws -> ExperimentRecord {
+        let now = now ?? .wallClock
+        return try await transition(id, app: app, action: "started") { definition in
+            guard definition.status == .draft else {
+                throw ExperimentStoreError(code: .invalidTransition, experimentID: id,
+                                           detail: "experiment \(id) is \(definition.status.rawValue); only a draft can be started")
+            }
+            definition.status = .running
+            if definition.startAt == nil { definition.startAt = now }
+        }
+    }
+
+    /// Draft or running to stopped; no further runs are scheduled.
+    public func stop(_ id: String, app: String? = nil) async throws -> ExperimentRecord {
+        try await transition(id, app: app, action: "stopped") { definition in
+            guard definition.status != .stopped else {
+                throw ExperimentStoreError(code: .invalidTransition, experimentID: id, detail: "experiment \(id) is already stopped")
+            }
+            definition.status = .stopped
+        }
+    }
+
+    private func transition(_ id: String, app: String?, action: String,
+                            _ change: @escaping @Sendable (inout ExperimentDefinition) throws -> Void) async throws -> ExperimentRecord {
+        try await pool.withTransaction { connection in
+            guard var record = try Self.get(id, app: app, forUpdate: true, on: connection) else { throw ExperimentStoreError.notFound(id) }
+            try change(&record.definition)
+            let problems = record.definition.problems
+            if !problems.isEmpty {
+                throw ExperimentStoreError(code: .invalidDefinition, experimentID: id, problems: problems,
+                                           detail: problems.map(\.description).joined(separator: "; "))
+            }
+            let row = try connection.query("""
+                UPDATE experiments
+                SET definition = \(PostgresJSONB(record.definition.canonicalJSON)), status = \(record.definition.status.rawValue),
+                    updated_at = now()
+                WHERE id = \(id)
+                RETURNING updated_at
+                """)[0]
+            record.updatedAt = try row.timestamp(0)
+            try Self.recordHistory(record.definition, action: action, on: connection)
+            return record
+        }
+    }
+
+    private static func recordHistory(_ definition: ExperimentDefinition, action: String, on connection: Connection) throws {
+        try connection.execute("""
+            INSERT INTO experiment_history (experiment_id, action, definition)
+            VALUES (\(definition.id), \(action), \(PostgresJSONB(definition.canonicalJSON)))
+            """)
+    }
+
+    /// The lifecycle actions of an experiment, oldest first.
+    public func history(_ id: String) async throws -> [(action: String, at: Timestamp)] {
+        try await pool.withConnection { connection in
+            try connection.query("SELECT action, at FROM experiment_history WHERE experiment_id = \(id) ORDER BY id").rows.map {
+                (try $0.decode(0, as: String.self), try $0.timestamp(1))
+            }
+        }
+    }
+
+    static func record(_ row: PostgresRow) throws -> ExperimentRecord {
+        ExperimentRecord(definition: try definition(row, column: 0), createdAt: try row.timestamp(1), updatedAt: try row.timestamp(2))
+    }
+
+    static func definition(_ row: PostgresRow, column: Int) throws -> ExperimentDefinition {
+        let json = try row.decode(column, as: PostgresJSONB.self).json
+        do {
+            return try ExperimentDefinition(json: json)
+        } catch {
+            throw PostgresError(kind: .decoding, message: "a stored experiment definition does not decode: \(error)")
+        }
+    }
+
+    // MARK: Runs
+
+    /// The experiment's runs, newest scheduled first.
+    public func runs(_ id: String, limit: Int = 100) async throws -> [ExperimentRun] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs
+                WHERE experiment_id = \(id) ORDER BY scheduled_for DESC LIMIT \(limit)
+                """).rows.map(Self.run)
+        }
+    }
+
+    static let runColumns = """
+        id, experiment_id, scheduled_for, manual, status, lease_owner, lease_until, attempts, started_at, finished_at,
+        decision, result, error
+        """
+
+    static func run(_ row: PostgresRow) throws -> ExperimentRun {
+        guard let status = ExperimentRun.Status(rawValue: try row.decode(4)) else {
+            throw PostgresError(kind: .decoding, message: "unknown run status")
+        }
+        return ExperimentRun(
+            id: try row.decode(0), experimentID: try row.decode(1), scheduledFor: try row.timestamp(2), isManual: try row.decode(3),
+            status: status, leaseOwner: try row.decode(5), leaseUntil: try row.optionalTimestamp(6), attempts: try row.decode(7),
+            startedAt: try row.optionalTimestamp(8), finishedAt: try row.optionalTimestamp(9), decision: try row.decode(10),
+            result: try row.decode(11, as: PostgresJSONB?.self)?.json, error: try row.decode(12))
+    }
+}

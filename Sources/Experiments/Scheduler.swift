@@ -1,0 +1,293 @@
+import EngageCore
+import Foundation
+import Postgres
+import Runtime
+
+/// Runs each running experiment's analysis on its cron schedule, once per scheduled time, across
+/// any number of processes.
+///
+/// Every poll interval:
+/// 1. for each running experiment, the most recent scheduled time after its last scheduled run
+///    is inserted as a pending run (ON CONFLICT DO NOTHING on (experiment, time)): after downtime
+///    that missed several times, ONE run catches up, not a burst, and two schedulers enqueueing
+///    the same time make one row;
+/// 2. due runs are claimed one at a time with `FOR UPDATE SKIP LOCKED`: pending ones, and running
+///    ones whose lease expired (their scheduler died). Claiming sets a lease (owner, until) and
+///    counts the attempt;
+/// 3. the analysis runs, and its result is stored in a transaction that first checks the lease is
+///    still this claim's (same owner, same attempt); a scheduler that lost its lease stores nothing.
+///
+/// A run that keeps failing is retried until `maxAttempts`, then marked failed.
+public struct Scheduler: Service {
+    public struct Configuration: Sendable {
+        public var pollInterval = Duration.seconds(5)
+        /// How long a claim is valid; an analysis taking longer may be run twice (stored once).
+        public var leaseDuration = Duration.seconds(600)
+        public var maxAttempts = 3
+        /// Identifies this scheduler in `lease_owner`.
+        public var ownerID = Scheduler.defaultOwnerID()
+        /// The time schedules are evaluated at and analyses are stamped with.
+        public var clock: @Sendable () -> Timestamp = { Timestamp.wallClock }
+        /// Called at named points (`scheduler.after-claim`, `scheduler.before-finish`); a test or
+        /// `ENGAGE_FAILPOINTS` makes it crash or throw there.
+        public var failpoint: @Sendable (String) throws -> Void = { _ in }
+        public var chunkSize = 5_000
+
+        public init() {}
+    }
+
+    public let pool: ConnectionPool
+    public let configuration: Configuration
+    public let logger: Logger
+    private let runner: ExperimentRunner
+
+    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger) {
+        self.pool = pool
+        self.configuration = configuration
+        self.logger = logger
+        runner = ExperimentRunner(pool: pool, chunkSize: configuration.chunkSize)
+    }
+
+    /// host-pid-random, unique per scheduler instance.
+    public static func defaultOwnerID() -> String {
+        let random = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return "\(ProcessInfo.processInfo.hostName)-\(getpid())-\(random)"
+    }
+
+    public func run() async throws {
+        logger.info("scheduler.started", ["owner": configuration.ownerID])
+        while !Task.isCancelled {
+            do {
+                try await tick()
+            } catch is CancellationError {
+                break
+            } catch let error as PostgresError where error.kind == .poolClosed {
+                break
+            } catch {
+                logger.warning("scheduler.error", ["error": "\(error)"])
+            }
+            do {
+                try await Task.sleep(for: configuration.pollInterval)
+            } catch {
+                break
+            }
+        }
+        logger.info("scheduler.stopped", ["owner": configuration.ownerID])
+    }
+
+    /// One poll: enqueue what is due, then claim and run due runs until none is left.
+    /// Returns the number of runs this scheduler completed.
+    @discardableResult
+    public func tick() async throws -> Int {
+        try await enqueueDue()
+        var completed = 0
+        while !Task.isCancelled, let claim = try await claimNext() {
+            if try await execute(claim) { completed += 1 }
+        }
+        return completed
+    }
+
+    // MARK: Enqueue
+
+    /// Inserts each running experiment's most recent due time; returns how many rows were new.
+    @discardableResult
+    public func enqueueDue() async throws -> Int {
+        let now = configuration.clock()
+        return try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT e.definition,
+                       (SELECT max(r.scheduled_for) FROM experiment_runs r WHERE r.experiment_id = e.id AND NOT r.manual)
+                FROM experiments e
+                WHERE e.status = 'running'
+                ORDER BY e.id
+                """)
+            var inserted = 0
+            for row in rows.rows {
+                let definition = try ExperimentStore.definition(row, column: 0)
+                let last = try row.optionalTimestamp(1)
+                // Before the first run, the first scheduled time at or after the start is due.
+                let after = last ?? definition.startAt.map { $0.adding(microseconds: -1) }
+                guard let due = definition.schedule.mostRecentDue(after: after, now: now) else { continue }
+                inserted += try connection.execute("""
+                    INSERT INTO experiment_runs (experiment_id, scheduled_for)
+                    VALUES (\(definition.id), \(due.postgres))
+                    ON CONFLICT (experiment_id, scheduled_for) DO NOTHING
+                    """)
+            }
+            return inserted
+        }
+    }
+
+    // MARK: Claim
+
+    /// A run this scheduler holds the lease of, for one attempt.
+    public struct Claim: Sendable, Equatable {
+        public var runID: Int64
+        public var experimentID: String
+        public var scheduledFor: Timestamp
+        public var attempt: Int
+    }
+
+    /// Claims the earliest due run nobody else holds, or returns nil.
+    public func claimNext() async throws -> Claim? {
+        let owner = configuration.ownerID
+        let leaseMS = Self.milliseconds(configuration.leaseDuration)
+        let maxAttempts = configuration.maxAttempts
+        return try await pool.withTransaction { connection in
+            // Runs whose schedulers died too often are given up rather than retried forever.
+            try connection.execute("""
+                UPDATE experiment_runs
+                SET status = 'failed', finished_at = now(), lease_until = NULL,
+                    error = coalesce(error, 'lease expired') || ' (gave up after ' || attempts || ' attempts)'
+                WHERE status = 'running' AND lease_until < now() AND attempts >= \(maxAttempts)
+                """)
+            let rows = try connection.query("""
+                UPDATE experiment_runs r
+                SET status = 'running', lease_owner = \(owner),
+                    lease_until = now() + \(leaseMS) * interval '1 millisecond',
+                    attempts = r.attempts + 1, started_at = now()
+                WHERE r.id = (
+                    SELECT id FROM experiment_runs
+                    WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
+                    ORDER BY scheduled_for, id
+                    LIMIT 1
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING r.id, r.experiment_id, r.scheduled_for, r.attempts
+                """)
+            return try rows.rows.first.map(Self.claim)
+        }
+    }
+
+    /// Claims one given pending run (a manual run just inserted).
+    func claim(runID: Int64) async throws -> Claim? {
+        let owner = configuration.ownerID
+        let leaseMS = Self.milliseconds(configuration.leaseDuration)
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE experiment_runs
+                SET status = 'running', lease_owner = \(owner),
+                    lease_until = now() + \(leaseMS) * interval '1 millisecond',
+                    attempts = attempts + 1, started_at = now()
+                WHERE id = \(runID) AND status = 'pending'
+                RETURNING id, experiment_id, scheduled_for, attempts
+                """).rows.first.map(Self.claim)
+        }
+    }
+
+    private static func claim(_ row: PostgresRow) throws -> Claim {
+        Claim(runID: try row.decode(0), experimentID: try row.decode(1), scheduledFor: try row.timestamp(2), attempt: try row.decode(3))
+    }
+
+    // MARK: Execute
+
+    /// Analyses the claimed run and stores the outcome if the lease is still this claim's.
+    /// Returns true when this scheduler stored a result.
+    public func execute(_ claim: Claim) async throws -> Bool {
+        let stopwatch = Stopwatch()
+        try configuration.failpoint("scheduler.after-claim")
+        let outcome: ExperimentRunner.Outcome
+        do {
+            guard let record = try await ExperimentStore(pool: pool).get(claim.experimentID) else {
+                throw ExperimentStoreError.notFound(claim.experimentID)
+            }
+            let previous = try await pool.withConnection { connection in
+                try connection.query("""
+                    SELECT count(*) FROM experiment_runs WHERE experiment_id = \(claim.experimentID) AND status = 'done'
+                    """)[0].decode(0, as: Int.self)
+            }
+            outcome = try await runner.analyse(record.definition, previousRuns: previous, now: configuration.clock())
+            try configuration.failpoint("scheduler.before-finish")
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            let failed = try await fail(claim, error: "\(error)")
+            logger.warning("scheduler.run.error", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                   "attempt": String(claim.attempt), "final": String(failed), "error": "\(error)"])
+            return false
+        }
+        let stored = try await finish(claim, outcome.result)
+        if stored {
+            logger.info("scheduler.run.done", [
+                "experiment": claim.experimentID, "run.id": String(claim.runID), "scheduled.for": claim.scheduledFor.rfc3339,
+                "decision": outcome.result.decision.code, "event.count": String(outcome.events),
+                "notification.count": String(outcome.notifications), "duration.ms": stopwatch.millisecondsText,
+            ])
+        } else {
+            logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                        "attempt": String(claim.attempt)])
+        }
+        return stored
+    }
+
+    /// Stores the result in one transaction that re-checks the lease; false when it was lost.
+    func finish(_ claim: Claim, _ result: ExperimentRunResult) async throws -> Bool {
+        let owner = configuration.ownerID
+        let json = PostgresJSONB(result.canonicalJSON)
+        let decision = result.decision.code
+        return try await pool.withTransaction { connection in
+            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
+            try connection.execute("""
+                UPDATE experiment_runs
+                SET status = 'done', finished_at = now(), lease_until = NULL, decision = \(decision), result = \(json), error = NULL
+                WHERE id = \(claim.runID)
+                """)
+            return true
+        }
+    }
+
+    /// Gives the run back for a retry, or marks it failed after the last attempt; returns
+    /// whether it failed for good.
+    private func fail(_ claim: Claim, error: String) async throws -> Bool {
+        let owner = configuration.ownerID
+        let isFinal = claim.attempt >= configuration.maxAttempts
+        _ = try await pool.withTransaction { connection in
+            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
+            try connection.execute("""
+                UPDATE experiment_runs
+                SET status = \(isFinal ? "failed" : "pending"), lease_until = NULL, error = \(error),
+                    finished_at = CASE WHEN \(isFinal) THEN now() END
+                WHERE id = \(claim.runID)
+                """)
+            return true
+        }
+        return isFinal
+    }
+
+    /// Locks the run row and checks it is still running under this claim.
+    private static func holdsLease(_ claim: Claim, owner: String, on connection: Connection) throws -> Bool {
+        let rows = try connection.query("""
+            SELECT 1 FROM experiment_runs
+            WHERE id = \(claim.runID) AND status = 'running' AND lease_owner = \(owner) AND attempts = \(claim.attempt)
+            FOR UPDATE
+            """)
+        return !rows.isEmpty
+    }
+
+    // MARK: Manual runs
+
+    /// Analyses an experiment now, outside its schedule, and returns the stored run.
+    public func runNow(experimentID: String, app: String? = nil) async throws -> ExperimentRun {
+        guard try await ExperimentStore(pool: pool).get(experimentID, app: app) != nil else {
+            throw ExperimentStoreError.notFound(experimentID)
+        }
+        let now = configuration.clock()
+        let runID = try await pool.withConnection { connection in
+            try connection.query("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)
+                VALUES (\(experimentID), \(now.postgres), true)
+                RETURNING id
+                """)[0].decode(0, as: Int64.self)
+        }
+        // A scheduler may have claimed it first; either way it is run once.
+        if let claim = try await claim(runID: runID) { _ = try await execute(claim) }
+        return try await pool.withConnection { connection in
+            try ExperimentStore.run(connection.query(
+                "SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000 + attoseconds / 1_000_000_000_000_000
+    }
+}

@@ -1,0 +1,96 @@
+import EngageAPI
+import EngageCore
+import Experiments
+import Foundation
+import Testing
+import TestSupport
+
+/// The experiment routes on a live server.
+@Suite("Experiment API")
+struct ExperimentAPITests {
+    static let definition = #"{"id":"strategy-full-vs-adaptive","app_id":"app-1","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
+
+    static func auth(_ key: String) -> [(String, String)] { [("Authorization", "Bearer \(key)")] }
+
+    @Test func lifecycleAssignmentsAndRunsThroughTheAPI() async throws {
+        let server = try TestServer()
+        do {
+            let admin = try await server.key(role: .admin)
+            let reader = try await server.key(role: .read)
+            let ingest = try await server.key(role: .ingest)
+            let stranger = try await server.key(app: "app-2", role: .admin)
+            let json = [("Content-Type", "application/json")]
+
+            let created = try await server.request("POST", "/v1/experiments", headers: Self.auth(admin) + json, body: Array(Self.definition.utf8))
+            #expect(created.status == 201, "\(created.text)")
+            #expect(created.text.contains(#""status":"draft""#))
+
+            let duplicate = try await server.request("POST", "/v1/experiments", headers: Self.auth(admin) + json, body: Array(Self.definition.utf8))
+            #expect(duplicate.status == 409)
+            let invalid = try await server.request("POST", "/v1/experiments", headers: Self.auth(admin) + json,
+                                                   body: Array(Self.definition.replacingOccurrences(of: #""weight":0.5}"#, with: #""weight":0.7}"#).utf8))
+            #expect(invalid.status == 400)
+            #expect(invalid.text.contains(#""problems":[{"field":"arms","problem":"weights must add up to 1, found 1.2"}]"#), "\(invalid.text)")
+            let byReader = try await server.request("POST", "/v1/experiments", headers: Self.auth(reader) + json, body: Array(Self.definition.utf8))
+            #expect(byReader.status == 403)
+            let otherApp = try await server.request("POST", "/v1/experiments", headers: Self.auth(stranger) + json, body: Array(Self.definition.utf8))
+            #expect(otherApp.status == 403)
+
+            // Nothing is assigned before the start.
+            let before = try await server.request("GET", "/v1/assignments?device_id=device-1", headers: Self.auth(ingest))
+            #expect(before.status == 200)
+            #expect(before.text == #"{"assignments":[]}"#)
+
+            let started = try await server.request("POST", "/v1/experiments/strategy-full-vs-adaptive/start", headers: Self.auth(admin))
+            #expect(started.status == 200, "\(started.text)")
+            #expect(started.text.contains(#""status":"running""#))
+            let again = try await server.request("POST", "/v1/experiments/strategy-full-vs-adaptive/start", headers: Self.auth(admin))
+            #expect(again.status == 409)
+
+            let definition = try ExperimentDefinition(json: Array(Self.definition.utf8))
+            for device in ["device-1", "device-2", "device-3"] {
+                let expected = try #require(ExperimentAssignment.arm(forDevice: device, definition: definition))
+                for key in [ingest, reader] {
+                    let response = try await server.request("GET", "/v1/assignments?device_id=\(device)", headers: Self.auth(key))
+                    #expect(response.text == #"{"assignments":[{"experiment":"strategy-full-vs-adaptive","arm":"\#(expected.arm.name)","strategy":"\#(expected.arm.strategy.rawValue)","probability":0.5}]}"#)
+                }
+            }
+            let noDevice = try await server.request("GET", "/v1/assignments", headers: Self.auth(ingest))
+            #expect(noDevice.status == 400)
+
+            let shown = try await server.request("GET", "/v1/experiments/strategy-full-vs-adaptive", headers: Self.auth(reader))
+            #expect(shown.status == 200)
+            let hidden = try await server.request("GET", "/v1/experiments/strategy-full-vs-adaptive", headers: Self.auth(stranger))
+            #expect(hidden.status == 404)
+            let listed = try await server.request("GET", "/v1/experiments", headers: Self.auth(reader))
+            #expect(listed.text.hasPrefix(#"{"experiments":[{"id":"strategy-full-vs-adaptive""#))
+
+            let run = try await server.request("POST", "/v1/experiments/strategy-full-vs-adaptive/run", headers: Self.auth(admin))
+            #expect(run.status == 201, "\(run.text)")
+            #expect(run.text.contains(#""manual":true,"status":"done","attempts":1"#), "\(run.text)")
+            #expect(run.text.contains(#""decision":"continue""#))
+            let runs = try await server.request("GET", "/v1/experiments/strategy-full-vs-adaptive/runs", headers: Self.auth(reader))
+            #expect(runs.status == 200)
+            #expect(runs.text.hasPrefix(#"{"runs":[{"id":1,"experiment":"strategy-full-vs-adaptive""#))
+
+            let stopped = try await server.request("POST", "/v1/experiments/strategy-full-vs-adaptive/stop", headers: Self.auth(admin))
+            #expect(stopped.status == 200)
+            let after = try await server.request("GET", "/v1/assignments?device_id=device-1", headers: Self.auth(ingest))
+            #expect(after.text == #"{"assignments":[]}"#)
+
+            let metrics = try await server.request("GET", "/metrics")
+            #expect(metrics.text.contains(#"route="/v1/experiments/{id}/start""#))
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    @Test func routeLabelsNameTheTemplates() {
+        #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc/runs") == "/v1/experiments/{id}/runs")
+        #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc") == "/v1/experiments/{id}")
+        #expect(EngageAPI.routeLabel(for: "/v1/events") == "/v1/events")
+        #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc/other") == "unmatched")
+    }
+}

@@ -1,0 +1,62 @@
+import EngageCore
+@testable import Experiments
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Experiment store")
+struct ExperimentStoreTests {
+    @Test func createStartStopRecordsTheLifecycle() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let store = ExperimentStore(pool: pool)
+        let created = try await store.create(try Fixtures.definition())
+        #expect(created.status == .draft)
+        let start = Fixtures.time("2026-03-01T00:00:00Z")
+        let started = try await store.start(created.id, now: start)
+        #expect(started.status == .running)
+        #expect(started.definition.startAt == start)
+        #expect(try await store.get(created.id, app: "app-1")?.status == .running)
+        #expect(try await store.get(created.id, app: "other-app") == nil)
+        #expect(try await store.list(app: "app-1", status: .running).map(\.id) == [created.id])
+
+        await #expect(throws: ExperimentStoreError(code: .invalidTransition, experimentID: created.id,
+                                                   detail: "experiment \(created.id) is running; only a draft can be started")) {
+            try await store.start(created.id)
+        }
+        let stopped = try await store.stop(created.id)
+        #expect(stopped.status == .stopped)
+        #expect(try await store.history(created.id).map(\.action) == ["created", "started", "stopped"])
+        await pool.close()
+    }
+
+    @Test func invalidAndDuplicateDefinitionsAreRefusedWithTheirFields() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        var bad = try Fixtures.definition()
+        bad.arms[1].weight = 0.7
+        bad.status = .running
+        do {
+            _ = try await store.create(bad)
+            Issue.record("an invalid definition was stored")
+        } catch let error as ExperimentStoreError {
+            #expect(error.code == .invalidDefinition)
+            #expect(error.problems.map(\.field) == ["arms", "start_at", "status"])
+        }
+        _ = try await store.create(try Fixtures.definition())
+        do {
+            _ = try await store.create(try Fixtures.definition())
+            Issue.record("a duplicate was stored")
+        } catch let error as ExperimentStoreError {
+            #expect(error.code == .alreadyExists)
+        }
+        do {
+            _ = try await store.create(json: Array(#"{"id":"x"}"#.utf8))
+            Issue.record("a definition without app_id was stored")
+        } catch let error as ExperimentStoreError {
+            #expect(error.code == .invalidDefinition)
+            #expect(error.problems.map(\.field) == ["app_id"])
+        }
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiments") == 1)
+        await pool.close()
+    }
+}

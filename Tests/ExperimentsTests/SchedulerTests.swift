@@ -1,0 +1,132 @@
+import EngageCore
+@testable import Experiments
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Scheduler")
+struct SchedulerTests {
+    /// A started every-minute experiment in a fresh database.
+    static func runningExperiment(schedule: String = "* * * * *", start: Timestamp) async throws -> (PostgresConfiguration, ConnectionPool) {
+        let database = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: database, size: 2)
+        let store = ExperimentStore(pool: pool)
+        _ = try await store.create(try Fixtures.definition(schedule: schedule))
+        _ = try await store.start("strategy-full-vs-adaptive", now: start)
+        return (database, pool)
+    }
+
+    @Test func twoSchedulersCompleteEveryDueRunExactlyOnce() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = TestClock(start)
+        let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b")
+        var completed = 0
+        for _ in 0..<10 {
+            clock.advance(seconds: 60)
+            async let byA = a.tick()
+            async let byB = b.tick()
+            completed += try await byA + byB
+        }
+        #expect(completed == 10)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs") == 10)
+        #expect(try await Fixtures.count(pool, "SELECT count(DISTINCT scheduled_for) FROM experiment_runs") == 10)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE status = 'done' AND attempts = 1") == 10)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE decision = 'continue' AND result IS NOT NULL") == 10)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.scheduledFor) == (1...10).reversed().map { Fixtures.time("2026-03-01T00:00:00Z").adding(microseconds: Int64($0) * 60_000_000) })
+        for scheduler in [a, b] { await scheduler.pool.close() }
+        await pool.close()
+    }
+
+    @Test func aRunLeftByACrashedSchedulerIsRetriedOnceByAnother() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = TestClock(Fixtures.time("2026-03-01T00:01:10Z"))
+        // As a killed process leaves it: claimed, lease expired, never finished.
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for, status, lease_owner, lease_until, attempts, started_at)
+                VALUES ('strategy-full-vs-adaptive', '2026-03-01T00:01:00Z', 'running', 'crashed', now() - interval '1 second', 1, now())
+                """)
+        }
+        let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b")
+        #expect(try await b.tick() == 1)
+        #expect(try await b.tick() == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.count == 1)
+        #expect(runs.first?.status == .done)
+        #expect(runs.first?.attempts == 2)
+        #expect(runs.first?.leaseOwner == "scheduler-b")
+        await b.pool.close()
+        await pool.close()
+    }
+
+    @Test func aSchedulerThatLostItsLeaseStoresNothing() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = TestClock(Fixtures.time("2026-03-01T00:01:10Z"))
+        // A dies right after claiming (the failpoint throws where `=crash` would exit).
+        let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.failpoint = { name in if name == "scheduler.after-claim" { throw FailpointHit(name: name) } }
+        }
+        await #expect(throws: FailpointHit(name: "scheduler.after-claim")) { try await a.tick() }
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE status = 'running' AND lease_owner = 'scheduler-a'") == 1)
+        let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b")
+        // The lease is still valid: B leaves the run alone.
+        #expect(try await b.tick() == 0)
+        try await pool.withConnection { _ = try $0.execute("UPDATE experiment_runs SET lease_until = now() - interval '1 second'") }
+        #expect(try await b.tick() == 1)
+        // A comes back with its old claim: fenced off by the attempt number.
+        let stale = Scheduler.Claim(runID: 1, experimentID: "strategy-full-vs-adaptive",
+                                    scheduledFor: Fixtures.time("2026-03-01T00:01:00Z"), attempt: 1)
+        let result = ExperimentAnalysis.run(definition: try Fixtures.definition(),
+                                            tallies: ExperimentTallies(definition: try Fixtures.definition()), now: clock.now)
+        #expect(try await a.finish(stale, result) == false)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE status = 'done' AND attempts = 2 AND lease_owner = 'scheduler-b'") == 1)
+        for scheduler in [a, b] { await scheduler.pool.close() }
+        await pool.close()
+    }
+
+    @Test func afterDowntimeAMissedScheduleRunsOnceNotABurst() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:00Z")
+        let (database, pool) = try await Self.runningExperiment(schedule: "0 * * * *", start: start)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for, status, attempts, decision)
+                VALUES ('strategy-full-vs-adaptive', '2026-03-10T07:00:00Z', 'done', 1, 'continue')
+                """)
+        }
+        let clock = TestClock(Fixtures.time("2026-03-10T12:34:00Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 1)
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-10T12:00:00Z"), Fixtures.time("2026-03-10T07:00:00Z")])
+        #expect(runs.first?.status == .done)
+        // The second look: one earlier run was done.
+        let result = try #require(runs.first?.result)
+        #expect(String(decoding: result, as: UTF8.self).contains(#""look": 2"#))
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    @Test func stoppedAndDraftExperimentsAreNotScheduled() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let store = ExperimentStore(pool: pool)
+        _ = try await store.create(try Fixtures.definition(id: "draft-one"))
+        _ = try await store.stop("strategy-full-vs-adaptive")
+        let clock = TestClock(Fixtures.time("2026-03-01T00:05:00Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 0)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs") == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+}
+
+struct FailpointHit: Error, Equatable {
+    var name: String
+}
