@@ -12,6 +12,10 @@ struct EngagementBatcher: Sendable {
     let cacheLimit: Int
     private(set) var position: LogPosition
     private var cache: [NotificationKey: NotificationState] = [:]
+    /// True when the cache holds every state in the table (it started empty and nothing was
+    /// evicted): then a notification missing from the cache is new and needs no lookup.
+    /// Nil until checked.
+    private var cacheIsComplete: Bool?
 
     /// Someone else moved the checkpoint (another projector, or a rebuild swapped the model in).
     struct Fenced: Error {}
@@ -22,6 +26,7 @@ struct EngagementBatcher: Sendable {
         self.batchSize = batchSize
         self.cacheLimit = cacheLimit
         self.position = position
+        cache.reserveCapacity(min(cacheLimit, 400_000))
     }
 
     /// Processes one batch in its own transaction; returns how many events it folded (0: caught up).
@@ -42,7 +47,10 @@ struct EngagementBatcher: Sendable {
         }
         try failpoints.hit("projector.after-commit")
         position = newPosition
-        if cache.count + states.count > cacheLimit { cache.removeAll(keepingCapacity: true) }
+        if cache.count + states.count > cacheLimit {
+            cache.removeAll(keepingCapacity: true)
+            cacheIsComplete = false
+        }
         cache.merge(states) { _, new in new }
         return count
     }
@@ -51,18 +59,24 @@ struct EngagementBatcher: Sendable {
     mutating func resynchronize(on connection: Connection) throws {
         position = try EngagementStore.checkpoint(checkpointName, on: connection)
         cache.removeAll()
+        cacheIsComplete = nil
     }
 
-    private func fold(_ events: [StoredEvent], on connection: Connection) throws -> EngagementChanges {
+    private mutating func fold(_ events: [StoredEvent], on connection: Connection) throws -> EngagementChanges {
+        if cacheIsComplete == nil {
+            let empty = try EngagementStore.statesAreEmpty(tables: tables, on: connection)
+            cacheIsComplete = cache.isEmpty && empty
+        }
         var known: [NotificationKey: NotificationState] = [:]
+        known.reserveCapacity(events.count / 2)
         var missing: [NotificationKey] = []
-        var seen = Set<NotificationKey>()
+        var seen = Set<NotificationKey>(minimumCapacity: events.count / 2)
         for event in events {
             let key = NotificationKey(appID: event.appID, notificationID: event.notificationID)
             guard seen.insert(key).inserted else { continue }
             if let state = cache[key] { known[key] = state } else { missing.append(key) }
         }
-        if !missing.isEmpty {
+        if !missing.isEmpty && cacheIsComplete != true {
             known.merge(try EngagementStore.loadStates(missing, tables: tables, on: connection)) { cached, _ in cached }
         }
         return EngagementChanges.compute(events, known: known)

@@ -54,6 +54,9 @@ public struct EngagementChanges: Sendable {
         var changes = EngagementChanges()
         var before: [NotificationKey: NotificationState] = [:]
         var after: [NotificationKey: NotificationState] = [:]
+        before.reserveCapacity(known.count + 16)
+        after.reserveCapacity(known.count + 16)
+        changes.states.reserveCapacity(known.count + 16)
         for stored in events {
             changes.eventCount += 1
             guard let type = EventType(rawValue: stored.type),

@@ -37,6 +37,10 @@ public enum EngagementStore {
 
     // MARK: States
 
+    public static func statesAreEmpty(tables: ReadModelTables = .live, on connection: Connection) throws -> Bool {
+        try connection.query("SELECT NOT EXISTS (SELECT 1 FROM \(unsafeSQL: tables.states))")[0].decode(0, as: Bool.self)
+    }
+
     public static func loadStates(_ keys: [NotificationKey], tables: ReadModelTables = .live,
                                   on connection: Connection) throws -> [NotificationKey: NotificationState] {
         if keys.isEmpty { return [:] }

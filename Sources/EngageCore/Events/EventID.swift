@@ -70,6 +70,20 @@ public struct EventID: Sendable, Hashable, Comparable, CustomStringConvertible {
     }
 
     /// Lowercase canonical form, `0f8fad5b-d9cb-469f-a165-70867728950e`.
+    /// Appends the canonical lowercase form to `out`, without intermediate allocations.
+    public func appendCanonical(to out: inout [UInt8]) {
+        for (word, range) in [(high, 0..<8), (low, 8..<16)] {
+            for n in range {
+                if n == 4 || n == 6 || n == 8 || n == 10 { out.append(UInt8(ascii: "-")) }
+                let byte = UInt8(truncatingIfNeeded: word >> UInt64((7 - (n & 7)) * 8))
+                out.append(EventID.hexDigits[Int(byte >> 4)])
+                out.append(EventID.hexDigits[Int(byte & 0x0F)])
+            }
+        }
+    }
+
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
     public var description: String {
         let hex = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -8,7 +8,7 @@ extension NotificationState {
     public func encoded() -> [UInt8] {
         var w = JSONWriter(capacity: 256 + eventIDs.count * 40)
         w.beginObject()
-        w.key("ids"); w.beginArray(); for id in eventIDs { w.string(id.description) }; w.endArray()
+        w.key("ids"); w.beginArray(); for id in eventIDs { w.eventID(id) }; w.endArray()
         if let origin {
             w.key("o"); w.beginObject()
             Self.writeStamp(origin.at, origin.eventID, into: &w)
@@ -131,7 +131,7 @@ extension NotificationState {
 
     private static func writeStamp(_ at: Timestamp, _ id: EventID, into w: inout JSONWriter) {
         w.key("at"); w.int(Int(at.microsecondsSinceEpoch))
-        w.key("id"); w.string(id.description)
+        w.key("id"); w.eventID(id)
     }
 }
 
@@ -185,7 +185,7 @@ private struct StateReader {
     }
 
     func eventID(_ node: JSON.Node) throws(Failure) -> EventID {
-        guard let text = json.string(node), let id = EventID(text) else { throw Failure(description: "bad event id") }
+        guard let bytes = json.stringBytes(node), let id = EventID.parse(bytes, bytes.indices) else { throw Failure(description: "bad event id") }
         return id
     }
 

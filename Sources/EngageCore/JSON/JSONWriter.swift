@@ -48,6 +48,14 @@ public struct JSONWriter: Sendable {
         JSONWriter.appendString(value, to: &bytes)
     }
 
+    /// An event id as a JSON string in its canonical form.
+    public mutating func eventID(_ id: EventID) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        id.appendCanonical(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+
     public mutating func int(_ value: Int) {
         separate()
         JSONWriter.appendInteger(Int64(value), to: &bytes)
