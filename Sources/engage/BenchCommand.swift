@@ -29,6 +29,11 @@ enum BenchCommand: EngageCommand {
                     .init("batch", value: "n", help: "Events per projector batch.", default: "20000"),
                 ]),
             Command(
+                name: "pipeline",
+                abstract: "Measure how many deliveries per second the extension model replays on one core.",
+                options: [.init("deliveries", value: "n", help: "Deliveries per round.", default: "5000000"),
+                          .init("rounds", value: "n", help: "Rounds; the median is reported.", default: "5")]),
+            Command(
                 name: "decode",
                 abstract: "Measure the request decoder against Foundation's JSON decoders on the same bodies.",
                 options: [.init("rounds", value: "n", help: "Rounds; medians are reported.", default: "5")]),
@@ -44,6 +49,10 @@ enum BenchCommand: EngageCommand {
     static func run(_ arguments: ParsedArguments) async throws {
         if arguments.commandPath.last == "project" {
             try await ProjectorBenchmark.run(arguments)
+            return
+        }
+        if arguments.commandPath.last == "pipeline" {
+            try PipelineBenchmark.run(arguments)
             return
         }
         if arguments.commandPath.last == "decode" {
