@@ -75,6 +75,9 @@ struct ConnectionPoolTests {
         let cluster = try EmbeddedPostgres(options: .init(dataDirectory: directory, database: "restart",
                                                           settings: ["fsync": "off"]))
         #expect(try cluster.start() == .started)
+        // A second engage finding the cluster running reuses it (and must not stop it).
+        #expect(try cluster.start() == .alreadyRunning)
+        #expect(try cluster.status() == .running)
         defer {
             try? cluster.stop(mode: "immediate")
             try? FileManager.default.removeItem(atPath: directory)
