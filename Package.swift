@@ -55,7 +55,8 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"]),
+        .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+                    exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]
 )
