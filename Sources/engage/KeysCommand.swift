@@ -29,8 +29,16 @@ enum KeysCommand: EngageCommand {
         let setup = try DatabaseSetup.open(arguments, logger: logger)
         defer { setup.close() }
         let pool = ConnectionPool(configuration: setup.configuration, size: 1)
-        defer { Task { await pool.close() } }
-        let store = KeyStore(pool: pool)
+        do {
+            try await run(arguments, store: KeyStore(pool: pool), usage: usage)
+        } catch {
+            await pool.close()
+            throw error
+        }
+        await pool.close()
+    }
+
+    private static func run(_ arguments: ParsedArguments, store: KeyStore, usage: String) async throws {
         switch arguments.commandPath.last {
         case "create":
             let app = try arguments.required("app")
