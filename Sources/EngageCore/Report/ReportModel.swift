@@ -1,30 +1,8 @@
-/// Counts of the notifications of one actual presentation in one group.
-public struct PresentationCounts: Sendable, Hashable {
-    public var notifications: Int
-    public var delivered: Int
-    public var displayed: Int
-    public var expanded: Int
-    public var actioned: Int
-    public var opened: Int
-    public var dismissed: Int
-    public var replied: Int
-    /// Notifications per app-defined action ID (filled for the `.action` grouping only).
-    public var actions: [String: Int]
+/// Counts of the notifications of one actual presentation in one group: the same counters the
+/// read model keeps per bucket, summed over the group's rows.
+public typealias PresentationCounts = EngagementContribution.Counters
 
-    public init(notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, expanded: Int = 0,
-                actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0,
-                actions: [String: Int] = [:]) {
-        self.notifications = notifications
-        self.delivered = delivered
-        self.displayed = displayed
-        self.expanded = expanded
-        self.actioned = actioned
-        self.opened = opened
-        self.dismissed = dismissed
-        self.replied = replied
-        self.actions = actions
-    }
-
+extension EngagementContribution.Counters {
     mutating func add(_ row: EngagementRow) {
         notifications += row.notifications
         delivered += row.delivered
