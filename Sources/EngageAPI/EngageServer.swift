@@ -54,7 +54,8 @@ public struct EngageServer: Sendable {
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
         let authenticator = Authenticator(keys: keys)
-        let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, logger: logger)
+        let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, logger: logger,
+                                  metrics: SchedulerMetrics(registry: registry))
         let api = EngageAPI(
             ingest: IngestRoute(authenticator: authenticator, queue: queue, configuration: configuration.ingest, metrics: metrics),
             report: ReportRoute(authenticator: authenticator, pool: pool),

@@ -3,9 +3,9 @@ import Postgres
 
 /// Experiment definitions and their lifecycle in PostgreSQL: create (as a draft), start, stop.
 ///
-/// Every change is one transaction that also appends a row to `experiment_history` (action and
-/// the definition after it), so the lifecycle can be audited. The definition's own `status`
-/// always equals the `status` column.
+/// Every change is one transaction that also appends an entry to the event log (the action, its
+/// reason and the definition after it; see `ExperimentLogEntry`), so the log holds the whole
+/// lifecycle. The definition's own `status` always equals the `status` column.
 public struct ExperimentStore: Sendable {
     public let pool: ConnectionPool
 
@@ -44,7 +44,7 @@ public struct ExperimentStore: Sendable {
                     VALUES (\(definition.id), \(definition.appID), \(json), 'draft')
                     RETURNING created_at, updated_at
                     """)[0]
-                try Self.recordHistory(definition, action: "created", on: connection)
+                try ExperimentLog.append(.lifecycle(.created, definition: definition, reason: nil, at: .wallClock), on: connection)
                 return ExperimentRecord(definition: definition, createdAt: try row.timestamp(0), updatedAt: try row.timestamp(1))
             }
         } catch let error as PostgresError where error.isUniqueViolation {
@@ -87,7 +87,7 @@ public struct ExperimentStore: Sendable {
     /// Draft to running; `start_at` becomes `now` (the wall clock by default) unless the definition set it.
     public func start(_ id: String, app: String? = nil, now: Timestamp? = nil) async throws -> ExperimentRecord {
         let now = now ?? .wallClock
-        return try await transition(id, app: app, action: "started") { definition in
+        return try await transition(id, app: app, action: .started, reason: nil) { definition in
             guard definition.status == .draft else {
                 throw ExperimentStoreError(code: .invalidTransition, experimentID: id,
                                            detail: "experiment \(id) is \(definition.status.rawValue); only a draft can be started")
@@ -97,9 +97,15 @@ public struct ExperimentStore: Sendable {
         }
     }
 
-    /// Draft or running to stopped; no further runs are scheduled.
-    public func stop(_ id: String, app: String? = nil) async throws -> ExperimentRecord {
-        try await transition(id, app: app, action: "stopped") { definition in
+    /// Draft or running to stopped; no further runs are scheduled. `reason` is logged with it
+    /// (nil when stopped by hand).
+    public func stop(_ id: String, app: String? = nil, reason: String? = nil) async throws -> ExperimentRecord {
+        try await pool.withTransaction { connection in try Self.stop(id, app: app, reason: reason, on: connection) }
+    }
+
+    /// Inside an open transaction.
+    static func stop(_ id: String, app: String?, reason: String?, on connection: Connection) throws -> ExperimentRecord {
+        try transition(id, app: app, action: .stopped, reason: reason, on: connection) { definition in
             guard definition.status != .stopped else {
                 throw ExperimentStoreError(code: .invalidTransition, experimentID: id, detail: "experiment \(id) is already stopped")
             }
@@ -107,42 +113,42 @@ public struct ExperimentStore: Sendable {
         }
     }
 
-    private func transition(_ id: String, app: String?, action: String,
+    private func transition(_ id: String, app: String?, action: ExperimentLogEntry.Action, reason: String?,
                             _ change: @escaping @Sendable (inout ExperimentDefinition) throws -> Void) async throws -> ExperimentRecord {
         try await pool.withTransaction { connection in
-            guard var record = try Self.get(id, app: app, forUpdate: true, on: connection) else { throw ExperimentStoreError.notFound(id) }
-            try change(&record.definition)
-            let problems = record.definition.problems
-            if !problems.isEmpty {
-                throw ExperimentStoreError(code: .invalidDefinition, experimentID: id, problems: problems,
-                                           detail: problems.map(\.description).joined(separator: "; "))
-            }
-            let row = try connection.query("""
-                UPDATE experiments
-                SET definition = \(PostgresJSONB(record.definition.canonicalJSON)), status = \(record.definition.status.rawValue),
-                    updated_at = now()
-                WHERE id = \(id)
-                RETURNING updated_at
-                """)[0]
-            record.updatedAt = try row.timestamp(0)
-            try Self.recordHistory(record.definition, action: action, on: connection)
-            return record
+            try Self.transition(id, app: app, action: action, reason: reason, on: connection, change)
         }
     }
 
-    private static func recordHistory(_ definition: ExperimentDefinition, action: String, on connection: Connection) throws {
-        try connection.execute("""
-            INSERT INTO experiment_history (experiment_id, action, definition)
-            VALUES (\(definition.id), \(action), \(PostgresJSONB(definition.canonicalJSON)))
-            """)
+    private static func transition(_ id: String, app: String?, action: ExperimentLogEntry.Action, reason: String?,
+                                   on connection: Connection,
+                                   _ change: (inout ExperimentDefinition) throws -> Void) throws -> ExperimentRecord {
+        guard var record = try Self.get(id, app: app, forUpdate: true, on: connection) else { throw ExperimentStoreError.notFound(id) }
+        try change(&record.definition)
+        let problems = record.definition.problems
+        if !problems.isEmpty {
+            throw ExperimentStoreError(code: .invalidDefinition, experimentID: id, problems: problems,
+                                       detail: problems.map(\.description).joined(separator: "; "))
+        }
+        let row = try connection.query("""
+            UPDATE experiments
+            SET definition = \(PostgresJSONB(record.definition.canonicalJSON)), status = \(record.definition.status.rawValue),
+                updated_at = now()
+            WHERE id = \(id)
+            RETURNING updated_at
+            """)[0]
+        record.updatedAt = try row.timestamp(0)
+        try ExperimentLog.append(.lifecycle(action, definition: record.definition, reason: reason, at: record.updatedAt),
+                                 on: connection)
+        return record
     }
 
-    /// The lifecycle actions of an experiment, oldest first.
-    public func history(_ id: String) async throws -> [(action: String, at: Timestamp)] {
+    /// The experiment's entries in the event log, lifecycle and analyses, in log order; empty
+    /// when there is no such experiment.
+    public func history(_ id: String) async throws -> [ExperimentLog.StoredEntry] {
         try await pool.withConnection { connection in
-            try connection.query("SELECT action, at FROM experiment_history WHERE experiment_id = \(id) ORDER BY id").rows.map {
-                (try $0.decode(0, as: String.self), try $0.timestamp(1))
-            }
+            guard let record = try Self.get(id, app: nil, on: connection) else { return [] }
+            return try ExperimentLog.entries(experimentID: id, appID: record.definition.appID, on: connection)
         }
     }
 

@@ -14,21 +14,28 @@ import Runtime
 /// 2. due runs are claimed one at a time with `FOR UPDATE SKIP LOCKED`: pending ones, and running
 ///    ones whose lease expired (their scheduler died). Claiming sets a lease (owner, until) and
 ///    counts the attempt;
-/// 3. the analysis runs, and its result is stored in a transaction that first checks the lease is
-///    still this claim's (same owner, same attempt); a scheduler that lost its lease stores nothing.
+/// 3. the analysis runs while the lease is renewed every third of its duration (a renewal that
+///    finds the lease gone cancels the analysis); its result is stored in a transaction that
+///    first checks the lease is still this claim's (same owner, same attempt), appends the
+///    decision to the event log and, when the decision ends the experiment, stops it. A
+///    scheduler that lost its lease stores nothing.
 ///
-/// A run that keeps failing is retried until `maxAttempts`, then marked failed.
+/// A run that keeps failing is retried until `maxAttempts`, then marked failed. Once an
+/// experiment's `stop_at` has passed, one last run is enqueued at that time (its analysis
+/// decides `stop_no_effect: schedule_ended` unless an arm won) and no later ones.
 public struct Scheduler: Service {
     public struct Configuration: Sendable {
         public var pollInterval = Duration.seconds(5)
-        /// How long a claim is valid; an analysis taking longer may be run twice (stored once).
-        public var leaseDuration = Duration.seconds(600)
+        /// How long a claim is valid without renewal: how soon another scheduler retries the run
+        /// of a scheduler that died. The lease is renewed every third of it while a run lasts.
+        public var leaseDuration = Duration.seconds(60)
         public var maxAttempts = 3
         /// Identifies this scheduler in `lease_owner`.
         public var ownerID = Scheduler.defaultOwnerID()
         /// The time schedules are evaluated at and analyses are stamped with.
         public var clock: @Sendable () -> Timestamp = { Timestamp.wallClock }
-        /// Called at named points (`scheduler.after-claim`, `scheduler.before-finish`); a test or
+        /// Called at named points (`scheduler.after-claim`, `scheduler.after-analysis` (still
+        /// under lease renewal), `scheduler.before-finish`); a test or
         /// `ENGAGE_FAILPOINTS` makes it crash or throw there.
         public var failpoint: @Sendable (String) throws -> Void = { _ in }
         public var chunkSize = 5_000
@@ -39,12 +46,15 @@ public struct Scheduler: Service {
     public let pool: ConnectionPool
     public let configuration: Configuration
     public let logger: Logger
+    public let metrics: SchedulerMetrics
     private let runner: ExperimentRunner
 
-    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger) {
+    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger,
+                metrics: SchedulerMetrics = SchedulerMetrics(registry: MetricsRegistry())) {
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
+        self.metrics = metrics
         runner = ExperimentRunner(pool: pool, chunkSize: configuration.chunkSize)
     }
 
@@ -107,7 +117,7 @@ public struct Scheduler: Service {
                 let last = try row.optionalTimestamp(1)
                 // Before the first run, the first scheduled time at or after the start is due.
                 let after = last ?? definition.startAt.map { $0.adding(microseconds: -1) }
-                guard let due = definition.schedule.mostRecentDue(after: after, now: now) else { continue }
+                guard let due = definition.dueRun(after: after, now: now) else { continue }
                 inserted += try connection.execute("""
                     INSERT INTO experiment_runs (experiment_id, scheduled_for)
                     VALUES (\(definition.id), \(due.postgres))
@@ -126,6 +136,7 @@ public struct Scheduler: Service {
         public var experimentID: String
         public var scheduledFor: Timestamp
         public var attempt: Int
+        public var isManual: Bool
     }
 
     /// Claims the earliest due run nobody else holds, or returns nil.
@@ -152,7 +163,7 @@ public struct Scheduler: Service {
                     ORDER BY scheduled_for, id
                     LIMIT 1
                     FOR UPDATE SKIP LOCKED)
-                RETURNING r.id, r.experiment_id, r.scheduled_for, r.attempts
+                RETURNING r.id, r.experiment_id, r.scheduled_for, r.attempts, r.manual
                 """)
             return try rows.rows.first.map(Self.claim)
         }
@@ -169,13 +180,14 @@ public struct Scheduler: Service {
                     lease_until = now() + \(leaseMS) * interval '1 millisecond',
                     attempts = attempts + 1, started_at = now()
                 WHERE id = \(runID) AND status = 'pending'
-                RETURNING id, experiment_id, scheduled_for, attempts
+                RETURNING id, experiment_id, scheduled_for, attempts, manual
                 """).rows.first.map(Self.claim)
         }
     }
 
     private static func claim(_ row: PostgresRow) throws -> Claim {
-        Claim(runID: try row.decode(0), experimentID: try row.decode(1), scheduledFor: try row.timestamp(2), attempt: try row.decode(3))
+        Claim(runID: try row.decode(0), experimentID: try row.decode(1), scheduledFor: try row.timestamp(2), attempt: try row.decode(3),
+              isManual: try row.decode(4))
     }
 
     // MARK: Execute
@@ -185,53 +197,131 @@ public struct Scheduler: Service {
     public func execute(_ claim: Claim) async throws -> Bool {
         let stopwatch = Stopwatch()
         try configuration.failpoint("scheduler.after-claim")
+        let record: ExperimentRecord
         let outcome: ExperimentRunner.Outcome
         do {
-            guard let record = try await ExperimentStore(pool: pool).get(claim.experimentID) else {
+            guard let found = try await ExperimentStore(pool: pool).get(claim.experimentID) else {
                 throw ExperimentStoreError.notFound(claim.experimentID)
             }
+            record = found
             let previous = try await pool.withConnection { connection in
                 try connection.query("""
                     SELECT count(*) FROM experiment_runs WHERE experiment_id = \(claim.experimentID) AND status = 'done'
                     """)[0].decode(0, as: Int.self)
             }
-            outcome = try await runner.analyse(record.definition, previousRuns: previous, now: configuration.clock())
+            outcome = try await whileRenewingLease(claim) {
+                let outcome = try await runner.analyse(record.definition, previousRuns: previous, now: configuration.clock())
+                try configuration.failpoint("scheduler.after-analysis")
+                return outcome
+            }
             try configuration.failpoint("scheduler.before-finish")
         } catch is CancellationError {
             throw CancellationError()
+        } catch let lost as LeaseLost {
+            metrics.leaseLost.increment()
+            logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                        "attempt": String(claim.attempt), "during": lost.during])
+            return false
         } catch {
             let failed = try await fail(claim, error: "\(error)")
+            (failed ? metrics.failed : metrics.retried).increment()
             logger.warning("scheduler.run.error", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                    "attempt": String(claim.attempt), "final": String(failed), "error": "\(error)"])
             return false
         }
-        let stored = try await finish(claim, outcome.result)
+        let stored = try await finish(claim, outcome.result, appID: record.definition.appID)
         if stored {
+            metrics.done.increment()
+            metrics.runSeconds.observe(stopwatch.elapsed)
+            metrics.events.increment(by: outcome.events)
             logger.info("scheduler.run.done", [
                 "experiment": claim.experimentID, "run.id": String(claim.runID), "scheduled.for": claim.scheduledFor.rfc3339,
                 "decision": outcome.result.decision.code, "event.count": String(outcome.events),
                 "notification.count": String(outcome.notifications), "duration.ms": stopwatch.millisecondsText,
             ])
         } else {
+            metrics.leaseLost.increment()
             logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
-                                                        "attempt": String(claim.attempt)])
+                                                        "attempt": String(claim.attempt), "during": "finish"])
         }
         return stored
     }
 
-    /// Stores the result in one transaction that re-checks the lease; false when it was lost.
-    func finish(_ claim: Claim, _ result: ExperimentRunResult) async throws -> Bool {
+    /// The lease of a claim was found taken over (expired and claimed again, or the run removed).
+    struct LeaseLost: Error {
+        var during: String
+    }
+
+    /// Runs `analysis` while renewing the claim's lease every third of its duration; a renewal
+    /// that finds the lease gone cancels the analysis and throws `LeaseLost`.
+    private func whileRenewingLease<T: Sendable>(_ claim: Claim, _ analysis: @escaping @Sendable () async throws -> T) async throws -> T {
+        let period = configuration.leaseDuration / 3
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await analysis() }
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: period)
+                    guard try await renewLease(claim) else { throw LeaseLost(during: "analysis") }
+                }
+            }
+            defer { group.cancelAll() }
+            while let next = try await group.next() {
+                if let value = next { return value }
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// Extends the claim's lease from now; false when it is no longer this claim's.
+    func renewLease(_ claim: Claim) async throws -> Bool {
+        let owner = configuration.ownerID
+        let leaseMS = Self.milliseconds(configuration.leaseDuration)
+        return try await pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE experiment_runs SET lease_until = now() + \(leaseMS) * interval '1 millisecond'
+                WHERE id = \(claim.runID) AND status = 'running' AND lease_owner = \(owner) AND attempts = \(claim.attempt)
+                """) == 1
+        }
+    }
+
+    /// Stores the result in one transaction that re-checks the lease, appends the decision to the
+    /// log and stops a running experiment the decision ends; false when the lease was lost.
+    func finish(_ claim: Claim, _ result: ExperimentRunResult, appID: String) async throws -> Bool {
         let owner = configuration.ownerID
         let json = PostgresJSONB(result.canonicalJSON)
         let decision = result.decision.code
-        return try await pool.withTransaction { connection in
-            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
+        let entry = ExperimentLogEntry.analysed(result, appID: appID, runID: claim.runID, scheduledFor: claim.scheduledFor,
+                                                isManual: claim.isManual)
+        let stopped = try await pool.withTransaction { connection -> Bool? in
+            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return nil }
             try connection.execute("""
                 UPDATE experiment_runs
                 SET status = 'done', finished_at = now(), lease_until = NULL, decision = \(decision), result = \(json), error = NULL
                 WHERE id = \(claim.runID)
                 """)
+            try ExperimentLog.append(entry, on: connection)
+            guard result.decision.isFinal,
+                  try ExperimentStore.get(claim.experimentID, app: nil, forUpdate: true, on: connection)?.status == .running
+            else { return false }
+            _ = try ExperimentStore.stop(claim.experimentID, app: nil, reason: Self.stopReason(result, runID: claim.runID),
+                                         on: connection)
             return true
+        }
+        guard let stopped else { return false }
+        if stopped {
+            logger.info("scheduler.experiment.stopped", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                         "decision": decision])
+        }
+        return true
+    }
+
+    /// Why a decision stopped an experiment, as logged with the `stopped` entry.
+    static func stopReason(_ result: ExperimentRunResult, runID: Int64) -> String {
+        switch result.decision {
+        case .continue: "run \(runID) decided to continue"
+        case .ship(let arm): "run \(runID) decided: ship \(arm)"
+        case .stopNoEffect(let reason): "run \(runID) decided: stop, no effect (\(reason.rawValue))"
+        case .invalidSampleRatioMismatch: "run \(runID) found a sample ratio mismatch"
         }
     }
 

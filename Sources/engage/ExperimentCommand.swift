@@ -18,7 +18,9 @@ enum ExperimentCommand: EngageCommand {
                     options: common + [.init("file", value: "path", help: "The definition as JSON ('-' for standard input).")]),
             Command(name: "list", abstract: "List experiments, newest first.",
                     options: common + [.init("app", value: "id", help: "Only this app's experiments.")]),
-            Command(name: "show", abstract: "Print an experiment's definition as JSON.", options: common, arguments: [idArgument]),
+            Command(name: "show", abstract: "Print an experiment: definition, latest decision and lifecycle from the log.",
+                    options: common + [.init("format", value: "text|json", help: "text, or the definition as JSON.", default: "text")],
+                    arguments: [idArgument]),
             Command(name: "start", abstract: "Start a draft experiment; its schedule begins now.", options: common, arguments: [idArgument]),
             Command(name: "stop", abstract: "Stop an experiment; no further runs are scheduled.", options: common, arguments: [idArgument]),
             Command(name: "run", abstract: "Analyse an experiment now and print the result as JSON.", options: common, arguments: [idArgument]),
@@ -66,8 +68,20 @@ enum ExperimentCommand: EngageCommand {
                 print(TextTable(header: ["ID", "APP", "STATUS", "SCHEDULE", "ARMS", "STARTED"], rows: rows).render())
             case "show":
                 let id = id()
+                let format = try arguments.value("format", default: ShowFormat.text)
                 guard let record = try await store.get(id) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
-                print(String(decoding: record.definition.canonicalJSON, as: UTF8.self))
+                if format == .json {
+                    print(String(decoding: record.definition.canonicalJSON, as: UTF8.self))
+                } else {
+                    let lifecycle = try await store.history(id).filter { $0.action != .analysed }.map {
+                        ExperimentSummaryText.LifecycleLine(action: $0.action.rawValue, at: $0.occurredAt, payload: $0.payload)
+                    }
+                    let latest = try await store.runs(id, limit: 50).first { $0.status == .done }.map {
+                        ExperimentSummaryText.LatestRun(runID: $0.id, scheduledFor: $0.scheduledFor, decisionCode: $0.decision ?? "-",
+                                                        result: $0.result)
+                    }
+                    print(ExperimentSummaryText(definition: record.definition, latestRun: latest, lifecycle: lifecycle).render())
+                }
             case "start":
                 let record = try await store.start(id())
                 print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
@@ -107,6 +121,11 @@ enum ExperimentCommand: EngageCommand {
         }
         await pool.close()
     }
+}
+
+/// What `engage experiment show` prints.
+enum ShowFormat: String, CaseIterable {
+    case text, json
 }
 
 /// A refused experiment command: printed as `error: <detail>`, exit status 1.

@@ -11,8 +11,8 @@ enum SchedulerCommand: EngageCommand {
         abstract: "Run only the experiment analysis scheduler, until SIGTERM or SIGINT.",
         options: CommonOptions.database + CommonOptions.logging + [
             .init("poll", value: "seconds", help: "Seconds between looks for due analysis runs.", environment: "ENGAGE_SCHEDULER_POLL", default: "5"),
-            .init("lease", value: "seconds", help: "Seconds a claimed run is reserved before another scheduler may retry it.",
-                  environment: "ENGAGE_SCHEDULER_LEASE", default: "600"),
+            .init("lease", value: "seconds", help: "Seconds a claimed run stays reserved without renewal (renewed every third of it while it runs); how soon another scheduler retries a crashed one.",
+                  environment: "ENGAGE_SCHEDULER_LEASE", default: "60"),
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -31,7 +31,7 @@ enum SchedulerOptions {
     static func configuration(_ arguments: ParsedArguments) throws -> Scheduler.Configuration {
         var configuration = Scheduler.Configuration()
         configuration.pollInterval = .seconds(try arguments.int("poll", default: 5, in: 1...3_600))
-        configuration.leaseDuration = .seconds(try arguments.int("lease", default: 600, in: 10...86_400))
+        configuration.leaseDuration = .seconds(try arguments.int("lease", default: 60, in: 3...86_400))
         let failpoints = Failpoints.fromEnvironment()
         configuration.failpoint = { try failpoints.hit($0) }
         return configuration

@@ -66,4 +66,36 @@ struct MigratorTests {
             """)[0].decode(0, as: Int.self)
         #expect(partitions >= 5)
     }
+
+    /// 006 moves what 004 kept beside the log (lifecycle history, decisions) into the log.
+    @Test func experimentHistoryAndDecisionsMoveIntoTheLog() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 4 }).migrate(connection)
+        try connection.execute("""
+            INSERT INTO experiments (id, app_id, definition, status) VALUES ('exp-1', 'app-1', '{"id": "exp-1"}', 'running')
+            """)
+        try connection.execute("""
+            INSERT INTO experiment_history (experiment_id, action, at, definition) VALUES
+                ('exp-1', 'created', '2026-03-01T00:00:00Z', '{"status": "draft"}'),
+                ('exp-1', 'started', '2026-03-01T01:00:00Z', '{"status": "running"}')
+            """)
+        try connection.execute("""
+            INSERT INTO experiment_runs (experiment_id, scheduled_for, status, decision, result, finished_at) VALUES
+                ('exp-1', '2026-03-01T02:00:00Z', 'done', 'continue', '{"look": 1}', '2026-03-01T02:00:05Z'),
+                ('exp-1', '2026-03-01T03:00:00Z', 'failed', NULL, NULL, '2026-03-01T03:00:05Z')
+            """)
+        try all.migrate(connection)
+        let rows = try connection.query("""
+            SELECT type, payload->>'action', payload->'definition'->>'status', payload->>'decision', payload->'result'->>'look'
+            FROM events e JOIN event_ids i USING (event_id)
+            WHERE app_id = 'app-1' AND notification_id = 'experiment:exp-1' AND device_id = '' AND experiment_id IS NULL
+            ORDER BY transaction_id, position
+            """).rows
+        #expect(try rows.map { try $0.decode(0, as: String.self) } == ["experiment_created", "experiment_started", "experiment_analysed"])
+        #expect(try rows.map { try $0.decode(2, as: String?.self) } == ["draft", "running", nil])
+        #expect(try rows[2].decode(3, as: String.self) == "continue")
+        #expect(try rows[2].decode(4, as: String.self) == "1")
+        #expect(try connection.query("SELECT to_regclass('experiment_history') IS NULL")[0].decode(0, as: Bool.self))
+    }
 }

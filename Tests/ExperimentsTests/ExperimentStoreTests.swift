@@ -25,7 +25,12 @@ struct ExperimentStoreTests {
         }
         let stopped = try await store.stop(created.id)
         #expect(stopped.status == .stopped)
-        #expect(try await store.history(created.id).map(\.action) == ["created", "started", "stopped"])
+        let history = try await store.history(created.id)
+        #expect(history.map(\.action) == [.created, .started, .stopped])
+        // Each entry carries the definition after the change.
+        #expect(String(decoding: history[1].payload, as: UTF8.self).contains(#""status": "running""#))
+        #expect(String(decoding: history[2].payload, as: UTF8.self).contains(#""status": "stopped""#))
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM events WHERE type LIKE 'experiment\\_%' AND notification_id = 'experiment:' || \(created.id)") == 3)
         await pool.close()
     }
 

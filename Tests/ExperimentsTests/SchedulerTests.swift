@@ -1,4 +1,5 @@
 import EngageCore
+import Foundation
 @testable import Experiments
 import Postgres
 import Testing
@@ -80,10 +81,10 @@ struct SchedulerTests {
         #expect(try await b.tick() == 1)
         // A comes back with its old claim: fenced off by the attempt number.
         let stale = Scheduler.Claim(runID: 1, experimentID: "strategy-full-vs-adaptive",
-                                    scheduledFor: Fixtures.time("2026-03-01T00:01:00Z"), attempt: 1)
+                                    scheduledFor: Fixtures.time("2026-03-01T00:01:00Z"), attempt: 1, isManual: false)
         let result = ExperimentAnalysis.run(definition: try Fixtures.definition(),
                                             tallies: ExperimentTallies(definition: try Fixtures.definition()), now: clock.now)
-        #expect(try await a.finish(stale, result) == false)
+        #expect(try await a.finish(stale, result, appID: "app-1") == false)
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE status = 'done' AND attempts = 2 AND lease_owner = 'scheduler-b'") == 1)
         for scheduler in [a, b] { await scheduler.pool.close() }
         await pool.close()
@@ -123,6 +124,101 @@ struct SchedulerTests {
         #expect(try await scheduler.tick() == 0)
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs") == 0)
         await scheduler.pool.close()
+        await pool.close()
+    }
+}
+
+extension SchedulerTests {
+    /// The experiment's log entries: action and payload text.
+    static func logEntries(_ pool: ConnectionPool) async throws -> [(action: ExperimentLogEntry.Action, payload: String)] {
+        try await pool.withConnection { connection in
+            try ExperimentLog.entries(experimentID: "strategy-full-vs-adaptive", appID: "app-1", on: connection)
+                .map { ($0.action, String(decoding: $0.payload, as: UTF8.self)) }
+        }
+    }
+
+    @Test func everyStoredDecisionIsAppendedToTheLogOnce() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = TestClock(start)
+        let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b")
+        for _ in 0..<3 {
+            clock.advance(seconds: 60)
+            async let byA = a.tick()
+            async let byB = b.tick()
+            _ = try await (byA, byB)
+        }
+        let entries = try await Self.logEntries(pool)
+        #expect(entries.map(\.action) == [.created, .started, .analysed, .analysed, .analysed])
+        let runIDs = try await pool.withConnection { connection in
+            try connection.query("SELECT id FROM experiment_runs WHERE status = 'done' ORDER BY id").rows.map { try $0.decode(0, as: Int64.self) }
+        }
+        #expect(runIDs.count == 3)
+        for (entry, runID) in zip(entries.dropFirst(2), runIDs) {
+            #expect(entry.payload.contains(#""run_id": \#(runID)"#))
+            #expect(entry.payload.contains(#""decision": "continue""#))
+        }
+        // Neither the projection nor an analysis replay reads them as notification events.
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM events WHERE experiment_id IS NOT NULL OR device_id <> ''") == 0)
+        for scheduler in [a, b] { await scheduler.pool.close() }
+        await pool.close()
+    }
+
+    @Test func reachingStopAtRunsALastAnalysisThatStopsTheExperiment() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: database, size: 2)
+        let store = ExperimentStore(pool: pool)
+        var definition = try Fixtures.definition(schedule: "0 0 * * *")
+        definition.stopAt = Fixtures.time("2026-03-02T06:30:00Z")
+        _ = try await store.create(definition)
+        _ = try await store.start(definition.id, now: Fixtures.time("2026-03-01T00:00:00Z"))
+        let clock = TestClock(Fixtures.time("2026-03-02T05:00:00Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 1)
+        #expect(try await store.get(definition.id)?.status == .running)
+        // The daily schedule would next run at midnight; stop_at brings the last run forward.
+        clock.set(Fixtures.time("2026-03-02T06:31:00Z"))
+        #expect(try await scheduler.tick() == 1)
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await store.runs(definition.id)
+        #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-02T06:30:00Z"), Fixtures.time("2026-03-02T00:00:00Z")])
+        #expect(runs.map(\.decision) == ["stop_no_effect", "continue"])
+        #expect(try await store.get(definition.id)?.status == .stopped)
+        let entries = try await Self.logEntries(pool)
+        #expect(entries.map(\.action) == [.created, .started, .analysed, .analysed, .stopped])
+        #expect(entries.last?.payload.contains("decided: stop, no effect (schedule_ended)") == true)
+        // Stopped: later times are not scheduled.
+        clock.set(Fixtures.time("2026-03-04T00:00:00Z"))
+        #expect(try await scheduler.tick() == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    @Test func theLeaseIsRenewedWhileALongAnalysisRuns() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = TestClock(Fixtures.time("2026-03-01T00:01:10Z"))
+        // A's analysis takes about four leases; without renewal B would take the run over.
+        let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.leaseDuration = .milliseconds(600)
+            configuration.failpoint = { name in if name == "scheduler.after-analysis" { usleep(2_400_000) } }
+        }
+        let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b") { $0.leaseDuration = .milliseconds(600) }
+        async let byA = a.tick()
+        var takenByB = 0
+        for _ in 0..<8 {
+            try await Task.sleep(for: .milliseconds(350))
+            takenByB += try await b.tick()
+        }
+        #expect(try await byA == 1)
+        #expect(takenByB == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.count == 1)
+        #expect(runs.first?.status == .done)
+        #expect(runs.first?.attempts == 1)
+        #expect(runs.first?.leaseOwner == "scheduler-a")
+        for scheduler in [a, b] { await scheduler.pool.close() }
         await pool.close()
     }
 }

@@ -15,7 +15,8 @@
 /// 1. `invalidSampleRatioMismatch` when the devices per arm do not fit the weights,
 ///    `SampleRatioMismatch.pValue < 0.001`: assignment or logging is broken and no result is
 ///    trusted.
-/// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices.
+/// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices (but
+///    `stopNoEffect(.scheduleEnded)` once `now` reaches `stopAt`: too little data to decide).
 /// 3. `ship(arm)` when the arm's SEQUENTIAL (always-valid) interval for the relative lift of
 ///    the primary metric excludes 0 on the better side at confidence `1 - alpha / t` (`t`
 ///    treatment arms: Bonferroni across arms), and no guardrail is significantly worse by its
@@ -125,6 +126,10 @@ public enum ExperimentAnalysis {
         }
         let minimum = definition.analysis.minimumDevicesPerArm
         if let small = arms.first(where: { $0.devices < minimum }) {
+            if let stopAt = definition.stopAt, now >= stopAt {
+                return (.stopNoEffect(.scheduleEnded),
+                        "the experiment reached its stop time with arm \(small.name) at \(small.devices) devices, fewer than the \(minimum) needed for a decision")
+            }
             return (.continue, "arm \(small.name) has \(small.devices) devices, fewer than the \(minimum) needed for a decision")
         }
         let primary = definition.primaryMetric

@@ -66,6 +66,17 @@ public struct ExperimentDefinition: Sendable, Equatable {
         if let stopAt, time >= stopAt { return false }
         return true
     }
+
+    /// The analysis time due at `now`, given the time of the last scheduled run (nil before the
+    /// first): the schedule's latest time after it, never past `stopAt`; once `now` reaches
+    /// `stopAt`, `stopAt` itself, so that a last analysis closes the experiment, unless a run at
+    /// or after it exists already. Nil when nothing is due.
+    public func dueRun(after lastRun: Timestamp?, now: Timestamp) -> Timestamp? {
+        guard let stopAt else { return schedule.mostRecentDue(after: lastRun, now: now) }
+        if let lastRun, lastRun >= stopAt { return nil }
+        if now >= stopAt { return stopAt }
+        return schedule.mostRecentDue(after: lastRun, now: now)
+    }
 }
 
 /// One competing strategy.

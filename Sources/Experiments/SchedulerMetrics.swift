@@ -1,0 +1,23 @@
+import Runtime
+
+/// The scheduler's metrics: analysis runs by outcome, their duration and the events replayed.
+public struct SchedulerMetrics: Sendable {
+    public let done: Counter
+    public let retried: Counter
+    public let failed: Counter
+    public let leaseLost: Counter
+    public let runSeconds: Histogram
+    public let events: Counter
+
+    public init(registry: MetricsRegistry) {
+        let runs = "engage_scheduler_runs_total"
+        let help = "Analysis runs by outcome: done (stored), retry (failed, given back), failed (for good), lease_lost."
+        done = registry.counter(runs, help: help, labels: ["outcome": "done"])
+        retried = registry.counter(runs, help: help, labels: ["outcome": "retry"])
+        failed = registry.counter(runs, help: help, labels: ["outcome": "failed"])
+        leaseLost = registry.counter(runs, help: help, labels: ["outcome": "lease_lost"])
+        runSeconds = registry.histogram("engage_scheduler_run_seconds", help: "Time from claim to stored result of a run.",
+                                        buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300])
+        events = registry.counter("engage_scheduler_events_replayed_total", help: "Log events replayed by analysis runs.")
+    }
+}
