@@ -3,6 +3,7 @@
 #
 #   Benchmarks/ingest.sh                        build release, run every phase (about 2.5 minutes)
 #   BUILD=0 Benchmarks/ingest.sh                use .build/release/engage as it is
+#   MODE=soak Benchmarks/ingest.sh              issue 7's sustained run (about 11 minutes), see below
 #   ENGAGE_BIN=/path/engage DURATION=10 Benchmarks/ingest.sh
 #
 # In one run, on a fresh local PostgreSQL in a new directory under /var/tmp:
@@ -17,7 +18,15 @@
 # must exit 0. Progress goes to stderr, the report to stdout. Ctrl-C or SIGTERM stops everything
 # it started (the server, its PostgreSQL, wrk) and removes the run's directory.
 #
+# Soak mode (MODE=soak) measures phase A's unpaced rate for DURATION s, then holds half of it
+# for SOAK_MINUTES one-minute windows without emptying the log, and reports per window the
+# accepted rate, latency percentiles, failed requests and engage's VmRSS; then it checks that
+# every accepted event is stored (count(*) against the sum of accepted) and that VmRSS grew less
+# than 10% from the end of the first window (the warm-up) to the end of the last.
+#
 # Settings (environment):
+#   MODE=targets         targets (the phases above) or soak
+#   SOAK_MINUTES=10      windows of the soak, 2-120
 #   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN           engage executable (default: the package's release build)
 #   DURATION=20          seconds of each wrk phase, 1-30
@@ -39,6 +48,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BENCH="$ROOT/Benchmarks"
 
 BUILD=${BUILD:-1}
+MODE=${MODE:-targets}
+SOAK_MINUTES=${SOAK_MINUTES:-10}
 ENGAGE_BIN=${ENGAGE_BIN:-}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-3}
@@ -76,6 +87,8 @@ require_int() { # name value min max
     [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"
 }
 require_int DURATION "$DURATION" 1 30
+[[ $MODE == targets || $MODE == soak ]] || usage_error "MODE=$MODE: expected targets or soak"
+require_int SOAK_MINUTES "$SOAK_MINUTES" 2 120
 require_int WARMUP "$WARMUP" 0 30
 require_int THREADS "$THREADS" 1 64
 require_int CONNECTIONS "$CONNECTIONS" "$THREADS" 10000
@@ -272,6 +285,74 @@ echo "idle" >"$WORK/phase"
     done
 ) &
 SAMPLER_PID=$!
+
+# ---------------------------------------------------------------------------------------------
+# Soak mode: half of the measured maximum, for SOAK_MINUTES minutes
+
+if [[ $MODE == soak ]]; then
+    if (( WARMUP > 0 )); then
+        echo "warmup" >"$WORK/phase"
+        run_wrk warmup "$CONNECTIONS" "$BATCH" 0 4095 "$WARMUP"
+    fi
+    CPU_ROWS=""
+    run_phase max "$CONNECTIONS" "$BATCH" 0 1
+    MAX_EPS=$P_EPS
+    reset_log
+    SOAK_RATE=$(calc "$MAX_EPS / $BATCH / 2") # requests/s
+    log "soak: $SOAK_MINUTES windows of 60 s at $(grouped "$(calc "$SOAK_RATE * $BATCH")") events/s asked"
+    ROWS="" ACCEPTED_TOTAL=0 ERRORS_TOTAL=0 FIRST_RSS="" LAST_RSS="" P99S=""
+    for window in $(seq "$SOAK_MINUTES"); do
+        echo "soak-$window" >"$WORK/phase"
+        run_wrk "soak-$window" "$CONNECTIONS" "$BATCH" "$SOAK_RATE" $((100 + window)) 60
+        file="$WORK/wrk-soak-$window.txt"
+        seconds=$(calc "$(result "$file" duration_us) / 1e6")
+        accepted=$(result "$file" accepted)
+        errors=$(( $(result "$file" non200) + $(result "$file" connect_errors) + $(result "$file" read_errors) \
+            + $(result "$file" write_errors) + $(result "$file" timeouts) ))
+        rss=$(awk '/^VmRSS:/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status")
+        p50=$(calc "$(result "$file" p50_us) / 1000"); p90=$(calc "$(result "$file" p90_us) / 1000")
+        p99=$(calc "$(result "$file" p99_us) / 1000")
+        ACCEPTED_TOTAL=$((ACCEPTED_TOTAL + accepted)); ERRORS_TOTAL=$((ERRORS_TOTAL + errors))
+        [[ -n $FIRST_RSS ]] || FIRST_RSS=$rss
+        LAST_RSS=$rss
+        P99S+="$p99 "
+        ROWS+="| $window | $(grouped "$(calc "$accepted / $seconds")") | $(fixed "$p50" 1) / $(fixed "$p90" 1) / $(fixed "$p99" 1) | $errors | $rss |"$'\n'
+        log "soak window $window: $(grouped "$(calc "$accepted / $seconds")") events/s accepted, p50/p90/p99 $(fixed "$p50" 1)/$(fixed "$p90" 1)/$(fixed "$p99" 1) ms, errors $errors, VmRSS $rss MB"
+    done
+    sleep 1
+    STORED=$(count_events)
+    RSS_GROWTH=$(calc "100 * ($LAST_RSS - $FIRST_RSS) / $FIRST_RSS")
+    P99_MEDIAN=$(echo "$P99S" | median)
+    P99_MAX=$(echo "$P99S" | tr ' ' '\n' | grep . | sort -g | tail -1)
+    log "stopping engage with SIGTERM"
+    kill -TERM "$SERVER_PID"
+    for _ in $(seq 600); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    SERVER_STATUS=0
+    wait "$SERVER_PID" || SERVER_STATUS=$?
+    SERVER_PID=""
+    le "$RSS_GROWTH" 10 && rss_ok=0 || rss_ok=1
+    [[ $ERRORS_TOTAL == 0 ]] && errors_ok=0 || errors_ok=1
+    [[ $STORED == "$ACCEPTED_TOTAL" ]] && stored_ok=0 || stored_ok=1
+    cat <<EOF
+
+### Soak ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
+
+\`MODE=soak SOAK_MINUTES=$SOAK_MINUTES Benchmarks/ingest.sh\`: unpaced maximum measured first ($(grouped "$MAX_EPS") events/s over ${DURATION} s, $CONNECTIONS connections, $BATCH-event batches), then half of it for $SOAK_MINUTES minutes without emptying the log; wrk on the same machine.
+
+| window (1 min) | events/s accepted | latency p50 / p90 / p99 ms | failed requests | engage VmRSS MB |
+|---:|---:|---:|---:|---:|
+${ROWS}
+| check | result | target | |
+|---|---:|---:|---|
+| failed requests, all windows | $ERRORS_TOTAL | 0 | $(verdict $errors_ok) |
+| events stored ÷ accepted | $(grouped "$STORED") ÷ $(grouped "$ACCEPTED_TOTAL") | equal | $(verdict $stored_ok) |
+| VmRSS growth, end of window 1 → end of window $SOAK_MINUTES | $(fixed "$RSS_GROWTH" 1)% ($FIRST_RSS → $LAST_RSS MB) | < 10% | $(verdict $rss_ok) |
+| p99 per window: median / worst | $(fixed "$P99_MEDIAN" 1) / $(fixed "$P99_MAX" 1) ms | steady | |
+
+Server stopped with SIGTERM: exit $SERVER_STATUS.
+EOF
+    exit 0
+fi
 
 # ---------------------------------------------------------------------------------------------
 # 2. Baseline: psql \copy of the same rows into the same table, one connection

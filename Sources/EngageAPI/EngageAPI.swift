@@ -20,6 +20,7 @@ public struct EngageAPI: Sendable {
         "/v1/events", "/v1/report", "/healthz", "/readyz", "/metrics",
         "/v1/assignments", "/v1/experiments", "/v1/experiments/{id}", "/v1/experiments/{id}/start",
         "/v1/experiments/{id}/stop", "/v1/experiments/{id}/run", "/v1/experiments/{id}/runs",
+        "/v1/experiments/{id}/history",
     ]
 
     /// The metric label of a request path: the route it matches (`/v1/experiments/{id}/runs` for
@@ -53,6 +54,7 @@ public struct EngageAPI: Sendable {
         router.post("/v1/experiments/:id/stop") { [experiments] in await experiments.stop($0) }
         router.post("/v1/experiments/:id/run") { [experiments] in await experiments.runNow($0) }
         router.get("/v1/experiments/:id/runs") { [experiments] in await experiments.runs($0) }
+        router.get("/v1/experiments/:id/history") { [experiments] in await experiments.history($0) }
         return router
     }
 }

@@ -78,8 +78,19 @@ struct ExperimentAPITests {
             let after = try await server.request("GET", "/v1/assignments?device_id=device-1", headers: Self.auth(ingest))
             #expect(after.text == #"{"assignments":[]}"#)
 
+            // The log's account: created, started, the manual analysis, stopped by hand.
+            let history = try await server.request("GET", "/v1/experiments/strategy-full-vs-adaptive/history", headers: Self.auth(reader))
+            #expect(history.status == 200, "\(history.text)")
+            let types = try #require(JSONSerialization.jsonObject(with: Data(history.text.utf8)) as? [String: Any])["entries"]
+                .flatMap { $0 as? [[String: Any]] }?.map { $0["type"] as? String ?? "" }
+            #expect(types == ["experiment_created", "experiment_started", "experiment_analysed", "experiment_stopped"])
+            #expect(history.text.contains(#""run_id": 1"#))
+            let historyOfStranger = try await server.request("GET", "/v1/experiments/strategy-full-vs-adaptive/history", headers: Self.auth(stranger))
+            #expect(historyOfStranger.status == 404)
+
             let metrics = try await server.request("GET", "/metrics")
             #expect(metrics.text.contains(#"route="/v1/experiments/{id}/start""#))
+            #expect(metrics.text.contains(#"engage_scheduler_runs_total{outcome="done"} 1"#))
         } catch {
             await server.stop()
             throw error

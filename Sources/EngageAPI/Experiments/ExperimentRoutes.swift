@@ -6,7 +6,8 @@ import Postgres
 /// The experiment routes, always scoped to the app of the request's key:
 ///
 /// - `GET /v1/assignments?device_id=...` (ingest or read key): the device's arms in running experiments;
-/// - `GET /v1/experiments`, `GET /v1/experiments/{id}`, `GET /v1/experiments/{id}/runs` (read key);
+/// - `GET /v1/experiments`, `GET /v1/experiments/{id}`, `GET /v1/experiments/{id}/runs`,
+///   `GET /v1/experiments/{id}/history` (read key);
 /// - `POST /v1/experiments`, `POST /v1/experiments/{id}/start|stop|run` (admin key).
 public struct ExperimentRoutes: Sendable {
     let authenticator: Authenticator
@@ -129,6 +130,29 @@ public struct ExperimentRoutes: Sendable {
             w.key("runs")
             w.beginArray()
             for run in runs { w.raw(Self.render(run)) }
+            w.endArray()
+            w.endObject()
+            return .json(w.bytes)
+        }
+    }
+
+    /// The experiment's entries in the event log: lifecycle changes and analyses, in log order.
+    public func history(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .read) { key in
+            let id = request.pathParameters["id"] ?? ""
+            guard try await store.get(id, app: key.appID) != nil else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
+            var w = JSONWriter(capacity: 4096)
+            w.beginObject()
+            w.key("entries")
+            w.beginArray()
+            for entry in try await store.history(id) {
+                w.beginObject()
+                w.key("type"); w.string(ExperimentLogEntry.typePrefix + entry.action.rawValue)
+                w.key("occurred_at"); w.string(entry.occurredAt.rfc3339)
+                w.key("recorded_at"); w.string(entry.recordedAt.rfc3339)
+                w.key("payload"); w.raw(entry.payload)
+                w.endObject()
+            }
             w.endArray()
             w.endObject()
             return .json(w.bytes)
