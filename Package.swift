@@ -50,7 +50,7 @@ let package = Package(
         .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
-        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
+        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),

@@ -1,5 +1,6 @@
 import EngageCore
 import EventStore
+import Experiments
 import Foundation
 import Postgres
 import Projections
@@ -55,7 +56,32 @@ struct DashboardQueryTests {
             "Projection checkpoints": ["projection", "lag_seconds", "events_processed", "unprojected_events", "updated_at"],
             "Recording delay per minute (recorded_at − occurred_at)": ["time", "p50_seconds", "p99_seconds"],
         ],
+        "engage-experiments": [
+            "Experiments of $app": ["experiment", "status", "arms", "primary_metric", "start_at", "stop_at", "stopped_at",
+                                    "stop_reason", "looks", "latest_decision", "latest_decision_arm", "latest_look_at"],
+            "Arms of $experiment in its latest analysis":
+                ["arm", "strategy", "role", "weight", "devices", "notifications", "delivered", "displayed", "rich_display_rate",
+                 "primary_metric", "successes", "trials", "primary_rate", "processing_ms_p50", "processing_ms_p95"],
+            "Relative lift of the primary metric per look: sequential and fixed intervals":
+                ["time", "metric", "lift", "sequential_lower", "sequential_upper", "fixed_lower", "fixed_upper"],
+            "Sequential p-value of the primary metric per look": ["time", "metric", "sequential_p_value", "fixed_p_value", "decision_alpha"],
+            "Primary and guardrail metrics in the latest analysis":
+                ["arm", "metric", "role", "direction", "control_rate", "variant_rate", "lift", "sequential_lower", "sequential_upper",
+                 "sequential_p_value", "fixed_lower", "fixed_upper", "fixed_p_value", "chance_to_win", "guardrail", "unavailable"],
+            "Decisions of $experiment (event log)":
+                ["run_id", "look", "scheduled_for", "analysed_at", "trigger", "decision", "arm", "reason", "rationale"],
+            "Sample ratio mismatch p-value per look": ["time", "srm_p_value", "srm_threshold"],
+            "Lifecycle of $experiment (event log)": ["at", "action", "status", "reason"],
+            "Analysis runs by status (scheduled in the range)": ["status", "runs"],
+            "Analysis runs needing attention":
+                ["run_id", "experiment", "scheduled_for", "status", "attempts", "problem", "error", "lease_owner", "lease_until"],
+            "Analysis duration per run": ["time", "metric", "duration_seconds"],
+        ],
     ]
+
+    /// The intervals of a lift are named by their kind (`sequential_lower`, `fixed_upper`) and
+    /// surround the column `lift`; unlike a rate's, they may leave [0, 1].
+    static let liftIntervals: Set<String> = ["sequential", "fixed"]
 
     /// `x` followed by its Wilson bounds: `expansion_rate` → expansion_rate, expansion_lower,
     /// expansion_upper; `rich` → rich, rich_lower, rich_upper.
@@ -239,12 +265,13 @@ struct DashboardQueryTests {
             #expect(!(dashboard.json["title"] as? String ?? "").isEmpty, "\(file) has a title")
             let variableNames = dashboard.variables.map(\.name)
             #expect(variableNames.first == "app", "\(file): $app comes first (others depend on it)")
-            #expect(Set(variableNames).isSubset(of: ["app", "category"]), "\(file) variables \(variableNames)")
+            #expect(Set(variableNames).isSubset(of: ["app", "category", "experiment"]), "\(file) variables \(variableNames)")
             let templating = (dashboard.json["templating"] as? [String: Any])?["list"] as? [[String: Any]] ?? []
             for variable in templating {
                 #expect(Self.datasourceUID(variable["datasource"]) == Self.datasourceUID, "\(file) variable \(variable["name"] ?? "")")
             }
             #expect(dashboard.variables.first { $0.name == "app" }?.quotesValues == false, "\(file): $app is single-valued")
+            #expect(dashboard.variables.first { $0.name == "experiment" }?.quotesValues != true, "\(file): $experiment is single-valued")
 
             let ids = dashboard.panels.compactMap { $0["id"] as? Int }
             #expect(ids.count == dashboard.panels.count && Set(ids).count == ids.count, "\(file): every panel has a unique id")
@@ -344,8 +371,18 @@ struct DashboardQueryTests {
         }
     }
 
-    /// Simulated traffic for two apps, folded by the projector; returns `app`'s ground truth.
-    static func populate(_ pool: ConnectionPool) async throws -> SimulationGroundTruth {
+    /// What the database holds for `app`, to check the panels against.
+    struct Population {
+        var truth: SimulationGroundTruth
+        /// The app's experiments, newest first: the `$experiment` options.
+        var experiments: [String]
+        /// Experiment entries (lifecycle and analyses) the app's log holds besides the traffic.
+        var experimentLogEntries: Int
+    }
+
+    /// Simulated traffic for two apps, folded by the projector, and the experiments of
+    /// `DashboardExperimentData.swift` analysed on it; returns what `app` holds.
+    static func populate(_ pool: ConnectionPool) async throws -> Population {
         let store = EventStore(pool: pool)
         let now = Timestamp(microsecondsSinceEpoch: Timestamp.nowMicros())
         let start = now.adding(microseconds: -2 * Timestamp.microsecondsPerDay)
@@ -366,12 +403,15 @@ struct DashboardQueryTests {
                                   metrics: ProjectorMetrics(registry: MetricsRegistry()))
         let running = Task { try await projector.run() }
         defer { running.cancel() }
-        let truth = try await ReportRecoveryTests.appendSimulation(&simulator, app: app, to: store)
+        let truth = try await appendAnalysing(&simulator, app: app, to: store, pool: pool)
         _ = try await ReportRecoveryTests.appendSimulation(&other, app: otherApp, to: store)
         try await ReportRecoveryTests.waitUntilCaughtUp(pool)
         running.cancel()
         _ = try? await running.value
-        return truth
+        let experiments = try await ExperimentStore(pool: pool).list(app: app).map(\.id)
+        var entries = 0
+        for id in experiments { entries += try await ExperimentStore(pool: pool).history(id).count }
+        return Population(truth: truth, experiments: experiments, experimentLogEntries: entries)
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -379,10 +419,11 @@ struct DashboardQueryTests {
         let dashboards = try Self.loadDashboards()
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
         do {
-            let truth = try await Self.populate(pool)
-            let categories = truth.categories.map(\.name).sorted()
+            let population = try await Self.populate(pool)
+            let categories = population.truth.categories.map(\.name).sorted()
             for dashboard in dashboards {
-                let values = try await Self.checkVariables(dashboard, on: pool, categories: categories)
+                let values = try await Self.checkVariables(dashboard, on: pool, categories: categories,
+                                                           experiments: population.experiments)
                 // "All" categories and a single one (as a panel repeated per category sees it),
                 // under both renderings of the time range.
                 var selections = [values]
@@ -401,7 +442,7 @@ struct DashboardQueryTests {
                             }
                             Self.checkShape(result, of: query, context: context)
                             if selection["category"] == nil || selection["category"]!.count == categories.count {
-                                try await Self.checkTruth(result, of: query, truth: truth, pool: pool, context: context)
+                                try await Self.checkTruth(result, of: query, population: population, pool: pool, context: context)
                             }
                         }
                     }
@@ -415,9 +456,9 @@ struct DashboardQueryTests {
     }
 
     /// Runs the template variables' queries in order and returns the values chosen: `$app` is
-    /// the simulated app, `$category` every category ("All").
-    static func checkVariables(_ dashboard: Dashboard, on pool: ConnectionPool, categories: [String]) async throws
-        -> [String: [String]]
+    /// the simulated app, `$category` every category ("All"), `$experiment` the simulated one.
+    static func checkVariables(_ dashboard: Dashboard, on pool: ConnectionPool, categories: [String],
+                               experiments: [String]) async throws -> [String: [String]]
     {
         var values: [String: [String]] = [:]
         for variable in dashboard.variables {
@@ -432,6 +473,9 @@ struct DashboardQueryTests {
             case "category":
                 #expect(options == categories, "\(dashboard.uid) $category options for \(app)")
                 values["category"] = options
+            case "experiment":
+                #expect(options == experiments, "\(dashboard.uid) $experiment options for \(app), newest first")
+                values["experiment"] = [experimentID]
             default:
                 Issue.record("\(dashboard.uid): unexpected variable \(variable.name)")
             }
@@ -455,15 +499,16 @@ struct DashboardQueryTests {
                 #expect(ok, "\(context): column \(name) has type oid \(type)")
             }
         }
-        for name in result.columns where name.hasSuffix("_rate") || name.hasSuffix("_share")
+        for name in result.columns where name.hasSuffix("_rate") || name.hasSuffix("_share") || name.hasSuffix("p_value")
             || name.hasSuffix("_lower") || name.hasSuffix("_upper") {
+            if liftIntervals.contains(String(name.dropLast(6))) { continue }
             for value in result.values(name) {
                 if case .number(let x) = value { #expect((0...1).contains(x), "\(context): \(name) = \(x) outside [0, 1]") }
             }
         }
         for lowerName in result.columns where lowerName.hasSuffix("_lower") {
             let base = String(lowerName.dropLast(6))
-            let estimateName = result.column(base) != nil ? base : base + "_rate"
+            let estimateName = liftIntervals.contains(base) ? "lift" : result.column(base) != nil ? base : base + "_rate"
             guard let lower = result.column(lowerName), let upper = result.column(base + "_upper"),
                   let estimate = result.column(estimateName) else {
                 Issue.record("\(context): \(lowerName) without its estimate and upper bound")
@@ -509,8 +554,9 @@ struct DashboardQueryTests {
         result.column(name).flatMap { row[$0].number }
     }
 
-    static func checkTruth(_ result: Result, of query: PanelQuery, truth: SimulationGroundTruth, pool: ConnectionPool,
+    static func checkTruth(_ result: Result, of query: PanelQuery, population: Population, pool: ConnectionPool,
                            context: String) async throws {
+        let truth = population.truth
         switch query.title {
         case "Funnel: delivered → displayed → expanded → actioned / opened":
             // Every simulated notification is delivered and displayed; presentation is known for all.
@@ -565,8 +611,9 @@ struct DashboardQueryTests {
             #expect(result.values("downloads").compactMap(\.number).reduce(0, +) == Double(downloads),
                     "\(context): every download falls in exactly one range")
         case "Events recorded per minute by type":
-            #expect(result.values("value").compactMap(\.number).reduce(0, +) == Double(truth.events),
-                    "\(context): every stored event of the app, each once")
+            #expect(result.values("value").compactMap(\.number).reduce(0, +)
+                    == Double(truth.events + population.experimentLogEntries),
+                    "\(context): every stored event of the app, experiment entries included, each once")
             #expect(Set(result.values("metric").compactMap(\.text)).isSuperset(of: ["delivered", "displayed"]), "\(context) types")
         case "Projector lag", "Projection checkpoints":
             let stored = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
@@ -575,7 +622,7 @@ struct DashboardQueryTests {
             #expect(row.flatMap { number($0, result, "unprojected_events") } == 0, "\(context): caught up")
             #expect(row.flatMap { number($0, result, "lag_seconds") } == 0, "\(context): no lag once caught up")
         default:
-            break
+            try await checkExperimentTruth(result, of: query, population: population, pool: pool, context: context)
         }
     }
 
