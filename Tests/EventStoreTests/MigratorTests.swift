@@ -98,4 +98,24 @@ struct MigratorTests {
         #expect(try rows[2].decode(4, as: String.self) == "1")
         #expect(try connection.query("SELECT to_regclass('experiment_history') IS NULL")[0].decode(0, as: Bool.self))
     }
+
+    /// 007 takes the key hashes back from a dashboard reader granted SELECT on every table.
+    @Test func aReaderRoleLosesTheKeyTable() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 6 }).migrate(connection)
+        let reader = "engage_test_reader_\(UInt32.random(in: 0...UInt32.max))"
+        try connection.execute(SQL(unsafeSQL: "CREATE ROLE \(reader)"))
+        try connection.execute(SQL(unsafeSQL: "GRANT SELECT ON ALL TABLES IN SCHEMA public TO \(reader)"))
+        func canRead(_ table: String) throws -> Bool {
+            try connection.query("SELECT has_table_privilege(\(reader), \(table), 'SELECT')")[0].decode(0, as: Bool.self)
+        }
+        #expect(try canRead("api_keys"))
+        try all.migrate(connection)
+        #expect(try !canRead("api_keys"))
+        #expect(try canRead("events"))
+        #expect(try canRead("experiment_runs"))
+        try connection.execute(SQL(unsafeSQL: "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM \(reader)"))
+        try connection.execute(SQL(unsafeSQL: "DROP ROLE \(reader)"))
+    }
 }
