@@ -46,7 +46,7 @@ let package = Package(
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
-        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Runtime"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
@@ -55,6 +55,10 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
+        // Fault tests start engage (and this stand-in for an app extension) as real processes and kill them.
+        .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
+        .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
+                                                       "Postgres", "Projections", "Runtime", "TestSupport"]),
         .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],

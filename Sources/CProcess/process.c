@@ -96,6 +96,41 @@ int CProcess_spawn_detached(const char *argv_block, size_t block_length) {
     return spawned == 0 ? (int)pid : -spawned;
 }
 
+int CProcess_spawn(const char *argv_block, size_t argv_length,
+                   const char *env_block, size_t env_length, const char *output_path) {
+    char **argv = split_arguments(argv_block, argv_length);
+    if (!argv) return -EINVAL;
+    char *no_environment[] = { NULL };
+    char **envp = env_length > 0 ? split_arguments(env_block, env_length) : no_environment;
+    if (!envp) { free(argv); return -EINVAL; }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, output_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, 1, 2);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    pid_t pid;
+    int spawned = posix_spawn(&pid, argv[0], &actions, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    free(argv);
+    if (envp != no_environment) free(envp);
+    return spawned == 0 ? (int)pid : -spawned;
+}
+
+int CProcess_wait(int pid, int block, int *exit_status) {
+    int status = 0;
+    pid_t result;
+    do {
+        result = waitpid((pid_t)pid, &status, block ? 0 : WNOHANG);
+    } while (result < 0 && errno == EINTR);
+    if (result < 0) return -errno;
+    if (result == 0) return 0;
+    if (WIFEXITED(status)) *exit_status = WEXITSTATUS(status);
+    else if (WIFSIGNALED(status)) *exit_status = 128 + WTERMSIG(status);
+    else *exit_status = -1;
+    return 1;
+}
+
 int CProcess_exec(const char *argv_block, size_t block_length) {
     char **argv = split_arguments(argv_block, block_length);
     if (!argv) return -EINVAL;

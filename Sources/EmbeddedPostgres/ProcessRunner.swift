@@ -47,7 +47,7 @@ public enum ProcessRunner {
         return ["/usr/sbin/runuser", "-u", user, "--"] + arguments
     }
 
-    private static func argumentBlock(_ arguments: [String]) -> [CChar] {
+    static func argumentBlock(_ arguments: [String]) -> [CChar] {
         var block: [CChar] = []
         for argument in arguments {
             block += argument.utf8CString

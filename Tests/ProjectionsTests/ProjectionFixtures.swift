@@ -51,21 +51,6 @@ enum ProjectionFixtures {
         var generator = SeededGenerator(seed: seed)
         return items.shuffled(using: &generator)
     }
-
-    /// The whole read model, sorted, for comparing two models row by row.
-    static func snapshot(_ pool: ConnectionPool) async throws -> [String] {
-        try await pool.withConnection { connection in
-            var lines: [String] = []
-            for (table, order) in [("engagement_daily", "app_id, category, presentation, attachment_kind, day"),
-                                   ("engagement_actions_daily", "app_id, category, presentation, attachment_kind, day, action_id"),
-                                   ("extension_telemetry_daily", "app_id, category, attachment_kind, day"),
-                                   ("notification_states", "app_id, notification_id")] {
-                let rows = try connection.query(SQL(unsafeSQL: "SELECT t::text FROM \(table) t ORDER BY \(order)"))
-                for row in rows.rows { lines.append(table + " " + (try row.decode(0, as: String.self))) }
-            }
-            return lines
-        }
-    }
 }
 
 struct SeededGenerator: RandomNumberGenerator {

@@ -25,19 +25,12 @@ struct ProjectorTests {
                          logger: Logger(label: "test", sink: MemoryLogSink()), metrics: ProjectorMetrics(registry: MetricsRegistry()))
     }
 
-    /// Waits until the projector's checkpoint reaches the last event stored. (Not the readable
-    /// head: other tests' transactions in the same cluster can hold that horizon back for a while.)
+    /// Waits until the projector's checkpoint reaches the last event stored.
     func waitUntilCaughtUp(timeout: Duration = .seconds(60)) async throws {
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        let head = try await pool.withConnection { connection -> LogPosition in
-            let rows = try connection.query("SELECT transaction_id, position FROM events ORDER BY transaction_id DESC, position DESC LIMIT 1")
-            guard let row = rows.rows.first else { return .start }
-            return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
-        }
         while clock.now < deadline {
-            let checkpoint = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
-            if checkpoint >= head { return }
+            if try await ReadModelSnapshot.isCaughtUp(pool) { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         Issue.record("projector did not catch up")
@@ -120,7 +113,7 @@ struct ProjectorTests {
             try await group.waitForAll()
         }
         try await waitUntilCaughtUp()
-        let incremental = try await ProjectionFixtures.snapshot(pool)
+        let incremental = try await ReadModelSnapshot.rows(pool)
         #expect(!incremental.isEmpty)
 
         // Rebuild while the projector keeps running; it must notice the swap and keep going from
@@ -130,7 +123,7 @@ struct ProjectorTests {
         try await waitUntilCaughtUp()
         #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'")
                 == (try await count("SELECT count(*) FROM events")))
-        let rebuilt = try await ProjectionFixtures.snapshot(pool)
+        let rebuilt = try await ReadModelSnapshot.rows(pool)
         let onlyIncremental = Set(incremental).subtracting(rebuilt), onlyRebuilt = Set(rebuilt).subtracting(incremental)
         #expect(rebuilt.count == incremental.count)
         #expect(onlyIncremental.isEmpty, "only in the incremental model: \(onlyIncremental.sorted().prefix(3))")

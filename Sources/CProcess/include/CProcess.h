@@ -15,6 +15,17 @@ int CProcess_run(const char *argv_block, size_t block_length,
 /// standard input, output and error, and does not wait for it. Returns its pid or -errno.
 int CProcess_spawn_detached(const char *argv_block, size_t block_length);
 
+/// Starts a program with exactly the environment in `env_block` (NAME=value strings, each
+/// terminated by NUL), standard input from /dev/null, standard output and error appended to
+/// `output_path`, and no other inherited descriptors. The caller collects it with
+/// CProcess_wait. Returns its pid or -errno.
+int CProcess_spawn(const char *argv_block, size_t argv_length,
+                   const char *env_block, size_t env_length, const char *output_path);
+
+/// Collects a child started by CProcess_spawn. Returns 1 and sets `*exit_status` (the exit
+/// code, or 128 + signal) when it has ended; 0 when it still runs and `block` is 0; or -errno.
+int CProcess_wait(int pid, int block, int *exit_status);
+
 /// Replaces this process with the program (for `engage db psql`). Returns -errno on failure.
 int CProcess_exec(const char *argv_block, size_t block_length);
 

@@ -1,0 +1,157 @@
+import Foundation
+import Postgres
+import Synchronization
+import Testing
+import TestSupport
+
+/// Sustained ingestion from several clients, each on a thread of its own: a client sends a batch
+/// of fresh events and resends it, with the same ids, until a 200 acknowledges it (as
+/// EngageClient does), then moves on. Every answer is recorded, so a test can check the log
+/// against exactly what the clients were told.
+final class IngestLoad: Sendable {
+    struct Ledger: Sendable {
+        /// Ids some 200 answer covered.
+        var acknowledged: Set<String> = []
+        /// Ids sent at least once.
+        var sent: Set<String> = []
+        var requests = 0
+        /// Answers other than 200, by status.
+        var refusals: [Int: Int] = [:]
+        /// Requests that got no answer (connection refused or reset: a server killed or restarting).
+        var connectionFailures = 0
+        /// Events a retry found already stored: the first attempt committed but its answer was lost.
+        var duplicatesReported = 0
+        /// Answers outside the contract (a 500, a 503 without Retry-After, a rejected event...).
+        var unexpected: [String] = []
+        /// Ids never acknowledged before the load gave up.
+        var abandoned: [String] = []
+    }
+
+    let key: String
+    /// Notifications per batch (each makes two to four events).
+    let notificationsPerBatch: Int
+    private let ports: Mutex<[Int]>
+    private let ledger = Mutex(Ledger())
+    private let stopping = Mutex(false)
+    private let giveUpAt: ContinuousClock.Instant
+
+    init(key: String, ports: [Int], notificationsPerBatch: Int = 8, giveUpAfter: Duration = .seconds(100)) {
+        self.key = key
+        self.notificationsPerBatch = notificationsPerBatch
+        self.ports = Mutex(ports)
+        giveUpAt = ContinuousClock.now.advanced(by: giveUpAfter)
+    }
+
+    var snapshot: Ledger { ledger.withLock { $0 } }
+
+    /// Where the clients send from now on (a restarted server may listen elsewhere).
+    func send(to ports: [Int]) { self.ports.withLock { $0 = ports } }
+
+    /// Runs `clients` until `stop()`; each then finishes (acknowledges) the batch it holds.
+    func run(clients: Int) async {
+        await withTaskGroup(of: Void.self) { group in
+            for client in 0..<clients {
+                group.addTask { _ = try? await offPool { self.sendBatches(client: client) } }
+            }
+        }
+    }
+
+    func stop() { stopping.withLock { $0 = true } }
+
+    /// Waits until `count` more ids than now are acknowledged.
+    func waitForAcknowledgements(_ count: Int, timeout: Duration = .seconds(60)) async throws {
+        let target = snapshot.acknowledged.count + count
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while snapshot.acknowledged.count < target {
+            guard ContinuousClock.now < deadline else {
+                throw FaultTestError("the load got fewer than \(count) acknowledgements within \(timeout): \(summary)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    var summary: String {
+        let ledger = snapshot
+        return "\(ledger.requests) requests, \(ledger.acknowledged.count) events acknowledged, refusals \(ledger.refusals), "
+            + "\(ledger.connectionFailures) without answer, \(ledger.duplicatesReported) duplicates reported"
+    }
+
+    /// The log holds every acknowledged id exactly once and nothing else of this app; every id
+    /// sent was acknowledged in the end; no answer broke the contract.
+    func expectLogMatches(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let ledger = snapshot
+        let stored = try await pool.withConnection { connection in
+            try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
+        }
+        let storedSet = Set(stored)
+        #expect(ledger.unexpected.isEmpty, "answers outside the contract: \(ledger.unexpected.prefix(5))", sourceLocation: sourceLocation)
+        #expect(ledger.abandoned.isEmpty, "\(ledger.abandoned.count) events never acknowledged", sourceLocation: sourceLocation)
+        #expect(ledger.sent == ledger.acknowledged, sourceLocation: sourceLocation)
+        #expect(stored.count == storedSet.count, "\(stored.count - storedSet.count) duplicate rows", sourceLocation: sourceLocation)
+        let lost = ledger.acknowledged.subtracting(storedSet)
+        #expect(lost.isEmpty, "\(lost.count) acknowledged events are not in the log, e.g. \(lost.prefix(3))", sourceLocation: sourceLocation)
+        let extra = storedSet.subtracting(ledger.sent)
+        #expect(extra.isEmpty, "\(extra.count) stored events were never sent", sourceLocation: sourceLocation)
+    }
+
+    // MARK: Clients
+
+    private var isStopping: Bool { stopping.withLock { $0 } }
+
+    private func sendBatches(client: Int) {
+        var round = 0
+        while !isStopping {
+            let batch = FunnelEvents.notifications(notificationsPerBatch, label: "c\(client)-\(round)")
+            round += 1
+            ledger.withLock { $0.sent.formUnion(batch.ids) }
+            deliver(batch, client: client)
+        }
+    }
+
+    /// Sends until acknowledged, alternating between the servers, backing off a little.
+    private func deliver(_ batch: [WireEvent], client: Int) {
+        let body = Array(batch.body.utf8)
+        let headers = [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")]
+        var attempt = 0
+        while ContinuousClock.now < giveUpAt {
+            let ports = self.ports.withLock { $0 }
+            let port = ports[(client + attempt) % ports.count]
+            attempt += 1
+            ledger.withLock { $0.requests += 1 }
+            do {
+                let response = try RawHTTPClient(port: port, receiveTimeout: 20).request("POST", "/v1/events", headers: headers, body: body)
+                if record(response, batch) { return }
+            } catch {
+                ledger.withLock { $0.connectionFailures += 1 }
+            }
+            Thread.sleep(forTimeInterval: 0.01 * Double(min(attempt, 10)))
+        }
+        ledger.withLock { $0.abandoned += batch.ids }
+    }
+
+    /// Records one answer; true when it acknowledged the batch.
+    private func record(_ response: RawHTTPClient.Response, _ batch: [WireEvent]) -> Bool {
+        guard response.status == 200 else {
+            let retryable = response.status == 503 || response.status == 429
+            let wellFormed = response.headers["Retry-After"].flatMap { Int($0) } != nil
+                && response.headers["Content-Type"] == "application/problem+json"
+            ledger.withLock { ledger in
+                ledger.refusals[response.status, default: 0] += 1
+                if !(retryable && wellFormed) { ledger.unexpected.append("\(response.status) \(response.headers["Retry-After"] ?? "-"): \(response.text)") }
+            }
+            return false
+        }
+        let answer = (try? JSONSerialization.jsonObject(with: Data(response.body))) as? [String: Any]
+        let accepted = (answer?["accepted"] as? NSNumber)?.intValue ?? -1
+        let duplicates = (answer?["duplicates"] as? NSNumber)?.intValue ?? -1
+        let rejected = (answer?["rejected"] as? [Any])?.count ?? -1
+        ledger.withLock { ledger in
+            if accepted + duplicates != batch.count || rejected != 0 || accepted < 0 || duplicates < 0 {
+                ledger.unexpected.append("200 for \(batch.count) events: \(response.text)")
+            }
+            ledger.acknowledged.formUnion(batch.ids)
+            ledger.duplicatesReported += max(0, duplicates)
+        }
+        return true
+    }
+}
