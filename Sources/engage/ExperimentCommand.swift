@@ -5,7 +5,7 @@ import Postgres
 import Projections
 import Runtime
 
-/// `engage experiment create|list|show|start|stop|run|runs`.
+/// `engage experiment create|list|show|start|stop|run|runs|simulate`.
 enum ExperimentCommand: EngageCommand {
     static let idArgument = Command.Argument("id", help: "The experiment id.")
     static let common = CommonOptions.database + CommonOptions.logging
@@ -27,11 +27,16 @@ enum ExperimentCommand: EngageCommand {
             Command(name: "runs", abstract: "List an experiment's analysis runs, newest first.",
                     options: common + [.init("limit", value: "n", help: "Most runs listed.", default: "50")],
                     arguments: [idArgument]),
+            ExperimentSimulate.definition(common: common),
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
         let usage = definition.usage(path: arguments.commandPath)
         let subcommand = arguments.commandPath.last ?? ""
+        if subcommand == "simulate" {
+            try await ExperimentSimulate.run(arguments, usage: usage)
+            return
+        }
         if ["show", "start", "stop", "run", "runs"].contains(subcommand), arguments.argument("id") == nil {
             throw UsageError(code: .missingArgument, message: "missing argument <id>", usage: usage)
         }

@@ -1,0 +1,166 @@
+/// The strategies, among the six of the event schema, whose choice for one push equals the
+/// choice of the strategy being replayed; one bit per `AttachmentStrategy.allCases` position.
+public struct StrategyMask: Sendable, Hashable {
+    public var rawValue: UInt8
+
+    public init(rawValue: UInt8 = 0) {
+        self.rawValue = rawValue
+    }
+
+    public init(_ strategies: [AttachmentStrategy]) {
+        self.init()
+        for strategy in strategies { insert(strategy) }
+    }
+
+    public func contains(_ strategy: AttachmentStrategy) -> Bool {
+        rawValue & StrategyMask.bit(strategy) != 0
+    }
+
+    public mutating func insert(_ strategy: AttachmentStrategy) {
+        rawValue |= StrategyMask.bit(strategy)
+    }
+
+    static func bit(_ strategy: AttachmentStrategy) -> UInt8 {
+        switch strategy {
+        case .noAttachment: 1 << 0
+        case .full: 1 << 1
+        case .thumbnail: 1 << 2
+        case .cached: 1 << 3
+        case .adaptive: 1 << 4
+        case .poster: 1 << 5
+        }
+    }
+}
+
+/// The displayed notifications of one experiment, by arm and by which strategies would have made
+/// the replayed strategy's choice, for inverse-propensity estimates.
+///
+/// The logging policy: a device is assigned arm `a` with probability `p_a` (the tag's
+/// `probability`) and the arm's strategy chooses the variant. The probability that it made the
+/// choice the replayed strategy makes for push `i` is `P_i = sum of p_a over the arms whose
+/// strategy chooses the same` (choices as the pipeline model makes them from the device's
+/// estimated network and cache). A push whose own arm made that choice is "matched" and weighs
+/// `1 / P_i`:
+///
+///     IPS   = sum_matched y_i / P_i / N
+///     SNIPS = sum_matched y_i / P_i / sum_matched 1 / P_i
+///
+/// over the `N` displayed notifications of the experiment. Pushes that no arm's strategy would
+/// have handled like the replayed one (`P_i = 0`) cannot be estimated from the log: `support` is
+/// the share of those that can, and below 1 the estimates only describe that part.
+public struct PropensityTally: Sendable, Equatable {
+    public struct Arm: Sendable, Equatable {
+        /// The first probability the tags carried; nil when none did.
+        public var probability: Double?
+        /// Tags carried a probability other than the first.
+        public var probabilityVaries = false
+        /// How often each strategy ran for the arm's deliveries.
+        public var strategies: [AttachmentStrategy: Int] = [:]
+
+        /// The strategy that ran most often (ties: the earlier in schema order).
+        public var strategy: AttachmentStrategy? {
+            AttachmentStrategy.allCases.filter { strategies[$0] != nil }.max { strategies[$0]! < strategies[$1]! }
+        }
+    }
+
+    struct Key: Sendable, Hashable {
+        var arm: String
+        var mask: StrategyMask
+    }
+
+    public let experimentID: String
+    public private(set) var arms: [String: Arm] = [:]
+    private(set) var cells: [Key: ExperimentCounts] = [:]
+
+    public init(experimentID: String) {
+        self.experimentID = experimentID
+    }
+
+    /// Notes one delivery's arm, probability and the strategy that ran (displayed or not).
+    public mutating func noteDelivery(arm: String, probability: Double?, strategy: AttachmentStrategy?) {
+        var entry = arms[arm] ?? Arm()
+        if let probability {
+            if let first = entry.probability { entry.probabilityVaries = entry.probabilityVaries || first != probability }
+            else { entry.probability = probability }
+        }
+        if let strategy { entry.strategies[strategy, default: 0] += 1 }
+        arms[arm] = entry
+    }
+
+    /// Adds one displayed notification of `arm`.
+    public mutating func add(arm: String, mask: StrategyMask, counts: ExperimentCounts) {
+        let key = Key(arm: arm, mask: mask)
+        cells[key] = (cells[key] ?? ExperimentCounts()) + counts
+    }
+
+    /// Why no estimate can be made, or nil when one can.
+    public var problem: String? {
+        if cells.isEmpty { return "no displayed notifications of the experiment were replayed" }
+        for name in arms.keys.sorted() {
+            let arm = arms[name]!
+            if arm.probability == nil { return "arm \(name) was logged without its probability" }
+            if arm.strategy == nil { return "arm \(name) was logged without a strategy" }
+        }
+        return nil
+    }
+
+    /// The estimates for `metric`; nil with `problem` set.
+    public func estimate(_ metric: ExperimentMetric, confidence: Double) -> PropensityEstimate? {
+        guard problem == nil else { return nil }
+        let table = arms.mapValues { (probability: $0.probability!, strategy: $0.strategy!) }
+        // Per cell: trials n, successes y, and the weight 1 / P of a matched cell (0 otherwise).
+        var parts: [(n: Double, y: Double, weight: Double)] = []
+        var units = 0.0, supported = 0.0
+        for (key, counts) in cells {
+            let n = Double(counts.trials(metric)), y = Double(counts.successes(metric))
+            let propensity = table.values.reduce(0.0) { $0 + (key.mask.contains($1.strategy) ? $1.probability : 0) }
+            units += n
+            if propensity > 0 { supported += n }
+            let isMatched = propensity > 0 && table[key.arm].map { key.mask.contains($0.strategy) } == true
+            parts.append((n, y, isMatched ? 1 / propensity : 0))
+        }
+        guard units > 0 else { return nil }
+        let matched = parts.reduce(0.0) { $0 + ($1.weight > 0 ? $1.n : 0) }
+        let weighted = parts.reduce(0.0) { $0 + $1.weight * $1.y }
+        let weights = parts.reduce(0.0) { $0 + $1.weight * $1.n }
+
+        let ips = weighted / units
+        // Unit values v_i = w_i y_i (0 for unmatched units); Var(IPS) = Var(v) / N.
+        let meanSquare = parts.reduce(0.0) { $0 + $1.weight * $1.weight * $1.y } / units
+        let ipsVariance = max(0, meanSquare - ips * ips) / units
+        var snips: Double?
+        var snipsInterval: ConfidenceInterval?
+        if weights > 0 {
+            let mean = weighted / weights
+            // Delta method: sum w_i^2 (y_i - mean)^2 / (sum w_i)^2, with y binary within each cell.
+            let spread = parts.reduce(0.0) {
+                $0 + $1.weight * $1.weight * ($1.y * (1 - mean) * (1 - mean) + ($1.n - $1.y) * mean * mean)
+            }
+            snips = mean
+            snipsInterval = NormalInterval.around(mean, variance: spread / (weights * weights), confidence: confidence)
+        }
+        return PropensityEstimate(
+            metric: metric, ips: ips,
+            ipsInterval: NormalInterval.around(ips, variance: ipsVariance, confidence: confidence),
+            snips: snips, snipsInterval: snipsInterval, units: Int(units), matched: Int(matched),
+            support: supported / units)
+    }
+}
+
+/// Inverse-propensity estimates of one metric under the replayed strategy, from one experiment's
+/// randomized arms (see `PropensityTally`). Intervals are normal approximations that treat
+/// notifications as independent.
+public struct PropensityEstimate: Sendable, Equatable {
+    public var metric: ExperimentMetric
+    public var ips: Double
+    public var ipsInterval: ConfidenceInterval
+    /// Nil when no notification matched.
+    public var snips: Double?
+    public var snipsInterval: ConfidenceInterval?
+    /// Displayed notifications of the experiment (the metric's trials).
+    public var units: Int
+    /// Those whose own arm made the replayed strategy's choice.
+    public var matched: Int
+    /// The share of units some arm's strategy would have handled like the replayed strategy.
+    public var support: Double
+}

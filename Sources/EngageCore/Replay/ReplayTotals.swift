@@ -1,0 +1,81 @@
+/// Everything a strategy replay counts, before the estimates are computed.
+struct ReplayTotals: Sendable {
+    var events = 0
+    var devices = 0
+    /// Counted notifications (in the time window and categories).
+    var notifications = 0
+    var deliveredWithoutSent = 0
+    var sentWithoutDelivery = 0
+    /// Deliveries whose `delivered` and `sent` name no strategy, or one the catalog lacks.
+    var withoutStrategy = 0
+    /// Deliveries read from the cache although the device's history shows no such download
+    /// (prefetched by the app, or received before the log starts).
+    var unexplainedCacheReads = 0
+
+    var agreement = PipelineAgreement.Accumulator()
+    var agreementByStrategy: [AttachmentStrategy: PipelineAgreement.Accumulator] = [:]
+    var recorded: DeliveryTally
+    var strategyThatRan: DeliveryTally
+    var replayed: DeliveryTally
+    /// Per category: rich displays recorded, predicted for the strategy that ran, and predicted
+    /// for the replayed strategy.
+    var recordedShares: [String: RichShare] = [:]
+    var ranShares: [String: RichShare] = [:]
+    var replayedShares: [String: RichShare] = [:]
+
+    var engagement = PresentationEngagement()
+    /// Engagement of the counted, replayed and displayed notifications, as recorded.
+    var observed = ExperimentCounts()
+    var experiments: [String: PropensityTally] = [:]
+
+    init(maximumHandoffMS: Int) {
+        recorded = DeliveryTally(maximumMS: maximumHandoffMS, countsBytes: false)
+        strategyThatRan = DeliveryTally(maximumMS: maximumHandoffMS, countsBytes: true)
+        replayed = DeliveryTally(maximumMS: maximumHandoffMS, countsBytes: true)
+    }
+
+    /// One counted delivery's recorded and predicted outcomes.
+    mutating func record(category: String, delivered: DeliveredDetails, ran: AttachmentStrategy?, ranKnown: Bool,
+                         ranOutcome: PipelineOutcome?, outcome: PipelineOutcome, cacheReadUnexplained: Bool) {
+        recorded.record(delivered)
+        recordedShares[category, default: RichShare()].add(rich: delivered.outcome == .attached)
+        replayed.record(outcome)
+        replayedShares[category, default: RichShare()].add(rich: outcome.presentation == .rich)
+        if cacheReadUnexplained { unexplainedCacheReads += 1 }
+        guard let ran, let ranOutcome else {
+            withoutStrategy += 1
+            return
+        }
+        agreement.record(recorded: delivered, predicted: ranOutcome)
+        agreementByStrategy[ran, default: PipelineAgreement.Accumulator()].record(recorded: delivered, predicted: ranOutcome)
+        strategyThatRan.record(ranOutcome)
+        ranShares[category, default: RichShare()].add(rich: ranOutcome.presentation == .rich)
+    }
+
+    /// One counted notification, once all its device's events were seen.
+    mutating func count(_ notification: PendingNotification) {
+        notifications += 1
+        if notification.delivered != nil && notification.sent == nil { deliveredWithoutSent += 1 }
+        if notification.sent != nil && notification.delivered == nil { sentWithoutDelivery += 1 }
+        guard let presentation = notification.presentation else { return }
+        var counts = notification.engagement
+        counts.notifications = 1
+        counts.displayed = 1
+        counts.delivered = notification.delivered == nil ? 0 : 1
+        counts.richDisplayed = notification.delivered != nil && presentation == .rich ? 1 : 0
+        engagement.add(category: notification.category, presentation: presentation, counts: counts,
+                       isRandomized: notification.tag != nil)
+        guard let replayed = notification.replayed, replayed.counted else { return }
+        observed = observed + counts
+        if let tag = notification.tag {
+            experiments[tag.id, default: PropensityTally(experimentID: tag.id)].add(arm: tag.arm, mask: replayed.mask, counts: counts)
+        }
+    }
+}
+
+extension RichShare {
+    mutating func add(rich isRich: Bool) {
+        deliveries += 1
+        if isRich { rich += 1 }
+    }
+}

@@ -1,0 +1,220 @@
+extension StrategyReplayResult {
+    /// The result as one JSON object. Every object holding predictions carries
+    /// `"label": "model-based estimate"`, and so does the top level.
+    public func renderJSON() -> [UInt8] {
+        var w = JSONWriter(capacity: 8_192)
+        w.beginObject()
+        w.key("label"); w.string(Self.label)
+        w.key("note"); w.string(Self.caveat)
+        w.key("strategy"); w.string(strategy)
+        w.key("settings"); writeSettings(&w)
+        w.key("log")
+        w.beginObject()
+        w.key("events"); w.int(events)
+        w.key("devices"); w.int(devices)
+        w.key("notifications"); w.int(notifications)
+        w.key("deliveries"); w.int(deliveries)
+        w.key("delivered_without_sent"); w.int(deliveredWithoutSent)
+        w.key("sent_without_delivery"); w.int(sentWithoutDelivery)
+        w.key("without_strategy"); w.int(withoutStrategy)
+        w.key("unexplained_cache_reads"); w.int(unexplainedCacheReads)
+        w.endObject()
+
+        w.key("agreement")
+        w.beginObject()
+        w.key("description"); w.string("the pipeline model under the strategy that ran, against the recorded outcomes")
+        Self.writeAgreement(agreement, &w)
+        w.key("by_strategy")
+        w.beginObject()
+        for name in AttachmentStrategy.allCases {
+            guard let tally = agreementByStrategy[name] else { continue }
+            w.key(name.rawValue)
+            w.beginObject()
+            Self.writeAgreement(tally, &w)
+            w.endObject()
+        }
+        w.endObject()
+        w.key("confusion")
+        w.beginArray()
+        for recorded in DeliveryOutcome.allCases {
+            for predicted in DeliveryOutcome.allCases {
+                let count = agreement.count(recorded: recorded, predicted: predicted)
+                guard count > 0 else { continue }
+                w.beginObject()
+                w.key("recorded"); w.string(recorded.rawValue)
+                w.key("predicted"); w.string(predicted.rawValue)
+                w.key("count"); w.int(count)
+                w.endObject()
+            }
+        }
+        w.endArray()
+        w.endObject()
+
+        w.key("deliveries")
+        w.beginObject()
+        w.key("recorded"); Self.writeTally(recorded, label: nil, strategy: nil, &w)
+        w.key("strategy_that_ran"); Self.writeTally(strategyThatRan, label: Self.label, strategy: nil, &w)
+        w.key("replayed"); Self.writeTally(replayed, label: Self.label, strategy: strategy, &w)
+        w.endObject()
+
+        w.key("categories")
+        w.beginArray()
+        for category in categories {
+            w.beginObject()
+            w.key("category"); w.string(category.name)
+            w.key("deliveries"); w.int(category.recorded.deliveries)
+            w.key("recorded_rich_rate"); Self.optional(category.recorded.share, &w)
+            w.key("strategy_that_ran_rich_rate"); Self.optional(category.strategyThatRan.share, &w)
+            w.key("replayed_rich_rate"); Self.optional(category.replayed.share, &w)
+            w.key("label"); w.string(Self.label)
+            w.endObject()
+        }
+        w.endArray()
+
+        w.key("engagement")
+        w.beginObject()
+        w.key("label"); w.string(Self.label)
+        w.key("method"); w.string(Self.engagementMethod)
+        w.key("metrics")
+        w.beginArray()
+        for prediction in engagement {
+            w.beginObject()
+            w.key("metric"); w.string(prediction.metric.rawValue)
+            w.key("definition"); w.string(prediction.metric.definition)
+            w.key("recorded")
+            w.beginObject()
+            w.key("rate"); Self.optional(prediction.observedRate, &w)
+            w.key("successes"); w.int(prediction.observed.successes)
+            w.key("trials"); w.int(prediction.observed.trials)
+            w.endObject()
+            w.key("strategy_that_ran"); Self.writePrediction(prediction.strategyThatRan, &w)
+            w.key("replayed"); Self.writePrediction(prediction.replayed, &w)
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+
+        w.key("inverse_propensity")
+        w.beginObject()
+        w.key("label"); w.string(Self.label)
+        w.key("method"); w.string(Self.propensityMethod)
+        w.key("experiments")
+        w.beginArray()
+        for experiment in experiments {
+            w.beginObject()
+            w.key("experiment"); w.string(experiment.experimentID)
+            w.key("arms")
+            w.beginArray()
+            for arm in experiment.arms {
+                w.beginObject()
+                w.key("arm"); w.string(arm.name)
+                w.key("strategy"); if let s = arm.strategy { w.string(s.rawValue) } else { w.null() }
+                w.key("probability"); Self.optional(arm.probability, &w)
+                w.key("probability_varies"); w.bool(arm.probabilityVaries)
+                w.endObject()
+            }
+            w.endArray()
+            w.key("problem"); if let problem = experiment.problem { w.string(problem) } else { w.null() }
+            w.key("metrics")
+            w.beginArray()
+            for estimate in experiment.estimates {
+                w.beginObject()
+                w.key("label"); w.string(Self.label)
+                w.key("metric"); w.string(estimate.metric.rawValue)
+                w.key("ips"); w.double(estimate.ips)
+                w.key("ips_interval"); Self.interval(estimate.ipsInterval, &w)
+                w.key("snips"); Self.optional(estimate.snips, &w)
+                w.key("snips_interval"); if let i = estimate.snipsInterval { Self.interval(i, &w) } else { w.null() }
+                w.key("units"); w.int(estimate.units)
+                w.key("matched"); w.int(estimate.matched)
+                w.key("support"); w.double(estimate.support)
+                w.endObject()
+            }
+            w.endArray()
+            w.endObject()
+        }
+        w.endArray()
+        w.endObject()
+        w.endObject()
+        return w.bytes
+    }
+
+    private func writeSettings(_ w: inout JSONWriter) {
+        w.beginObject()
+        w.key("count_from"); if let from = settings.countFrom { w.string(from.rfc3339) } else { w.null() }
+        w.key("categories")
+        w.beginArray()
+        for category in settings.categories.sorted() { w.string(category) }
+        w.endArray()
+        w.key("history_limit"); w.int(settings.historyLimit)
+        w.key("cache_ttl_seconds"); w.int(settings.limits.cacheTTLSeconds)
+        w.key("time_budget_ms"); w.int(settings.limits.timeBudgetMS)
+        w.key("fallback_margin_ms"); w.int(settings.limits.fallbackMarginMS)
+        w.key("confidence"); w.double(settings.confidence)
+        w.endObject()
+    }
+
+    private static func writeAgreement(_ tally: PipelineAgreement.Accumulator, _ w: inout JSONWriter) {
+        w.key("rate"); optional(tally.rate, &w)
+        w.key("agreed"); w.int(tally.agreed)
+        w.key("total"); w.int(tally.total)
+    }
+
+    private static func writeTally(_ tally: DeliveryTally, label: String?, strategy: String?, _ w: inout JSONWriter) {
+        w.beginObject()
+        if let label { w.key("label"); w.string(label) }
+        if let strategy { w.key("strategy"); w.string(strategy) }
+        w.key("deliveries"); w.int(tally.deliveries)
+        w.key("rich"); w.int(tally.rich)
+        w.key("rich_rate"); optional(tally.richRate, &w)
+        w.key("handoff_ms")
+        if let p = tally.handoffPercentiles {
+            w.beginObject()
+            w.key("p50"); w.int(p.p50)
+            w.key("p90"); w.int(p.p90)
+            w.key("p99"); w.int(p.p99)
+            w.endObject()
+        } else {
+            w.null()
+        }
+        w.key("bytes_transferred"); if let bytes = tally.bytesTransferred { w.int(bytes) } else { w.null() }
+        w.key("bytes_per_delivery"); optional(tally.bytesPerDelivery, &w)
+        w.key("cache_reads"); w.int(tally.cacheReads)
+        w.key("outcomes")
+        w.beginObject()
+        for outcome in DeliveryOutcome.allCases { w.key(outcome.rawValue); w.int(tally.outcomes[outcome] ?? 0) }
+        w.endObject()
+        if tally.bytesTransferred != nil {
+            w.key("failures")
+            w.beginObject()
+            for failure in PipelineFailure.allCases { w.key(failure.rawValue); w.int(tally.failures[failure] ?? 0) }
+            w.endObject()
+        }
+        w.endObject()
+    }
+
+    private static func writePrediction(_ prediction: PredictedEngagement, _ w: inout JSONWriter) {
+        w.beginObject()
+        w.key("label"); w.string(label)
+        w.key("rate"); optional(prediction.rate, &w)
+        w.key("interval"); if let i = prediction.interval { interval(i, &w) } else { w.null() }
+        w.key("deliveries"); w.int(prediction.deliveries)
+        w.key("excluded_deliveries"); w.int(prediction.excludedDeliveries)
+        w.key("observational_categories")
+        w.beginArray()
+        for category in prediction.observationalCategories { w.string(category) }
+        w.endArray()
+        w.endObject()
+    }
+
+    private static func optional(_ value: Double?, _ w: inout JSONWriter) {
+        if let value { w.double(value) } else { w.null() }
+    }
+
+    private static func interval(_ interval: ConfidenceInterval, _ w: inout JSONWriter) {
+        w.beginArray()
+        w.double(interval.lower)
+        w.double(interval.upper)
+        w.endArray()
+    }
+}
