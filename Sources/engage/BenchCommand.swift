@@ -34,6 +34,12 @@ enum BenchCommand: EngageCommand {
                 options: [.init("deliveries", value: "n", help: "Deliveries per round.", default: "5000000"),
                           .init("rounds", value: "n", help: "Rounds; the median is reported.", default: "5")]),
             Command(
+                name: "replay",
+                abstract: "Measure how many logged deliveries per second a strategy replay processes on one core (simulated, in memory).",
+                options: [.init("notifications", value: "n", help: "Simulated notifications.", default: "1000000"),
+                          .init("devices", value: "n", help: "Devices they go to.", default: "100000"),
+                          .init("rounds", value: "n", help: "Rounds; the median is reported.", default: "3")]),
+            Command(
                 name: "decode",
                 abstract: "Measure the request decoder against Foundation's JSON decoders on the same bodies.",
                 options: [.init("rounds", value: "n", help: "Rounds; medians are reported.", default: "5")]),
@@ -53,6 +59,10 @@ enum BenchCommand: EngageCommand {
         }
         if arguments.commandPath.last == "pipeline" {
             try PipelineBenchmark.run(arguments)
+            return
+        }
+        if arguments.commandPath.last == "replay" {
+            try ReplayBenchmark.run(arguments)
             return
         }
         if arguments.commandPath.last == "decode" {

@@ -1,4 +1,5 @@
 import EngageCore
+import EventStore
 import Experiments
 import Foundation
 import Postgres
@@ -39,8 +40,16 @@ enum ExperimentSimulate {
 
         var logger = try CommonOptions.logger(arguments)
         logger.level = max(logger.level, .warning)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
+        // Reading needs a current schema, not a migration run: a local cluster engage starts is
+        // migrated on the way, an external database is only checked.
+        let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: (arguments.value("database") ?? "").isEmpty)
         defer { setup.close() }
+        let check = try Connection(configuration: setup.configuration)
+        let pending = try Migrator.fromSQLDirectory().pendingProblem(check)
+        check.close()
+        if let pending {
+            throw ExperimentCommandError(detail: "the database is not ready for a replay (\(pending)); run: engage migrate")
+        }
         let pool = ConnectionPool(configuration: setup.configuration, size: 1)
         let outcome: StrategyReplayReader.Outcome
         do {

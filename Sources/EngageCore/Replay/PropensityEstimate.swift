@@ -45,9 +45,10 @@ public struct StrategyMask: Sendable, Hashable {
 ///     IPS   = sum_matched y_i / P_i / N
 ///     SNIPS = sum_matched y_i / P_i / sum_matched 1 / P_i
 ///
-/// over the `N` displayed notifications of the experiment. Pushes that no arm's strategy would
-/// have handled like the replayed one (`P_i = 0`) cannot be estimated from the log: `support` is
-/// the share of those that can, and below 1 the estimates only describe that part.
+/// over the `N` displayed notifications of the experiment that some arm's strategy would have
+/// handled like the replayed one (`P_i > 0`). The others cannot be estimated from the log at all:
+/// `support` is the share of notifications that can, and below 1 the estimates describe only
+/// that part (for example the pushes without media, which every strategy leaves plain).
 public struct PropensityTally: Sendable, Equatable {
     public struct Arm: Sendable, Equatable {
         /// The first probability the tags carried; nil when none did.
@@ -56,6 +57,14 @@ public struct PropensityTally: Sendable, Equatable {
         public var probabilityVaries = false
         /// How often each strategy ran for the arm's deliveries.
         public var strategies: [AttachmentStrategy: Int] = [:]
+
+        mutating func note(probability: Double?, strategy: AttachmentStrategy?) {
+            if let probability {
+                if let first = self.probability { probabilityVaries = probabilityVaries || first != probability }
+                else { self.probability = probability }
+            }
+            if let strategy { strategies[strategy, default: 0] += 1 }
+        }
 
         /// The strategy that ran most often (ties: the earlier in schema order).
         public var strategy: AttachmentStrategy? {
@@ -78,13 +87,8 @@ public struct PropensityTally: Sendable, Equatable {
 
     /// Notes one delivery's arm, probability and the strategy that ran (displayed or not).
     public mutating func noteDelivery(arm: String, probability: Double?, strategy: AttachmentStrategy?) {
-        var entry = arms[arm] ?? Arm()
-        if let probability {
-            if let first = entry.probability { entry.probabilityVaries = entry.probabilityVaries || first != probability }
-            else { entry.probability = probability }
-        }
-        if let strategy { entry.strategies[strategy, default: 0] += 1 }
-        arms[arm] = entry
+        // In place: a copy of the entry would copy its dictionary on every delivery.
+        arms[arm, default: Arm()].note(probability: probability, strategy: strategy)
     }
 
     /// Adds one displayed notification of `arm`.
@@ -104,19 +108,20 @@ public struct PropensityTally: Sendable, Equatable {
         return nil
     }
 
-    /// The estimates for `metric`; nil with `problem` set.
+    /// The estimates for `metric`; nil with `problem` set or when no notification is supported.
     public func estimate(_ metric: ExperimentMetric, confidence: Double) -> PropensityEstimate? {
         guard problem == nil else { return nil }
         let table = arms.mapValues { (probability: $0.probability!, strategy: $0.strategy!) }
-        // Per cell: trials n, successes y, and the weight 1 / P of a matched cell (0 otherwise).
+        // Per supported cell: trials n, successes y, and the weight 1 / P of a matched cell (0 otherwise).
         var parts: [(n: Double, y: Double, weight: Double)] = []
-        var units = 0.0, supported = 0.0
+        var all = 0.0, units = 0.0
         for (key, counts) in cells {
             let n = Double(counts.trials(metric)), y = Double(counts.successes(metric))
             let propensity = table.values.reduce(0.0) { $0 + (key.mask.contains($1.strategy) ? $1.probability : 0) }
+            all += n
+            guard propensity > 0 else { continue }
             units += n
-            if propensity > 0 { supported += n }
-            let isMatched = propensity > 0 && table[key.arm].map { key.mask.contains($0.strategy) } == true
+            let isMatched = table[key.arm].map { key.mask.contains($0.strategy) } == true
             parts.append((n, y, isMatched ? 1 / propensity : 0))
         }
         guard units > 0 else { return nil }
@@ -143,7 +148,7 @@ public struct PropensityTally: Sendable, Equatable {
             metric: metric, ips: ips,
             ipsInterval: NormalInterval.around(ips, variance: ipsVariance, confidence: confidence),
             snips: snips, snipsInterval: snipsInterval, units: Int(units), matched: Int(matched),
-            support: supported / units)
+            support: units / all)
     }
 }
 
@@ -157,10 +162,11 @@ public struct PropensityEstimate: Sendable, Equatable {
     /// Nil when no notification matched.
     public var snips: Double?
     public var snipsInterval: ConfidenceInterval?
-    /// Displayed notifications of the experiment (the metric's trials).
+    /// Supported displayed notifications of the experiment (the metric's trials).
     public var units: Int
     /// Those whose own arm made the replayed strategy's choice.
     public var matched: Int
-    /// The share of units some arm's strategy would have handled like the replayed strategy.
+    /// The share of the experiment's displayed notifications some arm's strategy would have
+    /// handled like the replayed strategy: the part the estimates describe.
     public var support: Double
 }

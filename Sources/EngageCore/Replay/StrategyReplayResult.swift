@@ -71,6 +71,7 @@ public struct StrategyReplayResult: Sendable {
         }
         experiments = totals.experiments.keys.sorted().map { id in
             let tally = totals.experiments[id]!
+            let estimates = Self.metrics.compactMap { tally.estimate($0, confidence: confidence) }
             return ExperimentPropensity(
                 experimentID: id,
                 arms: tally.arms.keys.sorted().map { name in
@@ -78,8 +79,9 @@ public struct StrategyReplayResult: Sendable {
                     return ExperimentPropensity.Arm(name: name, strategy: arm.strategy, probability: arm.probability,
                                                     probabilityVaries: arm.probabilityVaries)
                 },
-                problem: tally.problem,
-                estimates: Self.metrics.compactMap { tally.estimate($0, confidence: confidence) })
+                problem: tally.problem ?? (estimates.isEmpty
+                    ? "no arm's strategy would have made the choice \(strategy) makes for any displayed notification" : nil),
+                estimates: estimates)
         }
     }
 }

@@ -11,7 +11,8 @@ extension StrategyReplayResult {
 
     static let propensityMethod = "inverse-propensity (IPS) and self-normalised (SNIPS) estimates over an "
         + "experiment's displayed notifications: a notification whose arm made the same choice as the "
-        + "replayed strategy weighs 1 / (sum of the probabilities of the arms that would have)"
+        + "replayed strategy weighs 1 / (sum of the probabilities of the arms that would have); only "
+        + "notifications some arm would have handled that way count (support)"
 
     /// The result for a terminal; lines end with "\n".
     public func renderText() -> String {
@@ -129,6 +130,9 @@ extension StrategyReplayResult {
                                  ReportFormat.percent(estimate.support)])
             }
             lines.append(contentsOf: ipsTable.lines(indent: "    "))
+            if let support = experiment.estimates.first?.support, support < 1 {
+                lines.append("    support \(ReportFormat.percent(support)): the estimates describe only those notifications")
+            }
         }
         return lines.joined(separator: "\n") + "\n"
     }

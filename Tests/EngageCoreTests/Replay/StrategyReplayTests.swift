@@ -199,6 +199,47 @@ import Testing
         #expect(abs(try #require(open.snips) - 1.0 / 6) < 1e-12)
     }
 
+    /// Control (`full`) and treatment (`none`) each get two photos with thumbnails and one text-only
+    /// push; only control's text-only push is opened.
+    static func partialSupportLog(withText: Bool) -> ReplayLog {
+        var log = ReplayLog()
+        for n in 0..<(withText ? 6 : 4) {
+            let isControl = n % 2 == 0
+            let tag = ExperimentTag(id: "exp", arm: isControl ? "control" : "treatment", probability: 0.5)
+            let strategy: AttachmentStrategy = isControl ? .full : .noAttachment
+            let media = n < 4 ? ReplayLog.photo(original: 300_000) : []
+            let rich = isControl && !media.isEmpty
+            log.push("n\(n)", device: "device-\(n)", at: Double(n), media: media, strategy: strategy, tag: tag,
+                     delivered: rich ? ReplayLog.attached(300_000, downloadMS: 140)
+                                     : ReplayLog.plain(.notRequested, strategy: strategy))
+            log.add("n\(n)", device: "device-\(n)", at: Double(n) + 2, tag: tag,
+                    .displayed(DisplayedDetails(presentation: rich ? .rich : .plain, attachmentKind: rich ? .image : .noAttachment)))
+            if n == 4 {
+                log.add("n\(n)", device: "device-\(n)", at: Double(n) + 3, tag: tag,
+                        .action(ActionDetails(actionID: ActionDetails.openIdentifier)))
+            }
+        }
+        return log
+    }
+
+    @Test func estimatesDescribeOnlyTheSupportedNotifications() throws {
+        // Thumbnail picks the thumbnail, which neither arm does; for text-only pushes every
+        // strategy, thumbnail included, attaches nothing (P = 1, weight 1).
+        let experiment = try #require(Self.partialSupportLog(withText: true).replay(ThumbnailStrategy()).experiments.first)
+        let open = try #require(experiment.estimates.first { $0.metric == .open })
+        #expect(open.units == 2)
+        #expect(open.matched == 2)
+        #expect(abs(open.support - 2.0 / 6) < 1e-12)
+        #expect(open.ips == 0.5)
+        #expect(open.snips == 0.5)
+        let text = Self.partialSupportLog(withText: true).replay(ThumbnailStrategy()).renderText()
+        #expect(text.contains("support 33.3%: the estimates describe only those notifications"))
+
+        let unsupported = try #require(Self.partialSupportLog(withText: false).replay(ThumbnailStrategy()).experiments.first)
+        #expect(unsupported.estimates.isEmpty)
+        #expect(unsupported.problem == "no arm's strategy would have made the choice thumbnail makes for any displayed notification")
+    }
+
     @Test func propensitiesNeedTheArmProbabilities() throws {
         var log = ReplayLog()
         let tag = ExperimentTag(id: "exp", arm: "control")
