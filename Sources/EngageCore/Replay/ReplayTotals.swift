@@ -19,9 +19,7 @@ struct ReplayTotals: Sendable {
     var replayed: DeliveryTally
     /// Per category: rich displays recorded, predicted for the strategy that ran, and predicted
     /// for the replayed strategy.
-    var recordedShares: [String: RichShare] = [:]
-    var ranShares: [String: RichShare] = [:]
-    var replayedShares: [String: RichShare] = [:]
+    var categories: [String: CategoryReplay] = [:]
 
     var engagement = PresentationEngagement()
     /// Engagement of the counted, replayed and displayed notifications, as recorded.
@@ -38,9 +36,11 @@ struct ReplayTotals: Sendable {
     mutating func record(category: String, delivered: DeliveredDetails, ran: AttachmentStrategy?, ranKnown: Bool,
                          ranOutcome: PipelineOutcome?, outcome: PipelineOutcome, cacheReadUnexplained: Bool) {
         recorded.record(delivered)
-        recordedShares[category, default: RichShare()].add(rich: delivered.outcome == .attached)
         replayed.record(outcome)
-        replayedShares[category, default: RichShare()].add(rich: outcome.presentation == .rich)
+        // One lookup for the three shares.
+        categories[category, default: CategoryReplay(name: category)].add(
+            recorded: delivered.outcome == .attached, strategyThatRan: ranOutcome.map { $0.presentation == .rich },
+            replayed: outcome.presentation == .rich)
         if cacheReadUnexplained { unexplainedCacheReads += 1 }
         guard let ran, let ranOutcome else {
             withoutStrategy += 1
@@ -49,7 +49,6 @@ struct ReplayTotals: Sendable {
         agreement.record(recorded: delivered, predicted: ranOutcome)
         agreementByStrategy[ran, default: PipelineAgreement.Accumulator()].record(recorded: delivered, predicted: ranOutcome)
         strategyThatRan.record(ranOutcome)
-        ranShares[category, default: RichShare()].add(rich: ranOutcome.presentation == .rich)
     }
 
     /// One counted notification, once all its device's events were seen.
@@ -70,6 +69,19 @@ struct ReplayTotals: Sendable {
         if let tag = notification.tag {
             experiments[tag.id, default: PropensityTally(experimentID: tag.id)].add(arm: tag.arm, mask: replayed.mask, counts: counts)
         }
+    }
+}
+
+extension CategoryReplay {
+    init(name: String) {
+        self.init(name: name, recorded: RichShare(), strategyThatRan: RichShare(), replayed: RichShare())
+    }
+
+    /// `strategyThatRan` is nil when the strategy that ran is unknown.
+    mutating func add(recorded isRecordedRich: Bool, strategyThatRan isRanRich: Bool?, replayed isReplayedRich: Bool) {
+        recorded.add(rich: isRecordedRich)
+        if let isRanRich { strategyThatRan.add(rich: isRanRich) }
+        replayed.add(rich: isReplayedRich)
     }
 }
 

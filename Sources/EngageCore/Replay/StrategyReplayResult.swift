@@ -54,19 +54,17 @@ public struct StrategyReplayResult: Sendable {
         recorded = totals.recorded
         strategyThatRan = totals.strategyThatRan
         replayed = totals.replayed
-        categories = totals.recordedShares.keys.sorted().map { name in
-            CategoryReplay(name: name, recorded: totals.recordedShares[name]!,
-                           strategyThatRan: totals.ranShares[name] ?? RichShare(),
-                           replayed: totals.replayedShares[name] ?? RichShare())
-        }
+        categories = totals.categories.values.sorted { $0.name < $1.name }
         let confidence = settings.confidence
+        let ranShares = totals.categories.mapValues(\.strategyThatRan)
+        let replayedShares = totals.categories.mapValues(\.replayed)
         engagement = Self.metrics.map { metric in
             EngagementPrediction(
                 metric: metric,
                 observed: (totals.observed.successes(metric), totals.observed.trials(metric)),
-                strategyThatRan: PredictedEngagement.estimate(metric, shares: totals.ranShares,
+                strategyThatRan: PredictedEngagement.estimate(metric, shares: ranShares,
                                                               engagement: totals.engagement, confidence: confidence),
-                replayed: PredictedEngagement.estimate(metric, shares: totals.replayedShares,
+                replayed: PredictedEngagement.estimate(metric, shares: replayedShares,
                                                        engagement: totals.engagement, confidence: confidence))
         }
         experiments = totals.experiments.keys.sorted().map { id in
