@@ -31,7 +31,8 @@ enum ExperimentCommand: EngageCommand {
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let usage = definition.usage(path: arguments.commandPath)
+        // The subcommand's synopsis, not the `experiment <subcommand>` one.
+        let usage = arguments.command.usage(path: arguments.commandPath)
         let subcommand = arguments.commandPath.last ?? ""
         if subcommand == "simulate" {
             try await ExperimentSimulate.run(arguments, usage: usage)
