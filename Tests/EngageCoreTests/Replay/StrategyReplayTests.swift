@@ -187,7 +187,7 @@ import Testing
         #expect(abs(try #require(open.snipsInterval).lower - (0.5 - snipsHalf)) < 1e-9)
     }
 
-    @Test func aStrategyNoArmResemblesHasPartialSupport() throws {
+    @Test func otherStrategiesMatchTheArmsThatChooseAlike() throws {
         // Thumbnail picks the original here (no thumbnail offered), as full does: same support as full.
         let thumbnail = try #require(Self.experimentLog().replay(ThumbnailStrategy()).experiments.first)
         #expect(thumbnail.estimates.first?.matched == 4)
