@@ -6,12 +6,15 @@ public struct EngageAPI: Sendable {
     public let report: ReportRoute
     public let health: HealthRoutes
     public let experiments: ExperimentRoutes
+    public let simulate: StrategyReplayRoute
 
-    public init(ingest: IngestRoute, report: ReportRoute, health: HealthRoutes, experiments: ExperimentRoutes) {
+    public init(ingest: IngestRoute, report: ReportRoute, health: HealthRoutes, experiments: ExperimentRoutes,
+                simulate: StrategyReplayRoute) {
         self.ingest = ingest
         self.report = report
         self.health = health
         self.experiments = experiments
+        self.simulate = simulate
     }
 
     /// Paths counted by name in metrics; anything else is "unmatched".
@@ -20,7 +23,7 @@ public struct EngageAPI: Sendable {
         "/v1/events", "/v1/report", "/healthz", "/readyz", "/metrics",
         "/v1/assignments", "/v1/experiments", "/v1/experiments/{id}", "/v1/experiments/{id}/start",
         "/v1/experiments/{id}/stop", "/v1/experiments/{id}/run", "/v1/experiments/{id}/runs",
-        "/v1/experiments/{id}/history",
+        "/v1/experiments/{id}/history", "/v1/simulate",
     ]
 
     /// The metric label of a request path: the route it matches (`/v1/experiments/{id}/runs` for
@@ -55,6 +58,7 @@ public struct EngageAPI: Sendable {
         router.post("/v1/experiments/:id/run") { [experiments] in await experiments.runNow($0) }
         router.get("/v1/experiments/:id/runs") { [experiments] in await experiments.runs($0) }
         router.get("/v1/experiments/:id/history") { [experiments] in await experiments.history($0) }
+        router.get("/v1/simulate") { [simulate] in await simulate.handle($0) }
         return router
     }
 }

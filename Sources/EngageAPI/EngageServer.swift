@@ -60,7 +60,8 @@ public struct EngageServer: Sendable {
             ingest: IngestRoute(authenticator: authenticator, queue: queue, configuration: configuration.ingest, metrics: metrics),
             report: ReportRoute(authenticator: authenticator, pool: pool),
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
-            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool), scheduler: scheduler))
+            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool), scheduler: scheduler),
+            simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool))
         var http = HTTPServer.Configuration()
         http.host = configuration.host
         http.port = configuration.port

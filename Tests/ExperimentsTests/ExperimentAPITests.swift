@@ -1,5 +1,6 @@
 import EngageAPI
 import EngageCore
+import EventStore
 import Experiments
 import Foundation
 import Testing
@@ -91,6 +92,53 @@ struct ExperimentAPITests {
             let metrics = try await server.request("GET", "/metrics")
             #expect(metrics.text.contains(#"route="/v1/experiments/{id}/start""#))
             #expect(metrics.text.contains(#"engage_scheduler_runs_total{outcome="done"} 1"#))
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// The offline replay over HTTP: the key's app only, labelled, and clear about bad parameters.
+    @Test(.timeLimit(.minutes(2)))
+    func simulateReplaysTheKeysAppUnderAStrategy() async throws {
+        let server = try TestServer()
+        do {
+            let start = Fixtures.time("2026-03-01T00:00:00Z")
+            var scenario = SimulationScenario.standard
+            scenario.notificationCount = 1_000
+            scenario.deviceCount = 200
+            var simulator = try TrafficSimulator(scenario: scenario, seed: 11, start: start)
+            while let batch = simulator.next(batchSize: 2_000) {
+                _ = try await server.store.append(batch.map { AppendItem(appID: "app-1", event: $0) })
+            }
+            let reader = try await server.key(role: .read)
+            let ingest = try await server.key(role: .ingest)
+            let stranger = try await server.key(app: "app-2", role: .read)
+
+            let replay = try await server.request("GET", "/v1/simulate?strategy=thumbnail&category=new_photo,chat_message", headers: Self.auth(reader))
+            #expect(replay.status == 200, "\(replay.text)")
+            #expect(replay.text.contains("model-based estimate"))
+            let json = try #require(JSONSerialization.jsonObject(with: Data(replay.text.utf8)) as? [String: Any])
+            #expect(json["strategy"] as? String == "thumbnail", "\(json.keys.sorted())")
+            // Another app's key replays its own (empty) log.
+            let empty = try await server.request("GET", "/v1/simulate?strategy=thumbnail", headers: Self.auth(stranger))
+            #expect(empty.status == 200)
+            #expect(empty.text != replay.text)
+
+            let unknown = try await server.request("GET", "/v1/simulate?strategy=huge", headers: Self.auth(reader))
+            #expect(unknown.status == 400)
+            #expect(unknown.text.contains("invalid value 'huge' for parameter 'strategy'"), "\(unknown.text)")
+            let missing = try await server.request("GET", "/v1/simulate", headers: Self.auth(reader))
+            #expect(missing.status == 400)
+            #expect(missing.text.contains("strategy is required"))
+            let badSince = try await server.request("GET", "/v1/simulate?strategy=full&since=yesterday", headers: Self.auth(reader))
+            #expect(badSince.status == 400)
+            #expect(badSince.text.contains("parameter 'since'"))
+            let extra = try await server.request("GET", "/v1/simulate?strategy=full&app=app-2", headers: Self.auth(reader))
+            #expect(extra.status == 400)
+            #expect(try await server.request("GET", "/v1/simulate?strategy=full", headers: Self.auth(ingest)).status == 403)
+            #expect(try await server.request("GET", "/v1/simulate?strategy=full").status == 401)
         } catch {
             await server.stop()
             throw error
