@@ -42,7 +42,7 @@ let package = Package(
         .target(name: "EngageClient"),
         .executableTarget(
             name: "engage",
-            dependencies: ["EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
+            dependencies: ["CProcess", "EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.

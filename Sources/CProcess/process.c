@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -138,4 +139,8 @@ int CProcess_exec(const char *argv_block, size_t block_length) {
     int e = errno;
     free(argv);
     return -e;
+}
+
+void CProcess_line_buffer_stdout(void) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
 }

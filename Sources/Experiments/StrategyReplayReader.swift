@@ -51,6 +51,7 @@ public struct StrategyReplayReader: Sendable {
             SELECT event_id, notification_id, type, category, device_id, occurred_at, payload
             FROM events
             WHERE app_id = \(app) AND occurred_at >= \(readFrom(replay.settings).postgres)
+              AND NOT starts_with(type, \(ExperimentLogEntry.typePrefix))
             ORDER BY device_id, occurred_at, event_id
             """)
         var rows = 0

@@ -46,9 +46,17 @@ struct DatabaseSetup: Sendable {
     /// Stops the local cluster if this process started it and nobody else is connected.
     func close() {
         guard let embedded, startedHere else { return }
-        let others = (try? embedded.clientSessionCount()) ?? 0
+        // This process's own connections were just closed, but their backends leave
+        // pg_stat_activity a moment later: wait up to 2 s before calling them someone else's.
+        var others = (try? embedded.clientSessionCount()) ?? 0
+        for _ in 0..<40 where others > 0 {
+            usleep(50_000)
+            others = (try? embedded.clientSessionCount()) ?? 0
+        }
         if others > 0 {
-            logger.info("postgres.left-running", ["sessions": String(others)])
+            logger.warning("postgres.left-running", [
+                "sessions": String(others), "hint": "another client is connected; stop it with: engage db stop",
+            ])
             return
         }
         do {

@@ -1,7 +1,13 @@
+import CProcess
 import Foundation
 import Runtime
 
 // Parses the command line and hands over to one subcommand; nothing else happens here.
+
+// Lines reach a pipe or a file as they are printed (the demo prints its keys, then serves for
+// hours), not when a block fills or the process exits.
+CProcess_line_buffer_stdout()
+
 let commands: [Subcommand] = [
     Subcommand(ServeCommand.self),
     Subcommand(DemoCommand.self),

@@ -18,6 +18,9 @@ struct StrategyReplayReaderTests {
         while let batch = simulator.next(batchSize: 5_000) {
             _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
         }
+        // The experiment's own entries in the log (created, started) are no deliveries.
+        _ = try await ExperimentStore(pool: pool).create(try Fixtures.definition(app: "demo"))
+        _ = try await ExperimentStore(pool: pool).start("strategy-full-vs-adaptive", now: start)
         // Another app's events must not count.
         var other = try TrafficSimulator(scenario: .standard, seed: 8, start: start)
         _ = try await store.append(try #require(other.next(batchSize: 2_000)).map { AppendItem(appID: "other-app", event: $0) })

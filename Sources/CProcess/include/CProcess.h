@@ -29,4 +29,8 @@ int CProcess_wait(int pid, int block, int *exit_status);
 /// Replaces this process with the program (for `engage db psql`). Returns -errno on failure.
 int CProcess_exec(const char *argv_block, size_t block_length);
 
+/// Makes standard output line buffered, so printed lines reach a pipe or a file as they are
+/// printed rather than when a block fills or the process exits.
+void CProcess_line_buffer_stdout(void);
+
 #endif
