@@ -125,8 +125,8 @@ public final class Connection {
 
     /// Runs `body` inside BEGIN/COMMIT; rolls back if it throws.
     @discardableResult
-    public func transaction<T>(isolation: String = "READ COMMITTED", _ body: (Connection) throws -> T) throws -> T {
-        try execute(SQL(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation)"))
+    public func transaction<T>(isolation: TransactionIsolation = .readCommitted, _ body: (Connection) throws -> T) throws -> T {
+        try execute(SQL(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation.text)"))
         do {
             let value = try body(self)
             try execute("COMMIT")

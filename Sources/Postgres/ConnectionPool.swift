@@ -52,7 +52,7 @@ public final class ConnectionPool: Sendable {
 
     /// Runs `body` inside a transaction (READ COMMITTED unless told otherwise).
     public func withTransaction<T: Sendable>(
-        isolation: String = "READ COMMITTED",
+        isolation: TransactionIsolation = .readCommitted,
         _ body: @escaping @Sendable (Connection) throws -> T
     ) async throws -> T {
         try await withConnection { connection in try connection.transaction(isolation: isolation, body) }

@@ -91,6 +91,19 @@ struct ConnectionTests {
         #expect(connection.isIdle)
     }
 
+    @Test func transactionsRunAtTheIsolationLevelAsked() throws {
+        let connection = try Connection(configuration: configuration)
+        let levels: [(TransactionIsolation, String)] = [
+            (.readCommitted, "read committed"), (.repeatableRead, "repeatable read"), (.serializable, "serializable"),
+        ]
+        for (isolation, shown) in levels {
+            let level = try connection.transaction(isolation: isolation) { connection in
+                try connection.query("SHOW transaction_isolation")[0].decode(0, as: String.self)
+            }
+            #expect(level == shown)
+        }
+    }
+
     @Test func binaryCopyStoresTypedRows() throws {
         let connection = try Connection(configuration: configuration)
         try connection.execute("CREATE TABLE copied (id uuid, name text, at timestamptz, body jsonb, n int8, note text)")

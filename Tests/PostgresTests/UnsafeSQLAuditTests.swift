@@ -1,0 +1,110 @@
+import Foundation
+import Testing
+
+/// SQL text reaches PostgreSQL only through the Postgres module, and raw text only through the
+/// labels `unsafeSQL` (`SQL(unsafeSQL:)`, `\(unsafeSQL:)`, `executeScript(unsafeSQL:)`): every
+/// other interpolation is a `$n` parameter, and isolation levels are literals.
+///
+/// This audit lists every `unsafeSQL` outside the Postgres module and fails on any line not in
+/// `allowed` (and on entries that no longer match, so the list stays true). A new use needs an
+/// entry here, with the reason its text cannot come from a request, and a reviewer who agrees.
+@Suite("unsafeSQL audit")
+struct UnsafeSQLAuditTests {
+    struct Allowance {
+        var reason: String
+        var file: String
+        /// Source lines, trimmed.
+        var lines: [String]
+    }
+
+    static let allowed: [Allowance] = [
+        Allowance(reason: "a constant column list", file: "Sources/EventStore/EventStore.swift", lines: [
+            #"SELECT \(unsafeSQL: columns)"#,
+            #"SELECT \(unsafeSQL: Self.columns)"#,
+        ]),
+        Allowance(reason: "migration and view scripts from sql/, shipped with the program and checksummed",
+                  file: "Sources/EventStore/Migrator.swift", lines: [
+            #"try connection.executeScript(unsafeSQL: migration.script)"#,
+            #"try connection.transaction { connection in try connection.executeScript(unsafeSQL: view.script) }"#,
+        ]),
+        Allowance(reason: "table names of ReadModelTables.live or .rebuild, constants in the program",
+                  file: "Sources/Projections/EngagementStore.swift", lines: [
+            #"try connection.query("SELECT NOT EXISTS (SELECT 1 FROM \(unsafeSQL: tables.states))")[0].decode(0, as: Bool.self)"#,
+            #"FROM \(unsafeSQL: tables.states) s"#,
+            #"INSERT INTO \(unsafeSQL: tables.states) AS t (app_id, notification_id, state)"#,
+            #"INSERT INTO \(unsafeSQL: tables.engagement) AS t"#,
+            #"DELETE FROM \(unsafeSQL: tables.engagement) t"#,
+            #"INSERT INTO \(unsafeSQL: tables.actions) AS t"#,
+            #"DELETE FROM \(unsafeSQL: tables.actions) t"#,
+            #"INSERT INTO \(unsafeSQL: tables.telemetry) AS t"#,
+            #"DELETE FROM \(unsafeSQL: tables.telemetry) t"#,
+        ]),
+        Allowance(reason: "table names of ReadModelTables.live and .rebuild, and the view scripts of sql/views",
+                  file: "Sources/Projections/EngagementRebuild.swift", lines: [
+            #"try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: shadow)")"#,
+            #"try connection.execute("CREATE TABLE \(unsafeSQL: shadow) (LIKE \(unsafeSQL: live) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)")"#,
+            #"try connection.execute("DROP TABLE \(unsafeSQL: live) CASCADE")"#,
+            #"try connection.execute("ALTER TABLE \(unsafeSQL: shadow) RENAME TO \(unsafeSQL: live)")"#,
+            #"try connection.execute("ALTER INDEX IF EXISTS \(unsafeSQL: shadow)_pkey RENAME TO \(unsafeSQL: live)_pkey")"#,
+            #"try connection.executeScript(unsafeSQL: view.script)"#,
+        ]),
+        Allowance(reason: "one of two literals", file: "Sources/Experiments/ExperimentStore.swift", lines: [
+            #"\(unsafeSQL: forUpdate ? "FOR UPDATE" : "")"#,
+        ]),
+        Allowance(reason: "a constant column list", file: "Sources/Experiments/ExperimentStore.swift", lines: [
+            #"SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs"#,
+        ]),
+        Allowance(reason: "a constant column list", file: "Sources/Experiments/Scheduler.swift", lines: [
+            #""SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])"#,
+        ]),
+        Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/ExperimentRunner.swift", lines: [
+            #"let fetch = SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")"#,
+        ]),
+    ]
+
+    static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // PostgresTests
+        .deletingLastPathComponent()  // Tests
+        .deletingLastPathComponent()
+
+    /// Every Swift file under Sources, as (path from the root, text).
+    static func sources() throws -> [(path: String, text: String)] {
+        let sources = root.appendingPathComponent("Sources")
+        guard let walker = FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil) else { return [] }
+        var files: [(String, String)] = []
+        for case let url as URL in walker where url.pathExtension == "swift" {
+            let path = String(url.path.dropFirst(root.path.count + 1))
+            files.append((path, try String(contentsOf: url, encoding: .utf8)))
+        }
+        return files.sorted { $0.0 < $1.0 }
+    }
+
+    @Test func everyUnsafeSQLOutsideThePostgresModuleIsAllowedWithAReason() throws {
+        var found: [String: [String]] = [:]
+        for (path, text) in try Self.sources() where !path.hasPrefix("Sources/Postgres/") {
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) where line.contains("unsafeSQL") {
+                found[path, default: []].append(line.trimmingCharacters(in: .whitespaces))
+            }
+        }
+        #expect(!found.isEmpty, "the audit found no file at all: is the root right? \(Self.root.path)")
+        var allowed: [String: [String]] = [:]
+        for allowance in Self.allowed { allowed[allowance.file, default: []] += allowance.lines }
+        for (path, lines) in found.sorted(by: { $0.key < $1.key }) {
+            for line in lines where !(allowed[path] ?? []).contains(line) {
+                Issue.record("\(path): unsafeSQL not in UnsafeSQLAuditTests.allowed: \(line)")
+            }
+        }
+        for (path, lines) in allowed.sorted(by: { $0.key < $1.key }) {
+            for line in lines where !(found[path] ?? []).contains(line) {
+                Issue.record("\(path): allowed line no longer in the source (remove it from the list): \(line)")
+            }
+        }
+    }
+
+    @Test func onlyThePostgresModuleReachesLibpq() throws {
+        for (path, text) in try Self.sources() where !path.hasPrefix("Sources/Postgres/") {
+            #expect(!text.contains("import CLibPQ"), "\(path) imports libpq")
+            #expect(!text.contains("PQexec"), "\(path) calls libpq")
+        }
+    }
+}
