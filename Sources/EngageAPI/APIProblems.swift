@@ -35,6 +35,12 @@ enum APIProblems {
                     members: [.init(name: "rejected", json: renderRejections(rejected))])
     }
 
+    static func rateLimited(_ limit: RateLimit) -> HTTPProblem {
+        HTTPProblem(status: 429, slug: "rate-limited", title: "This key is over its request rate",
+                    detail: "a key may make \(limit.requests) request(s) per \(limit.period == .seconds(60) ? "minute" : "second"), "
+                        + "\(limit.burst) at once; retry after the number of seconds in Retry-After")
+    }
+
     static let queueFull = HTTPProblem(status: 429, slug: "ingest-queue-full", title: "Too many events are waiting to be stored",
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",

@@ -1,16 +1,26 @@
 import HTTPServer
 import Postgres
 
-/// Finds the key behind `Authorization: Bearer ...` and checks its role.
+/// Finds the key behind `Authorization: Bearer ...`, checks its role and, when a rate limit is
+/// set, takes a token from its bucket. Every authenticated route goes through here.
 public struct Authenticator: Sendable {
     public let keys: KeyStore
+    public let rateLimiter: KeyRateLimiter?
 
-    public init(keys: KeyStore) {
+    public init(keys: KeyStore, rateLimiter: KeyRateLimiter? = nil) {
         self.keys = keys
+        self.rateLimiter = rateLimiter
     }
 
-    /// The request's key if it may act as `role`; otherwise a 401, 403 or 503 problem response.
+    /// The request's key if it may act as `role`; otherwise a 401, 403, 429 or 503 problem response.
     func authorize(_ request: HTTPRequest, as role: Role) async -> Result<APIKey, ProblemResponse> {
+        await authorize(request, asAnyOf: [role])
+    }
+
+    /// The request's key if it may act as one of `roles` (in the order given, for the 403 detail).
+    /// Checks run in this order: key present and well formed, known and active (401), role (403),
+    /// rate (429); a request refused at any step takes no token.
+    func authorize(_ request: HTTPRequest, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
         guard let header = request.headers["Authorization"] else {
             return .failure(ProblemResponse(APIProblems.unauthorized("send the key as Authorization: Bearer <key>")))
         }
@@ -27,8 +37,13 @@ public struct Authenticator: Sendable {
         guard let key else {
             return .failure(ProblemResponse(APIProblems.unauthorized("the key is unknown or revoked")))
         }
-        guard key.role.allows(role) else {
+        guard roles.contains(where: key.role.allows) else {
+            let role = roles[0]
             return .failure(ProblemResponse(APIProblems.forbidden("\(key.role.article) \(key.role.rawValue) key cannot \(role.verb)")))
+        }
+        if let rateLimiter, case .refused(let wait) = rateLimiter.admit(keyID: key.keyID) {
+            return .failure(ProblemResponse(APIProblems.rateLimited(rateLimiter.limit),
+                                            retryAfter: KeyRateLimiter.retryAfterSeconds(wait)))
         }
         return .success(key)
     }
