@@ -14,12 +14,15 @@ public struct ExperimentRoutes: Sendable {
     let store: ExperimentStore
     let scheduler: Scheduler
     let clock: @Sendable () -> Timestamp
+    /// The ingest route's device id hasher: assignments bucket the id as the log stores it.
+    let deviceIDHasher: DeviceIDHasher?
 
     public init(authenticator: Authenticator, store: ExperimentStore, scheduler: Scheduler,
-                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+                deviceIDHasher: DeviceIDHasher? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
         self.authenticator = authenticator
         self.store = store
         self.scheduler = scheduler
+        self.deviceIDHasher = deviceIDHasher
         self.clock = clock
     }
 
@@ -27,16 +30,17 @@ public struct ExperimentRoutes: Sendable {
 
     public func assignments(_ request: HTTPRequest) async -> HTTPResponse {
         // Apps call this with the key they send events with; dashboards with a read key.
-        var authorized = await authenticator.authorize(request, as: .ingest)
-        if case .failure = authorized { authorized = await authenticator.authorize(request, as: .read) }
         let key: APIKey
-        switch authorized {
+        switch await authenticator.authorize(request, asAnyOf: [.ingest, .read]) {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
-        guard let deviceID = request.query("device_id"), !deviceID.isEmpty, deviceID.utf8.count <= 200 else {
+        guard let sentID = request.query("device_id"), !sentID.isEmpty, sentID.utf8.count <= 200 else {
             return APIProblems.response(APIProblems.badRequest("device_id is required: 1 to 200 bytes", slug: "bad-query"))
         }
+        // The device's identity is the id its events are stored under, so that the log alone
+        // reproduces every assignment.
+        let deviceID = deviceIDHasher?.hash(sentID) ?? sentID
         let records: [ExperimentRecord]
         do {
             records = try await store.list(app: key.appID, status: .running)

@@ -11,10 +11,14 @@ public struct IngestRoute: Sendable {
         public var limits = IngestLimits()
         /// Largest body after gzip decompression.
         public var maxDecompressedBytes = 1 << 20
+        /// When set, events are stored with the keyed hash of their device id, never the id itself.
+        public var deviceIDHasher: DeviceIDHasher?
 
-        public init(limits: IngestLimits = IngestLimits(), maxDecompressedBytes: Int = 1 << 20) {
+        public init(limits: IngestLimits = IngestLimits(), maxDecompressedBytes: Int = 1 << 20,
+                    deviceIDHasher: DeviceIDHasher? = nil) {
             self.limits = limits
             self.maxDecompressedBytes = maxDecompressedBytes
+            self.deviceIDHasher = deviceIDHasher
         }
     }
 
@@ -39,10 +43,15 @@ public struct IngestRoute: Sendable {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
-        let decoded: DecodedBatch
+        var decoded: DecodedBatch
         switch decode(request) {
         case .success(let batch): decoded = batch
         case .failure(let problem): return problem.response
+        }
+        if let hasher = configuration.deviceIDHasher {
+            for index in decoded.events.indices {
+                decoded.events[index].deviceID = hasher.hash(decoded.events[index].deviceID)
+            }
         }
         metrics.requestEvents.observe(Double(decoded.events.count + decoded.rejected.count + decoded.duplicatesInRequest))
         metrics.rejected.increment(by: decoded.rejected.count)

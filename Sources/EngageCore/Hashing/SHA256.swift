@@ -16,10 +16,7 @@ public struct SHA256: Sendable {
     }
 
     public static func hexDigest(_ text: String) -> String {
-        hash(Array(text.utf8)).map { byte in
-            let digits = String(byte, radix: 16)
-            return byte < 16 ? "0" + digits : digits
-        }.joined()
+        Hex.encode(hash(Array(text.utf8)))
     }
 
     public mutating func update(_ bytes: some Sequence<UInt8>) {
