@@ -1,3 +1,4 @@
+import EngageCore
 import EventStore
 import Experiments
 import HTTPServer
@@ -15,6 +16,19 @@ public struct EngageServer: Sendable {
         public var port = 8080
         public var httpThreads = 2
         public var maxConnections = 1024
+        /// Open connections per client address; 0 means no limit (behind a proxy every client
+        /// shares the proxy's address).
+        public var maxConnectionsPerAddress = 0
+        /// Larger request headers get 431.
+        public var maxHeaderBytes = 16 * 1024
+        /// How long a connection may take to deliver a complete request before it is closed.
+        public var requestTimeout = Duration.seconds(30)
+        /// How long a connection may stay silent before it is closed.
+        public var idleTimeout = Duration.seconds(15)
+        /// Requests per API key, per process; nil for no limit.
+        public var rateLimit: RateLimit?
+        /// The rate limiter's time; tests move it by hand.
+        public var rateLimitClock: @Sendable () -> ContinuousClock.Instant = { .now }
         public var poolSize = 8
         public var committers = 2
         public var queueCapacity = 50_000
@@ -36,6 +50,8 @@ public struct EngageServer: Sendable {
     public let keys: KeyStore
     public let registry: MetricsRegistry
     public let services: [(name: String, service: any Service)]
+    /// Every route served, as method and pattern (`/v1/experiments/:id`).
+    public let routes: [Router.Pattern]
     let logger: Logger
 
     public init(configuration: Configuration, database: PostgresConfiguration, logger: Logger,
@@ -53,20 +69,28 @@ public struct EngageServer: Sendable {
         registry.gauge("engage_postgres_pool_in_use", help: "PostgreSQL connections in use.") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
-        let authenticator = Authenticator(keys: keys)
+        let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
+            KeyRateLimiter(limit: $0, clock: configuration.rateLimitClock)
+        })
         let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, logger: logger,
                                   metrics: SchedulerMetrics(registry: registry))
         let api = EngageAPI(
             ingest: IngestRoute(authenticator: authenticator, queue: queue, configuration: configuration.ingest, metrics: metrics),
             report: ReportRoute(authenticator: authenticator, pool: pool),
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
-            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool), scheduler: scheduler),
+            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool), scheduler: scheduler,
+                                          deviceIDHasher: configuration.ingest.deviceIDHasher),
             simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool))
+        routes = api.router.patterns
         var http = HTTPServer.Configuration()
         http.host = configuration.host
         http.port = configuration.port
         http.threading = .threadPool(configuration.httpThreads)
         http.maxConnections = configuration.maxConnections
+        http.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
+        http.maxHeaderBytes = configuration.maxHeaderBytes
+        http.requestTimeout = configuration.requestTimeout
+        http.connectionTimeout = configuration.idleTimeout
         // A gzip body is never much larger than the decompressed limit it must respect.
         http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
         let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)

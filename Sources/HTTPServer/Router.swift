@@ -18,8 +18,15 @@ public struct Router: HTTPResponder {
         case parameter(String)
     }
 
+    /// A route as added: its method and pattern.
+    public struct Pattern: Sendable, Hashable {
+        public let method: HTTPMethod
+        public let pattern: String
+    }
+
     private struct Route: Sendable {
         let method: HTTPMethod
+        let pattern: String
         let segments: [Segment]
         let literalCount: Int
         let handler: Handler
@@ -34,8 +41,11 @@ public struct Router: HTTPResponder {
             part.hasPrefix(":") && part.count > 1 ? .parameter(String(part.dropFirst())) : .literal(part)
         }
         let literalCount = segments.filter { if case .literal = $0 { true } else { false } }.count
-        routes.append(Route(method: method, segments: segments, literalCount: literalCount, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, literalCount: literalCount, handler: handler))
     }
+
+    /// Every route, in the order added.
+    public var patterns: [Pattern] { routes.map { Pattern(method: $0.method, pattern: $0.pattern) } }
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { add(.GET, pattern, handler) }
     public mutating func post(_ pattern: String, _ handler: @escaping Handler) { add(.POST, pattern, handler) }

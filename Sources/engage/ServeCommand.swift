@@ -33,6 +33,21 @@ struct ServerOptions {
         .init("listen", value: "host:port", help: "Address to listen on.", environment: "ENGAGE_LISTEN", default: "127.0.0.1:8080"),
         .init("http-threads", value: "n", help: "HTTP daemon threads.", environment: "ENGAGE_HTTP_THREADS", default: "2"),
         .init("max-connections", value: "n", help: "Most concurrent HTTP connections.", environment: "ENGAGE_MAX_CONNECTIONS", default: "1024"),
+        .init("max-connections-per-address", value: "n", help: "Most concurrent HTTP connections from one client address; 0 for no limit.",
+              environment: "ENGAGE_MAX_CONNECTIONS_PER_ADDRESS", default: "0"),
+        .init("max-header-bytes", value: "bytes", help: "Size of a request's headers; larger ones get 431.",
+              environment: "ENGAGE_MAX_HEADER_BYTES", default: "16384"),
+        .init("request-timeout", value: "seconds", help: "Time a connection has to deliver a whole request before it is closed.",
+              environment: "ENGAGE_REQUEST_TIMEOUT", default: "30"),
+        .init("idle-timeout", value: "seconds", help: "Time a silent connection stays open.", environment: "ENGAGE_IDLE_TIMEOUT", default: "15"),
+        .init("rate-limit", value: "requests/s", help: "Requests each API key may make per second (N/s) or minute (N/m) in this process, or off.",
+              environment: "ENGAGE_RATE_LIMIT", default: "off"),
+        .init("rate-burst", value: "requests", help: "Requests a key may make at once after a quiet spell (default: ten seconds' worth of the rate).",
+              environment: "ENGAGE_RATE_BURST"),
+        .init("hash-device-ids", value: "on|off", help: "Store HMAC-SHA256(salt, device_id) instead of device ids; assignments hash the same way.",
+              environment: "ENGAGE_HASH_DEVICE_IDS", default: "off"),
+        .init("device-id-salt", value: "secret", help: "The secret salt of --hash-device-ids, at least 16 bytes; prefer the environment variable.",
+              environment: "ENGAGE_DEVICE_ID_SALT"),
         .init("pool-size", value: "n", help: "PostgreSQL connections.", environment: "ENGAGE_POOL_SIZE", default: "8"),
         .init("committers", value: "n", help: "Group-commit transactions in flight at once.", environment: "ENGAGE_COMMITTERS", default: "2"),
         .init("queue-capacity", value: "events", help: "Events waiting to be stored before requests get 429.",
@@ -61,6 +76,11 @@ struct ServerOptions {
         server.port = port
         server.httpThreads = try arguments.int("http-threads", default: 2, in: 1...64)
         server.maxConnections = try arguments.int("max-connections", default: 1024, in: 1...100_000)
+        server.maxConnectionsPerAddress = try arguments.int("max-connections-per-address", default: 0, in: 0...100_000)
+        server.maxHeaderBytes = try arguments.int("max-header-bytes", default: 16 * 1024, in: 1024...1_048_576)
+        server.requestTimeout = .seconds(try arguments.int("request-timeout", default: 30, in: 1...3600))
+        server.idleTimeout = .seconds(try arguments.int("idle-timeout", default: 15, in: 1...3600))
+        server.rateLimit = try Self.rateLimit(arguments)
         server.poolSize = try arguments.int("pool-size", default: 8, in: 2...200)
         server.committers = try arguments.int("committers", default: 2, in: 1...32)
         server.queueCapacity = try arguments.int("queue-capacity", default: 50_000, in: 1_000...10_000_000)
@@ -70,15 +90,45 @@ struct ServerOptions {
         limits.maxPast = .seconds(86_400 * (try arguments.int("max-past-days", default: 30, in: 1...3650)))
         limits.maxFuture = .seconds(60 * (try arguments.int("max-future-minutes", default: 10, in: 0...1440)))
         let maxBody = try arguments.int("max-body-bytes", default: 1 << 20, in: 1024...(256 << 20))
-        server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: maxBody)
+        server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: maxBody,
+                                                  deviceIDHasher: try Self.deviceIDHasher(arguments))
         server.runProjector = try arguments.value("projector", default: Switch.on) == .on
         server.projector.failpoints = Failpoints.fromEnvironment()
         server.runScheduler = try arguments.value("scheduler", default: Switch.on) == .on
         let failpoints = server.projector.failpoints
         server.scheduler.failpoint = { try failpoints.hit($0) }
     }
-}
 
+    /// `--rate-limit` and `--rate-burst`; nil when off.
+    static func rateLimit(_ arguments: ParsedArguments) throws -> RateLimit? {
+        let text = try arguments.value("rate-limit", default: "off")
+        if text == "off" || text == "0" { return nil }
+        guard let (requests, period) = RateLimit.parseRate(text) else {
+            throw UsageError(code: .invalidValue,
+                             message: "invalid value '\(text)' for option '--rate-limit': expected N/s, N/m (N from 1 to 1000000) or off",
+                             usage: ServeCommand.definition.usage(path: ["engage", "serve"]))
+        }
+        let tenSeconds = max(1, requests * 10 / Int(period.components.seconds))
+        let burst = try arguments.int("rate-burst", default: tenSeconds, in: 1...10_000_000)
+        return RateLimit(requests: requests, per: period, burst: burst)
+    }
+
+    /// `--hash-device-ids` with its salt; the salt is never repeated in an error.
+    static func deviceIDHasher(_ arguments: ParsedArguments) throws -> DeviceIDHasher? {
+        guard try arguments.value("hash-device-ids", default: Switch.off) == .on else { return nil }
+        let usage = ServeCommand.definition.usage(path: ["engage", "serve"])
+        guard let salt = arguments.value("device-id-salt") else {
+            throw UsageError(code: .missingValue,
+                             message: "--hash-device-ids on needs a secret salt: set ENGAGE_DEVICE_ID_SALT (at least 16 bytes, e.g. openssl rand -hex 32)",
+                             usage: usage)
+        }
+        do {
+            return try DeviceIDHasher(salt: salt)
+        } catch {
+            throw UsageError(code: .invalidValue, message: "ENGAGE_DEVICE_ID_SALT (or --device-id-salt): \(error)", usage: usage)
+        }
+    }
+}
 
 /// An on/off option value.
 enum Switch: String, CaseIterable {

@@ -1,0 +1,46 @@
+import EngageCore
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+@testable import EngageAPI
+
+/// Keys exist in clear text only in the creator's hands: the database holds their SHA-256.
+@Suite("Key storage")
+struct KeyStorageTests {
+    @Test(.timeLimit(.minutes(1)))
+    func noTableHoldsAKeyOrItsSecretPart() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp("keys")
+        var issued: [IssuedKey] = []
+        for role in Role.allCases { issued.append(try await server.keys.create(app: app, role: role, name: "\(role)")) }
+        // Use them, so that every path that sees a key has run.
+        try expectAccepted(try await server.post(WireEvent.valid(1).array, key: issued[0].secret), Acceptance(accepted: 1))
+        _ = try await server.request("GET", "/v1/report", headers: [("Authorization", "Bearer \(issued[1].secret)")])
+        #expect(try await server.keys.revoke(keyID: issued[2].key.keyID))
+
+        for key in issued {
+            let secretPart = String(key.secret.split(separator: "_").last!)
+            #expect(secretPart.count == 40)
+            #expect(try await server.tablesContaining(secretPart) == [], "the secret of a \(key.key.role) key is stored")
+            let stored = try await server.pool.withConnection { connection in
+                try connection.query("SELECT key_hash FROM api_keys WHERE key_id = \(key.key.keyID)")[0].decode(0, as: String.self)
+            }
+            #expect(stored == SHA256.hexDigest(key.secret))
+        }
+    }
+
+    @Test func digestComparisonFindsADifferenceAnywhere() {
+        let digest = SHA256.hexDigest("egk_00000000_" + String(repeating: "0", count: 40))
+        #expect(KeyFormat.constantTimeEquals(digest, digest))
+        // A difference anywhere, first or last byte included, is a difference.
+        for index in digest.utf8.indices {
+            var bytes = Array(digest.utf8)
+            let offset = digest.utf8.distance(from: digest.utf8.startIndex, to: index)
+            bytes[offset] = bytes[offset] == UInt8(ascii: "0") ? UInt8(ascii: "1") : UInt8(ascii: "0")
+            #expect(!KeyFormat.constantTimeEquals(digest, String(decoding: bytes, as: UTF8.self)))
+        }
+        #expect(!KeyFormat.constantTimeEquals(digest, String(digest.dropLast())))
+        #expect(!KeyFormat.constantTimeEquals(digest, ""))
+    }
+}
