@@ -13,8 +13,7 @@ struct DeviceIDHashingTests {
     @Test(.timeLimit(.minutes(2)))
     func rawDeviceIDsNeverReachTheDatabaseAndAssignmentsFollowTheHash() async throws {
         let hasher = try DeviceIDHasher(salt: Self.salt)
-        let server = try TestServer { $0.ingest.deviceIDHasher = hasher }
-        do {
+        try await TestServer.withServer(configure: { $0.ingest.deviceIDHasher = hasher }) { server in
             let app = uniqueApp("hashed")
             let ingest = try await server.key(app: app)
             let admin = try await server.key(app: app, role: .admin)
@@ -71,11 +70,7 @@ struct DeviceIDHashingTests {
             // These ids and this salt put some device in another arm than its raw id would: the
             // route really hashes.
             #expect(differsFromTheRawID)
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     static func displayed(device: String) -> WireEvent {

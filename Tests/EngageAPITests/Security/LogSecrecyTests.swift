@@ -12,11 +12,10 @@ struct LogSecrecyTests {
     @Test(.timeLimit(.minutes(2)))
     func noLogLineHoldsAKeyOrEventText() async throws {
         let clock = ManualClock()
-        let server = try TestServer {
+        try await TestServer.withServer(configure: {
             $0.rateLimit = RateLimit(requests: 1, burst: 20)
             $0.rateLimitClock = { clock.now }
-        }
-        do {
+        }) { server in
             let app = uniqueApp("logs")
             let ingest = try await server.key(app: app)
             let read = try await server.key(app: app, role: .read)
@@ -72,11 +71,7 @@ struct LogSecrecyTests {
             // Nor do the metrics.
             let metrics = try await server.request("GET", "/metrics").text
             for secret in secrets { #expect(!metrics.contains(secret)) }
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     static func action(device: String, notification: String, properties: String) -> String {

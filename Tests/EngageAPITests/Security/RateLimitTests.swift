@@ -16,11 +16,10 @@ struct RateLimitTests {
     @Test(.timeLimit(.minutes(2)))
     func aBurstOverTheLimitGets429AndNothingOfItIsStored() async throws {
         let clock = ManualClock()
-        let server = try TestServer {
+        try await TestServer.withServer(configure: {
             $0.rateLimit = RateLimit(requests: 1, burst: 3)
             $0.rateLimitClock = { clock.now }
-        }
-        do {
+        }) { server in
             let app = uniqueApp("limited")
             let key = try await server.key(app: app)
             let sameAppKey = try await server.key(app: app)
@@ -52,21 +51,16 @@ struct RateLimitTests {
                 try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
             }
             try expectProblem(try await server.post(WireEvent.valid(1).array, key: key), Self.rateLimited, retryAfter: "1")
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     @Test(.timeLimit(.minutes(2)))
     func everyAuthenticatedRouteIsLimitedAndTheOthersAreNot() async throws {
         let clock = ManualClock()
-        let server = try TestServer {
+        try await TestServer.withServer(configure: {
             $0.rateLimit = RateLimit(requests: 1, burst: 3)
             $0.rateLimitClock = { clock.now }
-        }
-        do {
+        }) { server in
             let fixture = try await Fixture(server: server)
             let admin = try #require(fixture.keys[.admin])
             // The fixture's experiments, made before the admin key's bucket is emptied.
@@ -97,19 +91,14 @@ struct RateLimitTests {
             // Failing keys never reach the limiter: a wrong key is still told so.
             let unknown = try await server.post(WireEvent.valid(1).array, key: fixture.keys[.unknown]!)
             #expect(unknown.status == 401)
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     /// The production clock: after waiting the Retry-After it gave, the key is let through again.
     @Test(.timeLimit(.minutes(2)))
     func afterWaitingRetryAfterTheKeyIsAcceptedAgain() async throws {
         // One token every 2 s: the three requests below are far quicker than that.
-        let server = try TestServer { $0.rateLimit = RateLimit(requests: 30, per: .seconds(60), burst: 2) }
-        do {
+        try await TestServer.withServer(configure: { $0.rateLimit = RateLimit(requests: 30, per: .seconds(60), burst: 2) }) { server in
             let key = try await server.key(app: uniqueApp("limited"))
             try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
             try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
@@ -119,11 +108,7 @@ struct RateLimitTests {
             #expect((1...2).contains(seconds))
             try await Task.sleep(for: .seconds(seconds))
             try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 }
 

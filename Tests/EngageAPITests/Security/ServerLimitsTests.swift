@@ -11,8 +11,7 @@ import TestSupport
 struct ServerLimitsTests {
     @Test(.timeLimit(.minutes(1)))
     func oversizedHeadersGet431WhileAnotherClientKeepsBeingServed() async throws {
-        let server = try TestServer { $0.maxHeaderBytes = 2048 }
-        do {
+        try await TestServer.withServer(configure: { $0.maxHeaderBytes = 2048 }) { server in
             let port = server.port
             let key = try await server.key(app: uniqueApp("limits"))
             let outcome = try await offPool { () -> [String] in
@@ -43,20 +42,15 @@ struct ServerLimitsTests {
             #expect(outcome[2] == "steady 200")
             #expect(outcome[3] == "farOver 431" || outcome[3] == "farOver closed")
             #expect(outcome[4] == "steady 200")
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     @Test(.timeLimit(.minutes(1)))
     func connectionsBeyondTheLimitAreNotServedWhileOpenOnesAre() async throws {
-        let server = try TestServer {
+        try await TestServer.withServer(configure: {
             $0.maxConnections = 4
             $0.httpThreads = 1
-        }
-        do {
+        }) { server in
             let port = server.port
             let outcome = try await offPool { () -> [String] in
                 var log: [String] = []
@@ -65,11 +59,7 @@ struct ServerLimitsTests {
                 // The kernel completes the handshake, but libmicrohttpd takes no fifth connection:
                 // it waits in the listen backlog, unanswered.
                 let extra = try RawHTTPClient(port: port, receiveTimeout: 1)
-                do {
-                    log.append("extra \(try extra.request("GET", "/healthz").status)")
-                } catch let failure as RawHTTPClient.Failure {
-                    log.append("extra \(failure)")
-                }
+                log.append("extra " + Self.outcome { try extra.request("GET", "/healthz") })
                 for client in open { log.append("open \(try client.request("GET", "/healthz").status)") }
                 // Closing one lets the waiting connection in, and its request is answered.
                 open.removeFirst()
@@ -86,36 +76,34 @@ struct ServerLimitsTests {
             }
             #expect(outcome == Array(repeating: "open 200", count: 4) + ["extra timedOut"] + Array(repeating: "open 200", count: 4)
                     + ["extra later 200"] + Array(repeating: "open 200", count: 3))
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
     }
 
     @Test(.timeLimit(.minutes(1)))
     func connectionsPerAddressAreCapped() async throws {
-        let server = try TestServer { $0.maxConnectionsPerAddress = 2 }
-        do {
+        try await TestServer.withServer(configure: { $0.maxConnectionsPerAddress = 2 }) { server in
             let port = server.port
             let outcome = try await offPool { () -> [String] in
                 var log: [String] = []
                 let open = try (0..<2).map { _ in try RawHTTPClient(port: port) }
                 for client in open { log.append("open \(try client.request("GET", "/healthz").status)") }
                 let extra = try RawHTTPClient(port: port, receiveTimeout: 2)
-                do {
-                    log.append("extra \(try extra.request("GET", "/healthz").status)")
-                } catch let failure as RawHTTPClient.Failure {
-                    log.append("extra \(failure)")
-                }
+                log.append("extra " + Self.outcome { try extra.request("GET", "/healthz") })
                 for client in open { log.append("open \(try client.request("GET", "/healthz").status)") }
                 return log
             }
             #expect(outcome == ["open 200", "open 200", "extra closed", "open 200", "open 200"])
-        } catch {
-            await server.stop()
-            throw error
         }
-        await server.stop()
+    }
+
+    /// The status, or how the client failed (`timedOut`, `closed`, ...).
+    static func outcome(_ exchange: () throws -> RawHTTPClient.Response) -> String {
+        do {
+            return String(try exchange().status)
+        } catch let failure as RawHTTPClient.Failure {
+            return "\(failure)"
+        } catch {
+            return "\(error)"
+        }
     }
 }
