@@ -59,6 +59,10 @@ enum DecodeBenchmark {
                          median * Double(body.count) / 100 / 1e6, sink % 2))
         }
         try measure("engage decodeBatch (parse + validate)", iterations: 1000) { try decodeBatch(body, format: .json, now: now).events.count }
+        let hasher = try DeviceIDHasher(salt: "a-benchmark-salt-of-32-characters")
+        try measure("engage decodeBatch + device id HMAC (--hash-device-ids)", iterations: 1000) {
+            try decodeBatch(body, format: .json, now: now).events.reduce(0) { $0 + hasher.hash($1.deviceID).utf8.count }
+        }
         try measure("engage decodeBatch + payload JSON for storage", iterations: 1000) {
             try decodeBatch(body, format: .json, now: now).events.reduce(0) { $0 + $1.payloadJSON.count }
         }
@@ -66,6 +70,7 @@ enum DecodeBenchmark {
         try measure("Foundation JSONDecoder (typed, no validation)", iterations: 100) { try decoder.decode([WireEvent].self, from: data).count }
         if let ours = lines.first?.1, let foundation = lines.last?.1 {
             print(String(format: "engage decoder / JSONDecoder: %.1fx", ours / foundation))
+            print(String(format: "with device id hashing / without: %.2fx", lines[1].1 / ours))
         }
     }
 }

@@ -49,17 +49,11 @@ struct HostileInputTests {
         #expect(sent > 3)
     }
 
-    /// The same trickle is cut off once the request timeout passes, while another client is served.
-    /// engage keeps HTTPServer's default timeout (30 s), which `EngageServer.Configuration` does not
-    /// expose, so this runs on an HTTPServer with a short one in front of a stand-in route.
+    /// The same trickle is cut off once the request timeout passes (`--request-timeout`, here
+    /// shortened), while another client is served.
     @Test func tricklingClientIsCutOff() async throws {
-        var configuration = HTTPServer.Configuration()
-        configuration.requestTimeout = .milliseconds(600)
-        var router = Router()
-        router.post("/v1/events") { request in .json(Array(#"{"bytes":\#(request.body.count)}"#.utf8), status: 200) }
-        let server = try HTTPServer(configuration: configuration, responder: router)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await server.run() }
+        try await TestServer.withServer(configure: { $0.requestTimeout = .milliseconds(600) }) { server in
+            let key = try await server.key(app: uniqueApp("hostile"))
             let port = server.port
             async let trickle: (cutOff: Bool, seconds: Double) = offPool {
                 let client = try RawHTTPClient(port: port)
@@ -74,15 +68,11 @@ struct HostileInputTests {
                 return (client.waitForClose(), Date().timeIntervalSince(start))
             }
             try await Task.sleep(for: .milliseconds(100))
-            let other = try await offPool { try RawHTTPClient(port: port).request("POST", "/v1/events", body: Array("[]".utf8)) }
-            #expect(other.status == 200)
-            #expect(other.text == #"{"bytes":2}"#)
+            try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
             let result = try await trickle
             #expect(result.cutOff)
             #expect(result.seconds < 4)
-            #expect(server.statistics.requestsTimedOut == 1)
-            group.cancelAll()
-            try await group.waitForAll()
+            #expect(server.engage.server.statistics.requestsTimedOut == 1)
         }
     }
 
