@@ -54,6 +54,10 @@ struct PermissionTests {
         "GET /v1/experiments/:id/runs": Access(roles: [.read, .admin], success: 200, otherApp: 404) { fixture in
             ("/v1/experiments/\(try await fixture.experiment(running: true))/runs", "")
         },
+        "GET /v1/experiments/:id/history": Access(roles: [.read, .admin], success: 200, otherApp: 404) { fixture in
+            ("/v1/experiments/\(try await fixture.experiment(running: true))/history", "")
+        },
+        "GET /v1/simulate": Access(roles: [.read, .admin], success: 200, otherApp: 200) { _ in ("/v1/simulate?strategy=full", "") },
         "GET /healthz": Access(roles: nil, success: 200, otherApp: 200) { _ in ("/healthz", "") },
         "GET /readyz": Access(roles: nil, success: 200, otherApp: 200) { _ in ("/readyz", "") },
         "GET /metrics": Access(roles: nil, success: 200, otherApp: 200) { _ in ("/metrics", "") },
@@ -148,13 +152,15 @@ struct PermissionTests {
         #expect(list.text == #"{"experiments":[]}"#)
         #expect(try await server.request("GET", "/v1/experiments/\(running)", headers: auth).status == 404)
         #expect(try await server.request("GET", "/v1/experiments/\(running)/runs", headers: auth).status == 404)
+        #expect(try await server.request("GET", "/v1/experiments/\(running)/history", headers: auth).status == 404)
         // This app's running experiment assigns nothing to the other app's devices.
         let assignments = try await server.request("GET", "/v1/assignments?device_id=device-1", headers: auth)
         #expect(assignments.text == #"{"assignments":[]}"#)
         let own = try await server.request("GET", "/v1/assignments?device_id=device-1",
                                            headers: [("Authorization", "Bearer \(mine.keys[.ingest]!)")])
         #expect(own.text.contains(#""experiment":"\#(running)""#))
-        // Reports: ReportRouteTests.eachReadKeySeesOnlyItsOwnAppsNumbers, with events in both apps.
+        // Reports and replays: ReportRouteTests.eachReadKeySeesOnlyItsOwnAppsNumbers, with events in
+        // both apps; replays: ExperimentAPITests.lifecycleAssignmentsAndRunsThroughTheAPI.
     }
 }
 
