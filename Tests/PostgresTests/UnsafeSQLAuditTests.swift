@@ -60,6 +60,9 @@ struct UnsafeSQLAuditTests {
         Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/ExperimentRunner.swift", lines: [
             #"let fetch = SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")"#,
         ]),
+        Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/StrategyReplayReader.swift", lines: [
+            #"let fetch = SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM strategy_replay")"#,
+        ]),
     ]
 
     static let root = URL(fileURLWithPath: #filePath)
