@@ -12,10 +12,7 @@ struct LogSecrecyTests {
     @Test(.timeLimit(.minutes(2)))
     func noLogLineHoldsAKeyOrEventText() async throws {
         let clock = ManualClock()
-        try await TestServer.withServer(configure: {
-            $0.rateLimit = RateLimit(requests: 1, burst: 20)
-            $0.rateLimitClock = { clock.now }
-        }) { server in
+        try await TestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 20))) { server in
             let app = uniqueApp("logs")
             let ingest = try await server.key(app: app)
             let read = try await server.key(app: app, role: .read)

@@ -16,10 +16,7 @@ struct RateLimitTests {
     @Test(.timeLimit(.minutes(2)))
     func aBurstOverTheLimitGets429AndNothingOfItIsStored() async throws {
         let clock = ManualClock()
-        try await TestServer.withServer(configure: {
-            $0.rateLimit = RateLimit(requests: 1, burst: 3)
-            $0.rateLimitClock = { clock.now }
-        }) { server in
+        try await TestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 3))) { server in
             let app = uniqueApp("limited")
             let key = try await server.key(app: app)
             let sameAppKey = try await server.key(app: app)
@@ -57,10 +54,7 @@ struct RateLimitTests {
     @Test(.timeLimit(.minutes(2)))
     func everyAuthenticatedRouteIsLimitedAndTheOthersAreNot() async throws {
         let clock = ManualClock()
-        try await TestServer.withServer(configure: {
-            $0.rateLimit = RateLimit(requests: 1, burst: 3)
-            $0.rateLimitClock = { clock.now }
-        }) { server in
+        try await TestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 3))) { server in
             let fixture = try await Fixture(server: server)
             let admin = try #require(fixture.keys[.admin])
             // The fixture's experiments, made before the admin key's bucket is emptied.
@@ -120,5 +114,13 @@ final class ManualClock: Sendable {
 
     func advance(by duration: Duration) {
         instant.withLock { $0 += duration }
+    }
+
+    /// Configures a server to limit keys to `limit` on this clock.
+    func limiting(_ limit: RateLimit) -> (inout EngageServer.Configuration) -> Void {
+        { configuration in
+            configuration.rateLimit = limit
+            configuration.rateLimitClock = { self.now }
+        }
     }
 }
