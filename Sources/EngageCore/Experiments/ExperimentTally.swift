@@ -27,17 +27,26 @@ public struct ExperimentCounts: Sendable, Hashable {
 
     /// The counts of one notification.
     public init(_ state: NotificationState) {
-        let displayed = state.isDisplayed
+        self.init(delivered: state.isDelivered, presentation: state.presentation, expanded: state.isExpanded,
+                  actioned: state.isActioned, opened: state.isOpened, dismissed: state.isDismissed,
+                  replied: state.isReplied)
+    }
+
+    /// The counts of one notification from what its events showed; it was displayed when its
+    /// presentation is known, and only displayed notifications count engagement.
+    public init(delivered: Bool, presentation: ObservedPresentation, expanded: Bool, actioned: Bool,
+                opened: Bool, dismissed: Bool, replied: Bool) {
+        let displayed = presentation != .unknown
         self.init(
             notifications: 1,
-            delivered: state.isDelivered ? 1 : 0,
+            delivered: delivered ? 1 : 0,
             displayed: displayed ? 1 : 0,
-            richDisplayed: state.isDelivered && state.presentation == .rich ? 1 : 0,
-            expanded: displayed && state.isExpanded ? 1 : 0,
-            actioned: displayed && state.isActioned ? 1 : 0,
-            opened: displayed && state.isOpened ? 1 : 0,
-            dismissed: displayed && state.isDismissed ? 1 : 0,
-            replied: displayed && state.isReplied ? 1 : 0)
+            richDisplayed: delivered && presentation == .rich ? 1 : 0,
+            expanded: displayed && expanded ? 1 : 0,
+            actioned: displayed && actioned ? 1 : 0,
+            opened: displayed && opened ? 1 : 0,
+            dismissed: displayed && dismissed ? 1 : 0,
+            replied: displayed && replied ? 1 : 0)
     }
 
     /// The metric's numerator.
@@ -77,7 +86,7 @@ public struct ExperimentCounts: Sendable, Hashable {
 /// (some people open everything); treating them as independent would make intervals too narrow.
 /// With one notification per device this is exactly the binomial `p (1 - p) / n`.
 /// The moments are updated as each device's counts change, so analysis does not revisit devices.
-public struct ExperimentArmTally: Sendable {
+public struct ExperimentArmTally: Sendable, Equatable {
     /// Sums over all the arm's notifications.
     public private(set) var totals = ExperimentCounts()
     /// `processing_ms` of the delivered notifications.
@@ -86,7 +95,7 @@ public struct ExperimentArmTally: Sendable {
     /// Per metric (in `ExperimentMetric.allCases` order): sums of x^2, n^2 and x n over devices.
     private var squares = [Moments](repeating: Moments(), count: ExperimentMetric.allCases.count)
 
-    private struct Moments: Sendable {
+    private struct Moments: Sendable, Equatable {
         var xx = 0
         var nn = 0
         var xn = 0
@@ -98,10 +107,16 @@ public struct ExperimentArmTally: Sendable {
     public var devices: Int { perDevice.count }
 
     /// Adds one notification (each notification once: tallies are rebuilt for every analysis).
-    public mutating func add(_ state: NotificationState) {
-        guard let device = state.deviceID else { return }
-        record(device: device, ExperimentCounts(state))
-        if let delivered = state.delivered { processingMS.record(Double(delivered.processingMS)) }
+    public mutating func add(_ observation: ExperimentObservation) {
+        record(device: observation.deviceID, observation.counts)
+        if let processing = observation.processingMS { processingMS.record(Double(processing)) }
+    }
+
+    /// Adds the notifications of another tally of the same arm, counted on the same devices as
+    /// if they had been added here: the result does not depend on how notifications were split.
+    public mutating func merge(_ other: ExperimentArmTally) {
+        for (device, counts) in other.perDevice { record(device: device, counts) }
+        processingMS.merge(other.processingMS)
     }
 
     /// Adds counts for a device directly (tests and simulations; `add(_:)` for real states).
@@ -156,12 +171,14 @@ public struct ExperimentArmTally: Sendable {
 
 /// The notifications of one experiment, by the arm each was assigned (intent to treat, from the
 /// events' experiment tag) and, separately, by how each was actually shown (as treated).
-public struct ExperimentTallies: Sendable {
+public struct ExperimentTallies: Sendable, Equatable {
     public let experimentID: String
     /// Category filter of the definition; empty for all.
     public let categories: Set<String>
-    /// By assigned arm name.
-    public private(set) var arms: [String: ExperimentArmTally]
+    /// What `ObservedArm` positions point into.
+    public let armIndex: ExperimentArmIndex
+    /// By position in `armIndex`.
+    private var armTallies: [ExperimentArmTally]
     /// Displayed rich, all arms together.
     public private(set) var rich = ExperimentArmTally()
     /// Displayed plain, all arms together.
@@ -176,37 +193,65 @@ public struct ExperimentTallies: Sendable {
     public init(definition: ExperimentDefinition) {
         experimentID = definition.id
         categories = Set(definition.categories)
-        arms = Dictionary(definition.arms.map { ($0.name, ExperimentArmTally()) }, uniquingKeysWith: { a, _ in a })
+        armIndex = ExperimentArmIndex(definition)
+        armTallies = Array(repeating: ExperimentArmTally(), count: armIndex.names.count)
+    }
+
+    /// By assigned arm name.
+    public var arms: [String: ExperimentArmTally] {
+        Dictionary(uniqueKeysWithValues: zip(armIndex.names, armTallies))
     }
 
     /// Adds one notification's state; each notification once.
     public mutating func add(_ state: NotificationState) {
-        guard let tag = state.experiment, tag.id == experimentID else {
+        guard let observation = ExperimentObservation(state, arms: armIndex) else {
+            // Only an empty state has no origin; it is untagged like any state without a tag.
             otherExperiment += 1
             return
         }
-        if !categories.isEmpty, let category = state.category, !categories.contains(category) {
+        add(observation)
+    }
+
+    /// Adds one notification; each notification once.
+    public mutating func add(_ observation: ExperimentObservation) {
+        if observation.arm == .otherExperiment {
+            otherExperiment += 1
+            return
+        }
+        if !categories.isEmpty && !categories.contains(observation.category) {
             outsideCategories += 1
             return
         }
-        guard let index = arms.index(forKey: tag.arm) else {
+        guard case .arm(let position) = observation.arm else {
             unknownArm += 1
             return
         }
-        arms.values[index].add(state)
-        switch state.presentation {
-        case .rich: rich.add(state)
-        case .plain: plain.add(state)
+        armTallies[position].add(observation)
+        switch observation.presentation {
+        case .rich: rich.add(observation)
+        case .plain: plain.add(observation)
         case .unknown: break
         }
+    }
+
+    /// Adds the notifications of another tally of the same experiment (e.g. of another range of
+    /// notifications); the result equals adding all of them to one tally.
+    public mutating func merge(_ other: ExperimentTallies) {
+        precondition(other.armIndex == armIndex && other.categories == categories, "tallies of different experiments")
+        for position in armTallies.indices { armTallies[position].merge(other.armTallies[position]) }
+        rich.merge(other.rich)
+        plain.merge(other.plain)
+        otherExperiment += other.otherExperiment
+        unknownArm += other.unknownArm
+        outsideCategories += other.outsideCategories
     }
 
     /// Adds counts for a device of an arm directly (tests and simulations); false for an arm
     /// the experiment does not have.
     @discardableResult
     public mutating func record(arm: String, device: String, _ counts: ExperimentCounts) -> Bool {
-        guard arms[arm] != nil else { return false }
-        arms[arm]!.record(device: device, counts)
+        guard let position = armIndex.position(of: arm) else { return false }
+        armTallies[position].record(device: device, counts)
         return true
     }
 
