@@ -32,10 +32,7 @@ struct ExperimentReplay: Sendable {
         var fold = ExperimentObservation.Fold()
         // The current notification's first row, kept (with its chunk) to compare ids in place.
         var current: PostgresRow?
-        let fetch = fetch(chunkSize: chunkSize)
-        while true {
-            let rows = try connection.query(fetch)
-            if rows.isEmpty { break }
+        try connection.repeatUntilEmpty(fetch(chunkSize: chunkSize)) { rows in
             for index in 0..<rows.rowCount {
                 let row = rows[index]
                 replay.events += 1

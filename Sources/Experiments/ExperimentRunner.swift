@@ -67,8 +67,7 @@ public struct ExperimentRunner: Sendable {
         return try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
             try connection.execute(ExperimentReplay.cursor(definition, range: .all))
             var rows = 0
-            let fetch = ExperimentReplay.fetch(chunkSize: chunkSize)
-            while case let chunk = try connection.query(fetch), !chunk.isEmpty { rows += chunk.rowCount }
+            try connection.repeatUntilEmpty(ExperimentReplay.fetch(chunkSize: chunkSize)) { rows += $0.rowCount }
             try connection.execute("CLOSE experiment_replay")
             return rows
         }

@@ -38,8 +38,8 @@ extension PostgresCell {
         }
     }
 
-    /// A text value holding a decimal integer without sign or spaces, such as `jsonb ->> 'n'`
-    /// gives for a JSON integer; nil for anything else or past `limit`.
+    /// A text value holding a decimal integer of at most 18 digits without sign or spaces, such as
+    /// `jsonb ->> 'n'` gives for a JSON integer; nil for anything else or past `limit`.
     public func decimalInteger(upTo limit: Int64) -> Int64? {
         if isNull { return nil }
         return result.withCellBytes(row: row, column: column) { raw -> Int64? in

@@ -36,6 +36,8 @@ enum ExperimentBenchmark {
         let split = ExperimentRunner(pool: pool, chunkSize: chunkSize, lanes: lanes)
 
         var databaseTimes: [Double] = [], oneLaneTimes: [Double] = [], splitTimes: [Double] = []
+        // engage's own CPU seconds during each analysis: steadier than wall time on a busy machine.
+        var oneLaneCPU: [Double] = [], splitCPU: [Double] = []
         var last: ExperimentRunner.Outcome?
         for round in 1...rounds {
             var stopwatch = Stopwatch()
@@ -43,12 +45,16 @@ enum ExperimentBenchmark {
             databaseTimes.append(stopwatch.elapsed.seconds)
 
             stopwatch = Stopwatch()
+            var cpu = processCPUSeconds()
             let single = try await oneLane.analyse(definition, previousRuns: 0, now: now)
             oneLaneTimes.append(stopwatch.elapsed.seconds)
+            oneLaneCPU.append(processCPUSeconds() - cpu)
 
             stopwatch = Stopwatch()
+            cpu = processCPUSeconds()
             let outcome = try await split.analyse(definition, previousRuns: 0, now: now)
             splitTimes.append(stopwatch.elapsed.seconds)
+            splitCPU.append(processCPUSeconds() - cpu)
 
             guard outcome.tallies == single.tallies, outcome.events == rows, single.events == rows else {
                 throw BenchCommand.BenchError("the replays disagree: \(rows) rows, \(single.events) and \(outcome.events) events replayed")
@@ -64,9 +70,17 @@ enum ExperimentBenchmark {
         print("""
             experiment \(id): \(last.events) events, \(last.notifications) notifications, decision \(last.result.decision.code), \(rounds) round(s), FETCH \(chunkSize)
             database only (replay query, rows fetched and dropped, 1 connection): median \(format(database)) s
-            analysis (replay + statistics), 1 connection:                       median \(format(single)) s, \(format(single / database))x the database alone
-            analysis (replay + statistics), \(lanes) connections on one snapshot:   median \(format(parallel)) s, \(format(parallel / database))x the database alone
+            analysis (replay + statistics), 1 connection:                       median \(format(single)) s, \(format(single / database))x the database alone; engage CPU \(format(BenchCommand.median(oneLaneCPU))) s
+            analysis (replay + statistics), \(lanes) connections on one snapshot:   median \(format(parallel)) s, \(format(parallel / database))x the database alone; engage CPU \(format(BenchCommand.median(splitCPU))) s
             """)
+    }
+
+    /// User and system CPU time of this process so far.
+    private static func processCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        return seconds(usage.ru_utime) + seconds(usage.ru_stime)
     }
 
     private static func format(_ value: Double) -> String { String(format: "%.2f", value) }
