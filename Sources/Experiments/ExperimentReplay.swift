@@ -134,7 +134,6 @@ struct NotificationRange: Sendable, Equatable {
 
 /// Turns a replay row into `ExperimentEventFacts`, matching texts as bytes.
 private struct RowReader {
-    let arms: ExperimentArmIndex
     private let armNames: [[UInt8]]
     private let typeCases = EventType.allCases
     private let types = EventType.allCases.map { Array($0.rawValue.utf8) }
@@ -143,7 +142,6 @@ private struct RowReader {
     private let actions = [ActionDetails.openIdentifier, ActionDetails.dismissIdentifier].map { Array($0.utf8) }
 
     init(arms: ExperimentArmIndex) {
-        self.arms = arms
         armNames = arms.names.map { Array($0.utf8) }
     }
 

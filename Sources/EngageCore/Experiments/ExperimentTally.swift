@@ -92,14 +92,12 @@ public struct ExperimentArmTally: Sendable, Equatable {
     /// `processing_ms` of the delivered notifications.
     public private(set) var processingMS = LatencyHistogram()
     private var perDevice: [String: ExperimentCounts] = [:]
-    /// Per metric (in `ExperimentMetric.allCases` order): sums of x^2, n^2 and x n over devices.
-    private var squares = [Moments](repeating: Moments(), count: ExperimentMetric.allCases.count)
-
-    private struct Moments: Sendable, Equatable {
-        var xx = 0
-        var nn = 0
-        var xn = 0
-    }
+    /// Sums over devices of x^2, n^2 and x n, one lane per metric in `ExperimentMetric.allCases`
+    /// order (see `successesAndTrials`); vectors rather than an array of structs because every
+    /// notification updates all of them.
+    private var xx = SIMD8<Int>()
+    private var nn = SIMD8<Int>()
+    private var xn = SIMD8<Int>()
 
     public init() {}
 
@@ -125,14 +123,24 @@ public struct ExperimentArmTally: Sendable, Equatable {
         let old = Self.accumulate(&perDevice[device, default: ExperimentCounts()], counts)
         let new = old + counts
         totals = totals + counts
-        for i in Self.metrics.indices {
-            let metric = Self.metrics[i]
-            let (x0, n0) = (old.successes(metric), old.trials(metric))
-            let (x1, n1) = (new.successes(metric), new.trials(metric))
-            squares[i].xx += x1 * x1 - x0 * x0
-            squares[i].nn += n1 * n1 - n0 * n0
-            squares[i].xn += x1 * n1 - x0 * n0
-        }
+        let (x0, n0) = Self.successesAndTrials(old)
+        let (x1, n1) = Self.successesAndTrials(new)
+        xx &+= x1 &* x1 &- x0 &* x0
+        nn &+= n1 &* n1 &- n0 &* n0
+        xn &+= x1 &* n1 &- x0 &* n0
+    }
+
+    /// Each metric's successes and trials (`ExperimentCounts.successes`, `trials`), one lane per
+    /// metric in `ExperimentMetric.allCases` order; the last two lanes are unused.
+    static func successesAndTrials(_ c: ExperimentCounts) -> (x: SIMD8<Int>, n: SIMD8<Int>) {
+        // expansion, action, open, reply, dismiss, richDisplay
+        (SIMD8(c.expanded, c.actioned, c.opened, c.replied, c.dismissed, c.richDisplayed, 0, 0),
+         SIMD8(c.displayed, c.displayed, c.displayed, c.displayed, c.displayed, c.delivered, 0, 0))
+    }
+
+    /// The lane of `metric` in the moment vectors.
+    static func lane(_ metric: ExperimentMetric) -> Int {
+        metrics.firstIndex(of: metric)!
     }
 
     /// `ExperimentMetric.allCases`, built once.
@@ -157,13 +165,13 @@ public struct ExperimentArmTally: Sendable, Equatable {
         let n = Double(totals.trials(metric))
         let d = Double(devices)
         guard n > 0, d > 0 else { return nil }
-        let moments = squares[Self.metrics.firstIndex(of: metric)!]
+        let lane = Self.lane(metric)
         let ratio = x / n
         let meanX = x / d
         let meanN = n / d
-        let varianceX = max(0, Double(moments.xx) / d - meanX * meanX)
-        let varianceN = max(0, Double(moments.nn) / d - meanN * meanN)
-        let covariance = Double(moments.xn) / d - meanX * meanN
+        let varianceX = max(0, Double(xx[lane]) / d - meanX * meanX)
+        let varianceN = max(0, Double(nn[lane]) / d - meanN * meanN)
+        let covariance = Double(xn[lane]) / d - meanX * meanN
         let perDevice = max(0, (varianceX - 2 * ratio * covariance + ratio * ratio * varianceN) / (meanN * meanN))
         return MetricSummary(mean: ratio, variance: perDevice, count: devices)
     }
@@ -172,7 +180,6 @@ public struct ExperimentArmTally: Sendable, Equatable {
 /// The notifications of one experiment, by the arm each was assigned (intent to treat, from the
 /// events' experiment tag) and, separately, by how each was actually shown (as treated).
 public struct ExperimentTallies: Sendable, Equatable {
-    public let experimentID: String
     /// Category filter of the definition; empty for all.
     public let categories: Set<String>
     /// What `ObservedArm` positions point into.
@@ -191,15 +198,21 @@ public struct ExperimentTallies: Sendable, Equatable {
     public private(set) var outsideCategories = 0
 
     public init(definition: ExperimentDefinition) {
-        experimentID = definition.id
         categories = Set(definition.categories)
         armIndex = ExperimentArmIndex(definition)
         armTallies = Array(repeating: ExperimentArmTally(), count: armIndex.names.count)
     }
 
+    public var experimentID: String { armIndex.experimentID }
+
     /// By assigned arm name.
     public var arms: [String: ExperimentArmTally] {
         Dictionary(uniqueKeysWithValues: zip(armIndex.names, armTallies))
+    }
+
+    /// The tally of the arm named `name`, nil for an arm the experiment does not have.
+    public func arm(named name: String) -> ExperimentArmTally? {
+        armIndex.position(of: name).map { armTallies[$0] }
     }
 
     /// Adds one notification's state; each notification once.

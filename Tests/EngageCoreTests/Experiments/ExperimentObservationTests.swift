@@ -93,4 +93,15 @@ import Testing
         #expect(ExperimentAnalysis.run(definition: definition, tallies: merged, now: now)
             == ExperimentAnalysis.run(definition: definition, tallies: whole, now: now))
     }
+
+    @Test func eachMetricsLaneHoldsItsSuccessesAndTrials() {
+        let counts = ExperimentCounts(notifications: 100, delivered: 90, displayed: 80, richDisplayed: 70, expanded: 11,
+                                      actioned: 12, opened: 13, dismissed: 14, replied: 15)
+        let (x, n) = ExperimentArmTally.successesAndTrials(counts)
+        for metric in ExperimentMetric.allCases {
+            let lane = ExperimentArmTally.lane(metric)
+            #expect(x[lane] == counts.successes(metric) && n[lane] == counts.trials(metric), "\(metric)")
+        }
+        #expect(Set(ExperimentMetric.allCases.map(ExperimentArmTally.lane)).count == ExperimentMetric.allCases.count)
+    }
 }
