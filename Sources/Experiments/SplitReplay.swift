@@ -44,10 +44,16 @@ enum SplitReplay {
                 }
             }
             var total = ExperimentReplay(definition: definition)
-            while let part = try await group.next() {
-                total.merge(part)
-                // Lanes still waiting for a connection are not needed once the ranges are gone.
-                if shared.isClosed { group.cancelAll() }
+            do {
+                while let part = try await group.next() {
+                    total.merge(part)
+                    // Lanes still waiting for a connection are not needed once the ranges are gone.
+                    if shared.isClosed { group.cancelAll() }
+                }
+            } catch {
+                // The replay has failed: the other lanes stop after the range they are reading.
+                shared.abandon()
+                throw error
             }
             return total
         }
@@ -134,6 +140,11 @@ private final class SharedRanges: Sendable {
 
     func claim() -> NotificationRange? {
         state.withLock { $0.ranges.popLast() }
+    }
+
+    /// Leaves no range to claim.
+    func abandon() {
+        state.withLock { $0.ranges.removeAll() }
     }
 
     /// Called by the first lane before its transaction ends: waits for imports under way (one
