@@ -28,7 +28,7 @@ enum ExperimentBenchmark {
 
     static func measure(_ id: String, rounds: Int, lanes: Int, chunkSize: Int, pool: ConnectionPool) async throws {
         guard let record = try await ExperimentStore(pool: pool).get(id) else {
-            throw ExperimentCommandError(detail: "no experiment \(id) in this database (engage simulate --experiment creates one)")
+            throw ExperimentCommandError(detail: "no experiment \(id) in this database (create it with engage experiment create --file Examples/experiments/strategy-full-vs-adaptive.json, then engage simulate --direct appends its traffic)")
         }
         let definition = record.definition
         let now = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000))
