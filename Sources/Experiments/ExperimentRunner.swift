@@ -5,17 +5,23 @@ import Postgres
 /// One analysis of one experiment: replays the experiment's events from the log, folds them per
 /// notification, tallies the notifications by assigned arm and runs `ExperimentAnalysis`.
 ///
-/// The events are read through a cursor in one REPEATABLE READ transaction, `chunkSize` rows at
-/// a time, ordered by notification so that only one notification's state is in memory besides
-/// the tallies; the replay sees one consistent snapshot of the log.
+/// The events are read through cursors ordered by notification, `chunkSize` rows at a time, so
+/// that only one notification's state per connection is in memory besides the tallies. With
+/// `lanes` above 1 (and a pool that large) the notifications are split into ranges read on that
+/// many connections sharing one snapshot (`SplitReplay`); either way the replay sees one
+/// consistent snapshot of the log and gives the same tallies.
 public struct ExperimentRunner: Sendable {
     public let pool: ConnectionPool
     public var chunkSize: Int
+    /// Connections reading at once, at most the pool's size.
+    public var lanes: Int
 
-    public init(pool: ConnectionPool, chunkSize: Int = 5_000) {
+    public init(pool: ConnectionPool, chunkSize: Int = 5_000, lanes: Int = 2) {
         precondition(chunkSize > 0, "chunk size must be positive")
+        precondition(lanes > 0, "a replay needs at least one lane")
         self.pool = pool
         self.chunkSize = chunkSize
+        self.lanes = lanes
     }
 
     /// What a replay found besides the analysis.
@@ -25,77 +31,45 @@ public struct ExperimentRunner: Sendable {
         /// Events replayed, undecodable ones included.
         public var events: Int
         public var notifications: Int
-        /// Stored events whose payload did not decode (never expected; skipped).
+        /// Stored events whose fields did not read as a valid event's (never expected; skipped).
         public var undecodable: Int
+        /// Ranges of notifications the replay was read in (1: in one piece).
+        public var ranges: Int
     }
 
     /// Replays and analyses. `previousRuns` is the number of completed analyses before this one
     /// (it numbers the look); `now` is the analysis time.
     public func analyse(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
-        let chunkSize = chunkSize
-        let replay = try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
-            try Self.replay(definition, chunkSize: chunkSize, on: connection)
-        }
+        let replay = try await replay(definition)
         var result = ExperimentAnalysis.run(definition: definition, tallies: replay.tallies, now: now)
         // The analysis needs no memory of earlier runs: their number only names the look.
         result.look = previousRuns + 1
         return Outcome(result: result, tallies: replay.tallies, events: replay.events,
-                       notifications: replay.notifications, undecodable: replay.undecodable)
+                       notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges)
     }
 
-    struct Replay: Sendable {
-        var tallies: ExperimentTallies
-        var events = 0
-        var notifications = 0
-        var undecodable = 0
-    }
-
-    /// Inside an open transaction.
-    static func replay(_ definition: ExperimentDefinition, chunkSize: Int, on connection: Connection) throws -> Replay {
-        try connection.execute("""
-            DECLARE experiment_replay NO SCROLL CURSOR FOR
-            SELECT event_id, notification_id, type, category, device_id, occurred_at, payload
-            FROM events
-            WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
-            ORDER BY app_id, notification_id
-            """)
-        var replay = Replay(tallies: ExperimentTallies(definition: definition))
-        var current: String?
-        var state = NotificationState()
-        let fetch = SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")
-        while true {
-            let rows = try connection.query(fetch)
-            if rows.isEmpty { break }
-            for row in rows.rows {
-                replay.events += 1
-                let notificationID: String = try row.decode(1)
-                if notificationID != current {
-                    if current != nil { replay.add(state) }
-                    current = notificationID
-                    state = NotificationState()
-                }
-                guard let eventID = EventID(bytes: try row.cell(0).uuidBytes()),
-                      let type = EventType(rawValue: try row.decode(2)),
-                      let event = try? Event(eventID: eventID, type: type, notificationID: notificationID,
-                                             deviceID: try row.decode(4), category: try row.decode(3),
-                                             occurredAt: Timestamp(microsecondsSinceEpoch: try row.cell(5).unixMicroseconds()),
-                                             payloadJSON: try row.cell(6).utf8Bytes()) else {
-                    replay.undecodable += 1
-                    continue
-                }
-                state.apply(event)
-            }
+    /// The experiment's tallies as of one snapshot of the log.
+    func replay(_ definition: ExperimentDefinition) async throws -> ExperimentReplay {
+        let lanes = min(lanes, pool.size)
+        if lanes > 1 {
+            return try await SplitReplay.read(definition, lanes: lanes, chunkSize: chunkSize, pool: pool)
         }
-        if current != nil { replay.add(state) }
-        try connection.execute("CLOSE experiment_replay")
-        return replay
+        let chunkSize = chunkSize
+        return try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
+            try ExperimentReplay.read(definition, chunkSize: chunkSize, on: connection)
+        }
     }
-}
 
-extension ExperimentRunner.Replay {
-    mutating func add(_ state: NotificationState) {
-        guard !state.isEmpty else { return }
-        notifications += 1
-        tallies.add(state)
+    /// Reads the replay's rows on one connection without decoding them and returns their number:
+    /// what the database alone costs, the baseline `engage bench experiment` compares with.
+    public func readRowsOnly(_ definition: ExperimentDefinition) async throws -> Int {
+        let chunkSize = chunkSize
+        return try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
+            try connection.execute(ExperimentReplay.cursor(definition, range: .all))
+            var rows = 0
+            try connection.repeatUntilEmpty(ExperimentReplay.fetch(chunkSize: chunkSize)) { rows += $0.rowCount }
+            try connection.execute("CLOSE experiment_replay")
+            return rows
+        }
     }
 }

@@ -137,6 +137,45 @@ public final class Connection {
         }
     }
 
+    /// Runs `statement` (without parameters, e.g. `FETCH 1000 FROM replay`) again and again until
+    /// it returns no rows, handing each result to `body`. The next run is sent before `body` sees
+    /// the current rows, so the server produces the next chunk while the caller works on this one
+    /// (as far as the socket buffers hold it: chunks that fit there overlap best).
+    public func repeatUntilEmpty(_ statement: SQL, _ body: (QueryResult) throws -> Void) throws {
+        let handle = try requireHandle()
+        guard statement.parameters.isEmpty else {
+            throw PostgresError(kind: .encoding, message: "a repeated statement takes no parameters")
+        }
+        func send() throws {
+            // Binary results, as `query` asks for.
+            guard PQsendQueryParams(handle, statement.text, 0, nil, nil, nil, nil, 1) == 1 else {
+                throw connectionError(handle)
+            }
+        }
+        /// The result of the statement in flight, read to the end so that the next can be sent.
+        func receive() throws -> QueryResult {
+            var outcome: Result<QueryResult, Error>?
+            while let result = PQgetResult(handle) {
+                let checked = Result { try check(result, handle: handle) }
+                if outcome == nil { outcome = checked }
+            }
+            guard let outcome else { throw connectionError(handle) }
+            return try outcome.get()
+        }
+        try send()
+        while true {
+            let rows = try receive()
+            if rows.isEmpty { return }
+            try send()
+            do {
+                try body(rows)
+            } catch {
+                _ = try? receive()
+                throw error
+            }
+        }
+    }
+
     // MARK: COPY
 
     /// Streams `data` (in the format the COPY statement names) to `COPY ... FROM STDIN`.

@@ -50,6 +50,15 @@ enum BenchCommand: EngageCommand {
                     .init("sizes", value: "list", help: "Comma-separated log sizes in events.", default: "1000000,10000000"),
                     .init("repeats", value: "n", help: "Report queries per size; the median is reported.", default: "21"),
                 ]),
+            Command(
+                name: "experiment",
+                abstract: "Measure an experiment's analysis against the database alone reading the same rows.",
+                options: CommonOptions.database + CommonOptions.logging + [
+                    .init("experiment", value: "id", help: "The experiment analysed (its events must be in the database).", default: "strategy-full-vs-adaptive"),
+                    .init("rounds", value: "n", help: "Rounds of each measurement; medians are reported.", default: "5"),
+                    .init("lanes", value: "n", help: "Connections the split replay reads on.", default: "2"),
+                    .init("chunk", value: "n", help: "Rows per FETCH.", default: "5000"),
+                ]),
         ])
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -67,6 +76,10 @@ enum BenchCommand: EngageCommand {
         }
         if arguments.commandPath.last == "decode" {
             try DecodeBenchmark.run(arguments)
+            return
+        }
+        if arguments.commandPath.last == "experiment" {
+            try await ExperimentBenchmark.run(arguments)
             return
         }
         if arguments.commandPath.last == "report" {

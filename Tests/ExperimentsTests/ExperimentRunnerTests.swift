@@ -1,3 +1,4 @@
+import Dispatch
 import EngageCore
 import EventStore
 @testable import Experiments
@@ -63,6 +64,110 @@ struct ExperimentRunnerTests {
         #expect(outcome.events == 0)
         #expect(outcome.result.decision == .continue)
         #expect(outcome.result.look == 1)
+        await pool.close()
+    }
+
+    // MARK: The replay's shortcuts against the full decoder
+
+    /// A log of 3,000 simulated notifications, some events out of order and repeated, plus rows no
+    /// client could have sent: an unknown type, and an arm the experiment does not have.
+    static func loggedExperiment(_ pool: ConnectionPool) async throws -> ExperimentDefinition {
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = 3_000
+        scenario.deviceCount = 300
+        let simulated = try #require(scenario.experiment)
+        var simulator = try TrafficSimulator(scenario: scenario, seed: 7, start: Fixtures.time("2026-03-01T00:00:00Z"),
+                                             options: SimulationOptions(outOfOrderFraction: 0.2, duplicateFraction: 0.1))
+        let store = EventStore(pool: pool)
+        while let batch = simulator.next(batchSize: 2_000) {
+            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
+        }
+        try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                                    experiment_id, experiment_arm, payload)
+                SELECT gen_random_uuid(), 'demo', 'sim-7-1', 'bogus', 'new_photo', 'device-1', now(), \(simulated.id), 'control',
+                       jsonb_build_object('experiment', jsonb_build_object('id', \(simulated.id)::text, 'arm', 'control'))
+                UNION ALL
+                SELECT gen_random_uuid(), 'demo', 'extra-1', 'expanded', 'new_photo', 'device-1', now(), \(simulated.id), 'nope',
+                       jsonb_build_object('experiment', jsonb_build_object('id', \(simulated.id)::text, 'arm', 'nope'))
+                """)
+        }
+        return ExperimentDefinition(
+            id: simulated.id, appID: "demo",
+            arms: simulated.arms.enumerated().map { index, arm in
+                ExperimentArmDefinition(name: arm.name, strategy: arm.strategy, weight: arm.weight, isControl: index == 0)
+            },
+            hashSeed: simulated.seed, primaryMetric: .open)
+    }
+
+    /// The replay as it was before reading only the needed fields: every payload decoded in full,
+    /// every notification folded into a `NotificationState`.
+    static func fullyDecodedReplay(_ definition: ExperimentDefinition, _ pool: ConnectionPool) async throws
+        -> (tallies: ExperimentTallies, events: Int, notifications: Int, undecodable: Int)
+    {
+        try await pool.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT event_id, notification_id, type, category, device_id, occurred_at, payload FROM events
+                WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
+                """)
+            var states: [String: NotificationState] = [:]
+            var undecodable = 0
+            for row in rows.rows {
+                let notificationID: String = try row.decode(1)
+                guard let type = EventType(rawValue: try row.decode(2)),
+                      let event = try? Event(eventID: EventID(bytes: try row.cell(0).uuidBytes())!, type: type,
+                                             notificationID: notificationID, deviceID: try row.decode(4),
+                                             category: try row.decode(3),
+                                             occurredAt: Timestamp(microsecondsSinceEpoch: try row.cell(5).unixMicroseconds()),
+                                             payloadJSON: try row.cell(6).utf8Bytes()) else {
+                    undecodable += 1
+                    continue
+                }
+                states[notificationID, default: NotificationState()].apply(event)
+            }
+            var tallies = ExperimentTallies(definition: definition)
+            for state in states.values { tallies.add(state) }
+            return (tallies, rows.rowCount, states.count, undecodable)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func theReplayReadingOnlyTheNeededFieldsEqualsTheFullDecoderInOneOrSeveralRanges() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 3)
+        let definition = try await Self.loggedExperiment(pool)
+        let reference = try await Self.fullyDecodedReplay(definition, pool)
+        #expect(reference.undecodable == 1)
+        #expect(reference.tallies.unknownArm == 1)
+
+        for (lanes, chunkSize) in [(1, 5_000), (1, 7), (2, 1_000), (3, 333)] {
+            let outcome = try await ExperimentRunner(pool: pool, chunkSize: chunkSize, lanes: lanes)
+                .analyse(definition, previousRuns: 0, now: Fixtures.time("2026-03-03T00:00:00Z"))
+            #expect(outcome.tallies == reference.tallies, "\(lanes) lane(s)")
+            #expect(outcome.events == reference.events)
+            #expect(outcome.notifications == reference.notifications)
+            #expect(outcome.undecodable == reference.undecodable)
+            // One range on one connection; with more, the split gives each lane several.
+            #expect(lanes == 1 ? outcome.ranges == 1 : outcome.ranges == lanes * SplitReplay.rangesPerLane, "\(lanes) lane(s)")
+        }
+        await pool.close()
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aSplitReplayFinishesAloneWhenThePoolHasNoConnectionForTheOtherLane() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let definition = try await Self.loggedExperiment(pool)
+        let reference = try await Self.fullyDecodedReplay(definition, pool)
+        // Another user holds one of the two connections until the analysis is over.
+        let release = DispatchSemaphore(value: 0)
+        let holder = Task { try await pool.withConnection { _ in release.wait() } }
+        while pool.statistics.inUse == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        let outcome = try await ExperimentRunner(pool: pool, chunkSize: 500, lanes: 2)
+            .analyse(definition, previousRuns: 0, now: Fixtures.time("2026-03-03T00:00:00Z"))
+        release.signal()
+        try await holder.value
+        #expect(outcome.tallies == reference.tallies)
+        #expect(outcome.ranges == 2 * SplitReplay.rangesPerLane)
         await pool.close()
     }
 }

@@ -39,7 +39,7 @@ public enum ExperimentAnalysis {
     public static func run(definition: ExperimentDefinition, tallies: ExperimentTallies,
                            previous: [ExperimentRunResult] = [], now: Timestamp) -> ExperimentRunResult {
         let empty = ExperimentArmTally()
-        let tally = { (name: String) in tallies.arms[name] ?? empty }
+        let tally = { (name: String) in tallies.arm(named: name) ?? empty }
         let armSummaries = definition.arms.map { arm in
             let t = tally(arm.name)
             return ExperimentArmSummary(

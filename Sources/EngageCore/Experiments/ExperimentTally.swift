@@ -27,17 +27,26 @@ public struct ExperimentCounts: Sendable, Hashable {
 
     /// The counts of one notification.
     public init(_ state: NotificationState) {
-        let displayed = state.isDisplayed
+        self.init(delivered: state.isDelivered, presentation: state.presentation, expanded: state.isExpanded,
+                  actioned: state.isActioned, opened: state.isOpened, dismissed: state.isDismissed,
+                  replied: state.isReplied)
+    }
+
+    /// The counts of one notification from what its events showed; it was displayed when its
+    /// presentation is known, and only displayed notifications count engagement.
+    public init(delivered: Bool, presentation: ObservedPresentation, expanded: Bool, actioned: Bool,
+                opened: Bool, dismissed: Bool, replied: Bool) {
+        let displayed = presentation != .unknown
         self.init(
             notifications: 1,
-            delivered: state.isDelivered ? 1 : 0,
+            delivered: delivered ? 1 : 0,
             displayed: displayed ? 1 : 0,
-            richDisplayed: state.isDelivered && state.presentation == .rich ? 1 : 0,
-            expanded: displayed && state.isExpanded ? 1 : 0,
-            actioned: displayed && state.isActioned ? 1 : 0,
-            opened: displayed && state.isOpened ? 1 : 0,
-            dismissed: displayed && state.isDismissed ? 1 : 0,
-            replied: displayed && state.isReplied ? 1 : 0)
+            richDisplayed: delivered && presentation == .rich ? 1 : 0,
+            expanded: displayed && expanded ? 1 : 0,
+            actioned: displayed && actioned ? 1 : 0,
+            opened: displayed && opened ? 1 : 0,
+            dismissed: displayed && dismissed ? 1 : 0,
+            replied: displayed && replied ? 1 : 0)
     }
 
     /// The metric's numerator.
@@ -77,20 +86,18 @@ public struct ExperimentCounts: Sendable, Hashable {
 /// (some people open everything); treating them as independent would make intervals too narrow.
 /// With one notification per device this is exactly the binomial `p (1 - p) / n`.
 /// The moments are updated as each device's counts change, so analysis does not revisit devices.
-public struct ExperimentArmTally: Sendable {
+public struct ExperimentArmTally: Sendable, Equatable {
     /// Sums over all the arm's notifications.
     public private(set) var totals = ExperimentCounts()
     /// `processing_ms` of the delivered notifications.
     public private(set) var processingMS = LatencyHistogram()
     private var perDevice: [String: ExperimentCounts] = [:]
-    /// Per metric (in `ExperimentMetric.allCases` order): sums of x^2, n^2 and x n over devices.
-    private var squares = [Moments](repeating: Moments(), count: ExperimentMetric.allCases.count)
-
-    private struct Moments: Sendable {
-        var xx = 0
-        var nn = 0
-        var xn = 0
-    }
+    /// Sums over devices of x^2, n^2 and x n, one lane per metric in `ExperimentMetric.allCases`
+    /// order (see `successesAndTrials`); vectors rather than an array of structs because every
+    /// notification updates all of them.
+    private var xx = SIMD8<Int>()
+    private var nn = SIMD8<Int>()
+    private var xn = SIMD8<Int>()
 
     public init() {}
 
@@ -98,10 +105,16 @@ public struct ExperimentArmTally: Sendable {
     public var devices: Int { perDevice.count }
 
     /// Adds one notification (each notification once: tallies are rebuilt for every analysis).
-    public mutating func add(_ state: NotificationState) {
-        guard let device = state.deviceID else { return }
-        record(device: device, ExperimentCounts(state))
-        if let delivered = state.delivered { processingMS.record(Double(delivered.processingMS)) }
+    public mutating func add(_ observation: ExperimentObservation) {
+        record(device: observation.deviceID, observation.counts)
+        if let processing = observation.processingMS { processingMS.record(Double(processing)) }
+    }
+
+    /// Adds the notifications of another tally of the same arm, counted on the same devices as
+    /// if they had been added here: the result does not depend on how notifications were split.
+    public mutating func merge(_ other: ExperimentArmTally) {
+        for (device, counts) in other.perDevice { record(device: device, counts) }
+        processingMS.merge(other.processingMS)
     }
 
     /// Adds counts for a device directly (tests and simulations; `add(_:)` for real states).
@@ -110,14 +123,24 @@ public struct ExperimentArmTally: Sendable {
         let old = Self.accumulate(&perDevice[device, default: ExperimentCounts()], counts)
         let new = old + counts
         totals = totals + counts
-        for i in Self.metrics.indices {
-            let metric = Self.metrics[i]
-            let (x0, n0) = (old.successes(metric), old.trials(metric))
-            let (x1, n1) = (new.successes(metric), new.trials(metric))
-            squares[i].xx += x1 * x1 - x0 * x0
-            squares[i].nn += n1 * n1 - n0 * n0
-            squares[i].xn += x1 * n1 - x0 * n0
-        }
+        let (x0, n0) = Self.successesAndTrials(old)
+        let (x1, n1) = Self.successesAndTrials(new)
+        xx &+= x1 &* x1 &- x0 &* x0
+        nn &+= n1 &* n1 &- n0 &* n0
+        xn &+= x1 &* n1 &- x0 &* n0
+    }
+
+    /// Each metric's successes and trials (`ExperimentCounts.successes`, `trials`), one lane per
+    /// metric in `ExperimentMetric.allCases` order; the last two lanes are unused.
+    static func successesAndTrials(_ c: ExperimentCounts) -> (x: SIMD8<Int>, n: SIMD8<Int>) {
+        // expansion, action, open, reply, dismiss, richDisplay
+        (SIMD8(c.expanded, c.actioned, c.opened, c.replied, c.dismissed, c.richDisplayed, 0, 0),
+         SIMD8(c.displayed, c.displayed, c.displayed, c.displayed, c.displayed, c.delivered, 0, 0))
+    }
+
+    /// The lane of `metric` in the moment vectors.
+    static func lane(_ metric: ExperimentMetric) -> Int {
+        metrics.firstIndex(of: metric)!
     }
 
     /// `ExperimentMetric.allCases`, built once.
@@ -142,13 +165,13 @@ public struct ExperimentArmTally: Sendable {
         let n = Double(totals.trials(metric))
         let d = Double(devices)
         guard n > 0, d > 0 else { return nil }
-        let moments = squares[Self.metrics.firstIndex(of: metric)!]
+        let lane = Self.lane(metric)
         let ratio = x / n
         let meanX = x / d
         let meanN = n / d
-        let varianceX = max(0, Double(moments.xx) / d - meanX * meanX)
-        let varianceN = max(0, Double(moments.nn) / d - meanN * meanN)
-        let covariance = Double(moments.xn) / d - meanX * meanN
+        let varianceX = max(0, Double(xx[lane]) / d - meanX * meanX)
+        let varianceN = max(0, Double(nn[lane]) / d - meanN * meanN)
+        let covariance = Double(xn[lane]) / d - meanX * meanN
         let perDevice = max(0, (varianceX - 2 * ratio * covariance + ratio * ratio * varianceN) / (meanN * meanN))
         return MetricSummary(mean: ratio, variance: perDevice, count: devices)
     }
@@ -156,12 +179,13 @@ public struct ExperimentArmTally: Sendable {
 
 /// The notifications of one experiment, by the arm each was assigned (intent to treat, from the
 /// events' experiment tag) and, separately, by how each was actually shown (as treated).
-public struct ExperimentTallies: Sendable {
-    public let experimentID: String
+public struct ExperimentTallies: Sendable, Equatable {
     /// Category filter of the definition; empty for all.
     public let categories: Set<String>
-    /// By assigned arm name.
-    public private(set) var arms: [String: ExperimentArmTally]
+    /// What `ObservedArm` positions point into.
+    public let armIndex: ExperimentArmIndex
+    /// By position in `armIndex`.
+    private var armTallies: [ExperimentArmTally]
     /// Displayed rich, all arms together.
     public private(set) var rich = ExperimentArmTally()
     /// Displayed plain, all arms together.
@@ -174,39 +198,73 @@ public struct ExperimentTallies: Sendable {
     public private(set) var outsideCategories = 0
 
     public init(definition: ExperimentDefinition) {
-        experimentID = definition.id
         categories = Set(definition.categories)
-        arms = Dictionary(definition.arms.map { ($0.name, ExperimentArmTally()) }, uniquingKeysWith: { a, _ in a })
+        armIndex = ExperimentArmIndex(definition)
+        armTallies = Array(repeating: ExperimentArmTally(), count: armIndex.names.count)
+    }
+
+    public var experimentID: String { armIndex.experimentID }
+
+    /// By assigned arm name.
+    public var arms: [String: ExperimentArmTally] {
+        Dictionary(uniqueKeysWithValues: zip(armIndex.names, armTallies))
+    }
+
+    /// The tally of the arm named `name`, nil for an arm the experiment does not have.
+    public func arm(named name: String) -> ExperimentArmTally? {
+        armIndex.position(of: name).map { armTallies[$0] }
     }
 
     /// Adds one notification's state; each notification once.
     public mutating func add(_ state: NotificationState) {
-        guard let tag = state.experiment, tag.id == experimentID else {
+        guard let observation = ExperimentObservation(state, arms: armIndex) else {
+            // Only an empty state has no origin; it is untagged like any state without a tag.
             otherExperiment += 1
             return
         }
-        if !categories.isEmpty, let category = state.category, !categories.contains(category) {
+        add(observation)
+    }
+
+    /// Adds one notification; each notification once.
+    public mutating func add(_ observation: ExperimentObservation) {
+        if observation.arm == .otherExperiment {
+            otherExperiment += 1
+            return
+        }
+        if !categories.isEmpty && !categories.contains(observation.category) {
             outsideCategories += 1
             return
         }
-        guard let index = arms.index(forKey: tag.arm) else {
+        guard case .arm(let position) = observation.arm else {
             unknownArm += 1
             return
         }
-        arms.values[index].add(state)
-        switch state.presentation {
-        case .rich: rich.add(state)
-        case .plain: plain.add(state)
+        armTallies[position].add(observation)
+        switch observation.presentation {
+        case .rich: rich.add(observation)
+        case .plain: plain.add(observation)
         case .unknown: break
         }
+    }
+
+    /// Adds the notifications of another tally of the same experiment (e.g. of another range of
+    /// notifications); the result equals adding all of them to one tally.
+    public mutating func merge(_ other: ExperimentTallies) {
+        precondition(other.armIndex == armIndex && other.categories == categories, "tallies of different experiments")
+        for position in armTallies.indices { armTallies[position].merge(other.armTallies[position]) }
+        rich.merge(other.rich)
+        plain.merge(other.plain)
+        otherExperiment += other.otherExperiment
+        unknownArm += other.unknownArm
+        outsideCategories += other.outsideCategories
     }
 
     /// Adds counts for a device of an arm directly (tests and simulations); false for an arm
     /// the experiment does not have.
     @discardableResult
     public mutating func record(arm: String, device: String, _ counts: ExperimentCounts) -> Bool {
-        guard arms[arm] != nil else { return false }
-        arms[arm]!.record(device: device, counts)
+        guard let position = armIndex.position(of: arm) else { return false }
+        armTallies[position].record(device: device, counts)
         return true
     }
 

@@ -3,8 +3,8 @@ import Testing
 
 /// SplitMix64 with its own bounded integers and shuffle: the standard library does not promise
 /// that `random(in:using:)` or `shuffle(using:)` draw the same way in every version, and a failing
-/// seed must reproduce.
-private struct StreamRandom {
+/// seed must reproduce. Also used by the experiment fold's tests.
+struct StreamRandom {
     private var state: UInt64
 
     init(seed: UInt64) { state = seed }
@@ -40,7 +40,7 @@ private struct StreamRandom {
 
 /// Random events of one notification. Times fall in six seconds around midnight, so times tie and
 /// days differ; categories, devices, tags and presentations disagree now and then.
-private func randomStream(_ random: inout StreamRandom, notification: String = "apns-1") -> [Event] {
+func randomStream(_ random: inout StreamRandom, notification: String = "apns-1") -> [Event] {
     let midnight = UTCDay(year: 2026, month: 11, day: 30)!.start
     let tags = [ExperimentTag(id: "thumbs-v1", arm: "thumbnail", probability: 0.5),
                 ExperimentTag(id: "thumbs-v1", arm: "full", probability: 0.5),
@@ -83,7 +83,7 @@ private func randomStream(_ random: inout StreamRandom, notification: String = "
 }
 
 /// The events in a random order, each delivered one to three times.
-private func redelivered(_ events: [Event], _ random: inout StreamRandom) -> [Event] {
+func redelivered(_ events: [Event], _ random: inout StreamRandom) -> [Event] {
     var out: [Event] = []
     for event in events {
         for _ in 0..<(1 + (random.oneIn(3) ? 1 + random.below(2) : 0)) { out.append(event) }

@@ -1,0 +1,181 @@
+import EngageCore
+import Postgres
+
+/// Reads one experiment's events in notification order and folds each notification into an
+/// `ExperimentObservation` for the tallies.
+///
+/// The query reads the columns and the three payload fields the analysis uses
+/// (`ExperimentEventFacts`); PostgreSQL extracts them from the `jsonb`, so payloads are neither
+/// rendered as text nor parsed here, which was most of the replay's cost. The log holds only
+/// events validated at ingestion; a row whose fields do not read as such is counted undecodable
+/// and skipped, as a payload that failed to decode was before.
+struct ExperimentReplay: Sendable {
+    var tallies: ExperimentTallies
+    /// Rows read, undecodable ones included.
+    var events = 0
+    var notifications = 0
+    var undecodable = 0
+    /// Ranges of notifications read (and merged) to make this replay.
+    var ranges = 0
+
+    init(definition: ExperimentDefinition) {
+        tallies = ExperimentTallies(definition: definition)
+    }
+
+    /// The replay of notifications `range` of the experiment, in an open transaction.
+    static func read(_ definition: ExperimentDefinition, range: NotificationRange = .all, chunkSize: Int,
+                     on connection: Connection) throws -> ExperimentReplay {
+        try connection.execute(cursor(definition, range: range))
+        var replay = ExperimentReplay(definition: definition)
+        replay.ranges = 1
+        let reader = RowReader(arms: replay.tallies.armIndex)
+        var fold = ExperimentObservation.Fold()
+        // The current notification's first row, kept (with its chunk) to compare ids in place.
+        var current: PostgresRow?
+        try connection.repeatUntilEmpty(fetch(chunkSize: chunkSize)) { rows in
+            for index in 0..<rows.rowCount {
+                let row = rows[index]
+                replay.events += 1
+                if current.map({ !row.cell(1).hasSameBytes(as: $0.cell(1)) }) ?? true {
+                    replay.add(fold)
+                    fold = ExperimentObservation.Fold()
+                    current = row
+                }
+                guard let facts = try reader.facts(row) else {
+                    replay.undecodable += 1
+                    continue
+                }
+                try fold.apply(facts) { (try row.decode(7), try row.decode(8)) }
+            }
+        }
+        replay.add(fold)
+        try connection.execute("CLOSE experiment_replay")
+        return replay
+    }
+
+    /// Declares the cursor `experiment_replay` over the rows of notifications `range`: the columns
+    /// `RowReader` reads, in notification order.
+    static func cursor(_ definition: ExperimentDefinition, range: NotificationRange) -> SQL {
+        var sql: SQL = """
+            DECLARE experiment_replay NO SCROLL CURSOR FOR
+            SELECT event_id, notification_id, type, occurred_at, experiment_arm,
+                   CASE type WHEN 'delivered' THEN payload ->> 'processing_ms'
+                             WHEN 'displayed' THEN payload ->> 'presentation'
+                             WHEN 'action' THEN payload ->> 'action_id' END,
+                   type = 'action' AND payload ->> 'text_input_length' IS NOT NULL,
+                   category, device_id
+            FROM events
+            WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
+            """
+        if let lower = range.lower { sql.append(" AND notification_id >= \(lower)") }
+        if let upper = range.upper { sql.append(" AND notification_id < \(upper)") }
+        sql.append(" ORDER BY app_id, experiment_id, notification_id")
+        return sql
+    }
+
+    static func fetch(chunkSize: Int) -> SQL {
+        SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")
+    }
+
+    /// About `count` ranges of the experiment's notifications with similar numbers of events,
+    /// from a sample of the log's pages: `[.all]` when the sample is too small to split on (a
+    /// small experiment, which one connection reads quickly anyway). Any boundaries give the same
+    /// replay; good ones only balance the work.
+    static func ranges(_ definition: ExperimentDefinition, count: Int, on connection: Connection) throws -> [NotificationRange] {
+        guard count > 1 else { return [.all] }
+        let pages = try connection.query("""
+            SELECT coalesce(sum(pg_relation_size(inhrelid)), 0) / current_setting('block_size')::int8
+            FROM pg_inherits WHERE inhparent = 'events'::regclass
+            """)[0].decode(0, as: Int.self)
+        // About `sampledPages` pages, however large the log.
+        let percent = min(100, 100 * Double(sampledPages) / Double(max(pages, 1)))
+        let sample = try connection.query("""
+            SELECT notification_id FROM events TABLESAMPLE SYSTEM (\(percent)) REPEATABLE (0)
+            WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
+            ORDER BY notification_id
+            """)
+        guard sample.rowCount >= minimumSamplesPerRange * count else { return [.all] }
+        var boundaries: [String] = []
+        for k in 1..<count {
+            let boundary: String = try sample[k * sample.rowCount / count].decode(0)
+            if boundaries.last != boundary { boundaries.append(boundary) }
+        }
+        let lowers: [String?] = [nil] + boundaries
+        let uppers: [String?] = boundaries + [nil]
+        return zip(lowers, uppers).map { NotificationRange(lower: $0, upper: $1) }
+    }
+
+    static let sampledPages = 1_000
+    static let minimumSamplesPerRange = 100
+
+    mutating func add(_ fold: ExperimentObservation.Fold) {
+        guard let observation = fold.observation else { return }
+        notifications += 1
+        tallies.add(observation)
+    }
+
+    /// Adds another range's replay of the same experiment.
+    mutating func merge(_ other: ExperimentReplay) {
+        tallies.merge(other.tallies)
+        events += other.events
+        notifications += other.notifications
+        undecodable += other.undecodable
+        ranges += other.ranges
+    }
+}
+
+/// Notification ids from `lower` (included) to `upper` (excluded); nil: unbounded.
+struct NotificationRange: Sendable, Equatable {
+    var lower: String?
+    var upper: String?
+
+    static let all = NotificationRange(lower: nil, upper: nil)
+}
+
+/// Turns a replay row into `ExperimentEventFacts`, matching texts as bytes.
+private struct RowReader {
+    private let armNames: [[UInt8]]
+    private let typeCases = EventType.allCases
+    private let types = EventType.allCases.map { Array($0.rawValue.utf8) }
+    private let presentationCases = Presentation.allCases
+    private let presentations = Presentation.allCases.map { Array($0.rawValue.utf8) }
+    private let actions = [ActionDetails.openIdentifier, ActionDetails.dismissIdentifier].map { Array($0.utf8) }
+
+    init(arms: ExperimentArmIndex) {
+        armNames = arms.names.map { Array($0.utf8) }
+    }
+
+    /// Nil when a field the analysis needs is missing or not what validation would have allowed.
+    func facts(_ row: PostgresRow) throws -> ExperimentEventFacts? {
+        guard let type = row.cell(2).position(in: types).map({ typeCases[$0] }) else { return nil }
+        let detail = row.cell(5)
+        let kind: ExperimentEventFacts.Kind
+        switch type {
+        case .sent:
+            kind = .sent
+        case .delivered:
+            guard let processing = detail.decimalInteger(upTo: 1 << 53) else { return nil }
+            kind = .delivered(processingMS: Int(processing))
+        case .displayed:
+            guard let presentation = detail.position(in: presentations).map({ presentationCases[$0] }) else { return nil }
+            kind = .displayed(presentation)
+        case .expanded:
+            kind = .expanded
+        case .action:
+            guard !detail.isNull else { return nil }
+            let action: ExperimentEventFacts.ActionKind = switch detail.position(in: actions) {
+            case 0: .open
+            case 1: .dismiss
+            default: .custom
+            }
+            kind = .action(action, replied: try row.cell(6).bool())
+        }
+        let (high, low) = try row.cell(0).uuidHalves()
+        // Every row has this experiment's id (the query filters on it): only the arm can differ.
+        let armCell = row.cell(4)
+        let arm: ObservedArm? = armCell.isNull ? nil : armCell.position(in: armNames).map(ObservedArm.arm) ?? .unknownArm
+        return ExperimentEventFacts(eventID: EventID(high: high, low: low),
+                                    occurredAt: Timestamp(microsecondsSinceEpoch: try row.cell(3).unixMicroseconds()),
+                                    arm: arm, kind: kind)
+    }
+}
