@@ -82,7 +82,7 @@ struct ExperimentRunnerTests {
         while let batch = simulator.next(batchSize: 2_000) {
             _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
         }
-        try await pool.withConnection { connection in
+        _ = try await pool.withConnection { connection in
             try connection.execute("""
                 INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                     experiment_id, experiment_arm, payload)

@@ -57,8 +57,12 @@ struct UnsafeSQLAuditTests {
         Allowance(reason: "a constant column list", file: "Sources/Experiments/Scheduler.swift", lines: [
             #""SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])"#,
         ]),
-        Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/ExperimentRunner.swift", lines: [
-            #"let fetch = SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")"#,
+        Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/ExperimentReplay.swift", lines: [
+            #"SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")"#,
+        ]),
+        Allowance(reason: "a snapshot id from pg_export_snapshot() on engage's own connection, checked to be hex digits and dashes (SET TRANSACTION SNAPSHOT takes no parameters)",
+                  file: "Sources/Experiments/SplitReplay.swift", lines: [
+            #"try connection.execute(SQL(unsafeSQL: "SET TRANSACTION SNAPSHOT '\(snapshot)'"))"#,
         ]),
         Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/StrategyReplayReader.swift", lines: [
             #"let fetch = SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM strategy_replay")"#,
