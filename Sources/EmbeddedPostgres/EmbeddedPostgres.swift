@@ -161,6 +161,12 @@ public struct EmbeddedPostgres: Sendable {
             "unix_socket_directories": "'\(socketDirectory)'",
             "port": String(options.port),
             "max_connections": "200",
+            // Sustained ingestion writes tens of MB of WAL a second: with the stock 1 GB of WAL
+            // between checkpoints they come every few seconds, and each one makes the next write
+            // to every index page a full-page image; the random event ids touch pages all over
+            // the idempotency index, so latency grows with the log. Checkpoints on time instead.
+            "max_wal_size": "8GB",
+            "shared_buffers": "256MB",
         ]
         settings.merge(options.settings) { _, new in new }
         let serverOptions = settings.keys.sorted().map { "-c \($0)=\(settings[$0]!)" }.joined(separator: " ")
