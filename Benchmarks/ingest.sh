@@ -174,6 +174,17 @@ children_seconds() {
 # Value of key=value in the wrk.result line of a wrk output file.
 result() { sed -n 's/^wrk\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
 
+# Stops engage with SIGTERM, as an operator would; sets SERVER_STATUS to its exit status.
+stop_server() {
+    log "stopping engage with SIGTERM"
+    kill -TERM "$SERVER_PID"
+    for _ in $(seq 600); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$SERVER_PID" 2>/dev/null && die "engage still runs 60 s after SIGTERM"
+    SERVER_STATUS=0
+    wait "$SERVER_PID" || SERVER_STATUS=$?
+    SERVER_PID=""
+}
+
 # run_wrk NAME CONNECTIONS BATCH RATE TAG SECONDS: load with wrk/batch.lua (RATE 0: unpaced).
 run_wrk() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
@@ -325,12 +336,7 @@ if [[ $MODE == soak ]]; then
     RSS_GROWTH=$(calc "100 * ($LAST_RSS - $FIRST_RSS) / $FIRST_RSS")
     P99_MEDIAN=$(echo "$P99S" | median)
     P99_MAX=$(echo "$P99S" | tr ' ' '\n' | grep . | sort -g | tail -1)
-    log "stopping engage with SIGTERM"
-    kill -TERM "$SERVER_PID"
-    for _ in $(seq 600); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-    SERVER_STATUS=0
-    wait "$SERVER_PID" || SERVER_STATUS=$?
-    SERVER_PID=""
+    stop_server
     le "$RSS_GROWTH" 10 && rss_ok=0 || rss_ok=1
     [[ $ERRORS_TOTAL == 0 ]] && errors_ok=0 || errors_ok=1
     # Every acknowledged event is stored; at most the requests in flight when each window's wrk
@@ -409,13 +415,7 @@ RSS_MAX_MB=$(awk '$2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.
 HWM_MB=$(awk '$3 > m { m = $3 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
 SAMPLES=$(wc -l <"$WORK/rss.log")
 
-log "stopping engage with SIGTERM"
-kill -TERM "$SERVER_PID"
-for _ in $(seq 600); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
-kill -0 "$SERVER_PID" 2>/dev/null && die "engage still runs 60 s after SIGTERM"
-SERVER_STATUS=0
-wait "$SERVER_PID" || SERVER_STATUS=$?
-SERVER_PID=""
+stop_server
 wait "$SAMPLER_PID" 2>/dev/null || true
 SAMPLER_PID=""
 [[ $SERVER_STATUS == 0 ]] || { tail -20 "$WORK/serve.log" >&2; die "engage exited $SERVER_STATUS after SIGTERM"; }

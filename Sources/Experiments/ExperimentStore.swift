@@ -152,6 +152,13 @@ public struct ExperimentStore: Sendable {
         }
     }
 
+    /// The same for an experiment already read, without reading it again.
+    public func history(of definition: ExperimentDefinition) async throws -> [ExperimentLog.StoredEntry] {
+        try await pool.withConnection { connection in
+            try ExperimentLog.entries(experimentID: definition.id, appID: definition.appID, on: connection)
+        }
+    }
+
     static func record(_ row: PostgresRow) throws -> ExperimentRecord {
         ExperimentRecord(definition: try definition(row, column: 0), createdAt: try row.timestamp(1), updatedAt: try row.timestamp(2))
     }

@@ -59,13 +59,12 @@ public struct EngagementChanges: Sendable {
         changes.states.reserveCapacity(known.count + 16)
         for stored in events {
             changes.eventCount += 1
-            // Experiment lifecycle and decisions share the log but are no notification's events.
-            if ExperimentLogEntry.action(ofType: stored.type) != nil { continue }
             guard let type = EventType(rawValue: stored.type),
                   let event = try? Event(eventID: stored.eventID, type: type, notificationID: stored.notificationID,
                                          deviceID: stored.deviceID, category: stored.category, occurredAt: stored.occurredAt,
                                          payloadJSON: stored.payload) else {
-                changes.undecodable += 1
+                // Experiment lifecycle and decisions share the log but are no notification's events.
+                if ExperimentLogEntry.action(ofType: stored.type) == nil { changes.undecodable += 1 }
                 continue
             }
             let key = NotificationKey(appID: stored.appID, notificationID: stored.notificationID)

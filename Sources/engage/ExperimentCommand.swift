@@ -79,7 +79,7 @@ enum ExperimentCommand: EngageCommand {
                 if format == .json {
                     print(String(decoding: record.definition.canonicalJSON, as: UTF8.self))
                 } else {
-                    let lifecycle = try await store.history(id).filter { $0.action != .analysed }.map {
+                    let lifecycle = try await store.history(of: record.definition).filter { $0.action != .analysed }.map {
                         ExperimentSummaryText.LifecycleLine(action: $0.action.rawValue, at: $0.occurredAt, payload: $0.payload)
                     }
                     let latest = try await store.runs(id, limit: 50).first { $0.status == .done }.map {

@@ -144,14 +144,14 @@ public struct ExperimentRoutes: Sendable {
     public func history(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
             let id = request.pathParameters["id"] ?? ""
-            guard try await store.get(id, app: key.appID) != nil else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
+            guard let record = try await store.get(id, app: key.appID) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             var w = JSONWriter(capacity: 4096)
             w.beginObject()
             w.key("entries")
             w.beginArray()
-            for entry in try await store.history(id) {
+            for entry in try await store.history(of: record.definition) {
                 w.beginObject()
-                w.key("type"); w.string(ExperimentLogEntry.typePrefix + entry.action.rawValue)
+                w.key("type"); w.string(ExperimentLogEntry.type(of: entry.action))
                 w.key("occurred_at"); w.string(entry.occurredAt.rfc3339)
                 w.key("recorded_at"); w.string(entry.recordedAt.rfc3339)
                 w.key("payload"); w.raw(entry.payload)

@@ -72,7 +72,7 @@ public struct SentDetails: Sendable, Equatable {
     }
 }
 
-public struct MediaVariant: Sendable, Equatable {
+public struct MediaVariant: Sendable, Hashable {
     /// e.g. "original", "thumbnail", "poster".
     public var variant: String
     public var kind: AttachmentKind

@@ -22,15 +22,15 @@ public struct ExperimentLogEntry: Sendable, Equatable {
     public var payload: [UInt8]
 
     /// The event type this entry has in the log.
-    public var type: String { Self.typePrefix + action.rawValue }
+    public var type: String { Self.type(of: action) }
+
+    /// The event type of entries of `action`.
+    public static func type(of action: Action) -> String { typePrefix + action.rawValue }
 
     /// The log stream (the `notification_id` column) holding this experiment's entries.
     public var streamID: String { Self.streamID(experimentID: experimentID) }
 
     public static let typePrefix = "experiment_"
-
-    /// Every type an entry can have, for readers that must skip them.
-    public static let types: [String] = Action.allCases.map { typePrefix + $0.rawValue }
 
     public static func streamID(experimentID: String) -> String { "experiment:" + experimentID }
 

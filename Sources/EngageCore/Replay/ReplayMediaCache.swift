@@ -1,25 +1,15 @@
-/// What identifies one media file across pushes in a replay.
-///
-/// `sent` events carry no URL or content hash, only each variant's kind, format, exact byte size,
-/// dimensions and duration; the variant's name (`original`, `thumbnail`) is a role, not an
-/// identity, and is left out. Two compressed files of the same kind, format, byte count and
-/// dimensions are almost always the same file, so a re-sent image is recognised; the rare
-/// collision between different files makes the replay predict a cache hit that did not happen.
-public struct MediaKey: Sendable, Hashable {
-    public var kind: AttachmentKind
-    public var format: MediaFormat
-    public var bytes: Int
-    public var width: Int?
-    public var height: Int?
-    public var durationMS: Int?
-
-    public init(_ variant: MediaVariant) {
-        kind = variant.kind
-        format = variant.format
-        bytes = variant.bytes
-        width = variant.width
-        height = variant.height
-        durationMS = variant.durationMS
+extension MediaVariant {
+    /// What identifies one media file across pushes in a replay: the variant without its name.
+    ///
+    /// `sent` events carry no URL or content hash, only each variant's kind, format, exact byte
+    /// size, dimensions and duration; the variant's name (`original`, `thumbnail`) is a role, not
+    /// an identity. Two compressed files of the same kind, format, byte count and dimensions are
+    /// almost always the same file, so a re-sent image is recognised; the rare collision between
+    /// different files makes the replay predict a cache hit that did not happen.
+    var cacheIdentity: MediaVariant {
+        var identity = self
+        identity.variant = ""
+        return identity
     }
 }
 
@@ -30,7 +20,7 @@ public struct MediaKey: Sendable, Hashable {
 /// Media the app prefetched outside the extension leaves no trace in the log and is not known.
 struct ReplayMediaCache: Sendable {
     /// When each file was last received, by delivery time.
-    private var receivedAt: [MediaKey: Timestamp] = [:]
+    private var receivedAt: [MediaVariant: Timestamp] = [:]
 
     /// Above this many files, expired ones are dropped on the next insertion.
     private static let pruneThreshold = 256
@@ -42,7 +32,7 @@ struct ReplayMediaCache: Sendable {
         var variants = VariantSet()
         var age = 0
         for index in media.indices where index < VariantSet.capacity {
-            guard let received = receivedAt[MediaKey(media[index])] else { continue }
+            guard let received = receivedAt[media[index].cacheIdentity] else { continue }
             let seconds = Self.ageSeconds(from: received, to: time)
             guard seconds <= ttlSeconds else { continue }
             variants.insert(index)
@@ -53,7 +43,7 @@ struct ReplayMediaCache: Sendable {
 
     /// Whether `variant` was received within the TTL before `time`.
     func holds(_ variant: MediaVariant, at time: Timestamp, ttlSeconds: Int) -> Bool {
-        guard let received = receivedAt[MediaKey(variant)] else { return false }
+        guard let received = receivedAt[variant.cacheIdentity] else { return false }
         return Self.ageSeconds(from: received, to: time) <= ttlSeconds
     }
 
@@ -62,7 +52,7 @@ struct ReplayMediaCache: Sendable {
         if receivedAt.count >= Self.pruneThreshold {
             receivedAt = receivedAt.filter { Self.ageSeconds(from: $0.value, to: time) <= ttlSeconds }
         }
-        let key = MediaKey(variant)
+        let key = variant.cacheIdentity
         if let previous = receivedAt[key], previous > time { return }
         receivedAt[key] = time
     }
