@@ -37,6 +37,8 @@
 #   BATCH=100            events per request in phases A and B
 #   SINGLE_CONNECTIONS=64  connections of phase C
 #   COPY_ROWS=300000     rows of each \copy round; COPY_ROUNDS=3 rounds
+#   IDS=time             event ids of every phase and of the \copy rows: time (time-ordered, as
+#                        EngageClient makes them) or random (as v4 UUIDs from other clients)
 #   HTTP_THREADS, COMMITTERS, POOL_SIZE   passed to `engage serve` when set
 #   PORT=0               port to listen on (0: a free one, chosen by the server)
 #   WORK_PARENT=/var/tmp where the run's directory (data dir, logs, rows) is made
@@ -60,6 +62,7 @@ BATCH=${BATCH:-100}
 SINGLE_CONNECTIONS=${SINGLE_CONNECTIONS:-64}
 COPY_ROWS=${COPY_ROWS:-300000}
 COPY_ROUNDS=${COPY_ROUNDS:-3}
+IDS=${IDS:-time}
 HTTP_THREADS=${HTTP_THREADS:-}
 COMMITTERS=${COMMITTERS:-}
 POOL_SIZE=${POOL_SIZE:-}
@@ -150,7 +153,7 @@ now_ns() { date +%s%N; }
 verdict() { if [[ $1 == 0 ]]; then echo "met"; else echo "**missed**"; fi; }
 
 sql() { "$PSQL" "$CONNINFO" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-reset_log() { sql -c "TRUNCATE events, event_ids" -c "VACUUM ANALYZE event_ids" -c "CHECKPOINT" >/dev/null; }
+reset_log() { sql -c "TRUNCATE events" -c "VACUUM ANALYZE events" -c "CHECKPOINT" >/dev/null; }
 count_events() { sql -c "SELECT count(*) FROM events"; }
 row_bytes() { sql -c "SELECT coalesce(avg(pg_column_size(e.*)), 0)::int FROM events e"; }
 
@@ -189,7 +192,7 @@ stop_server() {
 run_wrk() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
     times >"$WORK/times-$name.0" # the shell's children's CPU so far: wrk's is the difference
-    INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS \
+    INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS INGEST_IDS=$IDS \
         "$WRK" -t"$THREADS" -c"$connections" -d"${seconds}s" --timeout 10s -s "$BENCH/wrk/batch.lua" "$URL" \
         >"$WORK/wrk-$name.txt" 2>&1 &
     WRK_PID=$!
@@ -368,7 +371,7 @@ fi
 # 2. Baseline: psql \copy of the same rows into the same table, one connection
 
 log "baseline: writing $COPY_ROWS rows"
-sql -v rows="$COPY_ROWS" -v app="$APP" -f "$BENCH/copy-rows.sql" >"$WORK/rows.tsv"
+sql -v rows="$COPY_ROWS" -v app="$APP" -v ids="$IDS" -f "$BENCH/copy-rows.sql" >"$WORK/rows.tsv"
 COPY_RATES=""
 for round in $(seq "$COPY_ROUNDS"); do
     reset_log
@@ -439,7 +442,7 @@ cat <<EOF
 
 ### Ingestion ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-wrk -t$THREADS, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
+wrk -t$THREADS, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Event ids: $IDS. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
 
 | measurement | result | target | |
 |---|---:|---:|---|

@@ -6,10 +6,12 @@
 --   INGEST_TAG      0-4095, distinguishes the event ids of one run's phases (default 0)
 --   INGEST_RATE     total requests/s to pace to over all threads; unset or 0 = as fast as possible
 --   INGEST_THREADS  wrk's -t, needed to split INGEST_RATE between threads (default 2)
+--   INGEST_IDS      time (default): time-ordered ids, as EngageClient makes them (UUIDv7 layout);
+--                   random: ids that land all over the index, as client-made v4 UUIDs do
 --
--- Event ids are unique without coordination: RRRRRRRR-RRRR-4TTT-8HHH-CCCCCCCCCCCC, where R is
--- random (so inserts land all over the event_ids index, as client-made v4 UUIDs do), T the tag,
--- H the wrk thread and C a per-thread counter. The rest of each event (about 330 bytes on the
+-- Event ids are unique without coordination: MMMMMMMM-MMMM-7TTT-8HHH-CCCCCCCCCCCC, where M is the
+-- request's Unix time in milliseconds (with INGEST_IDS=random: RRRRRRRR-RRRR-4TTT-..., R random),
+-- T the tag, H the wrk thread and C a per-thread counter. The rest of each event (about 330 bytes on the
 -- wire) comes from 997 precomputed variants; Benchmarks/copy-rows.sql builds the \copy
 -- baseline's rows from the same formulas.
 --
@@ -44,6 +46,7 @@ local tag = env_number("INGEST_TAG", 0) % 4096
 local rate = env_number("INGEST_RATE", 0)
 local threads_count = math.max(1, env_number("INGEST_THREADS", 2))
 local key = os.getenv("INGEST_KEY") or ""
+local random_ids = os.getenv("INGEST_IDS") == "random"
 
 -- Main state: one entry per thread, so done() can add up their counters.
 local threads = {}
@@ -99,14 +102,21 @@ function request()
   local wall = clock(0)
   local seconds = math.floor(wall)
   local occurred = os.date("!%Y-%m-%dT%H:%M:%S", seconds) .. string.format(".%03dZ", math.floor((wall - seconds) * 1000))
+  -- Milliseconds as two 24-bit halves: %x of a number past 2^31 is not portable across Luas.
+  local milliseconds = math.floor(wall * 1000)
+  local time_high = string.format("%06x", math.floor(milliseconds / 16777216))
+  local time_low = string.format("%06x", milliseconds % 16777216)
+  local time_prefix = string.sub(time_high, 1, 6) .. string.sub(time_low, 1, 2) .. "-" .. string.sub(time_low, 3, 6) .. "-7"
   local parts = { "[" }
   local n = 1
   for i = 1, batch do
     local c = string.format("%012x", counter)
     local variant = variants[counter % 997 + 1]
     counter = counter + 1
-    parts[n + 1] = string.format('{"event_id":"%08x-%04x-4%03x-8%s-%s","type":"delivered","notification_id":"apns-%s%s',
-      math.random(0, 0x7fffffff), math.random(0, 0xffff), tag, thread_hex, c, thread_hex, c)
+    local prefix = time_prefix
+    if random_ids then prefix = string.format("%08x-%04x-4", math.random(0, 0x7fffffff), math.random(0, 0xffff)) end
+    parts[n + 1] = string.format('{"event_id":"%s%03x-8%s-%s","type":"delivered","notification_id":"apns-%s%s',
+      prefix, tag, thread_hex, c, thread_hex, c)
     parts[n + 2] = variant[1]
     parts[n + 3] = occurred
     parts[n + 4] = variant[2]

@@ -7,7 +7,7 @@ import Projections
 import Runtime
 
 /// engage's long-lived parts wired together: connection pool, event store, keys, the group
-/// commit queue and its committers, partition maintenance, the projector, the experiment
+/// commit queue and its committers, the projector, the experiment
 /// scheduler and the HTTP server.
 public struct EngageServer: Sendable {
     public struct Configuration: Sendable {
@@ -98,7 +98,6 @@ public struct EngageServer: Sendable {
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [
             ("committer", committer),
-            ("partitions", PartitionMaintenance(store: store, logger: logger)),
             ("ingest-summary", IngestSummary(metrics: metrics, queue: queue, logger: logger)),
         ]
         if configuration.runProjector {

@@ -32,10 +32,11 @@ public struct EngageEvent: Sendable, Hashable {
     public var properties: [String: JSONValue]?
     public var body: Body
 
-    public init(eventID: UUID = UUID(), notificationID: String, deviceID: String, category: String,
+    /// Without `eventID`, the event gets a new time-ordered id (`UUID.timeOrdered(at: occurredAt)`).
+    public init(eventID: UUID? = nil, notificationID: String, deviceID: String, category: String,
                 occurredAt: Date = Date(), experiment: ExperimentArm? = nil,
                 properties: [String: JSONValue]? = nil, body: Body) {
-        self.eventID = eventID
+        self.eventID = eventID ?? .timeOrdered(at: occurredAt)
         self.notificationID = notificationID
         self.deviceID = deviceID
         self.category = category

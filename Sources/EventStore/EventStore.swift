@@ -39,22 +39,24 @@ public struct EventStore: Sendable {
     }
 
     public static func append(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
-        // Fast path: nothing is a duplicate. The ids are copied into event_ids in sorted order (so
-        // two racing appends cannot deadlock), then the events. A known id makes the first COPY
-        // fail on the unique index; the transaction is rolled back and the careful path runs.
-        var allIDs: [EventID] = []
-        allIDs.reserveCapacity(batches.reduce(0) { $0 + $1.rowCount })
-        for batch in batches { allIDs += batch.ids }
-        allIDs.sort()
-        let unique = zip(allIDs, allIDs.dropFirst()).allSatisfy { $0 != $1 }
+        // Fast path: no id repeats within the group, so the rows go in one COPY, which outside a
+        // transaction block commits on its own before PostgreSQL reports it complete. An id
+        // already in the log makes the COPY fail on the primary key, rolling it back whole; the
+        // careful path then runs. A COPY racing another with the same ids waits for it, then fails
+        // the same way (or, crossed with it, is chosen as a deadlock victim and retried).
+        var allIDs = Set<EventID>(minimumCapacity: batches.reduce(0) { $0 + $1.rowCount })
+        var unique = true
+        for batch in batches where unique {
+            for id in batch.ids where !allIDs.insert(id).inserted {
+                unique = false
+                break
+            }
+        }
         if unique {
             do {
-                return try connection.transaction { connection in
-                    try claimAll(allIDs, on: connection)
-                    try copyRows(of: batches, keeping: nil, on: connection)
-                    return batches.map { batch in
-                        AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
-                    }
+                try copyRows(of: batches, keeping: nil, into: copyStatement, on: connection)
+                return batches.map { batch in
+                    AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
                 }
             } catch let error as PostgresError where error.isUniqueViolation {
                 // Fall through to the careful path.
@@ -68,55 +70,51 @@ public struct EventStore: Sendable {
         try appendCarefully([PreparedBatch(items)], on: connection)[0]
     }
 
-    /// Claims ids one by one with ON CONFLICT DO NOTHING; only claimed rows are stored. Within
-    /// the group, the first batch (and first item) carrying an id wins.
+    /// Stages the rows (the first of the group carrying each id) in a session-local table, then
+    /// moves into the log those whose id it does not hold yet, in staging order. Within the
+    /// group, the first batch (and first item) carrying an id wins.
     private static func appendCarefully(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
-        var candidates = Set<EventID>()
-        for batch in batches { candidates.formUnion(batch.ids) }
-        let claimedRows = try connection.query("""
-            INSERT INTO event_ids (event_id)
-            SELECT unnest(\(candidates.sorted().map(\.uuid))::uuid[])
+        var seen = Set<EventID>()
+        let firstOfID = batches.map { batch in batch.ids.map { seen.insert($0).inserted } }
+        try connection.execute(createStaging)
+        try copyRows(of: batches, keeping: firstOfID, into: stagingCopyStatement, on: connection)
+        let storedRows = try connection.query("""
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                                experiment_id, experiment_arm, payload)
+            SELECT event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                   experiment_id, experiment_arm, payload
+            FROM engage_append_staging ORDER BY ctid
             ON CONFLICT (event_id) DO NOTHING
             RETURNING event_id
             """)
-        var unclaimed = Set<EventID>()
-        for row in claimedRows.rows {
+        var stored = Set<EventID>()
+        for row in storedRows.rows {
             guard let id = EventID(bytes: try row.cell(0).uuidBytes()) else {
                 throw PostgresError(kind: .protocolViolation, message: "the server returned a malformed event id")
             }
-            unclaimed.insert(id)
+            stored.insert(id)
         }
-        var keep: [[Bool]] = []
-        var results: [AppendResult] = []
-        for batch in batches {
-            var keepRows = [Bool](repeating: false, count: batch.rowCount)
-            for (row, id) in batch.ids.enumerated() where unclaimed.remove(id) != nil {
-                keepRows[row] = true
-            }
-            keep.append(keepRows)
-            results.append(AppendResult(outcomes: batch.rowOfItem.map { row in
-                guard let row, keepRows[row] else { return .duplicate }
+        return zip(batches, firstOfID).map { batch, first in
+            AppendResult(outcomes: batch.rowOfItem.map { row in
+                guard let row, first[row], stored.contains(batch.ids[row]) else { return .duplicate }
                 return .stored
-            }))
+            })
         }
-        try copyRows(of: batches, keeping: keep, on: connection)
-        return results
     }
 
-    private static func claimAll(_ sortedIDs: [EventID], on connection: Connection) throws {
-        var copy = BinaryCopyEncoder(reservingCapacity: sortedIDs.count * 22 + 32)
-        for id in sortedIDs {
-            copy.beginRow(columnCount: 1)
-            copy.appendUUID(id.bytes)
-        }
-        try connection.copyIn("COPY event_ids (event_id) FROM STDIN (FORMAT binary)", data: copy.finish())
-    }
+    /// Created once per session; emptied by every commit or rollback.
+    static let createStaging: SQL = """
+        CREATE TEMPORARY TABLE IF NOT EXISTS engage_append_staging (
+            event_id uuid, app_id text, notification_id text, type text, category text, device_id text,
+            occurred_at timestamptz, experiment_id text, experiment_arm text, payload jsonb
+        ) ON COMMIT DELETE ROWS
+        """
 
     /// Streams the batches' rows (all, or those marked in `keeping`) in one COPY.
-    private static func copyRows(of batches: [PreparedBatch], keeping: [[Bool]]?, on connection: Connection) throws {
+    private static func copyRows(of batches: [PreparedBatch], keeping: [[Bool]]?, into statement: SQL, on connection: Connection) throws {
         let anyRow = keeping.map { $0.contains { $0.contains(true) } } ?? batches.contains { $0.rowCount > 0 }
         guard anyRow else { return }
-        try connection.copyIn(copyStatement) { send in
+        try connection.copyIn(statement) { send in
             try send(BinaryCopyEncoder.header)
             for (index, batch) in batches.enumerated() {
                 if let keep = keeping?[index] {
@@ -134,6 +132,12 @@ public struct EventStore: Sendable {
     static let copyStatement: SQL = """
         COPY events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                      experiment_id, experiment_arm, payload)
+        FROM STDIN (FORMAT binary)
+        """
+
+    static let stagingCopyStatement: SQL = """
+        COPY engage_append_staging (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                                    experiment_id, experiment_arm, payload)
         FROM STDIN (FORMAT binary)
         """
 
@@ -205,15 +209,5 @@ public struct EventStore: Sendable {
             experimentID: try row.decode(10),
             experimentArm: try row.decode(11),
             payload: try row.cell(12).utf8Bytes())
-    }
-
-    // MARK: Maintenance
-
-    /// Creates the monthly partitions around now; run at start-up and daily.
-    @discardableResult
-    public func ensurePartitions(monthsAhead: Int = 3) async throws -> Int {
-        try await pool.withConnection { connection in
-            try connection.query("SELECT engage_ensure_event_partitions(1, \(monthsAhead))")[0].decode(0, as: Int.self)
-        }
     }
 }

@@ -10,12 +10,9 @@ public enum ExperimentLog {
     /// Inside an open transaction.
     public static func append(_ entry: ExperimentLogEntry, on connection: Connection) throws {
         try connection.execute("""
-            WITH new_id AS (
-                INSERT INTO event_ids (event_id) VALUES (gen_random_uuid()) RETURNING event_id)
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
-            SELECT event_id, \(entry.appID), \(entry.streamID), \(entry.type), '', '', \(entry.occurredAt.postgres),
-                   \(PostgresJSONB(entry.payload))
-            FROM new_id
+            VALUES (gen_random_uuid(), \(entry.appID), \(entry.streamID), \(entry.type), '', '', \(entry.occurredAt.postgres),
+                    \(PostgresJSONB(entry.payload)))
             """)
     }
 

@@ -131,8 +131,8 @@ enum BenchCommand: EngageCommand {
         let appendMedian = median(appendRates), copyMedian = median(copyRates)
         print("""
             events: \(items.count) in batches of \(batchSize), \(connections) appending connection(s), ~\(rowBytes) bytes per row, \(rounds) round(s)
-            append (event_ids + events binary COPY, one transaction per batch): median \(Int(appendMedian)) events/s
-            psql \\copy into events (text, one connection):                  median \(Int(copyMedian)) rows/s
+            append (binary COPY into events, one commit per batch): median \(Int(appendMedian)) events/s
+            psql \\copy into events (text, one connection):        median \(Int(copyMedian)) rows/s
             ratio append / \\copy: \(String(format: "%.2f", appendMedian / copyMedian))
             """)
     }
@@ -146,8 +146,8 @@ enum BenchCommand: EngageCommand {
     }
 
     static func reset(_ admin: Connection) throws {
-        try admin.execute("TRUNCATE events, event_ids")
-        try admin.execute("VACUUM ANALYZE event_ids")
+        try admin.execute("TRUNCATE events")
+        try admin.execute("VACUUM ANALYZE events")
         try admin.execute("CHECKPOINT")
     }
 

@@ -24,7 +24,7 @@ struct IngestBehaviourTests {
 
         #expect(try await server.storedCount(app: app) == 4)
         #expect(try await server.count("SELECT count(DISTINCT event_id) FROM events WHERE app_id = \(app)") == 4)
-        #expect(try await server.count("SELECT count(*) FROM event_ids WHERE event_id = ANY(\((events + [next[2]]).ids))") == 4)
+        #expect(try await server.count("SELECT count(*) FROM events WHERE event_id = ANY(\((events + [next[2]]).ids))") == 4)
     }
 
     @Test func repeatedEventIDWithinOneRequestIsStoredOnce() async throws {

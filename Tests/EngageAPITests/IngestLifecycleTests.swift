@@ -26,7 +26,7 @@ struct IngestLifecycleTests {
         // The one committer takes the first request and waits for the lock; the second request
         // then fills the queue (a lone request is always queued, whatever its size).
         async let firstAnswer = server.post(first.array, key: key)
-        try await waitUntil("the committer waits for event_ids") { try await EventLogLock.waiters(server) == 1 }
+        try await waitUntil("the committer waits for the log") { try await EventLogLock.waiters(server) == 1 }
         async let secondAnswer = server.post(second.array, key: key)
         try await waitUntil("the second request is queued") {
             metricSamples(server.engage.registry.renderPrometheus())["engage_ingest_queue_events"] == "2"
@@ -54,7 +54,7 @@ struct IngestLifecycleTests {
         let lock = try EventLogLock(server.database)
 
         async let answer = server.post(events.array, key: key)
-        try await waitUntil("the committer waits for event_ids") { try await EventLogLock.waiters(server) == 1 }
+        try await waitUntil("the committer waits for the log") { try await EventLogLock.waiters(server) == 1 }
         async let stopped: Void = server.stop()
         try await waitUntil("the server is shutting down") {
             server.logSink.lines.contains { $0.contains("service_group.shutdown") }

@@ -60,11 +60,13 @@ struct MigratorTests {
         let report = try migrator.migrate(connection)
         #expect(report.applied.count == migrator.migrations.count)
         #expect(try migrator.pendingProblem(connection) == nil)
-        // Partitions exist for this month and the next ones.
-        let partitions = try connection.query("""
-            SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass
-            """)[0].decode(0, as: Int.self)
-        #expect(partitions >= 5)
+        // One table, its primary key the idempotency key.
+        let key = try connection.query("""
+            SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'p'
+            """)
+        #expect(try key.rows.map { try $0.decode(0, as: String.self) } == ["PRIMARY KEY (event_id)"])
+        #expect(try connection.query("SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass")[0]
+            .decode(0, as: Int.self) == 0)
     }
 
     /// 006 moves what 004 kept beside the log (lifecycle history, decisions) into the log.
@@ -88,7 +90,7 @@ struct MigratorTests {
         try all.migrate(connection)
         let rows = try connection.query("""
             SELECT type, payload->>'action', payload->'definition'->>'status', payload->>'decision', payload->'result'->>'look'
-            FROM events e JOIN event_ids i USING (event_id)
+            FROM events
             WHERE app_id = 'app-1' AND notification_id = 'experiment:exp-1' AND device_id = '' AND experiment_id IS NULL
             ORDER BY transaction_id, position
             """).rows
@@ -97,6 +99,47 @@ struct MigratorTests {
         #expect(try rows[2].decode(3, as: String.self) == "continue")
         #expect(try rows[2].decode(4, as: String.self) == "1")
         #expect(try connection.query("SELECT to_regclass('experiment_history') IS NULL")[0].decode(0, as: Bool.self))
+    }
+
+    /// 008 folds the month partitions and `event_ids` into one table keyed by event id, keeping
+    /// every row's place in the log.
+    @Test func theLogBecomesOneTableKeyedByEventID() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 7 }, viewScripts: all.viewScripts).migrate(connection)
+        try connection.execute("""
+            WITH ids AS (INSERT INTO event_ids (event_id)
+                         SELECT ('00000000-0000-4000-8000-' || lpad(i::text, 12, '0'))::uuid FROM generate_series(1, 5) i
+                         RETURNING event_id)
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
+            SELECT event_id, 'app-1', 'apns-' || event_id, 'expanded', 'new_photo', 'device-1', now(), '{}'
+            FROM ids ORDER BY event_id
+            """)
+        let logOrder = "SELECT event_id::text, transaction_id::text, position FROM events ORDER BY transaction_id, position"
+        func rows() throws -> [String] {
+            try connection.query(SQL(unsafeSQL: logOrder)).rows.map {
+                "\(try $0.decode(0, as: String.self)) \(try $0.decode(1, as: String.self)) \(try $0.decode(2, as: Int.self))"
+            }
+        }
+        let before = try rows()
+        #expect(before.count == 5)
+        try all.migrate(connection)
+        #expect(try rows() == before)
+        #expect(try connection.query("SELECT to_regclass('event_ids') IS NULL")[0].decode(0, as: Bool.self))
+        #expect(try connection.query("SELECT to_regclass('engagement_rates_daily') IS NOT NULL")[0].decode(0, as: Bool.self))
+        let repeated = #expect(throws: PostgresError.self) {
+            try connection.execute("""
+                INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
+                VALUES ('00000000-0000-4000-8000-000000000003', 'app-1', 'apns-x', 'expanded', 'c', 'd', now(), '{}')
+                """)
+        }
+        #expect(repeated?.isUniqueViolation == true)
+        // New rows follow the old ones in the log.
+        try connection.execute("""
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
+            VALUES ('00000000-0000-4000-8000-000000000006', 'app-1', 'apns-y', 'expanded', 'c', 'd', now(), '{}')
+            """)
+        #expect(try rows().last?.hasPrefix("00000000-0000-4000-8000-000000000006") == true)
     }
 
     /// 007 takes the key hashes back from a dashboard reader granted SELECT on every table.

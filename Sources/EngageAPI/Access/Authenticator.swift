@@ -24,13 +24,12 @@ public struct Authenticator: Sendable {
         guard let header = request.headers["Authorization"] else {
             return .failure(ProblemResponse(APIProblems.unauthorized("send the key as Authorization: Bearer <key>")))
         }
-        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard let presented = Self.bearerToken(header) else {
             return .failure(ProblemResponse(APIProblems.unauthorized("the Authorization header must be: Bearer <key>")))
         }
         let key: APIKey?
         do {
-            key = try await keys.authenticate(String(parts[1].filter { $0 != " " && $0 != "\t" }))
+            key = try await keys.authenticate(presented)
         } catch {
             return .failure(ProblemResponse(APIProblems.unavailable, retryAfter: 5))
         }
@@ -46,6 +45,22 @@ public struct Authenticator: Sendable {
                                             retryAfter: KeyRateLimiter.retryAfterSeconds(wait)))
         }
         return .success(key)
+    }
+}
+
+extension Authenticator {
+    /// The key of `Bearer <key>` (scheme in any case), spaces and tabs around and inside it
+    /// dropped; nil without the scheme or a key. Works on bytes: it runs for every request.
+    static func bearerToken(_ header: String) -> String? {
+        var bytes = Array(header.utf8)[...]
+        while bytes.first == 0x20 { bytes = bytes.dropFirst() }
+        let scheme = Array("bearer".utf8)
+        guard bytes.count > scheme.count,
+            zip(bytes.prefix(scheme.count), scheme).allSatisfy({ $0 | 0x20 == $1 }),
+            bytes[bytes.startIndex + scheme.count] == 0x20
+        else { return nil }
+        let token = bytes.dropFirst(scheme.count).filter { $0 != 0x20 && $0 != 0x09 }
+        return token.isEmpty ? nil : String(decoding: token, as: UTF8.self)
     }
 }
 

@@ -205,8 +205,8 @@ func waitUntil(_ what: String, timeout: Duration = .seconds(10), sourceLocation:
     }
 }
 
-/// A connection of the test's own holding `event_ids` in ACCESS EXCLUSIVE mode, which holds every
-/// committer back at its first statement until `release()`.
+/// A connection of the test's own holding `events` in SHARE mode, which holds every committer
+/// back at its COPY until `release()` (readers go on).
 final class EventLogLock {
     private let connection: Connection
     private var held = true
@@ -214,7 +214,7 @@ final class EventLogLock {
     init(_ database: PostgresConfiguration) throws {
         connection = try Connection(configuration: database)
         try connection.execute("BEGIN")
-        try connection.execute("LOCK TABLE event_ids IN ACCESS EXCLUSIVE MODE")
+        try connection.execute("LOCK TABLE events IN SHARE MODE")
     }
 
     deinit {
@@ -228,11 +228,11 @@ final class EventLogLock {
         _ = try? connection.execute("ROLLBACK")
     }
 
-    /// Sessions waiting for a lock on `event_ids`.
+    /// Sessions waiting for a lock on `events`.
     static func waiters(_ server: TestServer) async throws -> Int {
         // Databases copied from one template share table oids: look in this database only.
         try await server.count("""
-            SELECT count(*) FROM pg_locks WHERE relation = 'event_ids'::regclass AND NOT granted
+            SELECT count(*) FROM pg_locks WHERE relation = 'events'::regclass AND NOT granted
             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
             """)
     }
