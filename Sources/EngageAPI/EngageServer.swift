@@ -32,6 +32,8 @@ public struct EngageServer: Sendable {
         public var poolSize = 8
         public var committers = 2
         public var queueCapacity = 50_000
+        /// Events waiting before a commit starts beside a running one (see `IngestQueue`).
+        public var parallelCommitEvents = 100
         public var ingest = IngestRoute.Configuration()
         public var keyCacheLifetime = Duration.seconds(5)
         /// Run the engagement projector in this process (one process is active; others stand by).
@@ -62,7 +64,8 @@ public struct EngageServer: Sendable {
         self.pool = pool
         store = EventStore(pool: pool)
         keys = KeyStore(pool: pool, cacheLifetime: configuration.keyCacheLifetime)
-        let queue = IngestQueue(limits: .init(capacity: configuration.queueCapacity, maxGroupEvents: 10_000))
+        let queue = IngestQueue(limits: .init(capacity: configuration.queueCapacity, maxGroupEvents: 10_000,
+                                                     parallelCommitEvents: configuration.parallelCommitEvents))
         let metrics = IngestMetrics(registry: registry)
         let committer = Committer(queue: queue, store: store, metrics: metrics, committers: configuration.committers, logger: logger)
         registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }

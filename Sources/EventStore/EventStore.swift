@@ -77,6 +77,8 @@ public struct EventStore: Sendable {
         var seen = Set<EventID>()
         let firstOfID = batches.map { batch in batch.ids.map { seen.insert($0).inserted } }
         try connection.execute(createStaging)
+        // Empty already unless an earlier append ran in the same open transaction.
+        try connection.execute("DELETE FROM engage_append_staging")
         try copyRows(of: batches, keeping: firstOfID, into: stagingCopyStatement, on: connection)
         let storedRows = try connection.query("""
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,

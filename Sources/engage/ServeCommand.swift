@@ -52,6 +52,9 @@ struct ServerOptions {
         .init("committers", value: "n", help: "Group-commit transactions in flight at once.", environment: "ENGAGE_COMMITTERS", default: "2"),
         .init("queue-capacity", value: "events", help: "Events waiting to be stored before requests get 429.",
               environment: "ENGAGE_QUEUE_CAPACITY", default: "50000"),
+        .init("parallel-commit-events", value: "events",
+              help: "Events waiting before a commit starts while another is running (0: whenever a committer is free).",
+              environment: "ENGAGE_PARALLEL_COMMIT_EVENTS", default: "100"),
         .init("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS", default: "1000"),
         .init("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES", default: "1048576"),
         .init("max-event-bytes", value: "bytes", help: "Size of one event.", environment: "ENGAGE_MAX_EVENT_BYTES", default: "8192"),
@@ -84,6 +87,7 @@ struct ServerOptions {
         server.poolSize = try arguments.int("pool-size", default: 8, in: 2...200)
         server.committers = try arguments.int("committers", default: 2, in: 1...32)
         server.queueCapacity = try arguments.int("queue-capacity", default: 50_000, in: 1_000...10_000_000)
+        server.parallelCommitEvents = try arguments.int("parallel-commit-events", default: 100, in: 0...1_000_000)
         var limits = IngestLimits()
         limits.maxEvents = try arguments.int("max-events", default: 1000, in: 1...100_000)
         limits.maxEventBytes = try arguments.int("max-event-bytes", default: 8192, in: 256...1_048_576)

@@ -106,6 +106,20 @@ struct EventStoreTests {
         #expect(try await count("events") == 2 + 6 + 9)
     }
 
+    @Test func severalAppendsInOneOpenTransaction() async throws {
+        let first = EventFactory.items(3, notificationPrefix: "t1")
+        let second = EventFactory.items(2, notificationPrefix: "t2") + [first[0]]
+        let results = try await pool.withConnection { connection in
+            try connection.transaction { connection in
+                [try EventStore.appendInOpenTransaction(first, on: connection),
+                 try EventStore.appendInOpenTransaction(second, on: connection)]
+            }
+        }
+        #expect(results[0].outcomes == [.stored, .stored, .stored])
+        #expect(results[1].outcomes == [.stored, .stored, .duplicate])
+        #expect(try await count("events") == 5)
+    }
+
     /// Two writers holding each other's ids: PostgreSQL aborts one as a deadlock victim. When
     /// that is the append's COPY, the append retries and finds the other's events stored.
     @Test(.timeLimit(.minutes(1)))

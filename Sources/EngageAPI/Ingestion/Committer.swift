@@ -33,6 +33,7 @@ public struct Committer: Service {
 
     private func commitLoop() async {
         while let group = await queue.takeGroup() {
+            defer { queue.groupFinished() }
             let stopwatch = Stopwatch()
             do {
                 let results = try await store.append(group.map(\.batch))

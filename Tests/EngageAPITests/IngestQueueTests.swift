@@ -1,0 +1,91 @@
+import EngageCore
+@testable import EventStore
+import Foundation
+import Testing
+
+@testable import EngageAPI
+
+/// When a group may start beside a running commit, and when it waits for it.
+@Suite("Ingest queue")
+struct IngestQueueTests {
+    static func batch(_ events: Int) -> PreparedBatch {
+        PreparedBatch((0..<events).map { index in
+            AppendItem(appID: "app-1", event: Event(
+                eventID: EventID(UUID()), notificationID: "n-\(index)", deviceID: "device-1", category: "new_photo",
+                occurredAt: Timestamp(microsecondsSinceEpoch: 1_780_000_000_000_000), details: .expanded))
+        })
+    }
+
+    /// Answers every request of a group as stored.
+    static func answer(_ group: [IngestQueue.Entry]) {
+        for entry in group {
+            entry.continuation.resume(returning: AppendResult(outcomes: Array(repeating: .stored, count: entry.batch.itemCount)))
+        }
+    }
+
+    static func waitForDepth(_ queue: IngestQueue, _ depth: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while queue.depth != depth {
+            try #require(ContinuousClock.now < deadline, "depth stays \(queue.depth), expected \(depth)")
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aSmallBacklogWaitsForTheRunningCommit() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100))
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let running = try #require(await queue.takeGroup())
+        #expect(running.count == 1)
+
+        let second = Task { try await queue.submit(Self.batch(1)) }
+        let third = Task { try await queue.submit(Self.batch(1)) }
+        try await Self.waitForDepth(queue, 2)
+        let next = Task { await queue.takeGroup() }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(queue.depth == 2, "a second commit started for two waiting events")
+
+        Self.answer(running)
+        queue.groupFinished()
+        let group = try #require(await next.value)
+        #expect(group.count == 2)
+        Self.answer(group)
+        queue.groupFinished()
+        #expect(try await [first.value, second.value, third.value].map(\.storedCount) == [1, 1, 1])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aLargeBacklogCommitsBesideTheRunningOne() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100))
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let running = try #require(await queue.takeGroup())
+        let large = Task { try await queue.submit(Self.batch(150)) }
+        let beside = try #require(await queue.takeGroup())
+        #expect(beside.map(\.batch.rowCount) == [150])
+        Self.answer(beside)
+        Self.answer(running)
+        queue.groupFinished()
+        queue.groupFinished()
+        #expect(try await large.value.storedCount == 150)
+        #expect(try await first.value.storedCount == 1)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func closingDrainsWhatWaitsBehindARunningCommit() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100))
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let running = try #require(await queue.takeGroup())
+        let second = Task { try await queue.submit(Self.batch(1)) }
+        try await Self.waitForDepth(queue, 1)
+        queue.close()
+        let drained = try #require(await queue.takeGroup())
+        #expect(drained.count == 1)
+        Self.answer(drained)
+        Self.answer(running)
+        queue.groupFinished()
+        queue.groupFinished()
+        #expect(await queue.takeGroup() == nil)
+        await #expect(throws: IngestQueue.Refusal.closed) { try await queue.submit(Self.batch(1)) }
+        _ = try await (first.value, second.value)
+    }
+}
