@@ -4,6 +4,8 @@
 #   Benchmarks/ingest.sh                        build release, run every phase (about 2.5 minutes)
 #   BUILD=0 Benchmarks/ingest.sh                use .build/release/engage as it is
 #   MODE=soak Benchmarks/ingest.sh              issue 7's sustained run (about 11 minutes), see below
+#   MODE=compare COMPARE_FLAGS='--parallel-commit-events 0' Benchmarks/ingest.sh
+#                                               one phase on two server settings, alternately
 #   ENGAGE_BIN=/path/engage DURATION=10 Benchmarks/ingest.sh
 #
 # In one run, on a fresh local PostgreSQL in a new directory under /var/tmp:
@@ -26,7 +28,10 @@
 # than 10% from the end of the first window (the warm-up) to the end of the last.
 #
 # Settings (environment):
-#   MODE=targets         targets (the phases above) or soak
+#   MODE=targets         targets (the phases above), soak or compare
+#   COMPARE_FLAGS        compare mode: `engage serve` flags of the second server (required)
+#   COMPARE_PHASE=C      compare mode: the phase measured, A or C
+#   COMPARE_ROUNDS=5     compare mode: pairs of measurements, 1-20
 #   SOAK_MINUTES=10      windows of the soak, 2-120
 #   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN           engage executable (default: the package's release build)
@@ -39,7 +44,7 @@
 #   COPY_ROWS=300000     rows of each \copy round; COPY_ROUNDS=3 rounds
 #   IDS=time             event ids of every phase and of the \copy rows: time (time-ordered, as
 #                        EngageClient makes them) or random (as v4 UUIDs from other clients)
-#   HTTP_THREADS, COMMITTERS, POOL_SIZE   passed to `engage serve` when set
+#   HTTP_THREADS, COMMITTERS, POOL_SIZE, PARALLEL_COMMIT_EVENTS   passed to `engage serve` when set
 #   PORT=0               port to listen on (0: a free one, chosen by the server)
 #   WORK_PARENT=/var/tmp where the run's directory (data dir, logs, rows) is made
 #   KEEP_WORK=0          1 keeps that directory for inspection
@@ -53,6 +58,9 @@ BENCH="$ROOT/Benchmarks"
 BUILD=${BUILD:-1}
 MODE=${MODE:-targets}
 SOAK_MINUTES=${SOAK_MINUTES:-10}
+COMPARE_FLAGS=${COMPARE_FLAGS:-}
+COMPARE_PHASE=${COMPARE_PHASE:-C}
+COMPARE_ROUNDS=${COMPARE_ROUNDS:-5}
 ENGAGE_BIN=${ENGAGE_BIN:-}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-3}
@@ -66,6 +74,7 @@ IDS=${IDS:-time}
 HTTP_THREADS=${HTTP_THREADS:-}
 COMMITTERS=${COMMITTERS:-}
 POOL_SIZE=${POOL_SIZE:-}
+PARALLEL_COMMIT_EVENTS=${PARALLEL_COMMIT_EVENTS:-}
 PORT=${PORT:-0}
 WORK_PARENT=${WORK_PARENT:-/var/tmp}
 KEEP_WORK=${KEEP_WORK:-0}
@@ -91,7 +100,10 @@ require_int() { # name value min max
     [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"
 }
 require_int DURATION "$DURATION" 1 30
-[[ $MODE == targets || $MODE == soak ]] || usage_error "MODE=$MODE: expected targets or soak"
+[[ $MODE == targets || $MODE == soak || $MODE == compare ]] || usage_error "MODE=$MODE: expected targets, soak or compare"
+[[ $MODE != compare || -n $COMPARE_FLAGS ]] || usage_error "MODE=compare needs COMPARE_FLAGS (engage serve flags to compare against)"
+[[ $COMPARE_PHASE == A || $COMPARE_PHASE == C ]] || usage_error "COMPARE_PHASE=$COMPARE_PHASE: expected A or C"
+require_int COMPARE_ROUNDS "$COMPARE_ROUNDS" 1 20
 require_int SOAK_MINUTES "$SOAK_MINUTES" 2 120
 require_int WARMUP "$WARMUP" 0 30
 require_int THREADS "$THREADS" 1 64
@@ -268,21 +280,26 @@ serve_args=(serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/pg" --projector "
 [[ -z $HTTP_THREADS ]] || serve_args+=(--http-threads "$HTTP_THREADS")
 [[ -z $COMMITTERS ]] || serve_args+=(--committers "$COMMITTERS")
 [[ -z $POOL_SIZE ]] || serve_args+=(--pool-size "$POOL_SIZE")
-log "starting engage ${serve_args[*]}"
-"$ENGAGE_BIN" "${serve_args[@]}" >"$WORK/serve.log" 2>&1 &
-SERVER_PID=$!
-
-LISTEN_PORT=""
-for _ in $(seq 1200); do # initdb and the first start take a few seconds
-    LISTEN_PORT=$(sed -n 's/.*msg=engage\.listening.*address=http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/serve.log" | head -1)
-    [[ -z $LISTEN_PORT ]] || break
-    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; SERVER_PID=""; die "engage serve exited during start-up"; }
-    sleep 0.1
-done
-[[ -n $LISTEN_PORT ]] || { cat "$WORK/serve.log" >&2; die "engage serve did not report its address within 120 s"; }
-URL="http://127.0.0.1:$LISTEN_PORT"
-curl -fsS "$URL/healthz" >/dev/null || die "$URL/healthz failed"
-log "engage (pid $SERVER_PID) listens on $URL"
+[[ -z $PARALLEL_COMMIT_EVENTS ]] || serve_args+=(--parallel-commit-events "$PARALLEL_COMMIT_EVENTS")
+# start_server [EXTRA_FLAGS...]: engage serve with serve_args and the extra flags; sets SERVER_PID, URL.
+start_server() {
+    log "starting engage ${serve_args[*]} $*"
+    "$ENGAGE_BIN" "${serve_args[@]}" "$@" >"$WORK/serve.log" 2>&1 &
+    SERVER_PID=$!
+    local port=""
+    for _ in $(seq 1200); do # initdb and the first start take a few seconds
+        port=$(sed -n 's/.*msg=engage\.listening.*address=http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/serve.log" | head -1)
+        [[ -z $port ]] || break
+        kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; SERVER_PID=""; die "engage serve exited during start-up"; }
+        sleep 0.1
+    done
+    [[ -n $port ]] || { cat "$WORK/serve.log" >&2; die "engage serve did not report its address within 120 s"; }
+    URL="http://127.0.0.1:$port"
+    curl -fsS "$URL/healthz" >/dev/null || die "$URL/healthz failed"
+    log "engage (pid $SERVER_PID) listens on $URL"
+}
+touch "$WORK/rss.log"
+start_server
 
 KEY=$("$ENGAGE_BIN" keys create --app "$APP" --role ingest --name ingest-benchmark --data-dir "$WORK/pg" 2>>"$WORK/keys.log")
 [[ $KEY == egk_* ]] || die "engage keys create printed no key"
@@ -300,6 +317,45 @@ echo "idle" >"$WORK/phase"
     done
 ) &
 SAMPLER_PID=$!
+
+# ---------------------------------------------------------------------------------------------
+# Compare mode: one phase, alternately on the server as configured and with COMPARE_FLAGS added
+
+if [[ $MODE == compare ]]; then
+    read -r -a compare_flags <<<"$COMPARE_FLAGS"
+    if [[ $COMPARE_PHASE == A ]]; then phase_connections=$CONNECTIONS phase_batch=$BATCH
+    else phase_connections=$SINGLE_CONNECTIONS phase_batch=1; fi
+    ROWS="" BASE_RATES="" OTHER_RATES="" RATIOS=""
+    for round in $(seq "$COMPARE_ROUNDS"); do
+        for side in base other; do
+            stop_server
+            [[ $SERVER_STATUS == 0 ]] || die "engage exited $SERVER_STATUS after SIGTERM"
+            if [[ $side == base ]]; then start_server; else start_server "${compare_flags[@]}"; fi
+            run_phase "$COMPARE_PHASE-$side-$round" "$phase_connections" "$phase_batch" 0 $((10 + round))
+            [[ $P_ERRORS == 0 ]] || die "phase $COMPARE_PHASE ($side, round $round): $P_ERRORS failed requests"
+            if [[ $side == base ]]; then
+                base_eps=$P_EPS base_pg=$P_POSTGRES_CPU base_p50=$P_P50
+            else
+                ratio=$(calc "$P_EPS / $base_eps")
+                BASE_RATES+="$base_eps " OTHER_RATES+="$P_EPS " RATIOS+="$ratio "
+                ROWS+="| $round | $(grouped "$base_eps") | $(fixed "$base_p50" 1) | $(fixed "$base_pg" 2) | $(grouped "$P_EPS") | $(fixed "$P_P50" 1) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$ratio" 2) |"$'\n'
+            fi
+        done
+    done
+    stop_server
+    cat <<REPORT
+
+### Compare ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
+
+\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_ROUNDS=$COMPARE_ROUNDS DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log) on a freshly started server for each measurement, alternating the server as configured (base) and with \`$COMPARE_FLAGS\`; wrk on the same machine. Event ids: $IDS.
+
+| round | base events/s | base p50 ms | base PostgreSQL cores | with flags events/s | p50 ms | PostgreSQL cores | ratio |
+|---:|---:|---:|---:|---:|---:|---:|---:|
+${ROWS}
+Medians: base $(grouped "$(echo "$BASE_RATES" | median)") events/s, with \`$COMPARE_FLAGS\` $(grouped "$(echo "$OTHER_RATES" | median)") events/s; median ratio $(fixed "$(echo "$RATIOS" | median)" 2).
+REPORT
+    exit 0
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Soak mode: half of the measured maximum, for SOAK_MINUTES minutes
@@ -437,7 +493,7 @@ MISSED=$(( a_eps_ok | a_ratio_ok | b_ok | c_ok | rss_ok ))
 [[ $A_ERRORS == 0 && $B_ERRORS == 0 && $C_ERRORS == 0 ]] || MISSED=1
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-settings="http-threads ${HTTP_THREADS:-default}, committers ${COMMITTERS:-default}, pool-size ${POOL_SIZE:-default}"
+settings="http-threads ${HTTP_THREADS:-default}, committers ${COMMITTERS:-default}, pool-size ${POOL_SIZE:-default}, parallel-commit-events ${PARALLEL_COMMIT_EVENTS:-default}"
 cat <<EOF
 
 ### Ingestion ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})

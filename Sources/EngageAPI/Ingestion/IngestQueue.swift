@@ -8,9 +8,9 @@ import Synchronization
 /// A second commit starts beside a running one only for a backlog of `parallelCommitEvents` or
 /// more; a smaller backlog waits for the running commit and goes in the next group. Measured on
 /// the project's machine with single-event requests, two commits always side by side split the
-/// waiting requests into twice as many groups of half the size, and each commit's fixed cost in
-/// PostgreSQL (about 130 µs of CPU) made that slower, not faster; large batches still overlap
-/// one group's fsync with the next group's COPY.
+/// waiting requests into twice as many groups of half the size, and each commit's fixed cost
+/// made PostgreSQL spend about a third more CPU for the same throughput (BENCHMARKS.md); large
+/// batches still overlap one group's fsync with the next group's COPY.
 public final class IngestQueue: Sendable {
     public struct Limits: Sendable, Equatable {
         /// Events waiting beyond this are refused (429) instead of queued.
