@@ -12,7 +12,9 @@ extension UUID {
     }
 
     public static func timeOrdered<Random: RandomNumberGenerator>(at date: Date, using random: inout Random) -> UUID {
-        let milliseconds = UInt64(max(0, (date.timeIntervalSince1970 * 1000).rounded(.down)))
+        // 48 bits of milliseconds reach the year 10889; a date outside them (or not finite) is clamped.
+        let exact = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        let milliseconds = exact.isFinite ? UInt64(min(max(0, exact), Double((1 << 48) - 1))) : 0
         let high = random.next()
         let low = random.next()
         var bytes = [UInt8](repeating: 0, count: 16)

@@ -22,14 +22,21 @@ public struct EventStore: Sendable {
     }
 
     /// Appends several prepared batches in ONE transaction (group commit): all are stored or none.
-    /// Retries once, on a fresh connection, when the connection breaks or a deadlock is detected:
-    /// the ids make that safe (events committed before the break come back as duplicates).
+    /// Retries on a fresh connection when the connection breaks (once) or PostgreSQL picks this
+    /// append as a deadlock victim (up to three times): the ids make that safe, since events
+    /// committed before the failure come back as duplicates.
     public func append(_ batches: [PreparedBatch]) async throws -> [AppendResult] {
         if batches.allSatisfy({ $0.itemCount == 0 }) { return batches.map { _ in AppendResult(outcomes: []) } }
-        do {
-            return try await pool.withConnection { connection in try Self.append(batches, on: connection) }
-        } catch let error as PostgresError where error.isConnectionProblem || error.sqlState == "40P01" {
-            return try await pool.withConnection { connection in try Self.append(batches, on: connection) }
+        var deadlocks = 0
+        var connectionBroke = false
+        while true {
+            do {
+                return try await pool.withConnection { connection in try Self.append(batches, on: connection) }
+            } catch let error as PostgresError where error.sqlState == "40P01" && deadlocks < 3 {
+                deadlocks += 1
+            } catch let error as PostgresError where error.isConnectionProblem && !connectionBroke {
+                connectionBroke = true
+            }
         }
     }
 
@@ -39,11 +46,15 @@ public struct EventStore: Sendable {
     }
 
     public static func append(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
+        // A failed COPY inside the caller's transaction would abort it: refuse rather than confuse.
+        guard connection.isIdle else {
+            throw PostgresError(kind: .misuse, message: "append(_:on:) needs a connection outside any transaction; use appendInOpenTransaction")
+        }
         // Fast path: no id repeats within the group, so the rows go in one COPY, which outside a
         // transaction block commits on its own before PostgreSQL reports it complete. An id
         // already in the log makes the COPY fail on the primary key, rolling it back whole; the
         // careful path then runs. A COPY racing another with the same ids waits for it, then fails
-        // the same way (or, crossed with it, is chosen as a deadlock victim and retried).
+        // the same way.
         var allIDs = Set<EventID>(minimumCapacity: batches.reduce(0) { $0 + $1.rowCount })
         var unique = true
         for batch in batches where unique {
@@ -78,14 +89,14 @@ public struct EventStore: Sendable {
         let firstOfID = batches.map { batch in batch.ids.map { seen.insert($0).inserted } }
         try connection.execute(createStaging)
         // Empty already unless an earlier append ran in the same open transaction.
-        try connection.execute("DELETE FROM engage_append_staging")
+        try connection.execute("DELETE FROM engage_append_staging_v1")
         try copyRows(of: batches, keeping: firstOfID, into: stagingCopyStatement, on: connection)
         let storedRows = try connection.query("""
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                 experiment_id, experiment_arm, payload)
             SELECT event_id, app_id, notification_id, type, category, device_id, occurred_at,
                    experiment_id, experiment_arm, payload
-            FROM engage_append_staging ORDER BY ctid
+            FROM engage_append_staging_v1 ORDER BY ordinal
             ON CONFLICT (event_id) DO NOTHING
             RETURNING event_id
             """)
@@ -104,31 +115,37 @@ public struct EventStore: Sendable {
         }
     }
 
-    /// Created once per session; emptied by every commit or rollback.
+    /// Created once per session (the database role needs the TEMPORARY privilege, which PUBLIC
+    /// has unless revoked); its rows last until the transaction ends. The version in the name
+    /// keeps a session shared by two engage versions (through a pooler) from reusing a layout.
     static let createStaging: SQL = """
-        CREATE TEMPORARY TABLE IF NOT EXISTS engage_append_staging (
+        CREATE TEMPORARY TABLE IF NOT EXISTS engage_append_staging_v1 (
+            ordinal bigint GENERATED ALWAYS AS IDENTITY,
             event_id uuid, app_id text, notification_id text, type text, category text, device_id text,
             occurred_at timestamptz, experiment_id text, experiment_arm text, payload jsonb
         ) ON COMMIT DELETE ROWS
         """
 
-    /// Streams the batches' rows (all, or those marked in `keeping`) in one COPY.
+    /// Streams the batches' rows (all, or those marked in `keeping`) in one COPY, in event-id
+    /// order: every append then takes its ids' places in the primary key in the same order, so
+    /// two appends sharing ids wait for each other but cannot deadlock.
     private static func copyRows(of batches: [PreparedBatch], keeping: [[Bool]]?, into statement: SQL, on connection: Connection) throws {
-        let anyRow = keeping.map { $0.contains { $0.contains(true) } } ?? batches.contains { $0.rowCount > 0 }
-        guard anyRow else { return }
-        try connection.copyIn(statement) { send in
-            try send(BinaryCopyEncoder.header)
-            for (index, batch) in batches.enumerated() {
-                if let keep = keeping?[index] {
-                    var selected: [UInt8] = []
-                    for (row, range) in batch.rowRanges.enumerated() where keep[row] { selected += batch.rows[range] }
-                    if !selected.isEmpty { try send(selected) }
-                } else if !batch.rows.isEmpty {
-                    try send(batch.rows)
-                }
+        var rows: [(id: EventID, batch: Int, row: Int)] = []
+        var bytes = 0
+        for (index, batch) in batches.enumerated() {
+            for (row, id) in batch.ids.enumerated() where keeping?[index][row] ?? true {
+                rows.append((id, index, row))
+                bytes += batch.rowRanges[row].count
             }
-            try send(BinaryCopyEncoder.trailer)
         }
+        guard !rows.isEmpty else { return }
+        rows.sort { $0.id < $1.id }
+        var data: [UInt8] = []
+        data.reserveCapacity(BinaryCopyEncoder.header.count + bytes + BinaryCopyEncoder.trailer.count)
+        data += BinaryCopyEncoder.header
+        for row in rows { data += batches[row.batch].rows[batches[row.batch].rowRanges[row.row]] }
+        data += BinaryCopyEncoder.trailer
+        try connection.copyIn(statement, data: data)
     }
 
     static let copyStatement: SQL = """
@@ -138,7 +155,7 @@ public struct EventStore: Sendable {
         """
 
     static let stagingCopyStatement: SQL = """
-        COPY engage_append_staging (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+        COPY engage_append_staging_v1 (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                     experiment_id, experiment_arm, payload)
         FROM STDIN (FORMAT binary)
         """

@@ -14,6 +14,8 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case encoding
         /// The pool is closed.
         case poolClosed
+        /// The caller used the connection in a state the operation does not allow.
+        case misuse
     }
 
     public var kind: Kind

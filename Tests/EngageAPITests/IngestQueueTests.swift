@@ -33,7 +33,7 @@ struct IngestQueueTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aSmallBacklogWaitsForTheRunningCommit() async throws {
-        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100))
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
         let first = Task { try await queue.submit(Self.batch(1)) }
         let running = try #require(await queue.takeGroup())
         #expect(running.count == 1)
@@ -52,6 +52,23 @@ struct IngestQueueTests {
         Self.answer(group)
         queue.groupFinished()
         #expect(try await [first.value, second.value, third.value].map(\.storedCount) == [1, 1, 1])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aStalledCommitLetsASmallBacklogGoBesideIt() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .milliseconds(200)))
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let started = ContinuousClock.now
+        let running = try #require(await queue.takeGroup())
+        let second = Task { try await queue.submit(Self.batch(1)) }
+        let beside = try #require(await queue.takeGroup())
+        #expect(ContinuousClock.now - started >= .milliseconds(200), "taken before the running commit counted as stalled")
+        #expect(beside.count == 1)
+        Self.answer(beside)
+        Self.answer(running)
+        queue.groupFinished()
+        queue.groupFinished()
+        _ = try await (first.value, second.value)
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -120,11 +120,13 @@ struct EventStoreTests {
         #expect(try await count("events") == 5)
     }
 
-    /// Two writers holding each other's ids: PostgreSQL aborts one as a deadlock victim. When
-    /// that is the append's COPY, the append retries and finds the other's events stored.
+    /// An append and another writer's transaction holding each other's ids: PostgreSQL aborts one
+    /// as a deadlock victim. When that is the append's COPY, the append retries and finds the
+    /// other's events stored.
     @Test(.timeLimit(.minutes(1)))
     func crossedAppendsThatDeadlockAreRetried() async throws {
-        let items = EventFactory.items(2, notificationPrefix: "crossed")
+        // In id order, as the append sends them; the other writer takes them in the other order.
+        let items = EventFactory.items(2, notificationPrefix: "crossed").sorted { $0.event.eventID < $1.event.eventID }
         let other = try Connection(configuration: pool.configuration)
         defer { other.close() }
         try other.execute("BEGIN")

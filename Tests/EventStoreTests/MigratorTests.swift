@@ -127,6 +127,7 @@ struct MigratorTests {
         #expect(try rows() == before)
         #expect(try connection.query("SELECT to_regclass('event_ids') IS NULL")[0].decode(0, as: Bool.self))
         #expect(try connection.query("SELECT to_regclass('engagement_rates_daily') IS NOT NULL")[0].decode(0, as: Bool.self))
+        #expect(try connection.query("SELECT to_regclass('events_recorded_at') IS NOT NULL")[0].decode(0, as: Bool.self))
         let repeated = #expect(throws: PostgresError.self) {
             try connection.execute("""
                 INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
@@ -142,6 +143,19 @@ struct MigratorTests {
         #expect(try rows().last?.hasPrefix("00000000-0000-4000-8000-000000000006") == true)
     }
 
+    /// 008 stops, changing nothing, when the old table carries an operator's own index.
+    @Test func anOperatorsOwnIndexStopsTheMove() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 7 }).migrate(connection)
+        try connection.execute("CREATE INDEX my_device_index ON events (device_id)")
+        let error = #expect(throws: MigrationError.self) { try all.migrate(connection) }
+        #expect(error?.description.contains("index my_device_index") == true)
+        #expect(try connection.query("SELECT to_regclass('event_ids') IS NOT NULL")[0].decode(0, as: Bool.self))
+        #expect(try connection.query("SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass")[0]
+            .decode(0, as: Int.self) > 0)
+    }
+
     /// 007 takes the key hashes back from a dashboard reader granted SELECT on every table.
     @Test func aReaderRoleLosesTheKeyTable() throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
@@ -154,9 +168,13 @@ struct MigratorTests {
             try connection.query("SELECT has_table_privilege(\(reader), \(table), 'SELECT')")[0].decode(0, as: Bool.self)
         }
         #expect(try canRead("api_keys"))
+        try connection.execute(SQL(unsafeSQL: "GRANT INSERT ON events TO \(reader) WITH GRANT OPTION"))
         try all.migrate(connection)
         #expect(try !canRead("api_keys"))
+        // 008 rebuilt events: the grants on the old table carried over, grant option included.
         #expect(try canRead("events"))
+        #expect(try connection.query("SELECT has_table_privilege(\(reader), 'events', 'INSERT WITH GRANT OPTION')")[0]
+            .decode(0, as: Bool.self))
         #expect(try canRead("experiment_runs"))
         try connection.execute(SQL(unsafeSQL: "REVOKE ALL ON ALL TABLES IN SCHEMA public FROM \(reader)"))
         try connection.execute(SQL(unsafeSQL: "DROP ROLE \(reader)"))

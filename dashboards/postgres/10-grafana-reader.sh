@@ -1,7 +1,7 @@
 #!/bin/sh
 # Creates the read-only role that Grafana's data source logs in as. The postgres image runs this
 # once, when it initializes an empty data volume (/docker-entrypoint-initdb.d). Tables and views
-# that engage creates later (migrations, new monthly partitions, rebuilt read models) are readable
+# that engage creates later (migrations, rebuilt read models) are readable
 # through default privileges; the role cannot write, and its queries time out.
 set -eu
 psql -v ON_ERROR_STOP=1 --no-psqlrc --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \

@@ -2,7 +2,8 @@ import EventStore
 import Runtime
 
 /// Takes groups from the ingest queue and stores each in one transaction. Several run side by
-/// side so that one group's commit (and fsync) overlaps the next group's COPY.
+/// side when there is backlog enough (see `IngestQueue`), so that one group's commit (and fsync)
+/// overlaps the next group's COPY.
 public struct Committer: Service {
     public let queue: IngestQueue
     public let store: EventStore

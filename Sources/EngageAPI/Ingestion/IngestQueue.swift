@@ -6,7 +6,8 @@ import Synchronization
 /// Each request is answered only after the transaction holding its events committed.
 ///
 /// A second commit starts beside a running one only for a backlog of `parallelCommitEvents` or
-/// more; a smaller backlog waits for the running commit and goes in the next group. Measured on
+/// more, or once the running one has taken `stalledCommitAfter` (a lock wait, a slow fsync); a
+/// smaller backlog waits for the running commit and goes in the next group. Measured on
 /// the project's machine with single-event requests, two commits always side by side split the
 /// waiting requests into twice as many groups of half the size, and each commit's fixed cost
 /// made PostgreSQL spend about a third more CPU for the same throughput (BENCHMARKS.md); large
@@ -19,11 +20,15 @@ public final class IngestQueue: Sendable {
         public var maxGroupEvents: Int = 10_000
         /// Events waiting before a commit starts while another is running.
         public var parallelCommitEvents: Int = 100
+        /// How long a running commit may hold back a smaller backlog.
+        public var stalledCommitAfter: Duration = .milliseconds(50)
 
-        public init(capacity: Int = 50_000, maxGroupEvents: Int = 10_000, parallelCommitEvents: Int = 100) {
+        public init(capacity: Int = 50_000, maxGroupEvents: Int = 10_000, parallelCommitEvents: Int = 100,
+                    stalledCommitAfter: Duration = .milliseconds(50)) {
             self.capacity = capacity
             self.maxGroupEvents = maxGroupEvents
             self.parallelCommitEvents = parallelCommitEvents
+            self.stalledCommitAfter = stalledCommitAfter
         }
     }
 
@@ -44,11 +49,14 @@ public final class IngestQueue: Sendable {
         var queuedEvents = 0
         var idleCommitters: [CheckedContinuation<Void, Never>] = []
         var closed = false
-        /// Groups taken and not yet reported finished.
+        /// Groups taken and not yet reported finished, and when the last was taken.
         var committing = 0
+        var lastGroupTaken = ContinuousClock.now
 
-        func mayTakeGroup(_ limits: Limits) -> Bool {
-            !entries.isEmpty && (committing == 0 || closed || queuedEvents >= limits.parallelCommitEvents)
+        func mayTakeGroup(_ limits: Limits, now: ContinuousClock.Instant) -> Bool {
+            !entries.isEmpty
+                && (committing == 0 || closed || queuedEvents >= limits.parallelCommitEvents
+                    || now - lastGroupTaken >= limits.stalledCommitAfter)
         }
     }
 
@@ -70,7 +78,7 @@ public final class IngestQueue: Sendable {
                 if state.queuedEvents > 0 && state.queuedEvents + batch.rowCount > limits.capacity { return .failure(.full) }
                 state.entries.append(Entry(batch: batch, continuation: continuation))
                 state.queuedEvents += batch.rowCount
-                return .success(state.mayTakeGroup(limits) ? state.idleCommitters.popLast() : nil)
+                return .success(state.idleCommitters.popLast())
             }
             switch outcome {
             case .failure(let refusal): continuation.resume(throwing: refusal)
@@ -83,9 +91,10 @@ public final class IngestQueue: Sendable {
     /// the group's end with `groupFinished()`.
     func takeGroup() async -> [Entry]? {
         while true {
-            enum Next { case group([Entry]), finished, wait }
+            enum Next { case group([Entry]), finished, wait, waitForRunningCommit(Duration) }
+            let now = ContinuousClock.now
             let next = state.withLock { state -> Next in
-                if state.mayTakeGroup(limits) {
+                if state.mayTakeGroup(limits, now: now) {
                     var taken = 0, events = 0
                     while taken < state.entries.count {
                         let size = state.entries[taken].batch.rowCount
@@ -97,17 +106,26 @@ public final class IngestQueue: Sendable {
                     state.entries.removeFirst(taken)
                     state.queuedEvents -= events
                     state.committing += 1
+                    state.lastGroupTaken = now
                     return .group(group)
                 }
-                return state.closed && state.entries.isEmpty ? .finished : .wait
+                if state.closed && state.entries.isEmpty { return .finished }
+                if !state.entries.isEmpty {
+                    return .waitForRunningCommit(state.lastGroupTaken + limits.stalledCommitAfter - now)
+                }
+                return .wait
             }
             switch next {
             case .group(let group): return group
             case .finished: return nil
+            case .waitForRunningCommit(let stalledIn):
+                // Not parked, so that a stall is noticed without a timer: look again every 10 ms
+                // (a hundred wake-ups a second, only while a backlog waits behind a commit).
+                try? await Task.sleep(for: min(stalledIn, .milliseconds(10)))
             case .wait:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                     let wakeNow = state.withLock { state -> Bool in
-                        if state.mayTakeGroup(limits) || state.closed { return true }
+                        if !state.entries.isEmpty || state.closed { return true }
                         state.idleCommitters.append(continuation)
                         return false
                     }
@@ -121,7 +139,7 @@ public final class IngestQueue: Sendable {
     func groupFinished() {
         let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
             state.committing -= 1
-            return state.mayTakeGroup(limits) ? state.idleCommitters.popLast() : nil
+            return state.mayTakeGroup(limits, now: .now) ? state.idleCommitters.popLast() : nil
         }
         next?.resume()
     }
