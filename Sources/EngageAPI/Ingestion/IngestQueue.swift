@@ -110,10 +110,8 @@ public final class IngestQueue: Sendable {
                     return .group(group)
                 }
                 if state.closed && state.entries.isEmpty { return .finished }
-                if state.committing > 0 {
-                    // A backlog (or the next request) may have to go beside a stalled commit.
-                    let stalledIn = state.lastGroupTaken + limits.stalledCommitAfter - now
-                    return .waitForRunningCommit(state.entries.isEmpty ? .milliseconds(10) : stalledIn)
+                if !state.entries.isEmpty {
+                    return .waitForRunningCommit(state.lastGroupTaken + limits.stalledCommitAfter - now)
                 }
                 return .wait
             }
@@ -121,9 +119,8 @@ public final class IngestQueue: Sendable {
             case .group(let group): return group
             case .finished: return nil
             case .waitForRunningCommit(let stalledIn):
-                // Not parked, so that a stall is noticed without a timer, and so that requests
-                // arriving meanwhile need not wake this committer: look again every 10 ms (a
-                // hundred wake-ups a second, only while a commit runs).
+                // Not parked, so that a stall is noticed without a timer: look again every 10 ms
+                // (a hundred wake-ups a second, only while a backlog waits behind a commit).
                 try? await Task.sleep(for: min(stalledIn, .milliseconds(10)))
             case .wait:
                 await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
