@@ -55,17 +55,10 @@ public struct EventStore: Sendable {
         // already in the log makes the COPY fail on the primary key, rolling it back whole; the
         // careful path then runs. A COPY racing another with the same ids waits for it, then fails
         // the same way.
-        var allIDs = Set<EventID>(minimumCapacity: batches.reduce(0) { $0 + $1.rowCount })
-        var unique = true
-        for batch in batches where unique {
-            for id in batch.ids where !allIDs.insert(id).inserted {
-                unique = false
-                break
-            }
-        }
-        if unique {
+        let rows = rowsInIDOrder(of: batches, keeping: nil)
+        if !zip(rows, rows.dropFirst()).contains(where: { $0.id == $1.id }) {
             do {
-                try copyRows(of: batches, keeping: nil, into: copyStatement, on: connection)
+                try copy(rows, of: batches, into: copyStatement, on: connection)
                 return batches.map { batch in
                     AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
                 }
@@ -90,7 +83,7 @@ public struct EventStore: Sendable {
         try connection.execute(createStaging)
         // Empty already unless an earlier append ran in the same open transaction.
         try connection.execute("DELETE FROM engage_append_staging_v1")
-        try copyRows(of: batches, keeping: firstOfID, into: stagingCopyStatement, on: connection)
+        try copy(rowsInIDOrder(of: batches, keeping: firstOfID), of: batches, into: stagingCopyStatement, on: connection)
         let storedRows = try connection.query("""
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                 experiment_id, experiment_arm, payload)
@@ -126,20 +119,25 @@ public struct EventStore: Sendable {
         ) ON COMMIT DELETE ROWS
         """
 
-    /// Streams the batches' rows (all, or those marked in `keeping`) in one COPY, in event-id
-    /// order: every append then takes its ids' places in the primary key in the same order, so
-    /// two appends sharing ids wait for each other but cannot deadlock.
-    private static func copyRows(of batches: [PreparedBatch], keeping: [[Bool]]?, into statement: SQL, on connection: Connection) throws {
-        var rows: [(id: EventID, batch: Int, row: Int)] = []
-        var bytes = 0
+    private typealias RowRef = (id: EventID, batch: Int, row: Int)
+
+    /// The batches' rows (all, or those marked in `keeping`) in event-id order: every append then
+    /// takes its ids' places in the primary key in the same order, so two appends sharing ids
+    /// wait for each other but cannot deadlock.
+    private static func rowsInIDOrder(of batches: [PreparedBatch], keeping: [[Bool]]?) -> [RowRef] {
+        var rows: [RowRef] = []
         for (index, batch) in batches.enumerated() {
             for (row, id) in batch.ids.enumerated() where keeping?[index][row] ?? true {
                 rows.append((id, index, row))
-                bytes += batch.rowRanges[row].count
             }
         }
+        return rows.sorted { $0.id < $1.id }
+    }
+
+    /// Sends the rows in one COPY, in the order given.
+    private static func copy(_ rows: [RowRef], of batches: [PreparedBatch], into statement: SQL, on connection: Connection) throws {
         guard !rows.isEmpty else { return }
-        rows.sort { $0.id < $1.id }
+        let bytes = rows.reduce(0) { $0 + batches[$1.batch].rowRanges[$1.row].count }
         var data: [UInt8] = []
         data.reserveCapacity(BinaryCopyEncoder.header.count + bytes + BinaryCopyEncoder.trailer.count)
         data += BinaryCopyEncoder.header

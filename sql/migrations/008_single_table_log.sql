@@ -42,23 +42,8 @@ $$;
 
 DROP TRIGGER events_appended ON events_by_month;
 
-CREATE TABLE events (
-    position        bigint      NOT NULL DEFAULT nextval('events_position_seq'),
-    -- The appending transaction: readers only read below the oldest transaction still running,
-    -- so a transaction that commits late can never be skipped.
-    transaction_id  xid8        NOT NULL DEFAULT pg_current_xact_id(),
-    event_id        uuid        NOT NULL,
-    app_id          text        NOT NULL,
-    notification_id text        NOT NULL,
-    type            text        NOT NULL,
-    category        text        NOT NULL,
-    device_id       text        NOT NULL,
-    occurred_at     timestamptz NOT NULL,
-    recorded_at     timestamptz NOT NULL DEFAULT now(),
-    experiment_id   text,
-    experiment_arm  text,
-    payload         jsonb       NOT NULL
-);
+-- The same columns, NOT NULL constraints, defaults and comments as 001 gave the old table.
+CREATE TABLE events (LIKE events_by_month INCLUDING DEFAULTS INCLUDING COMMENTS INCLUDING STORAGE);
 
 INSERT INTO events
 SELECT position, transaction_id, event_id, app_id, notification_id, type, category, device_id,

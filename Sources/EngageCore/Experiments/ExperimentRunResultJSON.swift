@@ -102,10 +102,6 @@ extension ExperimentRunResult {
 }
 
 private extension JSONWriter {
-    mutating func optionalDouble(_ value: Double?) {
-        if let value { double(value) } else { null() }
-    }
-
     mutating func experimentCounts(_ counts: ExperimentCounts) {
         beginObject()
         key("notifications"); int(counts.notifications)

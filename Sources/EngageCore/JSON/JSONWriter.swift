@@ -79,6 +79,19 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: value.description.utf8)
     }
 
+    /// The value, or `null` for nil.
+    public mutating func optionalDouble(_ value: Double?) {
+        if let value { double(value) } else { null() }
+    }
+
+    public mutating func optionalString(_ value: String?) {
+        if let value { string(value) } else { null() }
+    }
+
+    public mutating func optionalBool(_ value: Bool?) {
+        if let value { bool(value) } else { null() }
+    }
+
     /// Copies already valid JSON text (e.g. a stored object) verbatim.
     public mutating func raw(_ json: [UInt8]) {
         separate()

@@ -63,9 +63,9 @@ extension StrategyReplayResult {
             w.beginObject()
             w.key("category"); w.string(category.name)
             w.key("deliveries"); w.int(category.recorded.deliveries)
-            w.key("recorded_rich_rate"); Self.optional(category.recorded.share, &w)
-            w.key("strategy_that_ran_rich_rate"); Self.optional(category.strategyThatRan.share, &w)
-            w.key("replayed_rich_rate"); Self.optional(category.replayed.share, &w)
+            w.key("recorded_rich_rate"); w.optionalDouble(category.recorded.share)
+            w.key("strategy_that_ran_rich_rate"); w.optionalDouble(category.strategyThatRan.share)
+            w.key("replayed_rich_rate"); w.optionalDouble(category.replayed.share)
             w.key("label"); w.string(Self.label)
             w.endObject()
         }
@@ -83,7 +83,7 @@ extension StrategyReplayResult {
             w.key("definition"); w.string(prediction.metric.definition)
             w.key("recorded")
             w.beginObject()
-            w.key("rate"); Self.optional(prediction.observedRate, &w)
+            w.key("rate"); w.optionalDouble(prediction.observedRate)
             w.key("successes"); w.int(prediction.observed.successes)
             w.key("trials"); w.int(prediction.observed.trials)
             w.endObject()
@@ -109,7 +109,7 @@ extension StrategyReplayResult {
                 w.beginObject()
                 w.key("arm"); w.string(arm.name)
                 w.key("strategy"); if let s = arm.strategy { w.string(s.rawValue) } else { w.null() }
-                w.key("probability"); Self.optional(arm.probability, &w)
+                w.key("probability"); w.optionalDouble(arm.probability)
                 w.key("probability_varies"); w.bool(arm.probabilityVaries)
                 w.endObject()
             }
@@ -123,7 +123,7 @@ extension StrategyReplayResult {
                 w.key("metric"); w.string(estimate.metric.rawValue)
                 w.key("ips"); w.double(estimate.ips)
                 w.key("ips_interval"); Self.interval(estimate.ipsInterval, &w)
-                w.key("snips"); Self.optional(estimate.snips, &w)
+                w.key("snips"); w.optionalDouble(estimate.snips)
                 w.key("snips_interval"); if let i = estimate.snipsInterval { Self.interval(i, &w) } else { w.null() }
                 w.key("units"); w.int(estimate.units)
                 w.key("matched"); w.int(estimate.matched)
@@ -155,7 +155,7 @@ extension StrategyReplayResult {
     }
 
     private static func writeAgreement(_ tally: PipelineAgreement.Accumulator, _ w: inout JSONWriter) {
-        w.key("rate"); optional(tally.rate, &w)
+        w.key("rate"); w.optionalDouble(tally.rate)
         w.key("agreed"); w.int(tally.agreed)
         w.key("total"); w.int(tally.total)
     }
@@ -166,7 +166,7 @@ extension StrategyReplayResult {
         if let strategy { w.key("strategy"); w.string(strategy) }
         w.key("deliveries"); w.int(tally.deliveries)
         w.key("rich"); w.int(tally.rich)
-        w.key("rich_rate"); optional(tally.richRate, &w)
+        w.key("rich_rate"); w.optionalDouble(tally.richRate)
         w.key("handoff_ms")
         if let p = tally.handoffPercentiles {
             w.beginObject()
@@ -178,7 +178,7 @@ extension StrategyReplayResult {
             w.null()
         }
         w.key("bytes_transferred"); if let bytes = tally.bytesTransferred { w.int(bytes) } else { w.null() }
-        w.key("bytes_per_delivery"); optional(tally.bytesPerDelivery, &w)
+        w.key("bytes_per_delivery"); w.optionalDouble(tally.bytesPerDelivery)
         w.key("cache_reads"); w.int(tally.cacheReads)
         w.key("outcomes")
         w.beginObject()
@@ -196,7 +196,7 @@ extension StrategyReplayResult {
     private static func writePrediction(_ prediction: PredictedEngagement, _ w: inout JSONWriter) {
         w.beginObject()
         w.key("label"); w.string(label)
-        w.key("rate"); optional(prediction.rate, &w)
+        w.key("rate"); w.optionalDouble(prediction.rate)
         w.key("interval"); if let i = prediction.interval { interval(i, &w) } else { w.null() }
         w.key("deliveries"); w.int(prediction.deliveries)
         w.key("excluded_deliveries"); w.int(prediction.excludedDeliveries)
@@ -205,10 +205,6 @@ extension StrategyReplayResult {
         for category in prediction.observationalCategories { w.string(category) }
         w.endArray()
         w.endObject()
-    }
-
-    private static func optional(_ value: Double?, _ w: inout JSONWriter) {
-        if let value { w.double(value) } else { w.null() }
     }
 
     private static func interval(_ interval: ConfidenceInterval, _ w: inout JSONWriter) {

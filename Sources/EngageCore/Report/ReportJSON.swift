@@ -82,18 +82,6 @@ private extension JSONWriter {
         endArray()
     }
 
-    mutating func optionalString(_ value: String?) {
-        if let value { string(value) } else { null() }
-    }
-
-    mutating func optionalDouble(_ value: Double?) {
-        if let value { double(value) } else { null() }
-    }
-
-    mutating func optionalBool(_ value: Bool?) {
-        if let value { bool(value) } else { null() }
-    }
-
     mutating func group(_ group: ReportGroup) {
         beginObject()
         key("category"); optionalString(group.key.category)
