@@ -20,6 +20,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("microhttpd")]
         ),
         .target(name: "CProcess"),
+        // The HTTP load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
+        .target(name: "CLoadGenerator"),
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
@@ -42,7 +44,7 @@ let package = Package(
         .target(name: "EngageClient"),
         .executableTarget(
             name: "engage",
-            dependencies: ["CProcess", "EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
+            dependencies: ["CLoadGenerator", "CProcess", "EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.

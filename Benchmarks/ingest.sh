@@ -35,9 +35,12 @@
 #   SOAK_MINUTES=10      windows of the soak, 2-120
 #   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN           engage executable (default: the package's release build)
-#   DURATION=20          seconds of each wrk phase, 1-30
+#   LOAD=engage          load generator: engage (`engage bench ingest`, one epoll thread in C) or
+#                        wrk (wrk/batch.lua); both send the same events, engage at about half
+#                        of wrk's CPU per request, which matters as it shares the server's cores
+#   DURATION=20          seconds of each load phase, 1-30
 #   WARMUP=3             seconds of unmeasured load before phase A, 0-30 (0: none)
-#   THREADS=2            wrk threads
+#   THREADS=2            wrk threads (LOAD=wrk)
 #   CONNECTIONS=16       connections of phases A and B
 #   BATCH=100            events per request in phases A and B
 #   SINGLE_CONNECTIONS=64  connections of phase C
@@ -81,6 +84,8 @@ KEEP_WORK=${KEEP_WORK:-0}
 STRICT=${STRICT:-0}
 PSQL=${PSQL:-psql}
 WRK=${WRK:-wrk}
+LOAD=${LOAD:-engage}
+if [[ $LOAD == engage ]]; then LOAD_NAME="bench ingest"; else LOAD_NAME=wrk; fi
 
 # Issue 3's targets.
 TARGET_A_EPS=130000
@@ -100,6 +105,7 @@ require_int() { # name value min max
     [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"
 }
 require_int DURATION "$DURATION" 1 30
+[[ $LOAD == engage || $LOAD == wrk ]] || usage_error "LOAD=$LOAD: expected engage or wrk"
 [[ $MODE == targets || $MODE == soak || $MODE == compare ]] || usage_error "MODE=$MODE: expected targets, soak or compare"
 [[ $MODE != compare || -n $COMPARE_FLAGS ]] || usage_error "MODE=compare needs COMPARE_FLAGS (engage serve flags to compare against)"
 [[ $COMPARE_PHASE == A || $COMPARE_PHASE == C ]] || usage_error "COMPARE_PHASE=$COMPARE_PHASE: expected A or C"
@@ -116,7 +122,9 @@ require_int PORT "$PORT" 0 65535
 for name in HTTP_THREADS COMMITTERS POOL_SIZE; do
     [[ -z ${!name} ]] || require_int "$name" "${!name}" 1 200
 done
-for program in "$PSQL" "$WRK" awk curl; do
+load_programs=()
+[[ $LOAD != wrk ]] || load_programs=("$WRK")
+for program in "$PSQL" "${load_programs[@]}" awk curl; do
     command -v "$program" >/dev/null || die "$program not found (scripts/install-deps --bench installs wrk and psql)"
 done
 
@@ -186,8 +194,8 @@ children_seconds() {
          END { printf "%.3f", total }' "$1"
 }
 
-# Value of key=value in the wrk.result line of a wrk output file.
-result() { sed -n 's/^wrk\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
+# Value of key=value in the result line of a load output file (wrk.result or ingest.result).
+result() { sed -n 's/^[a-z]*\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
 
 # Stops engage with SIGTERM, as an operator would; sets SERVER_STATUS to its exit status.
 stop_server() {
@@ -200,21 +208,28 @@ stop_server() {
     SERVER_PID=""
 }
 
-# run_wrk NAME CONNECTIONS BATCH RATE TAG SECONDS: load with wrk/batch.lua (RATE 0: unpaced).
+# run_wrk NAME CONNECTIONS BATCH RATE TAG SECONDS: one load run (RATE 0: unpaced) with the LOAD
+# generator, output in $WORK/wrk-NAME.txt (the name is historical: either generator writes it).
 run_wrk() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
-    times >"$WORK/times-$name.0" # the shell's children's CPU so far: wrk's is the difference
-    INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS INGEST_IDS=$IDS \
-        "$WRK" -t"$THREADS" -c"$connections" -d"${seconds}s" --timeout 10s -s "$BENCH/wrk/batch.lua" "$URL" \
-        >"$WORK/wrk-$name.txt" 2>&1 &
+    times >"$WORK/times-$name.0" # the shell's children's CPU so far: the generator's is the difference
+    if [[ $LOAD == engage ]]; then
+        ENGAGE_BENCH_KEY=$KEY "$ENGAGE_BIN" bench ingest --url "$URL" --connections "$connections" --batch "$batch" \
+            --rate "$rate" --tag "$tag" --ids "$IDS" --seconds "$seconds" --timeout 10 \
+            >"$WORK/wrk-$name.txt" 2>&1 &
+    else
+        INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS INGEST_IDS=$IDS \
+            "$WRK" -t"$THREADS" -c"$connections" -d"${seconds}s" --timeout 10s -s "$BENCH/wrk/batch.lua" "$URL" \
+            >"$WORK/wrk-$name.txt" 2>&1 &
+    fi
     WRK_PID=$!
     local status=0
     wait "$WRK_PID" || status=$?
     times >"$WORK/times-$name.1"
     WRK_PID=""
-    [[ $status == 0 ]] || { cat "$WORK/wrk-$name.txt" >&2; die "wrk failed in phase $name (exit $status)"; }
-    grep -q '^wrk\.result ' "$WORK/wrk-$name.txt" || { cat "$WORK/wrk-$name.txt" >&2; die "wrk printed no result in phase $name"; }
-    if grep -q '^wrk\.problem ' "$WORK/wrk-$name.txt"; then log "phase $name: $(grep '^wrk\.problem ' "$WORK/wrk-$name.txt" | head -1)"; fi
+    [[ $status == 0 ]] || { cat "$WORK/wrk-$name.txt" >&2; die "$LOAD failed in phase $name (exit $status)"; }
+    grep -q '^[a-z]*\.result ' "$WORK/wrk-$name.txt" || { cat "$WORK/wrk-$name.txt" >&2; die "$LOAD printed no result in phase $name"; }
+    if grep -q '^[a-z]*\.problem ' "$WORK/wrk-$name.txt"; then log "phase $name: $(grep '^[a-z]*\.problem ' "$WORK/wrk-$name.txt" | head -1)"; fi
 }
 
 # run_phase NAME CONNECTIONS BATCH RATE TAG: one measured phase; sets P_* variables.
@@ -229,7 +244,7 @@ run_phase() {
     run_wrk "$name" "$connections" "$batch" "$rate" "$tag" "$DURATION"
     echo "between" >"$WORK/phase"
     engage1=$(engage_ticks); postgres1=$(postgres_ticks); machine1=$(machine_ticks)
-    sleep 1 # requests still in flight when wrk stopped commit (or fail) within this
+    sleep 1 # requests still in flight when wrk stopped commit (or fail) within this (engage awaits them)
     after=$(count_events)
     local file="$WORK/wrk-$name.txt"
     P_SECONDS=$(calc "$(result "$file" duration_us) / 1e6")
@@ -252,8 +267,8 @@ run_phase() {
     P_MACHINE_BUSY=$(calc "100 * ($busy1 - $busy0) / ($total1 - $total0)")
     P_RSS_MB=$(awk -v p="$name" '$1 == p && $2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
     log "phase $name: stored $P_STORED events in $(fixed "$P_SECONDS" 1) s = $(grouped "$P_EPS") events/s" \
-        "(wrk saw $(grouped "$P_WRK_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
-        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), wrk CPU $(fixed "$P_WRK_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
+        "($LOAD_NAME saw $(grouped "$P_WRK_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
+        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), $LOAD_NAME CPU $(fixed "$P_WRK_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
     (( P_DUPLICATES == 0 )) || log "phase $name: the server reported $P_DUPLICATES duplicates: event ids repeated"
     CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_WRK_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
 }
@@ -347,7 +362,7 @@ if [[ $MODE == compare ]]; then
 
 ### Compare ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_ROUNDS=$COMPARE_ROUNDS DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log) on a freshly started server for each measurement, alternating the server as configured (base) and with \`$COMPARE_FLAGS\`; wrk on the same machine. Event ids: $IDS.
+\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_ROUNDS=$COMPARE_ROUNDS DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log) on a freshly started server for each measurement, alternating the server as configured (base) and with \`$COMPARE_FLAGS\`; load: $LOAD on the same machine. Event ids: $IDS.
 
 | round | base events/s | base p50 ms | base PostgreSQL cores | with flags events/s | p50 ms | PostgreSQL cores | ratio |
 |---:|---:|---:|---:|---:|---:|---:|---:|
@@ -406,7 +421,7 @@ if [[ $MODE == soak ]]; then
 
 ### Soak ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`MODE=soak SOAK_MINUTES=$SOAK_MINUTES Benchmarks/ingest.sh\`: unpaced maximum measured first ($(grouped "$MAX_EPS") events/s over ${DURATION} s, $CONNECTIONS connections, $BATCH-event batches), then half of it for $SOAK_MINUTES minutes without emptying the log; wrk on the same machine.
+\`MODE=soak SOAK_MINUTES=$SOAK_MINUTES Benchmarks/ingest.sh\`: unpaced maximum measured first ($(grouped "$MAX_EPS") events/s over ${DURATION} s, $CONNECTIONS connections, $BATCH-event batches), then half of it for $SOAK_MINUTES minutes without emptying the log; load: $LOAD on the same machine.
 
 | window (1 min) | events/s accepted | latency p50 / p90 / p99 ms | failed requests | engage VmRSS MB |
 |---:|---:|---:|---:|---:|
@@ -493,12 +508,13 @@ MISSED=$(( a_eps_ok | a_ratio_ok | b_ok | c_ok | rss_ok ))
 [[ $A_ERRORS == 0 && $B_ERRORS == 0 && $C_ERRORS == 0 ]] || MISSED=1
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+if [[ $LOAD == engage ]]; then load_description="load: \`engage bench ingest\`"; else load_description="load: wrk -t$THREADS with wrk/batch.lua"; fi
 settings="http-threads ${HTTP_THREADS:-default}, committers ${COMMITTERS:-default}, pool-size ${POOL_SIZE:-default}, parallel-commit-events ${PARALLEL_COMMIT_EVENTS:-default}"
 cat <<EOF
 
 ### Ingestion ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-wrk -t$THREADS, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Event ids: $IDS. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
+$load_description, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Event ids: $IDS. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
 
 | measurement | result | target | |
 |---|---:|---:|---|
@@ -511,11 +527,11 @@ wrk -t$THREADS, ${DURATION} s per phase after a ${WARMUP} s warm-up, load genera
 | C latency p50 / p90 / p99 | $(fixed "$C_P50" 1) / $(fixed "$C_P90" 1) / $(fixed "$C_P99" 1) ms | | |
 | engage resident memory, max VmRSS ($SAMPLES samples; VmHWM $HWM_MB MB) | $RSS_MAX_MB MB | ≤ $TARGET_RSS_MB MB | $(verdict $rss_ok) |
 
-Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C $C_ERRORS. wrk's own count of accepted events: A $(grouped "$A_WRK_EPS")/s, C $(grouped "$C_WRK_EPS")/s. Row size: \\copy $COPY_BYTES bytes, served $A_BYTES bytes. Server stopped with SIGTERM: exit $SERVER_STATUS.
+Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C $C_ERRORS. $LOAD_NAME's own count of accepted events: A $(grouped "$A_WRK_EPS")/s, C $(grouped "$C_WRK_EPS")/s. Row size: \\copy $COPY_BYTES bytes, served $A_BYTES bytes. Server stopped with SIGTERM: exit $SERVER_STATUS.
 
 CPU while each phase ran, in cores (the machine has $(nproc); "machine busy" counts every process, this benchmark's and others'):
 
-| phase | engage | PostgreSQL | wrk | machine busy | engage max VmRSS |
+| phase | engage | PostgreSQL | $LOAD_NAME | machine busy | engage max VmRSS |
 |---|---:|---:|---:|---:|---:|
 ${CPU_ROWS}
 EOF

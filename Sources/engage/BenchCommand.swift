@@ -5,7 +5,8 @@ import Foundation
 import Postgres
 import Runtime
 
-/// `engage bench append`: the event log's append path against `psql \copy` of the same rows.
+/// `engage bench append`: the event log's append path against `psql \copy` of the same rows;
+/// the other benchmarks live in files of their own.
 enum BenchCommand: EngageCommand {
     static let definition = Command(
         name: "bench",
@@ -20,6 +21,10 @@ enum BenchCommand: EngageCommand {
                     .init("rounds", value: "n", help: "Rounds of each method; medians are reported.", default: "3"),
                     .init("connections", value: "n", help: "Appending connections working in parallel (the server runs two committers).", default: "2"),
                 ]),
+            Command(
+                name: "ingest",
+                abstract: "Send generated events to a running server's POST /v1/events and print what was accepted and how fast (Benchmarks/ingest.sh uses it).",
+                options: IngestLoadBenchmark.options),
             Command(
                 name: "project",
                 abstract: "Measure the projector catching up from an empty read model over a log of N events (four per notification).",
@@ -64,6 +69,10 @@ enum BenchCommand: EngageCommand {
     static func run(_ arguments: ParsedArguments) async throws {
         if arguments.commandPath.last == "project" {
             try await ProjectorBenchmark.run(arguments)
+            return
+        }
+        if arguments.commandPath.last == "ingest" {
+            try IngestLoadBenchmark.run(arguments)
             return
         }
         if arguments.commandPath.last == "pipeline" {
