@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
         .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
                                                        "Postgres", "Projections", "Runtime", "TestSupport"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,109 @@
+import CLoadGenerator
+import Testing
+import TestSupport
+
+/// The load behind `engage bench ingest` and Benchmarks/ingest.sh: what it reports must be what
+/// the server stored, or the benchmark's figures mean nothing.
+@Suite("Load generator of engage bench ingest")
+struct LoadGeneratorTests {
+    struct Load: Sendable {
+        var connections: UInt32 = 4
+        var batch: UInt32 = 7
+        var seconds = 0.5
+        var rate = 0.0
+        var randomIDs = false
+    }
+
+    static func run(_ load: Load, port: Int, key: String) async throws -> CLoadGenerator_Result {
+        try await offPool {
+            var options = CLoadGenerator_Options()
+            options.port = UInt16(port)
+            options.connections = load.connections
+            options.batch = load.batch
+            options.seconds = load.seconds
+            options.rate = load.rate
+            options.tag = 5
+            options.random_ids = load.randomIDs ? 1 : 0
+            options.timeout_seconds = 10
+            var result = CLoadGenerator_Result()
+            var error = [CChar](repeating: 0, count: 256)
+            let status = "127.0.0.1".withCString { host in
+                "/v1/events".withCString { path in
+                    key.withCString { key in
+                        options.host = host
+                        options.path = path
+                        options.key = key
+                        return CLoadGenerator_run(&options, &result, &error, error.count)
+                    }
+                }
+            }
+            guard status == 0 else {
+                throw LoadError(reason: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+            return result
+        }
+    }
+
+    struct LoadError: Error { var reason: String }
+
+    static func problem(_ result: CLoadGenerator_Result) -> String {
+        withUnsafeBytes(of: result.first_problem) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+    }
+
+    @Test func whatItCountsAsAcceptedIsWhatTheServerStored() async throws {
+        let server = try TestServer()
+        let key = try await server.key(app: "bench")
+        let result = try await Self.run(Load(), port: server.port, key: key)
+        #expect(result.requests > 0)
+        #expect(result.non200 == 0 && result.read_errors == 0 && result.write_errors == 0 && result.timeouts == 0)
+        #expect(result.accepted == result.requests * 7)
+        #expect(result.duplicates == 0)
+        #expect(try await server.count("SELECT count(*) FROM events WHERE app_id = 'bench'") == Int(result.accepted))
+        // Time-ordered ids (version 7), and each event is a valid `delivered` event.
+        #expect(try await server.count("SELECT count(*) FROM events WHERE substr(event_id::text, 15, 1) = '7' AND type = 'delivered'")
+            == Int(result.accepted))
+        #expect(result.p50_us <= result.p90_us && result.p90_us <= result.p99_us && result.p99_us <= result.max_us)
+        #expect(result.duration_us > 0)
+        await server.stop()
+    }
+
+    @Test func randomIDsAreVersionFourAndAllStored() async throws {
+        let server = try TestServer()
+        let key = try await server.key(app: "bench")
+        let result = try await Self.run(Load(connections: 2, batch: 20, seconds: 0.3, randomIDs: true), port: server.port, key: key)
+        #expect(result.accepted > 0 && result.accepted == result.requests * 20)
+        #expect(try await server.count("SELECT count(*) FROM events WHERE substr(event_id::text, 15, 1) = '4'") == Int(result.accepted))
+        await server.stop()
+    }
+
+    @Test func refusedRequestsAreCountedWithTheFirstProblem() async throws {
+        let server = try TestServer()
+        let result = try await Self.run(Load(connections: 2, batch: 1, seconds: 0.2), port: server.port,
+                                        key: "egk_00000000_not-a-real-secret")
+        #expect(result.requests > 0)
+        #expect(result.non200 == result.requests)
+        #expect(result.accepted == 0)
+        #expect(Self.problem(result).hasPrefix("401 "))
+        #expect(try await server.count("SELECT count(*) FROM events") == 0)
+        await server.stop()
+    }
+
+    @Test func aPacedLoadNeverExceedsItsRate() async throws {
+        let server = try TestServer()
+        let key = try await server.key(app: "bench")
+        // 100 requests/s for one second over 8 connections: slots are 10 ms apart from the start,
+        // so at most 101 can be sent however fast the server answers.
+        let result = try await Self.run(Load(connections: 8, batch: 1, seconds: 1, rate: 100), port: server.port, key: key)
+        #expect(result.requests <= 101)
+        #expect(result.requests >= 50)
+        #expect(result.non200 == 0)
+        await server.stop()
+    }
+
+    @Test func nothingListeningIsAnErrorNotAHang() async throws {
+        // A port nobody listens on: connects are refused until the generator gives up.
+        let result = try await Self.run(Load(connections: 1, batch: 1, seconds: 0.3), port: 1, key: "egk_x")
+        #expect(result.requests == 0)
+        #expect(result.connect_errors > 0)
+    }
+}
