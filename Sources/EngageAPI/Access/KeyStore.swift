@@ -15,6 +15,9 @@ public final class KeyStore: Sendable {
         var key: APIKey?
         var hash: String?
         var expires: ContinuousClock.Instant
+        /// The secret that last matched `hash`, so that its next requests skip SHA-256 (about a
+        /// tenth of the CPU of a single-event request). In memory only, and gone with the entry.
+        var verifiedSecret: String?
     }
 
     public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5)) {
@@ -69,11 +72,20 @@ public final class KeyStore: Sendable {
     /// The active key matching a presented secret, or nil.
     public func authenticate(_ presented: String) async throws -> APIKey? {
         guard let keyID = KeyFormat.keyID(of: presented) else { return nil }
-        let hash = KeyFormat.hash(presented)
         let now = ContinuousClock.now
         if let entry = cache.withLock({ $0[keyID] }), entry.expires > now {
-            return Self.verified(entry.key, storedHash: entry.hash, presentedHash: hash)
+            if let key = entry.key, let secret = entry.verifiedSecret, KeyFormat.constantTimeEquals(secret, presented) {
+                return key
+            }
+            let verified = Self.verified(entry.key, storedHash: entry.hash, presentedHash: KeyFormat.hash(presented))
+            if verified != nil {
+                cache.withLock { cache in
+                    if cache[keyID]?.hash == entry.hash { cache[keyID]?.verifiedSecret = presented }
+                }
+            }
+            return verified
         }
+        let hash = KeyFormat.hash(presented)
         let found = try await pool.withConnection { connection -> (APIKey, String)? in
             let rows = try connection.query("""
                 SELECT key_id, app_id, role, name, created_at, key_hash FROM api_keys
@@ -85,11 +97,13 @@ public final class KeyStore: Sendable {
                              createdAt: Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds()), revokedAt: nil)
             return (key, try row.decode(5))
         }
+        let verified = Self.verified(found?.0, storedHash: found?.1, presentedHash: hash)
         cache.withLock { cache in
             if cache.count >= Self.cacheLimit { cache.removeAll() }
-            cache[keyID] = CacheEntry(key: found?.0, hash: found?.1, expires: now.advanced(by: cacheLifetime))
+            cache[keyID] = CacheEntry(key: found?.0, hash: found?.1, expires: now.advanced(by: cacheLifetime),
+                                      verifiedSecret: verified != nil ? presented : nil)
         }
-        return Self.verified(found?.0, storedHash: found?.1, presentedHash: hash)
+        return verified
     }
 
     private static func verified(_ key: APIKey?, storedHash: String?, presentedHash: String) -> APIKey? {

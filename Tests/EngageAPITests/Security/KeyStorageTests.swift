@@ -43,4 +43,25 @@ struct KeyStorageTests {
         #expect(!KeyFormat.constantTimeEquals(digest, String(digest.dropLast())))
         #expect(!KeyFormat.constantTimeEquals(digest, ""))
     }
+
+    /// The cache remembers the secret that last matched, so that its requests skip SHA-256; a
+    /// different secret under the same key id must still be checked against the stored hash.
+    @Test(.timeLimit(.minutes(1)))
+    func aCachedKeyStillRefusesAnotherSecretWithItsID() async throws {
+        let server = try SharedServer.get()
+        let issued = try await server.keys.create(app: uniqueApp("cache"), role: .ingest)
+        #expect(try await server.keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
+        #expect(try await server.keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
+        let secretPart = issued.secret.split(separator: "_").last!
+        let prefix = issued.secret.dropLast(secretPart.count)
+        let last = secretPart.last!
+        let forged = prefix + secretPart.dropLast() + (last == "a" ? "b" : "a")
+        #expect(forged != issued.secret)
+        #expect(try await server.keys.authenticate(String(forged)) == nil)
+        #expect(try await server.keys.authenticate(String(prefix) + String(repeating: "0", count: secretPart.count)) == nil)
+        // The right secret still works after the refusals, and not after revocation.
+        #expect(try await server.keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
+        #expect(try await server.keys.revoke(keyID: issued.key.keyID))
+        #expect(try await server.keys.authenticate(issued.secret) == nil)
+    }
 }
