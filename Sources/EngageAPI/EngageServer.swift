@@ -97,7 +97,12 @@ public struct EngageServer: Sendable {
         // A gzip body is never much larger than the decompressed limit it must respect.
         http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
         let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)
-        server = try HTTPServer(configuration: http, responder: responder)
+        let server = try HTTPServer(configuration: http, responder: responder)
+        self.server = server
+        registry.counter("engage_http_requests_inline_total",
+                         help: "Requests answered without a task, on the HTTP thread that read them (small ingest requests with a cached key).") {
+            server.statistics.requestsTakenInline
+        }
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [
             ("committer", committer),

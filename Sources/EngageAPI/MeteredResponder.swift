@@ -22,6 +22,19 @@ public struct MeteredResponder: HTTPResponder {
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
         let stopwatch = Stopwatch()
         let response = await inner.respond(to: request)
+        record(response, for: request, after: stopwatch)
+        return response
+    }
+
+    public func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool {
+        let stopwatch = Stopwatch()
+        return inner.respondInline(to: request, reply: HTTPReply { [self] response in
+            record(response, for: request, after: stopwatch)
+            reply.send(response)
+        })
+    }
+
+    private func record(_ response: HTTPResponse, for request: HTTPRequest, after stopwatch: Stopwatch) {
         let route = EngageAPI.routeLabel(for: request.path, routes: knownRoutes)
         counters.counter(route: route, status: response.status) {
             registry.counter("engage_http_requests_total", help: "HTTP requests answered, by route and status.",
@@ -31,7 +44,6 @@ public struct MeteredResponder: HTTPResponder {
             logger.debug("http.request", ["method": request.method.rawValue, "route": route,
                                           "status": String(response.status), "duration.ms": stopwatch.millisecondsText])
         }
-        return response
     }
 }
 

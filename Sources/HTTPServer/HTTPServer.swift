@@ -66,6 +66,7 @@ public final class HTTPServer: Sendable {
                 maxHeaderBytes: configuration.maxHeaderBytes,
                 keepAlive: configuration.keepAlive),
             log: log,
+            responder: responder,
             jobs: jobsContinuation)
         daemon = try Daemon(configuration: configuration, core: core)
         port = daemon.port
@@ -209,6 +210,8 @@ extension HTTPServer {
         public var requestsCompleted = 0
         /// Connections closed because a request was not complete within `requestTimeout`.
         public var requestsTimedOut = 0
+        /// Requests the responder took on the daemon thread (`respondInline`) instead of in a task.
+        public var requestsTakenInline = 0
 
         public init() {}
     }

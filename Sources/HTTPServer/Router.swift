@@ -1,6 +1,19 @@
 /// Anything that turns a complete request into a response.
 public protocol HTTPResponder: Sendable {
     func respond(to request: HTTPRequest) async -> HTTPResponse
+
+    /// A way around the task that `respond(to:)` runs in, for requests whose work is short and
+    /// never blocks: called first, on the daemon thread that read the request. Returns true when
+    /// it took the request, which it then answers through `reply` (now or later, from any
+    /// thread); false, without touching `reply`, to have `respond(to:)` called as usual.
+    ///
+    /// A request taken here costs no task and no thread hand-off, which is most of the cost of
+    /// a small request (single ingest events) beyond the network itself.
+    func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool
+}
+
+extension HTTPResponder {
+    public func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool { false }
 }
 
 /// Routes by method and path. A pattern is `/`-separated segments, each literal or `:name`.
@@ -12,6 +25,8 @@ public protocol HTTPResponder: Sendable {
 /// generic 500 problem (its description is not sent to the client).
 public struct Router: HTTPResponder {
     public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
+    /// See ``HTTPResponder/respondInline(to:reply:)``.
+    public typealias InlineHandler = @Sendable (HTTPRequest, HTTPReply) -> Bool
 
     private enum Segment: Sendable, Equatable {
         case literal(String)
@@ -30,29 +45,63 @@ public struct Router: HTTPResponder {
         let segments: [Segment]
         let literalCount: Int
         let handler: Handler
+        let inlineHandler: InlineHandler?
     }
 
     private var routes: [Route] = []
 
     public init() {}
 
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ handler: @escaping Handler) {
+    /// Adds a route; `inline`, when given, is tried first (see ``HTTPResponder/respondInline(to:reply:)``).
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, inline: InlineHandler? = nil, _ handler: @escaping Handler) {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix(":") && part.count > 1 ? .parameter(String(part.dropFirst())) : .literal(part)
         }
         let literalCount = segments.filter { if case .literal = $0 { true } else { false } }.count
-        routes.append(Route(method: method, pattern: pattern, segments: segments, literalCount: literalCount, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, literalCount: literalCount, handler: handler,
+                            inlineHandler: inline))
     }
 
     /// Every route, in the order added.
     public var patterns: [Pattern] { routes.map { Pattern(method: $0.method, pattern: $0.pattern) } }
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { add(.GET, pattern, handler) }
-    public mutating func post(_ pattern: String, _ handler: @escaping Handler) { add(.POST, pattern, handler) }
+    public mutating func post(_ pattern: String, inline: InlineHandler? = nil, _ handler: @escaping Handler) {
+        add(.POST, pattern, inline: inline, handler)
+    }
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { add(.PUT, pattern, handler) }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add(.DELETE, pattern, handler) }
 
+    public func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool {
+        guard case .route(let route, let parameters) = resolve(request), let inline = route.inlineHandler else { return false }
+        var routed = request
+        routed.pathParameters = parameters
+        return inline(routed, reply)
+    }
+
     public func respond(to request: HTTPRequest) async -> HTTPResponse {
+        let route: Route, parameters: [String: String]
+        switch resolve(request) {
+        case .route(let found, let foundParameters): (route, parameters) = (found, foundParameters)
+        case .refused(let response): return response
+        }
+        var routed = request
+        routed.pathParameters = parameters
+        do {
+            return try await route.handler(routed)
+        } catch let error as any HTTPProblemConvertible {
+            return error.problem.response
+        } catch {
+            return HTTPProblem.internalError.response
+        }
+    }
+
+    private enum Resolution {
+        case route(Route, [String: String])
+        case refused(HTTPResponse)
+    }
+
+    private func resolve(_ request: HTTPRequest) -> Resolution {
         let path = Self.split(request.path)
         var best: (route: Route, parameters: [String: String])?
         var fallbackGET: (route: Route, parameters: [String: String])?
@@ -69,22 +118,14 @@ public struct Router: HTTPResponder {
             }
         }
         guard let (route, parameters) = best ?? fallbackGET else {
-            if allowed.isEmpty { return HTTPProblem.notFound(path: request.path).response }
+            if allowed.isEmpty { return .refused(HTTPProblem.notFound(path: request.path).response) }
             if allowed.contains(.GET) && !allowed.contains(.HEAD) { allowed.append(.HEAD) }
             allowed.sort { $0.rawValue < $1.rawValue }
             var response = HTTPProblem.methodNotAllowed(request.method, allowed: allowed).response
             response.headers.set("Allow", allowed.map(\.rawValue).joined(separator: ", "))
-            return response
+            return .refused(response)
         }
-        var routed = request
-        routed.pathParameters = parameters
-        do {
-            return try await route.handler(routed)
-        } catch let error as any HTTPProblemConvertible {
-            return error.problem.response
-        } catch {
-            return HTTPProblem.internalError.response
-        }
+        return .route(route, parameters)
     }
 
     private static func split(_ path: String) -> [String] {

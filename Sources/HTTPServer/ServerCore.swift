@@ -39,12 +39,15 @@ final class ServerCore: Sendable {
 
     let limits: Limits
     let log: (@Sendable (String) -> Void)?
+    /// Offered each request first, on the daemon thread (`respondInline`); what it declines becomes a job.
+    private let responder: any HTTPResponder
     private let jobs: AsyncStream<Job>.Continuation
     private let state = Mutex(State())
 
-    init(limits: Limits, log: (@Sendable (String) -> Void)?, jobs: AsyncStream<Job>.Continuation) {
+    init(limits: Limits, log: (@Sendable (String) -> Void)?, responder: any HTTPResponder, jobs: AsyncStream<Job>.Continuation) {
         self.limits = limits
         self.log = log
+        self.responder = responder
         self.jobs = jobs
     }
 
@@ -223,12 +226,18 @@ final class ServerCore: Sendable {
             body: body,
             remoteAddress: context.remoteAddress)
 
-        // Suspend before anyone can try to resume: the job is published only afterwards, and
-        // refuseNewWork() can only reach this context through `dispatched`, which finish() turns
-        // into .ready without resuming while the phase is still .dispatching.
+        // Suspend before anyone can try to resume: the request is offered inline or published as a
+        // job only afterwards, and refuseNewWork() can only reach this context through
+        // `dispatched`, which finish() turns into .ready without resuming while the phase is
+        // still .dispatching.
         MHD_suspend_connection(context.connection.pointer)
         if context.markSuspended() {
             MHD_resume_connection(context.connection.pointer)
+            return .YES
+        }
+        let reply = HTTPReply { [context] response in context.finish(with: response) }
+        if responder.respondInline(to: request, reply: reply) {
+            state.withLock { $0.statistics.requestsTakenInline += 1 }
             return .YES
         }
         if case .terminated = jobs.yield(Job(context: context, request: request)) {

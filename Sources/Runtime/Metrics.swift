@@ -122,6 +122,7 @@ public final class MetricsRegistry: Sendable {
         case counter(Counter)
         case gauge(Gauge)
         case gaugeFunction(@Sendable () -> Double)
+        case counterFunction(@Sendable () -> Int)
         case histogram(Histogram)
     }
 
@@ -139,8 +140,16 @@ public final class MetricsRegistry: Sendable {
 
     public func counter(_ name: String, help: String, labels: [String: String] = [:]) -> Counter {
         let series = register(name, .counter, help: help, labels: labels) { .counter(Counter()) }
-        guard case .counter(let counter) = series else { preconditionFailure("unreachable") }
+        guard case .counter(let counter) = series else {
+            preconditionFailure("metric \(name) with these labels is already a closure-backed counter")
+        }
         return counter
+    }
+
+    /// A counter kept elsewhere (e.g. by the HTTP server), read by calling `value` at scrape
+    /// time; it must never decrease. Registering the same name and labels again replaces the closure.
+    public func counter(_ name: String, help: String, labels: [String: String] = [:], value: @escaping @Sendable () -> Int) {
+        register(name, .counter, help: help, labels: labels, replacing: true) { .counterFunction(value) }
     }
 
     public func gauge(_ name: String, help: String, labels: [String: String] = [:]) -> Gauge {
@@ -216,6 +225,8 @@ public final class MetricsRegistry: Sendable {
                     output += Self.sample(name, labels, Self.formatNumber(gauge.value))
                 case .gaugeFunction(let read):
                     output += Self.sample(name, labels, Self.formatNumber(read()))
+                case .counterFunction(let read):
+                    output += Self.sample(name, labels, String(read()))
                 case .histogram(let histogram):
                     let values = histogram.snapshot
                     let separator = labels.isEmpty ? "" : ","

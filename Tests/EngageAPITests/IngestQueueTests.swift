@@ -19,7 +19,7 @@ struct IngestQueueTests {
     /// Answers every request of a group as stored.
     static func answer(_ group: [IngestQueue.Entry]) {
         for entry in group {
-            entry.continuation.resume(returning: AppendResult(outcomes: Array(repeating: .stored, count: entry.batch.itemCount)))
+            entry.complete(.success(AppendResult(outcomes: Array(repeating: .stored, count: entry.batch.itemCount))))
         }
     }
 

@@ -1,3 +1,4 @@
+import Synchronization
 import Runtime
 import Testing
 
@@ -90,6 +91,21 @@ import Testing
         #expect(registry.renderPrometheus().contains("\nlag 3\n"))
         registry.gauge("lag", help: "Lag.") { -1 }
         #expect(registry.renderPrometheus().contains("\nlag -1\n"))
+    }
+
+    @Test func closureCountersAreReadAtScrapeTimeWithTheCounterType() {
+        let registry = MetricsRegistry()
+        let kept = Mutex(0)
+        registry.counter("served_total", help: "Served.", labels: ["path": "inline"]) { kept.withLock { $0 } }
+        kept.withLock { $0 = 41 }
+        #expect(registry.renderPrometheus() == """
+            # HELP served_total Served.
+            # TYPE served_total counter
+            served_total{path="inline"} 41
+
+            """)
+        kept.withLock { $0 += 1 }
+        #expect(registry.renderPrometheus().contains("served_total{path=\"inline\"} 42\n"))
     }
 
     @Test func gaugeArithmeticAndSpecialValues() {

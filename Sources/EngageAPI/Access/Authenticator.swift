@@ -21,11 +21,10 @@ public struct Authenticator: Sendable {
     /// Checks run in this order: key present and well formed, known and active (401), role (403),
     /// rate (429); a request refused at any step takes no token.
     func authorize(_ request: HTTPRequest, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
-        guard let header = request.headers["Authorization"] else {
-            return .failure(ProblemResponse(APIProblems.unauthorized("send the key as Authorization: Bearer <key>")))
-        }
-        guard let presented = Self.bearerToken(header) else {
-            return .failure(ProblemResponse(APIProblems.unauthorized("the Authorization header must be: Bearer <key>")))
+        let presented: String
+        switch Self.presentedKey(request) {
+        case .success(let found): presented = found
+        case .failure(let problem): return .failure(problem)
         }
         let key: APIKey?
         do {
@@ -33,6 +32,35 @@ public struct Authenticator: Sendable {
         } catch {
             return .failure(ProblemResponse(APIProblems.unavailable, retryAfter: 5))
         }
+        return admit(key, asAnyOf: roles)
+    }
+
+    /// `authorize` without waiting: nil when only the database knows the key (the caller then
+    /// goes the way that may wait).
+    func authorizeWithoutWaiting(_ request: HTTPRequest, as role: Role) -> Result<APIKey, ProblemResponse>? {
+        let presented: String
+        switch Self.presentedKey(request) {
+        case .success(let found): presented = found
+        case .failure(let problem): return .failure(problem)
+        }
+        switch keys.authenticateFromCache(presented) {
+        case .key(let key): return admit(key, asAnyOf: [role])
+        case .refused: return admit(nil, asAnyOf: [role])
+        case .notCached: return nil
+        }
+    }
+
+    private static func presentedKey(_ request: HTTPRequest) -> Result<String, ProblemResponse> {
+        guard let header = request.headers["Authorization"] else {
+            return .failure(ProblemResponse(APIProblems.unauthorized("send the key as Authorization: Bearer <key>")))
+        }
+        guard let presented = bearerToken(header) else {
+            return .failure(ProblemResponse(APIProblems.unauthorized("the Authorization header must be: Bearer <key>")))
+        }
+        return .success(presented)
+    }
+
+    private func admit(_ key: APIKey?, asAnyOf roles: [Role]) -> Result<APIKey, ProblemResponse> {
         guard let key else {
             return .failure(ProblemResponse(APIProblems.unauthorized("the key is unknown or revoked")))
         }

@@ -69,22 +69,24 @@ public final class KeyStore: Sendable {
 
     // MARK: Authentication
 
+    /// What the cache alone can say about a presented secret.
+    public enum CachedAuthentication: Sendable, Equatable {
+        case key(APIKey)
+        /// Malformed, unknown, revoked, or not the key's secret.
+        case refused
+        /// Only the database can tell.
+        case notCached
+    }
+
     /// The active key matching a presented secret, or nil.
     public func authenticate(_ presented: String) async throws -> APIKey? {
+        switch authenticateFromCache(presented) {
+        case .key(let key): return key
+        case .refused: return nil
+        case .notCached: break
+        }
         guard let keyID = KeyFormat.keyID(of: presented) else { return nil }
         let now = ContinuousClock.now
-        if let entry = cache.withLock({ $0[keyID] }), entry.expires > now {
-            if let key = entry.key, let secret = entry.verifiedSecret, KeyFormat.constantTimeEquals(secret, presented) {
-                return key
-            }
-            let verified = Self.verified(entry.key, storedHash: entry.hash, presentedHash: KeyFormat.hash(presented))
-            if verified != nil {
-                cache.withLock { cache in
-                    if cache[keyID]?.hash == entry.hash { cache[keyID]?.verifiedSecret = presented }
-                }
-            }
-            return verified
-        }
         let hash = KeyFormat.hash(presented)
         let found = try await pool.withConnection { connection -> (APIKey, String)? in
             let rows = try connection.query("""
@@ -104,6 +106,23 @@ public final class KeyStore: Sendable {
                                       verifiedSecret: verified != nil ? presented : nil)
         }
         return verified
+    }
+
+    /// The answer of `authenticate` when the cache has it, without waiting for anything (for
+    /// requests answered on the HTTP daemon thread).
+    public func authenticateFromCache(_ presented: String) -> CachedAuthentication {
+        guard let keyID = KeyFormat.keyID(of: presented) else { return .refused }
+        guard let entry = cache.withLock({ $0[keyID] }), entry.expires > ContinuousClock.now else { return .notCached }
+        if let key = entry.key, let secret = entry.verifiedSecret, KeyFormat.constantTimeEquals(secret, presented) {
+            return .key(key)
+        }
+        guard let key = Self.verified(entry.key, storedHash: entry.hash, presentedHash: KeyFormat.hash(presented)) else {
+            return .refused
+        }
+        cache.withLock { cache in
+            if cache[keyID]?.hash == entry.hash { cache[keyID]?.verifiedSecret = presented }
+        }
+        return .key(key)
     }
 
     private static func verified(_ key: APIKey?, storedHash: String?, presentedHash: String) -> APIKey? {

@@ -40,11 +40,11 @@ public struct Committer: Service {
                 let results = try await store.append(group.map(\.batch))
                 metrics.commitSeconds.observe(stopwatch.elapsed)
                 metrics.groupEvents.observe(Double(group.reduce(0) { $0 + $1.batch.rowCount }))
-                for (entry, result) in zip(group, results) { entry.continuation.resume(returning: result) }
+                for (entry, result) in zip(group, results) { entry.complete(.success(result)) }
             } catch {
                 metrics.commitFailures.increment()
                 logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
-                for entry in group { entry.continuation.resume(throwing: error) }
+                for entry in group { entry.complete(.failure(error)) }
             }
         }
     }

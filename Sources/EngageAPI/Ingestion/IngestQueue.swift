@@ -41,7 +41,8 @@ public final class IngestQueue: Sendable {
 
     struct Entry: Sendable {
         var batch: PreparedBatch
-        var continuation: CheckedContinuation<AppendResult, Error>
+        /// Called once, by the committer, when the group holding the batch committed or failed.
+        var complete: @Sendable (Result<AppendResult, Error>) -> Void
     }
 
     private struct State {
@@ -73,17 +74,23 @@ public final class IngestQueue: Sendable {
     /// Waits until the batch is durably stored (or refused, or failed).
     public func submit(_ batch: PreparedBatch) async throws -> AppendResult {
         try await withCheckedThrowingContinuation { continuation in
-            let outcome = state.withLock { state -> Result<CheckedContinuation<Void, Never>?, Refusal> in
-                if state.closed { return .failure(.closed) }
-                if state.queuedEvents > 0 && state.queuedEvents + batch.rowCount > limits.capacity { return .failure(.full) }
-                state.entries.append(Entry(batch: batch, continuation: continuation))
-                state.queuedEvents += batch.rowCount
-                return .success(state.idleCommitters.popLast())
-            }
-            switch outcome {
-            case .failure(let refusal): continuation.resume(throwing: refusal)
-            case .success(let committer): committer?.resume()
-            }
+            submit(batch) { continuation.resume(with: $0) }
+        }
+    }
+
+    /// Queues the batch without waiting: `complete` is called once, with the result, when the
+    /// batch is durably stored or failed (on a committer's task), or at once with a ``Refusal``.
+    public func submit(_ batch: PreparedBatch, complete: @escaping @Sendable (Result<AppendResult, Error>) -> Void) {
+        let outcome = state.withLock { state -> Result<CheckedContinuation<Void, Never>?, Refusal> in
+            if state.closed { return .failure(.closed) }
+            if state.queuedEvents > 0 && state.queuedEvents + batch.rowCount > limits.capacity { return .failure(.full) }
+            state.entries.append(Entry(batch: batch, complete: complete))
+            state.queuedEvents += batch.rowCount
+            return .success(state.idleCommitters.popLast())
+        }
+        switch outcome {
+        case .failure(let refusal): complete(.failure(refusal))
+        case .success(let committer): committer?.resume()
         }
     }
 

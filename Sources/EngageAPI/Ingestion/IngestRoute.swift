@@ -37,16 +37,73 @@ public struct IngestRoute: Sendable {
         self.clock = clock
     }
 
+    /// Bodies up to this size are handled on the HTTP daemon thread that read them (when the key
+    /// is in the key cache): decoding them takes microseconds, less than handing them to a task.
+    public static let inlineBodyLimit = 64 * 1024
+
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let key: APIKey
         switch await authenticator.authorize(request, as: .ingest) {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
+        switch prepare(request, key: key) {
+        case .answered(let response):
+            return response
+        case .store(let batch, let pending):
+            do {
+                return answer(try await queue.submit(batch), pending)
+            } catch {
+                return Self.refusal(error)
+            }
+        }
+    }
+
+    /// The inline way (see `HTTPResponder.respondInline`): takes small requests whose key is
+    /// cached, and answers each once its events are durable, from the committer.
+    public func handleInline(_ request: HTTPRequest, reply: HTTPReply) -> Bool {
+        guard request.body.count <= Self.inlineBodyLimit,
+            let authorized = authenticator.authorizeWithoutWaiting(request, as: .ingest)
+        else { return false }
+        let key: APIKey
+        switch authorized {
+        case .success(let found): key = found
+        case .failure(let problem):
+            reply.send(problem.response)
+            return true
+        }
+        switch prepare(request, key: key) {
+        case .answered(let response):
+            reply.send(response)
+        case .store(let batch, let pending):
+            queue.submit(batch) { [self] outcome in
+                switch outcome {
+                case .success(let result): reply.send(answer(result, pending))
+                case .failure(let error): reply.send(Self.refusal(error))
+                }
+            }
+        }
+        return true
+    }
+
+    /// What a request's answer needs besides the append result.
+    struct Pending: Sendable {
+        var rejected: [Rejection]
+        var duplicatesInRequest: Int
+    }
+
+    enum Preparation {
+        case answered(HTTPResponse)
+        case store(PreparedBatch, Pending)
+    }
+
+    /// Decodes and validates; either the answer (nothing valid, or a whole-request problem) or
+    /// the batch to store.
+    private func prepare(_ request: HTTPRequest, key: APIKey) -> Preparation {
         var decoded: DecodedBatch
         switch decode(request) {
         case .success(let batch): decoded = batch
-        case .failure(let problem): return problem.response
+        case .failure(let problem): return .answered(problem.response)
         }
         if let hasher = configuration.deviceIDHasher {
             for index in decoded.events.indices {
@@ -56,23 +113,25 @@ public struct IngestRoute: Sendable {
         metrics.requestEvents.observe(Double(decoded.events.count + decoded.rejected.count + decoded.duplicatesInRequest))
         metrics.rejected.increment(by: decoded.rejected.count)
         if decoded.events.isEmpty {
-            return APIProblems.response(APIProblems.noValidEvents(decoded.rejected))
+            return .answered(APIProblems.response(APIProblems.noValidEvents(decoded.rejected)))
         }
         let batch = PreparedBatch(decoded.events.map { AppendItem(appID: key.appID, event: $0) })
-        let result: AppendResult
-        do {
-            result = try await queue.submit(batch)
-        } catch IngestQueue.Refusal.full {
-            return APIProblems.response(APIProblems.queueFull, retryAfter: 1)
-        } catch IngestQueue.Refusal.closed {
-            return APIProblems.response(APIProblems.shuttingDown, retryAfter: 5)
-        } catch {
-            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
-        }
+        return .store(batch, Pending(rejected: decoded.rejected, duplicatesInRequest: decoded.duplicatesInRequest))
+    }
+
+    private func answer(_ result: AppendResult, _ pending: Pending) -> HTTPResponse {
         metrics.accepted.increment(by: result.storedCount)
-        metrics.duplicates.increment(by: result.duplicateCount + decoded.duplicatesInRequest)
-        return .json(Self.render(accepted: result.storedCount, duplicates: result.duplicateCount + decoded.duplicatesInRequest,
-                                 rejected: decoded.rejected), status: 200)
+        metrics.duplicates.increment(by: result.duplicateCount + pending.duplicatesInRequest)
+        return .json(Self.render(accepted: result.storedCount, duplicates: result.duplicateCount + pending.duplicatesInRequest,
+                                 rejected: pending.rejected), status: 200)
+    }
+
+    private static func refusal(_ error: any Error) -> HTTPResponse {
+        switch error {
+        case IngestQueue.Refusal.full: APIProblems.response(APIProblems.queueFull, retryAfter: 1)
+        case IngestQueue.Refusal.closed: APIProblems.response(APIProblems.shuttingDown, retryAfter: 5)
+        default: APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
     }
 
     private func decode(_ request: HTTPRequest) -> Result<DecodedBatch, ProblemResponse> {

@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import HTTPServer
+import TestSupport
+
+/// Requests a responder takes on the daemon thread (`respondInline`) instead of in a task.
+@Suite(.serialized) struct InlineResponderTests {
+    /// Replies kept by a handler that answers later, or never.
+    final class KeptReplies: Sendable {
+        private let replies = Mutex<[HTTPReply]>([])
+        func keep(_ reply: HTTPReply) { replies.withLock { $0.append(reply) } }
+        var count: Int { replies.withLock { $0.count } }
+    }
+
+    static func router(kept: KeptReplies = KeptReplies()) -> Router {
+        var router = Router()
+        router.post("/inline", inline: { request, reply in
+            switch String(decoding: request.body, as: UTF8.self) {
+            case "now":
+                reply.send(.text("now"))
+            case "twice":
+                reply.send(.text("first"))
+                reply.send(.text("second"))
+            case "later":
+                Thread {
+                    Thread.sleep(forTimeInterval: 0.05)
+                    reply.send(.text("later from another thread"))
+                }.start()
+            case "never":
+                kept.keep(reply)
+            default:
+                return false
+            }
+            return true
+        }) { request in
+            .text("task: " + String(decoding: request.body, as: UTF8.self))
+        }
+        return router
+    }
+
+    @Test func takenRequestsAreAnsweredThroughTheReplyAndDeclinedOnesByTheTask() async throws {
+        try await withServer(router: Self.router()) { server in
+            let responses = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                return try ["now", "later", "decline", "twice", "now"].map {
+                    try client.request("POST", "/inline", body: Array($0.utf8))
+                }
+            }
+            #expect(responses.map(\.status) == [200, 200, 200, 200, 200])
+            #expect(responses.map(\.text) == ["now", "later from another thread", "task: decline", "first", "now"])
+            try await eventually { server.statistics.requestsCompleted == 5 }
+            #expect(server.statistics.requestsTakenInline == 4)
+            #expect(server.statistics.connectionsAccepted == 1)
+        }
+    }
+
+    @Test func unmatchedRequestsNeverReachAnInlineHandler() async throws {
+        try await withServer(router: Self.router()) { server in
+            let (missing, wrongMethod) = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                return (try client.request("POST", "/elsewhere", body: Array("now".utf8)),
+                        try client.request("PUT", "/inline", body: Array("now".utf8)))
+            }
+            #expect(missing.status == 404)
+            #expect(wrongMethod.status == 405)
+            #expect(server.statistics.requestsTakenInline == 0)
+        }
+    }
+
+    @Test func aTakenRequestNeverAnsweredGets503WhenTheServerStops() async throws {
+        let kept = KeptReplies()
+        var configuration = testConfiguration()
+        configuration.shutdownGrace = .milliseconds(300)
+        let server = try HTTPServer(configuration: configuration, responder: Self.router(kept: kept))
+        let port = server.port
+        let running = Task { try await server.run() }
+        async let pending = offPool { try RawHTTPClient(port: port).request("POST", "/inline", body: Array("never".utf8)) }
+        while kept.count == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        running.cancel()
+        let response = try await pending
+        #expect(response.status == 503)
+        #expect(response.headers["Content-Type"] == "application/problem+json")
+        try await running.value
+        #expect(server.statistics.requestsInFlight == 0)
+    }
+}
