@@ -48,7 +48,8 @@ public final class Connection {
         // An idle connection has nothing to read unless the server said goodbye (a FATAL message,
         // then end of file, which may take two reads to see).
         var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        for _ in 0..<4 where poll(&poller, 1, 0) > 0 {
+        for _ in 0..<4 {
+            guard poll(&poller, 1, 0) > 0 else { break }
             if PQconsumeInput(handle) == 0 { return false }
             if PQstatus(handle) != CONNECTION_OK { return false }
             if let result = PQgetResult(handle) {
