@@ -37,9 +37,12 @@ public struct IngestRoute: Sendable {
         self.clock = clock
     }
 
-    /// Bodies up to this size are handled on the HTTP daemon thread that read them (when the key
-    /// is in the key cache): decoding them takes microseconds, less than handing them to a task.
-    public static let inlineBodyLimit = 64 * 1024
+    /// Bodies up to this size (about 25 events) are handled on the HTTP daemon thread that read
+    /// them when the key is in the key cache: decoding them takes microseconds, less than handing
+    /// them to a task. Larger ones are decoded in tasks, on all cores, without holding up the
+    /// daemon thread's other connections (libmicrohttpd does not spread connections evenly over
+    /// its threads).
+    public static let inlineBodyLimit = 8 * 1024
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let key: APIKey
