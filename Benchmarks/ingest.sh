@@ -5,6 +5,7 @@
 #   BUILD=0 Benchmarks/ingest.sh                use .build/release/engage as it is
 #   MODE=soak Benchmarks/ingest.sh              issue 7's sustained run (about 11 minutes), see below
 #   MODE=compare COMPARE_FLAGS='--parallel-commit-events 0' Benchmarks/ingest.sh
+#   MODE=compare COMPARE_BIN=/path/to/older/engage Benchmarks/ingest.sh
 #                                               one phase on two server settings, alternately
 #   ENGAGE_BIN=/path/engage DURATION=10 Benchmarks/ingest.sh
 #
@@ -29,7 +30,9 @@
 #
 # Settings (environment):
 #   MODE=targets         targets (the phases above), soak or compare
-#   COMPARE_FLAGS        compare mode: `engage serve` flags of the second server (required)
+#   COMPARE_FLAGS        compare mode: `engage serve` flags of the second server
+#   COMPARE_BIN          compare mode: the second server's executable (another build); this
+#                        or COMPARE_FLAGS (or both) is required. The load is always ENGAGE_BIN's.
 #   COMPARE_PHASE=C      compare mode: the phase measured, A or C
 #   COMPARE_ROUNDS=5     compare mode: pairs of measurements, 1-20
 #   SOAK_MINUTES=10      windows of the soak, 2-120
@@ -62,6 +65,7 @@ BUILD=${BUILD:-1}
 MODE=${MODE:-targets}
 SOAK_MINUTES=${SOAK_MINUTES:-10}
 COMPARE_FLAGS=${COMPARE_FLAGS:-}
+COMPARE_BIN=${COMPARE_BIN:-}
 COMPARE_PHASE=${COMPARE_PHASE:-C}
 COMPARE_ROUNDS=${COMPARE_ROUNDS:-5}
 ENGAGE_BIN=${ENGAGE_BIN:-}
@@ -107,7 +111,8 @@ require_int() { # name value min max
 require_int DURATION "$DURATION" 1 30
 [[ $LOAD == engage || $LOAD == wrk ]] || usage_error "LOAD=$LOAD: expected engage or wrk"
 [[ $MODE == targets || $MODE == soak || $MODE == compare ]] || usage_error "MODE=$MODE: expected targets, soak or compare"
-[[ $MODE != compare || -n $COMPARE_FLAGS ]] || usage_error "MODE=compare needs COMPARE_FLAGS (engage serve flags to compare against)"
+[[ $MODE != compare || -n $COMPARE_FLAGS || -n $COMPARE_BIN ]] || usage_error "MODE=compare needs COMPARE_FLAGS (engage serve flags to compare against) or COMPARE_BIN (another engage executable)"
+[[ -z $COMPARE_BIN || -x $COMPARE_BIN ]] || usage_error "COMPARE_BIN=$COMPARE_BIN: not an executable"
 [[ $COMPARE_PHASE == A || $COMPARE_PHASE == C ]] || usage_error "COMPARE_PHASE=$COMPARE_PHASE: expected A or C"
 require_int COMPARE_ROUNDS "$COMPARE_ROUNDS" 1 20
 require_int SOAK_MINUTES "$SOAK_MINUTES" 2 120
@@ -299,7 +304,7 @@ serve_args=(serve --listen "127.0.0.1:$PORT" --data-dir "$WORK/pg" --projector "
 # start_server [EXTRA_FLAGS...]: engage serve with serve_args and the extra flags; sets SERVER_PID, URL.
 start_server() {
     log "starting engage ${serve_args[*]} $*"
-    "$ENGAGE_BIN" "${serve_args[@]}" "$@" >"$WORK/serve.log" 2>&1 &
+    "${SERVER_BIN:-$ENGAGE_BIN}" "${serve_args[@]}" "$@" >"$WORK/serve.log" 2>&1 &
     SERVER_PID=$!
     local port=""
     for _ in $(seq 1200); do # initdb and the first start take a few seconds
@@ -345,29 +350,32 @@ if [[ $MODE == compare ]]; then
         for side in base other; do
             stop_server
             [[ $SERVER_STATUS == 0 ]] || die "engage exited $SERVER_STATUS after SIGTERM"
-            if [[ $side == base ]]; then start_server; else start_server "${compare_flags[@]}"; fi
+            if [[ $side == base ]]; then start_server; else SERVER_BIN=$COMPARE_BIN start_server "${compare_flags[@]}"; fi
             run_phase "$COMPARE_PHASE-$side-$round" "$phase_connections" "$phase_batch" 0 $((10 + round))
             [[ $P_ERRORS == 0 ]] || die "phase $COMPARE_PHASE ($side, round $round): $P_ERRORS failed requests"
             if [[ $side == base ]]; then
-                base_eps=$P_EPS base_pg=$P_POSTGRES_CPU base_p50=$P_P50
+                base_eps=$P_EPS base_pg=$P_POSTGRES_CPU base_p50=$P_P50 base_engage=$P_ENGAGE_CPU
             else
                 ratio=$(calc "$P_EPS / $base_eps")
                 BASE_RATES+="$base_eps " OTHER_RATES+="$P_EPS " RATIOS+="$ratio "
-                ROWS+="| $round | $(grouped "$base_eps") | $(fixed "$base_p50" 1) | $(fixed "$base_pg" 2) | $(grouped "$P_EPS") | $(fixed "$P_P50" 1) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$ratio" 2) |"$'\n'
+                ROWS+="| $round | $(grouped "$base_eps") | $(fixed "$base_p50" 1) | $(fixed "$base_engage" 2) | $(fixed "$base_pg" 2) | $(grouped "$P_EPS") | $(fixed "$P_P50" 1) | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$ratio" 2) |"$'\n'
             fi
         done
     done
     stop_server
+    other_description=""
+    [[ -z $COMPARE_BIN ]] || other_description="run by \`$COMPARE_BIN\`"
+    [[ -z $COMPARE_FLAGS ]] || other_description="${other_description:+$other_description }with \`$COMPARE_FLAGS\`"
     cat <<REPORT
 
 ### Compare ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_ROUNDS=$COMPARE_ROUNDS DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log) on a freshly started server for each measurement, alternating the server as configured (base) and with \`$COMPARE_FLAGS\`; load: $LOAD on the same machine. Event ids: $IDS.
+\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_BIN='$COMPARE_BIN' COMPARE_ROUNDS=$COMPARE_ROUNDS DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log) on a freshly started server for each measurement, alternating the server as configured (base) and $other_description; load: $LOAD on the same machine. Event ids: $IDS.
 
-| round | base events/s | base p50 ms | base PostgreSQL cores | with flags events/s | p50 ms | PostgreSQL cores | ratio |
-|---:|---:|---:|---:|---:|---:|---:|---:|
+| round | base events/s | base p50 ms | base engage cores | base PostgreSQL cores | other events/s | p50 ms | engage cores | PostgreSQL cores | ratio |
+|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${ROWS}
-Medians: base $(grouped "$(echo "$BASE_RATES" | median)") events/s, with \`$COMPARE_FLAGS\` $(grouped "$(echo "$OTHER_RATES" | median)") events/s; median ratio $(fixed "$(echo "$RATIOS" | median)" 2).
+Medians: base $(grouped "$(echo "$BASE_RATES" | median)") events/s, other $(grouped "$(echo "$OTHER_RATES" | median)") events/s; median ratio other ÷ base $(fixed "$(echo "$RATIOS" | median)" 2).
 REPORT
     exit 0
 fi
