@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -189,8 +190,11 @@ struct run {
     size_t body_capacity;
     uint64_t *histogram;
     uint64_t latency_sum_us;
-    uint64_t next_slot_us;
-    uint64_t interval_us;
+    uint64_t next_sweep_us;
+    /* Paced runs: the next free slot and the distance between slots, in fractional microseconds
+       so that high rates are not rounded up. */
+    double next_slot_us;
+    double interval_us;
     uint64_t first_sent_us;
     uint64_t last_answer_us;
     uint64_t successful_connects;
@@ -209,8 +213,12 @@ static void close_connection(struct run *run, struct connection *connection, uin
     }
     connection->state = CONNECTION_CLOSED;
     connection->answer_length = 0;
+    connection->pending_length = 0;
     connection->retry_at_us = retry_at_us;
-    (void)run;
+    /* The next pass over the connections (which reopens it) comes no later than the retry time. */
+    if (retry_at_us < run->next_sweep_us) {
+        run->next_sweep_us = retry_at_us;
+    }
 }
 
 static void make_idle(struct run *run, struct connection *connection, uint64_t now);
@@ -257,8 +265,8 @@ static void make_idle(struct run *run, struct connection *connection, uint64_t n
         connection->due_us = 0;
         return;
     }
-    uint64_t slot = run->next_slot_us > now ? run->next_slot_us : now;
-    connection->due_us = slot;
+    double slot = run->next_slot_us > (double)now ? run->next_slot_us : (double)now;
+    connection->due_us = (uint64_t)ceil(slot);
     run->next_slot_us = slot + run->interval_us;
 }
 
@@ -372,7 +380,8 @@ static int take_answer(struct run *run, struct connection *connection, uint64_t 
     struct CLoadGenerator_Result *result = run->result;
     result->requests++;
     uint64_t latency = now - connection->sent_at_us;
-    run->histogram[bucket_of(latency) < HISTOGRAM_BUCKETS ? bucket_of(latency) : HISTOGRAM_BUCKETS - 1]++;
+    int bucket = bucket_of(latency);
+    run->histogram[bucket < HISTOGRAM_BUCKETS ? bucket : HISTOGRAM_BUCKETS - 1]++;
     run->latency_sum_us += latency;
     if (latency > result->max_us) {
         result->max_us = latency;
@@ -396,6 +405,12 @@ static int take_answer(struct run *run, struct connection *connection, uint64_t 
         if (!closing) {
             result->read_errors++;
         }
+        close_connection(run, connection, now);
+        return 1;
+    }
+    if (connection->pending_length > 0) {
+        /* Answered before the whole request was written (a refusal): the rest of it would be read
+           as the start of the next request, so start over on a new connection. */
         close_connection(run, connection, now);
         return 1;
     }
@@ -424,7 +439,10 @@ static void read_answer(struct run *run, struct connection *connection, uint64_t
                 continue;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
-                run->result->read_errors++;
+                /* An error only if an answer was owed (an idle connection may be reset). */
+                if (connection->state == CONNECTION_RECEIVING || connection->state == CONNECTION_SENDING) {
+                    run->result->read_errors++;
+                }
                 close_connection(run, connection, now);
             }
             return;
@@ -521,8 +539,11 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
     if (options->batch == 0 || options->batch > 1000) {
         return fail(error, error_capacity, "batch must be 1-1000");
     }
-    if (!(options->seconds > 0) || !(options->timeout_seconds > 0) || !(options->rate >= 0)) {
-        return fail(error, error_capacity, "seconds and timeout must be positive, rate not negative");
+    if (!(options->seconds > 0) || !(options->timeout_seconds > 0)) {
+        return fail(error, error_capacity, "seconds and timeout must be positive");
+    }
+    if (!(options->rate == 0 || (options->rate >= 0.01 && options->rate <= 10000000))) {
+        return fail(error, error_capacity, "rate must be 0 (unpaced) or 0.01-10000000 requests/s");
     }
     struct run run;
     memset(&run, 0, sizeof run);
@@ -545,15 +566,17 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
     run.generator.stream = options->stream % 4096;
     run.generator.random_ids = options->random_ids;
     run.generator.random_state = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)options->tag << 32) ^ options->stream ^ now_us();
-    run.interval_us = options->rate > 0 ? (uint64_t)(1e6 / options->rate) : 0;
-    if (options->rate > 0 && run.interval_us == 0) {
-        run.interval_us = 1;
-    }
+    run.interval_us = options->rate > 0 ? 1e6 / options->rate : 0;
 
     int status = -1;
     run.generator.variants = calloc(VARIANTS, sizeof *run.generator.variants);
     run.histogram = calloc(HISTOGRAM_BUCKETS, sizeof *run.histogram);
     run.connections = calloc(options->connections, sizeof *run.connections);
+    if (run.connections != NULL) {
+        for (uint32_t i = 0; i < options->connections; i++) {
+            run.connections[i].fd = -1; /* calloc's 0 is standard input */
+        }
+    }
     run.epoll = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event *events = calloc(options->connections, sizeof *events);
     if (run.generator.variants == NULL || run.histogram == NULL || run.connections == NULL || events == NULL || run.epoll < 0) {
@@ -563,7 +586,6 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
     make_variants(run.generator.variants);
     for (uint32_t i = 0; i < options->connections; i++) {
         struct connection *connection = &run.connections[i];
-        connection->fd = -1;
         connection->request = malloc(HEADROOM + run.body_capacity);
         connection->answer_capacity = 4096;
         connection->answer = malloc(connection->answer_capacity);
@@ -578,14 +600,14 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
     uint64_t stop_sending = start + (uint64_t)(options->seconds * 1e6);
     uint64_t timeout_us = (uint64_t)(options->timeout_seconds * 1e6);
     uint64_t give_up = stop_sending + timeout_us;
-    uint64_t next_sweep = start;
-    run.next_slot_us = start;
+    run.next_sweep_us = start;
+    run.next_slot_us = (double)start;
     for (;;) {
         uint64_t now = now_us();
         int sending = now < stop_sending;
         int busy = 0;
         uint64_t wake = sending ? stop_sending : give_up;
-        if (now >= next_sweep || run.interval_us > 0 || !sending) {
+        if (now >= run.next_sweep_us || run.interval_us > 0 || !sending) {
             /* Timeouts, reconnects and paced sends: a pass over all connections. */
             for (uint32_t i = 0; i < options->connections; i++) {
                 struct connection *connection = &run.connections[i];
@@ -619,8 +641,8 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
                     break;
                 }
             }
-            if (now >= next_sweep) {
-                next_sweep = now + 100000;
+            if (now >= run.next_sweep_us) {
+                run.next_sweep_us = now + 100000;
             }
             if (!sending && !busy) {
                 break;
@@ -633,8 +655,8 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
             fail(error, error_capacity, "could not connect to %s:%u within 5 s", options->host, (unsigned)options->port);
             goto done;
         }
-        if (sending && next_sweep < wake) {
-            wake = next_sweep;
+        if (sending && run.next_sweep_us < wake) {
+            wake = run.next_sweep_us;
         }
         int wait_ms = wake > now ? (int)((wake - now + 999) / 1000) : 0;
         int ready = epoll_wait(run.epoll, events, (int)options->connections, wait_ms);

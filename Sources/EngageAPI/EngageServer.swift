@@ -101,7 +101,7 @@ public struct EngageServer: Sendable {
         self.server = server
         registry.counter("engage_http_requests_inline_total",
                          help: "Requests answered without a task, on the HTTP thread that read them (small ingest requests with a cached key).") {
-            server.statistics.requestsTakenInline
+            [weak server] in server?.statistics.requestsTakenInline ?? 0
         }
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [

@@ -30,9 +30,11 @@ public enum HTTPServerError: Error, Equatable, Sendable, CustomStringConvertible
 
 /// An HTTP/1.1 server on libmicrohttpd.
 ///
-/// It listens from `init` on (so `port` is known at once) and answers once ``run()`` runs.
-/// Daemon threads read requests; each complete request is handed to the responder as a child task
-/// of `run()` while its connection is suspended, so daemon threads never wait for a responder.
+/// It listens from `init` on (so `port` is known at once). Daemon threads read requests; each
+/// complete request's connection is suspended, the request is offered to the responder's
+/// `respondInline` on the daemon thread, and what that declines becomes a child task of `run()`,
+/// so daemon threads never wait for a responder. Requests reaching a task are answered once
+/// ``run()`` runs.
 public final class HTTPServer: Sendable {
     public let configuration: Configuration
     /// The bound port (the ephemeral one when the configuration asked for port 0).

@@ -49,6 +49,8 @@ public struct Router: HTTPResponder {
     }
 
     private var routes: [Route] = []
+    /// Methods that some route answers inline: other requests skip `respondInline`'s routing.
+    private var inlineMethods: Set<HTTPMethod> = []
 
     public init() {}
 
@@ -60,6 +62,7 @@ public struct Router: HTTPResponder {
         let literalCount = segments.filter { if case .literal = $0 { true } else { false } }.count
         routes.append(Route(method: method, pattern: pattern, segments: segments, literalCount: literalCount, handler: handler,
                             inlineHandler: inline))
+        if inline != nil { inlineMethods.insert(method) }
     }
 
     /// Every route, in the order added.
@@ -73,7 +76,7 @@ public struct Router: HTTPResponder {
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add(.DELETE, pattern, handler) }
 
     public func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool {
-        guard case .route(let route, let parameters) = resolve(request), let inline = route.inlineHandler else { return false }
+        guard inlineMethods.contains(request.method), case .route(let route, let parameters) = resolve(request), let inline = route.inlineHandler else { return false }
         var routed = request
         routed.pathParameters = parameters
         return inline(routed, reply)

@@ -236,7 +236,8 @@ final class ServerCore: Sendable {
             return .YES
         }
         let reply = HTTPReply { [context] response in context.finish(with: response) }
-        if responder.respondInline(to: request, reply: reply) {
+        // A reply already sent means taken, even if the responder then said otherwise.
+        if responder.respondInline(to: request, reply: reply) || reply.wasSent {
             state.withLock { $0.statistics.requestsTakenInline += 1 }
             return .YES
         }

@@ -72,7 +72,7 @@ enum BenchCommand: EngageCommand {
             return
         }
         if arguments.commandPath.last == "ingest" {
-            try IngestLoadBenchmark.run(arguments)
+            try await IngestLoadBenchmark.run(arguments)
             return
         }
         if arguments.commandPath.last == "pipeline" {

@@ -1,4 +1,5 @@
 import CLoadGenerator
+import Foundation
 import Runtime
 
 /// `engage bench ingest`: HTTP load on a running server's POST /v1/events, for
@@ -24,9 +25,9 @@ enum IngestLoadBenchmark {
         case time, random
     }
 
-    static func run(_ arguments: ParsedArguments) throws {
+    static func run(_ arguments: ParsedArguments) async throws {
         let usage = arguments.command.usage(path: arguments.commandPath)
-        let (host, port) = try endpoint(try arguments.required("url"), usage: usage)
+        let (host, port) = try endpoint(arguments.required("url"), usage: usage)
         let key = try arguments.required("key")
         let seconds = try arguments.value("seconds", default: 10.0)
         let rate = try arguments.value("rate", default: 0.0)
@@ -34,8 +35,8 @@ enum IngestLoadBenchmark {
         guard seconds > 0, seconds <= 3600 else {
             throw UsageError(code: .invalidValue, message: "invalid value '\(seconds)' for option '--seconds': expected 0 < s <= 3600", usage: usage)
         }
-        guard rate >= 0, rate.isFinite else {
-            throw UsageError(code: .invalidValue, message: "invalid value '\(rate)' for option '--rate': expected a number >= 0", usage: usage)
+        guard rate == 0 || (0.01...10_000_000).contains(rate) else {
+            throw UsageError(code: .invalidValue, message: "invalid value '\(rate)' for option '--rate': expected 0 (unpaced) or 0.01 to 10000000 requests/s", usage: usage)
         }
         guard timeout > 0, timeout <= 600 else {
             throw UsageError(code: .invalidValue, message: "invalid value '\(timeout)' for option '--timeout': expected 0 < s <= 600", usage: usage)
@@ -43,32 +44,41 @@ enum IngestLoadBenchmark {
         guard !key.isEmpty, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), key.utf8.count <= 200 else {
             throw UsageError(code: .invalidValue, message: "invalid value for option '--key': expected a key as printed by engage keys create", usage: usage)
         }
-        var options = CLoadGenerator_Options()
-        options.port = port
-        options.connections = UInt32(try arguments.int("connections", default: 16, in: 1...10_000))
-        options.batch = UInt32(try arguments.int("batch", default: 100, in: 1...1_000))
-        options.seconds = seconds
-        options.rate = rate
-        options.tag = UInt32(try arguments.int("tag", default: 0, in: 0...4095))
-        options.stream = UInt32(try arguments.int("stream", default: 0, in: 0...4095))
-        options.random_ids = try arguments.value("ids", default: IDKind.time) == .random ? 1 : 0
-        options.timeout_seconds = timeout
+        let port16 = port
+        let connections = UInt32(try arguments.int("connections", default: 16, in: 1...10_000))
+        let batch = UInt32(try arguments.int("batch", default: 100, in: 1...1_000))
+        let tag = UInt32(try arguments.int("tag", default: 0, in: 0...4095))
+        let stream = UInt32(try arguments.int("stream", default: 0, in: 0...4095))
+        let randomIDs: Int32 = try arguments.value("ids", default: IDKind.time) == .random ? 1 : 0
 
-        var result = CLoadGenerator_Result()
-        var error = [CChar](repeating: 0, count: 256)
-        let status = host.withCString { host in
-            "/v1/events".withCString { path in
-                key.withCString { key in
-                    options.host = host
-                    options.path = path
-                    options.key = key
-                    return CLoadGenerator_run(&options, &result, &error, error.count)
+        let result = try await onOwnThread { () throws -> CLoadGenerator_Result in
+            var options = CLoadGenerator_Options()
+            options.port = port16
+            options.connections = connections
+            options.batch = batch
+            options.seconds = seconds
+            options.rate = rate
+            options.tag = tag
+            options.stream = stream
+            options.random_ids = randomIDs
+            options.timeout_seconds = timeout
+            var result = CLoadGenerator_Result()
+            var error = [CChar](repeating: 0, count: 256)
+            let status = host.withCString { host in
+                "/v1/events".withCString { path in
+                    key.withCString { key in
+                        options.host = host
+                        options.path = path
+                        options.key = key
+                        return CLoadGenerator_run(&options, &result, &error, error.count)
+                    }
                 }
             }
-        }
-        guard status == 0 else {
-            let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw BenchCommand.BenchError("the load could not run: \(reason)")
+            guard status == 0 else {
+                let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                throw BenchCommand.BenchError("the load could not run: \(reason)")
+            }
+            return result
         }
         print(
             "ingest.result requests=\(result.requests) duration_us=\(result.duration_us) p50_us=\(result.p50_us)"
@@ -94,7 +104,17 @@ enum IngestLoadBenchmark {
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else { throw invalid }
         let octets = parts[0].split(separator: ".", omittingEmptySubsequences: false)
-        guard octets.count == 4, octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil }) else { throw invalid }
+        // inet_pton takes no leading zeros ("01"): refuse them here, as a usage error.
+        guard octets.count == 4,
+            octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil && ($0.count == 1 || $0.first != "0") })
+        else { throw invalid }
         return (String(parts[0]), port)
+    }
+
+    /// Runs blocking work (the load's epoll loop) on a thread of its own, off the task pool.
+    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try work() }) }.start()
+        }
     }
 }

@@ -40,7 +40,7 @@ struct IngestInlineTests {
     func inlineAnswersAreTheAnswersOfATask() async throws {
         // A key cache that keeps nothing: every request takes the task.
         let taskOnly = try TestServer { $0.keyCacheLifetime = .zero }
-        let inline = try TestServer()
+        let inline = try TestServer { $0.keyCacheLifetime = .seconds(120) }
         let throughTasks = try await Self.scenario(taskOnly)
         let throughThread = try await Self.scenario(inline)
         #expect(throughThread == throughTasks)
@@ -58,13 +58,16 @@ struct IngestInlineTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func largeBodiesTakeATaskEvenWithACachedKey() async throws {
-        let server = try TestServer()
+    func largeOrCompressedBodiesTakeATaskEvenWithACachedKey() async throws {
+        let server = try TestServer { $0.keyCacheLifetime = .seconds(120) }
         let key = try await server.key(app: uniqueApp("large"))
         try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
         let events = (0..<400).map { _ in WireEvent.displayed() }
         #expect(events.array.utf8.count > IngestRoute.inlineBodyLimit)
         try expectAccepted(try await server.post(events.array, key: key), Acceptance(accepted: 400))
+        #expect(server.engage.server.statistics.requestsTakenInline == 0)
+        // A small gzip body may inflate to far more than it looks: a task too.
+        try expectAccepted(try await server.postGzip(WireEvent.valid(2).array, key: key), Acceptance(accepted: 2))
         #expect(server.engage.server.statistics.requestsTakenInline == 0)
         try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key), Acceptance(accepted: 1))
         #expect(server.engage.server.statistics.requestsTakenInline == 1)
@@ -73,7 +76,7 @@ struct IngestInlineTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aReadKeyIsRefusedTheSameWayBothTimes() async throws {
-        let server = try TestServer()
+        let server = try TestServer { $0.keyCacheLifetime = .seconds(120) }
         let key = try await server.key(app: uniqueApp("reader"), role: .read)
         let first = try await server.post(WireEvent.valid(1).array, key: key)
         let second = try await server.post(WireEvent.valid(1).array, key: key)

@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 /// Requests a responder takes on the daemon thread (`respondInline`) instead of in a task.
-@Suite(.serialized) struct InlineResponderTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct InlineResponderTests {
     /// Replies kept by a handler that answers later, or never.
     final class KeptReplies: Sendable {
         private let replies = Mutex<[HTTPReply]>([])
@@ -23,6 +23,9 @@ import TestSupport
             case "twice":
                 reply.send(.text("first"))
                 reply.send(.text("second"))
+            case "sent, then declined":
+                reply.send(.text("sent"))
+                return false
             case "later":
                 Thread {
                     Thread.sleep(forTimeInterval: 0.05)
@@ -44,14 +47,15 @@ import TestSupport
         try await withServer(router: Self.router()) { server in
             let responses = try await offPool {
                 let client = try RawHTTPClient(port: server.port)
-                return try ["now", "later", "decline", "twice", "now"].map {
+                return try ["now", "later", "decline", "twice", "sent, then declined", "now"].map {
                     try client.request("POST", "/inline", body: Array($0.utf8))
                 }
             }
-            #expect(responses.map(\.status) == [200, 200, 200, 200, 200])
-            #expect(responses.map(\.text) == ["now", "later from another thread", "task: decline", "first", "now"])
-            try await eventually { server.statistics.requestsCompleted == 5 }
-            #expect(server.statistics.requestsTakenInline == 4)
+            #expect(responses.map(\.status) == [200, 200, 200, 200, 200, 200])
+            // A second send is ignored; a reply sent before declining still counts as taken.
+            #expect(responses.map(\.text) == ["now", "later from another thread", "task: decline", "first", "sent", "now"])
+            try await eventually { server.statistics.requestsCompleted == 6 }
+            #expect(server.statistics.requestsTakenInline == 5)
             #expect(server.statistics.connectionsAccepted == 1)
         }
     }
@@ -77,7 +81,7 @@ import TestSupport
         let port = server.port
         let running = Task { try await server.run() }
         async let pending = offPool { try RawHTTPClient(port: port).request("POST", "/inline", body: Array("never".utf8)) }
-        while kept.count == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await eventually { kept.count == 1 }
         running.cancel()
         let response = try await pending
         #expect(response.status == 503)

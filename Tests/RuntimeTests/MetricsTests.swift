@@ -1,5 +1,5 @@
-import Synchronization
 import Runtime
+import Synchronization
 import Testing
 
 @Suite struct MetricsTests {

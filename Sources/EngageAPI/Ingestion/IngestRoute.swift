@@ -37,8 +37,8 @@ public struct IngestRoute: Sendable {
         self.clock = clock
     }
 
-    /// Bodies up to this size (about 25 events) are handled on the HTTP daemon thread that read
-    /// them when the key is in the key cache: decoding them takes microseconds, less than handing
+    /// Uncompressed bodies up to this size (about 25 events) are handled on the HTTP daemon thread
+    /// that read them when the key is in the key cache: decoding them takes microseconds, less than handing
     /// them to a task. Larger ones are decoded in tasks, on all cores, without holding up the
     /// daemon thread's other connections (libmicrohttpd does not spread connections evenly over
     /// its threads).
@@ -65,7 +65,10 @@ public struct IngestRoute: Sendable {
     /// The inline way (see `HTTPResponder.respondInline`): takes small requests whose key is
     /// cached, and answers each once its events are durable, from the committer.
     public func handleInline(_ request: HTTPRequest, reply: HTTPReply) -> Bool {
+        // A compressed body's size says nothing of what it inflates to (up to the 1 MiB limit):
+        // those go to a task too.
         guard request.body.count <= Self.inlineBodyLimit,
+            request.headers["Content-Encoding"].map({ ["", "identity"].contains(Self.trimmedLowercase($0)) }) ?? true,
             let authorized = authenticator.authorizeWithoutWaiting(request, as: .ingest)
         else { return false }
         let key: APIKey

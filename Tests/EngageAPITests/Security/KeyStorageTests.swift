@@ -49,19 +49,25 @@ struct KeyStorageTests {
     @Test(.timeLimit(.minutes(1)))
     func aCachedKeyStillRefusesAnotherSecretWithItsID() async throws {
         let server = try SharedServer.get()
-        let issued = try await server.keys.create(app: uniqueApp("cache"), role: .ingest)
-        #expect(try await server.keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
-        #expect(try await server.keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
+        // A store of its own whose cache outlives the test, so every check below is the cache's.
+        let keys = KeyStore(pool: server.pool, cacheLifetime: .seconds(600))
+        let issued = try await keys.create(app: uniqueApp("cache"), role: .ingest)
+        #expect(keys.authenticateFromCache(issued.secret) == .notCached)
+        #expect(try await keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
+        #expect(keys.authenticateFromCache(issued.secret) == .key(issued.key))
         let secretPart = issued.secret.split(separator: "_").last!
         let prefix = issued.secret.dropLast(secretPart.count)
         let last = secretPart.last!
-        let forged = prefix + secretPart.dropLast() + (last == "a" ? "b" : "a")
+        let forged = String(prefix + secretPart.dropLast() + (last == "a" ? "b" : "a"))
         #expect(forged != issued.secret)
-        #expect(try await server.keys.authenticate(String(forged)) == nil)
-        #expect(try await server.keys.authenticate(String(prefix) + String(repeating: "0", count: secretPart.count)) == nil)
-        // The right secret still works after the refusals, and not after revocation.
-        #expect(try await server.keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
-        #expect(try await server.keys.revoke(keyID: issued.key.keyID))
-        #expect(try await server.keys.authenticate(issued.secret) == nil)
+        #expect(keys.authenticateFromCache(forged) == .refused)
+        #expect(keys.authenticateFromCache(String(prefix) + String(repeating: "0", count: secretPart.count)) == .refused)
+        #expect(try await keys.authenticate(forged) == nil)
+        // The right secret still passes after the refusals; revocation empties the cache.
+        #expect(keys.authenticateFromCache(issued.secret) == .key(issued.key))
+        #expect(try await keys.revoke(keyID: issued.key.keyID))
+        #expect(keys.authenticateFromCache(issued.secret) == .notCached)
+        #expect(try await keys.authenticate(issued.secret) == nil)
+        #expect(keys.authenticateFromCache(issued.secret) == .refused)
     }
 }
