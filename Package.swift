@@ -22,6 +22,7 @@ let package = Package(
         .target(name: "CProcess"),
         // The HTTP load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
         .target(name: "CLoadGenerator"),
+        .target(name: "LoadGenerator", dependencies: ["CLoadGenerator"]),
         .systemLibrary(
             name: "CZlib",
             pkgConfig: "zlib",
@@ -44,7 +45,7 @@ let package = Package(
         .target(name: "EngageClient"),
         .executableTarget(
             name: "engage",
-            dependencies: ["CLoadGenerator", "CProcess", "EngageAPI", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
+            dependencies: ["CLoadGenerator", "CProcess", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
@@ -61,7 +62,7 @@ let package = Package(
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
         .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
                                                        "Postgres", "Projections", "Runtime", "TestSupport"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "EngageAPI", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]

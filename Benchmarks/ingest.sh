@@ -13,19 +13,19 @@
 #   baseline  psql \copy of COPY_ROWS rows of the same events into `events`, one connection,
 #             median of COPY_ROUNDS rounds
 #   A         BATCH-event POSTs over CONNECTIONS keep-alive connections, as fast as they go
-#   B         the same at half of A's stored rate, paced by wrk/batch.lua's delay()
+#   B         the same at half of A's stored rate, paced (each request takes the next free slot)
 #   C         single-event POSTs over SINGLE_CONNECTIONS connections
 # Every phase starts from an empty log (TRUNCATE, VACUUM, CHECKPOINT) and is measured by
-# `SELECT count(*) FROM events` before and after, not only by what wrk saw. The engage process's
-# VmRSS is sampled every 0.25 s throughout. The server is stopped with SIGTERM at the end and
+# `SELECT count(*) FROM events` before and after, not only by what the load generator saw. The
+# engage process's VmRSS is sampled every 0.25 s throughout. The server is stopped with SIGTERM at the end and
 # must exit 0. Progress goes to stderr, the report to stdout. Ctrl-C or SIGTERM stops everything
-# it started (the server, its PostgreSQL, wrk) and removes the run's directory.
+# it started (the server, its PostgreSQL, the load) and removes the run's directory.
 #
 # Soak mode (MODE=soak) measures phase A's unpaced rate for DURATION s, then holds half of it
 # for SOAK_MINUTES one-minute windows without emptying the log, and reports per window the
 # accepted rate, latency percentiles, failed requests and engage's VmRSS; then it checks that
 # every acknowledged event is stored (count(*) at least the sum of accepted; more only by requests
-# cut off when a window's wrk stopped) and that VmRSS grew less
+# cut off when a window's load stopped) and that VmRSS grew less
 # than 10% from the end of the first window (the warm-up) to the end of the last.
 #
 # Settings (environment):
@@ -133,12 +133,12 @@ for program in "$PSQL" "${load_programs[@]}" awk curl; do
     command -v "$program" >/dev/null || die "$program not found (scripts/install-deps --bench installs wrk and psql)"
 done
 
-WORK="" SERVER_PID="" SAMPLER_PID="" WRK_PID=""
+WORK="" SERVER_PID="" SAMPLER_PID="" LOAD_PID=""
 
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
-    if [[ -n $WRK_PID ]] && kill -0 "$WRK_PID" 2>/dev/null; then kill "$WRK_PID" 2>/dev/null || true; wait "$WRK_PID" 2>/dev/null || true; fi
+    if [[ -n $LOAD_PID ]] && kill -0 "$LOAD_PID" 2>/dev/null; then kill "$LOAD_PID" 2>/dev/null || true; wait "$LOAD_PID" 2>/dev/null || true; fi
     if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null || true; wait "$SAMPLER_PID" 2>/dev/null || true; fi
     if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
         log "stopping engage (pid $SERVER_PID)"
@@ -213,28 +213,28 @@ stop_server() {
     SERVER_PID=""
 }
 
-# run_wrk NAME CONNECTIONS BATCH RATE TAG SECONDS: one load run (RATE 0: unpaced) with the LOAD
-# generator, output in $WORK/wrk-NAME.txt (the name is historical: either generator writes it).
-run_wrk() {
+# run_load NAME CONNECTIONS BATCH RATE TAG SECONDS: one load run (RATE 0: unpaced) with the LOAD
+# generator, output in $WORK/load-NAME.txt.
+run_load() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
     times >"$WORK/times-$name.0" # the shell's children's CPU so far: the generator's is the difference
     if [[ $LOAD == engage ]]; then
         ENGAGE_BENCH_KEY=$KEY "$ENGAGE_BIN" bench ingest --url "$URL" --connections "$connections" --batch "$batch" \
             --rate "$rate" --tag "$tag" --ids "$IDS" --seconds "$seconds" --timeout 10 \
-            >"$WORK/wrk-$name.txt" 2>&1 &
+            >"$WORK/load-$name.txt" 2>&1 &
     else
         INGEST_KEY=$KEY INGEST_BATCH=$batch INGEST_RATE=$rate INGEST_TAG=$tag INGEST_THREADS=$THREADS INGEST_IDS=$IDS \
             "$WRK" -t"$THREADS" -c"$connections" -d"${seconds}s" --timeout 10s -s "$BENCH/wrk/batch.lua" "$URL" \
-            >"$WORK/wrk-$name.txt" 2>&1 &
+            >"$WORK/load-$name.txt" 2>&1 &
     fi
-    WRK_PID=$!
+    LOAD_PID=$!
     local status=0
-    wait "$WRK_PID" || status=$?
+    wait "$LOAD_PID" || status=$?
     times >"$WORK/times-$name.1"
-    WRK_PID=""
-    [[ $status == 0 ]] || { cat "$WORK/wrk-$name.txt" >&2; die "$LOAD failed in phase $name (exit $status)"; }
-    grep -q '^[a-z]*\.result ' "$WORK/wrk-$name.txt" || { cat "$WORK/wrk-$name.txt" >&2; die "$LOAD printed no result in phase $name"; }
-    if grep -q '^[a-z]*\.problem ' "$WORK/wrk-$name.txt"; then log "phase $name: $(grep '^[a-z]*\.problem ' "$WORK/wrk-$name.txt" | head -1)"; fi
+    LOAD_PID=""
+    [[ $status == 0 ]] || { cat "$WORK/load-$name.txt" >&2; die "$LOAD failed in phase $name (exit $status)"; }
+    grep -q '^[a-z]*\.result ' "$WORK/load-$name.txt" || { cat "$WORK/load-$name.txt" >&2; die "$LOAD printed no result in phase $name"; }
+    if grep -q '^[a-z]*\.problem ' "$WORK/load-$name.txt"; then log "phase $name: $(grep '^[a-z]*\.problem ' "$WORK/load-$name.txt" | head -1)"; fi
 }
 
 # run_phase NAME CONNECTIONS BATCH RATE TAG: one measured phase; sets P_* variables.
@@ -246,16 +246,16 @@ run_phase() {
     engage0=$(engage_ticks); postgres0=$(postgres_ticks); machine0=$(machine_ticks)
     echo "$name" >"$WORK/phase"
     log "phase $name: $connections connections, $batch event(s) per request, ${rate:-0} req/s pacing (0: none), ${DURATION} s"
-    run_wrk "$name" "$connections" "$batch" "$rate" "$tag" "$DURATION"
+    run_load "$name" "$connections" "$batch" "$rate" "$tag" "$DURATION"
     echo "between" >"$WORK/phase"
     engage1=$(engage_ticks); postgres1=$(postgres_ticks); machine1=$(machine_ticks)
-    sleep 1 # requests still in flight when wrk stopped commit (or fail) within this (engage awaits them)
+    sleep 1 # requests still in flight when the load stopped commit (or fail) within this (engage awaits them)
     after=$(count_events)
-    local file="$WORK/wrk-$name.txt"
+    local file="$WORK/load-$name.txt"
     P_SECONDS=$(calc "$(result "$file" duration_us) / 1e6")
     P_STORED=$((after - before))
     P_EPS=$(calc "$P_STORED / $P_SECONDS")
-    P_WRK_EPS=$(calc "$(result "$file" accepted) / $P_SECONDS")
+    P_LOAD_EPS=$(calc "$(result "$file" accepted) / $P_SECONDS")
     P_RPS=$(calc "$(result "$file" requests) / $P_SECONDS")
     P_P50=$(calc "$(result "$file" p50_us) / 1000")
     P_P90=$(calc "$(result "$file" p90_us) / 1000")
@@ -267,15 +267,15 @@ run_phase() {
     elapsed_ticks=$(calc "$P_SECONDS * $CLK_TCK")
     P_ENGAGE_CPU=$(calc "($engage1 - $engage0) / $elapsed_ticks")
     P_POSTGRES_CPU=$(calc "($postgres1 - $postgres0) / $elapsed_ticks")
-    P_WRK_CPU=$(calc "($(children_seconds "$WORK/times-$name.1") - $(children_seconds "$WORK/times-$name.0")) / $P_SECONDS")
+    P_LOAD_CPU=$(calc "($(children_seconds "$WORK/times-$name.1") - $(children_seconds "$WORK/times-$name.0")) / $P_SECONDS")
     read -r busy0 total0 <<<"$machine0"; read -r busy1 total1 <<<"$machine1"
     P_MACHINE_BUSY=$(calc "100 * ($busy1 - $busy0) / ($total1 - $total0)")
     P_RSS_MB=$(awk -v p="$name" '$1 == p && $2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
     log "phase $name: stored $P_STORED events in $(fixed "$P_SECONDS" 1) s = $(grouped "$P_EPS") events/s" \
-        "($LOAD_NAME saw $(grouped "$P_WRK_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
-        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), $LOAD_NAME CPU $(fixed "$P_WRK_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
+        "($LOAD_NAME saw $(grouped "$P_LOAD_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
+        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), $LOAD_NAME CPU $(fixed "$P_LOAD_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
     (( P_DUPLICATES == 0 )) || log "phase $name: the server reported $P_DUPLICATES duplicates: event ids repeated"
-    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_WRK_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
+    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_LOAD_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -386,7 +386,7 @@ fi
 if [[ $MODE == soak ]]; then
     if (( WARMUP > 0 )); then
         echo "warmup" >"$WORK/phase"
-        run_wrk warmup "$CONNECTIONS" "$BATCH" 0 4095 "$WARMUP"
+        run_load warmup "$CONNECTIONS" "$BATCH" 0 4095 "$WARMUP"
     fi
     CPU_ROWS=""
     run_phase max "$CONNECTIONS" "$BATCH" 0 1
@@ -397,8 +397,8 @@ if [[ $MODE == soak ]]; then
     ROWS="" ACCEPTED_TOTAL=0 ERRORS_TOTAL=0 FIRST_RSS="" LAST_RSS="" P99S=""
     for window in $(seq "$SOAK_MINUTES"); do
         echo "soak-$window" >"$WORK/phase"
-        run_wrk "soak-$window" "$CONNECTIONS" "$BATCH" "$SOAK_RATE" $((100 + window)) 60
-        file="$WORK/wrk-soak-$window.txt"
+        run_load "soak-$window" "$CONNECTIONS" "$BATCH" "$SOAK_RATE" $((100 + window)) 60
+        file="$WORK/load-soak-$window.txt"
         seconds=$(calc "$(result "$file" duration_us) / 1e6")
         accepted=$(result "$file" accepted)
         errors=$(( $(result "$file" non200) + $(result "$file" connect_errors) + $(result "$file" read_errors) \
@@ -421,7 +421,7 @@ if [[ $MODE == soak ]]; then
     stop_server
     le "$RSS_GROWTH" 10 && rss_ok=0 || rss_ok=1
     [[ $ERRORS_TOTAL == 0 ]] && errors_ok=0 || errors_ok=1
-    # Every acknowledged event is stored; at most the requests in flight when each window's wrk
+    # Every acknowledged event is stored; at most the requests in flight when each window's load
     # stopped (stored, their answers never read) come on top.
     IN_FLIGHT_MAX=$((SOAK_MINUTES * CONNECTIONS * BATCH))
     (( STORED >= ACCEPTED_TOTAL && STORED - ACCEPTED_TOTAL <= IN_FLIGHT_MAX )) && stored_ok=0 || stored_ok=1
@@ -437,7 +437,7 @@ ${ROWS}
 | check | result | target | |
 |---|---:|---:|---|
 | failed requests, all windows | $ERRORS_TOTAL | 0 | $(verdict $errors_ok) |
-| events stored − acknowledged (requests cut off when each window's wrk stopped) | $(grouped "$STORED") − $(grouped "$ACCEPTED_TOTAL") = $(grouped $((STORED - ACCEPTED_TOTAL))) | 0 to $(grouped "$IN_FLIGHT_MAX") | $(verdict $stored_ok) |
+| events stored − acknowledged (requests cut off when each window's load stopped) | $(grouped "$STORED") − $(grouped "$ACCEPTED_TOTAL") = $(grouped $((STORED - ACCEPTED_TOTAL))) | 0 to $(grouped "$IN_FLIGHT_MAX") | $(verdict $stored_ok) |
 | VmRSS growth, end of window 1 → end of window $SOAK_MINUTES | $(fixed "$RSS_GROWTH" 1)% ($FIRST_RSS → $LAST_RSS MB) | < 10% | $(verdict $rss_ok) |
 | p99 per window: median / worst | $(fixed "$P99_MEDIAN" 1) / $(fixed "$P99_MAX" 1) ms | steady | |
 
@@ -474,11 +474,11 @@ CPU_ROWS=""
 if (( WARMUP > 0 )); then
     log "warm-up: ${WARMUP} s, not measured"
     echo "warmup" >"$WORK/phase"
-    run_wrk warmup "$CONNECTIONS" "$BATCH" 0 4095 "$WARMUP"
+    run_load warmup "$CONNECTIONS" "$BATCH" 0 4095 "$WARMUP"
 fi
 
 run_phase A "$CONNECTIONS" "$BATCH" 0 1
-A_EPS=$P_EPS A_WRK_EPS=$P_WRK_EPS A_P50=$P_P50 A_P90=$P_P90 A_P99=$P_P99 A_ERRORS=$P_ERRORS A_RSS=$P_RSS_MB
+A_EPS=$P_EPS A_LOAD_EPS=$P_LOAD_EPS A_P50=$P_P50 A_P90=$P_P90 A_P99=$P_P99 A_ERRORS=$P_ERRORS A_RSS=$P_RSS_MB
 A_BYTES=$(row_bytes)
 A_RATIO=$(calc "$A_EPS / $COPY_EPS")
 
@@ -487,7 +487,7 @@ run_phase B "$CONNECTIONS" "$BATCH" "$B_RATE" 2
 B_EPS=$P_EPS B_RPS=$P_RPS B_P50=$P_P50 B_P90=$P_P90 B_P99=$P_P99 B_ERRORS=$P_ERRORS
 
 run_phase C "$SINGLE_CONNECTIONS" 1 0 3
-C_EPS=$P_EPS C_WRK_EPS=$P_WRK_EPS C_P50=$P_P50 C_P90=$P_P90 C_P99=$P_P99 C_ERRORS=$P_ERRORS
+C_EPS=$P_EPS C_LOAD_EPS=$P_LOAD_EPS C_P50=$P_P50 C_P90=$P_P90 C_P99=$P_P99 C_ERRORS=$P_ERRORS
 reset_log
 
 # ---------------------------------------------------------------------------------------------
@@ -535,7 +535,7 @@ $load_description, ${DURATION} s per phase after a ${WARMUP} s warm-up, load gen
 | C latency p50 / p90 / p99 | $(fixed "$C_P50" 1) / $(fixed "$C_P90" 1) / $(fixed "$C_P99" 1) ms | | |
 | engage resident memory, max VmRSS ($SAMPLES samples; VmHWM $HWM_MB MB) | $RSS_MAX_MB MB | ≤ $TARGET_RSS_MB MB | $(verdict $rss_ok) |
 
-Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C $C_ERRORS. $LOAD_NAME's own count of accepted events: A $(grouped "$A_WRK_EPS")/s, C $(grouped "$C_WRK_EPS")/s. Row size: \\copy $COPY_BYTES bytes, served $A_BYTES bytes. Server stopped with SIGTERM: exit $SERVER_STATUS.
+Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C $C_ERRORS. $LOAD_NAME's own count of accepted events: A $(grouped "$A_LOAD_EPS")/s, C $(grouped "$C_LOAD_EPS")/s. Row size: \\copy $COPY_BYTES bytes, served $A_BYTES bytes. Server stopped with SIGTERM: exit $SERVER_STATUS.
 
 CPU while each phase ran, in cores (the machine has $(nproc); "machine busy" counts every process, this benchmark's and others'):
 

@@ -1,5 +1,5 @@
 import CLoadGenerator
-import Foundation
+import LoadGenerator
 import Runtime
 
 /// `engage bench ingest`: HTTP load on a running server's POST /v1/events, for
@@ -44,41 +44,21 @@ enum IngestLoadBenchmark {
         guard !key.isEmpty, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), key.utf8.count <= 200 else {
             throw UsageError(code: .invalidValue, message: "invalid value for option '--key': expected a key as printed by engage keys create", usage: usage)
         }
-        let port16 = port
-        let connections = UInt32(try arguments.int("connections", default: 16, in: 1...10_000))
-        let batch = UInt32(try arguments.int("batch", default: 100, in: 1...1_000))
-        let tag = UInt32(try arguments.int("tag", default: 0, in: 0...4095))
-        let stream = UInt32(try arguments.int("stream", default: 0, in: 0...4095))
-        let randomIDs: Int32 = try arguments.value("ids", default: IDKind.time) == .random ? 1 : 0
-
-        let result = try await onOwnThread { () throws -> CLoadGenerator_Result in
-            var options = CLoadGenerator_Options()
-            options.port = port16
-            options.connections = connections
-            options.batch = batch
-            options.seconds = seconds
-            options.rate = rate
-            options.tag = tag
-            options.stream = stream
-            options.random_ids = randomIDs
-            options.timeout_seconds = timeout
-            var result = CLoadGenerator_Result()
-            var error = [CChar](repeating: 0, count: 256)
-            let status = host.withCString { host in
-                "/v1/events".withCString { path in
-                    key.withCString { key in
-                        options.host = host
-                        options.path = path
-                        options.key = key
-                        return CLoadGenerator_run(&options, &result, &error, error.count)
-                    }
-                }
-            }
-            guard status == 0 else {
-                let reason = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                throw BenchCommand.BenchError("the load could not run: \(reason)")
-            }
-            return result
+        var load = IngestLoad(port: port, key: key)
+        load.host = host
+        load.connections = UInt32(try arguments.int("connections", default: 16, in: 1...10_000))
+        load.batch = UInt32(try arguments.int("batch", default: 100, in: 1...1_000))
+        load.seconds = seconds
+        load.rate = rate
+        load.tag = UInt32(try arguments.int("tag", default: 0, in: 0...4095))
+        load.stream = UInt32(try arguments.int("stream", default: 0, in: 0...4095))
+        load.randomIDs = try arguments.value("ids", default: IDKind.time) == .random
+        load.timeoutSeconds = timeout
+        let result: CLoadGenerator_Result
+        do {
+            result = try await load.run()
+        } catch {
+            throw BenchCommand.BenchError("the load could not run: \(error)")
         }
         print(
             "ingest.result requests=\(result.requests) duration_us=\(result.duration_us) p50_us=\(result.p50_us)"
@@ -86,9 +66,7 @@ enum IngestLoadBenchmark {
                 + " accepted=\(result.accepted) duplicates=\(result.duplicates) non200=\(result.non200)"
                 + " connect_errors=\(result.connect_errors) read_errors=\(result.read_errors)"
                 + " write_errors=\(result.write_errors) timeouts=\(result.timeouts)")
-        let problem = withUnsafeBytes(of: result.first_problem) { bytes in
-            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        let problem = result.firstProblem
         if !problem.isEmpty {
             print("ingest.problem " + problem.split(whereSeparator: \.isWhitespace).joined(separator: " "))
         }
@@ -109,12 +87,5 @@ enum IngestLoadBenchmark {
             octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil && ($0.count == 1 || $0.first != "0") })
         else { throw invalid }
         return (String(parts[0]), port)
-    }
-
-    /// Runs blocking work (the load's epoll loop) on a thread of its own, off the task pool.
-    private static func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try work() }) }.start()
-        }
     }
 }

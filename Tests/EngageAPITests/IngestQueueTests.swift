@@ -23,6 +23,14 @@ struct IngestQueueTests {
         }
     }
 
+    /// Answers each group's requests as stored and reports the group finished, in the order given.
+    static func commit(_ groups: [IngestQueue.Entry]..., on queue: IngestQueue) {
+        for group in groups {
+            answer(group)
+            queue.groupFinished()
+        }
+    }
+
     static func waitForDepth(_ queue: IngestQueue, _ depth: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while queue.depth != depth {
@@ -45,12 +53,10 @@ struct IngestQueueTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(queue.depth == 2, "a second commit started for two waiting events")
 
-        Self.answer(running)
-        queue.groupFinished()
+        Self.commit(running, on: queue)
         let group = try #require(await next.value)
         #expect(group.count == 2)
-        Self.answer(group)
-        queue.groupFinished()
+        Self.commit(group, on: queue)
         #expect(try await [first.value, second.value, third.value].map(\.storedCount) == [1, 1, 1])
     }
 
@@ -64,10 +70,7 @@ struct IngestQueueTests {
         let beside = try #require(await queue.takeGroup())
         #expect(ContinuousClock.now - started >= .milliseconds(200), "taken before the running commit counted as stalled")
         #expect(beside.count == 1)
-        Self.answer(beside)
-        Self.answer(running)
-        queue.groupFinished()
-        queue.groupFinished()
+        Self.commit(beside, running, on: queue)
         _ = try await (first.value, second.value)
     }
 
@@ -79,10 +82,7 @@ struct IngestQueueTests {
         let large = Task { try await queue.submit(Self.batch(150)) }
         let beside = try #require(await queue.takeGroup())
         #expect(beside.map(\.batch.rowCount) == [150])
-        Self.answer(beside)
-        Self.answer(running)
-        queue.groupFinished()
-        queue.groupFinished()
+        Self.commit(beside, running, on: queue)
         #expect(try await large.value.storedCount == 150)
         #expect(try await first.value.storedCount == 1)
     }
@@ -97,10 +97,7 @@ struct IngestQueueTests {
         queue.close()
         let drained = try #require(await queue.takeGroup())
         #expect(drained.count == 1)
-        Self.answer(drained)
-        Self.answer(running)
-        queue.groupFinished()
-        queue.groupFinished()
+        Self.commit(drained, running, on: queue)
         #expect(await queue.takeGroup() == nil)
         await #expect(throws: IngestQueue.Refusal.closed) { try await queue.submit(Self.batch(1)) }
         _ = try await (first.value, second.value)

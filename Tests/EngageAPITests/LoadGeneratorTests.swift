@@ -1,4 +1,5 @@
 import CLoadGenerator
+import LoadGenerator
 import Testing
 import TestSupport
 
@@ -15,39 +16,18 @@ struct LoadGeneratorTests {
     }
 
     static func run(_ load: Load, port: Int, key: String) async throws -> CLoadGenerator_Result {
-        try await offPool {
-            var options = CLoadGenerator_Options()
-            options.port = UInt16(port)
-            options.connections = load.connections
-            options.batch = load.batch
-            options.seconds = load.seconds
-            options.rate = load.rate
-            options.tag = 5
-            options.random_ids = load.randomIDs ? 1 : 0
-            options.timeout_seconds = 10
-            var result = CLoadGenerator_Result()
-            var error = [CChar](repeating: 0, count: 256)
-            let status = "127.0.0.1".withCString { host in
-                "/v1/events".withCString { path in
-                    key.withCString { key in
-                        options.host = host
-                        options.path = path
-                        options.key = key
-                        return CLoadGenerator_run(&options, &result, &error, error.count)
-                    }
-                }
-            }
-            guard status == 0 else {
-                throw LoadError(reason: String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-            }
-            return result
-        }
+        var run = IngestLoad(port: UInt16(port), key: key)
+        run.connections = load.connections
+        run.batch = load.batch
+        run.seconds = load.seconds
+        run.rate = load.rate
+        run.tag = 5
+        run.randomIDs = load.randomIDs
+        return try await run.run()
     }
 
-    struct LoadError: Error { var reason: String }
-
     static func problem(_ result: CLoadGenerator_Result) -> String {
-        withUnsafeBytes(of: result.first_problem) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        result.firstProblem
     }
 
     @Test func whatItCountsAsAcceptedIsWhatTheServerStored() async throws {
