@@ -41,7 +41,8 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     struct sockaddr_in address4;
     struct sockaddr_in6 address6;
     const struct sockaddr *address;
-    unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    unsigned int flags = (options->use_poll ? MHD_USE_POLL_INTERNAL_THREAD : MHD_USE_EPOLL_INTERNAL_THREAD)
+                         | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 
     memset(&address4, 0, sizeof address4);
     memset(&address6, 0, sizeof address6);

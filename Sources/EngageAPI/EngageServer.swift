@@ -15,6 +15,7 @@ public struct EngageServer: Sendable {
         /// 0 picks a free port (tests).
         public var port = 8080
         public var httpThreads = 2
+        public var httpEventLoop = HTTPServer.Configuration.EventLoop.poll
         public var maxConnections = 1024
         /// Open connections per client address; 0 means no limit (behind a proxy every client
         /// shares the proxy's address).
@@ -67,7 +68,7 @@ public struct EngageServer: Sendable {
         let queue = IngestQueue(limits: .init(capacity: configuration.queueCapacity, maxGroupEvents: 10_000,
                                                      parallelCommitEvents: configuration.parallelCommitEvents))
         let metrics = IngestMetrics(registry: registry)
-        let committer = Committer(queue: queue, store: store, metrics: metrics, committers: configuration.committers, logger: logger)
+        let committer = Committer(queue: queue, database: database, metrics: metrics, committers: configuration.committers, logger: logger)
         registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
         registry.gauge("engage_postgres_pool_in_use", help: "PostgreSQL connections in use.") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
@@ -89,6 +90,7 @@ public struct EngageServer: Sendable {
         http.host = configuration.host
         http.port = configuration.port
         http.threading = .threadPool(configuration.httpThreads)
+        http.eventLoop = configuration.httpEventLoop
         http.maxConnections = configuration.maxConnections
         http.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
         http.maxHeaderBytes = configuration.maxHeaderBytes

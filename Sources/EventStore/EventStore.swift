@@ -23,20 +23,46 @@ public struct EventStore: Sendable {
 
     /// Appends several prepared batches in ONE transaction (group commit): all are stored or none.
     /// Retries on a fresh connection when the connection breaks (once) or PostgreSQL picks this
-    /// append as a deadlock victim (up to three times): the ids make that safe, since events
-    /// committed before the failure come back as duplicates.
+    /// append as a deadlock victim (up to three times).
     public func append(_ batches: [PreparedBatch]) async throws -> [AppendResult] {
         if batches.allSatisfy({ $0.itemCount == 0 }) { return batches.map { _ in AppendResult(outcomes: []) } }
-        var deadlocks = 0
-        var connectionBroke = false
+        var retries = AppendRetries()
         while true {
             do {
                 return try await pool.withConnection { connection in try Self.append(batches, on: connection) }
-            } catch let error as PostgresError where error.sqlState == "40P01" && deadlocks < 3 {
+            } catch where retries.allowAnother(after: error) {}
+        }
+    }
+
+    /// The same on a connection of the caller's own thread (the ingest committers keep one each),
+    /// retried the same way.
+    public static func append(_ batches: [PreparedBatch], using connection: ReusableConnection) throws -> [AppendResult] {
+        if batches.allSatisfy({ $0.itemCount == 0 }) { return batches.map { _ in AppendResult(outcomes: []) } }
+        var retries = AppendRetries()
+        while true {
+            do {
+                return try connection.use { connection in try append(batches, on: connection) }
+            } catch where retries.allowAnother(after: error) {}
+        }
+    }
+
+    /// Which failed appends run again. The ids make a retry safe: events committed before the
+    /// failure come back as duplicates.
+    private struct AppendRetries {
+        var deadlocks = 0
+        var connectionBroke = false
+
+        mutating func allowAnother(after error: any Error) -> Bool {
+            guard let error = error as? PostgresError else { return false }
+            if error.sqlState == "40P01" && deadlocks < 3 {
                 deadlocks += 1
-            } catch let error as PostgresError where error.isConnectionProblem && !connectionBroke {
-                connectionBroke = true
+                return true
             }
+            if error.isConnectionProblem && !connectionBroke {
+                connectionBroke = true
+                return true
+            }
+            return false
         }
     }
 

@@ -32,6 +32,7 @@ final class Daemon: Sendable {
             var options = CMicroHTTPD_Options()
             options.port = UInt16(clamping: port)
             options.thread_pool_size = UInt32(poolSize)
+            options.use_poll = configuration.eventLoop == .poll ? 1 : 0
             options.reuse_port = daemonCount > 1 ? 1 : 0
             options.connection_limit = UInt32(clamping: configuration.maxConnections / daemonCount)
             options.connection_timeout_seconds = UInt32(clamping: Self.seconds(configuration.connectionTimeout))

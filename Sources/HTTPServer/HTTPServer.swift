@@ -165,11 +165,22 @@ extension HTTPServer {
     public struct Configuration: Sendable {
         /// How daemon threads are arranged.
         public enum Threading: Sendable, Equatable {
-            /// One daemon whose internal epoll thread pool has this many threads.
+            /// One daemon whose internal thread pool has this many threads.
             case threadPool(Int)
-            /// This many single-threaded epoll daemons bound to one port with SO_REUSEPORT; the
+            /// This many single-threaded daemons bound to one port with SO_REUSEPORT; the
             /// kernel spreads new connections across them.
             case daemonsSharingPort(Int)
+        }
+
+        /// How each daemon thread waits for its connections.
+        public enum EventLoop: String, Sendable, Equatable, CaseIterable {
+            /// poll(2): suspending and resuming a connection (every request answered later, from a
+            /// task or an ingest committer) costs no system call, but each wait hands the kernel
+            /// every connection of the thread, idle or not.
+            case poll
+            /// epoll(7): a wait costs the same however many connections sit idle, but suspending
+            /// and resuming a connection costs an `epoll_ctl` call each.
+            case epoll
         }
 
         /// A numeric IPv4 or IPv6 address.
@@ -177,6 +188,7 @@ extension HTTPServer {
         /// 0 picks an ephemeral port (see ``HTTPServer/port``).
         public var port = 0
         public var threading = Threading.threadPool(2)
+        public var eventLoop = EventLoop.poll
         /// Open connections across all daemon threads.
         public var maxConnections = 1024
         /// Open connections per client address; 0 means no limit.

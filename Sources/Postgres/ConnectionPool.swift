@@ -120,44 +120,20 @@ public final class ConnectionPool: Sendable {
 /// `@unchecked Sendable`: `connection` is only touched from `thread`.
 private final class Slot: @unchecked Sendable {
     let thread: WorkerThread
-    let configuration: PostgresConfiguration
-    private var connection: Connection?
+    private let connection: ReusableConnection
 
     init(index: Int, configuration: PostgresConfiguration) {
-        self.configuration = configuration
+        connection = ReusableConnection(configuration: configuration)
         thread = WorkerThread(name: "postgres-\(index)")
     }
 
     /// Runs on `thread`.
     func use<T>(_ body: (Connection) throws -> T) throws -> T {
-        if let existing = connection, !existing.isHealthy {
-            existing.close()
-            connection = nil
-        }
-        let active: Connection
-        if let existing = connection {
-            active = existing
-        } else {
-            active = try Connection(configuration: configuration)
-            connection = active
-        }
-        defer { checkIn(active) }
-        return try body(active)
+        try connection.use(body)
     }
 
-    /// Keeps the connection only if it is healthy and outside any transaction.
-    private func checkIn(_ active: Connection) {
-        if active.isHealthy && !active.isIdle {
-            _ = try? active.execute("ROLLBACK")
-        }
-        if !active.isHealthy || !active.isIdle {
-            active.close()
-            connection = nil
-        }
-    }
-
+    /// Runs on `thread`.
     func disconnect() {
-        connection?.close()
-        connection = nil
+        connection.close()
     }
 }

@@ -32,6 +32,8 @@ struct ServerOptions {
     static let options: [Command.Option] = [
         .init("listen", value: "host:port", help: "Address to listen on.", environment: "ENGAGE_LISTEN", default: "127.0.0.1:8080"),
         .init("http-threads", value: "n", help: "HTTP daemon threads.", environment: "ENGAGE_HTTP_THREADS", default: "2"),
+        .init("http-event-loop", value: "poll|epoll", help: "How HTTP threads wait: poll is cheaper per request, epoll per idle connection (docs/scaling.md).",
+              environment: "ENGAGE_HTTP_EVENT_LOOP", default: "poll"),
         .init("max-connections", value: "n", help: "Most concurrent HTTP connections.", environment: "ENGAGE_MAX_CONNECTIONS", default: "1024"),
         .init("max-connections-per-address", value: "n", help: "Most concurrent HTTP connections from one client address; 0 for no limit.",
               environment: "ENGAGE_MAX_CONNECTIONS_PER_ADDRESS", default: "0"),
@@ -48,8 +50,8 @@ struct ServerOptions {
               environment: "ENGAGE_HASH_DEVICE_IDS", default: "off"),
         .init("device-id-salt", value: "secret", help: "The secret salt of --hash-device-ids, at least 16 bytes; prefer the environment variable.",
               environment: "ENGAGE_DEVICE_ID_SALT"),
-        .init("pool-size", value: "n", help: "PostgreSQL connections.", environment: "ENGAGE_POOL_SIZE", default: "8"),
-        .init("committers", value: "n", help: "Group-commit transactions in flight at once.", environment: "ENGAGE_COMMITTERS", default: "2"),
+        .init("pool-size", value: "n", help: "PostgreSQL connections, besides one per committer.", environment: "ENGAGE_POOL_SIZE", default: "8"),
+        .init("committers", value: "n", help: "Group-commit transactions in flight at once, each on a thread and connection of its own.", environment: "ENGAGE_COMMITTERS", default: "2"),
         .init("queue-capacity", value: "events", help: "Events waiting to be stored before requests get 429.",
               environment: "ENGAGE_QUEUE_CAPACITY", default: "50000"),
         .init("parallel-commit-events", value: "events",
@@ -78,6 +80,7 @@ struct ServerOptions {
         server.host = String(listen[..<colon])
         server.port = port
         server.httpThreads = try arguments.int("http-threads", default: 2, in: 1...64)
+        server.httpEventLoop = try arguments.value("http-event-loop", default: HTTPServer.Configuration.EventLoop.poll)
         server.maxConnections = try arguments.int("max-connections", default: 1024, in: 1...100_000)
         server.maxConnectionsPerAddress = try arguments.int("max-connections-per-address", default: 0, in: 0...100_000)
         server.maxHeaderBytes = try arguments.int("max-header-bytes", default: 16 * 1024, in: 1024...1_048_576)

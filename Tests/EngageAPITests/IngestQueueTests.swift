@@ -31,6 +31,13 @@ struct IngestQueueTests {
         }
     }
 
+    /// `takeGroup` blocks its thread, as a committer's does: run it on a thread of its own.
+    static func take(_ queue: IngestQueue, parkingOn parker: IngestQueue.Parker = IngestQueue.Parker()) async -> [IngestQueue.Entry]? {
+        await withCheckedContinuation { continuation in
+            Thread { continuation.resume(returning: queue.takeGroup(parkingOn: parker)) }.start()
+        }
+    }
+
     static func waitForDepth(_ queue: IngestQueue, _ depth: Int) async throws {
         let deadline = ContinuousClock.now + .seconds(10)
         while queue.depth != depth {
@@ -43,13 +50,13 @@ struct IngestQueueTests {
     func aSmallBacklogWaitsForTheRunningCommit() async throws {
         let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
         let first = Task { try await queue.submit(Self.batch(1)) }
-        let running = try #require(await queue.takeGroup())
+        let running = try #require(await Self.take(queue))
         #expect(running.count == 1)
 
         let second = Task { try await queue.submit(Self.batch(1)) }
         let third = Task { try await queue.submit(Self.batch(1)) }
         try await Self.waitForDepth(queue, 2)
-        let next = Task { await queue.takeGroup() }
+        let next = Task { await Self.take(queue) }
         try await Task.sleep(for: .milliseconds(100))
         #expect(queue.depth == 2, "a second commit started for two waiting events")
 
@@ -65,9 +72,9 @@ struct IngestQueueTests {
         let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .milliseconds(200)))
         let first = Task { try await queue.submit(Self.batch(1)) }
         let started = ContinuousClock.now
-        let running = try #require(await queue.takeGroup())
+        let running = try #require(await Self.take(queue))
         let second = Task { try await queue.submit(Self.batch(1)) }
-        let beside = try #require(await queue.takeGroup())
+        let beside = try #require(await Self.take(queue))
         #expect(ContinuousClock.now - started >= .milliseconds(200), "taken before the running commit counted as stalled")
         #expect(beside.count == 1)
         Self.commit(beside, running, on: queue)
@@ -78,9 +85,9 @@ struct IngestQueueTests {
     func aLargeBacklogCommitsBesideTheRunningOne() async throws {
         let queue = IngestQueue(limits: .init(parallelCommitEvents: 100))
         let first = Task { try await queue.submit(Self.batch(1)) }
-        let running = try #require(await queue.takeGroup())
+        let running = try #require(await Self.take(queue))
         let large = Task { try await queue.submit(Self.batch(150)) }
-        let beside = try #require(await queue.takeGroup())
+        let beside = try #require(await Self.take(queue))
         #expect(beside.map(\.batch.rowCount) == [150])
         Self.commit(beside, running, on: queue)
         #expect(try await large.value.storedCount == 150)
@@ -88,17 +95,54 @@ struct IngestQueueTests {
     }
 
     @Test(.timeLimit(.minutes(1)))
+    func aBacklogGrowingPastTheThresholdWakesAWaitingCommitterAtOnce() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let running = try #require(await Self.take(queue))
+        let small = Task { try await queue.submit(Self.batch(1)) }
+        try await Self.waitForDepth(queue, 1)
+        // Parked behind the running commit, which counts as stalled only after a minute.
+        let waiting = Task { await Self.take(queue) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(queue.depth == 1, "a second commit started for one waiting event")
+
+        let large = Task { try await queue.submit(Self.batch(150)) }
+        let beside = try #require(await waiting.value)
+        #expect(beside.map(\.batch.rowCount) == [1, 150])
+        Self.commit(beside, running, on: queue)
+        #expect(try await [first.value, small.value, large.value].map(\.storedCount) == [1, 1, 150])
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aFinishedGroupWakesTheCommitterWaitingBehindIt() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let running = try #require(await Self.take(queue))
+        let second = Task { try await queue.submit(Self.batch(1)) }
+        try await Self.waitForDepth(queue, 1)
+        let waiting = Task { await Self.take(queue) }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(queue.depth == 1)
+
+        Self.commit(running, on: queue)
+        let next = try #require(await waiting.value)
+        #expect(next.count == 1)
+        Self.commit(next, on: queue)
+        _ = try await (first.value, second.value)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
     func closingDrainsWhatWaitsBehindARunningCommit() async throws {
         let queue = IngestQueue(limits: .init(parallelCommitEvents: 100))
         let first = Task { try await queue.submit(Self.batch(1)) }
-        let running = try #require(await queue.takeGroup())
+        let running = try #require(await Self.take(queue))
         let second = Task { try await queue.submit(Self.batch(1)) }
         try await Self.waitForDepth(queue, 1)
         queue.close()
-        let drained = try #require(await queue.takeGroup())
+        let drained = try #require(await Self.take(queue))
         #expect(drained.count == 1)
         Self.commit(drained, running, on: queue)
-        #expect(await queue.takeGroup() == nil)
+        #expect(await Self.take(queue) == nil)
         await #expect(throws: IngestQueue.Refusal.closed) { try await queue.submit(Self.batch(1)) }
         _ = try await (first.value, second.value)
     }

@@ -43,8 +43,9 @@ import TestSupport
         return router
     }
 
-    @Test func takenRequestsAreAnsweredThroughTheReplyAndDeclinedOnesByTheTask() async throws {
-        try await withServer(router: Self.router()) { server in
+    @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
+    func takenRequestsAreAnsweredThroughTheReplyAndDeclinedOnesByTheTask(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
+        try await withServer(testConfiguration(eventLoop), router: Self.router()) { server in
             let responses = try await offPool {
                 let client = try RawHTTPClient(port: server.port)
                 return try ["now", "later", "decline", "twice", "sent, then declined", "now"].map {

@@ -31,8 +31,9 @@ final class LogLines: Sendable {
     var all: [String] { lines.withLock { $0 } }
 }
 
-func testConfiguration() -> HTTPServer.Configuration {
+func testConfiguration(_ eventLoop: HTTPServer.Configuration.EventLoop = .poll) -> HTTPServer.Configuration {
     var configuration = HTTPServer.Configuration()
+    configuration.eventLoop = eventLoop
     configuration.maxBodyBytes = 64 * 1024
     configuration.maxHeaderBytes = 8 * 1024
     configuration.shutdownGrace = .seconds(3)
@@ -115,9 +116,10 @@ func withServer<T: Sendable>(
         }
     }
 
-    @Test func echoesBodiesAndReusesOneConnection() async throws {
+    @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
+    func echoesBodiesAndReusesOneConnection(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
         let log = LogLines()
-        try await withServer(log: log.append) { server in
+        try await withServer(testConfiguration(eventLoop), log: log.append) { server in
             let bodies: [[UInt8]] = [Array("first".utf8), [UInt8](repeating: 0xAB, count: 40_000), []]
             let responses = try await offPool {
                 let client = try RawHTTPClient(port: server.port)
@@ -196,8 +198,9 @@ func withServer<T: Sendable>(
         }
     }
 
-    @Test func tricklingClientIsCutOffWhileOthersAreServed() async throws {
-        var configuration = testConfiguration()
+    @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
+    func tricklingClientIsCutOffWhileOthersAreServed(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
+        var configuration = testConfiguration(eventLoop)
         configuration.requestTimeout = .milliseconds(800)
         try await withServer(configuration) { server in
             async let trickle: (cutOff: Bool, seconds: Double) = offPool {
@@ -222,9 +225,10 @@ func withServer<T: Sendable>(
         }
     }
 
-    @Test func manyConcurrentRequestsOverlap() async throws {
+    @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
+    func manyConcurrentRequestsOverlap(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
         let probe = ConcurrencyProbe()
-        try await withServer(router: testRouter(probe: probe)) { server in
+        try await withServer(testConfiguration(eventLoop), router: testRouter(probe: probe)) { server in
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<64 {
                     group.addTask {
@@ -239,9 +243,10 @@ func withServer<T: Sendable>(
         #expect(probe.maximum > 1)
     }
 
-    @Test func cancellationDrainsInFlightRequestsThenRefusesConnections() async throws {
+    @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
+    func cancellationDrainsInFlightRequestsThenRefusesConnections(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
         let probe = ConcurrencyProbe()
-        let server = try HTTPServer(configuration: testConfiguration(), responder: testRouter(probe: probe))
+        let server = try HTTPServer(configuration: testConfiguration(eventLoop), responder: testRouter(probe: probe))
         let port = server.port
         let running = Task { try await server.run() }
         async let slow = offPool { try RawHTTPClient(port: port).request("GET", "/slow") }

@@ -20,8 +20,10 @@ struct CMicroHTTPD_Options {
     /* Numeric IPv4 or IPv6 address to bind, e.g. "127.0.0.1" or "::1". */
     const char *host;
     uint16_t port;
-    /* Threads of the internal epoll thread pool; 0 or 1 means one polling thread. */
+    /* Threads of the internal thread pool; 0 or 1 means one polling thread. */
     unsigned int thread_pool_size;
+    /* Non-zero: the threads wait with poll() instead of epoll. */
+    int use_poll;
     /* Non-zero: bind with SO_REUSEPORT so several daemons can share one port. */
     int reuse_port;
     /* Non-zero: MHD_USE_TURBO (fewer sanity checks on sockets). */
@@ -50,8 +52,8 @@ struct CMicroHTTPD_Options {
 struct CMicroHTTPD_Daemon;
 
 /*
- * Starts a daemon with an internal epoll polling thread (or thread pool) and
- * suspend/resume enabled. Returns NULL on failure and writes a reason into `error`.
+ * Starts a daemon with an internal polling thread (or thread pool; epoll unless use_poll)
+ * and suspend/resume enabled. Returns NULL on failure and writes a reason into `error`.
  */
 struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Options *options,
                                                     char *error, size_t error_capacity);

@@ -1,30 +1,48 @@
 import EventStore
+import Foundation
+import Postgres
 import Runtime
+import Synchronization
 
 /// Takes groups from the ingest queue and stores each in one transaction. Several run side by
 /// side when there is backlog enough (see `IngestQueue`), so that one group's commit (and fsync)
 /// overlaps the next group's COPY.
+///
+/// Each committer is a thread of its own with its own PostgreSQL connection (besides the pool's),
+/// because a group commit is a serial step every small request waits for: through a task and the
+/// pool, each commit also waited for the pool's thread to wake and then for a task thread to
+/// resume, which took about a quarter of a commit's time under single-event load (BENCHMARKS.md).
 public struct Committer: Service {
     public let queue: IngestQueue
-    public let store: EventStore
+    public let database: PostgresConfiguration
     public let metrics: IngestMetrics
     public let committers: Int
     public let logger: Logger
 
-    public init(queue: IngestQueue, store: EventStore, metrics: IngestMetrics, committers: Int = 2, logger: Logger) {
+    public init(queue: IngestQueue, database: PostgresConfiguration, metrics: IngestMetrics, committers: Int = 2,
+                logger: Logger) {
+        precondition(committers > 0, "ingestion needs at least one committer")
         self.queue = queue
-        self.store = store
+        self.database = database
         self.metrics = metrics
         self.committers = committers
         self.logger = logger
     }
 
-    /// Runs until cancelled, then drains: everything already queued is still committed and answered.
+    /// Runs until cancelled, then drains: everything already queued is still committed and
+    /// answered before the threads end and this returns.
     public func run() async throws {
         await withTaskCancellationHandler {
-            await withDiscardingTaskGroup { group in
-                for _ in 0..<committers {
-                    group.addTask { await commitLoop() }
+            await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
+                let running = Countdown(committers) { ended.resume() }
+                for index in 0..<committers {
+                    let thread = Thread { [self] in
+                        commitLoop()
+                        running.countDown()
+                    }
+                    thread.name = "committer-\(index)"
+                    thread.stackSize = 1 << 20
+                    thread.start()
                 }
             }
         } onCancel: {
@@ -32,20 +50,39 @@ public struct Committer: Service {
         }
     }
 
-    private func commitLoop() async {
-        while let group = await queue.takeGroup() {
-            defer { queue.groupFinished() }
+    private func commitLoop() {
+        let connection = ReusableConnection(configuration: database)
+        defer { connection.close() }
+        let parker = IngestQueue.Parker()
+        while let group = queue.takeGroup(parkingOn: parker) {
             let stopwatch = Stopwatch()
-            do {
-                let results = try await store.append(group.map(\.batch))
+            let outcome = Result { try EventStore.append(group.map(\.batch), using: connection) }
+            queue.groupFinished()
+            switch outcome {
+            case .success(let results):
                 metrics.commitSeconds.observe(stopwatch.elapsed)
                 metrics.groupEvents.observe(Double(group.reduce(0) { $0 + $1.batch.rowCount }))
                 for (entry, result) in zip(group, results) { entry.complete(.success(result)) }
-            } catch {
+            case .failure(let error):
                 metrics.commitFailures.increment()
                 logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
                 for entry in group { entry.complete(.failure(error)) }
             }
         }
+    }
+}
+
+/// Calls `whenZero` once, when the last of `count` threads has counted down.
+private final class Countdown: Sendable {
+    private let remaining: Atomic<Int>
+    private let whenZero: @Sendable () -> Void
+
+    init(_ count: Int, whenZero: @escaping @Sendable () -> Void) {
+        remaining = Atomic(count)
+        self.whenZero = whenZero
+    }
+
+    func countDown() {
+        if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { whenZero() }
     }
 }

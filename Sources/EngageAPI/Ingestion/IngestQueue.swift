@@ -1,3 +1,4 @@
+import Dispatch
 import EventStore
 import Synchronization
 
@@ -45,10 +46,33 @@ public final class IngestQueue: Sendable {
         var complete: @Sendable (Result<AppendResult, Error>) -> Void
     }
 
+    /// How a committer thread waits for work: parked until a submit (or a finished group) wakes
+    /// it, or until a deadline.
+    final class Parker: Sendable {
+        private let semaphore = DispatchSemaphore(value: 0)
+
+        init() {}
+
+        func park(until deadline: ContinuousClock.Instant?) {
+            guard let deadline else { return semaphore.wait() }
+            let left = ContinuousClock.now.duration(to: deadline)
+            let nanoseconds = max(0, left.components.seconds * 1_000_000_000 + left.components.attoseconds / 1_000_000_000)
+            _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(min(nanoseconds, Int64(Int32.max)))))
+        }
+
+        func unpark() {
+            semaphore.signal()
+        }
+    }
+
     private struct State {
         var entries: [Entry] = []
         var queuedEvents = 0
-        var idleCommitters: [CheckedContinuation<Void, Never>] = []
+        /// Committers parked on an empty queue: the next submit wakes one.
+        var idleCommitters: [Parker] = []
+        /// Committers parked behind a running commit until it counts as stalled: woken early
+        /// only when a group may start beside it.
+        var waitingCommitters: [Parker] = []
         var closed = false
         /// Groups taken and not yet reported finished, and when the last was taken.
         var committing = 0
@@ -58,6 +82,12 @@ public final class IngestQueue: Sendable {
             !entries.isEmpty
                 && (committing == 0 || closed || queuedEvents >= limits.parallelCommitEvents
                     || now - lastGroupTaken >= limits.stalledCommitAfter)
+        }
+
+        /// A parked committer that should look again now, if any.
+        mutating func committerToWake(_ limits: Limits) -> Parker? {
+            if let idle = idleCommitters.popLast() { return idle }
+            return mayTakeGroup(limits, now: .now) ? waitingCommitters.popLast() : nil
         }
     }
 
@@ -79,26 +109,27 @@ public final class IngestQueue: Sendable {
     }
 
     /// Queues the batch without waiting: `complete` is called once, with the result, when the
-    /// batch is durably stored or failed (on a committer's task), or at once with a ``Refusal``.
+    /// batch is durably stored or failed (on a committer's thread), or at once with a ``Refusal``.
     public func submit(_ batch: PreparedBatch, complete: @escaping @Sendable (Result<AppendResult, Error>) -> Void) {
-        let outcome = state.withLock { state -> Result<CheckedContinuation<Void, Never>?, Refusal> in
+        let outcome = state.withLock { state -> Result<Parker?, Refusal> in
             if state.closed { return .failure(.closed) }
             if state.queuedEvents > 0 && state.queuedEvents + batch.rowCount > limits.capacity { return .failure(.full) }
             state.entries.append(Entry(batch: batch, complete: complete))
             state.queuedEvents += batch.rowCount
-            return .success(state.idleCommitters.popLast())
+            return .success(state.committerToWake(limits))
         }
         switch outcome {
         case .failure(let refusal): complete(.failure(refusal))
-        case .success(let committer): committer?.resume()
+        case .success(let committer): committer?.unpark()
         }
     }
 
-    /// The next group to commit; nil once the queue is closed and drained. The caller reports
-    /// the group's end with `groupFinished()`.
-    func takeGroup() async -> [Entry]? {
+    /// The next group to commit, blocking the calling thread (a committer's own) until there is
+    /// one; nil once the queue is closed and drained. The caller reports the group's end with
+    /// `groupFinished()`.
+    func takeGroup(parkingOn parker: Parker) -> [Entry]? {
         while true {
-            enum Next { case group([Entry]), finished, wait, waitForRunningCommit(Duration) }
+            enum Next { case group([Entry]), finished, park(until: ContinuousClock.Instant?) }
             let now = ContinuousClock.now
             let next = state.withLock { state -> Next in
                 if state.mayTakeGroup(limits, now: now) {
@@ -117,47 +148,49 @@ public final class IngestQueue: Sendable {
                     return .group(group)
                 }
                 if state.closed && state.entries.isEmpty { return .finished }
-                if !state.entries.isEmpty {
-                    return .waitForRunningCommit(state.lastGroupTaken + limits.stalledCommitAfter - now)
+                if state.entries.isEmpty {
+                    state.idleCommitters.append(parker)
+                    return .park(until: nil)
                 }
-                return .wait
+                state.waitingCommitters.append(parker)
+                return .park(until: state.lastGroupTaken + limits.stalledCommitAfter)
             }
             switch next {
             case .group(let group): return group
             case .finished: return nil
-            case .waitForRunningCommit(let stalledIn):
-                // Not parked, so that a stall is noticed without a timer: look again every 10 ms
-                // (a hundred wake-ups a second, only while a backlog waits behind a commit).
-                try? await Task.sleep(for: min(stalledIn, .milliseconds(10)))
-            case .wait:
-                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                    let wakeNow = state.withLock { state -> Bool in
-                        if !state.entries.isEmpty || state.closed { return true }
-                        state.idleCommitters.append(continuation)
-                        return false
-                    }
-                    if wakeNow { continuation.resume() }
+            case .park(let deadline):
+                parker.park(until: deadline)
+                // After a timeout the parker is still listed; a wake-up that races with the
+                // timeout leaves one spare signal, which only makes the next look come early.
+                state.withLock { state in
+                    state.idleCommitters.removeAll { $0 === parker }
+                    state.waitingCommitters.removeAll { $0 === parker }
                 }
             }
         }
     }
 
-    /// A group taken by `takeGroup()` is committed (or failed): what waited behind it may go.
+    /// A group taken by `takeGroup(parkingOn:)` is committed (or failed): what waited behind it
+    /// may go.
     func groupFinished() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+        let next = state.withLock { state -> Parker? in
             state.committing -= 1
-            return state.mayTakeGroup(limits, now: .now) ? state.idleCommitters.popLast() : nil
+            guard state.mayTakeGroup(limits, now: .now) else { return nil }
+            return state.waitingCommitters.popLast() ?? state.idleCommitters.popLast()
         }
-        next?.resume()
+        next?.unpark()
     }
 
     /// Refuses new batches; committers finish what is queued, then stop.
     public func close() {
-        let idle = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let parked = state.withLock { state -> [Parker] in
             state.closed = true
-            defer { state.idleCommitters.removeAll() }
-            return state.idleCommitters
+            defer {
+                state.idleCommitters.removeAll()
+                state.waitingCommitters.removeAll()
+            }
+            return state.idleCommitters + state.waitingCommitters
         }
-        for committer in idle { committer.resume() }
+        for committer in parked { committer.unpark() }
     }
 }
