@@ -70,7 +70,7 @@ public struct EngageServer: Sendable {
         let metrics = IngestMetrics(registry: registry)
         let committer = Committer(queue: queue, database: database, metrics: metrics, committers: configuration.committers, logger: logger)
         registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
-        registry.gauge("engage_postgres_pool_in_use", help: "PostgreSQL connections in use.") { Double(pool.statistics.inUse) }
+        registry.gauge("engage_postgres_pool_in_use", help: "Pooled PostgreSQL connections in use (the committers' own not counted).") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
         let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {

@@ -175,11 +175,12 @@ extension HTTPServer {
         /// How each daemon thread waits for its connections.
         public enum EventLoop: String, Sendable, Equatable, CaseIterable {
             /// poll(2): suspending and resuming a connection (every request answered later, from a
-            /// task or an ingest committer) costs no system call, but each wait hands the kernel
+            /// task or an ingest committer) costs no `epoll_ctl`, but each wait hands the kernel
             /// every connection of the thread, idle or not.
             case poll
             /// epoll(7): a wait costs the same however many connections sit idle, but suspending
-            /// and resuming a connection costs an `epoll_ctl` call each.
+            /// and resuming a connection costs an `epoll_ctl` call each (on top of the wake-up
+            /// both loops need to resume).
             case epoll
         }
 

@@ -89,6 +89,12 @@ struct ServerOptions {
         server.rateLimit = try Self.rateLimit(arguments)
         server.poolSize = try arguments.int("pool-size", default: 8, in: 2...200)
         server.committers = try arguments.int("committers", default: 2, in: 1...32)
+        // The local cluster allows 200 connections (and projector, scheduler and readers share the pool).
+        guard server.poolSize + server.committers <= 200 else {
+            throw UsageError(code: .invalidValue,
+                             message: "options '--pool-size' and '--committers' open \(server.poolSize + server.committers) PostgreSQL connections together; at most 200",
+                             usage: ServeCommand.definition.usage(path: ["engage", "serve"]))
+        }
         server.queueCapacity = try arguments.int("queue-capacity", default: 50_000, in: 1_000...10_000_000)
         server.parallelCommitEvents = try arguments.int("parallel-commit-events", default: 100, in: 0...1_000_000)
         var limits = IngestLimits()

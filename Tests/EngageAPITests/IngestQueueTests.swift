@@ -23,11 +23,12 @@ struct IngestQueueTests {
         }
     }
 
-    /// Answers each group's requests as stored and reports the group finished, in the order given.
+    /// Reports each group finished and answers its requests as stored, in the order given (and in
+    /// that order within a group, as a committer does).
     static func commit(_ groups: [IngestQueue.Entry]..., on queue: IngestQueue) {
         for group in groups {
-            answer(group)
             queue.groupFinished()
+            answer(group)
         }
     }
 
@@ -106,9 +107,12 @@ struct IngestQueueTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(queue.depth == 1, "a second commit started for one waiting event")
 
+        let woken = ContinuousClock.now
         let large = Task { try await queue.submit(Self.batch(150)) }
         let beside = try #require(await waiting.value)
         #expect(beside.map(\.batch.rowCount) == [1, 150])
+        // Woken by the submit, not by the running commit counting as stalled a minute on.
+        #expect(ContinuousClock.now - woken < .seconds(30))
         Self.commit(beside, running, on: queue)
         #expect(try await [first.value, small.value, large.value].map(\.storedCount) == [1, 1, 150])
     }
@@ -124,10 +128,36 @@ struct IngestQueueTests {
         try await Task.sleep(for: .milliseconds(100))
         #expect(queue.depth == 1)
 
+        let woken = ContinuousClock.now
         Self.commit(running, on: queue)
         let next = try #require(await waiting.value)
         #expect(next.count == 1)
+        #expect(ContinuousClock.now - woken < .seconds(30))
         Self.commit(next, on: queue)
+        _ = try await (first.value, second.value)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func closingWakesParkedCommitters() async throws {
+        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
+        let idle = Task { await Self.take(queue) }
+        try await Task.sleep(for: .milliseconds(100))
+        queue.close()
+        #expect(await idle.value == nil)
+
+        let other = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
+        let first = Task { try await other.submit(Self.batch(1)) }
+        let running = try #require(await Self.take(other))
+        let second = Task { try await other.submit(Self.batch(1)) }
+        try await Self.waitForDepth(other, 1)
+        let waiting = Task { await Self.take(other) }
+        try await Task.sleep(for: .milliseconds(100))
+        let closed = ContinuousClock.now
+        other.close()
+        let drained = try #require(await waiting.value)
+        #expect(drained.count == 1)
+        #expect(ContinuousClock.now - closed < .seconds(30))
+        Self.commit(drained, running, on: other)
         _ = try await (first.value, second.value)
     }
 

@@ -5,8 +5,9 @@ import Postgres
 import Testing
 import TestSupport
 
-/// The security options of `engage serve` as an operator sets them: in the environment of a real
-/// process. Refusals exit 64 with a message that never repeats the salt.
+/// The security options of `engage serve` (and others refused before it starts) as an operator
+/// sets them: in the environment of a real process. Refusals exit 64 with a message that never
+/// repeats the salt.
 @Suite("engage serve: security options")
 struct ServeSecurityOptionsTests {
     static let salt = "a-salt-from-the-environment-0123456789"
@@ -17,6 +18,8 @@ struct ServeSecurityOptionsTests {
          "the device id salt must be at least 16 bytes"),
         ([:], ["--rate-limit", "10/h"], "invalid value '10/h' for option '--rate-limit'"),
         (["ENGAGE_RATE_LIMIT": "100/s", "ENGAGE_RATE_BURST": "0"], [], "invalid value '0' for option '--rate-burst' (from ENGAGE_RATE_BURST)"),
+        (["ENGAGE_HTTP_EVENT_LOOP": "kqueue"], [], "invalid value 'kqueue' for option '--http-event-loop' (from ENGAGE_HTTP_EVENT_LOOP)"),
+        ([:], ["--pool-size", "190", "--committers", "12"], "open 202 PostgreSQL connections together; at most 200"),
     ] as [([String: String], [String], String)])
     func badSettingsStopTheServerBeforeItStarts(environment: [String: String], arguments: [String], message: String) async throws {
         let workspace = try FaultWorkspace("serve-options")

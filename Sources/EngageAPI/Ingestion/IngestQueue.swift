@@ -55,9 +55,10 @@ public final class IngestQueue: Sendable {
 
         func park(until deadline: ContinuousClock.Instant?) {
             guard let deadline else { return semaphore.wait() }
-            let left = ContinuousClock.now.duration(to: deadline)
-            let nanoseconds = max(0, left.components.seconds * 1_000_000_000 + left.components.attoseconds / 1_000_000_000)
-            _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(min(nanoseconds, Int64(Int32.max)))))
+            let left = ContinuousClock.now.duration(to: deadline).components
+            // Rounded up, so that a timed-out look does not come just before the deadline.
+            let nanoseconds = left.seconds * 1_000_000_000 + (left.attoseconds + 999_999_999) / 1_000_000_000
+            _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds))))
         }
 
         func unpark() {
@@ -84,10 +85,12 @@ public final class IngestQueue: Sendable {
                     || now - lastGroupTaken >= limits.stalledCommitAfter)
         }
 
-        /// A parked committer that should look again now, if any.
+        /// A parked committer that should look again now, if any: one that may take a group,
+        /// or else an idle one to wait behind the running commit (until it counts as stalled)
+        /// when none waits there yet.
         mutating func committerToWake(_ limits: Limits) -> Parker? {
-            if let idle = idleCommitters.popLast() { return idle }
-            return mayTakeGroup(limits, now: .now) ? waitingCommitters.popLast() : nil
+            if mayTakeGroup(limits, now: .now) { return waitingCommitters.popLast() ?? idleCommitters.popLast() }
+            return waitingCommitters.isEmpty && !entries.isEmpty ? idleCommitters.popLast() : nil
         }
     }
 
@@ -129,7 +132,7 @@ public final class IngestQueue: Sendable {
     /// `groupFinished()`.
     func takeGroup(parkingOn parker: Parker) -> [Entry]? {
         while true {
-            enum Next { case group([Entry]), finished, park(until: ContinuousClock.Instant?) }
+            enum Next { case group([Entry], alsoWake: Parker?), finished, park(until: ContinuousClock.Instant?) }
             let now = ContinuousClock.now
             let next = state.withLock { state -> Next in
                 if state.mayTakeGroup(limits, now: now) {
@@ -145,7 +148,8 @@ public final class IngestQueue: Sendable {
                     state.queuedEvents -= events
                     state.committing += 1
                     state.lastGroupTaken = now
-                    return .group(group)
+                    // What the group left behind (beyond its size limit) may go beside it at once.
+                    return .group(group, alsoWake: state.committerToWake(limits))
                 }
                 if state.closed && state.entries.isEmpty { return .finished }
                 if state.entries.isEmpty {
@@ -156,7 +160,9 @@ public final class IngestQueue: Sendable {
                 return .park(until: state.lastGroupTaken + limits.stalledCommitAfter)
             }
             switch next {
-            case .group(let group): return group
+            case .group(let group, let other):
+                other?.unpark()
+                return group
             case .finished: return nil
             case .park(let deadline):
                 parker.park(until: deadline)
@@ -175,8 +181,7 @@ public final class IngestQueue: Sendable {
     func groupFinished() {
         let next = state.withLock { state -> Parker? in
             state.committing -= 1
-            guard state.mayTakeGroup(limits, now: .now) else { return nil }
-            return state.waitingCommitters.popLast() ?? state.idleCommitters.popLast()
+            return state.committerToWake(limits)
         }
         next?.unpark()
     }
