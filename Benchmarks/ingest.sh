@@ -35,6 +35,9 @@
 #                        or COMPARE_FLAGS (or both) is required. The load is always ENGAGE_BIN's.
 #   COMPARE_PHASE=C      compare mode: the phase measured, A or C
 #   COMPARE_ROUNDS=5     compare mode: pairs of measurements, 1-20
+#   COMPARE_IDLE=0       compare mode: connections held open and silent during each measurement
+#                        (python3 holds them; both servers then run with --idle-timeout 120), as
+#                        clients that keep connections open between their requests leave them
 #   SOAK_MINUTES=10      windows of the soak, 2-120
 #   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN           engage executable (default: the package's release build)
@@ -68,6 +71,7 @@ COMPARE_FLAGS=${COMPARE_FLAGS:-}
 COMPARE_BIN=${COMPARE_BIN:-}
 COMPARE_PHASE=${COMPARE_PHASE:-C}
 COMPARE_ROUNDS=${COMPARE_ROUNDS:-5}
+COMPARE_IDLE=${COMPARE_IDLE:-0}
 ENGAGE_BIN=${ENGAGE_BIN:-}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-3}
@@ -115,6 +119,7 @@ require_int DURATION "$DURATION" 1 30
 [[ -z $COMPARE_BIN || -x $COMPARE_BIN ]] || usage_error "COMPARE_BIN=$COMPARE_BIN: not an executable"
 [[ $COMPARE_PHASE == A || $COMPARE_PHASE == C ]] || usage_error "COMPARE_PHASE=$COMPARE_PHASE: expected A or C"
 require_int COMPARE_ROUNDS "$COMPARE_ROUNDS" 1 20
+require_int COMPARE_IDLE "$COMPARE_IDLE" 0 5000
 require_int SOAK_MINUTES "$SOAK_MINUTES" 2 120
 require_int WARMUP "$WARMUP" 0 30
 require_int THREADS "$THREADS" 1 64
@@ -139,6 +144,7 @@ cleanup() {
     local status=$?
     trap - EXIT INT TERM
     if [[ -n $LOAD_PID ]] && kill -0 "$LOAD_PID" 2>/dev/null; then kill "$LOAD_PID" 2>/dev/null || true; wait "$LOAD_PID" 2>/dev/null || true; fi
+    if [[ -n ${IDLE_PID:-} ]]; then kill "$IDLE_PID" 2>/dev/null || true; wait "$IDLE_PID" 2>/dev/null || true; fi
     if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null || true; wait "$SAMPLER_PID" 2>/dev/null || true; fi
     if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
         log "stopping engage (pid $SERVER_PID)"
@@ -182,7 +188,8 @@ reset_log() { sql -c "TRUNCATE events" -c "VACUUM ANALYZE events" -c "CHECKPOINT
 count_events() { sql -c "SELECT count(*) FROM events"; }
 row_bytes() { sql -c "SELECT coalesce(avg(pg_column_size(e.*)), 0)::int FROM events e"; }
 
-# CPU ticks: the engage process; PostgreSQL (postmaster and its children); all CPUs busy/total.
+# CPU ticks: the engage process; PostgreSQL (postmaster and its children); all CPUs busy/total/
+# stolen (busy includes steal: time the hypervisor gave to other guests, which no process here used).
 CLK_TCK=$(getconf CLK_TCK)
 engage_ticks() { awk '{ print $14 + $15 }' "/proc/$SERVER_PID/stat"; }
 postgres_ticks() {
@@ -191,7 +198,7 @@ postgres_ticks() {
     # Field 2 (comm) has no spaces for postgres processes; 4 is the parent, 14/15 user/system.
     { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v pm="$postmaster" '$1 == pm || $4 == pm { t += $14 + $15 } END { print t + 0 }'
 }
-machine_ticks() { awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; total = busy + $5 + $6; print busy, total }' /proc/stat; }
+machine_ticks() { awk '/^cpu / { busy = $2 + $3 + $4 + $7 + $8 + $9; total = busy + $5 + $6; print busy, total, $9 }' /proc/stat; }
 
 # CPU seconds of the shell's reaped children in a file written by `times`.
 children_seconds() {
@@ -237,6 +244,27 @@ run_load() {
     if grep -q '^[a-z]*\.problem ' "$WORK/load-$name.txt"; then log "phase $name: $(grep '^[a-z]*\.problem ' "$WORK/load-$name.txt" | head -1)"; fi
 }
 
+# hold_idle_connections N: N connections to the server that send nothing, until released.
+IDLE_PID=""
+hold_idle_connections() {
+    local ready="$WORK/idle-ready"
+    rm -f "$ready"
+    python3 - "${URL##*:}" "$1" "$ready" <<'PYTHON' &
+import socket, sys, time
+port, count, ready = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(count)]
+open(ready, "w").close()
+time.sleep(3600)
+PYTHON
+    IDLE_PID=$!
+    for _ in $(seq 300); do [[ -f $ready ]] && return; kill -0 "$IDLE_PID" 2>/dev/null || break; sleep 0.1; done
+    die "could not open $1 idle connections"
+}
+release_idle_connections() {
+    if [[ -n $IDLE_PID ]]; then kill "$IDLE_PID" 2>/dev/null || true; wait "$IDLE_PID" 2>/dev/null || true; fi
+    IDLE_PID=""
+}
+
 # run_phase NAME CONNECTIONS BATCH RATE TAG: one measured phase; sets P_* variables.
 run_phase() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5
@@ -268,14 +296,15 @@ run_phase() {
     P_ENGAGE_CPU=$(calc "($engage1 - $engage0) / $elapsed_ticks")
     P_POSTGRES_CPU=$(calc "($postgres1 - $postgres0) / $elapsed_ticks")
     P_LOAD_CPU=$(calc "($(children_seconds "$WORK/times-$name.1") - $(children_seconds "$WORK/times-$name.0")) / $P_SECONDS")
-    read -r busy0 total0 <<<"$machine0"; read -r busy1 total1 <<<"$machine1"
+    read -r busy0 total0 steal0 <<<"$machine0"; read -r busy1 total1 steal1 <<<"$machine1"
     P_MACHINE_BUSY=$(calc "100 * ($busy1 - $busy0) / ($total1 - $total0)")
+    P_MACHINE_STEAL=$(calc "100 * ($steal1 - $steal0) / ($total1 - $total0)")
     P_RSS_MB=$(awk -v p="$name" '$1 == p && $2 > m { m = $2 } END { printf "%.1f", m / 1024 }' "$WORK/rss.log")
     log "phase $name: stored $P_STORED events in $(fixed "$P_SECONDS" 1) s = $(grouped "$P_EPS") events/s" \
         "($LOAD_NAME saw $(grouped "$P_LOAD_EPS")/s), $(grouped "$P_RPS") req/s, p50/p90/p99 $(fixed "$P_P50" 1)/$(fixed "$P_P90" 1)/$(fixed "$P_P99" 1) ms," \
-        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), $LOAD_NAME CPU $(fixed "$P_LOAD_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)%"
+        "errors $P_ERRORS, engage CPU $(fixed "$P_ENGAGE_CPU" 2), postgres CPU $(fixed "$P_POSTGRES_CPU" 2), $LOAD_NAME CPU $(fixed "$P_LOAD_CPU" 2), machine busy $(fixed "$P_MACHINE_BUSY" 0)% (stolen $(fixed "$P_MACHINE_STEAL" 0)%)"
     (( P_DUPLICATES == 0 )) || log "phase $name: the server reported $P_DUPLICATES duplicates: event ids repeated"
-    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_LOAD_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $P_RSS_MB MB |"$'\n'
+    CPU_ROWS+="| $name | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_LOAD_CPU" 2) | $(fixed "$P_MACHINE_BUSY" 0)% | $(fixed "$P_MACHINE_STEAL" 0)% | $P_RSS_MB MB |"$'\n'
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -343,6 +372,8 @@ SAMPLER_PID=$!
 
 if [[ $MODE == compare ]]; then
     read -r -a compare_flags <<<"$COMPARE_FLAGS"
+    idle_flags=()
+    (( COMPARE_IDLE == 0 )) || idle_flags=(--idle-timeout 120 --request-timeout 120)
     if [[ $COMPARE_PHASE == A ]]; then phase_connections=$CONNECTIONS phase_batch=$BATCH
     else phase_connections=$SINGLE_CONNECTIONS phase_batch=1; fi
     ROWS="" BASE_RATES="" OTHER_RATES="" RATIOS=""
@@ -350,8 +381,11 @@ if [[ $MODE == compare ]]; then
         for side in base other; do
             stop_server
             [[ $SERVER_STATUS == 0 ]] || die "engage exited $SERVER_STATUS after SIGTERM"
-            if [[ $side == base ]]; then start_server; else SERVER_BIN=$COMPARE_BIN start_server "${compare_flags[@]}"; fi
+            if [[ $side == base ]]; then start_server "${idle_flags[@]}"
+            else SERVER_BIN=$COMPARE_BIN start_server "${idle_flags[@]}" "${compare_flags[@]}"; fi
+            (( COMPARE_IDLE == 0 )) || hold_idle_connections "$COMPARE_IDLE"
             run_phase "$COMPARE_PHASE-$side-$round" "$phase_connections" "$phase_batch" 0 $((10 + round))
+            release_idle_connections
             [[ $P_ERRORS == 0 ]] || die "phase $COMPARE_PHASE ($side, round $round): $P_ERRORS failed requests"
             if [[ $side == base ]]; then
                 base_eps=$P_EPS base_pg=$P_POSTGRES_CPU base_p50=$P_P50 base_engage=$P_ENGAGE_CPU
@@ -370,7 +404,7 @@ if [[ $MODE == compare ]]; then
 
 ### Compare ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_BIN='$COMPARE_BIN' COMPARE_ROUNDS=$COMPARE_ROUNDS DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log) on a freshly started server for each measurement, alternating the server as configured (base) and $other_description; load: $LOAD on the same machine. Event ids: $IDS.
+\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_BIN='$COMPARE_BIN' COMPARE_ROUNDS=$COMPARE_ROUNDS COMPARE_IDLE=$COMPARE_IDLE DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log; $COMPARE_IDLE more connections open and silent) on a freshly started server for each measurement, alternating the server as configured (base) and $other_description; load: $LOAD on the same machine. Event ids: $IDS.
 
 | round | base events/s | base p50 ms | base engage cores | base PostgreSQL cores | other events/s | p50 ms | engage cores | PostgreSQL cores | ratio |
 |---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
@@ -539,8 +573,8 @@ Failed requests (non-200, socket errors, timeouts): A $A_ERRORS, B $B_ERRORS, C 
 
 CPU while each phase ran, in cores (the machine has $(nproc); "machine busy" counts every process, this benchmark's and others'):
 
-| phase | engage | PostgreSQL | $LOAD_NAME | machine busy | engage max VmRSS |
-|---|---:|---:|---:|---:|---:|
+| phase | engage | PostgreSQL | $LOAD_NAME | machine busy | of which stolen | engage max VmRSS |
+|---|---:|---:|---:|---:|---:|---:|
 ${CPU_ROWS}
 EOF
 
