@@ -105,6 +105,9 @@ public struct EngageServer: Sendable {
                          help: "Requests answered without a task, on the HTTP thread that read them (small ingest requests with a cached key).") {
             [weak server] in server?.statistics.requestsTakenInline ?? 0
         }
+        registry.gauge("engage_http_connections_open", help: "HTTP connections open, busy or idle (see --http-event-loop).") {
+            [weak server] in Double(server?.statistics.connectionsOpen ?? 0)
+        }
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [
             ("committer", committer),

@@ -99,6 +99,22 @@ struct IngestLifecycleTests {
         await server.stop()
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func metricsCountOpenConnectionsIdleOrNot() async throws {
+        let server = try TestServer()
+        // Connecting on loopback returns at once; the connections stay silent until the end.
+        let idle = try (0..<3).map { _ in try RawHTTPClient(port: server.port) }
+        // The daemon accepts the three on its own threads, maybe after the scrape's connection.
+        var open: String?
+        let deadline = ContinuousClock.now + .seconds(5)
+        repeat {
+            open = metricSamples(try await server.request("GET", "/metrics").text)["engage_http_connections_open"]
+        } while open != "4" && ContinuousClock.now < deadline
+        #expect(open == "4", "three idle connections and the scrape's own")
+        withExtendedLifetime(idle) {}
+        await server.stop()
+    }
+
     @Test func readinessFailsWhileMigrationsArePending() async throws {
         let server = try TestServer()
         #expect(try await server.request("GET", "/readyz").status == 200)
