@@ -47,6 +47,29 @@ struct IngestQueueTests {
         }
     }
 
+    /// A one-event commit running, one event queued behind it, and a committer parked waiting
+    /// for the running commit (on a queue where a commit counts as stalled only after a minute).
+    struct WaitingBehindARunningCommit {
+        var first: Task<AppendResult, Error>
+        var running: [IngestQueue.Entry]
+        var second: Task<AppendResult, Error>
+        var waiting: Task<[IngestQueue.Entry]?, Never>
+    }
+
+    static func committerWaitingBehindARunningCommit(on queue: IngestQueue) async throws -> WaitingBehindARunningCommit {
+        let first = Task { try await queue.submit(Self.batch(1)) }
+        let running = try #require(await Self.take(queue))
+        let second = Task { try await queue.submit(Self.batch(1)) }
+        try await Self.waitForDepth(queue, 1)
+        let waiting = Task { await Self.take(queue) }
+        try await Task.sleep(for: .milliseconds(100))
+        return WaitingBehindARunningCommit(first: first, running: running, second: second, waiting: waiting)
+    }
+
+    static func queueStallingAfterAMinute() -> IngestQueue {
+        IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aSmallBacklogWaitsForTheRunningCommit() async throws {
         let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
@@ -97,68 +120,52 @@ struct IngestQueueTests {
 
     @Test(.timeLimit(.minutes(1)))
     func aBacklogGrowingPastTheThresholdWakesAWaitingCommitterAtOnce() async throws {
-        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
-        let first = Task { try await queue.submit(Self.batch(1)) }
-        let running = try #require(await Self.take(queue))
-        let small = Task { try await queue.submit(Self.batch(1)) }
-        try await Self.waitForDepth(queue, 1)
-        // Parked behind the running commit, which counts as stalled only after a minute.
-        let waiting = Task { await Self.take(queue) }
-        try await Task.sleep(for: .milliseconds(100))
+        let queue = Self.queueStallingAfterAMinute()
+        let parked = try await Self.committerWaitingBehindARunningCommit(on: queue)
         #expect(queue.depth == 1, "a second commit started for one waiting event")
 
         let woken = ContinuousClock.now
         let large = Task { try await queue.submit(Self.batch(150)) }
-        let beside = try #require(await waiting.value)
+        let beside = try #require(await parked.waiting.value)
         #expect(beside.map(\.batch.rowCount) == [1, 150])
         // Woken by the submit, not by the running commit counting as stalled a minute on.
         #expect(ContinuousClock.now - woken < .seconds(30))
-        Self.commit(beside, running, on: queue)
-        #expect(try await [first.value, small.value, large.value].map(\.storedCount) == [1, 1, 150])
+        Self.commit(beside, parked.running, on: queue)
+        #expect(try await [parked.first.value, parked.second.value, large.value].map(\.storedCount) == [1, 1, 150])
     }
 
     @Test(.timeLimit(.minutes(1)))
     func aFinishedGroupWakesTheCommitterWaitingBehindIt() async throws {
-        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
-        let first = Task { try await queue.submit(Self.batch(1)) }
-        let running = try #require(await Self.take(queue))
-        let second = Task { try await queue.submit(Self.batch(1)) }
-        try await Self.waitForDepth(queue, 1)
-        let waiting = Task { await Self.take(queue) }
-        try await Task.sleep(for: .milliseconds(100))
+        let queue = Self.queueStallingAfterAMinute()
+        let parked = try await Self.committerWaitingBehindARunningCommit(on: queue)
         #expect(queue.depth == 1)
 
         let woken = ContinuousClock.now
-        Self.commit(running, on: queue)
-        let next = try #require(await waiting.value)
+        Self.commit(parked.running, on: queue)
+        let next = try #require(await parked.waiting.value)
         #expect(next.count == 1)
         #expect(ContinuousClock.now - woken < .seconds(30))
         Self.commit(next, on: queue)
-        _ = try await (first.value, second.value)
+        _ = try await (parked.first.value, parked.second.value)
     }
 
     @Test(.timeLimit(.minutes(1)))
     func closingWakesParkedCommitters() async throws {
-        let queue = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
+        let queue = Self.queueStallingAfterAMinute()
         let idle = Task { await Self.take(queue) }
         try await Task.sleep(for: .milliseconds(100))
         queue.close()
         #expect(await idle.value == nil)
 
-        let other = IngestQueue(limits: .init(parallelCommitEvents: 100, stalledCommitAfter: .seconds(60)))
-        let first = Task { try await other.submit(Self.batch(1)) }
-        let running = try #require(await Self.take(other))
-        let second = Task { try await other.submit(Self.batch(1)) }
-        try await Self.waitForDepth(other, 1)
-        let waiting = Task { await Self.take(other) }
-        try await Task.sleep(for: .milliseconds(100))
+        let other = Self.queueStallingAfterAMinute()
+        let parked = try await Self.committerWaitingBehindARunningCommit(on: other)
         let closed = ContinuousClock.now
         other.close()
-        let drained = try #require(await waiting.value)
+        let drained = try #require(await parked.waiting.value)
         #expect(drained.count == 1)
         #expect(ContinuousClock.now - closed < .seconds(30))
-        Self.commit(drained, running, on: other)
-        _ = try await (first.value, second.value)
+        Self.commit(drained, parked.running, on: other)
+        _ = try await (parked.first.value, parked.second.value)
     }
 
     @Test(.timeLimit(.minutes(1)))

@@ -79,10 +79,11 @@ public final class IngestQueue: Sendable {
         var committing = 0
         var lastGroupTaken = ContinuousClock.now
 
-        func mayTakeGroup(_ limits: Limits, now: ContinuousClock.Instant) -> Bool {
+        /// `now` is read only when the answer depends on it: submits call this once per request.
+        func mayTakeGroup(_ limits: Limits, now: @autoclosure () -> ContinuousClock.Instant) -> Bool {
             !entries.isEmpty
                 && (committing == 0 || closed || queuedEvents >= limits.parallelCommitEvents
-                    || now - lastGroupTaken >= limits.stalledCommitAfter)
+                    || now() - lastGroupTaken >= limits.stalledCommitAfter)
         }
 
         /// A parked committer that should look again now, if any: one that may take a group,
