@@ -86,19 +86,12 @@ public struct Lift: Hashable, Sendable {
 
     /// Welch's two-sided t test, valid when the sample size was fixed in advance and the data
     /// are looked at once: `t = d / se` on `degreesOfFreedom`, interval `d +- t_{1-a/2} se`.
-    /// Matches gbstats' `TwoSidedTTest`.
+    /// Matches gbstats' `TwoSidedTTest` (see `EffectInference.welch`).
     public func fixedHorizon(confidence: Double = 0.95) -> LiftTestResult {
         precondition(confidence > 0 && confidence < 1, "confidence must be in (0, 1)")
-        let alpha = 1 - confidence
-        let critical = StudentT.quantile(1 - alpha / 2, degreesOfFreedom: degreesOfFreedom)
-        let halfWidth = critical * standardError
-        let t = estimate / standardError
-        let pValue = 2 * StudentT.survival(abs(t), degreesOfFreedom: degreesOfFreedom)
-        return LiftTestResult(
-            estimate: estimate,
-            interval: ConfidenceInterval(lower: estimate - halfWidth, upper: estimate + halfWidth),
-            pValue: min(1, pValue)
-        )
+        let test = EffectInference.welch(estimate: estimate, variance: variance,
+                                         degreesOfFreedom: degreesOfFreedom, alpha: 1 - confidence)
+        return LiftTestResult(estimate: estimate, interval: test.interval, pValue: test.pValue)
     }
 
     // MARK: Sequential
@@ -108,40 +101,13 @@ public struct Lift: Hashable, Sendable {
     public static let defaultSequentialTuning = 5000.0
 
     /// Always-valid inference: a confidence sequence and its p-value, which stay valid however
-    /// often the data are looked at and whenever the experiment is stopped.
-    ///
-    /// This is the asymptotic normal-mixture confidence sequence of Waudby-Smith et al.
-    /// ("Time-uniform central limit theory and asymptotic confidence sequences", 2023; eq. 9),
-    /// built on the Gaussian-mixture boundary of Howard et al. (2021), as gbstats implements it.
-    /// With `N = n1 + n2` units, `s^2 = N Var d` (the per-unit variance of the estimate),
-    /// `alpha = 1 - confidence` and the mixing precision chosen so that the boundary is tightest
-    /// at `N = N*` (eq. 161):
-    ///
-    ///     rho^2     = (-2 ln alpha + ln(1 - 2 ln alpha)) / N*
-    ///     halfWidth = s * sqrt( 2 (N rho^2 + 1) / (N rho)^2 * ln( sqrt(N rho^2 + 1) / alpha ) )
-    ///
-    /// The interval is `d +- halfWidth`. The always-valid p-value is the reciprocal of the
-    /// mixture martingale (an e-value) at `N` (eq. 155), capped at 1:
-    ///
-    ///     E = exp( rho^2 N^2 d^2 / (2 s^2 (N rho^2 + 1)) ) / sqrt(N rho^2 + 1),  p = min(1, 1/E)
-    ///
-    /// so `p < alpha` exactly when 0 is outside the interval.
+    /// often the data are looked at and whenever the experiment is stopped; `N = n1 + n2` units.
+    /// The formulas are in `EffectInference.confidenceSequence`.
     public func sequential(confidence: Double = 0.95, tuning: Double = Lift.defaultSequentialTuning) -> LiftTestResult {
         precondition(confidence > 0 && confidence < 1, "confidence must be in (0, 1)")
-        precondition(tuning > 0, "the tuning parameter must be positive")
-        let alpha = 1 - confidence
-        let n = Double(totalCount)
-        let logAlpha = log(alpha)
-        let rhoSquared = (-2 * logAlpha + log(1 - 2 * logAlpha)) / tuning
-        let perUnitVariance = variance * n
-        let spread = n * rhoSquared + 1
-        let halfWidth = (perUnitVariance * 2 * spread / (n * n * rhoSquared) * (0.5 * log(spread) - logAlpha)).squareRoot()
-        let logEValue = rhoSquared * n * n * estimate * estimate / (2 * perUnitVariance * spread) - 0.5 * log(spread)
-        return LiftTestResult(
-            estimate: estimate,
-            interval: ConfidenceInterval(lower: estimate - halfWidth, upper: estimate + halfWidth),
-            pValue: min(1, exp(-logEValue))
-        )
+        let test = EffectInference.confidenceSequence(estimate: estimate, variance: variance, units: totalCount,
+                                                      alpha: 1 - confidence, tuning: tuning)
+        return LiftTestResult(estimate: estimate, interval: test.interval, pValue: test.pValue)
     }
 
     // MARK: Bayesian
