@@ -15,6 +15,9 @@ public struct StatisticsError: Error, Hashable, Sendable, CustomStringConvertibl
         /// A group's variance is zero (a rate of exactly 0 or 1), so the normal approximation
         /// has nothing to scale by.
         case zeroVariance = "zero_variance"
+        /// A mean is zero or negative (a regression-adjusted one can be), so its logarithm is
+        /// undefined.
+        case nonPositiveMean = "non_positive_mean"
         /// Histogram counts that do not fit the layout: wrong length or a negative count.
         case invalidHistogram = "invalid_histogram"
     }
@@ -34,6 +37,7 @@ public struct StatisticsError: Error, Hashable, Sendable, CustomStringConvertibl
         case .tooFewUnits: "a group has fewer than two units"
         case .zeroBaseline: "the control mean is zero, so a relative lift is undefined"
         case .zeroVariance: "a group has zero variance"
+        case .nonPositiveMean: "a mean is not above zero, so a log ratio is undefined"
         case .invalidHistogram: "histogram counts do not fit the layout"
         }
     }
