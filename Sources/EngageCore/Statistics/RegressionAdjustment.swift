@@ -10,7 +10,8 @@ import Foundation
 ///
 /// engage's metrics are ratios, which gbstats 0.8.0 does not adjust. The same regression is
 /// applied to the delta-method linearisation of the ratio (Deng, Knoblich and Lu 2018, "Applying
-/// the delta method in metric analytics", section 3.4): with `R = sum x / sum n` and
+/// the Delta method in metric analytics", KDD: per-device linearised values stand in for the
+/// ratio, and CUPED applies to them): with `R = sum x / sum n` and
 /// `R' = sum x' / sum n'`, each device's influence on them is
 ///
 ///     u = (x - R n) / nbar        w = (x' - R' n') / n'bar
