@@ -63,21 +63,15 @@ public struct Lift: Hashable, Sendable {
         guard variant.variance > 0, control.variance > 0 else {
             throw StatisticsError(.zeroVariance, detail: "var1=\(variant.variance) var2=\(control.variance)")
         }
-        let n1 = Double(variant.count)
-        let n2 = Double(control.count)
-        let perVariant = variant.variance / n1
-        let perControl = control.variance / n2
-        switch scale {
-        case .absolute:
-            estimate = variant.mean - control.mean
-            variance = perVariant + perControl
-        case .relative:
-            let m2Squared = control.mean * control.mean
-            estimate = (variant.mean - control.mean) / control.mean
-            variance = perVariant / m2Squared + perControl * variant.mean * variant.mean / (m2Squared * m2Squared)
-        }
-        degreesOfFreedom = (perVariant + perControl) * (perVariant + perControl)
-            / (perVariant * perVariant / (n1 - 1) + perControl * perControl / (n2 - 1))
+        let moments = TreatmentEffect.differenceMoments(
+            control: ArmEstimate(devices: control.count, mean: control.mean, unadjustedMean: control.mean,
+                                 variance: control.variance),
+            treatment: ArmEstimate(devices: variant.count, mean: variant.mean, unadjustedMean: variant.mean,
+                                   variance: variant.variance),
+            relative: scale == .relative)
+        estimate = moments.estimate
+        variance = moments.variance
+        degreesOfFreedom = moments.degreesOfFreedom
         totalCount = variant.count + control.count
         self.scale = scale
     }

@@ -98,36 +98,43 @@ public struct TreatmentEffect: Hashable, Sendable {
         guard control.variance > 0, treatment.variance > 0 else {
             throw StatisticsError(.zeroVariance, detail: "control=\(control.variance) treatment=\(treatment.variance)")
         }
-        let dc = Double(control.devices)
-        let dt = Double(treatment.devices)
-        let perControl = control.variance / dc
-        let perTreatment = treatment.variance / dt
-        switch scale {
-        case .absolute:
-            estimate = treatment.mean - control.mean
-            variance = perTreatment + perControl
-        case .relative:
-            let base = control.unadjustedMean
-            estimate = (treatment.mean - control.mean) / base
-            variance = treatment.variance / (pow(base, 2) * dt)
-                + control.variance * pow(treatment.unadjustedMean, 2) / (pow(base, 4) * dc)
-        case .logRatio:
+        if scale == .logRatio {
             let (levelControl, levelTreatment) = (control.centredMean, treatment.centredMean)
             guard levelControl > 0, levelTreatment > 0 else {
                 throw StatisticsError(.nonPositiveMean, detail: "control=\(levelControl) treatment=\(levelTreatment)")
             }
+            let logControl = control.variance / Double(control.devices) / pow(levelControl, 2)
+            let logTreatment = treatment.variance / Double(treatment.devices) / pow(levelTreatment, 2)
             estimate = log(levelTreatment) - log(levelControl)
-            let logControl = perControl / pow(levelControl, 2)
-            let logTreatment = perTreatment / pow(levelTreatment, 2)
             variance = logControl + logTreatment
-            degreesOfFreedom = Self.welchSatterthwaite(logControl, dc, logTreatment, dt)
-            devices = control.devices + treatment.devices
-            self.scale = scale
-            return
+            degreesOfFreedom = Self.welchSatterthwaite(logControl, Double(control.devices), logTreatment,
+                                                       Double(treatment.devices))
+        } else {
+            let moments = Self.differenceMoments(control: control, treatment: treatment, relative: scale == .relative)
+            estimate = moments.estimate
+            variance = moments.variance
+            degreesOfFreedom = moments.degreesOfFreedom
         }
-        degreesOfFreedom = Self.welchSatterthwaite(perControl, dc, perTreatment, dt)
         devices = control.devices + treatment.devices
         self.scale = scale
+    }
+
+    /// gbstats' absolute or relative difference (`frequentist_diff`), its variance
+    /// (`frequentist_variance`) and Welch's degrees of freedom (`TTest.dof`), unchecked.
+    static func differenceMoments(control: ArmEstimate, treatment: ArmEstimate,
+                                  relative: Bool) -> (estimate: Double, variance: Double, degreesOfFreedom: Double) {
+        let dc = Double(control.devices)
+        let dt = Double(treatment.devices)
+        let perControl = control.variance / dc
+        let perTreatment = treatment.variance / dt
+        let dof = welchSatterthwaite(perControl, dc, perTreatment, dt)
+        guard relative else {
+            return (treatment.mean - control.mean, perTreatment + perControl, dof)
+        }
+        let base = control.unadjustedMean
+        let variance = treatment.variance / (pow(base, 2) * dt)
+            + control.variance * pow(treatment.unadjustedMean, 2) / (pow(base, 4) * dc)
+        return ((treatment.mean - control.mean) / base, variance, dof)
     }
 
     /// `(a + b)^2 / (a^2 / (n_a - 1) + b^2 / (n_b - 1))` for the variance terms `a`, `b` of two
