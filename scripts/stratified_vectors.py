@@ -27,6 +27,7 @@ import math
 import pathlib
 import re
 import sys
+import warnings
 
 try:
     import numpy as np
@@ -278,7 +279,10 @@ def simulate_devices(strata, seed, count, kind):
 
 
 def clustered_vector(name, strata, seed, count, kind):
-    devices = simulate_devices(strata, seed, count, kind)
+    return clustered_values(name, strata, simulate_devices(strata, seed, count, kind))
+
+
+def clustered_values(name, strata, devices):
     buckets = 2 * len(strata)
     rows, groups, outcomes = [], [], []
     for device_id, cells in enumerate(devices):
@@ -413,5 +417,103 @@ def generate():
     print(f"wrote {STATSMODELS_FIXTURE.relative_to(ROOT)} and {CLUSTERED_FIXTURE.relative_to(ROOT)}")
 
 
+# --------------------------------------------------------------------------------------------
+# Crosscheck (called by scripts/stats-crosscheck with its Report)
+
+def paired_numbers(name, expected, computed, report):
+    """Pairs of numbers found at the same place in two JSON-like values; other leaves must be equal."""
+    pairs = []
+
+    def walk(a, b, where):
+        if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+            for key in a:
+                walk(a[key], b[key], f"{where}.{key}")
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for i, (x, y) in enumerate(zip(a, b)):
+                walk(x, y, f"{where}[{i}]")
+        elif isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+            pairs.append((float(a), float(b)))
+        elif a != b:
+            report.failed = True
+            print(f"  {name}{where}: fixture {a!r}, recomputed {b!r}")
+
+    walk(expected, computed, "")
+    return pairs
+
+
+def crosscheck(report):
+    with warnings.catch_warnings():
+        # statsmodels divides 0 by 0 in the degenerate cases that the vectors include on purpose.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        compare_fixtures(report)
+
+
+def compare_fixtures(report):
+    shared = fixture_json(SHARED_FIXTURE)
+    if SHARED_REFERENCE.exists() and json.loads(SHARED_REFERENCE.read_text()) != shared:
+        report.failed = True
+        print(f"  {SHARED_FIXTURE.name} is no longer a copy of {SHARED_REFERENCE}")
+    vector = shared["stratified"]
+    strata = [(s["category"], (s["rich"]["successes"], s["rich"]["displayed"]),
+               (s["plain"]["successes"], s["plain"]["displayed"])) for s in vector["strata"]]
+    table = stratified_table(strata)
+    difference, ratio = mantel_haenszel_formulas(strata)
+    z = stats.norm.isf((1 - CONFIDENCE) / 2)
+    rd = vector["mantel_haenszel_risk_difference"]
+    rr = vector["mantel_haenszel_risk_ratio"]
+    rr_estimate = float(table.riskratio_pooled)
+    rr_se = math.sqrt(ratio["greenland_robins_log_variance"])
+    report.compare("shared MH RR", [(rr["estimate"], rr_estimate), (rr["statsmodels_StratifiedTable_riskratio_pooled"], rr_estimate),
+                                    (rr["se_log_greenland_robins"], rr_se),
+                                    (rr["ci95"][0], rr_estimate * math.exp(-z * rr_se)), (rr["ci95"][1], rr_estimate * math.exp(z * rr_se))])
+    sato_se = math.sqrt(difference["sato_variance"])
+    report.compare("shared MH RD", [(rd["estimate"], difference["estimate"]), (rd["se_sato"], sato_se),
+                                    (rd["ci95"][0], difference["estimate"] - z * sato_se), (rd["ci95"][1], difference["estimate"] + z * sato_se)])
+    null_odds = table.test_null_odds(correction=False)
+    cmh_vector = vector["cmh_test_no_continuity_correction"]
+    report.compare("shared CMH", [(cmh_vector["statistic"], float(null_odds.statistic)),
+                                  (cmh_vector["p_value"], float(stats.chi2.sf(null_odds.statistic, 1))),
+                                  (cmh_vector["statsmodels_test_null_odds_correction_False"], float(null_odds.pvalue))])
+    report.compare("shared Breslow-Day", [(vector["breslow_day_homogeneity_p_statsmodels_test_equal_odds"],
+                                           float(table.test_equal_odds().pvalue))])
+    x1, n1, x2, n2 = arrays(strata)
+    crude = vector["crude_pooled"]
+    report.compare("shared crude", [(crude["rich_rate"], x1.sum() / n1.sum()), (crude["plain_rate"], x2.sum() / n2.sum()),
+                                    (crude["difference"], x1.sum() / n1.sum() - x2.sum() / n2.sum())])
+    pairs = []
+    for interval in shared["relative_intervals"]:
+        (a, b), (c, d) = interval["rich"], interval["plain"]
+        pairs.append((interval["relative_lift"], (a / b) / (c / d) - 1))
+        for method in ("log", "score"):
+            low, upp = confint_proportions_2indep(a, b, c, d, compare="ratio", method=method)
+            bounds = interval[f"statsmodels_confint_proportions_2indep_ratio_{method}_as_relative"]
+            pairs += [(bounds[0], low - 1), (bounds[1], upp - 1)]
+    report.compare("shared ratio CIs", pairs)
+
+    fixture = fixture_json(STATSMODELS_FIXTURE)
+    pairs = []
+    for case in fixture["stratified"]:
+        strata = [(s["name"], tuple(s["variant"]), tuple(s["control"])) for s in case["strata"]]
+        pairs += paired_numbers(f"stratified {case['name']}", case, stratified_vector(case["name"], strata), report)
+    report.compare("stratified", pairs)
+    pairs, direct = [], []
+    for case in fixture["ratio"]:
+        (x1, n1), (x2, n2) = case["variant"], case["control"]
+        pairs += paired_numbers(f"ratio {case['variant']} {case['control']}", case, ratio_vector(x1, n1, x2, n2), report)
+        if 0 < x1 < n1 and 0 < x2 < n2:  # where statsmodels' own score interval picks the right roots
+            low, upp = confint_proportions_2indep(x1, n1, x2, n2, compare="ratio", method="score")
+            direct += [(case["miettinen_nurminen_score"]["lower"], float(low)), (case["miettinen_nurminen_score"]["upper"], float(upp))]
+    report.compare("ratio", pairs)
+    report.compare("ratio score confint", direct)
+
+    clustered = fixture_json(CLUSTERED_FIXTURE)
+    pairs = []
+    for case in clustered["cases"]:
+        pairs += paired_numbers(f"clustered {case['name']}", case, clustered_values(case["name"], case["strata"], case["devices"]), report)
+    report.compare("device-clustered", pairs)
+
+
 if __name__ == "__main__":
-    generate()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        generate()
