@@ -82,16 +82,11 @@ public struct ClusteredStratifiedComparison: Hashable, Sendable {
         let summary = try counts.mantelHaenszelRiskDifference()
         let layout = try included()
         let totalWeight = layout.map(\.weight).reduce(0, +)
-        let coefficients = layout.flatMap { stratum in
-            [(bucket: stratum.variantBucket, coefficient: stratum.weight / totalWeight),
-             (bucket: stratum.controlBucket, coefficient: -stratum.weight / totalWeight)]
-        }
-        let rates = try rates()
-        let variance = rates.covariance(coefficients, coefficients)
+        let (variance, binomial) = try variances(layout, variantScale: totalWeight, controlScale: totalWeight)
         return ClusteredEffect(
             effect: try EffectEstimate.wald(difference: summary.estimate, variance: variance,
                                             method: .mantelHaenszelDeviceClustered, confidence: confidence),
-            variance: variance, binomialVariance: rates.binomialVariance(coefficients)
+            variance: variance, binomialVariance: binomial
         )
     }
 
@@ -106,17 +101,23 @@ public struct ClusteredStratifiedComparison: Hashable, Sendable {
         guard variantSum > 0 else {
             throw StatisticsError(.undefinedLogRatio, detail: "no variant successes")
         }
-        let coefficients = layout.flatMap { stratum in
-            [(bucket: stratum.variantBucket, coefficient: stratum.weight / variantSum),
-             (bucket: stratum.controlBucket, coefficient: -stratum.weight / controlSum)]
-        }
-        let rates = try rates()
-        let variance = rates.covariance(coefficients, coefficients)
+        let (variance, binomial) = try variances(layout, variantScale: variantSum, controlScale: controlSum)
         return ClusteredEffect(
             effect: try EffectEstimate.waldOnLog(ratio: summary.estimate, logVariance: variance,
                                                  method: .mantelHaenszelDeviceClustered, confidence: confidence),
-            variance: variance, binomialVariance: rates.binomialVariance(coefficients)
+            variance: variance, binomialVariance: binomial
         )
+    }
+
+    /// Clustered and binomial variances of `sum_k w_k (p1_k / variantScale - p2_k / controlScale)`,
+    /// the linearisation of both Mantel-Haenszel estimates.
+    private func variances(_ layout: [IncludedStratum], variantScale: Double, controlScale: Double) throws(StatisticsError) -> (Double, Double) {
+        let coefficients = layout.flatMap { stratum in
+            [(bucket: stratum.variantBucket, coefficient: stratum.weight / variantScale),
+             (bucket: stratum.controlBucket, coefficient: -stratum.weight / controlScale)]
+        }
+        let rates = try rates()
+        return (rates.covariance(coefficients, coefficients), rates.binomialVariance(coefficients))
     }
 
     /// Do the strata's own effects on `scale` (differences, or log ratios) differ more than

@@ -11,14 +11,18 @@ import Testing
         })
     }
 
-    @Test func sharedVectorRiskRatioAndCMHAgreeWithStatsmodels() throws {
-        let file = try decodeFixture(SharedStratifiedFile.self, from: StratifiedSharedVectors.json, snakeCase: false)
-        let vector = file.stratified
-        let comparison = StratifiedComparison(strata: try vector.strata.map { entry in
+    static func comparison(_ entries: [SharedStratifiedFile.Entry]) throws -> StratifiedComparison {
+        StratifiedComparison(strata: try entries.map { entry in
             Stratum(name: entry.category,
                     variant: try Proportion(successes: entry.rich.successes, trials: entry.rich.displayed),
                     control: try Proportion(successes: entry.plain.successes, trials: entry.plain.displayed))
         })
+    }
+
+    @Test func sharedVectorRiskRatioAndCMHAgreeWithStatsmodels() throws {
+        let file = try decodeFixture(SharedStratifiedFile.self, from: StratifiedSharedVectors.json, snakeCase: false)
+        let vector = file.stratified
+        let comparison = try Self.comparison(vector.strata)
         var parity = Parity()
         let ratio = try comparison.mantelHaenszelRiskRatio()
         parity.check("MH risk ratio", ratio.estimate, vector.mantelHaenszelRiskRatio.statsmodels, relative: 1e-12)
@@ -53,11 +57,7 @@ import Testing
         // The vector is built as Simpson's paradox: rich looks worse pooled, and is not once
         // categories are held fixed.
         let file = try decodeFixture(SharedStratifiedFile.self, from: StratifiedSharedVectors.json, snakeCase: false)
-        let comparison = StratifiedComparison(strata: try file.stratified.strata.map { entry in
-            Stratum(name: entry.category,
-                    variant: try Proportion(successes: entry.rich.successes, trials: entry.rich.displayed),
-                    control: try Proportion(successes: entry.plain.successes, trials: entry.plain.displayed))
-        })
+        let comparison = try Self.comparison(file.stratified.strata)
         let crude = try comparison.crude.ratioEstimate()
         let adjusted = try comparison.mantelHaenszelRiskRatio().greenlandRobinsEstimate()
         #expect(crude.estimate < 1 && crude.isSignificant)
