@@ -38,7 +38,7 @@ public struct DeviceMoments: Hashable, Sendable {
     }
 
     /// The moments of devices given by their counts (devices without trials count for nothing).
-    public init(devices counts: some Sequence<Proportion>) {
+    public init(deviceCounts counts: some Sequence<Proportion>) {
         for count in counts { add(count) }
     }
 

@@ -196,8 +196,8 @@ import Testing
         }
         var rebuiltCross = DeviceCrossMoments()
         for device in counts { rebuiltCross.add(first: device.first, second: device.second) }
-        #expect(first == DeviceMoments(devices: counts.map(\.first)))
-        #expect(second == DeviceMoments(devices: counts.map(\.second)))
+        #expect(first == DeviceMoments(deviceCounts: counts.map(\.first)))
+        #expect(second == DeviceMoments(deviceCounts: counts.map(\.second)))
         #expect(cross == rebuiltCross)
         #expect(first.devices == counts.filter { $0.first.trials > 0 }.count)
     }
@@ -235,7 +235,7 @@ import Testing
             try DeviceCrossMoments(successesProduct: 4, firstSuccessesSecondTrials: 3, firstTrialsSecondSuccesses: 5, trialsProduct: 9)
         }
         let valid = try DeviceMoments(devices: 2, successes: 3, trials: 5, successesSquared: 5, trialsSquared: 13, successesTimesTrials: 8)
-        #expect(valid == DeviceMoments(devices: [try Proportion(successes: 1, trials: 2), try Proportion(successes: 2, trials: 3)]))
+        #expect(valid == DeviceMoments(deviceCounts: [try Proportion(successes: 1, trials: 2), try Proportion(successes: 2, trials: 3)]))
         let stratum = ClusteredStratum(name: "a", variant: valid, control: valid)
         let pair = SharedDeviceMoments(first: BucketReference(stratum: "a", arm: .variant),
                                        second: BucketReference(stratum: "a", arm: .control), moments: DeviceCrossMoments())
@@ -251,7 +251,7 @@ import Testing
 
     @Test func emptyStrataAreNotEnoughData() throws {
         let empty = try ClusteredStratifiedComparison(strata: [
-            ClusteredStratum(name: "a", variant: DeviceMoments(), control: DeviceMoments(devices: [try Proportion(successes: 1, trials: 3)])),
+            ClusteredStratum(name: "a", variant: DeviceMoments(), control: DeviceMoments(deviceCounts: [try Proportion(successes: 1, trials: 3)])),
         ])
         #expect(empty.excluded == [ExcludedStratum(name: "a", reason: .noVariantTrials)])
         #expect(throws: StatisticsError(.tooFewStrata)) { try empty.mantelHaenszelRiskDifference() }
