@@ -32,6 +32,24 @@ public struct Proportion: Hashable, Sendable {
         self.trials = trials
     }
 
+    /// Counts that hold `0 <= successes <= trials` by construction (sums of valid counts).
+    init(validatedSuccesses successes: Int, trials: Int) {
+        self.successes = successes
+        self.trials = trials
+    }
+
+    /// The pooled counts of several proportions (sums of valid counts are valid).
+    public init(summing parts: some Sequence<Proportion>) {
+        var successes = 0
+        var trials = 0
+        for part in parts {
+            successes += part.successes
+            trials += part.trials
+        }
+        self.successes = successes
+        self.trials = trials
+    }
+
     public var failures: Int { trials - successes }
 
     /// `successes / trials`; 0 when there are no trials.

@@ -20,6 +20,12 @@ public struct StatisticsError: Error, Hashable, Sendable, CustomStringConvertibl
         case nonPositiveMean = "non_positive_mean"
         /// Histogram counts that do not fit the layout: wrong length or a negative count.
         case invalidHistogram = "invalid_histogram"
+        /// Too few strata have trials on both sides: none for a stratified summary, fewer than
+        /// two for a test that strata agree.
+        case tooFewStrata = "too_few_strata"
+        /// A ratio is 0 or infinite (a group without successes), so its logarithm, and an
+        /// interval built on it, is undefined.
+        case undefinedLogRatio = "undefined_log_ratio"
     }
 
     public let code: Code
@@ -39,6 +45,8 @@ public struct StatisticsError: Error, Hashable, Sendable, CustomStringConvertibl
         case .zeroVariance: "a group has zero variance"
         case .nonPositiveMean: "a mean is not above zero, so a log ratio is undefined"
         case .invalidHistogram: "histogram counts do not fit the layout"
+        case .tooFewStrata: "too few strata have trials in both groups"
+        case .undefinedLogRatio: "a group has no successes, so the logarithm of the ratio is undefined"
         }
     }
 
