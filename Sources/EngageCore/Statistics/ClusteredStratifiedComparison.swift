@@ -126,7 +126,7 @@ public struct ClusteredStratifiedComparison: Hashable, Sendable {
     /// effects (devices in several strata correlate them); without shared devices between strata
     /// it is Cochran's Q with clustered variances. Strata with a group at 0 or at all successes
     /// are left out (listed as `zeroCell`). Throws `tooFewStrata` with fewer than two left.
-    public func homogeneityTest(_ scale: EffectScale) throws(StatisticsError) -> HomogeneityTest {
+    public func homogeneityTest(_ scale: ComparisonScale) throws(StatisticsError) -> HomogeneityTest {
         let layout = try included()
         var usable: [IncludedStratum] = []
         var leftOut: [ExcludedStratum] = []

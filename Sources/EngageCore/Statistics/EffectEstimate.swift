@@ -1,7 +1,7 @@
 import Foundation
 
 /// Whether an effect compares rates by their difference or by their ratio.
-public enum EffectScale: String, Hashable, Sendable, CaseIterable {
+public enum ComparisonScale: String, Hashable, Sendable, CaseIterable {
     /// `p1 - p2`; no effect is 0.
     case difference
     /// `p1 / p2`; no effect is 1. Shown as a relative lift `p1 / p2 - 1`.
@@ -39,7 +39,7 @@ public enum EffectMethod: String, Hashable, Sendable, CaseIterable {
 /// `isSignificant` is read off the interval, and the p-value is the one of the test that the
 /// interval inverts.
 public struct EffectEstimate: Hashable, Sendable {
-    public let scale: EffectScale
+    public let scale: ComparisonScale
     public let method: EffectMethod
     /// `p1 - p2` or `p1 / p2`.
     public let estimate: Double
@@ -49,7 +49,7 @@ public struct EffectEstimate: Hashable, Sendable {
     /// Two-sided p-value of "no effect" by the same method as `interval`.
     public let pValue: Double
 
-    public init(scale: EffectScale, method: EffectMethod, estimate: Double, interval: ConfidenceInterval,
+    public init(scale: ComparisonScale, method: EffectMethod, estimate: Double, interval: ConfidenceInterval,
                 confidence: Double, pValue: Double) {
         self.scale = scale
         self.method = method

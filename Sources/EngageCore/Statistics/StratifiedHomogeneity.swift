@@ -92,7 +92,7 @@ extension StratifiedComparison {
     ///
     /// (Cochran 1954; statsmodels `combine_effects(...).q`). Throws `tooFewStrata` with fewer
     /// than two included strata.
-    public func cochranQ(_ scale: EffectScale) throws(StatisticsError) -> HomogeneityTest {
+    public func cochranQ(_ scale: ComparisonScale) throws(StatisticsError) -> HomogeneityTest {
         let tables = try tables()
         guard tables.count >= 2 else {
             throw StatisticsError(.tooFewStrata, detail: "one stratum")

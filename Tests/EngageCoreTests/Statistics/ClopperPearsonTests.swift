@@ -5,7 +5,7 @@ import Testing
 @Suite struct ClopperPearsonTests {
     /// Against scipy's `binomtest(...).proportion_ci(method="exact")`, two-sided and one-sided.
     @Test func matchesScipy() throws {
-        var parity = Parity()
+        var parity = GbstatsParity()
         for vector in ExperimentStatisticsFixture.shared.clopperPearson {
             let proportion = try Proportion(successes: vector.successes, trials: vector.trials)
             let interval = proportion.clopperPearsonInterval(confidence: vector.confidence)

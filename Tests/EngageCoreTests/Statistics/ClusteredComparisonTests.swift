@@ -81,7 +81,7 @@ import Testing
                          try comparison.counts.mantelHaenszelRiskDifference().greenlandRobinsVariance, relative: 1e-12, vector.name)
             parity.check("binomial Var(log MH RR) = large strata", ratio.binomialVariance,
                          try comparison.counts.mantelHaenszelRiskRatio().largeStrataLogVariance, relative: 1e-12, vector.name)
-            for (scale, expected) in [(EffectScale.difference, vector.homogeneity.difference), (.ratio, vector.homogeneity.ratio)] {
+            for (scale, expected) in [(ComparisonScale.difference, vector.homogeneity.difference), (.ratio, vector.homogeneity.ratio)] {
                 if let expected {
                     let test = try comparison.homogeneityTest(scale)
                     parity.check("clustered Q \(scale)", test.test.statistic, expected.statistic, relative: 1e-9, vector.name)
@@ -127,7 +127,7 @@ import Testing
         // Cochran's Q with clustered variances is Cochran's Q, where no stratum needs the
         // zero-cell correction.
         if comparison.counts.included.allSatisfy({ StratumTable($0).hasZeroCell == false }), comparison.counts.included.count >= 2 {
-            for scale in EffectScale.allCases {
+            for scale in ComparisonScale.allCases {
                 #expect(matches(try comparison.homogeneityTest(scale).test.statistic,
                                 try comparison.counts.cochranQ(scale).test.statistic, relative: 1e-9), "\(context) \(scale)")
             }

@@ -60,7 +60,7 @@ import Testing
     // MARK: Tests
 
     @Test func sharedRatioVectors() {
-        var parity = Parity()
+        var parity = GbstatsParity()
         for vector in SharedRatioCase.all {
             let arms = vector.arms.map(Self.ratio)
             let settings = RatioMetricComparison.Settings(alpha: vector.alpha, sequentialTuning: vector.sequentialTuning)
@@ -81,7 +81,7 @@ import Testing
 
     @Test(arguments: ["ratio", "cuped_mean", "cuped_ratio"])
     func generatedVectors(kind: String) {
-        var parity = Parity()
+        var parity = GbstatsParity()
         let cases = kind == "ratio" ? fixture.ratio : kind == "cuped_mean" ? fixture.cupedMean : fixture.cupedRatio
         for vector in cases {
             let comparisons = Self.comparisons(kind, vector)
@@ -109,7 +109,7 @@ import Testing
     }
 
     private func check(_ outcome: RatioMetricComparison.Outcome, _ corrected: RatioMetricComparison.Outcome,
-                       _ expected: VectorScale, _ context: String, _ parity: inout Parity) {
+                       _ expected: VectorScale, _ context: String, _ parity: inout GbstatsParity) {
         guard case .estimated(let summary) = outcome else {
             // gbstats' empty answer: p = 1, no interval, chance to win 0.5, no risk.
             #expect(expected.error != nil, "\(context): engage has not enough data, gbstats has figures")
@@ -157,7 +157,7 @@ import Testing
     }
 
     @Test func riskAgainstMpmath() {
-        var parity = Parity()
+        var parity = GbstatsParity()
         for vector in fixture.risk {
             let posterior = EffectPosterior(mean: vector.mu, standardDeviation: vector.sigma)
             let context = "mu \(vector.mu) sigma \(vector.sigma)"
@@ -182,7 +182,7 @@ extension SharedRatioCase.Expected {
 }
 
 /// Records the largest error per quantity and every disagreement.
-struct Parity {
+struct GbstatsParity {
     private(set) var worstRelative: [String: Double] = [:]
     private(set) var worstAbsoluteWhereLossy: [String: Double] = [:]
     private(set) var disagreements: [String] = []

@@ -106,7 +106,7 @@ import Testing
             }
 
             if let expected = vector.cochranQ {
-                for (scale, reference) in [(EffectScale.difference, expected.difference), (.ratio, expected.ratio)] {
+                for (scale, reference) in [(ComparisonScale.difference, expected.difference), (.ratio, expected.ratio)] {
                     let test = try comparison.cochranQ(scale)
                     parity.check("Cochran Q \(scale)", test.test.statistic, reference.statistic, relative: 1e-11, vector.name)
                     parity.check("Cochran Q \(scale) p", test.test.pValue, reference.pValue, relative: 1e-11, vector.name)
