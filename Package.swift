@@ -56,7 +56,10 @@ let package = Package(
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
-        .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
+        // A loopback HTTP responder for the client's faults and media downloads.
+        .target(name: "ClientTestSupport", path: "Tests/ClientTestSupport"),
+        .testTarget(name: "EngageClientTests", dependencies: ["ClientTestSupport", "EngageClient", "TestSupport",
+                                                             "EngageAPI", "EngageCore", "EventStore", "Postgres"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         // Fault tests start engage (and this stand-in for an app extension) as real processes and kill them.
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
