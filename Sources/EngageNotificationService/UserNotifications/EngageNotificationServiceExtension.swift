@@ -1,4 +1,4 @@
-#if canImport(UserNotifications)
+#if canImport(UserNotifications) && !os(tvOS)
 import EngageClient
 import Foundation
 @preconcurrency import UserNotifications
@@ -27,7 +27,7 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
     open func prepareRichContent(_ content: UNMutableNotificationContent) {}
 
     override open func didReceive(_ request: UNNotificationRequest,
-                                  withContentHandler contentHandler: @escaping (UNNotificationContent) -> Void) {
+                                  withContentHandler contentHandler: @Sendable @escaping (UNNotificationContent) -> Void) {
         let payload = PushPayload(userInfo: request.content.userInfo)
         let session = NotificationServiceSession<UNNotificationContent>(
             client: engageClient, notificationID: payload.notificationID ?? request.identifier,

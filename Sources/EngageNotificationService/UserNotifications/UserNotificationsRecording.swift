@@ -1,4 +1,4 @@
-#if canImport(UserNotifications)
+#if canImport(UserNotifications) && !os(tvOS)
 import EngageClient
 import Foundation
 @preconcurrency import UserNotifications
