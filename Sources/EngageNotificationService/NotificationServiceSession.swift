@@ -12,7 +12,7 @@ import Foundation
 /// only afterwards, so the network never delays the notification.
 public final class NotificationServiceSession<Content>: @unchecked Sendable {
     /// What the session did, for logs, tests and measurements.
-    public struct Report: @unchecked Sendable {
+    public struct Report: Sendable {
         public var outcome: DeliveryOutcome
         public var attachment: AttachmentTelemetry
         public var timeWillExpire: Bool

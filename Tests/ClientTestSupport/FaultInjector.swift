@@ -39,17 +39,8 @@ public final class FaultInjector: @unchecked Sendable {
 
     public init(reply: Reply) throws {
         self.reply = reply
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 16) == 0 else {
+        let descriptor = try Self.loopbackSocket()
+        guard listen(descriptor, 16) == 0 else {
             Glibc.close(descriptor)
             throw InjectorError.socket(errno)
         }
@@ -86,8 +77,16 @@ public final class FaultInjector: @unchecked Sendable {
 
     /// A loopback port with nothing listening on it: connections are refused at once.
     public static func closedPort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = try loopbackSocket()
         defer { Glibc.close(descriptor) }
+        return localPort(of: descriptor)
+    }
+
+    /// A TCP socket bound to a free port of 127.0.0.1.
+    private static func loopbackSocket() throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -95,8 +94,12 @@ public final class FaultInjector: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else { throw InjectorError.socket(errno) }
-        return localPort(of: descriptor)
+        guard bound == 0 else {
+            let failure = errno
+            Glibc.close(descriptor)
+            throw InjectorError.socket(failure)
+        }
+        return descriptor
     }
 
     private static func localPort(of descriptor: Int32) -> Int {

@@ -52,11 +52,13 @@ struct QueueTests {
     }
 
     static func queue(_ container: Container, maxBytes: Int = 1 << 20, segmentEvents: Int = 3, lease: TimeInterval = 60,
-                      observe: (@Sendable (String, QueueFileProtection) -> Void)? = nil) throws -> DiskQueue {
+                      observe: (@Sendable (String, QueueFileProtection) -> Void)? = nil,
+                      adjusting adjust: (inout DiskQueue.Options) -> Void = { _ in }) throws -> DiskQueue {
         var options = DiskQueue.Options(maxBytes: maxBytes)
         options.segmentEvents = segmentEvents
         options.lease = lease
         options.protection = FileProtector(protection: .completeUntilFirstUserAuthentication, observe: observe)
+        adjust(&options)
         return try DiskQueue(container: container.url, options: options)
     }
 
@@ -197,9 +199,7 @@ struct QueueTests {
     @Test func eventsPastTheirAgeAreDroppedNotSent() throws {
         let container = Container()
         defer { container.remove() }
-        var options = DiskQueue.Options(maxBytes: 1 << 20)
-        options.maxEventAge = 3600
-        let queue = try DiskQueue(container: container.url, options: options)
+        let queue = try Self.queue(container, adjusting: { $0.maxEventAge = 3600 })
         try queue.append([Self.event(1, at: Self.now.addingTimeInterval(-3601)), Self.event(2, at: Self.now.addingTimeInterval(-3599)),
                           .init(id: "x", json: #"{"event_id":"x","occurred_at":"not a time"}"#)])
         let claim = queue.claim(maxEvents: 10, now: Self.now)
@@ -241,9 +241,7 @@ struct QueueTests {
     @Test func theWindowOfRecentIDsIsBounded() throws {
         let container = Container()
         defer { container.remove() }
-        var options = DiskQueue.Options(maxBytes: 1 << 20)
-        options.recentIDs = 4
-        let queue = try DiskQueue(container: container.url, options: options)
+        let queue = try Self.queue(container, adjusting: { $0.recentIDs = 4 })
         for number in 1...20 { try queue.append([Self.event(number)], onceID: Self.event(number).id) }
         let kept = container.text("recent-ids").split(separator: "\n")
         #expect(kept.count <= 8)
