@@ -107,44 +107,44 @@ struct ServiceExtensionTests {
     }
 
     /// The content handler is called once, with the attachment, and the `delivered` event is on
-    /// disk by then; sending starts only after it, against a server that never answers.
+    /// disk by then and not yet claimed by any sender: sending starts only after the handler.
     @Test func theHandlerIsCalledOnceAfterTheEventIsOnDiskAndBeforeAnySending() async throws {
+        let server = try TestServer()
         let container = Container()
         defer { container.remove() }
-        let engage = try FaultInjector(reply: .hang)
-        defer { engage.stop() }
         let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.jpeg(50_000),
                                                    declareLength: true))
         defer { host.stop() }
-        let client = try makeClient(container, port: engage.port, key: "egk_x")
+        let client = try makeClient(container, port: server.port, key: try await server.key())
         let payload = PushPayload(notificationID: "n-2", strategy: "full",
                                   media: [PushPayload.Media(variant: "original", url: host.url.appendingPathComponent("p.jpg"))])
         let probe = SessionProbe()
         let expectedID = EngageEvent.onceID(deviceID: "dev-test-1", notificationID: "n-2", type: "delivered").uuidString.lowercased()
-        let seenAtDelivery = Recorder<(queued: Bool, requests: Int)>()
+        let seenAtDelivery = Recorder<(queued: Bool, claimed: Int)>()
         probe.duringDelivery = {
-            seenAtDelivery.add((client.pendingEventIDs().contains(expectedID), engage.hits.count))
+            seenAtDelivery.add((client.pendingEventIDs().contains(expectedID), container.files("claimed").count))
         }
         let session = makeSession(client: client, payload: payload, notificationID: "n-2", probe: probe, directory: container.url,
-                                  policy: ServiceExtensionPolicy(sendBudget: .seconds(2)))
+                                  policy: ServiceExtensionPolicy(sendBudget: .seconds(10)))
         session.start()
         await probe.finished()
         #expect(probe.deliveries.count == 1)
         #expect(probe.deliveries.first?.attachment?.hasSuffix(".jpg") == true)
         #expect(seenAtDelivery.all.map(\.queued) == [true])
-        #expect(seenAtDelivery.all.map(\.requests) == [0])
+        #expect(seenAtDelivery.all.map(\.claimed) == [0])
         let report = try #require(probe.report)
         #expect(report.outcome == .attached)
         #expect(report.eventID?.uuidString.lowercased() == expectedID)
         #expect(report.attachment == AttachmentTelemetry(kind: .image, format: .jpeg, bytes: 50_000, source: .network,
                                                          downloadMS: report.attachment.downloadMS, variant: "original"))
-        // Sending starts once the handler returned; it ends by its budget (the server never answers).
+        // The send that follows the handler stores the event.
         await session.waitForSend()
-        #expect(engage.hits.count == 1)
+        #expect(try await stored(server, [try #require(report.eventID)]) == 1)
         // iOS calling serviceExtensionTimeWillExpire later changes nothing.
         session.expire()
         #expect(probe.deliveries.count == 1)
         #expect(probe.reportCount == 1)
+        await server.stop()
     }
 
     /// iOS ends the extension while the download hangs: the original content goes out at once,
