@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "engage", targets: ["engage"]),
         .library(name: "EngageClient", targets: ["EngageClient"]),
+        .library(name: "EngageNotificationService", targets: ["EngageNotificationService"]),
     ],
     targets: [
         // C libraries from Debian; every Unsafe* use stays in the Swift module right above each.
@@ -42,7 +43,10 @@ let package = Package(
         .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]),
         // The app-side client: Foundation only, no other engage module.
-        .target(name: "EngageClient"),
+        .target(name: "EngageClient", resources: [.copy("PrivacyInfo.xcprivacy")]),
+        // What the app and its extensions link besides: the Notification Service Extension and the
+        // UserNotifications glue (compiled only where the framework exists), on EngageClient.
+        .target(name: "EngageNotificationService", dependencies: ["EngageClient"], resources: [.copy("PrivacyInfo.xcprivacy")]),
         .executableTarget(
             name: "engage",
             dependencies: ["CLoadGenerator", "CProcess", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
@@ -56,7 +60,13 @@ let package = Package(
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
-        .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
+        // A loopback HTTP responder for the client's faults and media downloads.
+        .target(name: "ClientTestSupport", path: "Tests/ClientTestSupport"),
+        .testTarget(name: "EngageClientTests", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService", "TestSupport",
+                                                             "EngageAPI", "EngageCore", "EventStore", "Postgres"]),
+        // `swift run -c release EngageClientBench queue|handler`: the client's timings (BENCHMARKS.md).
+        .executableTarget(name: "EngageClientBench", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService"],
+                          path: "Benchmarks/EngageClientBench"),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         // Fault tests start engage (and this stand-in for an app extension) as real processes and kill them.
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),

@@ -3,6 +3,7 @@
 #if canImport(UserNotifications)
 import EngageClient
 import Foundation
+import os
 
 enum EngageSetup {
     /// The app group every target of the app is a member of (Signing & Capabilities > App Groups).
@@ -11,27 +12,34 @@ enum EngageSetup {
     /// An `ingest` key (`engage keys create --app photos --role ingest`). It can only add events,
     /// so shipping it inside the app is acceptable; never ship a `read` or `admin` key.
     static let ingestKey = "egk_REPLACE_ME"
+    static let log = Logger(subsystem: "com.example.photos", category: "engage")
 
-    /// One client per process, created on first use.
+    /// One client per process, created on first use; nil without the app group.
     static let client: EngageClient? = {
-        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: appGroup),
-              let defaults = UserDefaults(suiteName: appGroup)
-        else { return nil }
-        // A pseudonymous installation id, kept in the group's defaults so the app and its
-        // extensions report the same device. Never the APNs device token.
-        let deviceID: String
-        if let existing = defaults.string(forKey: "engage.device_id") {
-            deviceID = existing
-        } else {
-            deviceID = UUID().uuidString.lowercased()
-            defaults.set(deviceID, forKey: "engage.device_id")
-        }
-        let configuration = EngageClient.Configuration(
-            endpoint: endpoint, ingestKey: ingestKey, containerDirectory: container, deviceID: deviceID,
-            batchSize: 50, flushInterval: .seconds(10), maxQueueBytes: 5 * 1024 * 1024, sendBudget: .seconds(2))
-        return try? EngageClient(configuration: configuration) { dropped in
-            NSLog("engage.dropped reason=%@ event.count=%d", "\(dropped.reason)", dropped.eventIDs.count)
+        guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: appGroup) else { return nil }
+        do {
+            // Created once, atomically, in the group container: the app and its extensions agree.
+            let deviceID = try InstallationID.readOrCreate(in: container)
+            let configuration = EngageClient.Configuration(endpoint: endpoint, ingestKey: ingestKey,
+                                                           containerDirectory: container, deviceID: deviceID)
+            return try EngageClient(configuration: configuration) { dropped in
+                log.error("engage.dropped reason=\(String(describing: dropped.reason), privacy: .public) event.count=\(dropped.eventIDs.count)")
+            }
+        } catch {
+            log.error("engage.unavailable error=\(String(describing: error), privacy: .public)")
+            return nil
         }
     }()
+
+    /// Records through the client, logging a failure (the queue drops the oldest events to make
+    /// room on a full disk; an error here means even that did not help).
+    static func record(_ body: (EngageClient) throws -> Void) {
+        guard let client else { return }
+        do {
+            try body(client)
+        } catch {
+            log.error("engage.record_failed error=\(String(describing: error), privacy: .public)")
+        }
+    }
 }
 #endif

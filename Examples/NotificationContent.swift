@@ -1,5 +1,6 @@
-// A Notification Content Extension reporting `expanded` when its view appears and the category's
-// actions: `like`, and `reply` (a UNTextInputNotificationAction) of which only the length is sent.
+// A Notification Content Extension: shows the notification's attachment (an image downsampled to
+// the view, a GIF animated, a video with the system's play/pause button), reports `expanded` when
+// its view appears, and forwards the category's actions to the app.
 // Not built by SwiftPM: Examples/ is outside every target directory.
 //
 // The category, registered by the app:
@@ -9,66 +10,128 @@
 //   UNNotificationCategory(identifier: "new_photo", actions: [like, reply], intentIdentifiers: [],
 //                          options: [.customDismissAction])
 #if canImport(UserNotifications) && canImport(UIKit)
+import AVFoundation
 import EngageClient
+import EngageNotificationService
+import ImageIO
 import UIKit
 import UserNotifications
 import UserNotificationsUI
 
 final class NotificationViewController: UIViewController, UNNotificationContentExtension {
     private let imageView = UIImageView()
+    private var player: AVPlayer?
+    private var playerLayer: AVPlayerLayer?
+    /// The attachment's file, readable only between start/stopAccessingSecurityScopedResource:
+    /// kept open while a video plays.
+    private var openedAttachment: URL?
 
     override func viewDidLoad() {
         super.viewDidLoad()
-        imageView.contentMode = .scaleAspectFill
-        imageView.clipsToBounds = true
+        imageView.contentMode = .scaleAspectFit
         imageView.frame = view.bounds
         imageView.autoresizingMask = [.flexibleWidth, .flexibleHeight]
         view.addSubview(imageView)
     }
 
+    override func viewDidLayoutSubviews() {
+        super.viewDidLayoutSubviews()
+        playerLayer?.frame = view.bounds
+    }
+
+    deinit {
+        openedAttachment?.stopAccessingSecurityScopedResource()
+    }
+
     /// The user long-pressed the notification and this view appeared.
     func didReceive(_ notification: UNNotification) {
-        let content = notification.request.content
-        if let attachment = content.attachments.first, attachment.url.startAccessingSecurityScopedResource() {
-            defer { attachment.url.stopAccessingSecurityScopedResource() }
-            if let data = try? Data(contentsOf: attachment.url) { imageView.image = UIImage(data: data) }
+        EngageSetup.record { try $0.recordExpanded(notification) }
+        guard let attachment = notification.request.content.attachments.first,
+              attachment.url.startAccessingSecurityScopedResource()
+        else { return }
+        openedAttachment = attachment.url
+        // Decode for the pixels on screen, not the file's: a 12-megapixel photo decoded whole
+        // takes about 48 MB, and a content extension may use little memory.
+        let pixels = max(view.bounds.width, view.bounds.height) * (view.window?.screen.scale ?? 3)
+        switch MediaTypeDetector.kind(ofUTI: attachment.type) {
+        case .video:
+            play(attachment.url)
+        case .gif:
+            imageView.image = Self.animatedImage(at: attachment.url, maxPixelSize: pixels)
+        case .image:
+            imageView.image = Self.image(at: attachment.url, maxPixelSize: pixels)
+        default:
+            break
         }
-        guard let client = EngageSetup.client else { return }
-        _ = try? client.recordExpanded(notificationID: Self.notificationID(of: notification),
-                                       category: content.categoryIdentifier,
-                                       experiment: client.cachedAssignments().first?.experimentArm)
+        if player == nil {
+            attachment.url.stopAccessingSecurityScopedResource()
+            openedAttachment = nil
+        }
     }
 
+    /// `like` and `reply` are recorded here and forwarded to the app, whose delegate records the
+    /// same response again: the event id is name-based, so it counts once.
     func didReceive(_ response: UNNotificationResponse,
                     completionHandler completion: @escaping (UNNotificationContentExtensionResponseOption) -> Void) {
-        let notification = response.notification
-        let category = notification.request.content.categoryIdentifier
-        let id = Self.notificationID(of: notification)
-        let client = EngageSetup.client
-        let arm = client?.cachedAssignments().first?.experimentArm
-        switch response.actionIdentifier {
-        case "like":
-            _ = try? client?.recordAction(notificationID: id, category: category, actionID: "like", experiment: arm)
-            completion(.dismiss)
-        case "reply":
-            // Only the length leaves the device; the text goes to the app's own backend, if anywhere.
-            let length = (response as? UNTextInputNotificationResponse)?.userText.count ?? 0
-            _ = try? client?.recordAction(notificationID: id, category: category, actionID: "reply",
-                                          textInputLength: length, experiment: arm)
-            completion(.dismiss)
-        default:
-            // Taps and dismissals reach the app's UNUserNotificationCenterDelegate, which records
-            // them with AppleActionIdentifier.open / .dismiss.
-            completion(.dismissAndForwardAction)
-        }
-        // Send now if it can be done quickly; otherwise the events wait on disk for the app.
-        if let client {
-            Task { await client.flush(budget: .seconds(1)) }
-        }
+        // For `reply` only the length of the text is recorded; the text itself goes to the app.
+        EngageSetup.record { try $0.recordResponse(response) }
+        completion(.dismissAndForwardAction)
     }
 
-    private static func notificationID(of notification: UNNotification) -> String {
-        notification.request.content.userInfo["notification_id"] as? String ?? notification.request.identifier
+    // MARK: Video, with the system's play/pause button
+
+    var mediaPlayPauseButtonType: UNNotificationContentExtensionMediaPlayPauseButtonType {
+        player == nil ? .none : .overlay
+    }
+
+    var mediaPlayPauseButtonFrame: CGRect {
+        CGRect(x: view.bounds.midX - 25, y: view.bounds.midY - 25, width: 50, height: 50)
+    }
+
+    func mediaPlay() { player?.play() }
+    func mediaPause() { player?.pause() }
+
+    private func play(_ url: URL) {
+        let player = AVPlayer(url: url)
+        let layer = AVPlayerLayer(player: player)
+        layer.frame = view.bounds
+        layer.videoGravity = .resizeAspect
+        view.layer.addSublayer(layer)
+        self.player = player
+        playerLayer = layer
+        player.play()
+    }
+
+    // MARK: Images
+
+    private static func image(at url: URL, maxPixelSize: CGFloat) -> UIImage? {
+        guard let source = CGImageSourceCreateWithURL(url as CFURL, [kCGImageSourceShouldCache: false] as CFDictionary),
+              let image = CGImageSourceCreateThumbnailAtIndex(source, 0, thumbnailOptions(maxPixelSize))
+        else { return nil }
+        return UIImage(cgImage: image)
+    }
+
+    /// Every frame, downsampled, with the GIF's own frame delays.
+    private static func animatedImage(at url: URL, maxPixelSize: CGFloat) -> UIImage? {
+        guard let source = CGImageSourceCreateWithURL(url as CFURL, [kCGImageSourceShouldCache: false] as CFDictionary) else { return nil }
+        let count = CGImageSourceGetCount(source)
+        var frames: [UIImage] = []
+        var duration: TimeInterval = 0
+        for index in 0..<count {
+            guard let frame = CGImageSourceCreateThumbnailAtIndex(source, index, thumbnailOptions(maxPixelSize)) else { continue }
+            frames.append(UIImage(cgImage: frame))
+            let properties = CGImageSourceCopyPropertiesAtIndex(source, index, nil) as? [CFString: Any]
+            let gif = properties?[kCGImagePropertyGIFDictionary] as? [CFString: Any]
+            let delay = (gif?[kCGImagePropertyGIFUnclampedDelayTime] as? Double) ?? (gif?[kCGImagePropertyGIFDelayTime] as? Double) ?? 0.1
+            duration += delay < 0.02 ? 0.1 : delay
+        }
+        guard frames.count > 1 else { return frames.first }
+        return UIImage.animatedImage(with: frames, duration: duration)
+    }
+
+    private static func thumbnailOptions(_ maxPixelSize: CGFloat) -> CFDictionary {
+        [kCGImageSourceCreateThumbnailFromImageAlways: true, kCGImageSourceCreateThumbnailWithTransform: true,
+         kCGImageSourceShouldCacheImmediately: true, kCGImageSourceThumbnailMaxPixelSize: maxPixelSize] as CFDictionary
     }
 }
 #endif

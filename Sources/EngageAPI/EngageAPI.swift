@@ -50,6 +50,7 @@ public struct EngageAPI: Sendable {
         router.get("/readyz") { [health] in await health.readyz($0) }
         router.get("/metrics") { [health] in await health.metrics($0) }
         router.get("/v1/assignments") { [experiments] in await experiments.assignments($0) }
+        router.post("/v1/assignments") { [experiments] in await experiments.batchAssignments($0) }
         router.get("/v1/experiments") { [experiments] in await experiments.list($0) }
         router.post("/v1/experiments") { [experiments] in await experiments.create($0) }
         router.get("/v1/experiments/:id") { [experiments] in await experiments.show($0) }

@@ -1,6 +1,9 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
-/// The arm of one experiment this device is in, from `GET /v1/assignments`.
+/// The arm of one experiment a device is in, from `GET` or `POST /v1/assignments`.
 public struct Assignment: Sendable, Hashable {
     public var experiment: String
     public var arm: String
@@ -22,67 +25,114 @@ public struct Assignment: Sendable, Hashable {
     public var experimentArm: ExperimentArm { ExperimentArm(id: experiment, arm: arm, probability: probability) }
 }
 
-/// Reading the assignments answer and the cache file, tolerantly: unknown members are ignored
-/// and an entry without `experiment` or `arm` is skipped, so a newer server cannot break an
-/// older app.
-enum AssignmentsDocument {
-    static func parse(_ data: Data) -> [Assignment]? {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-        return parse(object)
-    }
+/// A request for assignments that did not get an answer.
+public struct AssignmentsError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The HTTP status, or nil when no answer came (or it was not engage's).
+    public var status: Int?
+    public var detail: String
 
-    static func parse(_ object: [String: Any]) -> [Assignment]? {
-        guard let entries = object["assignments"] as? [Any] else { return nil }
-        return entries.compactMap { entry in
-            guard let entry = entry as? [String: Any],
-                  let experiment = entry["experiment"] as? String, !experiment.isEmpty,
-                  let arm = entry["arm"] as? String, !arm.isEmpty
-            else { return nil }
-            let probability = (entry["probability"] as? NSNumber)?.doubleValue
-            return Assignment(experiment: experiment, arm: arm, strategy: entry["strategy"] as? String,
-                              probability: probability)
+    public var description: String { "engage assignments: " + (status.map { "HTTP \($0): " } ?? "") + detail }
+}
+
+extension EngageClient {
+    /// The most device ids one batch request carries (the server's limit).
+    public static let assignmentsBatchLimit = 1000
+
+    /// The device's arms in the app's running experiments, for the server that sends a push:
+    /// it puts the arm into the payload (`PushPayload`) and into its `sent` event. `category`
+    /// leaves out experiments that do not take that category's notifications. Needs an
+    /// `ingest` or `read` key.
+    public func assignments(for deviceID: String, category: String? = nil,
+                            timeout: Duration = .seconds(10)) async throws -> [Assignment] {
+        var components = URLComponents(url: configuration.endpoint.appendingPathComponent("v1/assignments"),
+                                       resolvingAgainstBaseURL: false)
+        components?.queryItems = [URLQueryItem(name: "device_id", value: deviceID)]
+            + (category.map { [URLQueryItem(name: "category", value: $0)] } ?? [])
+        guard let url = components?.url else { throw AssignmentsError(status: nil, detail: "the device id makes no URL") }
+        var request = URLRequest(url: url)
+        request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        let body = try Self.answerBody(await transport.send(request, timeout: timeout))
+        guard let assignments = AssignmentsDocument.parse(body) else {
+            throw AssignmentsError(status: 200, detail: "the answer is not an assignments document")
         }
+        return assignments
     }
 
-    static func json(_ assignments: [Assignment]) -> String {
-        "[" + assignments.map { assignment in
-            JSONWriter.object {
-                $0.string("experiment", assignment.experiment)
-                $0.string("arm", assignment.arm)
-                $0.string("strategy", assignment.strategy)
-                $0.number("probability", assignment.probability)
+    /// The arms of many devices at once, for a whole send: one `POST /v1/assignments` per 1,000
+    /// devices. Devices in no experiment (or outside its coverage) have no entry.
+    public func assignments(forDevices deviceIDs: [String], category: String? = nil,
+                            timeout: Duration = .seconds(10)) async throws -> [String: [Assignment]] {
+        var result: [String: [Assignment]] = [:]
+        for start in stride(from: 0, to: deviceIDs.count, by: Self.assignmentsBatchLimit) {
+            let chunk = Array(deviceIDs[start..<min(start + Self.assignmentsBatchLimit, deviceIDs.count)])
+            var request = URLRequest(url: configuration.endpoint.appendingPathComponent("v1/assignments"))
+            request.httpMethod = "POST"
+            request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(AssignmentsDocument.batchRequest(deviceIDs: chunk, category: category).utf8)
+            let body = try Self.answerBody(await transport.send(request, timeout: timeout))
+            guard let entries = AssignmentsDocument.parseBatch(body) else {
+                throw AssignmentsError(status: 200, detail: "the answer is not an assignments document")
             }
-        }.joined(separator: ",") + "]"
+            for (device, assignment) in entries { result[device, default: []].append(assignment) }
+        }
+        return result
+    }
+
+    private static func answerBody(_ outcome: Transport.Outcome) throws -> Data {
+        switch outcome {
+        case let .response(200, _, body):
+            return body
+        case let .response(status, _, body):
+            let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+            throw AssignmentsError(status: status, detail: object?["detail"] as? String ?? "refused")
+        case let .failed(reason):
+            throw AssignmentsError(status: nil, detail: reason)
+        case .timedOut:
+            throw AssignmentsError(status: nil, detail: "timed out")
+        case .cancelled:
+            throw AssignmentsError(status: nil, detail: "cancelled")
+        }
     }
 }
 
-/// `<container>/EngageClient/assignments.json`: the last answer for one device and when it came.
-struct AssignmentCache: Sendable {
-    struct Entry: Sendable, Equatable {
-        var deviceID: String
-        var fetchedAt: Date
-        var assignments: [Assignment]
-    }
-
-    let url: URL
-
-    func read() -> Entry? {
-        guard let data = try? Data(contentsOf: url),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let deviceID = object["device_id"] as? String,
-              let fetchedMS = (object["fetched_at_ms"] as? NSNumber)?.int64Value,
-              let assignments = AssignmentsDocument.parse(object)
+/// Reading and writing the assignments documents, tolerantly: unknown members are ignored and
+/// an entry without `experiment` or `arm` is skipped, so a newer server cannot break an older
+/// sender.
+enum AssignmentsDocument {
+    static func parse(_ data: Data) -> [Assignment]? {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let entries = object["assignments"] as? [Any]
         else { return nil }
-        return Entry(deviceID: deviceID, fetchedAt: Date(timeIntervalSince1970: Double(fetchedMS) / 1000),
-                     assignments: assignments)
+        return entries.compactMap { ($0 as? [String: Any]).flatMap(assignment) }
     }
 
-    func write(_ entry: Entry) {
-        let text = JSONWriter.object {
-            $0.string("device_id", entry.deviceID)
-            $0.integer("fetched_at_ms", Int(entry.fetchedAt.timeIntervalSince1970 * 1000))
-            $0.raw("assignments", AssignmentsDocument.json(entry.assignments))
+    /// `{"assignments": [{"device_id": ..., "experiment": ..., ...}]}`, as device and assignment.
+    static func parseBatch(_ data: Data) -> [(String, Assignment)]? {
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let entries = object["assignments"] as? [Any]
+        else { return nil }
+        return entries.compactMap { entry in
+            guard let entry = entry as? [String: Any], let device = entry["device_id"] as? String,
+                  let assignment = assignment(entry)
+            else { return nil }
+            return (device, assignment)
         }
-        try? Data(text.utf8).write(to: url, options: .atomic)
+    }
+
+    static func assignment(_ entry: [String: Any]) -> Assignment? {
+        guard let experiment = entry["experiment"] as? String, !experiment.isEmpty,
+              let arm = entry["arm"] as? String, !arm.isEmpty
+        else { return nil }
+        return Assignment(experiment: experiment, arm: arm, strategy: entry["strategy"] as? String,
+                          probability: (entry["probability"] as? NSNumber)?.doubleValue)
+    }
+
+    static func batchRequest(deviceIDs: [String], category: String?) -> String {
+        JSONWriter.object {
+            $0.raw("device_ids", JSONWriter.encode(.array(deviceIDs.map(JSONValue.string))))
+            $0.string("category", category)
+        }
     }
 }

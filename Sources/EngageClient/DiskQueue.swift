@@ -7,21 +7,26 @@ import Musl
 import Darwin
 #endif
 
-/// The durable queue: plain files in the app group container, shared by every process of the app
-/// (the app, its Notification Service Extension, its Content Extension) without locks. Each step
-/// is one atomic `rename(2)`, so a process killed at any point leaves each file either fully in
-/// one state or fully in the next.
+/// The durable queue: segment files in the app group container, shared by every process of the
+/// app (the app, its Notification Service Extension, its Content Extension).
 ///
 ///     <container>/EngageClient/
-///       tmp/        being written: <stem>.ndjson, fsynced, then renamed into ready/
-///       ready/      waiting: <stem>.ndjson, one event per line; stems sort oldest first
-///       claimed/    being sent: <stem>~<pid>~<claimed at, ms>.ndjson; whoever renamed a file
-///                   here owns it until the lease runs out, then anyone may rename it back
-///       retry.json  when the next request may be sent, shared so that every process backs off
+///       queue.lock   flock(2)ed around every change; holds the index (QueueIndex)
+///       ready/       segments waiting to be sent: <number, 20 digits>.ndjson, one event per
+///                    line, oldest first; the highest is the head, where appends go
+///       claimed/     being sent: <number>~<pid>~<claimed at, ms>.ndjson; whoever renamed a
+///                    segment here owns it until the lease runs out, then anyone may rename it back
+///       quarantine/  lines and files that could not be read, kept for diagnosis (the newest 16)
+///       recent-ids   the last ids recorded once (`append(_:onceID:)`)
+///       dropped.json what every process dropped, by reason
+///       retry.json   when the next request may be sent, shared so that every process backs off
 ///
-/// A stem is `<nanoseconds since 1970, 20 digits>-<pid>-<random>`. Files are deleted only after
-/// the server answered 200, so a retry sends the same event ids and the server's idempotency
-/// turns any repeat into a duplicate.
+/// Recording appends one line to the head segment and fsyncs it, under the lock: its cost does
+/// not depend on how many events wait (the index says where the head is and how big the queue
+/// is). A head that reached `segmentEvents` events or `segmentBytes` bytes is left as it is and
+/// the next number becomes the head. Sending claims whole segments by renaming them, so a
+/// segment is sent by one process at a time; files are deleted only after the server answered,
+/// so a retry sends the same event ids and the server's idempotency turns repeats into duplicates.
 struct DiskQueue: Sendable {
     static let suffix = ".ndjson"
 
@@ -31,11 +36,45 @@ struct DiskQueue: Sendable {
         var json: String
     }
 
-    /// A file this process renamed into `claimed/`: it alone sends, completes or releases it.
+    /// A segment this process renamed into `claimed/`: it alone sends, completes or releases it.
     struct Claim: Sendable {
         var stem: String
         var url: URL
         var events: [QueuedEvent]
+        var bytes: Int
+    }
+
+    /// Events the queue gave up on, by reason, in queue order.
+    struct Drops: Sendable, Equatable {
+        var overflow: [String] = []
+        var diskFull: [String] = []
+        var expired: [String] = []
+        /// The text (at most 200 bytes) of each unreadable line, or `file <name>: errno N`.
+        var unreadable: [String] = []
+
+        var isEmpty: Bool { overflow.isEmpty && diskFull.isEmpty && expired.isEmpty && unreadable.isEmpty }
+
+        var counts: DropCounts {
+            var counts = DropCounts()
+            counts.overflow = overflow.count
+            counts.diskFull = diskFull.count
+            counts.expired = expired.count
+            counts.unreadable = unreadable.count
+            return counts
+        }
+    }
+
+    struct AppendResult: Sendable, Equatable {
+        var dropped = Drops()
+        /// `onceID` was recorded before: nothing was written.
+        var alreadyRecorded = false
+    }
+
+    struct ClaimResult: Sendable {
+        var claims: [Claim] = []
+        var dropped = Drops()
+        /// A segment could not be opened for now (the device is locked); it stays in line.
+        var storageUnavailable = false
     }
 
     struct Status: Sendable, Equatable {
@@ -45,132 +84,268 @@ struct DiskQueue: Sendable {
         var bytes: Int
     }
 
+    struct Options: Sendable {
+        var maxBytes: Int
+        /// Events per segment: the batch size, so that one claim is one request.
+        var segmentEvents: Int = 50
+        var segmentBytes: Int = 64 * 1024
+        var lease: TimeInterval = 60
+        /// Events older than this when claimed are dropped as expired.
+        var maxEventAge: TimeInterval = 30 * 86_400 - 3600
+        var protection = FileProtector(protection: .completeUntilFirstUserAuthentication)
+        var recentIDs = 256
+        var quarantineFiles = 16
+    }
+
     let root: URL
-    let tmp: URL
     let ready: URL
     let claimed: URL
-    let maxBytes: Int
-    let lease: TimeInterval
+    let quarantine: URL
+    let options: Options
+    private var lockPath: String { root.appendingPathComponent("queue.lock").path }
     private var pid: Int32 { ProcessInfo.processInfo.processIdentifier }
 
-    init(container: URL, maxBytes: Int, lease: TimeInterval) throws {
+    init(container: URL, options: Options) throws {
         root = container.appendingPathComponent("EngageClient", isDirectory: true)
-        tmp = root.appendingPathComponent("tmp", isDirectory: true)
         ready = root.appendingPathComponent("ready", isDirectory: true)
         claimed = root.appendingPathComponent("claimed", isDirectory: true)
-        self.maxBytes = maxBytes
-        self.lease = lease
-        for directory in [tmp, ready, claimed] {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        quarantine = root.appendingPathComponent("quarantine", isDirectory: true)
+        self.options = options
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        for directory in [root, ready, claimed, quarantine] {
+            try QueueFiles.createDirectory(directory.path, protection: options.protection)
         }
+    }
+
+    init(container: URL, maxBytes: Int, lease: TimeInterval) throws {
+        try self.init(container: container, options: Options(maxBytes: maxBytes, lease: lease))
     }
 
     // MARK: Appending
 
-    /// Writes the events as one new file in `ready/`, durably, before returning; then drops the
-    /// oldest waiting files while the queue is over `maxBytes`, returning the ids it dropped.
+    /// Appends the events to the head segment, durably, before returning. Makes room first when
+    /// the queue would pass `maxBytes` (dropping the oldest waiting segments), and when the disk
+    /// is full (dropping the oldest until the write fits). With `onceID`, does nothing if that
+    /// id is among the last ones recorded with an `onceID`.
     @discardableResult
-    func append(_ events: [QueuedEvent]) throws -> [String] {
-        let stem = Self.newStem(pid: pid)
-        let name = stem + Self.suffix
-        let temporary = tmp.appendingPathComponent(name)
-        let text = events.map { $0.json + "\n" }.joined()
-        try Self.writeDurably(Data(text.utf8), to: temporary)
-        guard rename(temporary.path, ready.appendingPathComponent(name).path) == 0 else {
-            let failure = QueueError(code: .renameFailed, errno: errno, path: temporary.path)
-            try? FileManager.default.removeItem(at: temporary)
-            throw failure
+    func append(_ events: [QueuedEvent], onceID: String? = nil) throws -> AppendResult {
+        let text = Array(events.map { $0.json + "\n" }.joined().utf8)
+        return try QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
+            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
+            var result = AppendResult()
+            if let onceID, recentIDs().contains(Substring(onceID)) {
+                result.alreadyRecorded = true
+                return result
+            }
+            if index.bytes + text.count > options.maxBytes {
+                result.dropped.overflow = dropOldest(&index) { $0.bytes + text.count <= options.maxBytes }.ids
+            }
+            if index.headEvents >= options.segmentEvents || QueueFiles.size(atPath: segmentPath(index.head)) >= options.segmentBytes {
+                index.head += 1
+                index.headEvents = 0
+            }
+            defer { index.write(to: lock) }
+            while true {
+                do {
+                    try QueueFiles.appendDurably(text, to: segmentPath(index.head), protection: options.protection)
+                    break
+                } catch let error as QueueError where error.code == .diskFull {
+                    let freed = dropOldest(&index, maxFiles: 1) { _ in false }
+                    guard freed.files > 0 else {
+                        try? addToDropCounts(result.dropped.counts)
+                        throw error
+                    }
+                    result.dropped.diskFull += freed.ids
+                }
+            }
+            index.headEvents += events.count
+            index.bytes += text.count
+            if let onceID { remember(onceID) }
+            // The count of what was dropped must survive too: on a full disk, make room for it
+            // (never at the cost of the event just written, which is in the head).
+            var counted = result.dropped.isEmpty
+            while !counted {
+                do {
+                    try addToDropCounts(result.dropped.counts)
+                    counted = true
+                } catch {
+                    let freed = dropOldest(&index, maxFiles: 1, keeping: index.head) { _ in false }
+                    if freed.files == 0 { break }
+                    result.dropped.diskFull += freed.ids
+                }
+            }
+            return result
         }
-        Self.synchronizeDirectory(ready)
-        return trimToLimit()
     }
 
-    /// Drops the oldest files of `ready/` until the queue (ready and claimed) fits `maxBytes`.
-    func trimToLimit() -> [String] {
-        let readyFiles = sizedListing(ready)
-        var total = readyFiles.reduce(0) { $0 + $1.bytes } + sizedListing(claimed).reduce(0) { $0 + $1.bytes }
+    /// Deletes the oldest waiting segments, one at a time, until `enough` says so, `maxFiles`
+    /// are gone or none is left; returns the ids of their events. Claimed segments are being
+    /// sent and stay.
+    private func dropOldest(_ index: inout QueueIndex, maxFiles: Int = .max, keeping kept: Int64? = nil,
+                            until enough: (QueueIndex) -> Bool) -> (ids: [String], files: Int) {
         var dropped: [String] = []
-        for file in readyFiles where total > maxBytes {
-            let url = ready.appendingPathComponent(file.name)
-            // Read before deleting, to report the ids; a file another process just claimed is
-            // no longer ours to drop.
-            guard let data = try? Data(contentsOf: url), unlink(url.path) == 0 else { continue }
-            total -= file.bytes
-            dropped += Self.parse(data).events.map(\.id)
+        var files = 0
+        for name in QueueFiles.names(in: ready.path, suffix: Self.suffix) where Self.number(of: name) != kept {
+            if files >= maxFiles || enough(index) { break }
+            let path = ready.appendingPathComponent(name).path
+            let bytes = QueueFiles.size(atPath: path)
+            if case let .content(data) = QueueFiles.readFile(path) {
+                let parsed = Self.parse(data)
+                dropped += parsed.events.map(\.id)
+            }
+            guard unlink(path) == 0 else { continue }
+            files += 1
+            index.bytes = max(0, index.bytes - bytes)
+            if Self.number(of: name) == index.head { index.headEvents = 0 }
         }
-        return dropped
+        return (dropped, files)
     }
 
     // MARK: Claiming
 
-    /// Claims the oldest waiting files, one rename each, until they hold `maxEvents` events.
-    /// Lines that are not a JSON object with an `event_id` are returned in `unreadable`.
-    func claim(maxEvents: Int, now: Date = Date()) -> (claims: [Claim], unreadable: [String]) {
-        var claims: [Claim] = []
-        var unreadable: [String] = []
-        var count = 0
+    /// Claims the oldest waiting segments, one rename each, until they hold `maxEvents` events
+    /// (at least one segment). Drops, instead of claiming, events older than `maxEventAge` and
+    /// lines that are not events; a segment that cannot be read at all goes to `quarantine/`.
+    func claim(maxEvents: Int, now: Date = Date()) -> ClaimResult {
+        var result = ClaimResult()
         let claimedAt = Int64(now.timeIntervalSince1970 * 1000)
-        for name in listing(ready) where count < maxEvents {
-            let stem = String(name.dropLast(Self.suffix.count))
-            let target = claimed.appendingPathComponent("\(stem)~\(pid)~\(claimedAt)\(Self.suffix)")
-            // Losing the race to another process is ENOENT: that file is theirs now.
-            guard rename(ready.appendingPathComponent(name).path, target.path) == 0 else { continue }
-            guard let data = try? Data(contentsOf: target) else { continue }
-            let parsed = Self.parse(data)
-            unreadable += parsed.unreadable
-            if parsed.events.isEmpty {
-                try? FileManager.default.removeItem(at: target)
-                continue
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
+            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
+            var count = 0
+            for name in QueueFiles.names(in: ready.path, suffix: Self.suffix) where count < maxEvents {
+                let stem = String(name.dropLast(Self.suffix.count))
+                let source = ready.appendingPathComponent(name).path
+                let target = claimed.appendingPathComponent("\(stem)~\(pid)~\(claimedAt)\(Self.suffix)")
+                // Another process may have claimed it since the listing: ENOENT, theirs now.
+                guard rename(source, target.path) == 0 else { continue }
+                if Self.number(of: name) == index.head {
+                    index.head += 1
+                    index.headEvents = 0
+                }
+                switch QueueFiles.readFile(target.path) {
+                case .missing:
+                    continue
+                case .unavailable:
+                    _ = rename(target.path, source)
+                    result.storageUnavailable = true
+                case let .broken(code):
+                    quarantineFile(at: target.path, as: stem)
+                    result.dropped.unreadable.append("file \(name): errno \(code)")
+                case let .content(data):
+                    let parsed = Self.parse(data)
+                    let (fresh, expired) = Self.split(parsed.events, olderThan: now.addingTimeInterval(-options.maxEventAge))
+                    result.dropped.expired += expired.map(\.id)
+                    if !parsed.unreadable.isEmpty {
+                        quarantineLines(parsed.unreadable, as: stem)
+                        result.dropped.unreadable += parsed.unreadable.map { String(decoding: Array($0.utf8.prefix(200)), as: UTF8.self) }
+                    }
+                    if fresh.isEmpty {
+                        unlink(target.path)
+                        continue
+                    }
+                    var bytes = data.count
+                    if fresh.count != parsed.events.count || !parsed.unreadable.isEmpty {
+                        // A release must not bring back what was just dropped.
+                        let kept = Array(fresh.map { $0.json + "\n" }.joined().utf8)
+                        try? QueueFiles.replace(target.path, with: kept, protection: options.protection)
+                        bytes = kept.count
+                    }
+                    result.claims.append(Claim(stem: stem, url: target, events: fresh, bytes: bytes))
+                    count += fresh.count
+                }
+                if result.storageUnavailable { break }
             }
-            claims.append(Claim(stem: stem, url: target, events: parsed.events))
-            count += parsed.events.count
+            index.bytes = totalBytes()
+            index.write(to: lock)
+            if !result.dropped.isEmpty { try? addToDropCounts(result.dropped.counts) }
         }
-        return (claims, unreadable)
+        return result
     }
 
-    /// Deletes claimed files after the server stored (or finally refused) their events.
+    /// Deletes claimed segments after the server stored (or finally refused) their events.
     func complete(_ claims: [Claim]) {
-        for claim in claims { unlink(claim.url.path) }
+        var freed = 0
+        for claim in claims where unlink(claim.url.path) == 0 { freed += claim.bytes }
+        guard freed > 0 else { return }
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
+            guard var index = QueueIndex.read(from: lock) else { return }
+            index.bytes = max(0, index.bytes - freed)
+            index.write(to: lock)
+        }
     }
 
-    /// Puts claimed files back under their original name, so they keep their place in line.
+    /// Puts claimed segments back under their own number, so they keep their place in line.
     func release(_ claims: [Claim]) {
         for claim in claims {
             _ = rename(claim.url.path, ready.appendingPathComponent(claim.stem + Self.suffix).path)
         }
     }
 
-    /// Renames back to `ready/` every claim older than the lease: its sender died or hung.
-    /// Also removes partial writes in `tmp/` that are older than the lease. Returns how many
-    /// claimed files came back.
+    /// Renames back to `ready/` every claim older than the lease (its sender died or hung), and
+    /// every claim stamped more than a lease in the future: the clock was set back since, and
+    /// waiting for the clock to catch up could take days. Returns how many came back.
     @discardableResult
     func reclaimExpired(now: Date = Date()) -> Int {
         let nowMS = Int64(now.timeIntervalSince1970 * 1000)
         var reclaimed = 0
-        for name in listing(claimed) {
+        for name in QueueFiles.names(in: claimed.path, suffix: Self.suffix) {
             let parts = name.dropLast(Self.suffix.count).split(separator: "~")
             guard parts.count == 3, let claimedAt = Int64(parts[2]) else { continue }
-            guard Double(nowMS - claimedAt) / 1000 >= lease else { continue }
+            let age = Double(nowMS - claimedAt) / 1000
+            guard age >= options.lease || age < -options.lease else { continue }
             let back = ready.appendingPathComponent(String(parts[0]) + Self.suffix)
             if rename(claimed.appendingPathComponent(name).path, back.path) == 0 { reclaimed += 1 }
-        }
-        for file in sizedListing(tmp) where now.timeIntervalSince(file.modified) >= max(lease, 60) {
-            unlink(tmp.appendingPathComponent(file.name).path)
         }
         return reclaimed
     }
 
+    // MARK: Looking
+
     func status() -> Status {
-        let readyFiles = sizedListing(ready)
-        let claimedFiles = sizedListing(claimed)
+        let readyNames = QueueFiles.names(in: ready.path, suffix: Self.suffix)
         var events = 0
-        for file in readyFiles {
-            if let data = try? Data(contentsOf: ready.appendingPathComponent(file.name)) {
-                events += data.reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
+        for name in readyNames {
+            if case let .content(data) = QueueFiles.readFile(ready.appendingPathComponent(name).path) {
+                events += Self.parse(data).events.count
             }
         }
-        let bytes = (readyFiles + claimedFiles).reduce(0) { $0 + $1.bytes }
-        return Status(readyFiles: readyFiles.count, readyEvents: events, claimedFiles: claimedFiles.count, bytes: bytes)
+        return Status(readyFiles: readyNames.count, readyEvents: events,
+                      claimedFiles: QueueFiles.names(in: claimed.path, suffix: Self.suffix).count, bytes: totalBytes())
+    }
+
+    /// The ids of every event waiting or claimed, oldest first.
+    func eventIDs() -> [String] {
+        let paths = QueueFiles.names(in: ready.path, suffix: Self.suffix).map { ready.appendingPathComponent($0).path }
+            + QueueFiles.names(in: claimed.path, suffix: Self.suffix).map { claimed.appendingPathComponent($0).path }
+        return paths.flatMap { path -> [String] in
+            guard case let .content(data) = QueueFiles.readFile(path) else { return [] }
+            return Self.parse(data).events.map(\.id)
+        }
+    }
+
+    var dropCounts: DropCounts {
+        guard case let .content(data) = QueueFiles.readFile(dropCountsPath),
+              let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any]
+        else { return DropCounts() }
+        var counts = DropCounts()
+        for key in DropCounts.keys { counts[key] = (object[key] as? NSNumber)?.intValue ?? 0 }
+        return counts
+    }
+
+    /// Adds to the counts every process shares.
+    func count(_ drops: DropCounts) {
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in try addToDropCounts(drops) }
+    }
+
+    private var dropCountsPath: String { root.appendingPathComponent("dropped.json").path }
+
+    /// Called with the lock held.
+    private func addToDropCounts(_ drops: DropCounts) throws {
+        let sum = dropCounts + drops
+        let text = JSONWriter.object { object in
+            for key in DropCounts.keys { object.integer(key, sum[key]) }
+        }
+        try QueueFiles.replace(dropCountsPath, with: Array(text.utf8), protection: options.protection)
     }
 
     // MARK: Shared retry state
@@ -181,12 +356,12 @@ struct DiskQueue: Sendable {
         var failures: Int
     }
 
-    private var retryURL: URL { root.appendingPathComponent("retry.json") }
+    private var retryPath: String { root.appendingPathComponent("retry.json").path }
 
     /// The backoff recorded by any process for this endpoint, if any.
     func retryState(endpoint: String) -> RetryState? {
-        guard let data = try? Data(contentsOf: retryURL),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+        guard case let .content(data) = QueueFiles.readFile(retryPath),
+              let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
               object["endpoint"] as? String == endpoint,
               let notBefore = (object["not_before_ms"] as? NSNumber)?.int64Value,
               let failures = (object["failures"] as? NSNumber)?.intValue
@@ -197,7 +372,7 @@ struct DiskQueue: Sendable {
 
     func setRetryState(_ state: RetryState?) {
         guard let state else {
-            unlink(retryURL.path)
+            unlink(retryPath)
             return
         }
         let text = JSONWriter.object {
@@ -205,21 +380,81 @@ struct DiskQueue: Sendable {
             $0.integer("not_before_ms", Int(state.notBefore.timeIntervalSince1970 * 1000))
             $0.integer("failures", state.failures)
         }
-        try? Data(text.utf8).write(to: retryURL, options: .atomic)
+        try? QueueFiles.replace(retryPath, with: Array(text.utf8), protection: options.protection)
     }
 
     // MARK: Files
 
-    static func newStem(pid: Int32, now: Date = Date()) -> String {
-        let nanoseconds = String(UInt64(now.timeIntervalSince1970 * 1_000_000_000))
-        let random = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        return String(repeating: "0", count: max(0, 20 - nanoseconds.count)) + nanoseconds + "-\(pid)-"
-            + String(repeating: "0", count: 8 - random.count) + random
+    private func segmentPath(_ number: Int64) -> String {
+        ready.appendingPathComponent(Self.stem(number) + Self.suffix).path
     }
 
-    /// Splits a queue file into events; a line that is not a JSON object with a string
-    /// `event_id` is unreadable (a file is written whole and renamed, so this means corruption).
-    static func parse(_ data: Data) -> (events: [QueuedEvent], unreadable: [String]) {
+    static func stem(_ number: Int64) -> String {
+        let digits = String(number)
+        return String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+    }
+
+    /// The segment number of a `ready/` or `claimed/` file name.
+    static func number(of name: String) -> Int64? {
+        Int64(name.prefix { $0 != "~" && $0 != "." })
+    }
+
+    /// The index as the files tell it: a new head after every existing segment.
+    private func rebuiltIndex() -> QueueIndex {
+        let names = QueueFiles.names(in: ready.path, suffix: Self.suffix) + QueueFiles.names(in: claimed.path, suffix: Self.suffix)
+        let highest = names.compactMap(Self.number(of:)).max() ?? 0
+        return QueueIndex(head: highest + 1, headEvents: 0, bytes: totalBytes())
+    }
+
+    private func totalBytes() -> Int {
+        [ready, claimed].reduce(0) { sum, directory in
+            sum + QueueFiles.names(in: directory.path, suffix: Self.suffix).reduce(0) {
+                $0 + QueueFiles.size(atPath: directory.appendingPathComponent($1).path)
+            }
+        }
+    }
+
+    private var recentPath: String { root.appendingPathComponent("recent-ids").path }
+
+    private func recentIDs() -> [Substring] {
+        guard case let .content(data) = QueueFiles.readFile(recentPath) else { return [] }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n")
+    }
+
+    private func remember(_ id: String) {
+        let known = recentIDs()
+        if known.count >= 2 * options.recentIDs {
+            let kept = known.suffix(options.recentIDs - 1).map { $0 + "\n" }.joined() + id + "\n"
+            try? QueueFiles.replace(recentPath, with: Array(kept.utf8), protection: options.protection)
+        } else {
+            try? QueueFiles.appendDurably(Array((id + "\n").utf8), to: recentPath, protection: options.protection)
+        }
+    }
+
+    private func quarantineFile(at path: String, as stem: String) {
+        if rename(path, quarantine.appendingPathComponent("\(stem)-file").path) != 0 {
+            _ = try? FileManager.default.removeItem(atPath: path)
+        }
+        trimQuarantine()
+    }
+
+    private func quarantineLines(_ lines: [String], as stem: String) {
+        let text = lines.map { $0 + "\n" }.joined()
+        try? QueueFiles.appendDurably(Array(text.utf8), to: quarantine.appendingPathComponent("\(stem)-lines").path,
+                                      protection: options.protection)
+        trimQuarantine()
+    }
+
+    private func trimQuarantine() {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: quarantine.path)) ?? []).sorted()
+        for name in names.dropLast(options.quarantineFiles) {
+            try? FileManager.default.removeItem(atPath: quarantine.appendingPathComponent(name).path)
+        }
+    }
+
+    /// Splits a segment into events; a line that is not a JSON object with a string `event_id`
+    /// is unreadable (a fragment left by a process killed mid-write, or storage corruption).
+    static func parse(_ data: [UInt8]) -> (events: [QueuedEvent], unreadable: [String]) {
         var events: [QueuedEvent] = []
         var unreadable: [String] = []
         for line in data.split(separator: 0x0A) where !line.isEmpty {
@@ -227,50 +462,28 @@ struct DiskQueue: Sendable {
                let id = object["event_id"] as? String {
                 events.append(QueuedEvent(id: id, json: String(decoding: line, as: UTF8.self)))
             } else {
-                unreadable.append(String(decoding: line.prefix(200), as: UTF8.self))
+                unreadable.append(String(decoding: line, as: UTF8.self))
             }
         }
         return (events, unreadable)
     }
 
-    /// Writes, flushes to stable storage and closes a new file.
-    static func writeDurably(_ data: Data, to url: URL) throws {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-            throw QueueError(code: .writeFailed, errno: errno, path: url.path)
+    /// Events whose `occurred_at` lies before `cutoff` are expired; an unreadable time is kept
+    /// (the server decides).
+    static func split(_ events: [QueuedEvent], olderThan cutoff: Date) -> (fresh: [QueuedEvent], expired: [QueuedEvent]) {
+        var fresh: [QueuedEvent] = []
+        var expired: [QueuedEvent] = []
+        for event in events {
+            if let time = occurredAt(event.json), time < cutoff { expired.append(event) } else { fresh.append(event) }
         }
-        do {
-            let handle = try FileHandle(forWritingTo: url)
-            defer { try? handle.close() }
-            try handle.write(contentsOf: data)
-            try handle.synchronize()
-        } catch {
-            try? FileManager.default.removeItem(at: url)
-            throw QueueError(code: .writeFailed, errno: errno, path: url.path)
-        }
+        return (fresh, expired)
     }
 
-    /// Makes a rename into `directory` durable too (best effort: not every platform allows it).
-    static func synchronizeDirectory(_ directory: URL) {
-        let descriptor = open(directory.path, O_RDONLY)
-        guard descriptor >= 0 else { return }
-        _ = fsync(descriptor)
-        close(descriptor)
-    }
-
-    /// Names of queue files in a directory, oldest first.
-    private func listing(_ directory: URL) -> [String] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasSuffix(Self.suffix) }.sorted()
-    }
-
-    private func sizedListing(_ directory: URL) -> [(name: String, bytes: Int, modified: Date)] {
-        listing(directory).compactMap { name in
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
-            else { return nil }
-            let bytes = (attributes[.size] as? NSNumber)?.intValue ?? 0
-            let modified = attributes[.modificationDate] as? Date ?? Date()
-            return (name, bytes, modified)
-        }
+    private static func occurredAt(_ json: String) -> Date? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
+              let text = object["occurred_at"] as? String
+        else { return nil }
+        return Timestamp.parse(text)
     }
 }
 
@@ -279,6 +492,9 @@ public struct QueueError: Error, Sendable, Equatable, CustomStringConvertible, C
     public enum Code: String, Sendable {
         case writeFailed = "write-failed"
         case renameFailed = "rename-failed"
+        case lockFailed = "lock-failed"
+        /// The disk is full and dropping every waiting event did not make room.
+        case diskFull = "disk-full"
     }
 
     public var code: Code

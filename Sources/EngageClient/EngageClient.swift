@@ -8,8 +8,8 @@ import FoundationNetworking
 ///
 /// `record...` calls write the event to disk before they return and never touch the network, so
 /// a Notification Service Extension may call its content handler right after. Sending happens in
-/// `flush(budget:)` (extensions, with a budget of a second or two) or `run()` (the app, for as
-/// long as it is active).
+/// `flush(budget:)` (extensions, afterwards and on a best-effort basis) or `run()` (the app, for
+/// as long as it is active).
 public final class EngageClient: Sendable {
     public struct Configuration: Sendable {
         /// The server's base URL, such as `https://engage.example.com`.
@@ -18,31 +18,36 @@ public final class EngageClient: Sendable {
         public var ingestKey: String
         /// The shared app group container (`containerURL(forSecurityApplicationGroupIdentifier:)`).
         public var containerDirectory: URL
-        /// The pseudonymous installation id put in every event (never a device token).
+        /// The pseudonymous installation id put in every event (`InstallationID.readOrCreate(in:)`;
+        /// never a device token).
         public var deviceID: String
-        /// Events per request.
+        /// Events per request, and per queue segment.
         public var batchSize: Int
         /// How often `run()` sends when fewer than `batchSize` events are waiting.
         public var flushInterval: Duration
         /// The queue's limit on disk; beyond it the oldest waiting events are dropped.
         public var maxQueueBytes: Int
-        /// The default budget of `flush()`: what an extension can spare before it must finish.
+        /// The default budget of `flush()`.
         public var sendBudget: Duration
         /// The longest one request may take (never longer than the claim lease).
         public var requestTimeout: Duration
-        /// How long a claimed file belongs to its sender; after that another process may send it.
+        /// How long a claimed segment belongs to its sender; after that another process may send it.
         public var claimLease: Duration
         public var retry: RetryPolicy
         /// Compress request bodies with gzip (the client's own deflate encoder).
         public var gzip: Bool
-        /// How long cached experiment assignments are used without asking the server.
-        public var assignmentsTTL: Duration
+        /// Events older than this are dropped (and counted) instead of sent: the server refuses
+        /// events more than 30 days old, so the default stops an hour short of that.
+        public var maxEventAge: Duration
+        /// The data protection class of the queue's files (see `QueueFileProtection`).
+        public var fileProtection: QueueFileProtection
 
         public init(endpoint: URL, ingestKey: String, containerDirectory: URL, deviceID: String,
                     batchSize: Int = 50, flushInterval: Duration = .seconds(10), maxQueueBytes: Int = 5 * 1024 * 1024,
                     sendBudget: Duration = .seconds(2), requestTimeout: Duration = .seconds(30),
                     claimLease: Duration = .seconds(60), retry: RetryPolicy = RetryPolicy(), gzip: Bool = true,
-                    assignmentsTTL: Duration = .seconds(3600)) {
+                    maxEventAge: Duration = .seconds(30 * 86_400 - 3600),
+                    fileProtection: QueueFileProtection = .completeUntilFirstUserAuthentication) {
             self.endpoint = endpoint
             self.ingestKey = ingestKey
             self.containerDirectory = containerDirectory
@@ -55,25 +60,31 @@ public final class EngageClient: Sendable {
             self.claimLease = claimLease
             self.retry = retry
             self.gzip = gzip
-            self.assignmentsTTL = assignmentsTTL
+            self.maxEventAge = maxEventAge
+            self.fileProtection = fileProtection
         }
     }
 
     /// Events that will never be sent, and why. Each is reported once, by the process that
-    /// dropped it.
+    /// dropped it, and counted in `dropCounts`.
     public struct DroppedEvents: Sendable, Equatable {
         public enum Reason: Sendable, Equatable {
             /// The server refused this event in a 200 answer (`rejected`); sending it again would
             /// fail the same way.
             case rejected(field: String?, problem: String)
             /// The server refused the whole request with a 4xx that retrying cannot fix
-            /// (400, 401, 403, 413 for a single event, 415, ...). `problemType` is the
+            /// (400, 401, 403, 413 for a single segment, 415, ...). `problemType` is the
             /// problem document's `type` when there was one.
             case refused(status: Int, problemType: String?)
             /// The queue went over `maxQueueBytes`; these were the oldest waiting.
             case overflow
-            /// A queued line that is no longer a JSON event (storage corruption); the text is
-            /// in `eventIDs` since there is no id to give.
+            /// The disk was full; these, the oldest waiting, made room for a new event.
+            case diskFull
+            /// Older than `maxEventAge` when their turn came: the server would refuse them.
+            case expired
+            /// A queued line that is no longer a JSON event, or a file that cannot be read
+            /// (storage corruption); the text is in `eventIDs` since there is no id to give. It
+            /// is kept in the queue's `quarantine/` folder.
             case unreadable
         }
 
@@ -90,6 +101,9 @@ public final class EngageClient: Sendable {
             case budgetExhausted
             /// The server asked for a pause (or failed) and the next attempt is after the budget.
             case backingOff(until: Date)
+            /// The queue's files cannot be opened now (the device is locked and the files have a
+            /// stricter protection class than `fileProtection`); they wait.
+            case storageUnavailable
             case cancelled
         }
 
@@ -99,24 +113,36 @@ public final class EngageClient: Sendable {
         public var accepted = 0
         /// Already stored earlier (a retry of a request whose answer was lost).
         public var duplicates = 0
-        /// Dropped by this flush: rejected, refused or unreadable.
+        /// Dropped by this flush: rejected, refused, expired or unreadable.
         public var dropped = 0
     }
 
     public let configuration: Configuration
-    private let queue: DiskQueue
-    private let transport = Transport()
-    private let assignmentCache: AssignmentCache
+    let queue: DiskQueue
+    let transport = Transport()
+    let now: @Sendable () -> Date
     private let onDrop: @Sendable (DroppedEvents) -> Void
     private let recordedSinceFlush = Counter()
 
     /// - Parameter onDrop: called for events the client gives up on, from whichever task
     ///   found out; keep it short (log or count).
-    public init(configuration: Configuration, onDrop: @escaping @Sendable (DroppedEvents) -> Void = { _ in }) throws {
+    public convenience init(configuration: Configuration, onDrop: @escaping @Sendable (DroppedEvents) -> Void = { _ in }) throws {
+        try self.init(configuration: configuration, now: { Date() }, onDrop: onDrop)
+    }
+
+    /// `now` is the wall clock used for event times, backoff and claims (tests move it);
+    /// `protectionObserver` sees every file and directory the queue protects (tests on Linux).
+    init(configuration: Configuration, now: @escaping @Sendable () -> Date,
+         protectionObserver: (@Sendable (String, QueueFileProtection) -> Void)? = nil,
+         onDrop: @escaping @Sendable (DroppedEvents) -> Void) throws {
         self.configuration = configuration
-        queue = try DiskQueue(container: configuration.containerDirectory, maxBytes: configuration.maxQueueBytes,
-                              lease: configuration.claimLease.seconds)
-        assignmentCache = AssignmentCache(url: queue.root.appendingPathComponent("assignments.json"))
+        var options = DiskQueue.Options(maxBytes: configuration.maxQueueBytes)
+        options.segmentEvents = max(1, min(configuration.batchSize, 1000))
+        options.lease = configuration.claimLease.seconds
+        options.maxEventAge = configuration.maxEventAge.seconds
+        options.protection = FileProtector(protection: configuration.fileProtection, observe: protectionObserver)
+        queue = try DiskQueue(container: configuration.containerDirectory, options: options)
+        self.now = now
         self.onDrop = onDrop
     }
 
@@ -126,18 +152,21 @@ public final class EngageClient: Sendable {
 
     // MARK: Recording
 
-    /// Queues an event durably; it is on disk when this returns.
+    /// Queues an event durably; it is on disk when this returns. An event whose id is among the
+    /// last ones recorded (`EngageEvent.onceID`) is not queued again.
     @discardableResult
     public func record(_ event: EngageEvent) throws -> UUID {
-        let queued = DiskQueue.QueuedEvent(id: event.eventID.uuidString.lowercased(), json: event.json)
-        let dropped = try queue.append([queued])
-        if !dropped.isEmpty { onDrop(DroppedEvents(reason: .overflow, eventIDs: dropped)) }
-        recordedSinceFlush.add(1)
+        let id = event.eventID.uuidString.lowercased()
+        let queued = DiskQueue.QueuedEvent(id: id, json: event.json)
+        let result = try queue.append([queued], onceID: event.isRecordedOnce ? id : nil)
+        report(result.dropped)
+        if !result.alreadyRecorded { recordedSinceFlush.add(1) }
         return event.eventID
     }
 
     /// The app's server handed a push to APNs. `deviceID` defaults to the configuration's; a
-    /// server reporting for many devices passes each one.
+    /// server reporting for many devices passes each one. Pass the arm and strategy put in the
+    /// push's payload (`PushPayload`), so that every event of the notification carries the same.
     @discardableResult
     public func recordSent(notificationID: String, category: String, media: [MediaVariant],
                            strategy: AttachmentStrategy? = nil, payloadBytes: Int? = nil,
@@ -149,53 +178,84 @@ public final class EngageClient: Sendable {
     }
 
     /// The Notification Service Extension finished, on its own or in `serviceExtensionTimeWillExpire()`.
+    /// Recorded once per notification (a name-based id).
     @discardableResult
     public func recordDelivered(notificationID: String, category: String, attachment: AttachmentTelemetry,
                                 outcome: DeliveryOutcome, processingMS: Int, timeWillExpire: Bool,
                                 network: NetworkType? = nil, strategy: AttachmentStrategy? = nil,
-                                experiment: ExperimentArm? = nil, properties: [String: JSONValue]? = nil) throws -> UUID {
-        try record(EngageEvent(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
-                               experiment: experiment, properties: properties,
-                               body: .delivered(attachment: attachment, outcome: outcome, processingMS: processingMS,
-                                                timeWillExpire: timeWillExpire, network: network, strategy: strategy)))
+                                experiment: ExperimentArm? = nil, occurredAt: Date? = nil,
+                                properties: [String: JSONValue]? = nil) throws -> UUID {
+        try recordOnce(notificationID: notificationID, category: category, experiment: experiment, occurredAt: occurredAt,
+                       properties: properties,
+                       body: .delivered(attachment: attachment, outcome: outcome, processingMS: processingMS,
+                                        timeWillExpire: timeWillExpire, network: network, strategy: strategy))
     }
 
-    /// The notification was shown, with its attachment (`rich`) or as text (`plain`).
+    /// The notification was shown, with its attachment (`rich`) or as text (`plain`). Recorded
+    /// once per notification (a name-based id), so the app's `willPresent` and a later sweep of
+    /// delivered notifications count it once. `occurredAt` is when it was shown (for a sweep,
+    /// the notification's date).
     @discardableResult
     public func recordDisplayed(notificationID: String, category: String, presentation: Presentation,
                                 attachmentKind: AttachmentKind, experiment: ExperimentArm? = nil,
-                                properties: [String: JSONValue]? = nil) throws -> UUID {
-        try record(EngageEvent(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
-                               experiment: experiment, properties: properties,
-                               body: .displayed(presentation: presentation, attachmentKind: attachmentKind)))
+                                occurredAt: Date? = nil, properties: [String: JSONValue]? = nil) throws -> UUID {
+        try recordOnce(notificationID: notificationID, category: category, experiment: experiment, occurredAt: occurredAt,
+                       properties: properties, body: .displayed(presentation: presentation, attachmentKind: attachmentKind))
     }
 
-    /// The Notification Content Extension showed its view.
+    /// The Notification Content Extension showed its view. Recorded once per notification.
     @discardableResult
     public func recordExpanded(notificationID: String, category: String, experiment: ExperimentArm? = nil,
                                properties: [String: JSONValue]? = nil) throws -> UUID {
-        try record(EngageEvent(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
-                               experiment: experiment, properties: properties, body: .expanded))
+        try recordOnce(notificationID: notificationID, category: category, experiment: experiment, occurredAt: nil,
+                       properties: properties, body: .expanded)
     }
 
     /// The user acted: an app-defined action, `AppleActionIdentifier.open` or `.dismiss`. For a
     /// text input action pass only the length of what was typed; the text has no field.
+    /// Recorded once per notification and action id, so the Content Extension and the app (to
+    /// which it forwards the action) may both record it.
     @discardableResult
     public func recordAction(notificationID: String, category: String, actionID: String,
                              textInputLength: Int? = nil, experiment: ExperimentArm? = nil,
                              properties: [String: JSONValue]? = nil) throws -> UUID {
-        try record(EngageEvent(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
-                               experiment: experiment, properties: properties,
-                               body: .action(actionID: actionID, textInputLength: textInputLength)))
+        try recordOnce(notificationID: notificationID, category: category, experiment: experiment, occurredAt: nil,
+                       properties: properties, body: .action(actionID: actionID, textInputLength: textInputLength))
     }
 
-    // MARK: Sending
+    private func recordOnce(notificationID: String, category: String, experiment: ExperimentArm?, occurredAt: Date?,
+                            properties: [String: JSONValue]?, body: EngageEvent.Body) throws -> UUID {
+        try record(EngageEvent.once(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
+                                    occurredAt: occurredAt ?? now(), experiment: experiment, properties: properties,
+                                    body: body))
+    }
 
-    /// What is on disk now: waiting events, files claimed by a sender, bytes in all.
+    // MARK: Looking
+
+    /// What is on disk now: waiting events, segments claimed by a sender, bytes in all.
     public var pending: (events: Int, claimedFiles: Int, bytes: Int) {
         let status = queue.status()
         return (status.readyEvents, status.claimedFiles, status.bytes)
     }
+
+    /// The ids of the events waiting or being sent, oldest first (diagnostics).
+    public func pendingEventIDs() -> [String] {
+        queue.eventIDs()
+    }
+
+    /// What every process of the app dropped so far, by reason.
+    public var dropCounts: DropCounts {
+        queue.dropCounts
+    }
+
+    func report(_ drops: DiskQueue.Drops) {
+        if !drops.overflow.isEmpty { onDrop(DroppedEvents(reason: .overflow, eventIDs: drops.overflow)) }
+        if !drops.diskFull.isEmpty { onDrop(DroppedEvents(reason: .diskFull, eventIDs: drops.diskFull)) }
+        if !drops.expired.isEmpty { onDrop(DroppedEvents(reason: .expired, eventIDs: drops.expired)) }
+        if !drops.unreadable.isEmpty { onDrop(DroppedEvents(reason: .unreadable, eventIDs: drops.unreadable)) }
+    }
+
+    // MARK: Sending
 
     /// Sends with the configuration's `sendBudget`.
     @discardableResult
@@ -203,10 +263,10 @@ public final class EngageClient: Sendable {
         await flush(budget: configuration.sendBudget)
     }
 
-    /// Sends waiting events, batch by batch, until none is left or `budget` runs out. It returns
-    /// by the budget whatever the network does: a request still running then is cancelled and
-    /// its events go back to the queue (the server may have stored them; the next send turns
-    /// them into duplicates).
+    /// Sends waiting events, segment by segment, until none is left or `budget` runs out. It
+    /// returns by the budget whatever the network does: a request still running then is
+    /// cancelled and its events go back to the queue (the server may have stored them; the next
+    /// send turns them into duplicates).
     @discardableResult
     public func flush(budget: Duration) async -> FlushReport {
         let clock = ContinuousClock()
@@ -215,36 +275,33 @@ public final class EngageClient: Sendable {
         var report = FlushReport()
         var limit = max(1, min(configuration.batchSize, 1000))
         recordedSinceFlush.reset()
-        queue.reclaimExpired()
+        queue.reclaimExpired(now: now())
 
         while true {
             if Task.isCancelled {
                 report.ending = .cancelled
                 return report
             }
-            if let retry = queue.retryState(endpoint: endpoint) {
-                let wait = retry.notBefore.timeIntervalSinceNow
-                if wait > 0 {
-                    if clock.now + .milliseconds(Int(wait * 1000)) >= deadline {
-                        report.ending = .backingOff(until: retry.notBefore)
-                        return report
-                    }
-                    try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
-                    continue
+            if let notBefore = backoff(endpoint: endpoint) {
+                let wait = notBefore.timeIntervalSince(now())
+                if clock.now + .milliseconds(Int(wait * 1000)) >= deadline {
+                    report.ending = .backingOff(until: notBefore)
+                    return report
                 }
+                try? await Task.sleep(for: .milliseconds(Int(wait * 1000) + 1))
+                continue
             }
             let remaining = deadline - clock.now
             guard remaining > .milliseconds(20) else {
                 report.ending = .budgetExhausted
                 return report
             }
-            let (claims, unreadable) = queue.claim(maxEvents: limit)
-            if !unreadable.isEmpty {
-                report.dropped += unreadable.count
-                onDrop(DroppedEvents(reason: .unreadable, eventIDs: unreadable))
-            }
+            let claimed = queue.claim(maxEvents: limit, now: now())
+            self.report(claimed.dropped)
+            report.dropped += claimed.dropped.expired.count + claimed.dropped.unreadable.count
+            let claims = claimed.claims
             if claims.isEmpty {
-                report.ending = .drained
+                report.ending = claimed.storageUnavailable ? .storageUnavailable : .drained
                 return report
             }
             let events = claims.flatMap(\.events)
@@ -252,40 +309,58 @@ public final class EngageClient: Sendable {
             report.requests += 1
             let outcome = await transport.send(eventsRequest(events), timeout: timeout)
 
-            switch classify(outcome) {
+            switch IngestAnswer.classify(outcome) {
             case let .stored(answer):
                 queue.complete(claims)
                 queue.setRetryState(nil)
                 report.accepted += answer.accepted
                 report.duplicates += answer.duplicates
                 report.dropped += answer.rejected.count
+                var counts = DropCounts()
+                counts.rejected = answer.rejected.count
+                if counts.rejected > 0 { queue.count(counts) }
                 for rejection in answer.rejected {
                     let id = rejection.index < events.count ? events[rejection.index].id : "index \(rejection.index)"
                     onDrop(DroppedEvents(reason: .rejected(field: rejection.field, problem: rejection.problem), eventIDs: [id]))
                 }
             case let .retryAfter(seconds):
                 queue.release(claims)
-                let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-                let delay = configuration.retry.afterRetryAfter(seconds)
-                queue.setRetryState(.init(endpoint: endpoint, notBefore: Date() + delay, failures: failures))
+                backOff(endpoint: endpoint, delay: configuration.retry.afterRetryAfter(seconds))
             case .transient:
                 queue.release(claims)
                 let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-                let delay = configuration.retry.backoff(failures: failures)
-                queue.setRetryState(.init(endpoint: endpoint, notBefore: Date() + delay, failures: failures))
+                backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
             case let .refused(status, problemType):
-                if status == 413, events.count > 1 {
+                if status == 413, claims.count > 1 {
                     queue.release(claims)
                     limit = max(1, events.count / 2)
                     continue
                 }
                 queue.complete(claims)
                 report.dropped += events.count
+                var counts = DropCounts()
+                counts.refused = events.count
+                queue.count(counts)
                 onDrop(DroppedEvents(reason: .refused(status: status, problemType: problemType), eventIDs: events.map(\.id)))
             case .interrupted:
                 queue.release(claims)
             }
         }
+    }
+
+    /// When the next request to `endpoint` may go, if that is still ahead. A time further ahead
+    /// than any backoff this policy gives means the wall clock was set back since it was
+    /// written: it is ignored, so a clock change delays sending by at most one backoff.
+    func backoff(endpoint: String) -> Date? {
+        guard let state = queue.retryState(endpoint: endpoint) else { return nil }
+        let wait = state.notBefore.timeIntervalSince(now())
+        guard wait > 0, wait <= configuration.retry.longestWait else { return nil }
+        return state.notBefore
+    }
+
+    private func backOff(endpoint: String, delay: TimeInterval) {
+        let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
+        queue.setRetryState(.init(endpoint: endpoint, notBefore: now() + delay, failures: failures))
     }
 
     /// Sends for as long as the calling task runs: every `flushInterval`, or sooner once this
@@ -304,45 +379,7 @@ public final class EngageClient: Sendable {
         }
     }
 
-    // MARK: Assignments
-
-    /// This device's experiment arms. A cached answer younger than `assignmentsTTL` is used
-    /// without asking; otherwise the server is asked (404, no experiments, means none) and when
-    /// it cannot answer the last cached answer is used however old, so an offline extension
-    /// still applies its arm.
-    public func assignments(for deviceID: String? = nil, timeout: Duration? = nil) async -> [Assignment] {
-        let device = deviceID ?? configuration.deviceID
-        let cached = assignmentCache.read().flatMap { $0.deviceID == device ? $0 : nil }
-        if let cached, Date().timeIntervalSince(cached.fetchedAt) < configuration.assignmentsTTL.seconds {
-            return cached.assignments
-        }
-        var components = URLComponents(url: configuration.endpoint.appendingPathComponent("v1/assignments"),
-                                       resolvingAgainstBaseURL: false)
-        components?.queryItems = [URLQueryItem(name: "device_id", value: device)]
-        guard let url = components?.url else { return cached?.assignments ?? [] }
-        var request = URLRequest(url: url)
-        request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        let outcome = await transport.send(request, timeout: timeout ?? configuration.sendBudget)
-        let fresh: [Assignment]? = switch outcome {
-        case let .response(200, _, body): AssignmentsDocument.parse(body)
-        case .response(404, _, _): []
-        default: nil
-        }
-        guard let fresh else { return cached?.assignments ?? [] }
-        assignmentCache.write(.init(deviceID: device, fetchedAt: Date(), assignments: fresh))
-        return fresh
-    }
-
-    /// The last assignments fetched for the device, however old, without any network; empty
-    /// when none were ever fetched.
-    public func cachedAssignments(for deviceID: String? = nil) -> [Assignment] {
-        let device = deviceID ?? configuration.deviceID
-        guard let entry = assignmentCache.read(), entry.deviceID == device else { return [] }
-        return entry.assignments
-    }
-
-    // MARK: Requests and answers
+    // MARK: Requests
 
     private func eventsRequest(_ events: [DiskQueue.QueuedEvent]) -> URLRequest {
         var request = URLRequest(url: configuration.endpoint.appendingPathComponent("v1/events"))
@@ -357,69 +394,6 @@ public final class EngageClient: Sendable {
             request.httpBody = Data(body)
         }
         return request
-    }
-
-    struct IngestAnswer: Equatable {
-        struct Rejection: Equatable {
-            var index: Int
-            var field: String?
-            var problem: String
-        }
-
-        var accepted = 0
-        var duplicates = 0
-        var rejected: [Rejection] = []
-    }
-
-    enum Verdict: Equatable {
-        /// 200: everything not rejected is stored.
-        case stored(IngestAnswer)
-        /// 429 or 503 with `Retry-After`.
-        case retryAfter(TimeInterval)
-        /// No answer, a 5xx, 408, or 429/503 without `Retry-After`: back off and retry.
-        case transient
-        /// Any other 4xx: retrying unchanged cannot help.
-        case refused(status: Int, problemType: String?)
-        /// The budget ran out or the task was cancelled mid-request.
-        case interrupted
-    }
-
-    func classify(_ outcome: Transport.Outcome) -> Verdict {
-        switch outcome {
-        case .timedOut, .cancelled:
-            return .interrupted
-        case .failed:
-            return .transient
-        case let .response(status, headers, body):
-            switch status {
-            case 200:
-                return .stored(Self.parseAnswer(body))
-            case 429, 503:
-                if let seconds = RetryPolicy.parseRetryAfter(headers["retry-after"]) { return .retryAfter(seconds) }
-                return .transient
-            case 408, 500...599:
-                return .transient
-            case 400...499:
-                let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-                return .refused(status: status, problemType: object?["type"] as? String)
-            default:
-                return .transient
-            }
-        }
-    }
-
-    /// A 200 body; anything unreadable counts as all stored, which is what 200 promises.
-    static func parseAnswer(_ body: Data) -> IngestAnswer {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return IngestAnswer() }
-        var answer = IngestAnswer()
-        answer.accepted = (object["accepted"] as? NSNumber)?.intValue ?? 0
-        answer.duplicates = (object["duplicates"] as? NSNumber)?.intValue ?? 0
-        for entry in object["rejected"] as? [[String: Any]] ?? [] {
-            guard let index = (entry["index"] as? NSNumber)?.intValue else { continue }
-            answer.rejected.append(.init(index: index, field: entry["field"] as? String,
-                                         problem: entry["problem"] as? String ?? ""))
-        }
-        return answer
     }
 }
 

@@ -12,6 +12,12 @@ public struct EngageEvent: Sendable, Hashable {
         /// Only the length of a text input travels; there is no field for the text.
         case action(actionID: String, textInputLength: Int?)
 
+        /// What besides notification and type tells two such events apart: the action id.
+        var onceDetail: String? {
+            if case let .action(actionID, _) = self { return actionID }
+            return nil
+        }
+
         public var type: String {
             switch self {
             case .sent: "sent"
@@ -46,6 +52,33 @@ public struct EngageEvent: Sendable, Hashable {
         self.body = body
     }
 
+    /// The name-based id (UUID version 5) of the one event of `type` that a device reports
+    /// about a notification, and for actions about one action id. Whoever records that event,
+    /// wherever (the app's `willPresent`, a sweep of delivered notifications, a Content Extension
+    /// and the app it forwards an action to), makes the same id, so the server stores it once.
+    /// The name is the lines `engage-event-v1`, the device id, the notification id, the type and,
+    /// for actions, the action id, joined with line feeds (which no id may contain) and hashed
+    /// in `UUID.engageEventNamespace`: any platform can compute it.
+    public static func onceID(deviceID: String, notificationID: String, type: String, detail: String? = nil) -> UUID {
+        var name = "engage-event-v1\n\(deviceID)\n\(notificationID)\n\(type)"
+        if let detail { name += "\n" + detail }
+        return .nameBased(name, namespace: .engageEventNamespace)
+    }
+
+    /// An event with its `onceID`.
+    public static func once(notificationID: String, deviceID: String, category: String, occurredAt: Date = Date(),
+                            experiment: ExperimentArm? = nil, properties: [String: JSONValue]? = nil,
+                            body: Body) -> EngageEvent {
+        EngageEvent(eventID: onceID(deviceID: deviceID, notificationID: notificationID, type: body.type, detail: body.onceDetail),
+                    notificationID: notificationID, deviceID: deviceID, category: category, occurredAt: occurredAt,
+                    experiment: experiment, properties: properties, body: body)
+    }
+
+    /// Whether the event carries its `onceID` (then the queue skips a repeat).
+    var isRecordedOnce: Bool {
+        eventID == Self.onceID(deviceID: deviceID, notificationID: notificationID, type: body.type, detail: body.onceDetail)
+    }
+
     /// The v1 wire form: one compact JSON object, common fields first, in the order of
     /// docs/events.md. Optional fields that are `nil` are left out.
     public var json: String {
@@ -76,6 +109,7 @@ public struct EngageEvent: Sendable, Hashable {
                     $0.string("source", attachment.source?.rawValue)
                     $0.integer("download_ms", attachment.downloadMS)
                     $0.string("variant", attachment.variant)
+                    $0.integer("http_status", attachment.httpStatus)
                 })
                 object.string("outcome", outcome.rawValue)
                 object.integer("processing_ms", processingMS)

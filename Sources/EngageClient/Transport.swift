@@ -4,7 +4,9 @@ import FoundationNetworking
 #endif
 
 /// One HTTP exchange with a hard deadline: whatever URLSession does, `send` returns by
-/// `timeout` (the request is cancelled then), so a flush can promise its budget.
+/// `timeout` (the request is cancelled then), so a flush can promise its budget. Redirects are
+/// never followed: engage does not redirect, and a network that does (a captive portal's login
+/// page) must not receive the events; the 3xx itself is the outcome.
 struct Transport: Sendable {
     enum Outcome: Sendable, Equatable {
         case response(status: Int, headers: [String: String], body: Data)
@@ -20,7 +22,7 @@ struct Transport: Sendable {
         configuration.httpShouldSetCookies = false
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
+        session = URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
     }
 
     func invalidate() {
@@ -55,6 +57,15 @@ struct Transport: Sendable {
         } onCancel: {
             once.resume(.cancelled)
         }
+    }
+}
+
+/// Answers every redirect with "do not follow".
+private final class RedirectRefusal: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    // No state: @unchecked only because NSObject subclasses cannot be checked.
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }
 
@@ -130,8 +141,15 @@ public struct RetryPolicy: Sendable, Equatable {
         return delay / 2 + delay / 2 * random
     }
 
+    /// The server's `Retry-After`, at most `maxDelay`, plus jitter.
     func afterRetryAfter(_ seconds: TimeInterval, random: Double = Double.random(in: 0...1)) -> TimeInterval {
-        seconds + retryAfterJitter.seconds * random
+        min(seconds, maxDelay.seconds) + retryAfterJitter.seconds * random
+    }
+
+    /// The longest wait this policy ever asks for; a recorded wait beyond it cannot be one of
+    /// its own (the wall clock was set back since).
+    var longestWait: TimeInterval {
+        maxDelay.seconds + retryAfterJitter.seconds
     }
 
     /// `Retry-After` as delta-seconds or an HTTP-date (RFC 9110 10.2.3); nil when absent or unreadable.

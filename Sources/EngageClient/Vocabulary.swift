@@ -6,7 +6,7 @@ public enum AttachmentKind: String, Sendable, CaseIterable {
 }
 
 public enum MediaFormat: String, Sendable, CaseIterable {
-    case jpeg, png, gif, tiff, mpeg, mp4, mov, mp3, aac, wav, caf
+    case jpeg, png, gif, tiff, mpeg, mp4, mov, mp3, aac, wav, caf, aiff, avi, m4a
 }
 
 public enum MediaSource: String, Sendable, CaseIterable {
@@ -85,15 +85,18 @@ public struct AttachmentTelemetry: Sendable, Hashable {
     public var downloadMS: Int?
     /// Which offered variant was used.
     public var variant: String?
+    /// The media server's HTTP status when it was not a success (with `download_failed`).
+    public var httpStatus: Int?
 
     public init(kind: AttachmentKind, format: MediaFormat? = nil, bytes: Int? = nil,
-                source: MediaSource? = nil, downloadMS: Int? = nil, variant: String? = nil) {
+                source: MediaSource? = nil, downloadMS: Int? = nil, variant: String? = nil, httpStatus: Int? = nil) {
         self.kind = kind
         self.format = format
         self.bytes = bytes
         self.source = source
         self.downloadMS = downloadMS
         self.variant = variant
+        self.httpStatus = httpStatus
     }
 
     /// Nothing attached.

@@ -104,10 +104,42 @@ struct RetryPolicyTests {
 
     @Test func ingestAnswer() {
         let body = #"{"accepted":2,"duplicates":1,"rejected":[{"index":3,"field":"attachment.kind","problem":"must be one of image"},{"index":0,"field":null,"problem":"must be a JSON object"}]}"#
-        #expect(EngageClient.parseAnswer(Data(body.utf8)) == .init(accepted: 2, duplicates: 1, rejected: [
+        #expect(IngestAnswer.parse(Data(body.utf8)) == .init(accepted: 2, duplicates: 1, rejected: [
             .init(index: 3, field: "attachment.kind", problem: "must be one of image"),
             .init(index: 0, field: nil, problem: "must be a JSON object"),
         ]))
+    }
+
+    /// A 200 that is not engage's answer (a captive portal's page, a proxy's JSON) stores
+    /// nothing: the events stay and are sent again later.
+    @Test(arguments: [
+        "<html><body>Sign in to Airport WiFi</body></html>", "", "{}", "[]", #"{"accepted":"2","duplicates":0,"rejected":[]}"#,
+        #"{"accepted":2,"duplicates":0}"#, #"{"accepted":2,"duplicates":0,"rejected":[{"problem":"x"}]}"#,
+        #"{"accepted":-1,"duplicates":0,"rejected":[]}"#, #"{"accepted":1.5,"duplicates":0,"rejected":[]}"#,
+    ])
+    func aTwoHundredWithoutEngagesAnswerIsNotStored(body: String) {
+        #expect(IngestAnswer.parse(Data(body.utf8)) == nil)
+        #expect(IngestAnswer.classify(.response(status: 200, headers: [:], body: Data(body.utf8))) == .transient)
+    }
+
+    @Test func redirectsAndServerErrorsAreRetriedAndOther4xxRefused() {
+        for status in [301, 302, 303, 307, 308, 408, 500, 502] {
+            #expect(IngestAnswer.classify(.response(status: status, headers: ["location": "http://portal"], body: Data())) == .transient)
+        }
+        #expect(IngestAnswer.classify(.response(status: 429, headers: ["retry-after": "7"], body: Data())) == .retryAfter(7))
+        #expect(IngestAnswer.classify(.response(status: 401, headers: [:], body: Data(#"{"type":"t"}"#.utf8)))
+                == .refused(status: 401, problemType: "t"))
+        #expect(IngestAnswer.classify(.timedOut) == .interrupted)
+        #expect(IngestAnswer.classify(.failed("refused")) == .transient)
+    }
+
+    /// Retry-After is honoured up to the cap, and a recorded wait longer than any the policy
+    /// gives is recognised (it means the clock was set back).
+    @Test func retryAfterIsCapped() {
+        let policy = RetryPolicy(initialDelay: .seconds(1), maxDelay: .seconds(60), retryAfterJitter: .seconds(2))
+        #expect(policy.afterRetryAfter(3600, random: 0) == 60)
+        #expect(policy.afterRetryAfter(3600, random: 1) == 62)
+        #expect(policy.longestWait == 62)
     }
 
     @Test func assignmentsAreReadTolerantly() {
@@ -120,6 +152,70 @@ struct RetryPolicyTests {
         ])
         #expect(parsed?.map(\.attachmentStrategy) == [.thumbnail, nil])
         #expect(AssignmentsDocument.parse(Data("[]".utf8)) == nil)
+        let batch = #"{"assignments":[{"device_id":"d1","experiment":"e1","arm":"a","strategy":"full","probability":0.5},{"experiment":"e1","arm":"a"}]}"#
+        let entries = AssignmentsDocument.parseBatch(Data(batch.utf8))
+        #expect(entries?.map(\.0) == ["d1"])
+        #expect(entries?.first?.1 == Assignment(experiment: "e1", arm: "a", strategy: "full", probability: 0.5))
+        #expect(AssignmentsDocument.batchRequest(deviceIDs: ["a", "b\"c"], category: "new_photo")
+                == #"{"device_ids":["a","b\"c"],"category":"new_photo"}"#)
+    }
+
+    /// The sender writes the payload from an assignment; the extension and the app read back
+    /// the same arm and strategy, and ignore what they do not know.
+    @Test func pushPayloadRoundTrips() throws {
+        let assignment = Assignment(experiment: "thumbnail-vs-full", arm: "thumbnail", strategy: "thumbnail", probability: 0.5)
+        let media = [PushPayload.Media(variant: "original", url: URL(string: "https://cdn.example.com/p/1.jpg")!, kind: .image, bytes: 2_483_112),
+                     PushPayload.Media(variant: "thumbnail", url: URL(string: "https://cdn.example.com/p/1-small.jpg")!)]
+        let sent = PushPayload(notificationID: "n-1", assignment: assignment, media: media)
+        #expect(sent.json == #"{"notification_id":"n-1","experiment":"thumbnail-vs-full","arm":"thumbnail","strategy":"thumbnail","probability":0.5,"#
+            + #""media":[{"variant":"original","url":"https://cdn.example.com/p/1.jpg","kind":"image","bytes":2483112},"#
+            + #"{"variant":"thumbnail","url":"https://cdn.example.com/p/1-small.jpg"}]}"#)
+        var fragment = try #require(try JSONSerialization.jsonObject(with: Data(sent.json.utf8)) as? [String: Any])
+        fragment["unknown"] = ["x": 1]
+        var userInfo: [AnyHashable: Any] = ["aps": ["mutable-content": 1], PushPayload.key: fragment]
+        let received = PushPayload(userInfo: userInfo)
+        #expect(received == sent)
+        #expect(received.experiment == assignment.experimentArm)
+        #expect(received.attachmentStrategy == .thumbnail)
+
+        userInfo[PushPayload.key] = ["experiment": "e", "probability": 2, "media": [["variant": "x", "url": "not a url"], 7]]
+        #expect(PushPayload(userInfo: userInfo) == PushPayload())
+        #expect(PushPayload(userInfo: [:]) == PushPayload())
+        let plain = PushPayload(notificationID: "n-2", assignment: nil, strategy: .poster, media: [])
+        #expect(plain.experiment == nil)
+        #expect(plain.strategy == "poster")
+    }
+
+    /// Reference values from Python's `uuid.uuid5` (RFC 9562's algorithm): the DNS namespace
+    /// example, and engage's namespace with an event name.
+    @Test func nameBasedUUIDsMatchTheReference() {
+        let dns = UUID(uuidString: "6ba7b810-9dad-11d1-80b4-00c04fd430c8")!
+        #expect(UUID.nameBased("python.org", namespace: dns) == UUID(uuidString: "886313e1-3b8a-5372-9b90-0c9aee199e5d"))
+        #expect(UUID.nameBased("", namespace: dns) == UUID(uuidString: "4ebd0208-8328-5d69-8c44-ec50939c0967"))
+        #expect(EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "displayed")
+                == UUID(uuidString: Self.referenceDisplayedID))
+        #expect(EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "action", detail: "like")
+                == UUID(uuidString: Self.referenceLikeID))
+        // 200 bytes of name, over three SHA-1 blocks.
+        #expect(UUID.nameBased(String(repeating: "ü", count: 100), namespace: dns) == UUID(uuidString: Self.referenceLongID))
+        #expect(EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "action", detail: "like")
+                != EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "action", detail: "reply"))
+    }
+
+    static let referenceDisplayedID = "10c713dc-aa65-5773-b3d1-d53791e87e70"
+    static let referenceLikeID = "3c5f1013-0cef-5f35-8701-60ac5da7927e"
+    static let referenceLongID = "03cd28bd-ea54-5c3d-bd4c-110e254c314f"
+
+    @Test func timestampsParseBack() {
+        for seconds in [0.0, 1_764_443_783.12, 951_782_400.999, -86_400.5, 4_102_444_800.001] {
+            let date = Date(timeIntervalSince1970: seconds)
+            let parsed = Timestamp.parse(Timestamp.rfc3339(date))
+            #expect(parsed.map { abs($0.timeIntervalSince1970 - seconds) < 0.0006 } == true, "\(seconds)")
+        }
+        #expect(Timestamp.parse("2026-11-29T19:16:23Z") == Date(timeIntervalSince1970: 1_795_979_783))
+        #expect(Timestamp.parse("2026-11-29T19:16:23+01:00") == nil)
+        #expect(Timestamp.parse("2026-13-29T19:16:23.000Z") == nil)
+        #expect(Timestamp.parse("yesterday") == nil)
     }
 }
 

@@ -1,3 +1,4 @@
+import ClientTestSupport
 import EngageAPI
 import Foundation
 import Postgres
@@ -24,13 +25,34 @@ final class DropLog: @unchecked Sendable {
     }
 }
 
-func makeClient(_ container: Container, port: Int, key: String, drops: DropLog? = nil,
+/// A wall clock a test sets: backoff and claims read it, nothing waits for it.
+final class TestClock: @unchecked Sendable {
+    // Guards `current`.
+    private let lock = NSLock()
+    private var current: Date
+
+    init(_ start: Date = Date()) { current = start }
+
+    var now: Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    func advance(by seconds: TimeInterval) {
+        lock.lock()
+        current += seconds
+        lock.unlock()
+    }
+}
+
+func makeClient(_ container: Container, port: Int, key: String, drops: DropLog? = nil, clock: TestClock? = nil,
                 _ configure: (inout EngageClient.Configuration) -> Void = { _ in }) throws -> EngageClient {
     var configuration = EngageClient.Configuration(
         endpoint: URL(string: "http://127.0.0.1:\(port)")!, ingestKey: key,
         containerDirectory: container.url, deviceID: "dev-test-1")
     configure(&configuration)
-    return try EngageClient(configuration: configuration) { drops?.record($0) }
+    return try EngageClient(configuration: configuration, now: { clock?.now ?? Date() }) { drops?.record($0) }
 }
 
 /// Rows stored for these ids.
@@ -151,7 +173,8 @@ struct LiveServerTests {
         let key = try await server.key()
         let container = Container()
         defer { container.remove() }
-        let survivor = try makeClient(container, port: server.port, key: key) {
+        let clock = TestClock()
+        let survivor = try makeClient(container, port: server.port, key: key, clock: clock) {
             $0.claimLease = .seconds(1)
             $0.requestTimeout = .seconds(1)
         }
@@ -162,7 +185,7 @@ struct LiveServerTests {
 
         // The sender that will be "killed": claims, posts, and never completes.
         let dying = try DiskQueue(container: container.url, maxBytes: 1 << 20, lease: 1)
-        let claims = dying.claim(maxEvents: 10).claims
+        let claims = dying.claim(maxEvents: 10, now: clock.now).claims
         #expect(claims.flatMap(\.events).count == 4)
         let body = "[" + claims.flatMap(\.events).map(\.json).joined(separator: ",") + "]"
         let response = try await server.post(body, key: key)
@@ -170,9 +193,9 @@ struct LiveServerTests {
 
         let early = await survivor.flush(budget: .seconds(2))
         #expect(early == .init(ending: .drained, requests: 0))
-        #expect(survivor.pending.claimedFiles == 4)
+        #expect(survivor.pending.claimedFiles == 1)
 
-        try await Task.sleep(for: .milliseconds(1100))
+        clock.advance(by: 1.1)
         let late = await survivor.flush(budget: .seconds(5))
         #expect(late == .init(ending: .drained, requests: 1, accepted: 0, duplicates: 4, dropped: 0))
         #expect(survivor.pending == (0, 0, 0))
@@ -223,47 +246,139 @@ struct LiveServerTests {
     }
 
     /// 429 and 503 come from the fault injector (the real server answers them only under
-    /// overload or without its database); the events then go to the real server.
+    /// overload or without its database); the events then go to the real server. The wall
+    /// clock is the test's: the client waits for it, the test moves it, nothing sleeps.
     @Test(arguments: [429, 503])
     func retryAfterIsObeyedAndTheSameEventsAreSentLater(status: Int) async throws {
         let injector = try FaultInjector(reply: .respond(
-            status: status, headers: [("Retry-After", "1"), ("Content-Type", "application/problem+json")],
+            status: status, headers: [("Retry-After", "120"), ("Content-Type", "application/problem+json")],
             body: #"{"type":"https://engage.dev/problems/database-unavailable","status":503}"#))
         defer { injector.stop() }
         let container = Container()
         defer { container.remove() }
-        let busy = try makeClient(container, port: injector.port, key: "egk_x") {
-            $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maxDelay: .milliseconds(100),
-                                   retryAfterJitter: .milliseconds(100))
+        let clock = TestClock()
+        let start = clock.now
+        let busy = try makeClient(container, port: injector.port, key: "egk_x", clock: clock) {
+            $0.retry = RetryPolicy(initialDelay: .milliseconds(50), maxDelay: .seconds(300), retryAfterJitter: .milliseconds(100))
         }
         let ids = [
             try busy.recordDisplayed(notificationID: "n1", category: "c", presentation: .rich, attachmentKind: .gif),
             try busy.recordDisplayed(notificationID: "n2", category: "c", presentation: .plain, attachmentKind: .none),
         ]
-        let report = await busy.flush(budget: .milliseconds(2600))
-        let hits = injector.hits
-        #expect(hits.count == 3)
-        for (earlier, later) in zip(hits, hits.dropFirst()) {
-            #expect(later.at - earlier.at >= .seconds(1))
-            #expect(later.at - earlier.at < .milliseconds(1300))
+        var expectedHits = 0
+        for _ in 0..<3 {
+            let report = await busy.flush(budget: .seconds(30))
+            expectedHits += 1
+            #expect(injector.hits.count == expectedHits)
+            guard case let .backingOff(until) = report.ending else {
+                Issue.record("expected to end backing off, got \(report.ending)")
+                return
+            }
+            // Retry-After plus at most the jitter, from the test's clock.
+            let wait = until.timeIntervalSince(clock.now)
+            #expect(wait >= 120 && wait <= 120.1, "\(wait)")
+            // Before the time nothing is sent (the wait left is longer than this budget).
+            clock.advance(by: 119)
+            #expect(await busy.flush(budget: .milliseconds(500)).requests == 0)
+            #expect(injector.hits.count == expectedHits)
+            clock.advance(by: 1.2)
         }
-        let sentIDs = try hits.map { hit -> [String] in
+        #expect(clock.now.timeIntervalSince(start) > 3 * 120)
+        let sentIDs = try injector.hits.map { hit -> [String] in
             #expect(hit.headers["content-encoding"] == "gzip")
             #expect(hit.headers["authorization"] == "Bearer egk_x")
             let events = try JSONSerialization.jsonObject(with: Data(try GzipTests.gunzip(hit.body))) as? [[String: Any]]
             return events?.compactMap { $0["event_id"] as? String } ?? []
         }
         #expect(sentIDs.allSatisfy { $0 == ids.map { $0.uuidString.lowercased() } })
-        guard case .backingOff = report.ending else {
-            Issue.record("expected to end backing off, got \(report.ending)")
-            return
-        }
         #expect(busy.pending.events == 2)
 
         let server = try TestServer()
-        let healthy = try makeClient(container, port: server.port, key: try await server.key())
+        let healthy = try makeClient(container, port: server.port, key: try await server.key(), clock: clock)
         #expect(await healthy.flush(budget: .seconds(5)).accepted == 2)
         #expect(try await stored(server, ids) == 2)
+        await server.stop()
+    }
+
+    /// The wall clock set back a day after a 429: the recorded backoff lies further ahead than
+    /// any this policy gives, so it is ignored instead of stalling the queue for a day.
+    @Test func aClockSetBackDoesNotStallSending() async throws {
+        let injector = try FaultInjector(reply: .respond(status: 429, headers: [("Retry-After", "60")], body: ""))
+        let container = Container()
+        defer { container.remove() }
+        let clock = TestClock()
+        let client = try makeClient(container, port: injector.port, key: "egk_x", clock: clock)
+        let id = try client.recordExpanded(notificationID: "n1", category: "new_photo")
+        guard case .backingOff = await client.flush(budget: .seconds(10)).ending else {
+            Issue.record("expected a backoff")
+            return
+        }
+        injector.stop()
+        // A claim stamped now that is still held, as if its sender hung: also a day "ahead".
+        let stuck = try makeClient(container, port: injector.port, key: "egk_x", clock: clock)
+        _ = try stuck.recordExpanded(notificationID: "n2", category: "new_photo")
+        let claimed = stuck.queue.claim(maxEvents: 1, now: clock.now)
+        #expect(claimed.claims.count == 1)
+        clock.advance(by: -86_400)
+
+        let server = try TestServer()
+        let online = try makeClient(container, port: server.port, key: try await server.key(), clock: clock)
+        let report = await online.flush(budget: .seconds(10))
+        #expect(report.ending == .drained)
+        #expect(report.accepted == 2)
+        #expect(try await stored(server, [id]) == 1)
+        #expect(online.pending == (0, 0, 0))
+        await server.stop()
+    }
+
+    /// A network that redirects (a captive portal) gets nothing: the redirect is not followed,
+    /// and the events wait for a real answer.
+    @Test func redirectsAreNotFollowed() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        let portal = try FaultInjector(reply: .respond(status: 302, headers: [("Location", "http://127.0.0.1:\(server.port)/v1/events")], body: ""))
+        defer { portal.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let clock = TestClock()
+        let client = try makeClient(container, port: portal.port, key: key, clock: clock)
+        let id = try client.recordExpanded(notificationID: "n1", category: "new_photo")
+        let report = await client.flush(budget: .seconds(5))
+        #expect(report.requests == 1)
+        #expect(report.accepted == 0)
+        #expect(portal.hits.count == 1)
+        #expect(try await stored(server, [id]) == 0)
+        #expect(client.pending.events == 1)
+        await server.stop()
+    }
+
+    /// A captive portal answers 200 with its login page: that stores nothing, the events stay,
+    /// and once the network is real they arrive once.
+    @Test func aCaptivePortalsTwoHundredKeepsTheEvents() async throws {
+        let portal = try FaultInjector(reply: .respond(status: 200, headers: [("Content-Type", "text/html")],
+                                                       body: "<html><body>Accept the terms to continue</body></html>"))
+        let container = Container()
+        defer { container.remove() }
+        let clock = TestClock()
+        let drops = DropLog()
+        let client = try makeClient(container, port: portal.port, key: "egk_x", drops: drops, clock: clock)
+        let ids = try (0..<3).map { try client.recordExpanded(notificationID: "n\($0)", category: "new_photo") }
+        let report = await client.flush(budget: .seconds(5))
+        #expect(report.requests == 1)
+        #expect(report.accepted == 0 && report.dropped == 0)
+        guard case .backingOff = report.ending else {
+            Issue.record("expected a backoff, got \(report.ending)")
+            return
+        }
+        #expect(client.pending.events == 3)
+        #expect(drops.all.isEmpty)
+        portal.stop()
+
+        clock.advance(by: 600)
+        let server = try TestServer()
+        let online = try makeClient(container, port: server.port, key: try await server.key(), clock: clock)
+        #expect(await online.flush(budget: .seconds(5)).accepted == 3)
+        #expect(try await stored(server, ids) == 3)
         await server.stop()
     }
 
@@ -304,39 +419,27 @@ struct LiveServerTests {
         #expect(client.pending.events == 1)
     }
 
-    @Test func assignmentsAreEmptyWithoutExperimentsAndCached() async throws {
+    @Test func assignmentsAreEmptyWithoutExperiments() async throws {
         let server = try TestServer()
         let container = Container()
         defer { container.remove() }
         let client = try makeClient(container, port: server.port, key: try await server.key())
-        #expect(await client.assignments() == [])
-        #expect(client.cachedAssignments() == [])
-        #expect(FileManager.default.fileExists(atPath: container.url.appendingPathComponent("EngageClient/assignments.json").path))
+        #expect(try await client.assignments(for: "dev-1") == [])
+        #expect(try await client.assignments(forDevices: ["dev-1", "dev-2"]) == [:])
         await server.stop()
     }
 
-    /// `/v1/assignments` is not built yet: the fault injector answers in the designed shape.
-    @Test func assignmentsAreFetchedThenServedFromTheCacheOffline() async throws {
-        let body = #"{"assignments":[{"experiment":"rich-media","arm":"thumbnail","strategy":"thumbnail","probability":0.5}]}"#
-        let injector = try FaultInjector(reply: .respond(status: 200, headers: [("Content-Type", "application/json")], body: body))
+    @Test func assignmentsThatCannotBeFetchedAreAnErrorNotAnEmptyAnswer() async throws {
+        let portal = try FaultInjector(reply: .respond(status: 200, headers: [], body: "<html></html>"))
+        defer { portal.stop() }
         let container = Container()
         defer { container.remove() }
-        let expected = [Assignment(experiment: "rich-media", arm: "thumbnail", strategy: "thumbnail", probability: 0.5)]
-
-        let app = try makeClient(container, port: injector.port, key: "egk_x")
-        #expect(await app.assignments(for: "dev 1/ü") == expected)
-        #expect(injector.hits.map(\.target) == ["/v1/assignments?device_id=dev%201/%C3%BC"])
-        #expect(injector.hits.first?.headers["authorization"] == "Bearer egk_x")
-        injector.stop()
-
-        // The extension, offline: a fresh cache is used without asking...
-        let fresh = try makeClient(container, port: injector.port, key: "egk_x")
-        #expect(await fresh.assignments(for: "dev 1/ü") == expected)
-        #expect(injector.hits.count == 1)
-        // ...and a stale one when the server cannot be reached.
-        let stale = try makeClient(container, port: injector.port, key: "egk_x") { $0.assignmentsTTL = .zero }
-        #expect(await stale.assignments(for: "dev 1/ü", timeout: .milliseconds(500)) == expected)
-        #expect(stale.cachedAssignments(for: "dev 1/ü").first?.attachmentStrategy == .thumbnail)
-        #expect(stale.cachedAssignments(for: "another device") == [])
+        let client = try makeClient(container, port: portal.port, key: "egk_x")
+        await #expect(throws: AssignmentsError(status: 200, detail: "the answer is not an assignments document")) {
+            try await client.assignments(for: "dev 1/ü")
+        }
+        #expect(portal.hits.map(\.target) == ["/v1/assignments?device_id=dev%201/%C3%BC"])
+        let down = try makeClient(container, port: try FaultInjector.closedPort(), key: "egk_x")
+        await #expect(throws: AssignmentsError.self) { try await down.assignments(forDevices: ["a"]) }
     }
 }

@@ -123,6 +123,19 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
         #expect(Fixture.decode(wire) == .success(event))
     }
 
+    /// A failed download's HTTP status is kept, stored and encoded again.
+    @Test func httpStatusOfAFailedDownloadIsKept() throws {
+        let text = Fixture.delivered(replacing: #""outcome":"attached""#, with: #""outcome":"download_failed""#)
+            .replacingOccurrences(of: #""variant":"thumbnail"}"#, with: #""variant":"thumbnail","http_status":404}"#)
+        guard case let .success(event) = Fixture.decode(text), case let .delivered(details) = event.details else {
+            Issue.record("expected a delivered event")
+            return
+        }
+        #expect(details.attachment.httpStatus == 404)
+        #expect(String(decoding: event.payloadJSON, as: UTF8.self).contains(#""variant":"thumbnail","http_status":404},"outcome":"download_failed""#))
+        #expect(try EventDetails.decode(type: .delivered, payloadJSON: event.payloadJSON) == event.details)
+    }
+
     @Test func wireEncodingIsCanonical() {
         let wire = String(decoding: Fixture.displayedEvent.encodeWireJSON(), as: UTF8.self)
         #expect(wire == #"{"event_id":"0f8fad5b-d9cb-469f-a165-70867728950e","type":"displayed","notification_id":"apns-7C2E","device_id":"dev-42","category":"new_photo","occurred_at":"2026-11-29T19:16:23.120000Z","presentation":"rich","attachment_kind":"gif"}"#)
@@ -203,9 +216,12 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
         (#""2026-11-29T19:16:23.120Z""#, #""2026-10-15T20:00:00Z""#, "occurred_at", "is 45 days in the past; the limit is 30 days"),
         (#""2026-11-29T19:16:23.120Z""#, #""2026-11-29T20:15:00Z""#, "occurred_at", "is 15 minutes in the future; the limit is 10 minutes"),
         (#""kind":"image""#, #""kind":"photo""#, "attachment.kind", kinds),
-        (#""format":"jpeg""#, #""format":"webp""#, "attachment.format", "must be one of jpeg, png, gif, tiff, mpeg, mp4, mov, mp3, aac, wav, caf"),
+        (#""format":"jpeg""#, #""format":"webp""#, "attachment.format", "must be one of jpeg, png, gif, tiff, mpeg, mp4, mov, mp3, aac, wav, caf, aiff, avi, m4a"),
         (#""source":"network""#, #""source":"disk""#, "attachment.source", "must be one of network, cache"),
         (#""variant":"thumbnail""#, #""variant":"thumbnail","url":"x""#, "attachment.url", "unknown field"),
+        (#""variant":"thumbnail""#, #""variant":"thumbnail","http_status":99"#, "attachment.http_status", "must be an HTTP status, 100 to 599"),
+        (#""variant":"thumbnail""#, #""variant":"thumbnail","http_status":600"#, "attachment.http_status", "must be an HTTP status, 100 to 599"),
+        (#""variant":"thumbnail""#, #""variant":"thumbnail","http_status":"404""#, "attachment.http_status", integerProblem),
         (#""bytes":182034"#, #""bytes":-1"#, "attachment.bytes", integerProblem),
         (#""bytes":182034"#, #""bytes":1.5"#, "attachment.bytes", integerProblem),
         (#""bytes":182034"#, #""bytes":1e3"#, "attachment.bytes", integerProblem),

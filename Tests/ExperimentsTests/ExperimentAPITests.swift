@@ -146,6 +146,70 @@ struct ExperimentAPITests {
         await server.stop()
     }
 
+    /// The batch form answers what the single form answers, device by device; both honour
+    /// `category`; bad bodies name their field.
+    @Test func batchAssignmentsAnswerForManyDevicesAtOnce() async throws {
+        let server = try TestServer()
+        do {
+            let admin = try await server.key(role: .admin)
+            let ingest = try await server.key(role: .ingest)
+            let json = [("Content-Type", "application/json")]
+            let photos = Self.definition.replacingOccurrences(of: #""app_id":"app-1","#, with: #""app_id":"app-1","categories":["new_photo"],"#)
+            let chats = photos.replacingOccurrences(of: "strategy-full-vs-adaptive", with: "chat-poster")
+                .replacingOccurrences(of: "new_photo", with: "chat_message")
+            for definition in [photos, chats] {
+                let id = definition.contains("chat-poster") ? "chat-poster" : "strategy-full-vs-adaptive"
+                #expect(try await server.request("POST", "/v1/experiments", headers: Self.auth(admin) + json, body: Array(definition.utf8)).status == 201)
+                #expect(try await server.request("POST", "/v1/experiments/\(id)/start", headers: Self.auth(admin)).status == 200)
+            }
+
+            let devices = (1...40).map { "device-\($0)" }
+            let body = #"{"device_ids":["# + devices.map { "\"\($0)\"" }.joined(separator: ",") + #"],"category":"new_photo"}"#
+            let batch = try await server.request("POST", "/v1/assignments", headers: Self.auth(ingest) + json, body: Array(body.utf8))
+            #expect(batch.status == 200, "\(batch.text)")
+            let entries = try #require((try JSONSerialization.jsonObject(with: Data(batch.text.utf8)) as? [String: Any])?["assignments"] as? [[String: Any]])
+            #expect(entries.map { $0["device_id"] as? String } == devices)
+            #expect(entries.allSatisfy { $0["experiment"] as? String == "strategy-full-vs-adaptive" })
+            for (device, entry) in zip(devices, entries) {
+                let single = try await server.request("GET", "/v1/assignments?device_id=\(device)&category=new_photo", headers: Self.auth(ingest))
+                let own = try #require((try JSONSerialization.jsonObject(with: Data(single.text.utf8)) as? [String: Any])?["assignments"] as? [[String: Any]])
+                #expect(own.count == 1)
+                #expect(own.first?["arm"] as? String == entry["arm"] as? String)
+                #expect(own.first?["strategy"] as? String == entry["strategy"] as? String)
+            }
+            // Without a category a device is in both experiments, in id order.
+            let both = try await server.request("POST", "/v1/assignments", headers: Self.auth(ingest) + json,
+                                                body: Array(#"{"device_ids":["device-1"]}"#.utf8))
+            #expect(both.text.hasPrefix(#"{"assignments":[{"device_id":"device-1","experiment":"chat-poster","#), "\(both.text)")
+            #expect(both.text.contains(#""experiment":"strategy-full-vs-adaptive""#))
+            let other = try await server.request("GET", "/v1/assignments?device_id=device-1&category=weather", headers: Self.auth(ingest))
+            #expect(other.text == #"{"assignments":[]}"#)
+
+            let bad: [(String, String)] = [
+                (#"{"device_ids":[]}"#, "device_ids: must hold 1 to 1000 ids"),
+                (#"{"device_ids":["a",""]}"#, "device_ids[1]: must be a string of 1 to 200 bytes"),
+                (#"{"device_ids":["a"],"category":7}"#, "category: must be a string of 1 to 100 bytes"),
+                (#"{"device_ids":["a"],"devices":1}"#, "devices: is not a field of this request"),
+                (#"{"category":"new_photo"}"#, "device_ids: is required"),
+                (#"{"device_ids":["#, "unexpected end of input"),
+                ("{\"device_ids\":[" + (0...1000).map { "\"d\($0)\"" }.joined(separator: ",") + "]}", "device_ids: must hold 1 to 1000 ids"),
+            ]
+            for (text, detail) in bad {
+                let answer = try await server.request("POST", "/v1/assignments", headers: Self.auth(ingest) + json, body: Array(text.utf8))
+                #expect(answer.status == 400)
+                #expect(answer.text.contains(detail), "\(answer.text)")
+            }
+            let plain = try await server.request("POST", "/v1/assignments", headers: Self.auth(ingest) + [("Content-Type", "text/plain")],
+                                                 body: Array(#"{"device_ids":["a"]}"#.utf8))
+            #expect(plain.status == 415)
+            #expect(try await server.request("POST", "/v1/assignments", headers: json, body: Array(#"{"device_ids":["a"]}"#.utf8)).status == 401)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
     @Test func routeLabelsNameTheTemplates() {
         #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc/runs") == "/v1/experiments/{id}/runs")
         #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc") == "/v1/experiments/{id}")

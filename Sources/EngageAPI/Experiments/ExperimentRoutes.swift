@@ -5,7 +5,8 @@ import Postgres
 
 /// The experiment routes, always scoped to the app of the request's key:
 ///
-/// - `GET /v1/assignments?device_id=...` (ingest or read key): the device's arms in running experiments;
+/// - `GET /v1/assignments?device_id=...` and `POST /v1/assignments` for many devices (ingest or read
+///   key): the devices' arms in running experiments;
 /// - `GET /v1/experiments`, `GET /v1/experiments/{id}`, `GET /v1/experiments/{id}/runs`,
 ///   `GET /v1/experiments/{id}/history` (read key);
 /// - `POST /v1/experiments`, `POST /v1/experiments/{id}/start|stop|run` (admin key).
@@ -28,8 +29,12 @@ public struct ExperimentRoutes: Sendable {
 
     // MARK: Assignments
 
+    /// The most device ids one `POST /v1/assignments` may ask about.
+    public static let assignmentsBatchLimit = 1000
+
+    /// `GET /v1/assignments?device_id=...[&category=...]`: one device's arms.
     public func assignments(_ request: HTTPRequest) async -> HTTPResponse {
-        // Apps call this with the key they send events with; dashboards with a read key.
+        // Apps and senders call this with an ingest key; dashboards with a read key.
         let key: APIKey
         switch await authenticator.authorize(request, asAnyOf: [.ingest, .read]) {
         case .success(let found): key = found
@@ -38,32 +43,76 @@ public struct ExperimentRoutes: Sendable {
         guard let sentID = request.query("device_id"), !sentID.isEmpty, sentID.utf8.count <= 200 else {
             return APIProblems.response(APIProblems.badRequest("device_id is required: 1 to 200 bytes", slug: "bad-query"))
         }
-        // The device's identity is the id its events are stored under, so that the log alone
-        // reproduces every assignment.
-        let deviceID = deviceIDHasher?.hash(sentID) ?? sentID
-        let records: [ExperimentRecord]
-        do {
-            records = try await store.list(app: key.appID, status: .running)
-        } catch {
+        let category = request.query("category")
+        if let category, category.isEmpty || category.utf8.count > 100 {
+            return APIProblems.response(APIProblems.badRequest("category must be 1 to 100 bytes", slug: "bad-query"))
+        }
+        guard let active = await activeExperiments(app: key.appID, category: category) else {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
-        let now = clock()
         var w = JSONWriter(capacity: 256)
         w.beginObject()
         w.key("assignments")
         w.beginArray()
-        for record in records.sorted(by: { $0.id < $1.id }) where record.definition.isActive(at: now) {
-            guard let (arm, probability) = ExperimentAssignment.arm(forDevice: deviceID, definition: record.definition) else { continue }
+        writeAssignments(of: sentID, in: active, deviceMember: false, to: &w)
+        w.endArray()
+        w.endObject()
+        return .json(w.bytes)
+    }
+
+    /// `POST /v1/assignments` with `{"device_ids": [...], "category": "..."}`: the arms of up to
+    /// 1,000 devices at once, for a server about to send a push to each.
+    public func batchAssignments(_ request: HTTPRequest) async -> HTTPResponse {
+        let key: APIKey
+        switch await authenticator.authorize(request, asAnyOf: [.ingest, .read]) {
+        case .success(let found): key = found
+        case .failure(let problem): return problem.response
+        }
+        let query: AssignmentsQuery
+        switch AssignmentsQuery.parse(request) {
+        case .success(let parsed): query = parsed
+        case .failure(let problem): return APIProblems.response(problem)
+        }
+        guard let active = await activeExperiments(app: key.appID, category: query.category) else {
+            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        }
+        var w = JSONWriter(capacity: 64 + query.deviceIDs.count * 128)
+        w.beginObject()
+        w.key("assignments")
+        w.beginArray()
+        for device in query.deviceIDs { writeAssignments(of: device, in: active, deviceMember: true, to: &w) }
+        w.endArray()
+        w.endObject()
+        return .json(w.bytes)
+    }
+
+    /// The app's experiments that assign devices now, in id order, for `category` when given;
+    /// nil when the store cannot be read.
+    private func activeExperiments(app: String, category: String?) async -> [ExperimentDefinition]? {
+        guard let records = try? await store.list(app: app, status: .running) else { return nil }
+        let now = clock()
+        return records.map(\.definition)
+            .filter { $0.isActive(at: now) && (category.map($0.admits(category:)) ?? true) }
+            .sorted { $0.id < $1.id }
+    }
+
+    private func writeAssignments(of sentID: String, in definitions: [ExperimentDefinition], deviceMember: Bool,
+                                  to w: inout JSONWriter) {
+        // The device's identity is the id its events are stored under, so that the log alone
+        // reproduces every assignment.
+        let deviceID = deviceIDHasher?.hash(sentID) ?? sentID
+        for definition in definitions {
+            guard let (arm, probability) = ExperimentAssignment.arm(forDevice: deviceID, definition: definition) else { continue }
             w.beginObject()
-            w.key("experiment"); w.string(record.id)
+            if deviceMember {
+                w.key("device_id"); w.string(sentID)
+            }
+            w.key("experiment"); w.string(definition.id)
             w.key("arm"); w.string(arm.name)
             w.key("strategy"); w.string(arm.strategy.rawValue)
             w.key("probability"); w.double(probability)
             w.endObject()
         }
-        w.endArray()
-        w.endObject()
-        return .json(w.bytes)
     }
 
     // MARK: Experiments

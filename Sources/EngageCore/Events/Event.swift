@@ -121,15 +121,18 @@ public struct DeliveredAttachment: Sendable, Equatable {
     public var source: MediaSource?
     public var downloadMS: Int?
     public var variant: String?
+    /// The media server's HTTP status when the download failed with one (100 to 599).
+    public var httpStatus: Int?
 
     public init(kind: AttachmentKind, format: MediaFormat? = nil, bytes: Int? = nil,
-                source: MediaSource? = nil, downloadMS: Int? = nil, variant: String? = nil) {
+                source: MediaSource? = nil, downloadMS: Int? = nil, variant: String? = nil, httpStatus: Int? = nil) {
         self.kind = kind
         self.format = format
         self.bytes = bytes
         self.source = source
         self.downloadMS = downloadMS
         self.variant = variant
+        self.httpStatus = httpStatus
     }
 }
 

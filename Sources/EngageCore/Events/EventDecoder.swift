@@ -334,6 +334,12 @@ struct EventReader {
                 result.downloadMS = try integer(value, "attachment.download_ms")
             } else if json.string(key, equals: "variant") {
                 result.variant = try text(value, "attachment.variant", maxBytes: 100)
+            } else if json.string(key, equals: "http_status") {
+                let status = try integer(value, "attachment.http_status")
+                guard (100...599).contains(status) else {
+                    throw EventProblem(field: "attachment.http_status", problem: "must be an HTTP status, 100 to 599")
+                }
+                result.httpStatus = status
             } else {
                 throw .unknownField("attachment." + (json.string(key) ?? ""))
             }

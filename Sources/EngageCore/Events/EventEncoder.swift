@@ -64,6 +64,7 @@ extension Event {
             w.optional("source", d.attachment.source?.rawValue)
             w.optional("download_ms", d.attachment.downloadMS)
             w.optional("variant", d.attachment.variant)
+            w.optional("http_status", d.attachment.httpStatus)
             w.endObject()
             w.key("outcome")
             w.string(d.outcome.rawValue)

@@ -12,7 +12,7 @@ public enum AttachmentKind: String, Sendable, Hashable, CaseIterable {
 }
 
 public enum MediaFormat: String, Sendable, Hashable, CaseIterable {
-    case jpeg, png, gif, tiff, mpeg, mp4, mov, mp3, aac, wav, caf
+    case jpeg, png, gif, tiff, mpeg, mp4, mov, mp3, aac, wav, caf, aiff, avi, m4a
 }
 
 public enum MediaSource: String, Sendable, Hashable, CaseIterable {

@@ -114,12 +114,12 @@ public struct SupportedFormats: Sendable, Equatable {
     }
 
     /// What `UNNotificationAttachment` accepts: images JPEG, PNG, GIF, TIFF; GIFs only GIF;
-    /// video MPEG, MP4, MOV; audio MP3, AAC, WAV, CAF and MPEG audio.
+    /// video MPEG, MP4, MOV, AVI; audio MP3, AAC, WAV, CAF, AIFF, MPEG-4 audio and MPEG audio.
     public static let apple = SupportedFormats(PerKind(
         image: [.jpeg, .png, .gif, .tiff],
         gif: [.gif],
-        video: [.mpeg, .mp4, .mov],
-        audio: [.mp3, .aac, .wav, .caf, .mpeg]))
+        video: [.mpeg, .mp4, .mov, .avi],
+        audio: [.mp3, .aac, .wav, .caf, .mpeg, .aiff, .m4a]))
 
     public func supports(_ format: MediaFormat, for kind: AttachmentKind) -> Bool {
         guard let mask = masks[kind] else { return false }
@@ -146,6 +146,9 @@ public struct SupportedFormats: Sendable, Equatable {
         case .aac: 1 << 8
         case .wav: 1 << 9
         case .caf: 1 << 10
+        case .aiff: 1 << 11
+        case .avi: 1 << 12
+        case .m4a: 1 << 13
         }
     }
 }

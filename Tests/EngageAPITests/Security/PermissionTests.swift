@@ -35,6 +35,9 @@ struct PermissionTests {
         "GET /v1/assignments": Access(roles: [.ingest, .read, .admin], success: 200, otherApp: 200) { _ in
             ("/v1/assignments?device_id=device-1", "")
         },
+        "POST /v1/assignments": Access(roles: [.ingest, .read, .admin], success: 200, otherApp: 200) { _ in
+            ("/v1/assignments", #"{"device_ids":["device-1","device-2"]}"#)
+        },
         "GET /v1/experiments": Access(roles: [.read, .admin], success: 200, otherApp: 200) { _ in ("/v1/experiments", "") },
         "POST /v1/experiments": Access(roles: [.admin], success: 201, otherApp: 403) { fixture in
             ("/v1/experiments", Fixture.definition(id: Fixture.newExperimentID(), app: fixture.app))

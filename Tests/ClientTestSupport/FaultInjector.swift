@@ -2,26 +2,33 @@ import Foundation
 import Glibc
 
 /// FAULT INJECTOR, not a stand-in for the engage server: a loopback socket that answers every
-/// request with one canned reply (or never answers), and records when each request came. The
-/// tests use it only for what a healthy engage server will not do on demand: answer 503 with
-/// `Retry-After`, hang, or serve `/v1/assignments`, which the server does not have yet. Every
-/// success path runs against the real server (`TestServer`).
-final class FaultInjector: @unchecked Sendable {
-    enum Reply: Sendable {
+/// request with one canned reply (or never answers), and records each request. The tests use it
+/// only for what a healthy engage server will not do on demand (answer 503 with `Retry-After`,
+/// hang, redirect, answer like a captive portal) and as the media host (a CDN) the Notification
+/// Service Extension downloads from. Every success path of sending runs against the real server
+/// (`TestServer`).
+public final class FaultInjector: @unchecked Sendable {
+    public enum Reply: Sendable {
         case respond(status: Int, headers: [(String, String)], body: String)
+        /// A binary body; without `declareLength` there is no Content-Length and the body ends
+        /// when the connection closes.
+        case bytes(status: Int, headers: [(String, String)], body: [UInt8], declareLength: Bool)
+        /// Sends the head (with `declaredLength` as Content-Length) and `body`, then holds the
+        /// connection open without another byte.
+        case stall(status: Int, headers: [(String, String)], body: [UInt8], declaredLength: Int)
         /// Reads the request and then holds the connection open without a word.
         case hang
     }
 
-    struct Hit: Sendable {
-        var at: ContinuousClock.Instant
-        var method: String
-        var target: String
-        var headers: [String: String]
-        var body: [UInt8]
+    public struct Hit: Sendable {
+        public var at: ContinuousClock.Instant
+        public var method: String
+        public var target: String
+        public var headers: [String: String]
+        public var body: [UInt8]
     }
 
-    let port: Int
+    public let port: Int
     private let listener: Int32
     // Guards `hits`, `held` and `stopped`, shared by the accepting and the serving threads.
     private let lock = NSLock()
@@ -30,19 +37,10 @@ final class FaultInjector: @unchecked Sendable {
     private var stopped = false
     private let reply: Reply
 
-    init(reply: Reply) throws {
+    public init(reply: Reply) throws {
         self.reply = reply
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0, listen(descriptor, 16) == 0 else {
+        let descriptor = try Self.loopbackSocket()
+        guard listen(descriptor, 16) == 0 else {
             Glibc.close(descriptor)
             throw InjectorError.socket(errno)
         }
@@ -52,18 +50,18 @@ final class FaultInjector: @unchecked Sendable {
         thread.start()
     }
 
-    enum InjectorError: Error { case socket(Int32) }
+    public enum InjectorError: Error { case socket(Int32) }
 
-    var hits: [Hit] {
+    public var hits: [Hit] {
         lock.lock()
         defer { lock.unlock() }
         return recorded
     }
 
-    var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Closes the listening socket and every held connection.
-    func stop() {
+    public func stop() {
         lock.lock()
         stopped = true
         let connections = held
@@ -78,9 +76,17 @@ final class FaultInjector: @unchecked Sendable {
     }
 
     /// A loopback port with nothing listening on it: connections are refused at once.
-    static func closedPort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    public static func closedPort() throws -> Int {
+        let descriptor = try loopbackSocket()
         defer { Glibc.close(descriptor) }
+        return localPort(of: descriptor)
+    }
+
+    /// A TCP socket bound to a free port of 127.0.0.1.
+    private static func loopbackSocket() throws -> Int32 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -88,8 +94,12 @@ final class FaultInjector: @unchecked Sendable {
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard bound == 0 else { throw InjectorError.socket(errno) }
-        return localPort(of: descriptor)
+        guard bound == 0 else {
+            let failure = errno
+            Glibc.close(descriptor)
+            throw InjectorError.socket(failure)
+        }
+        return descriptor
     }
 
     private static func localPort(of descriptor: Int32) -> Int {
@@ -126,26 +136,48 @@ final class FaultInjector: @unchecked Sendable {
         lock.unlock()
         switch reply {
         case .hang:
-            lock.lock()
-            if stopped {
-                lock.unlock()
-                Glibc.close(connection)
-            } else {
-                held.append(connection)
-                lock.unlock()
-            }
+            hold(connection)
         case let .respond(status, headers, body):
-            var head = "HTTP/1.1 \(status) Fault\r\nConnection: close\r\nContent-Length: \(body.utf8.count)\r\n"
-            for (name, value) in headers { head += "\(name): \(value)\r\n" }
-            let bytes = Array((head + "\r\n" + body).utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if written <= 0 { break }
-                offset += written
-            }
-            shutdown(connection, Int32(SHUT_WR))
+            write(head(status, headers + [("Content-Length", String(body.utf8.count))]) + Array(body.utf8), to: connection)
+            finishConnection(connection)
+        case let .bytes(status, headers, body, declareLength):
+            let length = declareLength ? [("Content-Length", String(body.count))] : []
+            write(head(status, headers + length) + body, to: connection)
+            finishConnection(connection)
+        case let .stall(status, headers, body, declaredLength):
+            write(head(status, headers + [("Content-Length", String(declaredLength))]) + body, to: connection)
+            hold(connection)
+        }
+    }
+
+    private func head(_ status: Int, _ headers: [(String, String)]) -> [UInt8] {
+        var head = "HTTP/1.1 \(status) Fault\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        return Array((head + "\r\n").utf8)
+    }
+
+    private func write(_ bytes: [UInt8], to connection: Int32) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written <= 0 { break }
+            offset += written
+        }
+    }
+
+    private func finishConnection(_ connection: Int32) {
+        shutdown(connection, Int32(SHUT_WR))
+        Glibc.close(connection)
+    }
+
+    private func hold(_ connection: Int32) {
+        lock.lock()
+        if stopped {
+            lock.unlock()
             Glibc.close(connection)
+        } else {
+            held.append(connection)
+            lock.unlock()
         }
     }
 

@@ -1,0 +1,53 @@
+/// How many events the client gave up on, by reason, counted by every process of the app
+/// together (the extensions' drops included). Kept in `<container>/EngageClient/dropped.json`.
+public struct DropCounts: Sendable, Equatable {
+    /// The server refused them in a 200 answer's `rejected`.
+    public var rejected = 0
+    /// The server refused a whole request with a 4xx that retrying cannot fix.
+    public var refused = 0
+    /// The queue went over `maxQueueBytes`: the oldest waiting were dropped.
+    public var overflow = 0
+    /// The disk was full: the oldest waiting were dropped to make room for new ones.
+    public var diskFull = 0
+    /// Older than the server accepts (`maxEventAge`): dropped instead of sent.
+    public var expired = 0
+    /// Lines or files of the queue that could not be read; they are kept in `quarantine/`.
+    public var unreadable = 0
+
+    public init() {}
+
+    public var total: Int { rejected + refused + overflow + diskFull + expired + unreadable }
+
+    static let keys = ["rejected", "refused", "overflow", "disk_full", "expired", "unreadable"]
+
+    subscript(key: String) -> Int {
+        get {
+            switch key {
+            case "rejected": rejected
+            case "refused": refused
+            case "overflow": overflow
+            case "disk_full": diskFull
+            case "expired": expired
+            case "unreadable": unreadable
+            default: 0
+            }
+        }
+        set {
+            switch key {
+            case "rejected": rejected = newValue
+            case "refused": refused = newValue
+            case "overflow": overflow = newValue
+            case "disk_full": diskFull = newValue
+            case "expired": expired = newValue
+            case "unreadable": unreadable = newValue
+            default: break
+            }
+        }
+    }
+
+    static func + (left: DropCounts, right: DropCounts) -> DropCounts {
+        var sum = left
+        for key in keys { sum[key] += right[key] }
+        return sum
+    }
+}

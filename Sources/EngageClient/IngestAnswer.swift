@@ -1,0 +1,78 @@
+import Foundation
+
+/// The server's answer to `POST /v1/events`, and what the client makes of an exchange.
+struct IngestAnswer: Equatable {
+    struct Rejection: Equatable {
+        var index: Int
+        var field: String?
+        var problem: String
+    }
+
+    var accepted = 0
+    var duplicates = 0
+    var rejected: [Rejection] = []
+
+    enum Verdict: Equatable {
+        /// 200 with engage's answer: everything not rejected is stored.
+        case stored(IngestAnswer)
+        /// 429 or 503 with `Retry-After`.
+        case retryAfter(TimeInterval)
+        /// No answer, a 5xx, 408, a redirect, a 200 that is not engage's answer, or 429/503
+        /// without `Retry-After`: back off and retry.
+        case transient
+        /// Any other 4xx: retrying unchanged cannot help.
+        case refused(status: Int, problemType: String?)
+        /// The budget ran out or the task was cancelled mid-request.
+        case interrupted
+    }
+
+    static func classify(_ outcome: Transport.Outcome) -> Verdict {
+        switch outcome {
+        case .timedOut, .cancelled:
+            return .interrupted
+        case .failed:
+            return .transient
+        case let .response(status, headers, body):
+            switch status {
+            case 200:
+                // A captive portal or a proxy answers 200 with its own page: only engage's
+                // answer means the events are stored.
+                guard let answer = parse(body) else { return .transient }
+                return .stored(answer)
+            case 429, 503:
+                if let seconds = RetryPolicy.parseRetryAfter(headers["retry-after"]) { return .retryAfter(seconds) }
+                return .transient
+            case 408, 500...599:
+                return .transient
+            case 400...499:
+                let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+                return .refused(status: status, problemType: object?["type"] as? String)
+            default:
+                return .transient
+            }
+        }
+    }
+
+    /// engage's 200 body: an object with integer `accepted` and `duplicates` and an array
+    /// `rejected` of objects with an integer `index`; nil for anything else.
+    static func parse(_ body: Data) -> IngestAnswer? {
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              let accepted = integer(object["accepted"]), let duplicates = integer(object["duplicates"]),
+              let rejected = object["rejected"] as? [Any]
+        else { return nil }
+        var answer = IngestAnswer(accepted: accepted, duplicates: duplicates)
+        for entry in rejected {
+            guard let entry = entry as? [String: Any], let index = integer(entry["index"]) else { return nil }
+            answer.rejected.append(.init(index: index, field: entry["field"] as? String,
+                                         problem: entry["problem"] as? String ?? ""))
+        }
+        return answer
+    }
+
+    /// A JSON number that is a whole, non-negative count.
+    private static func integer(_ value: Any?) -> Int? {
+        guard let number = value as? NSNumber, number.doubleValue >= 0, number.doubleValue == number.doubleValue.rounded()
+        else { return nil }
+        return number.intValue
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The pseudonymous id of one installation of the app, shared by the app and its extensions
+/// through `<container>/EngageClient/installation-id`. Never a device token or a user identity;
+/// it is gone with the app.
+public enum InstallationID {
+    /// Reads the id, creating it on first use. Creation is atomic: a new id is written to a file
+    /// of this process's own, flushed, and hard-linked to the shared name, which fails when the
+    /// name exists. Two processes starting together (the app and an extension woken by a push)
+    /// therefore agree on one id: the loser of the race reads the winner's.
+    public static func readOrCreate(in container: URL,
+                                    protection: QueueFileProtection = .completeUntilFirstUserAuthentication) throws -> String {
+        let directory = container.appendingPathComponent("EngageClient", isDirectory: true)
+        try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
+        let protector = FileProtector(protection: protection)
+        try QueueFiles.createDirectory(directory.path, protection: protector)
+        let path = directory.appendingPathComponent("installation-id").path
+        for _ in 0..<3 {
+            switch QueueFiles.readFile(path) {
+            case let .content(bytes):
+                if let id = valid(bytes) { return id }
+                // Damaged (it never is written in place): replace it, atomically, and read again.
+                try QueueFiles.replace(path, with: Array((newID() + "\n").utf8), protection: protector)
+                continue
+            case let .unavailable(code), let .broken(code):
+                throw QueueError(code: .writeFailed, errno: code, path: path)
+            case .missing:
+                let own = path + ".\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+                try QueueFiles.appendDurably(Array((newID() + "\n").utf8), to: own, protection: protector)
+                let linked = link(own, path) == 0
+                let failure = errno
+                unlink(own)
+                if linked {
+                    QueueFiles.synchronizeDirectory(directory.path)
+                } else if failure != EEXIST {
+                    throw QueueError(code: .writeFailed, errno: failure, path: path)
+                }
+            }
+        }
+        throw QueueError(code: .writeFailed, errno: 0, path: path)
+    }
+
+    private static func newID() -> String { UUID().uuidString.lowercased() }
+
+    private static func valid(_ bytes: [UInt8]) -> String? {
+        let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !id.isEmpty, id.utf8.count <= 200, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+        else { return nil }
+        return id
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+
+/// What engage needs from a push, under the payload's `engage` key: which notification it is,
+/// the experiment arm and attachment strategy it was sent under, and the media it offers.
+///
+///     {"aps": {"alert": {...}, "mutable-content": 1, "category": "new_photo"},
+///      "engage": {"notification_id": "9e3b6f1a-...",
+///                 "experiment": "thumbnail-vs-full", "arm": "thumbnail", "strategy": "thumbnail",
+///                 "probability": 0.5,
+///                 "media": [{"variant": "original", "url": "https://cdn.example.com/p/1.jpg"},
+///                           {"variant": "thumbnail", "url": "https://cdn.example.com/p/1-small.jpg"}]}}
+///
+/// `experiment`, `arm`, `strategy` and `probability` are the members of the server's
+/// assignment entry (`GET`/`POST /v1/assignments`), copied unchanged by the sender, which
+/// records the same in its `sent` event. The extension and the app take the arm from here and
+/// never from anything cached on the device, so every event of a notification carries the arm
+/// it was sent under.
+public struct PushPayload: Sendable, Equatable {
+    public static let key = "engage"
+
+    /// One rendition of the notification's media.
+    public struct Media: Sendable, Equatable {
+        /// `original`, `thumbnail`, `poster`, ...
+        public var variant: String
+        public var url: URL
+        /// What the sender knows about the file, when it says so.
+        public var kind: AttachmentKind?
+        public var bytes: Int?
+
+        public init(variant: String, url: URL, kind: AttachmentKind? = nil, bytes: Int? = nil) {
+            self.variant = variant
+            self.url = url
+            self.kind = kind
+            self.bytes = bytes
+        }
+    }
+
+    /// The same for every event of the push; when absent, the request's identifier (iOS sets it
+    /// to the `apns-id`).
+    public var notificationID: String?
+    /// The arm the push was sent under, when it was sent in an experiment.
+    public var experiment: ExperimentArm?
+    /// The attachment strategy to apply, as the sender spelled it.
+    public var strategy: String?
+    public var media: [Media]
+
+    public init(notificationID: String? = nil, experiment: ExperimentArm? = nil, strategy: String? = nil, media: [Media] = []) {
+        self.notificationID = notificationID
+        self.experiment = experiment
+        self.strategy = strategy
+        self.media = media
+    }
+
+    /// The sender's side: the payload fragment for a device's assignment (nil when the device is
+    /// in no experiment; `strategy` then says what to apply).
+    public init(notificationID: String, assignment: Assignment?, strategy: AttachmentStrategy? = nil, media: [Media]) {
+        self.init(notificationID: notificationID, experiment: assignment?.experimentArm,
+                  strategy: assignment?.strategy ?? strategy?.rawValue, media: media)
+    }
+
+    /// Reads the `engage` member of a notification's `userInfo`; members it does not know or
+    /// cannot read are ignored, so a newer sender cannot break an older app.
+    public init(userInfo: [AnyHashable: Any]) {
+        let object = userInfo[Self.key] as? [String: Any] ?? [:]
+        notificationID = (object["notification_id"] as? String).flatMap { $0.isEmpty ? nil : $0 }
+        if let id = object["experiment"] as? String, !id.isEmpty, let arm = object["arm"] as? String, !arm.isEmpty {
+            let probability = (object["probability"] as? NSNumber)?.doubleValue
+            experiment = ExperimentArm(id: id, arm: arm, probability: probability.flatMap { $0 > 0 && $0 <= 1 ? $0 : nil })
+        }
+        strategy = object["strategy"] as? String
+        media = (object["media"] as? [Any] ?? []).compactMap { entry in
+            guard let entry = entry as? [String: Any], let variant = entry["variant"] as? String, !variant.isEmpty,
+                  let address = entry["url"] as? String, let url = URL(string: address), url.scheme != nil
+            else { return nil }
+            return Media(variant: variant, url: url, kind: (entry["kind"] as? String).flatMap(AttachmentKind.init(rawValue:)),
+                         bytes: (entry["bytes"] as? NSNumber)?.intValue)
+        }
+    }
+
+    /// The strategy when it is one this client knows.
+    public var attachmentStrategy: AttachmentStrategy? { strategy.flatMap(AttachmentStrategy.init(rawValue:)) }
+
+    /// The `engage` member as JSON text, for a sender to put into its APNs payload.
+    public var json: String {
+        JSONWriter.object { object in
+            object.string("notification_id", notificationID)
+            object.string("experiment", experiment?.id)
+            object.string("arm", experiment?.arm)
+            object.string("strategy", strategy)
+            object.number("probability", experiment?.probability)
+            object.raw("media", "[" + media.map { item in
+                JSONWriter.object {
+                    $0.string("variant", item.variant)
+                    $0.string("url", item.url.absoluteString)
+                    $0.string("kind", item.kind?.rawValue)
+                    $0.integer("bytes", item.bytes)
+                }
+            }.joined(separator: ",") + "]")
+        }
+    }
+}

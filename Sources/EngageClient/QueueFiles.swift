@@ -1,0 +1,153 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The few POSIX file operations the queue needs, each checked, with errno kept for the error.
+/// Plain descriptors rather than FileHandle: the queue must know exactly which call failed
+/// (ENOSPC on a write is a full disk, EACCES on an open a locked device).
+enum QueueFiles {
+    /// Holds an exclusive `flock(2)` on `path` (creating the file) while `body` runs. Every
+    /// process of the app takes it around each change of the queue, for microseconds to a few
+    /// milliseconds (one fsync); it is released when the descriptor closes, also when the process
+    /// dies.
+    static func withExclusiveLock<T>(_ path: String, protection: FileProtector,
+                                     _ body: (Int32) throws -> T) throws -> T {
+        let created = !FileManager.default.fileExists(atPath: path)
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw QueueError(code: errno == ENOSPC ? .diskFull : .lockFailed, errno: errno, path: path) }
+        defer { close(descriptor) }
+        if created { protection.apply(to: path) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw QueueError(code: .lockFailed, errno: errno, path: path) }
+        }
+        return try body(descriptor)
+    }
+
+    /// Appends `bytes` to the file at `path` (created with `protection` if new) and flushes them
+    /// to stable storage before returning. On any failure the file is cut back to its previous
+    /// length, so a failed append leaves no partial line. A previous append cut short by a killed
+    /// process (no final line break) is closed with a line break first, so the fragment stays a
+    /// line of its own and the new event is intact.
+    static func appendDurably(_ bytes: [UInt8], to path: String, protection: FileProtector) throws {
+        // Read-write: the last byte is read back (pread) to find a cut-short line.
+        var descriptor = open(path, O_RDWR | O_APPEND | O_CLOEXEC)
+        var created = false
+        if descriptor < 0, errno == ENOENT {
+            descriptor = open(path, O_RDWR | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            created = descriptor >= 0
+        }
+        guard descriptor >= 0 else { throw QueueError(code: errno == ENOSPC ? .diskFull : .writeFailed, errno: errno, path: path) }
+        defer { close(descriptor) }
+        if created { protection.apply(to: path) }
+        let start = size(of: descriptor)
+        var data = bytes
+        if start > 0, lastByte(of: descriptor, size: start) != 0x0A { data.insert(0x0A, at: 0) }
+        var written = 0
+        while written < data.count {
+            let result = data[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if result < 0, errno == EINTR { continue }
+            guard result > 0 else {
+                let failure = errno
+                _ = ftruncate(descriptor, off_t(start))
+                throw QueueError(code: failure == ENOSPC || failure == EDQUOT ? .diskFull : .writeFailed, errno: failure, path: path)
+            }
+            written += result
+        }
+        guard fsync(descriptor) == 0 else {
+            let failure = errno
+            _ = ftruncate(descriptor, off_t(start))
+            throw QueueError(code: failure == ENOSPC ? .diskFull : .writeFailed, errno: failure, path: path)
+        }
+        if created { synchronizeDirectory((path as NSString).deletingLastPathComponent) }
+    }
+
+    /// Replaces the file's content atomically (a temporary file renamed over it), flushed.
+    static func replace(_ path: String, with bytes: [UInt8], protection: FileProtector) throws {
+        let temporary = path + ".tmp-\(getpid())"
+        unlink(temporary)
+        try appendDurably(bytes, to: temporary, protection: protection)
+        guard rename(temporary, path) == 0 else {
+            let failure = errno
+            unlink(temporary)
+            throw QueueError(code: .renameFailed, errno: failure, path: path)
+        }
+    }
+
+    enum ReadResult {
+        case content([UInt8])
+        case missing
+        /// Not readable now but perhaps later: the device is locked (data protection).
+        case unavailable(Int32)
+        /// Never readable: not a regular file, or an I/O error.
+        case broken(Int32)
+    }
+
+    static func readFile(_ path: String) -> ReadResult {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            switch errno {
+            case ENOENT: return .missing
+            case EACCES, EPERM: return .unavailable(errno)
+            default: return .broken(errno)
+            }
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return .broken(errno) }
+        guard (status.st_mode & S_IFMT) == S_IFREG else { return .broken(EISDIR) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(Int(status.st_size))
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            if count < 0 { return errno == EACCES || errno == EPERM ? .unavailable(errno) : .broken(errno) }
+            if count == 0 { return .content(bytes) }
+            bytes += chunk[..<count]
+        }
+    }
+
+    /// The size of a file, 0 when it does not exist.
+    static func size(atPath path: String) -> Int {
+        var status = stat()
+        return stat(path, &status) == 0 ? Int(status.st_size) : 0
+    }
+
+    /// Names in a directory ending in `suffix`, sorted (queue names sort oldest first).
+    static func names(in directory: String, suffix: String) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasSuffix(suffix) }.sorted()
+    }
+
+    static func createDirectory(_ path: String, protection: FileProtector) throws {
+        if mkdir(path, 0o700) == 0 {
+            protection.apply(to: path)
+            synchronizeDirectory((path as NSString).deletingLastPathComponent)
+        } else if errno != EEXIST {
+            throw QueueError(code: errno == ENOSPC ? .diskFull : .writeFailed, errno: errno, path: path)
+        }
+    }
+
+    /// Makes a rename or creation in `directory` durable too (best effort: not every platform allows it).
+    static func synchronizeDirectory(_ directory: String) {
+        let descriptor = open(directory, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        close(descriptor)
+    }
+
+    private static func size(of descriptor: Int32) -> Int {
+        var status = stat()
+        return fstat(descriptor, &status) == 0 ? Int(status.st_size) : 0
+    }
+
+    private static func lastByte(of descriptor: Int32, size: Int) -> UInt8? {
+        var byte: UInt8 = 0
+        return pread(descriptor, &byte, 1, off_t(size - 1)) == 1 ? byte : nil
+    }
+}

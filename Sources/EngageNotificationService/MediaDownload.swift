@@ -1,0 +1,237 @@
+import EngageClient
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A downloaded file ready to attach.
+public struct DownloadedMedia: Sendable, Equatable {
+    /// The file, named with the type's extension, in the download directory.
+    public var file: URL
+    public var type: MediaType
+    public var bytes: Int
+    public var variant: String
+    public var downloadMS: Int
+    /// When the last byte was on disk and the file closed.
+    public var finishedAt: ContinuousClock.Instant
+}
+
+/// What became of one download.
+public enum DownloadResult: Sendable, Equatable {
+    case downloaded(DownloadedMedia)
+    /// Over the kind's limit: declared by `Content-Length` (nothing was downloaded) or reached
+    /// while streaming (the download stopped there).
+    case tooLarge(bytes: Int, kind: AttachmentKind?)
+    /// A type attachments do not accept, or none could be found.
+    case unsupportedFormat(String)
+    /// The media server answered with a status other than 2xx.
+    case httpStatus(Int)
+    case failed(String)
+    /// The deadline came first.
+    case timedOut
+    case cancelled
+}
+
+/// One streaming download under a deadline: bytes go to a file as they arrive, the size limit
+/// of the file's kind is checked against `Content-Length` before any byte is read and then as
+/// bytes arrive, and the type is found from the headers, the URL and the first bytes
+/// (`MediaTypeDetector`). `completion` runs exactly once, on a URLSession or timer thread.
+public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // Every mutable member below is guarded by `lock`; URLSession calls the delegate methods on
+    // its own queue and the deadline fires on another.
+    private let lock = NSLock()
+    private let url: URL
+    private let variant: String
+    private let policy: ServiceExtensionPolicy
+    private let directory: URL
+    private let timeout: Duration
+    private let completion: @Sendable (DownloadResult) -> Void
+    private let clock = ContinuousClock()
+    private var started: ContinuousClock.Instant?
+    private var session: URLSession?
+    private var task: URLSessionDataTask?
+    private var partial: URL?
+    private var output: FileHandle?
+    private var received = 0
+    private var declared: Int64 = -1
+    private var leading: [UInt8] = []
+    private var headerGuess = MediaTypeGuess.unknown
+    private var type: MediaType?
+    private var finished = false
+
+    public init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
+                completion: @escaping @Sendable (DownloadResult) -> Void) {
+        self.url = url
+        self.variant = variant
+        self.policy = policy
+        self.directory = directory
+        self.timeout = timeout
+        self.completion = completion
+    }
+
+    /// Starts the download; `completion` follows, at the latest at the deadline.
+    public func start() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.httpShouldSetCookies = false
+        configuration.timeoutIntervalForResource = max(1, timeout.seconds.rounded(.up) + 1)
+        let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
+        let task = session.dataTask(with: URLRequest(url: url))
+        lock.withLock {
+            self.session = session
+            self.task = task
+            started = clock.now
+        }
+        guard timeout > .zero else {
+            finish(.timedOut)
+            return
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.finish(.timedOut) }
+        task.resume()
+    }
+
+    public func cancel() {
+        finish(.cancelled)
+    }
+
+    // MARK: URLSessionDataDelegate
+
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+                           completionHandler: @escaping (URLSession.ResponseDisposition) -> Void) {
+        let http = response as? HTTPURLResponse
+        if let status = http?.statusCode, !(200...299).contains(status) {
+            completionHandler(.cancel)
+            finish(.httpStatus(status))
+            return
+        }
+        let disposition = http?.value(forHTTPHeaderField: "Content-Disposition")
+        let guess = MediaTypeDetector.detectFromHeaders(mimeType: response.mimeType ?? http?.value(forHTTPHeaderField: "Content-Type"),
+                                                        url: response.url ?? url, contentDisposition: disposition)
+        if case let .unsupported(name) = guess {
+            completionHandler(.cancel)
+            finish(.unsupportedFormat(name))
+            return
+        }
+        let kind: AttachmentKind? = if case let .supported(type) = guess { type.kind } else { nil }
+        let declared = response.expectedContentLength
+        if declared > 0, declared > Int64(policy.sizeLimit(for: kind)) {
+            completionHandler(.cancel)
+            finish(.tooLarge(bytes: Int(declared), kind: kind))
+            return
+        }
+        let file = directory.appendingPathComponent(UUID().uuidString + ".download")
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = try? FileHandle(forWritingTo: file) else {
+            completionHandler(.cancel)
+            finish(.failed("cannot create \(file.lastPathComponent)"))
+            return
+        }
+        let accepted: Bool = lock.withLock {
+            guard !finished else { return false }
+            headerGuess = guess
+            self.declared = declared
+            partial = file
+            output = handle
+            return true
+        }
+        if !accepted { try? handle.close() }
+        completionHandler(accepted ? .allow : .cancel)
+    }
+
+    public func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        let verdict: DownloadResult? = lock.withLock {
+            guard !finished, let output else { return nil }
+            received += data.count
+            if leading.count < MediaTypeDetector.sniffLength { leading += data.prefix(MediaTypeDetector.sniffLength - leading.count) }
+            if type == nil, let decided = decideType(final: false) { return decided }
+            let limit = policy.sizeLimit(for: type?.kind)
+            if received > limit { return .tooLarge(bytes: received, kind: type?.kind) }
+            do {
+                try output.write(contentsOf: data)
+            } catch {
+                return .failed("write: \(error)")
+            }
+            return nil
+        }
+        if let verdict {
+            dataTask.cancel()
+            finish(verdict)
+        }
+    }
+
+    public func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: Error?) {
+        if let error {
+            finish(.failed(String(describing: error)))
+            return
+        }
+        let outcome: DownloadResult = lock.withLock {
+            guard !finished else { return .cancelled }
+            if type == nil, let decided = decideType(final: true) { return decided }
+            guard let type, let partial else { return .unsupportedFormat("unknown") }
+            try? output?.close()
+            output = nil
+            let file = partial.deletingPathExtension().appendingPathExtension(type.fileExtension)
+            do {
+                try FileManager.default.moveItem(at: partial, to: file)
+            } catch {
+                return .failed("rename: \(error)")
+            }
+            self.partial = nil
+            let now = clock.now
+            let elapsed = started.map { now - $0 } ?? .zero
+            return .downloaded(DownloadedMedia(file: file, type: type, bytes: received, variant: variant,
+                                               downloadMS: Int(elapsed.seconds * 1000), finishedAt: now))
+        }
+        finish(outcome)
+    }
+
+    // MARK: Deciding
+
+    /// Settles the type once enough bytes (or all) arrived; returns a verdict when the type
+    /// ends the download. Called with `lock` held.
+    private func decideType(final: Bool) -> DownloadResult? {
+        if case let .supported(known) = headerGuess {
+            type = known
+            return nil
+        }
+        guard final || leading.count >= MediaTypeDetector.sniffLength else { return nil }
+        switch MediaTypeDetector.fromLeadingBytes(leading) {
+        case let .supported(sniffed):
+            type = sniffed
+            // Content-Length was checked against the largest limit; now the kind's applies.
+            if declared > Int64(policy.sizeLimit(for: sniffed.kind)) { return .tooLarge(bytes: Int(declared), kind: sniffed.kind) }
+            return nil
+        case let .unsupported(name):
+            return .unsupportedFormat(name)
+        case .unknown:
+            return .unsupportedFormat("unknown")
+        }
+    }
+
+    /// Delivers the first outcome, cancels what still runs and removes partial files.
+    private func finish(_ outcome: DownloadResult) {
+        let state: (task: URLSessionDataTask?, session: URLSession?, output: FileHandle?, partial: URL?)? = lock.withLock {
+            guard !finished else { return nil }
+            finished = true
+            defer {
+                output = nil
+                partial = nil
+                session = nil
+            }
+            return (task, session, output, partial)
+        }
+        guard let state else { return }
+        try? state.output?.close()
+        if case .downloaded = outcome {} else {
+            state.task?.cancel()
+            if let partial = state.partial { try? FileManager.default.removeItem(at: partial) }
+        }
+        state.session?.finishTasksAndInvalidate()
+        completion(outcome)
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

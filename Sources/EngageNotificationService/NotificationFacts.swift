@@ -1,0 +1,79 @@
+import EngageClient
+import Foundation
+
+/// What engage reads from a notification iOS delivered (`UNNotification`), as plain values, so
+/// that what the app records about it is decided, and tested, without UserNotifications.
+public struct NotificationFacts: Sendable, Equatable {
+    /// `UNNotificationRequest.identifier` (the `apns-id` for a push).
+    public var requestIdentifier: String
+    /// When iOS delivered it (`UNNotification.date`).
+    public var date: Date
+    public var category: String
+    public var payload: PushPayload
+    /// The types (UTIs) of its attachments as iOS holds them (`UNNotificationAttachment.type`).
+    public var attachmentTypes: [String]
+
+    public init(requestIdentifier: String, date: Date, category: String, payload: PushPayload, attachmentTypes: [String]) {
+        self.requestIdentifier = requestIdentifier
+        self.date = date
+        self.category = category
+        self.payload = payload
+        self.attachmentTypes = attachmentTypes
+    }
+
+    /// The payload's `notification_id`, else the request's identifier: what the extension used.
+    public var notificationID: String { payload.notificationID ?? requestIdentifier }
+
+    /// Rich when iOS holds an attachment for it.
+    public var presentation: Presentation { attachmentTypes.isEmpty ? .plain : .rich }
+
+    /// The kind of what was shown: the first attachment's (an image when its type is one this
+    /// library does not know), `none` without attachment.
+    public var attachmentKind: AttachmentKind {
+        guard let first = attachmentTypes.first else { return .none }
+        return MediaTypeDetector.kind(ofUTI: first) ?? .image
+    }
+}
+
+extension EngageClient {
+    /// The notification was shown: from `willPresent` (now), or found by a sweep (at its date).
+    /// Once per notification, whoever records it first.
+    @discardableResult
+    public func recordDisplayed(_ notification: NotificationFacts, at time: Date? = nil) throws -> UUID {
+        try recordDisplayed(notificationID: notification.notificationID, category: notification.category,
+                            presentation: notification.presentation, attachmentKind: notification.attachmentKind,
+                            experiment: notification.payload.experiment, occurredAt: time ?? notification.date)
+    }
+
+    /// Records the display of every notification still in Notification Center, so displays
+    /// that happened while the app was not running are counted; those recorded before (by
+    /// `willPresent` or an earlier sweep) are not queued again. Returns the first failure to
+    /// record, if any; the others are still tried.
+    @discardableResult
+    public func recordDisplays(of delivered: [NotificationFacts]) -> QueueError? {
+        var failure: QueueError?
+        for notification in delivered.sorted(by: { $0.date < $1.date }) {
+            do {
+                try recordDisplayed(notification)
+            } catch {
+                failure = failure ?? (error as? QueueError)
+            }
+        }
+        return failure
+    }
+
+    /// The Notification Content Extension showed its view.
+    @discardableResult
+    public func recordExpanded(_ notification: NotificationFacts) throws -> UUID {
+        try recordExpanded(notificationID: notification.notificationID, category: notification.category,
+                           experiment: notification.payload.experiment)
+    }
+
+    /// The user's response: recorded once per notification and action, wherever it is seen
+    /// (a Content Extension, then the app it forwards the action to).
+    @discardableResult
+    public func recordAction(_ notification: NotificationFacts, actionID: String, textInputLength: Int? = nil) throws -> UUID {
+        try recordAction(notificationID: notification.notificationID, category: notification.category, actionID: actionID,
+                         textInputLength: textInputLength, experiment: notification.payload.experiment)
+    }
+}

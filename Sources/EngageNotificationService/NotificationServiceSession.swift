@@ -1,0 +1,203 @@
+import EngageClient
+import Foundation
+
+/// One run of a Notification Service Extension, in plain Swift: the `UNNotificationServiceExtension`
+/// subclass (`EngageNotificationServiceExtension`) only translates to and from UserNotifications,
+/// so everything decided here is tested on Linux with any `Content` type.
+///
+/// It applies the payload's strategy (never a cached assignment), downloads the chosen variant
+/// under a deadline taken from the time left, attaches it, and calls `deliver` exactly once: with
+/// the rich content when the attachment is ready, with the original content otherwise, on its own
+/// or from `expire()`. The `delivered` event is on disk before `deliver` runs; sending starts
+/// only afterwards, so the network never delays the notification.
+public final class NotificationServiceSession<Content>: @unchecked Sendable {
+    /// What the session did, for logs, tests and measurements.
+    public struct Report: Sendable {
+        public var outcome: DeliveryOutcome
+        public var attachment: AttachmentTelemetry
+        public var timeWillExpire: Bool
+        public var strategy: AttachmentStrategy
+        public var experiment: ExperimentArm?
+        public var processingMS: Int
+        /// The `delivered` event's id; nil when it could not be recorded (no client, or the
+        /// queue failed: `recordError`).
+        public var eventID: UUID?
+        public var recordError: QueueError?
+        /// When the download's last byte was on disk, and when `deliver` returned.
+        public var downloadFinishedAt: ContinuousClock.Instant?
+        public var deliveredAt: ContinuousClock.Instant
+    }
+
+    private enum Phase {
+        case idle
+        case downloading(MediaDownload)
+        /// Attached; the app's `finishing` step runs. `expire()` delivers this content.
+        case ready(Content, AttachmentTelemetry, ContinuousClock.Instant)
+        case finished
+    }
+
+    // `phase` and `sendTask` are guarded by `lock`: `start()`, the download's completion and
+    // `expire()` run on different threads.
+    private let lock = NSLock()
+    private var phase = Phase.idle
+    private var sendTask: Task<Void, Never>?
+
+    private let client: EngageClient?
+    private let notificationID: String
+    private let category: String
+    private let payload: PushPayload
+    private let policy: ServiceExtensionPolicy
+    private let downloadDirectory: URL
+    private let original: Content
+    private let attach: (DownloadedMedia, Content) throws -> Content
+    private let finishing: (Content) -> Content
+    private let deliver: (Content) -> Void
+    private let onReport: ((Report) -> Void)?
+    private let clock = ContinuousClock()
+    private let received: ContinuousClock.Instant
+    private let strategy: AttachmentStrategy
+
+    /// - Parameters:
+    ///   - attach: makes the rich content from the downloaded file (on iOS, a
+    ///     `UNNotificationAttachment` with the type hint); throwing means iOS refused the file.
+    ///   - finishing: the app's last changes to the rich content, after the attachment is ready.
+    ///   - deliver: the content handler; called exactly once.
+    public init(client: EngageClient?, notificationID: String, category: String, payload: PushPayload,
+                policy: ServiceExtensionPolicy, downloadDirectory: URL, original: Content,
+                attach: @escaping (DownloadedMedia, Content) throws -> Content,
+                finishing: @escaping (Content) -> Content = { $0 },
+                deliver: @escaping (Content) -> Void,
+                onReport: ((Report) -> Void)? = nil) {
+        self.client = client
+        self.notificationID = notificationID
+        self.category = category
+        self.payload = payload
+        self.policy = policy
+        self.downloadDirectory = downloadDirectory
+        self.original = original
+        self.attach = attach
+        self.finishing = finishing
+        self.deliver = deliver
+        self.onReport = onReport
+        received = clock.now
+        strategy = policy.strategy(for: payload)
+    }
+
+    /// Chooses the media and starts its download, or delivers the original content at once
+    /// when the strategy or the push asks for none.
+    public func start() {
+        guard let media = policy.media(for: payload, strategy: strategy) else {
+            finish(original, outcome: .notRequested, attachment: .none, timeWillExpire: false)
+            return
+        }
+        let download = MediaDownload(url: media.url, variant: media.variant, policy: policy, directory: downloadDirectory,
+                                     timeout: policy.downloadTimeout(elapsed: clock.now - received)) { [self] result in
+            downloadFinished(result, variant: media.variant)
+        }
+        let begin: Bool = lock.withLock {
+            guard case .idle = phase else { return false }
+            phase = .downloading(download)
+            return true
+        }
+        if begin { download.start() }
+    }
+
+    /// iOS is about to end the extension: delivers the best attempt now, the attachment when it
+    /// is ready and the original content otherwise, and stops any send still running.
+    public func expire() {
+        let (current, task): (Phase, Task<Void, Never>?) = lock.withLock { (phase, sendTask) }
+        task?.cancel()
+        switch current {
+        case let .ready(rich, telemetry, downloadFinishedAt):
+            finish(rich, outcome: .attached, attachment: telemetry, timeWillExpire: true, downloadFinishedAt: downloadFinishedAt)
+        case let .downloading(download):
+            finish(original, outcome: .timeout, attachment: .none, timeWillExpire: true)
+            download.cancel()
+        case .idle:
+            finish(original, outcome: .timeout, attachment: .none, timeWillExpire: true)
+        case .finished:
+            break
+        }
+    }
+
+    private func downloadFinished(_ result: DownloadResult, variant: String) {
+        switch result {
+        case let .downloaded(media):
+            let telemetry = AttachmentTelemetry(kind: media.type.kind, format: media.type.format, bytes: media.bytes,
+                                                source: .network, downloadMS: media.downloadMS, variant: media.variant)
+            let rich: Content
+            do {
+                rich = try attach(media, original)
+            } catch {
+                finish(original, outcome: .unsupportedFormat,
+                       attachment: AttachmentTelemetry(kind: .none, format: media.type.format, bytes: media.bytes,
+                                                       source: .network, downloadMS: media.downloadMS, variant: variant),
+                       timeWillExpire: false, downloadFinishedAt: media.finishedAt)
+                return
+            }
+            let proceed: Bool = lock.withLock {
+                guard case .downloading = phase else { return false }
+                phase = .ready(rich, telemetry, media.finishedAt)
+                return true
+            }
+            guard proceed else { return }
+            finish(finishing(rich), outcome: .attached, attachment: telemetry, timeWillExpire: false,
+                   downloadFinishedAt: media.finishedAt)
+        case let .tooLarge(bytes, _):
+            finish(original, outcome: .tooLarge, attachment: AttachmentTelemetry(kind: .none, bytes: bytes, variant: variant),
+                   timeWillExpire: false)
+        case .unsupportedFormat:
+            finish(original, outcome: .unsupportedFormat, attachment: AttachmentTelemetry(kind: .none, variant: variant),
+                   timeWillExpire: false)
+        case let .httpStatus(status):
+            finish(original, outcome: .downloadFailed,
+                   attachment: AttachmentTelemetry(kind: .none, source: .network, variant: variant, httpStatus: status),
+                   timeWillExpire: false)
+        case .failed:
+            finish(original, outcome: .downloadFailed, attachment: AttachmentTelemetry(kind: .none, source: .network, variant: variant),
+                   timeWillExpire: false)
+        case .timedOut:
+            finish(original, outcome: .timeout, attachment: AttachmentTelemetry(kind: .none, variant: variant), timeWillExpire: false)
+        case .cancelled:
+            break
+        }
+    }
+
+    /// Records, then delivers, once; then sends what waits, on a best-effort basis.
+    private func finish(_ content: Content, outcome: DeliveryOutcome, attachment: AttachmentTelemetry, timeWillExpire: Bool,
+                        downloadFinishedAt: ContinuousClock.Instant? = nil) {
+        let first: Bool = lock.withLock {
+            if case .finished = phase { return false }
+            phase = .finished
+            return true
+        }
+        guard first else { return }
+        let processingMS = Int((clock.now - received).seconds * 1000)
+        var eventID: UUID?
+        var recordError: QueueError?
+        do {
+            eventID = try client?.recordDelivered(
+                notificationID: notificationID, category: category, attachment: attachment, outcome: outcome,
+                processingMS: processingMS, timeWillExpire: timeWillExpire, strategy: strategy, experiment: payload.experiment)
+        } catch {
+            recordError = error as? QueueError
+        }
+        deliver(content)
+        let deliveredAt = clock.now
+        let budget = policy.sendBudget(elapsed: deliveredAt - received)
+        if !timeWillExpire, let client, budget > .zero {
+            lock.withLock {
+                sendTask = Task { await client.flush(budget: budget) }
+            }
+        }
+        onReport?(Report(outcome: outcome, attachment: attachment, timeWillExpire: timeWillExpire, strategy: strategy,
+                         experiment: payload.experiment, processingMS: processingMS, eventID: eventID, recordError: recordError,
+                         downloadFinishedAt: downloadFinishedAt, deliveredAt: deliveredAt))
+    }
+
+    /// Waits for the send started after delivery, if any (tests and benchmarks).
+    public func waitForSend() async {
+        let task = lock.withLock { sendTask }
+        await task?.value
+    }
+}

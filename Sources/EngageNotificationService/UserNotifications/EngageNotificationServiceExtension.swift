@@ -1,0 +1,57 @@
+#if canImport(UserNotifications) && !os(tvOS)
+import EngageClient
+import Foundation
+@preconcurrency import UserNotifications
+
+/// The Notification Service Extension, ready to subclass: name it as the extension's principal
+/// class and provide `engageClient`. It only translates between UserNotifications and
+/// `NotificationServiceSession`, where every decision is made.
+///
+///     final class NotificationService: EngageNotificationServiceExtension {
+///         override var engageClient: EngageClient? { EngageSetup.client }
+///     }
+open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
+    // Guards `session`: iOS calls the two entry points on different threads.
+    private let lock = NSLock()
+    private var session: NotificationServiceSession<UNNotificationContent>?
+
+    /// The client of this process (create it once, for example in a `static let`); nil records
+    /// nothing and still attaches the media.
+    open var engageClient: EngageClient? { nil }
+
+    /// Time limits, size limits, the default strategy and the variants per strategy.
+    open var engagePolicy: ServiceExtensionPolicy { ServiceExtensionPolicy() }
+
+    /// The app's last changes to the rich content, once its attachment is ready (a title, a
+    /// category). Runs on a background thread; keep it short.
+    open func prepareRichContent(_ content: UNMutableNotificationContent) {}
+
+    override open func didReceive(_ request: UNNotificationRequest,
+                                  withContentHandler contentHandler: @Sendable @escaping (UNNotificationContent) -> Void) {
+        let payload = PushPayload(userInfo: request.content.userInfo)
+        let session = NotificationServiceSession<UNNotificationContent>(
+            client: engageClient, notificationID: payload.notificationID ?? request.identifier,
+            category: request.content.categoryIdentifier, payload: payload, policy: engagePolicy,
+            downloadDirectory: FileManager.default.temporaryDirectory, original: request.content,
+            attach: { media, content in
+                let attachment = try UNNotificationAttachment(
+                    identifier: media.variant, url: media.file, options: [UNNotificationAttachmentOptionsTypeHintKey: media.type.uti])
+                guard let rich = content.mutableCopy() as? UNMutableNotificationContent else { return content }
+                rich.attachments = [attachment]
+                return rich
+            },
+            finishing: { [weak self] content in
+                guard let self, let rich = content.mutableCopy() as? UNMutableNotificationContent else { return content }
+                prepareRichContent(rich)
+                return rich
+            },
+            deliver: contentHandler)
+        lock.withLock { self.session = session }
+        session.start()
+    }
+
+    override open func serviceExtensionTimeWillExpire() {
+        lock.withLock { session }?.expire()
+    }
+}
+#endif

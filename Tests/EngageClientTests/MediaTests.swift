@@ -1,0 +1,218 @@
+import ClientTestSupport
+import EngageClient
+import EngageNotificationService
+import Foundation
+import Testing
+
+/// File bodies whose leading bytes are those of their type (the rest is filler).
+enum MediaSamples {
+    static func jpeg(_ size: Int = 4096) -> [UInt8] { [0xFF, 0xD8, 0xFF, 0xE0] + filler(size - 4) }
+    static func png(_ size: Int = 4096) -> [UInt8] { [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + filler(size - 8) }
+    static func m4a(_ size: Int = 4096) -> [UInt8] { [0, 0, 0, 0x20] + Array("ftypM4A ".utf8) + filler(size - 12) }
+
+    static func filler(_ count: Int) -> [UInt8] { (0..<max(0, count)).map { UInt8(truncatingIfNeeded: $0 &* 31) } }
+}
+
+@Suite("Notification Service Extension: types, limits, deadlines")
+struct MediaTypeTests {
+    @Test func theMIMETypeComesFirstThenTheNamesThenTheBytes() {
+        let jpgURL = URL(string: "https://cdn.example.com/p/1.jpg")
+        let bare = URL(string: "https://cdn.example.com/p/1")
+        // S3's default type says nothing: the URL's extension decides.
+        #expect(MediaTypeDetector.detect(mimeType: "binary/octet-stream", url: jpgURL, contentDisposition: nil, leadingBytes: [])
+                == .supported(.jpeg))
+        // A declared type wins over the name.
+        #expect(MediaTypeDetector.detect(mimeType: "image/png; charset=binary", url: jpgURL, contentDisposition: nil, leadingBytes: [])
+                == .supported(.png))
+        // No type, no extension: the filename parameter, then the leading bytes.
+        #expect(MediaTypeDetector.detect(mimeType: "application/octet-stream", url: bare,
+                                         contentDisposition: #"attachment; filename="clip.m4a""#, leadingBytes: []) == .supported(.m4a))
+        #expect(MediaTypeDetector.detect(mimeType: nil, url: bare, contentDisposition: nil, leadingBytes: MediaSamples.png(16))
+                == .supported(.png))
+        #expect(MediaTypeDetector.detect(mimeType: nil, url: bare, contentDisposition: nil, leadingBytes: [1, 2, 3]) == .unknown)
+        #expect(MediaTypeDetector.detect(mimeType: "image/webp", url: jpgURL, contentDisposition: nil, leadingBytes: []) == .unsupported("image/webp"))
+        #expect(MediaTypeDetector.fileName(inContentDisposition: #"inline; filename="a.gif"; filename*=UTF-8''photo%201.png"#) == "photo 1.png")
+        #expect(MediaTypeDetector.fileName(inContentDisposition: "attachment") == nil)
+    }
+
+    /// Every type Apple lists is accepted, by MIME type, by extension and by signature, with
+    /// the type hint Apple's documentation names.
+    @Test func everyFormatAppleListsIsAccepted() {
+        let cases: [(mime: String, name: String, bytes: [UInt8], type: MediaType)] = [
+            ("image/jpeg", "a.jpeg", [0xFF, 0xD8, 0xFF, 0xDB], .jpeg),
+            ("image/png", "a.png", MediaSamples.png(16), .png),
+            ("image/gif", "a.gif", Array("GIF89a".utf8), .gif),
+            ("audio/x-aiff", "a.aif", Array("FORM\0\0\0\0AIFF".utf8), .aiff),
+            ("audio/wav", "a.wav", Array("RIFF\0\0\0\0WAVE".utf8), .wav),
+            ("audio/mpeg", "a.mp3", Array("ID3".utf8) + [3, 0], .mp3),
+            ("audio/x-m4a", "a.m4a", MediaSamples.m4a(16), .m4a),
+            ("video/mpeg", "a.mpg", [0, 0, 1, 0xBA], .mpeg),
+            ("video/mpeg2", "a.m2v", [], .mpeg2),
+            ("video/mp4", "a.mp4", [0, 0, 0, 0x18] + Array("ftypisom".utf8), .mp4),
+            ("video/x-msvideo", "a.avi", Array("RIFF\0\0\0\0AVI ".utf8), .avi),
+        ]
+        for item in cases {
+            #expect(MediaTypeDetector.fromMIMEType(item.mime) == .supported(item.type), "\(item.mime)")
+            #expect(MediaTypeDetector.fromFileName(item.name) == .supported(item.type), "\(item.name)")
+            if !item.bytes.isEmpty {
+                let sniffed = MediaTypeDetector.fromLeadingBytes(item.bytes).kindAndFormat
+                #expect(sniffed?.0 == item.type.kind && sniffed?.1 == item.type.format, "\(item.name)")
+            }
+        }
+        #expect(Set(MediaType.supported.map(\.uti)) == ["public.jpeg", "public.png", "com.compuserve.gif", "public.aiff-audio",
+                                                         "com.microsoft.waveform-audio", "public.mp3", "public.mpeg-4-audio",
+                                                         "public.mpeg", "public.mpeg-2-video", "public.mpeg-4", "public.avi"])
+        // An MPEG audio frame without a tag; a QuickTime movie and WebP are known and refused.
+        #expect(MediaTypeDetector.fromLeadingBytes([0xFF, 0xFB, 0x90, 0x64]) == .supported(.mp3))
+        #expect(MediaTypeDetector.fromLeadingBytes([0, 0, 0, 0x14] + Array("ftypqt  ".utf8)) == .unsupported("quicktime"))
+        #expect(MediaTypeDetector.fromLeadingBytes(Array("RIFF\0\0\0\0WEBP".utf8)) == .unsupported("webp"))
+        #expect(MediaTypeDetector.kind(ofUTI: "com.compuserve.gif") == .gif)
+        #expect(MediaTypeDetector.kind(ofUTI: "public.mpeg-4") == .video)
+        #expect(MediaTypeDetector.kind(ofUTI: "public.mpeg-4-audio") == .audio)
+        #expect(MediaTypeDetector.kind(ofUTI: "com.example.custom") == nil)
+    }
+
+    @Test func theDeadlineComesFromTheTimeLeft() {
+        let policy = ServiceExtensionPolicy(timeLimit: .seconds(30), reserve: .seconds(2), maxDownload: .seconds(25), sendBudget: .seconds(2))
+        #expect(policy.downloadTimeout(elapsed: .zero) == .seconds(25))
+        #expect(policy.downloadTimeout(elapsed: .seconds(10)) == .seconds(18))
+        #expect(policy.downloadTimeout(elapsed: .seconds(29)) == .zero)
+        #expect(policy.sendBudget(elapsed: .seconds(1)) == .seconds(2))
+        #expect(policy.sendBudget(elapsed: .milliseconds(27_500)) == .milliseconds(500))
+        #expect(policy.sendBudget(elapsed: .seconds(40)) == .zero)
+        #expect(policy.sizeLimit(for: .image) == 10_000_000)
+        #expect(policy.sizeLimit(for: .audio) == 5_000_000)
+        #expect(policy.sizeLimit(for: .video) == 50_000_000)
+        #expect(policy.sizeLimit(for: nil) == 50_000_000)
+    }
+
+    @Test func theStrategyChoosesTheVariant() {
+        let policy = ServiceExtensionPolicy()
+        let original = PushPayload.Media(variant: "original", url: URL(string: "https://x/o.jpg")!)
+        let thumbnail = PushPayload.Media(variant: "thumbnail", url: URL(string: "https://x/t.jpg")!)
+        let poster = PushPayload.Media(variant: "poster", url: URL(string: "https://x/p.jpg")!)
+        let payload = PushPayload(strategy: "thumbnail", media: [original, thumbnail, poster])
+        #expect(policy.strategy(for: payload) == .thumbnail)
+        #expect(policy.media(for: payload, strategy: .thumbnail) == thumbnail)
+        #expect(policy.media(for: payload, strategy: .full) == original)
+        #expect(policy.media(for: payload, strategy: .poster) == poster)
+        #expect(policy.media(for: payload, strategy: .none) == nil)
+        #expect(policy.media(for: PushPayload(media: [original]), strategy: .thumbnail) == original)
+        #expect(policy.media(for: PushPayload(media: [poster]), strategy: .full) == poster)
+        #expect(policy.media(for: PushPayload(), strategy: .full) == nil)
+        // A strategy this client does not know: the default.
+        #expect(policy.strategy(for: PushPayload(strategy: "hologram")) == .full)
+    }
+}
+
+extension MediaTypeGuess {
+    var kindAndFormat: (AttachmentKind, MediaFormat)? {
+        if case let .supported(type) = self { return (type.kind, type.format) }
+        return nil
+    }
+}
+
+/// Runs one download to its end.
+func download(_ url: URL, policy: ServiceExtensionPolicy = ServiceExtensionPolicy(), timeout: Duration = .seconds(20),
+              directory: URL) async -> DownloadResult {
+    await withCheckedContinuation { continuation in
+        let download = MediaDownload(url: url, variant: "original", policy: policy, directory: directory, timeout: timeout) {
+            continuation.resume(returning: $0)
+        }
+        download.start()
+    }
+}
+
+@Suite("Notification Service Extension: downloads")
+struct MediaDownloadTests {
+    @Test func aJPEGServedAsBinaryOctetStreamIsRecognisedByItsURL() async throws {
+        let body = MediaSamples.jpeg(20_000)
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "binary/octet-stream")], body: body, declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        guard case let .downloaded(media) = await download(host.url.appendingPathComponent("p/1.JPG"), directory: directory.url) else {
+            Issue.record("expected a download")
+            return
+        }
+        #expect(media.type == .jpeg)
+        #expect(media.bytes == body.count)
+        #expect(media.file.pathExtension == "jpg")
+        #expect(Array(try Data(contentsOf: media.file)) == body)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == [media.file.lastPathComponent])
+    }
+
+    @Test func withoutATypeTheLeadingBytesDecide() async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [], body: MediaSamples.png(), declareLength: false))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let result = await download(host.url.appendingPathComponent("media/123"), directory: directory.url)
+        guard case let .downloaded(media) = result else {
+            Issue.record("expected a download, got \(result)")
+            return
+        }
+        #expect(media.type == .png)
+        #expect(media.file.pathExtension == "png")
+    }
+
+    @Test func aDeclaredLengthOverTheLimitIsRefusedBeforeTheBody() async throws {
+        let host = try FaultInjector(reply: .stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: [], declaredLength: 10_000_001))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        #expect(await download(host.url.appendingPathComponent("big.jpg"), directory: directory.url) == .tooLarge(bytes: 10_000_001, kind: .image))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+
+    /// No Content-Length: the limit is checked as bytes arrive, and the download stops there.
+    @Test func aStreamOverTheLimitStopsAtTheLimit() async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [], body: MediaSamples.m4a(300_000), declareLength: false))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let policy = ServiceExtensionPolicy(sizeLimits: [.audio: 100_000, .image: 200_000, .video: 200_000, .gif: 200_000])
+        let result = await download(host.url.appendingPathComponent("clip"), policy: policy, directory: directory.url)
+        guard case let .tooLarge(bytes, kind) = result else {
+            Issue.record("expected too large, got \(result)")
+            return
+        }
+        #expect(bytes > 100_000 && bytes < 300_000)
+        #expect(kind == .audio)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+
+    @Test func anErrorStatusIsReportedWithItsStatus() async throws {
+        let host = try FaultInjector(reply: .respond(status: 404, headers: [("Content-Type", "image/jpeg")], body: "gone"))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        #expect(await download(host.url.appendingPathComponent("p.jpg"), directory: directory.url) == .httpStatus(404))
+    }
+
+    @Test func anUnsupportedTypeIsRefusedAtTheHeaders() async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/webp")], body: MediaSamples.jpeg(), declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        #expect(await download(host.url.appendingPathComponent("p.jpg"), directory: directory.url) == .unsupportedFormat("image/webp"))
+    }
+
+    /// A host that sends half the file and stops: the deadline ends the download.
+    @Test func aStalledDownloadEndsAtTheDeadline() async throws {
+        let host = try FaultInjector(reply: .stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.jpeg(1000),
+                                                   declaredLength: 2000))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        #expect(await download(host.url.appendingPathComponent("p.jpg"), timeout: .milliseconds(300), directory: directory.url) == .timedOut)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+}
