@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// How important a log line is; a logger writes lines at or above its threshold.
-public enum LogLevel: String, Sendable, CaseIterable, Comparable {
+public enum LogLevel: String, Sendable, CaseIterable, Comparable, OptionValue {
     case trace, debug, info, notice, warning, error
 
     private var severity: Int {
@@ -22,7 +22,7 @@ public enum LogLevel: String, Sendable, CaseIterable, Comparable {
 }
 
 /// The shape of one log line.
-public enum LogFormat: String, Sendable, CaseIterable {
+public enum LogFormat: String, Sendable, CaseIterable, OptionValue {
     /// `ts=2026-11-29T19:16:23.123Z level=info msg=http.request label=engage.http route=/v1/events`
     case logfmt
     /// `{"ts":"2026-11-29T19:16:23.123Z","level":"info","msg":"http.request",...}`
