@@ -30,13 +30,15 @@ let package = Package(
         ),
 
         // Infrastructure.
-        .target(name: "Runtime"),
+        // JSON string literals, written the same way by every server module.
+        .target(name: "JSONText"),
+        .target(name: "Runtime", dependencies: ["JSONText"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
         .target(name: "EmbeddedPostgres", dependencies: ["CProcess", "EngageCore", "Postgres", "Runtime"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Runtime"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "JSONText"]),
 
         // The domain, then the pieces that store and serve it.
-        .target(name: "EngageCore"),
+        .target(name: "EngageCore", dependencies: ["JSONText"]),
         .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
@@ -50,13 +52,14 @@ let package = Package(
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
         .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
+        .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore", "JSONText"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
-        .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
+        .testTarget(name: "JSONTextTests", dependencies: ["JSONText"]),
+        .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "JSONText", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         // Fault tests start engage (and this stand-in for an app extension) as real processes and kill them.
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),

@@ -1,3 +1,4 @@
+import JSONText
 import Testing
 @testable import EngageCore
 
@@ -64,13 +65,13 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
     switch json.kind(node) {
     case .object:
         let members = json.members(node).reversed().map { key, value in
-            "\(String(decoding: JSONWriter.encodeString(json.string(key)!), as: UTF8.self)): \(reformat(json, value))"
+            "\(JSONString.render(json.string(key)!)): \(reformat(json, value))"
         }
         return "{" + members.joined(separator: ", ") + "}"
     case .array:
         return "[" + json.elements(node).map { reformat(json, $0) }.joined(separator: ", ") + "]"
     case .string:
-        return String(decoding: JSONWriter.encodeString(json.string(node)!), as: UTF8.self)
+        return JSONString.render(json.string(node)!)
             .replacingOccurrences(of: "e", with: "\\u0065")
     default:
         return String(decoding: json.rawBytes(node), as: UTF8.self)

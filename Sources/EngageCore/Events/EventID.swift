@@ -100,3 +100,13 @@ public struct EventID: Sendable, Hashable, Comparable, CustomStringConvertible {
         (a.high, a.low) < (b.high, b.low)
     }
 }
+
+extension JSONWriter {
+    /// An event id as a JSON string in its canonical form.
+    public mutating func eventID(_ id: EventID) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        id.appendCanonical(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
