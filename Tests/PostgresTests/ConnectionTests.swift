@@ -70,6 +70,22 @@ struct ConnectionTests {
         #expect(try connection.query("SELECT count(*) FROM items")[0].decode(0, as: Int.self) == 1)
     }
 
+    @Test func serverErrorDescriptionsNeverQuoteAValue() throws {
+        let connection = try Connection(configuration: configuration)
+        let secret = "device-4711-secret"
+        let error = #expect(throws: PostgresError.self) { try connection.query("SELECT \(secret)::int8") }
+        #expect(error?.sqlState == "22P02")
+        #expect(error?.message.contains(secret) == true)
+        // What logs print ("\(error)") is the SQLSTATE and its class; the server's words stay in debugDescription.
+        #expect(error.map { "\($0)" } == "postgres server error 22P02: data exception")
+        #expect(error?.debugDescription.contains(secret) == true)
+        try connection.execute("CREATE TABLE keyed (id text PRIMARY KEY)")
+        try connection.execute("INSERT INTO keyed VALUES (\(secret))")
+        let duplicate = #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO keyed VALUES (\(secret))") }
+        #expect(duplicate?.detail?.contains(secret) == true)
+        #expect(duplicate?.description == "postgres server error 23505: integrity constraint violation")
+    }
+
     @Test func textParameterWithNulIsRefusedBeforeSending() throws {
         let connection = try Connection(configuration: configuration)
         let error = #expect(throws: PostgresError.self) { try connection.query("SELECT \("a\u{0}b")::text") }
