@@ -29,7 +29,7 @@ enum ServeCommand {
 /// variable; their defaults are `EngageServer.Configuration`'s.
 enum ServerOptions {
     private static let defaults = EngageServer.Configuration()
-    private static let limits = defaults.ingest.limits
+    private static let limits = defaults.ingest.limits.event
 
     static let listen = Option("listen", value: "host:port", help: "Address to listen on.", environment: "ENGAGE_LISTEN",
                                default: ListenAddress(host: defaults.http.host, port: defaults.http.port))
@@ -74,7 +74,7 @@ enum ServerOptions {
         "parallel-commit-events", value: "events", help: "Events waiting before a commit starts while another is running (0: whenever a committer is free).",
         environment: "ENGAGE_PARALLEL_COMMIT_EVENTS", default: defaults.parallelCommitEvents, validate: .range(0...1_000_000))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
-                                  default: limits.maxEvents, validate: .range(1...100_000))
+                                  default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))
     static let maxBodyBytes = Option("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES",
                                      default: defaults.ingest.maxDecompressedBytes, validate: .range(1024...(256 << 20)))
     static let maxEventBytes = Option("max-event-bytes", value: "bytes", help: "Size of one event.", environment: "ENGAGE_MAX_EVENT_BYTES",
@@ -124,9 +124,9 @@ enum ServerOptions {
         server.parallelCommitEvents = arguments[parallelCommitEvents]
         var limits = IngestLimits()
         limits.maxEvents = arguments[maxEvents]
-        limits.maxEventBytes = arguments[maxEventBytes]
-        limits.maxPast = .seconds(86_400 * arguments[maxPastDays])
-        limits.maxFuture = .seconds(60 * arguments[maxFutureMinutes])
+        limits.event.maxEventBytes = arguments[maxEventBytes]
+        limits.event.maxPast = .seconds(86_400 * arguments[maxPastDays])
+        limits.event.maxFuture = .seconds(60 * arguments[maxFutureMinutes])
         server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: arguments[maxBodyBytes],
                                                   deviceIDHasher: try deviceIDHasher(arguments))
         server.runProjector = arguments[projector] == .on

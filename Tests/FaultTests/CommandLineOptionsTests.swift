@@ -40,9 +40,9 @@ struct CommandLineOptionsTests {
             "before requests get 429. (default: \(defaults.queueCapacity)) (env: ENGAGE_QUEUE_CAPACITY)",
             "Events per request. (default: \(defaults.ingest.limits.maxEvents)) (env: ENGAGE_MAX_EVENTS)",
             "after decompression. (default: \(defaults.ingest.maxDecompressedBytes)) (env: ENGAGE_MAX_BODY_BYTES)",
-            "Size of one event. (default: \(defaults.ingest.limits.maxEventBytes)) (env: ENGAGE_MAX_EVENT_BYTES)",
-            "(default: \(defaults.ingest.limits.maxPast.components.seconds / 86_400)) (env: ENGAGE_MAX_PAST_DAYS)",
-            "(default: \(defaults.ingest.limits.maxFuture.components.seconds / 60)) (env: ENGAGE_MAX_FUTURE_MINUTES)",
+            "Size of one event. (default: \(defaults.ingest.limits.event.maxEventBytes)) (env: ENGAGE_MAX_EVENT_BYTES)",
+            "(default: \(defaults.ingest.limits.event.maxPast.components.seconds / 86_400)) (env: ENGAGE_MAX_PAST_DAYS)",
+            "(default: \(defaults.ingest.limits.event.maxFuture.components.seconds / 60)) (env: ENGAGE_MAX_FUTURE_MINUTES)",
             "or off. (default: off) (env: ENGAGE_RATE_LIMIT)",
             "Least severe log level written: trace, debug, info, notice, warning or error. (default: info) (env: ENGAGE_LOG_LEVEL)",
         ] {
