@@ -186,8 +186,7 @@ public struct PostgresCell: Sendable {
 
     /// Microseconds since the Unix epoch for `timestamptz`, `timestamp` and `date`.
     public func unixMicroseconds() throws -> Int64 {
-        // PostgreSQL counts from 2000-01-01.
-        let postgresEpochOffset: Int64 = 946_684_800_000_000
+        let postgresEpochOffset = PostgresTimestamp.postgresEpochUnixMicroseconds
         switch typeOID {
         case PostgresType.timestamptz, PostgresType.timestamp:
             return try readInteger(byteCount: 8) + postgresEpochOffset

@@ -14,16 +14,6 @@ public struct ParsedArguments: Sendable {
     /// The positional arguments, in order.
     public let positionals: [String]
 
-    init(command: Command, commandPath: [String], usage: String, options: [String: ResolvedOption],
-         flags: Set<String>, positionals: [String]) {
-        self.command = command
-        self.commandPath = commandPath
-        self.usage = usage
-        self.options = options
-        self.flags = flags
-        self.positionals = positionals
-    }
-
     /// Runs the command's action.
     public func run() async throws {
         try await command.action?(self)

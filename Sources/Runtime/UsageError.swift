@@ -14,12 +14,6 @@ public struct UsageError: Error, Equatable, CustomStringConvertible {
     /// The synopsis of the command that was being parsed.
     public let usage: String
 
-    public init(code: Code, message: String, usage: String) {
-        self.code = code
-        self.message = message
-        self.usage = usage
-    }
-
     /// The text to print on stderr: `error: MESSAGE` and `usage: USAGE` lines.
     public var description: String {
         "error: \(message)\nusage: \(usage)"

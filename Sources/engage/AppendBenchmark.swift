@@ -29,9 +29,7 @@ enum AppendBenchmark {
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
         // A database of its own: the benchmark truncates the log between rounds.
-        let benchConfiguration = setup.configuration.withDatabase("engage_bench")
-        try BenchCommand.createDatabase(named: "engage_bench", using: setup.configuration)
-        try DatabaseSetup(configuration: benchConfiguration, embedded: nil, startedHere: false, logger: logger).migrate()
+        let benchConfiguration = try BenchCommand.database(named: "engage_bench", beside: setup)
 
         let items = BenchmarkEvents.make(count: events)
         let copyFile = FileManager.default.temporaryDirectory.appendingPathComponent("engage-bench-\(getpid()).tsv")

@@ -17,12 +17,17 @@ enum BenchCommand {
             ExperimentBenchmark.definition,
         ])
 
-    static func createDatabase(named name: String, using configuration: PostgresConfiguration) throws {
-        let connection = try Connection(configuration: configuration)
+    /// A database of a benchmark's own on the server of `setup`, created when missing and
+    /// migrated: benchmarks truncate and refill their tables.
+    static func database(named name: String, beside setup: DatabaseSetup) throws -> PostgresConfiguration {
+        let connection = try Connection(configuration: setup.configuration)
         defer { connection.close() }
         if try connection.query("SELECT 1 FROM pg_database WHERE datname = \(name)").isEmpty {
             try connection.execute("CREATE DATABASE \(identifier: name)")
         }
+        let configuration = setup.configuration.withDatabase(name)
+        try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: setup.logger).migrate()
+        return configuration
     }
 
     static func median(_ values: [Double]) -> Double {

@@ -20,23 +20,18 @@ enum DemoCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let logger = CommonOptions.quietLogger(arguments)
-        let configuration = try ServerOptions.configuration(arguments)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let engage = try EngageServer(configuration: configuration, database: setup.configuration, logger: logger)
-        let address = "http://\(configuration.http.host):\(engage.port)"
-        let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
-        let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
-        print("engage runs at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description))")
+        try await ServerOptions.withServer(arguments, logger: CommonOptions.quietLogger(arguments)) { engage, address, setup in
+            let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
+            let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
+            print("engage runs at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description))")
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await engage.run() }
-            try await showcase(engage: engage, address: address, ingestKey: ingestKey, readKey: readKey,
-                               notifications: arguments[notifications], reportFile: arguments[reportFile])
-            try await group.next()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await engage.run() }
+                try await showcase(engage: engage, address: address, ingestKey: ingestKey, readKey: readKey,
+                                   notifications: arguments[notifications], reportFile: arguments[reportFile])
+                try await group.next()
+            }
         }
-        await engage.pool.close()
     }
 
     /// Sends simulated traffic through the API, waits for the projector, prints the report.

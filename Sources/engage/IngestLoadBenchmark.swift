@@ -8,7 +8,8 @@ import Runtime
 /// of what the server did per single-event request). Prints one `ingest.result key=value ...`
 /// line (latencies in microseconds), and `ingest.problem ...` for the first non-200 answer.
 enum IngestLoadBenchmark {
-    static let url = Option("url", value: "url", help: "The server, http://IPv4:port.", default: IngestEndpoint(host: "127.0.0.1", port: 8080))
+    static let url = Option("url", value: "url", help: "The server, http://IPv4:port.", default: ListenAddress(host: "127.0.0.1", port: 8080),
+                            defaultText: "http://127.0.0.1:8080", requirement: "expected http://IPv4:port", parse: ListenAddress.init(httpIPv4:))
     static let key = Option<String?>("key", value: "key", help: "Ingest key; better given by the environment, off the command line.",
                                      environment: "ENGAGE_BENCH_KEY", secret: true,
                                      validate: Validation("expected a key as printed by engage keys create") { key in
@@ -39,7 +40,7 @@ enum IngestLoadBenchmark {
 
     static func run(_ arguments: ParsedArguments) async throws {
         let endpoint = arguments[url]
-        var load = IngestLoad(port: endpoint.port, key: try arguments.required(key))
+        var load = IngestLoad(port: UInt16(endpoint.port), key: try arguments.required(key))
         load.host = endpoint.host
         load.connections = UInt32(arguments[connections])
         load.batch = UInt32(arguments[batch])
@@ -68,17 +69,9 @@ enum IngestLoadBenchmark {
     }
 }
 
-/// `http://a.b.c.d:port` (a trailing slash allowed): a numeric IPv4 host and a port.
-struct IngestEndpoint: OptionValue {
-    var host: String
-    var port: UInt16
-
-    init(host: String, port: UInt16) {
-        self.host = host
-        self.port = port
-    }
-
-    init?(optionText url: String) {
+extension ListenAddress {
+    /// `http://a.b.c.d:port` (a trailing slash allowed): a numeric IPv4 host and a port.
+    init?(httpIPv4 url: String) {
         var rest = Substring(url)
         guard rest.hasPrefix("http://") else { return nil }
         rest = rest.dropFirst("http://".count)
@@ -90,9 +83,6 @@ struct IngestEndpoint: OptionValue {
         guard octets.count == 4,
             octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil && ($0.count == 1 || $0.first != "0") })
         else { return nil }
-        self.init(host: String(parts[0]), port: port)
+        self.init(host: String(parts[0]), port: Int(port))
     }
-
-    var optionText: String { "http://\(host):\(port)" }
-    static var optionExpectation: String { "http://IPv4:port" }
 }

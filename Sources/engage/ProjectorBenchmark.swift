@@ -26,9 +26,7 @@ enum ProjectorBenchmark {
         let batch = arguments[Self.batch]
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
-        let configuration = setup.configuration.withDatabase("engage_bench_project")
-        try BenchCommand.createDatabase(named: "engage_bench_project", using: setup.configuration)
-        try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+        let configuration = try BenchCommand.database(named: "engage_bench_project", beside: setup)
         let pool = ConnectionPool(configuration: configuration, size: 4)
         let store = EventStore(pool: pool)
 

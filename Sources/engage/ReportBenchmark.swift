@@ -33,9 +33,7 @@ enum ReportBenchmark {
         for size in sizes.sorted() {
             // A database per size, kept between runs (filling 10M events takes minutes).
             let name = "engage_bench_report_\(size)"
-            let configuration = setup.configuration.withDatabase(name)
-            try BenchCommand.createDatabase(named: name, using: setup.configuration)
-            try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+            let configuration = try BenchCommand.database(named: name, beside: setup)
             let pool = ConnectionPool(configuration: configuration, size: 4)
             let store = EventStore(pool: pool)
             var configurationOfProjector = Projector.Configuration()

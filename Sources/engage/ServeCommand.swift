@@ -14,13 +14,10 @@ enum ServeCommand {
 
     static func run(_ arguments: ParsedArguments) async throws {
         let logger = CommonOptions.logger(arguments)
-        let configuration = try ServerOptions.configuration(arguments)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let runtime = try EngageServer(configuration: configuration, database: setup.configuration, logger: logger)
-        logger.info("engage.listening", ["address": "http://\(configuration.http.host):\(runtime.server.port)"])
-        try await runtime.run()
-        await runtime.pool.close()
+        try await ServerOptions.withServer(arguments, logger: logger) { engage, address, _ in
+            logger.info("engage.listening", ["address": address])
+            try await engage.run()
+        }
         logger.info("engage.stopped")
     }
 }
@@ -137,6 +134,23 @@ enum ServerOptions {
         return server
     }
 
+    /// Runs `body` with engage's server (not yet running), its address and its database; closes
+    /// the server's pool and the database after.
+    static func withServer(_ arguments: ParsedArguments, logger: Logger,
+                           _ body: (EngageServer, _ address: String, DatabaseSetup) async throws -> Void) async throws {
+        let configuration = try configuration(arguments)
+        let setup = try DatabaseSetup.open(arguments, logger: logger)
+        defer { setup.close() }
+        let engage = try EngageServer(configuration: configuration, database: setup.configuration, logger: logger)
+        do {
+            try await body(engage, "http://\(configuration.http.host):\(engage.port)", setup)
+        } catch {
+            await engage.pool.close()
+            throw error
+        }
+        await engage.pool.close()
+    }
+
     /// `--hash-device-ids` with its salt; the salt is never repeated in an error.
     private static func deviceIDHasher(_ arguments: ParsedArguments) throws(UsageError) -> DeviceIDHasher? {
         guard arguments[hashDeviceIDs] == .on else { return nil }
@@ -153,7 +167,7 @@ enum ServerOptions {
     }
 }
 
-/// `--listen host:port`.
+/// `host:port`, as `--listen` takes it.
 struct ListenAddress: OptionValue {
     var host: String
     var port: Int

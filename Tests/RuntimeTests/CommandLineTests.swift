@@ -1,4 +1,4 @@
-import Runtime
+@testable import Runtime
 import Synchronization
 import Testing
 
