@@ -57,7 +57,7 @@ enum ExperimentCommand {
     }
 
     static func show(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(id)
+        let id = try arguments.required(Self.id)
         let text = try await withStore(arguments) { store, _ in
             guard let record = try await store.get(id) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             if arguments[format] == .json {
@@ -75,19 +75,19 @@ enum ExperimentCommand {
     }
 
     static func start(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(id)
+        let id = try arguments.required(Self.id)
         let record = try await withStore(arguments) { store, _ in try await store.start(id) }
         print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
     }
 
     static func stop(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(id)
+        let id = try arguments.required(Self.id)
         let record = try await withStore(arguments) { store, _ in try await store.stop(id) }
         print("stopped \(record.id)")
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(id)
+        let id = try arguments.required(Self.id)
         let logger = CommonOptions.quietLogger(arguments)
         let run = try await withStore(arguments) { _, pool in
             var configuration = Scheduler.Configuration()
@@ -102,7 +102,7 @@ enum ExperimentCommand {
     }
 
     static func runs(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(id)
+        let id = try arguments.required(Self.id)
         let runs = try await withStore(arguments) { store, _ in try await store.runs(id, limit: arguments[limit]) }
         var table = TextTable(header: ["RUN", "SCHEDULED FOR", "TRIGGER", "STATUS", "ATTEMPTS", "FINISHED", "DECISION", "ERROR"])
         for run in runs {

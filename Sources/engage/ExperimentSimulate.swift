@@ -28,12 +28,12 @@ enum ExperimentSimulate {
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let app = try arguments.required(app)
+        let app = try arguments.required(Self.app)
         let model: any AttachmentStrategyModel
         var settings = StrategyReplaySettings()
         do {
             model = try StrategyReplayOptions.strategy(try arguments.required(strategy))
-            if let since = arguments[since] {
+            if let since = arguments[Self.since] {
                 settings.countFrom = try StrategyReplayOptions.since(since, now: .now)
             }
             settings.categories = try StrategyReplayOptions.categories(arguments.all(category))

@@ -26,8 +26,8 @@ enum KeysCommand {
         ])
 
     static func create(_ arguments: ParsedArguments) async throws {
-        let app = try arguments.required(app)
-        let role = arguments[role]
+        let app = try arguments.required(Self.app)
+        let role = arguments[Self.role]
         let issued = try await withKeyStore(arguments) { try await $0.create(app: app, role: role, name: arguments[name]) }
         print(issued.secret)
         FileHandle.standardError.write(Data("created \(role.rawValue) key \(issued.key.keyID) for app \(app); it is shown only this once\n".utf8))
@@ -43,7 +43,7 @@ enum KeysCommand {
     }
 
     static func revoke(_ arguments: ParsedArguments) async throws {
-        let keyID = try arguments.required(keyID)
+        let keyID = try arguments.required(Self.keyID)
         guard try await withKeyStore(arguments, { try await $0.revoke(keyID: keyID) }) else {
             throw arguments.usageError(.invalidValue, "no active key with id '\(keyID)'")
         }

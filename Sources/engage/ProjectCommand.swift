@@ -40,7 +40,7 @@ enum ProjectionsCommand {
         ])
 
     static func rebuild(_ arguments: ParsedArguments) async throws {
-        let name = arguments[name] ?? EngagementStore.projectionName
+        let name = arguments[Self.name] ?? EngagementStore.projectionName
         guard name == EngagementStore.projectionName else {
             throw arguments.usageError(.invalidValue, "unknown read model '\(name)'; the read models are: engagement")
         }

@@ -50,8 +50,8 @@ enum SimulateCommand {
             let setup = try DatabaseSetup.open(arguments, logger: logger)
             target = .direct(EventStore(pool: ConnectionPool(configuration: setup.configuration, size: 2)), app: arguments[app], setup: setup)
         } else {
-            guard let key = arguments[key] else {
-                throw arguments.usageError(.missingValue, "missing \(key.longName) (an ingest key) to send through the API; or use \(direct.longName)")
+            guard let key = arguments[Self.key] else {
+                throw arguments.usageError(.missingValue, "missing \(Self.key.longName) (an ingest key) to send through the API; or use \(direct.longName)")
             }
             target = .api(EventSender(base: arguments[url], key: key))
         }
