@@ -31,17 +31,21 @@ let package = Package(
         ),
 
         // Infrastructure.
-        .target(name: "Runtime"),
+        // JSON string literals, written the same way by every server module.
+        .target(name: "JSONText"),
+        // SHA-256, HMAC-SHA256 and hex: key hashes, migration checksums, device id hashing.
+        .target(name: "Digest"),
+        .target(name: "Runtime", dependencies: ["JSONText"]),
         .target(name: "Postgres", dependencies: ["CLibPQ"]),
-        .target(name: "EmbeddedPostgres", dependencies: ["CProcess", "EngageCore", "Postgres", "Runtime"]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "Runtime"]),
+        .target(name: "EmbeddedPostgres", dependencies: ["CProcess", "Digest", "Postgres"]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CZlib", "JSONText"]),
 
         // The domain, then the pieces that store and serve it.
-        .target(name: "EngageCore"),
-        .target(name: "EventStore", dependencies: ["EngageCore", "Postgres", "Runtime"]),
+        .target(name: "EngageCore", dependencies: ["Digest", "JSONText"]),
+        .target(name: "EventStore", dependencies: ["Digest", "EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "EngageAPI", dependencies: ["EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]),
+        .target(name: "EngageAPI", dependencies: ["Digest", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]),
         // The app-side client: Foundation only, no other engage module.
         .target(name: "EngageClient", resources: [.copy("PrivacyInfo.xcprivacy")]),
         // What the app and its extensions link besides: the Notification Service Extension and the
@@ -54,7 +58,7 @@ let package = Package(
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
         .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
+        .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
@@ -62,7 +66,8 @@ let package = Package(
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
         // A loopback HTTP responder for the client's faults and media downloads.
         .target(name: "ClientTestSupport", path: "Tests/ClientTestSupport"),
-        .testTarget(name: "EngageClientTests", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService", "TestSupport",
+        .testTarget(name: "JSONTextTests", dependencies: ["JSONText"]),
+        .testTarget(name: "EngageClientTests", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService", "JSONText", "TestSupport",
                                                              "EngageAPI", "EngageCore", "EventStore", "Postgres"]),
         // `swift run -c release EngageClientBench queue|handler`: the client's timings (BENCHMARKS.md).
         .executableTarget(name: "EngageClientBench", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService"],
@@ -72,7 +77,7 @@ let package = Package(
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
         .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
                                                        "Postgres", "Projections", "Runtime", "TestSupport"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "Digest", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]

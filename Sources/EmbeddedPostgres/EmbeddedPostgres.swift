@@ -1,4 +1,4 @@
-import EngageCore
+import Digest
 import Foundation
 import Postgres
 

@@ -11,21 +11,13 @@ import Runtime
 /// scheduler and the HTTP server.
 public struct EngageServer: Sendable {
     public struct Configuration: Sendable {
-        public var host = "127.0.0.1"
-        /// 0 picks a free port (tests).
-        public var port = 8080
-        public var httpThreads = 2
-        public var httpEventLoop = HTTPServer.Configuration.EventLoop.poll
-        public var maxConnections = 1024
-        /// Open connections per client address; 0 means no limit (behind a proxy every client
-        /// shares the proxy's address).
-        public var maxConnectionsPerAddress = 0
-        /// Larger request headers get 431.
-        public var maxHeaderBytes = 16 * 1024
-        /// How long a connection may take to deliver a complete request before it is closed.
-        public var requestTimeout = Duration.seconds(30)
-        /// How long a connection may stay silent before it is closed.
-        public var idleTimeout = Duration.seconds(15)
+        /// Address, threads, connection limits and timeouts; `maxBodyBytes` follows `ingest`.
+        /// Behind a proxy every client shares the proxy's address (`maxConnectionsPerAddress`).
+        public var http: HTTPServer.Configuration = {
+            var http = HTTPServer.Configuration()
+            http.port = 8080
+            return http
+        }()
         /// Requests per API key, per process; nil for no limit.
         public var rateLimit: RateLimit?
         /// The rate limiter's time; tests move it by hand.
@@ -86,16 +78,7 @@ public struct EngageServer: Sendable {
                                           deviceIDHasher: configuration.ingest.deviceIDHasher),
             simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool))
         routes = api.router.patterns
-        var http = HTTPServer.Configuration()
-        http.host = configuration.host
-        http.port = configuration.port
-        http.threading = .threadPool(configuration.httpThreads)
-        http.eventLoop = configuration.httpEventLoop
-        http.maxConnections = configuration.maxConnections
-        http.maxConnectionsPerAddress = configuration.maxConnectionsPerAddress
-        http.maxHeaderBytes = configuration.maxHeaderBytes
-        http.requestTimeout = configuration.requestTimeout
-        http.connectionTimeout = configuration.idleTimeout
+        var http = configuration.http
         // A gzip body is never much larger than the decompressed limit it must respect.
         http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
         let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)

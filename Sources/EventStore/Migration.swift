@@ -1,4 +1,4 @@
-import EngageCore
+import Digest
 import Foundation
 
 /// One numbered file of `sql/migrations`: `NNN_name.sql`.

@@ -6,12 +6,6 @@ public struct ExperimentRecord: Sendable, Equatable {
     public var createdAt: Timestamp
     public var updatedAt: Timestamp
 
-    public init(definition: ExperimentDefinition, createdAt: Timestamp, updatedAt: Timestamp) {
-        self.definition = definition
-        self.createdAt = createdAt
-        self.updatedAt = updatedAt
-    }
-
     public var id: String { definition.id }
     public var status: ExperimentStatus { definition.status }
 }

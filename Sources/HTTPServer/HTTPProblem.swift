@@ -1,3 +1,5 @@
+import JSONText
+
 /// An error that knows how it is reported over HTTP.
 public protocol HTTPProblemConvertible: Error {
     var problem: HTTPProblem { get }

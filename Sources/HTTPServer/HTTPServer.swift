@@ -170,6 +170,13 @@ extension HTTPServer {
             /// This many single-threaded daemons bound to one port with SO_REUSEPORT; the
             /// kernel spreads new connections across them.
             case daemonsSharingPort(Int)
+
+            /// Threads serving connections, in either arrangement.
+            public var threads: Int {
+                switch self {
+                case .threadPool(let count), .daemonsSharingPort(let count): count
+                }
+            }
         }
 
         /// How each daemon thread waits for its connections.

@@ -1,5 +1,6 @@
 import CMicroHTTPD
 import Glibc
+import JSONText
 import Synchronization
 
 /// A request ready for the responder, travelling from a daemon thread into `HTTPServer.run()`.

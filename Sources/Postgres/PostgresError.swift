@@ -1,5 +1,7 @@
-/// An error from the Postgres module. `description` is safe to log or show; it never contains
-/// parameter values. Server errors keep their SQLSTATE, detail and hint.
+/// An error from the Postgres module. `description` is safe to log or show: for a server error
+/// it is the SQLSTATE and its class's name, never the server's message, detail or hint, which can
+/// quote a value ("invalid input syntax for type integer: ..."); those are kept in the fields
+/// and in `debugDescription`. Other kinds carry messages this module writes without values.
 public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public enum Kind: String, Sendable, Equatable {
         /// Could not connect, or the connection broke: the operation may be retried on a new connection.
@@ -45,14 +47,38 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var description: String {
         var text = "postgres \(kind.rawValue) error"
         if let sqlState { text += " \(sqlState)" }
-        text += ": \(message)"
+        if kind == .server {
+            text += ": " + (sqlState.flatMap { Self.classNames[String($0.prefix(2))] } ?? "the server refused the statement")
+        } else {
+            text += ": \(message)"
+        }
         return text
     }
 
+    /// Everything, the server's message, detail and hint included: not for logs.
     public var debugDescription: String {
-        var text = description
+        var text = "postgres \(kind.rawValue) error"
+        if let sqlState { text += " \(sqlState)" }
+        text += ": \(message)"
         if let detail { text += " detail: \(detail)" }
         if let hint { text += " hint: \(hint)" }
         return text
     }
+
+    /// The SQLSTATE classes (the first two characters) of PostgreSQL's Appendix A.
+    static let classNames: [String: String] = [
+        "01": "warning", "02": "no data", "03": "SQL statement not yet complete", "08": "connection exception",
+        "09": "triggered action exception", "0A": "feature not supported", "0B": "invalid transaction initiation",
+        "0F": "locator exception", "0L": "invalid grantor", "0P": "invalid role specification", "0Z": "diagnostics exception",
+        "20": "case not found", "21": "cardinality violation", "22": "data exception", "23": "integrity constraint violation",
+        "24": "invalid cursor state", "25": "invalid transaction state", "26": "invalid SQL statement name",
+        "27": "triggered data change violation", "28": "invalid authorization specification",
+        "2B": "dependent privilege descriptors still exist", "2D": "invalid transaction termination", "2F": "SQL routine exception",
+        "34": "invalid cursor name", "38": "external routine exception", "39": "external routine invocation exception",
+        "3B": "savepoint exception", "3D": "invalid catalog name", "3F": "invalid schema name", "40": "transaction rollback",
+        "42": "syntax error or access rule violation", "44": "WITH CHECK OPTION violation", "53": "insufficient resources",
+        "54": "program limit exceeded", "55": "object not in prerequisite state", "57": "operator intervention",
+        "58": "system error", "72": "snapshot failure", "F0": "configuration file error", "HV": "foreign data wrapper error",
+        "P0": "PL/pgSQL error", "XX": "internal error",
+    ]
 }

@@ -70,9 +70,7 @@ extension UUID: PostgresEncodable {
 
 extension Date: PostgresEncodable {
     public var postgresParameter: PostgresParameter {
-        // Microseconds since the Unix epoch, rendered as a UTC timestamp literal.
-        .text(PostgresTimestamp(unixMicroseconds: Int64((timeIntervalSince1970 * 1_000_000).rounded())).iso8601,
-              typeOID: PostgresType.timestamptz)
+        PostgresTimestamp(unixMicroseconds: Int64((timeIntervalSince1970 * 1_000_000).rounded())).postgresParameter
     }
 }
 
@@ -102,42 +100,15 @@ public struct PostgresTimestamp: Sendable, Hashable, Comparable, PostgresEncodab
 
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.unixMicroseconds < rhs.unixMicroseconds }
 
-    /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`
-    public var iso8601: String {
-        let seconds = unixMicroseconds.floorDivided(by: 1_000_000)
-        let micros = unixMicroseconds - seconds * 1_000_000
-        let days = seconds.floorDivided(by: 86_400)
-        let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civilDate(daysSinceUnixEpoch: days)
-        func pad(_ value: Int64, _ width: Int) -> String {
-            let digits = String(value)
-            return String(repeating: "0", count: max(0, width - digits.count)) + digits
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(secondOfDay / 3600, 2)):"
-            + "\(pad(secondOfDay / 60 % 60, 2)):\(pad(secondOfDay % 60, 2)).\(pad(micros, 6))Z"
+    /// Binary `timestamptz`: big-endian microseconds since 2000-01-01 00:00 UTC.
+    public var postgresParameter: PostgresParameter {
+        let sincePostgresEpoch = UInt64(bitPattern: unixMicroseconds &- Self.postgresEpochUnixMicroseconds)
+        let bytes = stride(from: 56, through: 0, by: -8).map { UInt8(truncatingIfNeeded: sincePostgresEpoch >> UInt64($0)) }
+        return PostgresParameter(bytes: bytes, format: .binary, typeOID: PostgresType.timestamptz)
     }
 
-    public var postgresParameter: PostgresParameter { .text(iso8601, typeOID: PostgresType.timestamptz) }
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-func civilDate(daysSinceUnixEpoch days: Int64) -> (year: Int64, month: Int64, day: Int64) {
-    let z = days + 719_468
-    let era = z.floorDivided(by: 146_097)
-    let dayOfEra = z - era * 146_097
-    let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-    let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-    let monthIndex = (5 * dayOfYear + 2) / 153
-    let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-    let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-    return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-}
-
-extension Int64 {
-    func floorDivided(by divisor: Int64) -> Int64 {
-        let quotient = self / divisor
-        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
-    }
+    /// 2000-01-01 00:00 UTC, where PostgreSQL counts timestamps from.
+    static let postgresEpochUnixMicroseconds: Int64 = 946_684_800_000_000
 }
 
 /// Elements that can travel inside a one-dimensional array parameter (`text[]`, `int8[]`, `uuid[]`).

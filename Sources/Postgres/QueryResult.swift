@@ -116,7 +116,7 @@ public struct PostgresCell: Sendable {
         case PostgresType.int4: return try readInteger(byteCount: 4)
         case PostgresType.int2: return try readInteger(byteCount: 2)
         case PostgresType.oid: return try readInteger(byteCount: 4) & 0xFFFF_FFFF
-        case PostgresType.numeric: return Int64(try double())
+        case PostgresType.numeric: return try result.withCellBytes(row: row, column: column) { try NumericDecoding.int64(from: $0) }
         default: throw mismatch("an integer")
         }
     }
@@ -186,8 +186,7 @@ public struct PostgresCell: Sendable {
 
     /// Microseconds since the Unix epoch for `timestamptz`, `timestamp` and `date`.
     public func unixMicroseconds() throws -> Int64 {
-        // PostgreSQL counts from 2000-01-01.
-        let postgresEpochOffset: Int64 = 946_684_800_000_000
+        let postgresEpochOffset = PostgresTimestamp.postgresEpochUnixMicroseconds
         switch typeOID {
         case PostgresType.timestamptz, PostgresType.timestamp:
             return try readInteger(byteCount: 8) + postgresEpochOffset
@@ -286,23 +285,58 @@ struct BigEndianReader {
     }
 }
 
+/// PostgreSQL's binary numeric: digit count, weight, sign, display scale, then base-10000 digits.
 enum NumericDecoding {
-    /// PostgreSQL's binary numeric: digit count, weight, sign, display scale, then base-10000 digits.
     static func double(from raw: UnsafeRawBufferPointer) throws -> Double {
         var reader = BigEndianReader(raw)
-        let digitCount = Int(try reader.int16())
-        let weight = Int(try reader.int16())
-        let sign = UInt16(bitPattern: try reader.int16())
-        _ = try reader.int16()
-        if sign == 0xC000 { return .nan }
-        if sign == 0xD000 { return .infinity }
-        if sign == 0xF000 { return -.infinity }
+        let (digitCount, weight, sign) = try header(&reader)
+        if sign == nan { return .nan }
+        if sign == positiveInfinity { return .infinity }
+        if sign == negativeInfinity { return -.infinity }
         var value = 0.0
         for index in 0..<digitCount {
             let digit = Double(try reader.int16())
             value += digit * pow(10_000, Double(weight - index))
         }
-        return sign == 0x4000 ? -value : value
+        return sign == negative ? -value : value
+    }
+
+    /// The value exactly, any fraction truncated toward zero (as `Int64(Double)` did); NaN, the
+    /// infinities and values beyond Int64 are decoding errors, not traps.
+    static func int64(from raw: UnsafeRawBufferPointer) throws -> Int64 {
+        var reader = BigEndianReader(raw)
+        let (digitCount, weight, sign) = try header(&reader)
+        let notAnInt64 = PostgresError(kind: .decoding, message: "a numeric value is not an integer in Int64's range (NaN, infinite or too large)")
+        guard sign == positive || sign == negative else { throw notAnInt64 }
+        var magnitude: UInt64 = 0
+        // Digits 0...weight make the integer part (those past digitCount are zeros).
+        for index in 0..<max(0, weight + 1) {
+            let digit = index < digitCount ? UInt64(try reader.int16()) : 0
+            let (shifted, overflow) = magnitude.multipliedReportingOverflow(by: 10_000)
+            let (sum, carry) = shifted.addingReportingOverflow(digit)
+            guard !overflow, !carry else { throw notAnInt64 }
+            magnitude = sum
+        }
+        if sign == negative {
+            guard magnitude <= Int64.min.magnitude else { throw notAnInt64 }
+            return magnitude == Int64.min.magnitude ? .min : -Int64(magnitude)
+        }
+        guard let value = Int64(exactly: magnitude) else { throw notAnInt64 }
+        return value
+    }
+
+    private static let positive: UInt16 = 0x0000
+    private static let negative: UInt16 = 0x4000
+    private static let nan: UInt16 = 0xC000
+    private static let positiveInfinity: UInt16 = 0xD000
+    private static let negativeInfinity: UInt16 = 0xF000
+
+    private static func header(_ reader: inout BigEndianReader) throws -> (digitCount: Int, weight: Int, sign: UInt16) {
+        let digitCount = Int(try reader.int16())
+        let weight = Int(try reader.int16())
+        let sign = UInt16(bitPattern: try reader.int16())
+        _ = try reader.int16()
+        return (digitCount, weight, sign)
     }
 }
 
@@ -336,7 +370,7 @@ extension Int32: PostgresDecodable {
     public init(postgresCell cell: PostgresCell) throws {
         let value = try cell.int64()
         guard let narrowed = Int32(exactly: value) else {
-            throw PostgresError(kind: .decoding, message: "\(value) does not fit in Int32")
+            throw PostgresError(kind: .decoding, message: "an integer does not fit in Int32")
         }
         self = narrowed
     }

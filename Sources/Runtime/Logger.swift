@@ -1,8 +1,9 @@
 import Foundation
+import JSONText
 import Synchronization
 
 /// How important a log line is; a logger writes lines at or above its threshold.
-public enum LogLevel: String, Sendable, CaseIterable, Comparable {
+public enum LogLevel: String, Sendable, CaseIterable, Comparable, OptionValue {
     case trace, debug, info, notice, warning, error
 
     private var severity: Int {
@@ -22,7 +23,7 @@ public enum LogLevel: String, Sendable, CaseIterable, Comparable {
 }
 
 /// The shape of one log line.
-public enum LogFormat: String, Sendable, CaseIterable {
+public enum LogFormat: String, Sendable, CaseIterable, OptionValue {
     /// `ts=2026-11-29T19:16:23.123Z level=info msg=http.request label=engage.http route=/v1/events`
     case logfmt
     /// `{"ts":"2026-11-29T19:16:23.123Z","level":"info","msg":"http.request",...}`
@@ -191,7 +192,7 @@ struct LogLine {
         case .logfmt:
             return fields.map { LogfmtEscaping.key($0.0) + "=" + LogfmtEscaping.value($0.1) }.joined(separator: " ")
         case .json:
-            return "{" + fields.map { JSONEscaping.string($0.0) + ":" + JSONEscaping.string($0.1) }.joined(separator: ",") + "}"
+            return "{" + fields.map { JSONString.render($0.0) + ":" + JSONString.render($0.1) }.joined(separator: ",") + "}"
         }
     }
 
@@ -222,28 +223,11 @@ extension Int64 {
     }
 }
 
-/// logfmt as read by common collectors: bare values when safe, otherwise a double-quoted string
-/// with `\"`, `\\`, `\n`, `\r`, `\t` and `\u00XX` escapes.
+/// logfmt as read by common collectors: bare values when safe, otherwise a double-quoted JSON
+/// string (`\"`, `\\`, `\n`, `\t`, `\u00XX`, ...).
 enum LogfmtEscaping {
     static func value(_ value: String) -> String {
-        guard needsQuoting(value) else { return value }
-        var result = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    result += JSONEscaping.unicodeEscape(scalar)
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
+        needsQuoting(value) ? JSONString.render(value) : value
     }
 
     /// Keys are never quoted; characters that would break the line become `_`.
@@ -262,33 +246,5 @@ enum LogfmtEscaping {
         return value.unicodeScalars.contains { scalar in
             scalar == "=" || scalar == "\"" || scalar == "\\" || scalar.value <= 0x20 || scalar.value == 0x7F
         }
-    }
-}
-
-enum JSONEscaping {
-    /// A JSON string literal (RFC 8259), quotes included.
-    static func string(_ value: String) -> String {
-        var result = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            case "\n": result += "\\n"
-            case "\r": result += "\\r"
-            case "\t": result += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    result += unicodeEscape(scalar)
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        return result + "\""
-    }
-
-    static func unicodeEscape(_ scalar: Unicode.Scalar) -> String {
-        let hex = String(scalar.value, radix: 16, uppercase: false)
-        return "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
     }
 }

@@ -215,7 +215,7 @@ public final class MetricsRegistry: Sendable {
         var output = ""
         for name in snapshot.keys.sorted() {
             let family = snapshot[name]!
-            output += "# HELP \(name) \(Self.escapeHelp(family.help))\n"
+            output += "# HELP \(name) \(Self.escaped(family.help, quotes: false))\n"
             output += "# TYPE \(name) \(family.kind.rawValue)\n"
             for labels in family.series.keys.sorted() {
                 switch family.series[labels]! {
@@ -247,7 +247,7 @@ public final class MetricsRegistry: Sendable {
     }
 
     static func renderLabels(_ labels: [String: String]) -> String {
-        labels.keys.sorted().map { "\($0)=\"\(escapeLabelValue(labels[$0]!))\"" }.joined(separator: ",")
+        labels.keys.sorted().map { "\($0)=\"\(escaped(labels[$0]!, quotes: true))\"" }.joined(separator: ",")
     }
 
     /// Whole numbers without a fraction (`3`), others in Swift's shortest form (`0.005`),
@@ -262,25 +262,15 @@ public final class MetricsRegistry: Sendable {
         return String(value)
     }
 
-    static func escapeLabelValue(_ value: String) -> String {
+    /// The exposition format's escapes: backslash and line feed in help text, and double quotes
+    /// as well in label values.
+    static func escaped(_ text: String, quotes: Bool) -> String {
         var result = ""
-        for character in value.unicodeScalars {
-            switch character {
-            case "\\": result += "\\\\"
-            case "\"": result += "\\\""
-            case "\n": result += "\\n"
-            default: result.unicodeScalars.append(character)
-            }
-        }
-        return result
-    }
-
-    static func escapeHelp(_ help: String) -> String {
-        var result = ""
-        for character in help.unicodeScalars {
+        for character in text.unicodeScalars {
             switch character {
             case "\\": result += "\\\\"
             case "\n": result += "\\n"
+            case "\"" where quotes: result += "\\\""
             default: result.unicodeScalars.append(character)
             }
         }

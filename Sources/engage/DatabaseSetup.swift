@@ -15,7 +15,7 @@ struct DatabaseSetup: Sendable {
     /// Resolves, starts (if local) and optionally migrates the database.
     static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true) throws -> DatabaseSetup {
         let setup: DatabaseSetup
-        if let url = arguments.value("database"), !url.isEmpty {
+        if let url = CommonOptions.externalDatabase(arguments) {
             setup = DatabaseSetup(configuration: PostgresConfiguration(connectionString: url), embedded: nil, startedHere: false, logger: logger)
         } else {
             let cluster = try localCluster(arguments)
@@ -29,8 +29,25 @@ struct DatabaseSetup: Sendable {
         return setup
     }
 
+    /// Runs `body` on a pool of `size` connections to the command's database (not migrated when
+    /// `migrate` is false); the pool, and a local cluster started for it, are closed after.
+    static func withPool<T: Sendable>(_ arguments: ParsedArguments, size: Int, logger: Logger, migrate: Bool = true,
+                                      _ body: (ConnectionPool) async throws -> T) async throws -> T {
+        let setup = try open(arguments, logger: logger, migrate: migrate)
+        defer { setup.close() }
+        let pool = ConnectionPool(configuration: setup.configuration, size: size)
+        do {
+            let result = try await body(pool)
+            await pool.close()
+            return result
+        } catch {
+            await pool.close()
+            throw error
+        }
+    }
+
     static func localCluster(_ arguments: ParsedArguments) throws -> EmbeddedPostgres {
-        let directory = arguments.value("data-dir") ?? EmbeddedPostgres.defaultDataDirectory()
+        let directory = arguments[CommonOptions.dataDirectory] ?? EmbeddedPostgres.defaultDataDirectory()
         return try EmbeddedPostgres(options: .init(dataDirectory: directory))
     }
 

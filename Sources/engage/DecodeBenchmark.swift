@@ -27,8 +27,16 @@ enum DecodeBenchmark {
         var properties: [String: String]?
     }
 
+    static let rounds = Option("rounds", value: "n", help: "Rounds; medians are reported.", default: 5, validate: .range(1...100))
+
+    static let definition = Command(
+        name: "decode",
+        abstract: "Measure the request decoder against Foundation's JSON decoders on the same bodies.",
+        options: [rounds],
+        run: run)
+
     static func run(_ arguments: ParsedArguments) throws {
-        let rounds = try arguments.int("rounds", default: 5, in: 1...100)
+        let rounds = arguments[Self.rounds]
         let now = Timestamp.now
         let occurred = now.adding(microseconds: -60_000_000).rfc3339
         func event(_ index: Int) -> String {

@@ -8,35 +8,30 @@ import Runtime
 /// `engage demo`: the quick start's main job. Runs engage on its local PostgreSQL, sends a
 /// simulated day of notification traffic through its own API, shows the report, and keeps
 /// serving until Ctrl-C.
-enum DemoCommand: EngageCommand {
+enum DemoCommand {
+    static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000,
+                                      validate: .range(100...1_000_000))
+    static let reportFile = Option("report-file", value: "file", help: "Where to write the HTML report.", default: ".engage/report.html")
+
     static let definition = Command(
         name: "demo",
         abstract: "Run engage on its local PostgreSQL, simulate a day of traffic, show the report, serve until Ctrl-C.",
-        options: CommonOptions.database + CommonOptions.logging + ServerOptions.options + [
-            .init("notifications", value: "n", help: "Notifications to simulate.", default: "10000"),
-            .init("report-file", value: "file", help: "Where to write the HTML report.", default: ".engage/report.html"),
-        ])
+        options: CommonOptions.databaseAndLogging + ServerOptions.all + [notifications, reportFile],
+        run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
-        var logger = try CommonOptions.logger(arguments)
-        logger.level = max(logger.level, .warning)
-        let options = try ServerOptions(arguments)
-        let notifications = try arguments.int("notifications", default: 10_000, in: 100...1_000_000)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let engage = try EngageServer(configuration: options.server, database: setup.configuration, logger: logger)
-        let address = "http://\(options.host):\(engage.port)"
-        let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
-        let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
-        print("engage runs at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description))")
+        try await ServerOptions.withServer(arguments, logger: CommonOptions.quietLogger(arguments)) { engage, address, setup in
+            let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
+            let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
+            print("engage runs at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description))")
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await engage.run() }
-            try await showcase(engage: engage, address: address, ingestKey: ingestKey, readKey: readKey,
-                               notifications: notifications, reportFile: try arguments.value("report-file", default: ".engage/report.html"))
-            try await group.next()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await engage.run() }
+                try await showcase(engage: engage, address: address, ingestKey: ingestKey, readKey: readKey,
+                                   notifications: arguments[notifications], reportFile: arguments[reportFile])
+                try await group.next()
+            }
         }
-        await engage.pool.close()
     }
 
     /// Sends simulated traffic through the API, waits for the projector, prints the report.

@@ -7,23 +7,23 @@ import Runtime
 /// `engage bench experiment`: an experiment's analysis (replay of its events and statistics)
 /// against the database alone reading the same rows, on an existing experiment's log.
 enum ExperimentBenchmark {
+    static let experiment = Option("experiment", value: "id", help: "The experiment analysed (its events must be in the database).",
+                                   default: "strategy-full-vs-adaptive")
+    static let rounds = Option("rounds", value: "n", help: "Rounds of each measurement; medians are reported.", default: 5, validate: .range(1...50))
+    static let lanes = Option("lanes", value: "n", help: "Connections the split replay reads on.", default: 2, validate: .range(1...16))
+    static let chunk = Option("chunk", value: "n", help: "Rows per FETCH.", default: 5_000, validate: .range(100...1_000_000))
+
+    static let definition = Command(
+        name: "experiment",
+        abstract: "Measure an experiment's analysis against the database alone reading the same rows.",
+        options: CommonOptions.databaseAndLogging + [experiment, rounds, lanes, chunk],
+        run: run)
+
     static func run(_ arguments: ParsedArguments) async throws {
-        var logger = try CommonOptions.logger(arguments)
-        logger.level = max(logger.level, .warning)
-        let id = try arguments.value("experiment", default: "strategy-full-vs-adaptive")
-        let rounds = try arguments.int("rounds", default: 5, in: 1...50)
-        let lanes = try arguments.int("lanes", default: 2, in: 1...16)
-        let chunkSize = try arguments.int("chunk", default: 5_000, in: 100...1_000_000)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let pool = ConnectionPool(configuration: setup.configuration, size: lanes)
-        do {
-            try await measure(id, rounds: rounds, lanes: lanes, chunkSize: chunkSize, pool: pool)
-        } catch {
-            await pool.close()
-            throw error
+        let lanes = arguments[Self.lanes]
+        try await DatabaseSetup.withPool(arguments, size: lanes, logger: CommonOptions.quietLogger(arguments)) { pool in
+            try await measure(arguments[experiment], rounds: arguments[rounds], lanes: lanes, chunkSize: arguments[chunk], pool: pool)
         }
-        await pool.close()
     }
 
     static func measure(_ id: String, rounds: Int, lanes: Int, chunkSize: Int, pool: ConnectionPool) async throws {

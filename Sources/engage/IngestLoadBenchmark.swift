@@ -8,52 +8,48 @@ import Runtime
 /// of what the server did per single-event request). Prints one `ingest.result key=value ...`
 /// line (latencies in microseconds), and `ingest.problem ...` for the first non-200 answer.
 enum IngestLoadBenchmark {
-    static let options: [Command.Option] = [
-        .init("url", value: "url", help: "The server, http://IPv4:port.", default: "http://127.0.0.1:8080"),
-        .init("key", value: "key", help: "Ingest key; better given by the environment, off the command line.", environment: "ENGAGE_BENCH_KEY"),
-        .init("connections", value: "n", help: "Keep-alive connections.", default: "16"),
-        .init("batch", value: "n", help: "Events per request (1-1000).", default: "100"),
-        .init("seconds", value: "s", help: "How long requests are sent; those in flight then are awaited.", default: "10"),
-        .init("rate", value: "n", help: "Requests per second over all connections; 0 sends as fast as answers come.", default: "0"),
-        .init("tag", value: "n", help: "0-4095, part of every event id: distinguishes a run's phases.", default: "0"),
-        .init("stream", value: "n", help: "0-4095, part of every event id: distinguishes generators running side by side.", default: "0"),
-        .init("ids", value: "kind", help: "time (time-ordered, as EngageClient makes them) or random.", default: "time"),
-        .init("timeout", value: "s", help: "Seconds a request may wait for its answer.", default: "10"),
-    ]
+    static let url = Option("url", value: "url", help: "The server, http://IPv4:port.", default: ListenAddress(host: "127.0.0.1", port: 8080),
+                            defaultText: "http://127.0.0.1:8080", requirement: "expected http://IPv4:port", parse: ListenAddress.init(httpIPv4:))
+    static let key = Option<String?>("key", value: "key", help: "Ingest key; better given by the environment, off the command line.",
+                                     environment: "ENGAGE_BENCH_KEY", secret: true,
+                                     validate: Validation("expected a key as printed by engage keys create") { key in
+                                         !key.isEmpty && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && key.utf8.count <= 200
+                                     })
+    static let connections = Option("connections", value: "n", help: "Keep-alive connections.", default: 16, validate: .range(1...10_000))
+    static let batch = Option("batch", value: "n", help: "Events per request (1-1000).", default: 100, validate: .range(1...1_000))
+    static let seconds = Option("seconds", value: "s", help: "How long requests are sent; those in flight then are awaited.", default: 10.0,
+                                validate: Validation("expected 0 < s <= 3600") { $0 > 0 && $0 <= 3600 })
+    static let rate = Option("rate", value: "n", help: "Requests per second over all connections; 0 sends as fast as answers come.", default: 0.0,
+                             validate: Validation("expected 0 (unpaced) or 0.01 to 10000000 requests/s") { $0 == 0 || (0.01...10_000_000).contains($0) })
+    static let tag = Option("tag", value: "n", help: "0-4095, part of every event id: distinguishes a run's phases.", default: 0, validate: .range(0...4095))
+    static let stream = Option("stream", value: "n", help: "0-4095, part of every event id: distinguishes generators running side by side.", default: 0,
+                               validate: .range(0...4095))
+    static let ids = Option("ids", value: "kind", help: "time (time-ordered, as EngageClient makes them) or random.", default: IDKind.time)
+    static let timeout = Option("timeout", value: "s", help: "Seconds a request may wait for its answer.", default: 10.0,
+                                validate: Validation("expected 0 < s <= 600") { $0 > 0 && $0 <= 600 })
 
-    enum IDKind: String, CaseIterable {
+    static let definition = Command(
+        name: "ingest",
+        abstract: "Send generated events to a running server's POST /v1/events and print what was accepted and how fast (Benchmarks/ingest.sh uses it).",
+        options: [url, key, connections, batch, seconds, rate, tag, stream, ids, timeout],
+        run: run)
+
+    enum IDKind: String, CaseIterable, OptionValue {
         case time, random
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let usage = arguments.command.usage(path: arguments.commandPath)
-        let (host, port) = try endpoint(arguments.required("url"), usage: usage)
-        let key = try arguments.required("key")
-        let seconds = try arguments.value("seconds", default: 10.0)
-        let rate = try arguments.value("rate", default: 0.0)
-        let timeout = try arguments.value("timeout", default: 10.0)
-        guard seconds > 0, seconds <= 3600 else {
-            throw UsageError(code: .invalidValue, message: "invalid value '\(seconds)' for option '--seconds': expected 0 < s <= 3600", usage: usage)
-        }
-        guard rate == 0 || (0.01...10_000_000).contains(rate) else {
-            throw UsageError(code: .invalidValue, message: "invalid value '\(rate)' for option '--rate': expected 0 (unpaced) or 0.01 to 10000000 requests/s", usage: usage)
-        }
-        guard timeout > 0, timeout <= 600 else {
-            throw UsageError(code: .invalidValue, message: "invalid value '\(timeout)' for option '--timeout': expected 0 < s <= 600", usage: usage)
-        }
-        guard !key.isEmpty, key.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), key.utf8.count <= 200 else {
-            throw UsageError(code: .invalidValue, message: "invalid value for option '--key': expected a key as printed by engage keys create", usage: usage)
-        }
-        var load = IngestLoad(port: port, key: key)
-        load.host = host
-        load.connections = UInt32(try arguments.int("connections", default: 16, in: 1...10_000))
-        load.batch = UInt32(try arguments.int("batch", default: 100, in: 1...1_000))
-        load.seconds = seconds
-        load.rate = rate
-        load.tag = UInt32(try arguments.int("tag", default: 0, in: 0...4095))
-        load.stream = UInt32(try arguments.int("stream", default: 0, in: 0...4095))
-        load.randomIDs = try arguments.value("ids", default: IDKind.time) == .random
-        load.timeoutSeconds = timeout
+        let endpoint = arguments[url]
+        var load = IngestLoad(port: UInt16(endpoint.port), key: try arguments.required(key))
+        load.host = endpoint.host
+        load.connections = UInt32(arguments[connections])
+        load.batch = UInt32(arguments[batch])
+        load.seconds = arguments[seconds]
+        load.rate = arguments[rate]
+        load.tag = UInt32(arguments[tag])
+        load.stream = UInt32(arguments[stream])
+        load.randomIDs = arguments[ids] == .random
+        load.timeoutSeconds = arguments[timeout]
         let result: CLoadGenerator_Result
         do {
             result = try await load.run()
@@ -71,21 +67,22 @@ enum IngestLoadBenchmark {
             print("ingest.problem " + problem.split(whereSeparator: \.isWhitespace).joined(separator: " "))
         }
     }
+}
 
-    /// `http://a.b.c.d:port` (a trailing slash allowed) as a numeric IPv4 host and a port.
-    static func endpoint(_ url: String, usage: String) throws(UsageError) -> (String, UInt16) {
+extension ListenAddress {
+    /// `http://a.b.c.d:port` (a trailing slash allowed): a numeric IPv4 host and a port.
+    init?(httpIPv4 url: String) {
         var rest = Substring(url)
-        let invalid = UsageError(code: .invalidValue, message: "invalid value '\(url)' for option '--url': expected http://IPv4:port", usage: usage)
-        guard rest.hasPrefix("http://") else { throw invalid }
+        guard rest.hasPrefix("http://") else { return nil }
         rest = rest.dropFirst("http://".count)
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else { throw invalid }
+        guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else { return nil }
         let octets = parts[0].split(separator: ".", omittingEmptySubsequences: false)
         // inet_pton takes no leading zeros ("01"): refuse them here, as a usage error.
         guard octets.count == 4,
             octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil && ($0.count == 1 || $0.first != "0") })
-        else { throw invalid }
-        return (String(parts[0]), port)
+        else { return nil }
+        self.init(host: String(parts[0]), port: Int(port))
     }
 }

@@ -1,72 +1,61 @@
 import EngageAPI
+import EngageCore
 import Foundation
 import Postgres
 import Runtime
 
 /// `engage keys create|list|revoke`.
-enum KeysCommand: EngageCommand {
+enum KeysCommand {
+    static let app = Option<String?>("app", value: "id", help: "The app whose events the key writes or reads.",
+                                     validate: Validation("use 1-64 letters, digits, '.', '_' or '-'", accepts: isValidAppID))
+    static let role = Option("role", value: "role", help: "ingest (send events), read (reports) or admin (everything).", default: Role.ingest)
+    static let name = Option("name", value: "text", help: "A label to recognise the key by.", default: "")
+    static let listedApp = Option<String?>("app", value: "id", help: "Only this app's keys.")
+    static let keyID = Argument("key-id", help: "The id shown by engage keys list.")
+
     static let definition = Command(
         name: "keys",
         abstract: "Create, list and revoke API keys.",
         subcommands: [
             Command(name: "create", abstract: "Create a key for an app and print it once; only its hash is stored.",
-                    options: CommonOptions.database + CommonOptions.logging + [
-                        .init("app", value: "id", help: "The app whose events the key writes or reads."),
-                        .init("role", value: "role", help: "ingest (send events), read (reports) or admin (everything).", default: "ingest"),
-                        .init("name", value: "text", help: "A label to recognise the key by.", default: ""),
-                    ]),
+                    options: CommonOptions.databaseAndLogging + [app, role, name], run: create),
             Command(name: "list", abstract: "List keys (ids, apps, roles; never the keys).",
-                    options: CommonOptions.database + CommonOptions.logging + [.init("app", value: "id", help: "Only this app's keys.")]),
+                    options: CommonOptions.databaseAndLogging + [listedApp], run: list),
             Command(name: "revoke", abstract: "Revoke a key by its id; it stops working within seconds.",
-                    options: CommonOptions.database + CommonOptions.logging,
-                    arguments: [.init("key-id", help: "The id shown by engage keys list.")]),
+                    options: CommonOptions.databaseAndLogging, arguments: [keyID], run: revoke),
         ])
 
-    static func run(_ arguments: ParsedArguments) async throws {
-        let usage = definition.usage(path: arguments.commandPath)
-        var logger = try CommonOptions.logger(arguments)
-        logger.level = max(logger.level, .warning)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let pool = ConnectionPool(configuration: setup.configuration, size: 1)
-        do {
-            try await run(arguments, store: KeyStore(pool: pool), usage: usage)
-        } catch {
-            await pool.close()
-            throw error
-        }
-        await pool.close()
+    static func create(_ arguments: ParsedArguments) async throws {
+        let app = try arguments.required(Self.app)
+        let role = arguments[Self.role]
+        let issued = try await withKeyStore(arguments) { try await $0.create(app: app, role: role, name: arguments[name]) }
+        print(issued.secret)
+        FileHandle.standardError.write(Data("created \(role.rawValue) key \(issued.key.keyID) for app \(app); it is shown only this once\n".utf8))
     }
 
-    private static func run(_ arguments: ParsedArguments, store: KeyStore, usage: String) async throws {
-        switch arguments.commandPath.last {
-        case "create":
-            let app = try arguments.required("app")
-            guard Self.isValidAppID(app) else {
-                throw UsageError(code: .invalidValue, message: "invalid value '\(app)' for option '--app': use 1-64 letters, digits, '.', '_' or '-'", usage: usage)
-            }
-            let role = try arguments.value("role", default: Role.ingest)
-            let issued = try await store.create(app: app, role: role, name: arguments.value("name") ?? "")
-            print(issued.secret)
-            FileHandle.standardError.write(Data("created \(role.rawValue) key \(issued.key.keyID) for app \(app); it is shown only this once\n".utf8))
-        case "list":
-            let keys = try await store.list(app: arguments.value("app"))
-            let rows = keys.map { [$0.keyID, $0.appID, $0.role.rawValue, $0.createdAt.rfc3339, $0.revokedAt?.rfc3339 ?? "-", $0.name] }
-            print(TextTable(header: ["KEY ID", "APP", "ROLE", "CREATED", "REVOKED", "NAME"], rows: rows).render())
-        case "revoke":
-            guard let keyID = arguments.argument("key-id") else {
-                throw UsageError(code: .missingArgument, message: "missing argument <key-id>", usage: usage)
-            }
-            guard try await store.revoke(keyID: keyID) else {
-                throw UsageError(code: .invalidValue, message: "no active key with id '\(keyID)'", usage: usage)
-            }
-            print("revoked \(keyID)")
-        default:
-            break
+    static func list(_ arguments: ParsedArguments) async throws {
+        let keys = try await withKeyStore(arguments) { try await $0.list(app: arguments[listedApp]) }
+        var table = TextTable(header: ["KEY ID", "APP", "ROLE", "CREATED", "REVOKED", "NAME"])
+        for key in keys {
+            table.append([key.keyID, key.appID, key.role.rawValue, key.createdAt.rfc3339, key.revokedAt?.rfc3339 ?? "-", key.name])
         }
+        print(table.render())
     }
 
-    static func isValidAppID(_ app: String) -> Bool {
+    static func revoke(_ arguments: ParsedArguments) async throws {
+        let keyID = try arguments.required(Self.keyID)
+        guard try await withKeyStore(arguments, { try await $0.revoke(keyID: keyID) }) else {
+            throw arguments.usageError(.invalidValue, "no active key with id '\(keyID)'")
+        }
+        print("revoked \(keyID)")
+    }
+
+    /// Runs `body` on the key store of the command's database.
+    private static func withKeyStore<T: Sendable>(_ arguments: ParsedArguments, _ body: (KeyStore) async throws -> T) async throws -> T {
+        try await DatabaseSetup.withPool(arguments, size: 1, logger: CommonOptions.quietLogger(arguments)) { try await body(KeyStore(pool: $0)) }
+    }
+
+    @Sendable static func isValidAppID(_ app: String) -> Bool {
         !app.isEmpty && app.utf8.count <= 64 && app.unicodeScalars.allSatisfy {
             ($0.properties.isASCIIHexDigit || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0)
              || $0 == "." || $0 == "_" || $0 == "-")
@@ -74,21 +63,4 @@ enum KeysCommand: EngageCommand {
     }
 }
 
-
-/// Columns aligned for a terminal.
-struct TextTable {
-    var header: [String]
-    var rows: [[String]]
-
-    func render() -> String {
-        let widths = header.indices.map { column in
-            ([header[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0
-        }
-        func line(_ cells: [String]) -> String {
-            cells.enumerated().map { index, cell in
-                index == cells.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }
-        return ([line(header)] + rows.map(line)).joined(separator: "\n")
-    }
-}
+extension Role: OptionValue {}

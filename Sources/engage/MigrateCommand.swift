@@ -1,14 +1,15 @@
 import Runtime
 
 /// `engage migrate`: applies sql/migrations and sql/views.
-enum MigrateCommand: EngageCommand {
+enum MigrateCommand {
     static let definition = Command(
         name: "migrate",
         abstract: "Apply pending database migrations and refresh views.",
-        options: CommonOptions.database + CommonOptions.logging)
+        options: CommonOptions.databaseAndLogging,
+        run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let logger = try CommonOptions.logger(arguments)
+        let logger = CommonOptions.logger(arguments)
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
         let report = try setup.migrate()

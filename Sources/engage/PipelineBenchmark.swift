@@ -4,9 +4,18 @@ import Runtime
 
 /// `engage bench pipeline`: deliveries replayed through the extension model per second, one core.
 enum PipelineBenchmark {
+    static let deliveries = Option("deliveries", value: "n", help: "Deliveries per round.", default: 5_000_000, validate: .range(10_000...100_000_000))
+    static let rounds = Option("rounds", value: "n", help: "Rounds; the median is reported.", default: 5, validate: .range(1...50))
+
+    static let definition = Command(
+        name: "pipeline",
+        abstract: "Measure how many deliveries per second the extension model replays on one core.",
+        options: [deliveries, rounds],
+        run: run)
+
     static func run(_ arguments: ParsedArguments) throws {
-        let deliveries = try arguments.int("deliveries", default: 5_000_000, in: 10_000...100_000_000)
-        let rounds = try arguments.int("rounds", default: 5, in: 1...50)
+        let deliveries = arguments[Self.deliveries]
+        let rounds = arguments[Self.rounds]
         // A realistic mix: photos of many sizes with thumbnails, videos with posters, devices on
         // every kind of network, some media already cached.
         var inputs: [PipelineInput] = []

@@ -3,59 +3,56 @@ import Postgres
 import Projections
 import Runtime
 
-/// `engage project` (the projector alone) and `engage projections rebuild [NAME]`.
-enum ProjectCommand: EngageCommand {
+/// `engage project`: the projector alone.
+enum ProjectCommand {
+    static let batch = Option("batch", value: "events", help: "Log events folded per transaction.",
+                              default: Projector.Configuration().batchSize, validate: .range(1...100_000))
+
     static let definition = Command(
         name: "project",
         abstract: "Run only the engagement projector (active or standby), until SIGTERM or SIGINT.",
-        options: CommonOptions.database + CommonOptions.logging + [
-            .init("batch", value: "events", help: "Log events folded per transaction.", default: "20000"),
-        ])
+        options: CommonOptions.databaseAndLogging + [batch],
+        run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let logger = try CommonOptions.logger(arguments)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let pool = ConnectionPool(configuration: setup.configuration, size: 2)
+        let logger = CommonOptions.logger(arguments)
         var configuration = Projector.Configuration()
-        configuration.batchSize = try arguments.int("batch", default: 20_000, in: 1...100_000)
+        configuration.batchSize = arguments[batch]
         configuration.failpoints = Failpoints.fromEnvironment()
-        let projector = Projector(pool: pool, configuration: configuration, logger: logger,
-                                  metrics: ProjectorMetrics(registry: MetricsRegistry()))
-        try await ServiceGroup(services: [("projector", projector)], logger: logger).run()
-        await pool.close()
+        try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
+            let projector = Projector(pool: pool, configuration: configuration, logger: logger,
+                                      metrics: ProjectorMetrics(registry: MetricsRegistry()))
+            try await ServiceGroup(services: [("projector", projector)], logger: logger).run()
+        }
     }
 }
 
-enum ProjectionsCommand: EngageCommand {
+/// `engage projections rebuild [NAME]`.
+enum ProjectionsCommand {
+    static let name = Argument("name", help: "The read model: engagement (the default and only one).", optional: true)
+
     static let definition = Command(
         name: "projections",
         abstract: "Maintain read models folded from the event log.",
         subcommands: [
-            Command(name: "rebuild",
-                    abstract: "Replay the whole log into a fresh copy of a read model and swap it in atomically.",
-                    options: CommonOptions.database + CommonOptions.logging,
-                    arguments: [.init("name", help: "The read model: engagement (the default and only one).", optional: true)]),
+            Command(name: "rebuild", abstract: "Replay the whole log into a fresh copy of a read model and swap it in atomically.",
+                    options: CommonOptions.databaseAndLogging, arguments: [name], run: rebuild),
         ])
 
-    static func run(_ arguments: ParsedArguments) async throws {
-        let name = arguments.argument("name") ?? EngagementStore.projectionName
+    static func rebuild(_ arguments: ParsedArguments) async throws {
+        let name = arguments[Self.name] ?? EngagementStore.projectionName
         guard name == EngagementStore.projectionName else {
-            throw UsageError(code: .invalidValue, message: "unknown read model '\(name)'; the read models are: engagement",
-                             usage: definition.usage(path: arguments.commandPath))
+            throw arguments.usageError(.invalidValue, "unknown read model '\(name)'; the read models are: engagement")
         }
-        let logger = try CommonOptions.logger(arguments)
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
-        defer { setup.close() }
-        let pool = ConnectionPool(configuration: setup.configuration, size: 2)
         let bar = ProgressBar(enabled: isatty(2) == 1)
-        let stopwatch = Stopwatch()
-        let replayed = try await EngagementRebuild(pool: pool).run { progress in
-            bar.show(done: progress.events, total: progress.total)
+        try await DatabaseSetup.withPool(arguments, size: 2, logger: CommonOptions.logger(arguments)) { pool in
+            let stopwatch = Stopwatch()
+            let replayed = try await EngagementRebuild(pool: pool).run { progress in
+                bar.show(done: progress.events, total: progress.total)
+            }
+            bar.finish()
+            print("rebuilt \(name) from \(replayed) events in \(stopwatch.millisecondsText) ms")
         }
-        bar.finish()
-        await pool.close()
-        print("rebuilt \(name) from \(replayed) events in \(stopwatch.millisecondsText) ms")
     }
 }
 

@@ -7,17 +7,26 @@ import Runtime
 
 /// `engage bench project`: projector catch-up speed from an empty read model.
 enum ProjectorBenchmark {
+    static let events = Option("events", value: "n", help: "Events in the log (four per notification).", default: 1_000_000,
+                               validate: .range(4_000...100_000_000))
+    static let rounds = Option("rounds", value: "n", help: "Catch-ups measured; medians are reported.", default: 3, validate: .range(1...20))
+    static let batch = Option("batch", value: "n", help: "Events per projector batch.", default: Projector.Configuration().batchSize,
+                              validate: .range(100...100_000))
+
+    static let definition = Command(
+        name: "project",
+        abstract: "Measure the projector catching up from an empty read model over a log of N events (four per notification).",
+        options: CommonOptions.databaseAndLogging + [events, rounds, batch],
+        run: run)
+
     static func run(_ arguments: ParsedArguments) async throws {
-        var logger = try CommonOptions.logger(arguments)
-        logger.level = max(logger.level, .warning)
-        let events = try arguments.int("events", default: 1_000_000, in: 4_000...100_000_000)
-        let rounds = try arguments.int("rounds", default: 3, in: 1...20)
-        let batch = try arguments.int("batch", default: 20_000, in: 100...100_000)
+        let logger = CommonOptions.quietLogger(arguments)
+        let events = arguments[Self.events]
+        let rounds = arguments[Self.rounds]
+        let batch = arguments[Self.batch]
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
-        let configuration = setup.configuration.withDatabase("engage_bench_project")
-        try BenchCommand.createDatabase(named: "engage_bench_project", using: setup.configuration)
-        try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+        let configuration = try BenchCommand.database(named: "engage_bench_project", beside: setup)
         let pool = ConnectionPool(configuration: configuration, size: 4)
         let store = EventStore(pool: pool)
 

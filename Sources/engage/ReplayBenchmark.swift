@@ -6,11 +6,22 @@ import Runtime
 /// estimates from each device's history, caches, agreement, engagement), on one core, from
 /// memory; the baseline is the pipeline model alone on the same pushes in the same run.
 enum ReplayBenchmark {
+    static let notifications = Option("notifications", value: "n", help: "Simulated notifications.", default: 1_000_000,
+                                      validate: .range(10_000...5_000_000))
+    static let devices = Option("devices", value: "n", help: "Devices they go to.", default: 100_000, validate: .range(100...1_000_000))
+    static let rounds = Option("rounds", value: "n", help: "Rounds; the median is reported.", default: 3, validate: .range(1...20))
+
+    static let definition = Command(
+        name: "replay",
+        abstract: "Measure how many logged deliveries per second a strategy replay processes on one core (simulated, in memory).",
+        options: [notifications, devices, rounds],
+        run: run)
+
     static func run(_ arguments: ParsedArguments) throws {
         var scenario = SimulationScenario.standard
-        scenario.notificationCount = try arguments.int("notifications", default: 1_000_000, in: 10_000...5_000_000)
-        scenario.deviceCount = try arguments.int("devices", default: 100_000, in: 100...1_000_000)
-        let rounds = try arguments.int("rounds", default: 3, in: 1...20)
+        scenario.notificationCount = arguments[notifications]
+        scenario.deviceCount = arguments[devices]
+        let rounds = arguments[Self.rounds]
         let strategy = AdaptiveStrategy()
 
         var simulator = try TrafficSimulator(scenario: scenario, seed: 1, start: Timestamp(rfc3339: "2026-11-01T00:00:00Z")!)

@@ -8,25 +8,32 @@ import Runtime
 /// `engage bench report`: report latency as the log grows, to show it depends on the read
 /// model's size (buckets), not on the number of events.
 enum ReportBenchmark {
+    static let sizes = Option<[Int]>(
+        "sizes", value: "list", help: "Comma-separated log sizes in events.", default: [1_000_000, 10_000_000], defaultText: "1000000,10000000",
+        requirement: "expected sizes of at least 4000 events",
+        parse: { text in
+            let sizes = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            return !sizes.isEmpty && sizes.allSatisfy { $0 >= 4_000 } ? sizes : nil
+        })
+    static let repeats = Option("repeats", value: "n", help: "Report queries per size; the median is reported.", default: 21, validate: .range(1...1000))
+
+    static let definition = Command(
+        name: "report",
+        abstract: "Measure engage report latency on logs of growing size (the projector catches up in between).",
+        options: CommonOptions.databaseAndLogging + [sizes, repeats],
+        run: run)
+
     static func run(_ arguments: ParsedArguments) async throws {
-        var logger = try CommonOptions.logger(arguments)
-        logger.level = max(logger.level, .warning)
-        let repeats = try arguments.int("repeats", default: 21, in: 1...1000)
-        let sizesText = try arguments.value("sizes", default: "1000000,10000000")
-        let sizes = sizesText.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !sizes.isEmpty, sizes.allSatisfy({ $0 >= 4_000 }) else {
-            throw UsageError(code: .invalidValue, message: "invalid value '\(sizesText)' for option '--sizes': expected sizes of at least 4000 events",
-                             usage: BenchCommand.definition.usage(path: arguments.commandPath))
-        }
+        let logger = CommonOptions.quietLogger(arguments)
+        let repeats = arguments[Self.repeats]
+        let sizes = arguments[Self.sizes]
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
         var lines: [String] = []
         for size in sizes.sorted() {
             // A database per size, kept between runs (filling 10M events takes minutes).
             let name = "engage_bench_report_\(size)"
-            let configuration = setup.configuration.withDatabase(name)
-            try BenchCommand.createDatabase(named: name, using: setup.configuration)
-            try DatabaseSetup(configuration: configuration, embedded: nil, startedHere: false, logger: logger).migrate()
+            let configuration = try BenchCommand.database(named: name, beside: setup)
             let pool = ConnectionPool(configuration: configuration, size: 4)
             let store = EventStore(pool: pool)
             var configurationOfProjector = Projector.Configuration()

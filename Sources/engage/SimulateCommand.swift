@@ -9,62 +9,62 @@ import Runtime
 
 /// `engage simulate`: seeded traffic with known ground truth, sent through the HTTP API or
 /// appended straight to the log.
-enum SimulateCommand: EngageCommand {
+enum SimulateCommand {
+    static let url = Option("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
+                            default: "http://127.0.0.1:8080")
+    static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY")
+    static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo")
+    static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000, validate: .range(1...10_000_000))
+    static let devices = Option("devices", value: "n", help: "Devices they go to.", default: 1_000, validate: .range(1...10_000_000))
+    static let seed = Option("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: 1, validate: .range(0...Int.max))
+    static let batch = Option("batch", value: "events", help: "Events per request.", default: 200, validate: .range(1...1000))
+    static let duplicates = Option("duplicates", value: "fraction", help: "Share of events sent twice (retries).", default: 0.02, validate: .fraction)
+    static let outOfOrder = Option("out-of-order", value: "fraction", help: "Share of notifications whose events arrive shuffled.", default: 0.1,
+                                   validate: .fraction)
+    static let maxSeconds = Option("max-seconds", value: "s", help: "Stop after this long.", default: 120, validate: .range(1...86_400))
+    static let direct = Flag("direct", help: "Append straight to the event log instead of using the API.")
+
     static let definition = Command(
         name: "simulate",
         abstract: "Generate seeded notification traffic with known rates and send it to engage.",
-        options: CommonOptions.database + CommonOptions.logging + [
-            .init("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
-                  default: "http://127.0.0.1:8080"),
-            .init("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY"),
-            .init("app", value: "id", help: "The app for --direct appends.", default: "demo"),
-            .init("notifications", value: "n", help: "Notifications to simulate.", default: "10000"),
-            .init("devices", value: "n", help: "Devices they go to.", default: "1000"),
-            .init("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: "1"),
-            .init("batch", value: "events", help: "Events per request.", default: "200"),
-            .init("duplicates", value: "fraction", help: "Share of events sent twice (retries).", default: "0.02"),
-            .init("out-of-order", value: "fraction", help: "Share of notifications whose events arrive shuffled.", default: "0.1"),
-            .init("max-seconds", value: "s", help: "Stop after this long.", default: "120"),
-        ],
-        flags: [.init("direct", help: "Append straight to the event log instead of using the API.")])
+        options: CommonOptions.databaseAndLogging + [url, key, app, notifications, devices, seed, batch, duplicates, outOfOrder, maxSeconds],
+        flags: [direct],
+        run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
-        var logger = try CommonOptions.logger(arguments)
-        logger.level = max(logger.level, .warning)
+        let logger = CommonOptions.quietLogger(arguments)
         var scenario = SimulationScenario.standard
-        scenario.notificationCount = try arguments.int("notifications", default: 10_000, in: 1...10_000_000)
-        scenario.deviceCount = try arguments.int("devices", default: 1_000, in: 1...10_000_000)
-        let seed = UInt64(try arguments.int("seed", default: 1, in: 0...Int.max))
-        let batchSize = try arguments.int("batch", default: 200, in: 1...1000)
-        let duplicates = try arguments.value("duplicates", default: 0.02)
-        let outOfOrder = try arguments.value("out-of-order", default: 0.1)
-        let maxSeconds = try arguments.int("max-seconds", default: 120, in: 1...86_400)
-        let usage = definition.usage(path: arguments.commandPath)
-        guard (0...1).contains(duplicates), (0...1).contains(outOfOrder) else {
-            throw UsageError(code: .invalidValue, message: "--duplicates and --out-of-order must be fractions from 0 to 1", usage: usage)
-        }
+        scenario.notificationCount = arguments[notifications]
+        scenario.deviceCount = arguments[devices]
         // The simulated day ends now, so every event is inside the accepted window.
         let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
         let simulator: TrafficSimulator
         do {
-            simulator = try TrafficSimulator(scenario: scenario, seed: seed, start: start,
-                                             options: SimulationOptions(outOfOrderFraction: outOfOrder, duplicateFraction: duplicates))
+            simulator = try TrafficSimulator(scenario: scenario, seed: UInt64(arguments[seed]), start: start,
+                                             options: SimulationOptions(outOfOrderFraction: arguments[outOfOrder], duplicateFraction: arguments[duplicates]))
         } catch {
-            throw UsageError(code: .invalidValue, message: "\(error)", usage: usage)
+            throw arguments.usageError(.invalidValue, "\(error)")
         }
         let target: SimulationTarget
-        if arguments.flag("direct") {
+        if arguments[direct] {
             let setup = try DatabaseSetup.open(arguments, logger: logger)
-            target = .direct(EventStore(pool: ConnectionPool(configuration: setup.configuration, size: 2)),
-                             app: try arguments.value("app", default: "demo"), setup: setup)
+            target = .direct(EventStore(pool: ConnectionPool(configuration: setup.configuration, size: 2)), app: arguments[app], setup: setup)
         } else {
-            guard let key = arguments.value("key") else {
-                throw UsageError(code: .missingValue, message: "missing --key (an ingest key) to send through the API; or use --direct", usage: usage)
+            guard let key = arguments[Self.key] else {
+                throw arguments.usageError(.missingValue, "missing \(Self.key.longName) (an ingest key) to send through the API; or use \(direct.longName)")
             }
-            target = .api(EventSender(base: try arguments.value("url", default: "http://127.0.0.1:8080"), key: key))
+            target = .api(EventSender(base: arguments[url], key: key))
         }
-        let summary = try await SimulationRun(simulator: simulator, batchSize: batchSize, deadline: .seconds(maxSeconds)).send(to: target)
+        let summary = try await SimulationRun(simulator: simulator, batchSize: arguments[batch], deadline: .seconds(arguments[maxSeconds]))
+            .send(to: target)
         print(summary.description)
+    }
+}
+
+extension Validation where Value == Double {
+    /// A share: from 0 to 1.
+    static var fraction: Validation {
+        Validation("expected a fraction from 0 to 1") { (0...1).contains($0) }
     }
 }
 

@@ -8,40 +8,33 @@ import Runtime
 // hours), not when a block fills or the process exits.
 CProcess_line_buffer_stdout()
 
-let commands: [Subcommand] = [
-    Subcommand(ServeCommand.self),
-    Subcommand(DemoCommand.self),
-    Subcommand(MigrateCommand.self),
-    Subcommand(DatabaseCommand.self),
-    Subcommand(KeysCommand.self),
-    Subcommand(ReportCommand.self),
-    Subcommand(SimulateCommand.self),
-    Subcommand(ProjectCommand.self),
-    Subcommand(ProjectionsCommand.self),
-    Subcommand(ExperimentCommand.self),
-    Subcommand(SchedulerCommand.self),
-    Subcommand(BenchCommand.self),
-]
-
-let root = Command(
+let engage = Command(
     name: "engage",
     abstract: "Engagement analytics and experiments for rich iOS push notifications.",
-    subcommands: commands.map(\.definition))
+    subcommands: [
+        ServeCommand.definition,
+        DemoCommand.definition,
+        MigrateCommand.definition,
+        DatabaseCommand.definition,
+        KeysCommand.definition,
+        ReportCommand.definition,
+        SimulateCommand.definition,
+        ProjectCommand.definition,
+        ProjectionsCommand.definition,
+        ExperimentCommand.definition,
+        SchedulerCommand.definition,
+        BenchCommand.definition,
+    ])
 
 let exitCode: Int32
 do {
-    switch try root.parse(Array(CommandLine.arguments.dropFirst())) {
+    switch try engage.parse(Array(CommandLine.arguments.dropFirst())) {
     case .help(let text):
         print(text)
-        exitCode = 0
     case .run(let arguments):
-        let name = arguments.commandPath.dropFirst().first ?? ""
-        guard let command = commands.first(where: { $0.definition.name == name }) else {
-            throw UsageError(code: .unknownSubcommand, message: "unknown subcommand '\(name)'", usage: root.usage(path: ["engage"]))
-        }
-        try await command.run(arguments)
-        exitCode = 0
+        try await arguments.run()
     }
+    exitCode = 0
 } catch let error as UsageError {
     FileHandle.standardError.write(Data((error.description + "\n").utf8))
     exitCode = UsageError.exitCode

@@ -52,7 +52,7 @@ struct HostileInputTests {
     /// The same trickle is cut off once the request timeout passes (`--request-timeout`, here
     /// shortened), while another client is served.
     @Test func tricklingClientIsCutOff() async throws {
-        try await TestServer.withServer(configure: { $0.requestTimeout = .milliseconds(600) }) { server in
+        try await TestServer.withServer(configure: { $0.http.requestTimeout = .milliseconds(600) }) { server in
             let key = try await server.key(app: uniqueApp("hostile"))
             let port = server.port
             // Sending it all would take about 17 s; the server's 0.6 s request timeout must close

@@ -148,7 +148,7 @@ struct DatabaseOutageTests {
             try Migrator.fromSQLDirectory().migrate(connection)
         }
         var configuration = EngageServer.Configuration()
-        configuration.port = 0
+        configuration.http.port = 0
         configuration.poolSize = 2
         // Long enough that the first key stays cached through the outage: its requests fail in
         // the committer, the second key's in the key lookup.

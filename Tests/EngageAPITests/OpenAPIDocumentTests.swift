@@ -248,8 +248,8 @@ struct OpenAPIDocumentTests {
         let yaml = try Self.text("openapi.yaml")
         let limits = IngestLimits()
         #expect(yaml.contains("maxItems: \(limits.maxEvents)"))
-        #expect(yaml.contains("\(limits.maxEventBytes) bytes"))
-        #expect(yaml.contains("\(limits.maxDepth) nesting levels"))
+        #expect(yaml.contains("\(limits.event.maxEventBytes) bytes"))
+        #expect(yaml.contains("\(limits.event.maxDepth) nesting levels"))
         #expect(yaml.contains("\(IngestRoute.Configuration().maxDecompressedBytes) bytes"))
     }
 }

@@ -146,7 +146,7 @@ struct LiveServerTests {
             #expect(offline.pending.claimedFiles == 0)
         }
 
-        let server = try TestServer { $0.port = port }
+        let server = try TestServer { $0.http.port = port }
         let key = try await server.key()
         let online = try makeClient(container, port: port, key: key) {
             $0.retry = RetryPolicy(initialDelay: .milliseconds(200), maxDelay: .seconds(1))

@@ -76,7 +76,7 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
 
     @Test func eventSizeLimitUsesTheEventText() {
         var limits = IngestLimits()
-        limits.maxEventBytes = 200
+        limits.event.maxEventBytes = 200
         let size = Fixture.displayed.utf8.count
         #expect(decode("[" + Fixture.displayed + "]", limits: limits) == .success(DecodedBatch(
             rejected: [Rejection(index: 0, field: nil, problem: "event is \(size) bytes; the limit is 200")])))
@@ -110,8 +110,8 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
 
     @Test func ndjsonLineLimits() {
         var limits = IngestLimits()
-        limits.maxEventBytes = 100
-        limits.maxDepth = 2
+        limits.event.maxEventBytes = 100
+        limits.event.maxDepth = 2
         let long = "{\"pad\":\"" + String(repeating: "x", count: 100) + "\"}"
         let expected = DecodedBatch(rejected: [
             Rejection(index: 0, field: nil, problem: "event is 110 bytes; the limit is 100"),

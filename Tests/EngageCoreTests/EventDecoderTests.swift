@@ -1,3 +1,4 @@
+import JSONText
 import Testing
 @testable import EngageCore
 
@@ -47,7 +48,7 @@ enum Fixture {
         (expanded, expandedEvent), (action, actionEvent),
     ]
 
-    static func decode(_ text: String, limits: IngestLimits = IngestLimits()) -> Result<Event, EventProblem> {
+    static func decode(_ text: String, limits: EventLimits = EventLimits()) -> Result<Event, EventProblem> {
         Result { () throws(EventProblem) in try Event.decodeWire(Array(text.utf8), limits: limits, now: now) }
     }
 
@@ -64,13 +65,13 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
     switch json.kind(node) {
     case .object:
         let members = json.members(node).reversed().map { key, value in
-            "\(String(decoding: JSONWriter.encodeString(json.string(key)!), as: UTF8.self)): \(reformat(json, value))"
+            "\(JSONString.render(json.string(key)!)): \(reformat(json, value))"
         }
         return "{" + members.joined(separator: ", ") + "}"
     case .array:
         return "[" + json.elements(node).map { reformat(json, $0) }.joined(separator: ", ") + "]"
     case .string:
-        return String(decoding: JSONWriter.encodeString(json.string(node)!), as: UTF8.self)
+        return JSONString.render(json.string(node)!)
             .replacingOccurrences(of: "e", with: "\\u0065")
     default:
         return String(decoding: json.rawBytes(node), as: UTF8.self)
@@ -273,6 +274,10 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
         (Fixture.action, #""action_id":"com.apple.UNNotificationDefaultActionIdentifier","#, "", "action_id", "is required"),
         (Fixture.action, #""com.apple.UNNotificationDefaultActionIdentifier""#, #""""#, "action_id", "must be 1 to 64 characters long"),
         (Fixture.action, #""com.apple.UNNotificationDefaultActionIdentifier""#, "\"" + String(repeating: "a", count: 65) + "\"", "action_id", "must be 1 to 64 characters long"),
+        // More bytes than 64 scalars can take is too many characters, not too many bytes.
+        (Fixture.action, #""com.apple.UNNotificationDefaultActionIdentifier""#, "\"" + String(repeating: "a", count: 257) + "\"", "action_id", "must be 1 to 64 characters long"),
+        (Fixture.action, #""com.apple.UNNotificationDefaultActionIdentifier""#, "\"" + String(repeating: "😀", count: 65) + "\"", "action_id", "must be 1 to 64 characters long"),
+        (Fixture.action, #""com.apple.UNNotificationDefaultActionIdentifier""#, #""reply\tnow""#, "action_id", "must not contain control characters"),
         (Fixture.action, #""text_input_length":12"#, #""text_input_length":12,"text":"see you at 8""#, "text", "unknown field"),
         (Fixture.action, #""text_input_length":12"#, #""text_input_length":12,"reply_text":"ok""#, "reply_text", "unknown field"),
         (Fixture.action, #""text_input_length":12"#, #""text_input_length":-1"#, "text_input_length", EventDecoderTests.integerProblem),
@@ -295,13 +300,13 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
     }
 
     @Test func sizeAndDepthLimits() {
-        var limits = IngestLimits()
+        var limits = EventLimits()
         limits.maxEventBytes = 400
         let size = Fixture.delivered.utf8.count
         #expect(Fixture.decode(Fixture.delivered, limits: limits)
                 == .failure(EventProblem(field: nil, problem: "event is \(size) bytes; the limit is 400")))
 
-        limits = IngestLimits()
+        limits = EventLimits()
         limits.maxDepth = 3
         #expect(Fixture.decode(Fixture.expanded, limits: limits)
                 == .failure(EventProblem(field: nil, problem: "nesting deeper than 3 levels")))
@@ -310,7 +315,7 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
     }
 
     @Test func timeWindowBoundariesAreInclusive() {
-        let limits = IngestLimits()
+        let limits = EventLimits()
         let thirtyDays: Int64 = 30 * Timestamp.microsecondsPerDay
         for (offset, ok) in [(-thirtyDays, true), (-thirtyDays - 1, false), (600_000_000, true), (600_000_001, false)] {
             var event = Fixture.displayedEvent

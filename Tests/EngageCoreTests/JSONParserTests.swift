@@ -1,3 +1,4 @@
+import JSONText
 import Testing
 @testable import EngageCore
 
@@ -199,7 +200,7 @@ private func error(_ text: String) -> JSONError? { error(Array(text.utf8)) }
         ("", #""""#),
     ])
     func escapesStringsCanonically(_ input: String, _ expected: String) throws {
-        let encoded = JSONWriter.encodeString(input)
+        let encoded = Array(JSONString.render(input).utf8)
         #expect(String(decoding: encoded, as: UTF8.self) == expected)
         let json = try JSON.parse(encoded)
         #expect(json.string(json.root) == input)

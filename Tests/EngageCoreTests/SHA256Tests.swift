@@ -1,4 +1,4 @@
-import EngageCore
+import Digest
 import Testing
 
 @Suite struct SHA256Tests {

@@ -16,13 +16,6 @@ import Testing
         #expect(headers["missing"] == nil)
     }
 
-    @Test func jsonStringEscapesWhatJSONRequires() {
-        #expect(JSONString.render("plain") == "\"plain\"")
-        #expect(JSONString.render("a\"b\\c") == #""a\"b\\c""#)
-        #expect(JSONString.render("line\nbreak\ttab\u{01}\u{7F}") == #""line\nbreak\ttab\u0001\u007f""#)
-        #expect(JSONString.render("\u{2028}é😀") == "\"\\u2028é😀\"")
-    }
-
     @Test func problemRendersRFC9457Members() {
         let problem = HTTPProblem(
             status: 422, slug: "invalid-event", title: "Invalid event", detail: "name \"x\" is too long",

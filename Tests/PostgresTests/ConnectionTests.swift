@@ -39,12 +39,29 @@ struct ConnectionTests {
         #expect(abs(try row.decode(6, as: Double.self) - 123.456) < 1e-9)
         #expect(try row.decode(7, as: String.self) == "héllo")
         #expect(try row.decode(8, as: UUID.self) == id)
-        #expect(try row.decode(9, as: PostgresTimestamp.self).iso8601 == "2026-11-29T19:16:23.123456Z")
+        #expect(try row.decode(9, as: PostgresTimestamp.self) == PostgresTimestamp(unixMicroseconds: 1_795_979_783_123_456))
         #expect(try row.decode(10, as: String.self) == #"{"a": [1, 2]}"#)
         #expect(try row.decode(11, as: [Int64].self) == [1, 2, 3])
         #expect(try row.decode(12, as: [String].self) == ["x", "y\"z"])
-        #expect(try row.decode(13, as: PostgresTimestamp.self).iso8601 == "1999-12-31T00:00:00.000000Z")
+        #expect(try row.decode(13, as: PostgresTimestamp.self) == PostgresTimestamp(unixMicroseconds: 946_598_400_000_000))
         #expect(try row.decode(14, as: UInt64.self) == 12345)
+    }
+
+    @Test(arguments: [
+        (1_795_979_783_123_456, "2026-11-29 19:16:23.123456+00"),
+        (946_684_800_000_000, "2000-01-01 00:00:00+00"),
+        (946_598_399_999_999, "1999-12-30 23:59:59.999999+00"),
+        (-1, "1969-12-31 23:59:59.999999+00"),
+        (-62_135_596_800_000_000, "0001-01-01 00:00:00+00"),
+    ] as [(Int64, String)])
+    func timestampParametersTravelInBinary(_ microseconds: Int64, _ text: String) throws {
+        let connection = try Connection(configuration: configuration)
+        try connection.execute("SET TIME ZONE 'UTC'")
+        let timestamp = PostgresTimestamp(unixMicroseconds: microseconds)
+        let row = try connection.query("SELECT \(timestamp)::text, \(timestamp), \(Date(timeIntervalSince1970: Double(microseconds) / 1e6))::text")[0]
+        #expect(try row.decode(0, as: String.self) == text)
+        #expect(try row.decode(1, as: PostgresTimestamp.self) == timestamp)
+        #expect(try row.decode(2, as: String.self) == text || abs(microseconds) > 1 << 52)
     }
 
     @Test func arrayParametersRoundTrip() throws {
@@ -68,6 +85,22 @@ struct ConnectionTests {
         #expect(hinted?.sqlState == "42601")
         // The connection is still usable after errors.
         #expect(try connection.query("SELECT count(*) FROM items")[0].decode(0, as: Int.self) == 1)
+    }
+
+    @Test func serverErrorDescriptionsNeverQuoteAValue() throws {
+        let connection = try Connection(configuration: configuration)
+        let secret = "device-4711-secret"
+        let error = #expect(throws: PostgresError.self) { try connection.query("SELECT \(secret)::int8") }
+        #expect(error?.sqlState == "22P02")
+        #expect(error?.message.contains(secret) == true)
+        // What logs print ("\(error)") is the SQLSTATE and its class; the server's words stay in debugDescription.
+        #expect(error.map { "\($0)" } == "postgres server error 22P02: data exception")
+        #expect(error?.debugDescription.contains(secret) == true)
+        try connection.execute("CREATE TABLE keyed (id text PRIMARY KEY)")
+        try connection.execute("INSERT INTO keyed VALUES (\(secret))")
+        let duplicate = #expect(throws: PostgresError.self) { try connection.execute("INSERT INTO keyed VALUES (\(secret))") }
+        #expect(duplicate?.detail?.contains(secret) == true)
+        #expect(duplicate?.description == "postgres server error 23505: integrity constraint violation")
     }
 
     @Test func textParameterWithNulIsRefusedBeforeSending() throws {

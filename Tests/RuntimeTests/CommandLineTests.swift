@@ -1,47 +1,49 @@
-import Runtime
+@testable import Runtime
+import Synchronization
 import Testing
 
-private let serve = Command(
-    name: "serve",
-    abstract: "Run the ingestion and reporting server.",
-    options: [
-        .init("listen", value: "address", help: "Address to listen on.", default: "127.0.0.1:8080"),
-        .init("database", value: "url", help: "PostgreSQL connection URL.", environment: "ENGAGE_DATABASE_URL"),
-        .init("count", value: "n", help: "Events per batch.", environment: "ENGAGE_COUNT"),
-        .init("format", value: "format", help: "Output format."),
-    ],
-    flags: [.init("direct", help: "Write to the log without the queue.")],
-    arguments: [.init("file", help: "File to import.", optional: true)]
-)
+private enum Serve {
+    static let listen = Option("listen", value: "address", help: "Address to listen on.", default: "127.0.0.1:8080")
+    static let database = Option<String?>("database", value: "url", help: "PostgreSQL connection URL.", environment: "ENGAGE_DATABASE_URL")
+    static let count = Option<Int?>("count", value: "n", help: "Events per batch.", environment: "ENGAGE_COUNT")
+    static let format = Option<String?>("format", value: "format", help: "Output format.")
+    static let direct = Flag("direct", help: "Write to the log without the queue.")
+    static let file = Argument("file", help: "File to import.", optional: true)
 
-private let importEvents = Command(
-    name: "import",
-    abstract: "Import events from a file.",
-    arguments: [.init("file", help: "The JSON lines file.")]
-)
+    static let command = Command(
+        name: "serve",
+        abstract: "Run the ingestion and reporting server.",
+        options: [listen, database, count, format],
+        flags: [direct],
+        arguments: [file],
+        run: { _ in })
+}
+
+private let importFile = Argument("file", help: "The JSON lines file.")
+private let importEvents = Command(name: "import", abstract: "Import events from a file.", arguments: [importFile], run: { _ in })
 
 private let engage = Command(
     name: "engage",
     abstract: "Self-hosted engagement analytics.",
-    subcommands: [serve, importEvents]
+    subcommands: [Serve.command, importEvents]
 )
 
 private let serveUsage =
     "engage serve [--listen <address>] [--database <url>] [--count <n>] [--format <format>] [--direct] [<file>]"
 
-private func parse(_ arguments: [String], environment: [String: String] = [:]) throws(UsageError) -> ParsedArguments {
-    switch try engage.parse(arguments, environment: environment) {
+private func parse(_ arguments: [String], environment: [String: String] = [:], of command: Command = engage) throws(UsageError) -> ParsedArguments {
+    switch try command.parse(arguments, environment: environment) {
     case .run(let parsed):
         return parsed
     case .help(let text):
         Issue.record("unexpected help: \(text)")
-        return try engage.parse(["import", "x"]).parsedForTest
+        throw UsageError(code: .unknownOption, message: "help", usage: "")
     }
 }
 
-private func usageError(_ arguments: [String], environment: [String: String] = [:]) -> UsageError? {
+private func usageError(_ arguments: [String], environment: [String: String] = [:], of command: Command = engage) -> UsageError? {
     do {
-        _ = try engage.parse(arguments, environment: environment)
+        _ = try command.parse(arguments, environment: environment)
         return nil
     } catch {
         return error
@@ -55,74 +57,58 @@ private func help(_ arguments: [String]) throws -> String? {
     return nil
 }
 
-extension Command.Invocation {
-    fileprivate var parsedForTest: ParsedArguments {
-        guard case .run(let parsed) = self else { fatalError("not a run") }
-        return parsed
-    }
-}
-
 @Suite struct CommandLineTests {
     @Test func valuesFlagsAndArguments() throws {
         let args = try parse(["serve", "--listen", "0.0.0.0:9000", "--direct", "--count=50", "events.jsonl"])
         #expect(args.commandPath == ["engage", "serve"])
-        #expect(try args.value("listen", default: "unused") == "0.0.0.0:9000")
-        #expect(args.flag("direct"))
-        #expect(try args.int("count", default: 1000, in: 1...1000) == 50)
-        #expect(args.argument("file") == "events.jsonl")
+        #expect(args[Serve.listen] == "0.0.0.0:9000")
+        #expect(args[Serve.direct])
+        #expect(args[Serve.count] == 50)
+        #expect(args[Serve.file] == "events.jsonl")
         #expect(args.positionals == ["events.jsonl"])
     }
 
     @Test func equalsFormKeepsEverythingAfterTheFirstEquals() throws {
         let args = try parse(["serve", "--database=postgres://u@h/db?sslmode=require", "--format="])
-        #expect(args.value("database") == "postgres://u@h/db?sslmode=require")
-        #expect(args.value("format") == "")
+        #expect(args[Serve.database] == "postgres://u@h/db?sslmode=require")
+        #expect(args[Serve.format] == "")
     }
 
     @Test func lastOccurrenceWinsAndAllAreKept() throws {
-        let args = try parse(["serve", "--listen", "a", "--listen=b"])
-        #expect(args.value("listen") == "b")
-        #expect(args.values("listen") == ["a", "b"])
+        let args = try parse(["serve", "--format", "a", "--format=b"])
+        #expect(args[Serve.format] == "b")
+        #expect(args.all(Serve.format) == ["a", "b"])
+        #expect(try parse(["serve"]).all(Serve.format).isEmpty)
     }
 
     @Test func environmentFallback() throws {
         let environment = ["ENGAGE_DATABASE_URL": "postgres://env", "ENGAGE_COUNT": ""]
         let fromEnvironment = try parse(["serve"], environment: environment)
-        #expect(try fromEnvironment.required("database") == "postgres://env")
+        #expect(try fromEnvironment.required(Serve.database) == "postgres://env")
         // An empty variable counts as unset.
-        #expect(try fromEnvironment.int("count", default: 1000) == 1000)
+        #expect(fromEnvironment[Serve.count] == nil)
 
         let fromCommandLine = try parse(["serve", "--database", "postgres://flag"], environment: environment)
-        #expect(fromCommandLine.value("database") == "postgres://flag")
+        #expect(fromCommandLine[Serve.database] == "postgres://flag")
     }
 
     @Test func defaults() throws {
         let args = try parse(["serve"])
-        #expect(args.value("listen") == "127.0.0.1:8080")
-        #expect(try args.value("listen", default: "ignored") == "127.0.0.1:8080")
-        #expect(args.value("database") == nil)
-        #expect(try args.value("database", default: "postgres://default") == "postgres://default")
-        #expect(try args.int("count", default: 1000) == 1000)
-        #expect(try args.value("count", default: 2.5) == 2.5)
-        #expect(!args.flag("direct"))
-        #expect(args.argument("file") == nil)
+        #expect(args[Serve.listen] == "127.0.0.1:8080")
+        #expect(args[Serve.database] == nil)
+        #expect(args[Serve.count] == nil)
+        #expect(!args[Serve.direct])
+        #expect(args[Serve.file] == nil)
     }
 
     @Test func doubleDashEndsOptions() throws {
         let args = try parse(["serve", "--direct", "--", "--not-an-option"])
-        #expect(args.flag("direct"))
-        #expect(args.argument("file") == "--not-an-option")
+        #expect(args[Serve.direct])
+        #expect(args[Serve.file] == "--not-an-option")
     }
 
     @Test func negativeNumbersAreValues() throws {
-        let args = try parse(["serve", "--count", "-5"])
-        #expect(throws: UsageError(
-            code: .invalidValue,
-            message: "invalid value '-5' for option '--count': expected an integer from 1 to 10",
-            usage: serveUsage
-        )) {
-            try args.int("count", default: 1, in: 1...10)
-        }
+        #expect(try parse(["serve", "--count", "-5"])[Serve.count] == -5)
     }
 
     @Test func unknownOption() {
@@ -150,38 +136,23 @@ extension Command.Invocation {
             message: "missing value for option '--database' (or set ENGAGE_DATABASE_URL)",
             usage: serveUsage
         )) {
-            try args.required("database")
+            try args.required(Serve.database)
+        }
+        #expect(throws: UsageError(code: .missingValue, message: "missing value for option '--format'", usage: serveUsage)) {
+            try args.required(Serve.format)
         }
     }
 
-    @Test func badIntegers() throws {
-        #expect(throws: UsageError(
+    @Test func badIntegers() {
+        #expect(usageError(["serve", "--count", "abc"]) == UsageError(
             code: .invalidValue, message: "invalid value 'abc' for option '--count': expected an integer", usage: serveUsage
-        )) {
-            try parse(["serve", "--count", "abc"]).int("count", default: 1)
-        }
-        #expect(throws: UsageError(
-            code: .invalidValue,
-            message: "invalid value '5000' for option '--count' (from ENGAGE_COUNT): expected an integer from 1 to 1000",
-            usage: serveUsage
-        )) {
-            try parse(["serve"], environment: ["ENGAGE_COUNT": "5000"]).int("count", default: 1, in: 1...1000)
-        }
-        #expect(throws: UsageError(
+        ))
+        #expect(usageError(["serve", "--count", "1.5"]) == UsageError(
             code: .invalidValue, message: "invalid value '1.5' for option '--count': expected an integer", usage: serveUsage
-        )) {
-            try parse(["serve", "--count", "1.5"]).value("count", default: 0)
-        }
-    }
-
-    @Test func enumerationValues() throws {
-        #expect(try parse(["serve", "--format", "json"]).value("format", default: LogFormat.logfmt) == .json)
-        #expect(try parse(["serve"]).value("format", default: LogFormat.logfmt) == .logfmt)
-        #expect(throws: UsageError(
-            code: .invalidValue, message: "invalid value 'xml' for option '--format': expected one of logfmt, json", usage: serveUsage
-        )) {
-            try parse(["serve", "--format", "xml"]).value("format", default: LogFormat.logfmt)
-        }
+        ))
+        #expect(usageError(["serve"], environment: ["ENGAGE_COUNT": "many"]) == UsageError(
+            code: .invalidValue, message: "invalid value 'many' for option '--count' (from ENGAGE_COUNT): expected an integer", usage: serveUsage
+        ))
     }
 
     @Test func flagsTakeNoValue() {
@@ -253,3 +224,133 @@ extension Command.Invocation {
         #expect(try help(["serve", "--", "--help"]) == nil)
     }
 }
+
+/// Typed declarations: the default, the environment variable and the validation of an option
+/// live in its declaration, and the value is read through it.
+@Suite struct OptionDeclarationTests {
+    enum Loop: String, CaseIterable, OptionValue { case poll, epoll }
+
+    static let threads = Option("threads", value: "n", help: "Threads.", environment: "TEST_THREADS", default: 2, validate: .range(1...64))
+    static let loop = Option("loop", value: "poll|epoll", help: "How threads wait.", environment: "TEST_LOOP", default: Loop.poll)
+    static let share = Option("share", value: "fraction", help: "A share.", default: 0.25,
+                              validate: Validation("expected a fraction from 0 to 1") { (0...1).contains($0) })
+    static let seconds = Option("seconds", value: "s", help: "Seconds.", default: 10.0)
+    static let key = Option<String?>("key", value: "key", help: "A secret.", environment: "TEST_KEY", secret: true,
+                                     validate: Validation("expected a key without spaces") { !$0.contains(" ") })
+    static let sizes = Option<[Int]>("sizes", value: "list", help: "Sizes.", default: [1, 2], defaultText: "1,2",
+                                     requirement: "expected positive integers separated by commas",
+                                     parse: { text in
+                                         let sizes = text.split(separator: ",").compactMap { Int($0) }
+                                         return sizes.allSatisfy { $0 > 0 } && !sizes.isEmpty ? sizes : nil
+                                     })
+
+    static let run = Command(name: "run", abstract: "Runs.", options: [threads, loop, share, seconds, key, sizes], run: { _ in })
+    static let tool = Command(name: "tool", abstract: "A tool.", subcommands: [
+        Command(name: "group", abstract: "A group.", subcommands: [run]),
+    ])
+    static let usage = "tool group run [--threads <n>] [--loop <poll|epoll>] [--share <fraction>] [--seconds <s>] [--key <key>] [--sizes <list>]"
+
+    func parsed(_ arguments: [String], environment: [String: String] = [:]) throws(UsageError) -> ParsedArguments {
+        try parse(["group", "run"] + arguments, environment: environment, of: Self.tool)
+    }
+
+    func refusal(_ arguments: [String], environment: [String: String] = [:]) -> String? {
+        usageError(["group", "run"] + arguments, environment: environment, of: Self.tool)?.message
+    }
+
+    @Test func defaultsAreTypedValues() throws {
+        let arguments = try parsed([])
+        #expect(arguments[Self.threads] == 2)
+        #expect(arguments[Self.loop] == .poll)
+        #expect(arguments[Self.share] == 0.25)
+        #expect(arguments[Self.key] == nil)
+        #expect(arguments[Self.sizes] == [1, 2])
+        #expect(arguments.commandPath == ["tool", "group", "run"])
+    }
+
+    @Test func helpShowsDefaultsAsTheyAreWritten() {
+        #expect(Self.run.helpText(path: ["tool", "group", "run"]) == """
+            OVERVIEW: Runs.
+
+            USAGE: \(Self.usage)
+
+            OPTIONS:
+              --threads <n>        Threads. (default: 2) (env: TEST_THREADS)
+              --loop <poll|epoll>  How threads wait. (default: poll) (env: TEST_LOOP)
+              --share <fraction>   A share. (default: 0.25)
+              --seconds <s>        Seconds. (default: 10)
+              --key <key>          A secret. (env: TEST_KEY)
+              --sizes <list>       Sizes. (default: 1,2)
+              -h, --help           Show help information.
+            """)
+    }
+
+    @Test func theEnvironmentOverridesTheDefaultAndTheCommandLineOverridesBoth() throws {
+        let environment = ["TEST_THREADS": "8", "TEST_LOOP": "epoll", "TEST_KEY": "k-1"]
+        let fromEnvironment = try parsed([], environment: environment)
+        #expect(fromEnvironment[Self.threads] == 8)
+        #expect(fromEnvironment[Self.loop] == .epoll)
+        #expect(try fromEnvironment.required(Self.key) == "k-1")
+        let given = try parsed(["--threads", "16", "--loop=poll"], environment: environment)
+        #expect(given[Self.threads] == 16)
+        #expect(given[Self.loop] == .poll)
+    }
+
+    @Test func refusedValuesNameTheOptionAndWhereTheValueCameFrom() {
+        #expect(refusal(["--threads", "0"]) == "invalid value '0' for option '--threads': expected an integer from 1 to 64")
+        #expect(refusal(["--threads", "two"]) == "invalid value 'two' for option '--threads': expected an integer from 1 to 64")
+        #expect(refusal([], environment: ["TEST_THREADS": "65"])
+                == "invalid value '65' for option '--threads' (from TEST_THREADS): expected an integer from 1 to 64")
+        #expect(refusal(["--loop", "kqueue"]) == "invalid value 'kqueue' for option '--loop': expected one of poll, epoll")
+        #expect(refusal(["--share", "1.5"]) == "invalid value '1.5' for option '--share': expected a fraction from 0 to 1")
+        #expect(refusal(["--seconds", "soon"]) == "invalid value 'soon' for option '--seconds': expected a number")
+        #expect(refusal(["--sizes", "3,-1"]) == "invalid value '3,-1' for option '--sizes': expected positive integers separated by commas")
+        // Every value is checked when parsing, even one given before a valid later occurrence.
+        #expect(refusal(["--threads", "0", "--threads", "4"]) == "invalid value '0' for option '--threads': expected an integer from 1 to 64")
+    }
+
+    @Test func aRefusedSecretIsNotRepeated() {
+        #expect(refusal(["--key", "two words"]) == "invalid value for option '--key': expected a key without spaces")
+        #expect(refusal([], environment: ["TEST_KEY": "two words"])
+                == "invalid value for option '--key' (from TEST_KEY): expected a key without spaces")
+    }
+
+    @Test func errorsCarryTheSynopsisOfTheCommandThatWasParsed() throws {
+        #expect(usageError(["group", "run", "--threads", "0"], of: Self.tool)?.usage == Self.usage)
+        let arguments = try parsed([])
+        #expect(arguments.usageError(.invalidValue, "two options disagree")
+                == UsageError(code: .invalidValue, message: "two options disagree", usage: Self.usage))
+        #expect(throws: UsageError(code: .missingValue, message: "missing value for option '--key' (or set TEST_KEY)", usage: Self.usage)) {
+            try arguments.required(Self.key)
+        }
+    }
+
+    @Test func nestedSubcommandsAreFoundInTheirTable() {
+        #expect(usageError(["group", "walk"], of: Self.tool)
+                == UsageError(code: .unknownSubcommand, message: "unknown subcommand 'walk'", usage: "tool group <subcommand>"))
+        #expect(usageError(["help", "group", "walk"], of: Self.tool)
+                == UsageError(code: .unknownSubcommand, message: "unknown subcommand 'walk'", usage: "tool group <subcommand>"))
+        #expect(usageError(["group", "--threads", "2"], of: Self.tool)
+                == UsageError(code: .unknownOption, message: "unknown option '--threads'", usage: "tool group <subcommand>"))
+    }
+
+    @Test func theParsedCommandRunsItsOwnAction() async throws {
+        let ran = RanCommands()
+        let tool = Command(name: "tool", abstract: "A tool.", subcommands: [
+            Command(name: "a", abstract: "A.", run: { _ in ran.record("a") }),
+            Command(name: "b", abstract: "B.", subcommands: [
+                Command(name: "c", abstract: "C.", options: [Self.threads], run: { ran.record("b c \($0[Self.threads])") }),
+            ]),
+        ])
+        try await parse(["b", "c", "--threads", "3"], of: tool).run()
+        try await parse(["a"], of: tool).run()
+        #expect(ran.names == ["b c 3", "a"])
+    }
+}
+
+private final class RanCommands: Sendable {
+    private let storage = Mutex<[String]>([])
+    var names: [String] { storage.withLock { $0 } }
+    func record(_ name: String) { storage.withLock { $0.append(name) } }
+}
+

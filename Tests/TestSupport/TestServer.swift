@@ -20,7 +20,7 @@ public final class TestServer: Sendable {
     public init(configure: (inout EngageServer.Configuration) -> Void = { _ in }) throws {
         database = try TestPostgres.freshDatabase()
         var configuration = EngageServer.Configuration()
-        configuration.port = 0
+        configuration.http.port = 0
         configuration.poolSize = 4
         configure(&configuration)
         let logger = Logger(label: "test", level: .debug, sink: logSink)

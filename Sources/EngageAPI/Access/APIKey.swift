@@ -1,3 +1,4 @@
+import Digest
 import EngageCore
 
 /// What a key may do. `admin` may do everything `read` and `ingest` may.

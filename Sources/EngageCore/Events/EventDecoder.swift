@@ -10,7 +10,7 @@
 /// `null` counts as absent. Integers must be written as integers in 0...2^53.
 extension Event {
     /// Decodes and validates one event object given as JSON text, as ingestion does.
-    public static func decodeWire(_ bytes: [UInt8], limits: IngestLimits = IngestLimits(),
+    public static func decodeWire(_ bytes: [UInt8], limits: EventLimits = EventLimits(),
                                   now: Timestamp) throws(EventProblem) -> Event {
         let json: JSON
         do {
@@ -23,7 +23,7 @@ extension Event {
     }
 
     /// Decodes and validates the event object at `node` of a parsed request body.
-    public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: IngestLimits,
+    public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: EventLimits,
                                   now: Timestamp) throws(EventProblem) -> Event {
         try EventReader(json: json).wireEvent(node, limits: limits, now: now)
     }
@@ -138,7 +138,7 @@ struct EventReader {
 
     // MARK: Whole events
 
-    func wireEvent(_ node: JSON.Node, limits: IngestLimits, now: Timestamp) throws(EventProblem) -> Event {
+    func wireEvent(_ node: JSON.Node, limits: EventLimits, now: Timestamp) throws(EventProblem) -> Event {
         guard json.kind(node) == .object else {
             throw EventProblem(field: nil, problem: "must be a JSON object")
         }
@@ -210,7 +210,7 @@ struct EventReader {
         }
     }
 
-    func checkWindow(_ t: Timestamp, limits: IngestLimits, now: Timestamp) throws(EventProblem) {
+    func checkWindow(_ t: Timestamp, limits: EventLimits, now: Timestamp) throws(EventProblem) {
         let age = now.microsecondsSinceEpoch - t.microsecondsSinceEpoch
         let maxPast = limits.maxPastMicroseconds
         if age > maxPast {
@@ -397,36 +397,37 @@ struct EventReader {
 
     /// A required string of 1...maxCharacters Unicode scalars without control characters.
     func text(_ node: JSON.Node?, _ field: @autoclosure () -> String, maxCharacters: Int) throws(EventProblem) -> String {
-        let value: String
-        do {
-            value = try text(node, field(), maxBytes: 4 * maxCharacters)
-        } catch where error.problem == EventReader.lengthProblem(4 * maxCharacters) {
-            throw EventProblem(field: field(), problem: "must be 1 to \(maxCharacters) characters long")
-        }
-        guard value.unicodeScalars.count <= maxCharacters else {
-            throw EventProblem(field: field(), problem: "must be 1 to \(maxCharacters) characters long")
-        }
+        let length = EventProblem(field: field(), problem: "must be 1 to \(maxCharacters) characters long")
+        let (content, range) = try stringContent(node, field())
+        // A scalar takes at most four bytes: more bytes are too many characters before decoding.
+        guard range.count >= 1 && range.count <= 4 * maxCharacters else { throw length }
+        let value = try controlFreeText(content, range, field())
+        guard value.unicodeScalars.count <= maxCharacters else { throw length }
         return value
     }
 
-    static func lengthProblem(_ maxBytes: Int) -> String { "must be 1 to \(maxBytes) bytes long" }
-
     /// A required string of 1...maxBytes UTF-8 bytes without control characters.
     func text(_ node: JSON.Node?, _ field: @autoclosure () -> String, maxBytes: Int) throws(EventProblem) -> String {
+        let (content, range) = try stringContent(node, field())
+        guard range.count >= 1 && range.count <= maxBytes else {
+            throw EventProblem(field: field(), problem: "must be 1 to \(maxBytes) bytes long")
+        }
+        return try controlFreeText(content, range, field())
+    }
+
+    /// The UTF-8 bytes of a required string node: unescaped, or in place in the document.
+    private func stringContent(_ node: JSON.Node?, _ field: @autoclosure () -> String) throws(EventProblem) -> (content: [UInt8], range: Range<Int>) {
         guard let node else { throw .required(field()) }
         guard json.kind(node) == .string else { throw EventProblem(field: field(), problem: "must be a string") }
-        let content: [UInt8]
-        let range: Range<Int>
         if json.hasEscapes(node) {
-            content = json.stringBytes(node) ?? []
-            range = content.indices
-        } else {
-            content = json.bytes
-            range = json.contentRange(json.token(node))
+            let content = json.stringBytes(node) ?? []
+            return (content, content.indices)
         }
-        guard range.count >= 1 && range.count <= maxBytes else {
-            throw EventProblem(field: field(), problem: EventReader.lengthProblem(maxBytes))
-        }
+        return (json.bytes, json.contentRange(json.token(node)))
+    }
+
+    /// The text of `content[range]`, refused if it holds a control character.
+    private func controlFreeText(_ content: [UInt8], _ range: Range<Int>, _ field: @autoclosure () -> String) throws(EventProblem) -> String {
         var i = range.lowerBound
         while i < range.upperBound {
             let b = content[i]

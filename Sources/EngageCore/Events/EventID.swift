@@ -85,18 +85,23 @@ public struct EventID: Sendable, Hashable, Comparable, CustomStringConvertible {
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
     public var description: String {
-        let hex = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(36)
-        for (n, byte) in bytes.enumerated() {
-            if n == 4 || n == 6 || n == 8 || n == 10 { out.append(UInt8(ascii: "-")) }
-            out.append(hex[Int(byte >> 4)])
-            out.append(hex[Int(byte & 0x0F)])
-        }
+        appendCanonical(to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 
     public static func < (a: EventID, b: EventID) -> Bool {
         (a.high, a.low) < (b.high, b.low)
+    }
+}
+
+extension JSONWriter {
+    /// An event id as a JSON string in its canonical form.
+    public mutating func eventID(_ id: EventID) {
+        separate()
+        bytes.append(UInt8(ascii: "\""))
+        id.appendCanonical(to: &bytes)
+        bytes.append(UInt8(ascii: "\""))
     }
 }

@@ -1,3 +1,5 @@
+import Digest
+
 /// Why a device id salt was refused; the description never repeats the salt.
 public enum DeviceIDSaltError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooShort(minimum: Int)

@@ -104,7 +104,7 @@ private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timesta
     let json: JSON
     do {
         // Two envelope levels ({"events": [...]}) above the events, whose own depth is checked per event.
-        json = try JSON.parse(body, maxDepth: limits.maxDepth + 2)
+        json = try JSON.parse(body, maxDepth: limits.event.maxDepth + 2)
     } catch {
         throw .malformed(error)
     }
@@ -132,7 +132,7 @@ private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timesta
 
     var builder = BatchBuilder(capacity: count)
     for (index, node) in json.elements(list).enumerated() {
-        let result = Result { () throws(EventProblem) in try Event.decodeWire(json, node, limits: limits, now: now) }
+        let result = Result { () throws(EventProblem) in try Event.decodeWire(json, node, limits: limits.event, now: now) }
         builder.add(result, index: index)
     }
     return builder.batch
@@ -163,15 +163,15 @@ private func decodeNDJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Times
 }
 
 private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimits, now: Timestamp) throws(EventProblem) -> Event {
-    if line.count > limits.maxEventBytes {
-        throw EventProblem(field: nil, problem: "event is \(line.count) bytes; the limit is \(limits.maxEventBytes)")
+    if line.count > limits.event.maxEventBytes {
+        throw EventProblem(field: nil, problem: "event is \(line.count) bytes; the limit is \(limits.event.maxEventBytes)")
     }
     let json: JSON
     do {
         // One level of slack: the event's own depth check gives the clearer problem.
-        json = try JSON.parse(body, range: line, maxDepth: limits.maxDepth + 1)
+        json = try JSON.parse(body, range: line, maxDepth: limits.event.maxDepth + 1)
     } catch {
         throw EventProblem(field: nil, problem: "malformed JSON at byte \(error.offset - line.lowerBound) of the line: \(error.reason)")
     }
-    return try Event.decodeWire(json, json.root, limits: limits, now: now)
+    return try Event.decodeWire(json, json.root, limits: limits.event, now: now)
 }

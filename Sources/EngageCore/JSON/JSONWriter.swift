@@ -1,10 +1,13 @@
+import JSONText
+
 /// Builds compact JSON text. Commas between members and elements are inserted automatically;
 /// nesting is limited to 64 levels (the writer tracks "first element" per level in a bitmask).
 ///
-/// Strings are written canonically: `"` and `\` are escaped, control characters become
-/// `\b \f \n \r \t` or `\u00XX`, everything else (including non-ASCII) is copied as UTF-8.
+/// Strings are written canonically by `JSONString`: `"` and `\` are escaped, control characters
+/// become `\b \f \n \r \t` or `\u00XX`, everything else (including non-ASCII) is copied as UTF-8.
 public struct JSONWriter: Sendable {
-    public private(set) var bytes: [UInt8]
+    /// Set by the value methods here and by typed ones written beside their types (`eventID`).
+    public internal(set) var bytes: [UInt8]
     private var level = 0
     /// Set between a key and its value, which takes no comma.
     private var keyWritten = false
@@ -36,7 +39,7 @@ public struct JSONWriter: Sendable {
     /// Writes a member name given at run time (escaped canonically).
     public mutating func key(_ name: String) {
         separate()
-        JSONWriter.appendString(name, to: &bytes)
+        JSONString.append(name, to: &bytes)
         bytes.append(UInt8(ascii: ":"))
         keyWritten = true
     }
@@ -45,15 +48,7 @@ public struct JSONWriter: Sendable {
 
     public mutating func string(_ value: String) {
         separate()
-        JSONWriter.appendString(value, to: &bytes)
-    }
-
-    /// An event id as a JSON string in its canonical form.
-    public mutating func eventID(_ id: EventID) {
-        separate()
-        bytes.append(UInt8(ascii: "\""))
-        id.appendCanonical(to: &bytes)
-        bytes.append(UInt8(ascii: "\""))
+        JSONString.append(value, to: &bytes)
     }
 
     public mutating func int(_ value: Int) {
@@ -98,38 +93,7 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: json)
     }
 
-    // MARK: Canonical scalars
-
-    /// Appends `value` as a quoted, canonically escaped JSON string.
-    public static func appendString(_ value: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
-        for b in value.utf8 {
-            if b >= 0x20 && b != UInt8(ascii: "\"") && b != UInt8(ascii: "\\") {
-                out.append(b)
-                continue
-            }
-            out.append(UInt8(ascii: "\\"))
-            switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
-            case 0x08: out.append(UInt8(ascii: "b"))
-            case 0x0C: out.append(UInt8(ascii: "f"))
-            case 0x0A: out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "t"))
-            default:
-                let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [UInt8(ascii: "u"), 0x30, 0x30, hex[Int(b >> 4)], hex[Int(b & 0xF)]])
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    /// Canonical JSON text of a string, e.g. `"a\"b"`.
-    public static func encodeString(_ value: String) -> [UInt8] {
-        var out: [UInt8] = []
-        appendString(value, to: &out)
-        return out
-    }
+    // MARK: Canonical numbers
 
     /// Appends the decimal digits of `value` without going through `String`.
     public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
@@ -145,10 +109,11 @@ public struct JSONWriter: Sendable {
         }
     }
 
-    // MARK: Private
+    // MARK: Separators
 
-    /// Writes a comma when the current container already has an element (not after a key).
-    private mutating func separate() {
+    /// Writes a comma when the current container already has an element (not after a key);
+    /// every value starts with it.
+    mutating func separate() {
         if keyWritten {
             keyWritten = false
             return

@@ -1,38 +1,3 @@
-/// Columns of text padded to a common width, two spaces apart, trailing spaces trimmed.
-struct TextTable {
-    enum Alignment { case left, right }
-
-    var alignments: [Alignment]
-    var rows: [[String]] = []
-
-    init(_ alignments: [Alignment]) {
-        self.alignments = alignments
-    }
-
-    mutating func append(_ row: [String]) {
-        rows.append(row)
-    }
-
-    func lines(indent: String = "") -> [String] {
-        var widths = Array(repeating: 0, count: alignments.count)
-        for row in rows {
-            for (column, cell) in row.enumerated() where column < widths.count {
-                widths[column] = max(widths[column], cell.count)
-            }
-        }
-        return rows.map { row in
-            var line = indent
-            for (column, cell) in row.enumerated() where column < widths.count {
-                let padding = String(repeating: " ", count: widths[column] - cell.count)
-                if column > 0 { line += "  " }
-                line += alignments[column] == .left ? cell + padding : padding + cell
-            }
-            while line.last == " " { line.removeLast() }
-            return line
-        }
-    }
-}
-
 extension EngagementReport {
     /// The report for a terminal: a header with the caveat, a block per group (and one for all
     /// categories) with the counts and rates of rich and plain side by side, then the extension

@@ -1,3 +1,4 @@
+import Digest
 import EngageCore
 import Foundation
 import Postgres

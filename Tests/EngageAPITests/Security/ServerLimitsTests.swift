@@ -11,7 +11,7 @@ import TestSupport
 struct ServerLimitsTests {
     @Test(.timeLimit(.minutes(1)))
     func oversizedHeadersGet431WhileAnotherClientKeepsBeingServed() async throws {
-        try await TestServer.withServer(configure: { $0.maxHeaderBytes = 2048 }) { server in
+        try await TestServer.withServer(configure: { $0.http.maxHeaderBytes = 2048 }) { server in
             let port = server.port
             let key = try await server.key(app: uniqueApp("limits"))
             let outcome = try await offPool { () -> [String] in
@@ -48,8 +48,8 @@ struct ServerLimitsTests {
     @Test(.timeLimit(.minutes(1)))
     func connectionsBeyondTheLimitAreNotServedWhileOpenOnesAre() async throws {
         try await TestServer.withServer(configure: {
-            $0.maxConnections = 4
-            $0.httpThreads = 1
+            $0.http.maxConnections = 4
+            $0.http.threading = .threadPool(1)
         }) { server in
             let port = server.port
             let outcome = try await offPool { () -> [String] in
@@ -81,7 +81,7 @@ struct ServerLimitsTests {
 
     @Test(.timeLimit(.minutes(1)))
     func connectionsPerAddressAreCapped() async throws {
-        try await TestServer.withServer(configure: { $0.maxConnectionsPerAddress = 2 }) { server in
+        try await TestServer.withServer(configure: { $0.http.maxConnectionsPerAddress = 2 }) { server in
             let port = server.port
             let outcome = try await offPool { () -> [String] in
                 var log: [String] = []

@@ -78,7 +78,7 @@ import Testing
         var types = Set<EventType>()
         for event in events {
             #expect(event.occurredAt >= Self.start && event.occurredAt <= end)
-            let decoded = try Event.decodeWire(event.encodeWireJSON(), limits: IngestLimits(), now: end)
+            let decoded = try Event.decodeWire(event.encodeWireJSON(), limits: EventLimits(), now: end)
             #expect(decoded == event)
             types.insert(event.type)
         }

@@ -1,0 +1,38 @@
+import Runtime
+
+/// Options shared by every subcommand that reaches the database or logs.
+enum CommonOptions {
+    static let database = Option<String?>(
+        "database", value: "url", help: "PostgreSQL connection URL or key=value string; without it engage runs its own local PostgreSQL.",
+        environment: "ENGAGE_DATABASE_URL")
+    static let dataDirectory = Option<String?>(
+        "data-dir", value: "path", help: "Data directory of the local PostgreSQL engage runs when no --database is given (default ./.engage/postgres).",
+        environment: "ENGAGE_DATA_DIR")
+    static let logLevel = Option(
+        "log-level", value: "level", help: "Least severe log level written: trace, debug, info, notice, warning or error.",
+        environment: "ENGAGE_LOG_LEVEL", default: LogLevel.info)
+    static let logFormat = Option("log-format", value: "format", help: "Log line format: logfmt or json.", environment: "ENGAGE_LOG_FORMAT",
+                                  default: LogFormat.logfmt)
+
+    /// `--database` and `--data-dir`.
+    static let databaseOptions: [any CommandOption] = [database, dataDirectory]
+    /// The database options and `--log-level`, `--log-format`.
+    static let databaseAndLogging: [any CommandOption] = [database, dataDirectory, logLevel, logFormat]
+
+    static func logger(_ arguments: ParsedArguments, label: String = "engage") -> Logger {
+        Logger(label: label, level: arguments[logLevel], format: arguments[logFormat])
+    }
+
+    /// The logger of a command whose output is its result: warnings and errors only.
+    static func quietLogger(_ arguments: ParsedArguments) -> Logger {
+        var logger = logger(arguments)
+        logger.level = max(logger.level, .warning)
+        return logger
+    }
+
+    /// The external database's URL, nil when engage runs its own local PostgreSQL.
+    static func externalDatabase(_ arguments: ParsedArguments) -> String? {
+        guard let url = arguments[database], !url.isEmpty else { return nil }
+        return url
+    }
+}

@@ -1,0 +1,85 @@
+import EmbeddedPostgres
+import EngageAPI
+import Foundation
+import Testing
+
+/// engage's own option declarations, seen as an operator sees them: help, defaults, the
+/// environment and refusals of the built executable.
+@Suite("engage command line")
+struct CommandLineOptionsTests {
+    /// Runs engage with `arguments` and only PATH and `environment` set; its exit status and output.
+    static func engage(_ arguments: [String], environment: [String: String] = [:], in workspace: FaultWorkspace) async throws -> (status: Int32, output: String) {
+        var variables = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": workspace.path]
+        variables.merge(environment) { $1 }
+        let child = try ChildProcess([try BuiltProgram.path("engage")] + arguments, environment: variables,
+                                     outputPath: workspace.file("engage-\(UUID().uuidString.prefix(6)).log"))
+        guard let status = await child.waitForExit(timeout: .seconds(60)) else {
+            child.signal(SIGKILL)
+            throw FaultTestError("engage \(arguments.joined(separator: " ")) still runs after a minute", log: child.output)
+        }
+        return (status, child.output)
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func serveHelpShowsTheServersOwnDefaultsAndVariables() async throws {
+        let workspace = try FaultWorkspace("cli")
+        defer { workspace.remove() }
+        let (status, help) = try await Self.engage(["help", "serve"], in: workspace)
+        #expect(status == 0)
+        let defaults = EngageServer.Configuration()
+        for expected in [
+            "Address to listen on. (default: \(defaults.http.host):\(defaults.http.port)) (env: ENGAGE_LISTEN)",
+            "HTTP daemon threads. (default: \(defaults.http.threading.threads)) (env: ENGAGE_HTTP_THREADS)",
+            "(default: \(defaults.http.eventLoop.rawValue)) (env: ENGAGE_HTTP_EVENT_LOOP)",
+            "Most concurrent HTTP connections. (default: \(defaults.http.maxConnections)) (env: ENGAGE_MAX_CONNECTIONS)",
+            "larger ones get 431. (default: \(defaults.http.maxHeaderBytes)) (env: ENGAGE_MAX_HEADER_BYTES)",
+            "before it is closed. (default: \(defaults.http.requestTimeout.components.seconds)) (env: ENGAGE_REQUEST_TIMEOUT)",
+            "stays open. (default: \(defaults.http.connectionTimeout.components.seconds)) (env: ENGAGE_IDLE_TIMEOUT)",
+            "besides one per committer. (default: \(defaults.poolSize)) (env: ENGAGE_POOL_SIZE)",
+            "(default: \(defaults.committers)) (env: ENGAGE_COMMITTERS)",
+            "before requests get 429. (default: \(defaults.queueCapacity)) (env: ENGAGE_QUEUE_CAPACITY)",
+            "Events per request. (default: \(defaults.ingest.limits.maxEvents)) (env: ENGAGE_MAX_EVENTS)",
+            "after decompression. (default: \(defaults.ingest.maxDecompressedBytes)) (env: ENGAGE_MAX_BODY_BYTES)",
+            "Size of one event. (default: \(defaults.ingest.limits.event.maxEventBytes)) (env: ENGAGE_MAX_EVENT_BYTES)",
+            "(default: \(defaults.ingest.limits.event.maxPast.components.seconds / 86_400)) (env: ENGAGE_MAX_PAST_DAYS)",
+            "(default: \(defaults.ingest.limits.event.maxFuture.components.seconds / 60)) (env: ENGAGE_MAX_FUTURE_MINUTES)",
+            "or off. (default: off) (env: ENGAGE_RATE_LIMIT)",
+            "Least severe log level written: trace, debug, info, notice, warning or error. (default: info) (env: ENGAGE_LOG_LEVEL)",
+        ] {
+            #expect(help.contains(expected), "missing: \(expected)")
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2)), arguments: [
+        (["project", "--batch", "0"], [:],
+         "error: invalid value '0' for option '--batch': expected an integer from 1 to 100000\nusage: engage project [--database <url>]"),
+        (["scheduler"], ["ENGAGE_SCHEDULER_POLL": "soon"],
+         "error: invalid value 'soon' for option '--poll' (from ENGAGE_SCHEDULER_POLL): expected an integer from 1 to 3600"),
+        (["report", "--since", "2026-13-01"], [:], "error: invalid value '2026-13-01' for option '--since': expected a date such as 2026-11-29"),
+        (["keys", "create", "--app", "two words"], [:],
+         "error: invalid value 'two words' for option '--app': use 1-64 letters, digits, '.', '_' or '-'\nusage: engage keys create [--database"),
+        (["db", "start"], ["ENGAGE_DATABASE_URL": "postgres://elsewhere/engage"],
+         "error: engage db start manages the local PostgreSQL; unset --database / ENGAGE_DATABASE_URL to use it\nusage: engage db start [--database"),
+        (["projections", "rebuild", "other"], [:],
+         "error: unknown read model 'other'; the read models are: engagement\nusage: engage projections rebuild [--database"),
+        (["bench", "report", "--sizes", "10"], [:],
+         "error: invalid value '10' for option '--sizes': expected sizes of at least 4000 events\nusage: engage bench report [--database"),
+        (["simulate", "--duplicates", "1.5"], [:], "error: invalid value '1.5' for option '--duplicates': expected a fraction from 0 to 1"),
+        (["bench", "ingest", "--url", "http://127.0.0.1:9"], ["ENGAGE_BENCH_KEY": "a secret with spaces"],
+         "error: invalid value for option '--key' (from ENGAGE_BENCH_KEY): expected a key as printed by engage keys create"),
+        (["bench", "frob"], [:], "error: unknown subcommand 'frob'\nusage: engage bench <subcommand>"),
+        (["experiment", "show", "--format", "json"], [:], "error: missing argument '<id>'\nusage: engage experiment show [--database"),
+    ] as [([String], [String: String], String)])
+    func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
+        let workspace = try FaultWorkspace("cli")
+        defer { workspace.remove() }
+        let dataDirectory = workspace.file("postgres")
+        let (status, output) = try await Self.engage(arguments, environment: environment.merging(["ENGAGE_DATA_DIR": dataDirectory]) { $1 },
+                                                     in: workspace)
+        #expect(status == 64)
+        #expect(output.hasPrefix(message), "\(output)")
+        #expect(!output.contains("a secret with spaces"))
+        // Refused while parsing: no local PostgreSQL was created or started for it.
+        #expect(!FileManager.default.fileExists(atPath: dataDirectory))
+    }
+}
