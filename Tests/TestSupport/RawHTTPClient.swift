@@ -62,6 +62,12 @@ public final class RawHTTPClient {
         }
     }
 
+    /// Shuts the sending side down (a FIN to the server), as `nc -N` or some proxies do after a
+    /// complete request; the client can still read.
+    public func finishSending() {
+        _ = shutdown(fd, Int32(SHUT_WR))
+    }
+
     /// Sends a request with `Content-Length` (when there is a body) and reads the response.
     public func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
