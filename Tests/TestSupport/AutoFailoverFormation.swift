@@ -80,7 +80,7 @@ public final class AutoFailoverFormation: Sendable {
         self.settings = settings
         binaryDirectory = try Self.serverWithExtension()
         directory = "/tmp/engage-paf-\(getpid())"
-        let ports = try Self.freePorts(3)
+        let ports = try LocalSystem.freePorts(3)
         monitorPort = ports[0]
         nodes = [Node(name: "node1", port: ports[1], dataDirectory: directory + "/node1"),
                  Node(name: "node2", port: ports[2], dataDirectory: directory + "/node2")]
@@ -183,7 +183,7 @@ public final class AutoFailoverFormation: Sendable {
         guard let keeper = keepers.withLock({ $0.removeValue(forKey: node.name) }) else {
             throw FormationError("\(node) has no keeper running")
         }
-        let tree = Self.processTree(of: keeper.pid)
+        let tree = LocalSystem.processTree(of: keeper.pid)
         for pid in tree { Glibc.kill(pid, SIGSTOP) }
         for pid in tree { Glibc.kill(pid, SIGKILL) }
         keeper.signal(SIGKILL)
@@ -193,7 +193,7 @@ public final class AutoFailoverFormation: Sendable {
             if !collected { usleep(10_000) }
         }
         // The postmaster's children are not the keeper's to reap: wait for them to be gone.
-        for _ in 0..<500 where tree.contains(where: { Glibc.kill($0, 0) == 0 && !Self.isZombie($0) }) { usleep(10_000) }
+        for _ in 0..<500 where tree.contains(where: { Glibc.kill($0, 0) == 0 && !LocalSystem.isZombie($0) }) { usleep(10_000) }
     }
 
     /// Starts `node`'s keeper again; it rejoins as a secondary (pg_rewind, or a new base backup).
@@ -323,69 +323,27 @@ public final class AutoFailoverFormation: Sendable {
         }.joined(separator: "\n")
     }
 
-    /// A detached shell that stops the keepers and servers, then deletes the directory, once this
-    /// process is gone.
+    /// A detached shell that, once this process is gone, kills every process of the formation
+    /// and deletes its directory. Those processes are recognised by the environment `command`
+    /// gives pg_autoctl, which they all inherit (keepers, their services, the servers they start);
+    /// neither command lines (pg_autoctl's services rename themselves) nor parenthood (a killed
+    /// keeper's services live on under init and restart their servers) would find them all. Not
+    /// `pg_autoctl stop` either: a keeper killed by a test leaves a pid file whose pid may belong
+    /// to anyone by then.
     private func watchForExit() {
-        let stops = (nodes.map(\.dataDirectory) + [directory + "/monitor"]).map { pgdata in
-            let stop = command(["stop", "--pgdata", pgdata, "--immediate"]).map { "'\($0)'" }.joined(separator: " ")
-            let pgctl = (geteuid() == 0 ? "/usr/sbin/runuser -u \(Self.serverUser) -- " : "")
-                + "\(binaryDirectory)/pg_ctl stop -D \(pgdata) -m immediate"
-            return "\(stop) >/dev/null 2>&1; sleep 1; \(pgctl) >/dev/null 2>&1"
-        }.joined(separator: "; ")
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stops); rm -rf \(directory)"
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
+            for round in 1 2 3 4 5 6 7 8 9 10; do
+                pids=$(for entry in /proc/[0-9]*; do
+                    [ "${entry#/proc/}" != "$$" ] && grep -qaF -- 'XDG_RUNTIME_DIR=\(directory)/run' "$entry/environ" 2>/dev/null && echo "${entry#/proc/}"
+                done)
+                [ -z "$pids" ] && break
+                kill -STOP $pids 2>/dev/null; kill -KILL $pids 2>/dev/null
+                sleep 1
+            done
+            rm -rf '\(directory)'
+            """
         _ = try? ProcessRunner.spawnDetached(["/bin/sh", "-c", script])
-    }
-
-    /// `pid` and every process descended from it.
-    static func processTree(of pid: Int32) -> [Int32] {
-        var parents: [Int32: [Int32]] = [:]
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
-            guard let child = Int32(entry), let parent = parentPID(of: child) else { continue }
-            parents[parent, default: []].append(child)
-        }
-        var tree = [pid], index = 0
-        while index < tree.count {
-            tree += parents[tree[index]] ?? []
-            index += 1
-        }
-        return tree
-    }
-
-    /// From /proc/PID/stat: "pid (comm) state ppid ...", where comm may hold spaces and parentheses.
-    private static func stat(of pid: Int32) -> [Substring]? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")") else { return nil }
-        return text[text.index(after: close)...].split(separator: " ")
-    }
-
-    private static func parentPID(of pid: Int32) -> Int32? {
-        stat(of: pid).flatMap { $0.count > 1 ? Int32($0[1]) : nil }
-    }
-
-    private static func isZombie(_ pid: Int32) -> Bool {
-        stat(of: pid)?.first == "Z"
-    }
-
-    /// Free TCP ports on the loopback interface (held together while chosen, so they differ).
-    static func freePorts(_ count: Int) throws -> [Int] {
-        var sockets: [Int32] = []
-        defer { for socket in sockets { close(socket) } }
-        return try (0..<count).map { _ in
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw FormationError("socket() failed: errno \(errno)") }
-            sockets.append(fd)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                    bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-                }
-            }
-            guard bound else { throw FormationError("could not find a free port: errno \(errno)") }
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
     }
 
     @discardableResult

@@ -68,6 +68,14 @@ public final class RawHTTPClient {
         _ = shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// Sends `request` (head and body) in full before reading anything, as clients that do not
+    /// wait for `100-continue` do, then reads the answer and waits for the server to close.
+    public func sendWholeThenRead(_ request: [UInt8]) throws -> (Response, closed: Bool) {
+        try send(request)
+        let response = try readResponse()
+        return (response, waitForClose())
+    }
+
     /// Sends a request with `Content-Length` (when there is a body) and reads the response.
     public func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []

@@ -7,7 +7,8 @@ import TestSupport
 
 /// engage answers every client over real sockets: one that half-closes after its request (`nc -N`,
 /// some proxies and load balancers), and one that sends its whole body without waiting for
-/// `100-continue` (URLSession) to a request refused before its body is read.
+/// `100-continue` (URLSession) to a request refused before its body is read. (A full queue's 429
+/// to such a client: IngestLifecycleTests.)
 @Suite("Every client answered", .serialized, .timeLimit(.minutes(2)))
 struct EveryClientAnsweredTests {
     /// Larger than any socket buffer on the way, so that the client is still writing when the
@@ -21,12 +22,7 @@ struct EveryClientAnsweredTests {
 
     /// Sends `head` and `body` in full, then reads the answer, then waits for the server to close.
     static func sendWholeThenRead(port: Int, head: String, body: [UInt8]) async throws -> (RawHTTPClient.Response, Bool) {
-        try await offPool {
-            let client = try RawHTTPClient(port: port)
-            try client.send(Array(head.utf8) + body)
-            let response = try client.readResponse()
-            return (response, client.waitForClose())
-        }
+        try await offPool { try RawHTTPClient(port: port).sendWholeThenRead(Array(head.utf8) + body) }
     }
 
     /// Sends the request, shuts the sending side, reads the answer and waits for the close.
@@ -114,40 +110,6 @@ struct EveryClientAnsweredTests {
             let metrics = metricSamples(server.engage.registry.renderPrometheus())
             #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="401"}"#] == "2")
             #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="429"}"#] == "1")
-        }
-    }
-
-    @Test func aFullQueueIsRefusedBeforeTheBody() async throws {
-        try await TestServer.withServer(configure: {
-            Self.configure(&$0)
-            $0.queueCapacity = 1
-            $0.committers = 1
-        }) { server in
-            let app = uniqueApp("full")
-            let key = try await server.key(app: app)
-            let (first, second) = (WireEvent.valid(1), WireEvent.valid(2))
-            let lock = try EventLogLock(server.database)
-            // As in IngestLifecycleTests: the committer holds the first request, the second fills the queue.
-            async let firstAnswer = server.post(first.array, key: key)
-            try await waitUntil("the committer waits for the log") { try await EventLogLock.waiters(server) == 1 }
-            async let secondAnswer = server.post(second.array, key: key)
-            try await waitUntil("the second request is queued") {
-                metricSamples(server.engage.registry.renderPrometheus())["engage_ingest_queue_events"] == "2"
-            }
-            let big = Array(("[" + String(repeating: " ", count: Self.bodyBytes - 2) + "]").utf8)
-            let (refused, closed) = try await Self.sendWholeThenRead(
-                port: server.port,
-                head: "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: \(big.count)\r\n\r\n",
-                body: big)
-            try expectProblem(refused, Problem("ingest-queue-full", status: 429, title: "Too many events are waiting to be stored",
-                                               detail: "retry after the number of seconds in Retry-After"),
-                              retryAfter: "1")
-            #expect(closed)
-            lock.release()
-            try expectAccepted(try await firstAnswer, Acceptance(accepted: 1))
-            try expectAccepted(try await secondAnswer, Acceptance(accepted: 2))
-            #expect(try await server.storedIDs(app: app) == Set((first + second).ids))
         }
     }
 }
