@@ -77,8 +77,9 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     size_t count = 0;
 #define CMICROHTTPD_ADD(option_, value_, pointer_) \
     items[count++] = (struct MHD_OptionItem){ (option_), (intptr_t)(value_), (void *)(pointer_) }
-    CMICROHTTPD_ADD(MHD_OPTION_SOCK_ADDR, 0, address);
+    /* The logger first: libmicrohttpd warns (on stderr) about options given before it. */
     CMICROHTTPD_ADD(MHD_OPTION_EXTERNAL_LOGGER, CMicroHTTPD_log_trampoline, handle);
+    CMICROHTTPD_ADD(MHD_OPTION_SOCK_ADDR, 0, address);
     if (options->thread_pool_size > 1) {
         CMICROHTTPD_ADD(MHD_OPTION_THREAD_POOL_SIZE, options->thread_pool_size, NULL);
     }

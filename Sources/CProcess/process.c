@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,21 @@
 #include <unistd.h>
 
 extern char **environ;
+
+/*
+ * A child starts with no signal blocked and every signal handled the default way. Without this it
+ * would inherit the calling thread's mask: Dispatch's worker threads (and Swift's cooperative
+ * pool, and threads they start) block signals such as SIGTERM, so a spawned service could never
+ * be asked to stop (pg_autoctl waits forever for its own children to stop).
+ */
+static void reset_signals(posix_spawnattr_t *attributes, short extra_flags) {
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(attributes, &none);
+    posix_spawnattr_setsigdefault(attributes, &all);
+    posix_spawnattr_setflags(attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | extra_flags);
+}
 
 /* Splits a NUL-separated block into a NULL-terminated argv; the caller frees the array only. */
 static char **split_arguments(const char *block, size_t length) {
@@ -48,9 +64,13 @@ int CProcess_run(const char *argv_block, size_t block_length,
     /* Nothing else of ours leaks into the child (or into a server it daemonizes). */
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
 
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    reset_signals(&attributes, 0);
     pid_t pid;
-    int spawned = posix_spawn(&pid, argv[0], &actions, NULL, argv, environ);
+    int spawned = posix_spawn(&pid, argv[0], &actions, &attributes, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     free(argv);
     close(pipe_fds[1]);
     if (spawned != 0) { close(pipe_fds[0]); return -spawned; }
@@ -88,7 +108,7 @@ int CProcess_spawn_detached(const char *argv_block, size_t block_length) {
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
-    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSID);
+    reset_signals(&attributes, POSIX_SPAWN_SETSID);
     pid_t pid;
     int spawned = posix_spawn(&pid, argv[0], &actions, &attributes, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -110,9 +130,13 @@ int CProcess_spawn(const char *argv_block, size_t argv_length,
     posix_spawn_file_actions_addopen(&actions, 1, output_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     posix_spawn_file_actions_addclosefrom_np(&actions, 3);
+    posix_spawnattr_t attributes;
+    posix_spawnattr_init(&attributes);
+    reset_signals(&attributes, 0);
     pid_t pid;
-    int spawned = posix_spawn(&pid, argv[0], &actions, NULL, argv, envp);
+    int spawned = posix_spawn(&pid, argv[0], &actions, &attributes, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attributes);
     free(argv);
     if (envp != no_environment) free(envp);
     return spawned == 0 ? (int)pid : -spawned;

@@ -44,7 +44,8 @@ public struct EngageAPI: Sendable {
 
     public var router: Router {
         var router = Router()
-        router.post("/v1/events", inline: { [ingest] in ingest.handleInline($0, reply: $1) }) { [ingest] in await ingest.handle($0) }
+        router.post("/v1/events", beforeBody: { [ingest] in ingest.refusalBeforeBody($0) },
+                    inline: { [ingest] in ingest.handleInline($0, reply: $1) }) { [ingest] in await ingest.handle($0) }
         router.get("/v1/report") { [report] in await report.handle($0) }
         router.get("/healthz") { [health] in await health.healthz($0) }
         router.get("/readyz") { [health] in await health.readyz($0) }

@@ -34,6 +34,13 @@ public struct MeteredResponder: HTTPResponder {
         })
     }
 
+    public func refusalBeforeBody(to request: HTTPRequest) -> HTTPResponse? {
+        let stopwatch = Stopwatch()
+        guard let response = inner.refusalBeforeBody(to: request) else { return nil }
+        record(response, for: request, after: stopwatch)
+        return response
+    }
+
     private func record(_ response: HTTPResponse, for request: HTTPRequest, after stopwatch: Stopwatch) {
         let route = EngageAPI.routeLabel(for: request.path, routes: knownRoutes)
         counters.counter(route: route, status: response.status) {

@@ -62,14 +62,19 @@ public final class HTTPServer: Sendable {
         let (jobs, jobsContinuation) = AsyncStream.makeStream(of: Job.self)
         self.jobs = jobs
         (shutdownRequests, shutdownContinuation) = AsyncStream.makeStream(of: Never.self)
+        let lingerer = LingeringCloser(limits: .init(
+            time: configuration.lingeringClose.time, bytes: configuration.lingeringClose.bytes,
+            sockets: max(1, configuration.maxConnections)))
         core = ServerCore(
             limits: ServerCore.Limits(
                 maxBodyBytes: configuration.maxBodyBytes,
                 maxHeaderBytes: configuration.maxHeaderBytes,
-                keepAlive: configuration.keepAlive),
+                keepAlive: configuration.keepAlive,
+                edgeTriggered: configuration.eventLoop == .epoll),
             log: log,
             responder: responder,
-            jobs: jobsContinuation)
+            jobs: jobsContinuation,
+            lingerer: lingerer)
         daemon = try Daemon(configuration: configuration, core: core)
         port = daemon.port
     }
@@ -84,6 +89,7 @@ public final class HTTPServer: Sendable {
             Self.pause()
         }
         daemon.stop()
+        core.lingerer.stop()
         core.finishJobs()
     }
 
@@ -152,6 +158,7 @@ public final class HTTPServer: Sendable {
             try? await Task.sleep(for: .milliseconds(5))
         }
         daemon.stop()
+        core.lingerer.stop()
         core.finishJobs()
     }
 
@@ -220,8 +227,27 @@ extension HTTPServer {
         public var keepAlive = true
         /// How long `run()` lets requests in flight finish after cancellation.
         public var shutdownGrace = Duration.seconds(10)
+        /// How a connection answered before its request was read in full (413, 431, a refusal
+        /// before the body) is closed; see ``LingeringClose``.
+        public var lingeringClose = LingeringClose()
 
         public init() {}
+    }
+
+    /// After an early answer the server shuts its sending side and reads and discards what the
+    /// client still sends, so that a client writing its whole body before reading (no
+    /// `Expect: 100-continue`) reads the answer instead of a connection reset; the socket is closed
+    /// when the client closes, or after `time` or `bytes`, whichever comes first. At most
+    /// `maxConnections` sockets linger at once; past that one is closed at once. Stopping the
+    /// server closes them all.
+    public struct LingeringClose: Sendable, Equatable {
+        public var time: Duration
+        public var bytes: Int
+
+        public init(time: Duration = .seconds(10), bytes: Int = 16 << 20) {
+            self.time = time
+            self.bytes = bytes
+        }
     }
 
     /// Counters for metrics; a consistent snapshot.
@@ -234,6 +260,8 @@ extension HTTPServer {
         public var requestsTimedOut = 0
         /// Requests the responder took on the daemon thread (`respondInline`) instead of in a task.
         public var requestsTakenInline = 0
+        /// Closed connections whose client may still be sending, read and discarded until it stops.
+        public var connectionsLingering = 0
 
         public init() {}
     }

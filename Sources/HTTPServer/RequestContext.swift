@@ -22,7 +22,8 @@ final class RequestContext: Sendable {
         case receiving
         /// The body went over the limit: further upload data is discarded, then `response` is sent.
         case rejected(HTTPResponse)
-        /// Registered for a responder; the daemon thread is about to suspend the connection.
+        /// Offered to the responder; the connection is suspended on the next access-handler call
+        /// (see `ServerCore.dispatch`) unless the response is there by then.
         case dispatching
         /// The connection is suspended until a response arrives.
         case suspended
@@ -35,29 +36,26 @@ final class RequestContext: Sendable {
     private struct State {
         var phase: Phase = .receiving
         var body: [UInt8] = []
-        var headers = HTTPHeaders()
     }
 
     let connection: ConnectionHandle
-    let method: HTTPMethod
+    /// The request without its body (method, path, query, headers), as read before the body.
+    let head: HTTPRequest
     /// The URL path exactly as received (still percent-encoded).
     let rawPath: String
-    let remoteAddress: String
     let started: ContinuousClock.Instant
-    private let state: Mutex<State>
+    private let state = Mutex(State())
 
-    init(connection: ConnectionHandle, method: HTTPMethod, rawPath: String, remoteAddress: String, headers: HTTPHeaders) {
+    init(connection: ConnectionHandle, head: HTTPRequest, rawPath: String) {
         self.connection = connection
-        self.method = method
+        self.head = head
         self.rawPath = rawPath
-        self.remoteAddress = remoteAddress
         self.started = .now
-        self.state = Mutex(State(headers: headers))
     }
 
-    var phase: Phase { state.withLock { $0.phase } }
+    var method: HTTPMethod { head.method }
 
-    var headers: HTTPHeaders { state.withLock { $0.headers } }
+    var phase: Phase { state.withLock { $0.phase } }
 
     /// The status queued for this request, if any (for the request log).
     var answeredStatus: Int? {
@@ -88,16 +86,18 @@ final class RequestContext: Sendable {
         state.withLock { $0.body.reserveCapacity(capacity) }
     }
 
-    /// Hands out the accumulated body and headers (the context no longer needs them).
-    func takeRequestParts() -> (HTTPHeaders, [UInt8]) {
-        state.withLock { state in
+    /// The complete request: the head with the accumulated body (which the context then drops).
+    func takeRequest() -> HTTPRequest {
+        var request = head
+        request.body = state.withLock { state in
             defer { state.body = [] }
-            return (state.headers, state.body)
+            return state.body
         }
+        return request
     }
 
     /// Called on the daemon thread right after `MHD_suspend_connection`. Returns true when a
-    /// response already arrived, in which case the caller must resume the connection itself.
+    /// response arrived in the meantime, in which case the caller must resume the connection itself.
     func markSuspended() -> Bool {
         state.withLock { state in
             if case .ready = state.phase { return true }

@@ -10,10 +10,20 @@ public protocol HTTPResponder: Sendable {
     /// A request taken here costs no task and no thread hand-off, which is most of the cost of
     /// a small request (single ingest events) beyond the network itself.
     func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool
+
+    /// A refusal known from the request's head alone (a missing key, a full queue), so that a
+    /// client is not made to send a body only to have it refused. Called on the daemon thread as
+    /// soon as the head of a request that announces a body is in (`request.body` is empty); must
+    /// answer at once, without waiting. Nil reads the body, and the request goes on as usual.
+    ///
+    /// A refused request's connection is closed after the response, lingeringly: what the client
+    /// still sends is read and discarded for a bounded time, so that it reads the refusal.
+    func refusalBeforeBody(to request: HTTPRequest) -> HTTPResponse?
 }
 
 extension HTTPResponder {
     public func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool { false }
+    public func refusalBeforeBody(to request: HTTPRequest) -> HTTPResponse? { nil }
 }
 
 /// Routes by method and path. A pattern is `/`-separated segments, each literal or `:name`.
@@ -27,6 +37,8 @@ public struct Router: HTTPResponder {
     public typealias Handler = @Sendable (HTTPRequest) async throws -> HTTPResponse
     /// See ``HTTPResponder/respondInline(to:reply:)``.
     public typealias InlineHandler = @Sendable (HTTPRequest, HTTPReply) -> Bool
+    /// See ``HTTPResponder/refusalBeforeBody(to:)``.
+    public typealias BeforeBodyCheck = @Sendable (HTTPRequest) -> HTTPResponse?
 
     private enum Segment: Sendable, Equatable {
         case literal(String)
@@ -46,6 +58,7 @@ public struct Router: HTTPResponder {
         let literalCount: Int
         let handler: Handler
         let inlineHandler: InlineHandler?
+        let beforeBody: BeforeBodyCheck?
     }
 
     private var routes: [Route] = []
@@ -54,14 +67,17 @@ public struct Router: HTTPResponder {
 
     public init() {}
 
-    /// Adds a route; `inline`, when given, is tried first (see ``HTTPResponder/respondInline(to:reply:)``).
-    public mutating func add(_ method: HTTPMethod, _ pattern: String, inline: InlineHandler? = nil, _ handler: @escaping Handler) {
+    /// Adds a route; `beforeBody`, when given, may refuse a request from its head (see
+    /// ``HTTPResponder/refusalBeforeBody(to:)``); `inline`, when given, is tried before `handler`
+    /// (see ``HTTPResponder/respondInline(to:reply:)``).
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, beforeBody: BeforeBodyCheck? = nil,
+                             inline: InlineHandler? = nil, _ handler: @escaping Handler) {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix(":") && part.count > 1 ? .parameter(String(part.dropFirst())) : .literal(part)
         }
         let literalCount = segments.filter { if case .literal = $0 { true } else { false } }.count
         routes.append(Route(method: method, pattern: pattern, segments: segments, literalCount: literalCount, handler: handler,
-                            inlineHandler: inline))
+                            inlineHandler: inline, beforeBody: beforeBody))
         if inline != nil { inlineMethods.insert(method) }
     }
 
@@ -69,8 +85,9 @@ public struct Router: HTTPResponder {
     public var patterns: [Pattern] { routes.map { Pattern(method: $0.method, pattern: $0.pattern) } }
 
     public mutating func get(_ pattern: String, _ handler: @escaping Handler) { add(.GET, pattern, handler) }
-    public mutating func post(_ pattern: String, inline: InlineHandler? = nil, _ handler: @escaping Handler) {
-        add(.POST, pattern, inline: inline, handler)
+    public mutating func post(_ pattern: String, beforeBody: BeforeBodyCheck? = nil, inline: InlineHandler? = nil,
+                              _ handler: @escaping Handler) {
+        add(.POST, pattern, beforeBody: beforeBody, inline: inline, handler)
     }
     public mutating func put(_ pattern: String, _ handler: @escaping Handler) { add(.PUT, pattern, handler) }
     public mutating func delete(_ pattern: String, _ handler: @escaping Handler) { add(.DELETE, pattern, handler) }
@@ -80,6 +97,19 @@ public struct Router: HTTPResponder {
         var routed = request
         routed.pathParameters = parameters
         return inline(routed, reply)
+    }
+
+    /// An unknown path or method is refused before the body; a route's own check decides otherwise.
+    public func refusalBeforeBody(to request: HTTPRequest) -> HTTPResponse? {
+        switch resolve(request) {
+        case .refused(let response):
+            return response
+        case .route(let route, let parameters):
+            guard let check = route.beforeBody else { return nil }
+            var routed = request
+            routed.pathParameters = parameters
+            return check(routed)
+        }
     }
 
     public func respond(to request: HTTPRequest) async -> HTTPResponse {

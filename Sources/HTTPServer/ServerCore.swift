@@ -18,6 +18,8 @@ final class ServerCore: Sendable {
         var maxBodyBytes: Int
         var maxHeaderBytes: Int
         var keepAlive: Bool
+        /// The daemons wait with epoll, edge-triggered (see ``requestCompleted(requestSlot:termination:)``).
+        var edgeTriggered = false
     }
 
     private struct Connection {
@@ -28,6 +30,8 @@ final class ServerCore: Sendable {
         /// The request handed to a responder, if any.
         var dispatched: RequestContext?
         var timedOut = false
+        /// Answered before its request was read in full: closed lingeringly (see ``LingeringCloser``).
+        var refusedEarly = false
     }
 
     private struct State {
@@ -43,15 +47,18 @@ final class ServerCore: Sendable {
     /// Offered each request first, on the daemon thread (`respondInline`); what it declines becomes a job.
     private let responder: any HTTPResponder
     private let jobs: AsyncStream<Job>.Continuation
+    let lingerer: LingeringCloser
     private let state = Mutex(State())
     /// Kept apart from `state`: counted on every inline request, which otherwise takes no lock here.
     private let takenInline = Atomic(0)
 
-    init(limits: Limits, log: (@Sendable (String) -> Void)?, responder: any HTTPResponder, jobs: AsyncStream<Job>.Continuation) {
+    init(limits: Limits, log: (@Sendable (String) -> Void)?, responder: any HTTPResponder, jobs: AsyncStream<Job>.Continuation,
+         lingerer: LingeringCloser) {
         self.limits = limits
         self.log = log
         self.responder = responder
         self.jobs = jobs
+        self.lingerer = lingerer
     }
 
     static func from(_ cls: UnsafeMutableRawPointer?) -> ServerCore {
@@ -63,6 +70,7 @@ final class ServerCore: Sendable {
     var statistics: HTTPServer.Statistics {
         var statistics = state.withLock { $0.statistics }
         statistics.requestsTakenInline = takenInline.load(ordering: .relaxed)
+        statistics.connectionsLingering = lingerer.count
         return statistics
     }
     var inFlight: Int { state.withLock { $0.statistics.requestsInFlight } }
@@ -117,12 +125,33 @@ final class ServerCore: Sendable {
         }
     }
 
+    /// Called before libmicrohttpd closes the socket: a client that may still be sending gets a
+    /// lingering close instead of a reset (a duplicate of the descriptor keeps the socket open).
     func connectionClosed(_ connection: ConnectionHandle) {
-        state.withLock { state in
-            if state.connections.removeValue(forKey: connection.key) != nil {
-                state.statistics.connectionsOpen -= 1
-            }
+        let closed = state.withLock { state -> Connection? in
+            guard let closed = state.connections.removeValue(forKey: connection.key) else { return nil }
+            state.statistics.connectionsOpen -= 1
+            // Closed between the request's hand-off and its suspension: nothing will queue it.
+            if closed.dispatched != nil { state.dispatchedCount -= 1 }
+            return closed
         }
+        guard let closed, !closed.timedOut, closed.fd >= 0 else { return }
+        if closed.refusedEarly || Self.hasUnreadBytes(closed.fd) {
+            let duplicate = dup(closed.fd)
+            if duplicate >= 0 { lingerer.adopt(duplicate) }
+        }
+    }
+
+    /// Whether bytes the server never read wait on the socket (closing it now would reset it).
+    private static func hasUnreadBytes(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
+    }
+
+    /// Whether the next thing to read is the client's end of stream.
+    private static func peerFinishedSending(_ fd: Int32) -> Bool {
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
     }
 
     func access(
@@ -149,7 +178,9 @@ final class ServerCore: Sendable {
             return dispatch(context)
         case .rejected(let response), .ready(let response):
             return queue(response, for: context)
-        case .dispatching, .suspended, .answered:
+        case .dispatching:
+            return suspend(context)
+        case .suspended, .answered:
             return .YES
         }
     }
@@ -158,10 +189,19 @@ final class ServerCore: Sendable {
         guard let raw = requestSlot.pointee else { return }
         requestSlot.pointee = nil
         let context = Unmanaged<RequestContext>.fromOpaque(raw).takeRetainedValue()
-        state.withLock { state in
+        let fd = state.withLock { state -> Int32? in
             state.statistics.requestsInFlight -= 1
             state.statistics.requestsCompleted += 1
             state.connections[context.connection.key]?.waitingSince = .now
+            return state.connections[context.connection.key]?.fd
+        }
+        // A client that half-closed sends no further request. With epoll, libmicrohttpd may never
+        // read its end of stream: it arrived with the request, and a short read cleared the
+        // "readable" mark that only a new edge would set again; the connection would then idle until
+        // its timeout while the client waits for the close. Shut it down now that it is answered.
+        if limits.edgeTriggered, termination == .REQUEST_TERMINATED_COMPLETED_OK, let fd, fd >= 0,
+           Self.peerFinishedSending(fd) {
+            _ = shutdown(fd, Int32(SHUT_RDWR))
         }
         guard let log else { return }
         let milliseconds = (ContinuousClock.now - context.started) / .microseconds(1) / 1000
@@ -184,29 +224,51 @@ final class ServerCore: Sendable {
             return state.connections[connection.key]?.remoteAddress ?? ""
         }
         let (headers, headerBytes) = Self.values(of: connection, kind: .HEADER_KIND)
-        let context = RequestContext(
-            connection: connection,
+        let (queryItems, _) = Self.values(of: connection, kind: .GET_ARGUMENT_KIND)
+        let rawPath = url.map { String(cString: $0) } ?? "/"
+        let head = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
-            rawPath: url.map { String(cString: $0) } ?? "/",
-            remoteAddress: remoteAddress,
-            headers: HTTPHeaders(headers))
+            path: PercentDecoding.decode(rawPath, plusAsSpace: false),
+            queryItems: queryItems.map {
+                HTTPRequest.QueryItem(
+                    name: PercentDecoding.decode($0.0, plusAsSpace: true),
+                    value: PercentDecoding.decode($0.1, plusAsSpace: true))
+            },
+            headers: HTTPHeaders(headers),
+            remoteAddress: remoteAddress)
+        let context = RequestContext(connection: connection, head: head, rawPath: rawPath)
         requestSlot.pointee = Unmanaged.passRetained(context).toOpaque()
 
         // Refusals are queued at once: libmicrohttpd then sends them without reading the body and
-        // closes the connection, which is what a client over a limit should get.
+        // closes the connection (lingeringly, so that a client sending its body reads them).
         if headerBytes > limits.maxHeaderBytes {
-            return queue(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
+            return refuseEarly(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
         }
-        if let declared = context.headers["Content-Length"].flatMap({ Int($0) }) {
-            if declared > limits.maxBodyBytes {
-                return queue(HTTPProblem.payloadTooLarge(limit: limits.maxBodyBytes).response, for: context)
-            }
-            context.reserveBody(declared)
+        let declared = head.headers["Content-Length"].flatMap { Int($0) }
+        if let declared, declared > limits.maxBodyBytes {
+            return refuseEarly(HTTPProblem.payloadTooLarge(limit: limits.maxBodyBytes).response, for: context)
         }
+        if (declared ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil,
+           let refusal = responder.refusalBeforeBody(to: head) {
+            return refuseEarly(refusal, for: context)
+        }
+        if let declared { context.reserveBody(declared) }
         return .YES
     }
 
-    /// The full request is in: hand it to a responder and suspend the connection until it answers.
+    private func refuseEarly(_ response: HTTPResponse, for context: RequestContext) -> MHD_Result {
+        state.withLock { $0.connections[context.connection.key]?.refusedEarly = true }
+        return queue(response, for: context)
+    }
+
+    /// The full request is in: hand it to a responder. The connection is suspended only on the
+    /// next access-handler call (see ``suspend(_:)``), unless the response is there at once.
+    ///
+    /// Why not now: libmicrohttpd (0.9.75) keeps a suspended connection's wait state as it was,
+    /// here "read", and reads again right after resuming it, before queueing the response; a
+    /// client that half-closed after its request then reads as gone and the answer is never
+    /// sent. From the next call on the state is "blocked" (request complete, no response), under
+    /// which it never reads.
     private func dispatch(_ context: RequestContext) -> MHD_Result {
         let accepted = state.withLock { state -> Bool in
             guard !state.refusingWork else { return false }
@@ -218,38 +280,28 @@ final class ServerCore: Sendable {
         guard accepted else {
             return queue(HTTPProblem.serviceUnavailable.response, for: context)
         }
+        // Until the connection is suspended, finish() only records the response, and the
+        // access-handler calls that follow queue it.
         context.setPhase(.dispatching)
-        let (queryItems, _) = Self.values(of: context.connection, kind: .GET_ARGUMENT_KIND)
-        let (headers, body) = context.takeRequestParts()
-        let request = HTTPRequest(
-            method: context.method,
-            path: PercentDecoding.decode(context.rawPath, plusAsSpace: false),
-            queryItems: queryItems.map {
-                HTTPRequest.QueryItem(
-                    name: PercentDecoding.decode($0.0, plusAsSpace: true),
-                    value: PercentDecoding.decode($0.1, plusAsSpace: true))
-            },
-            headers: headers,
-            body: body,
-            remoteAddress: context.remoteAddress)
-
-        // Suspend before anyone can try to resume: the request is offered inline or published as a
-        // job only afterwards, and refuseNewWork() can only reach this context through
-        // `dispatched`, which finish() turns into .ready without resuming while the phase is
-        // still .dispatching.
-        MHD_suspend_connection(context.connection.pointer)
-        if context.markSuspended() {
-            MHD_resume_connection(context.connection.pointer)
-            return .YES
-        }
+        let request = context.takeRequest()
         let reply = HTTPReply { [context] response in context.finish(with: response) }
         // A reply already sent means taken, even if the responder then said otherwise.
         if responder.respondInline(to: request, reply: reply) || reply.wasSent {
             takenInline.add(1, ordering: .relaxed)
-            return .YES
-        }
-        if case .terminated = jobs.yield(Job(context: context, request: request)) {
+        } else if case .terminated = jobs.yield(Job(context: context, request: request)) {
             context.finish(with: HTTPProblem.serviceUnavailable.response)
+        }
+        if case .ready(let response) = context.phase {
+            return queue(response, for: context)
+        }
+        return .YES
+    }
+
+    /// Suspends a dispatched connection until its response arrives (then `finish` resumes it).
+    private func suspend(_ context: RequestContext) -> MHD_Result {
+        MHD_suspend_connection(context.connection.pointer)
+        if context.markSuspended() {
+            MHD_resume_connection(context.connection.pointer)
         }
         return .YES
     }

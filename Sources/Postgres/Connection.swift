@@ -10,9 +10,12 @@ public final class Connection {
     /// Connects, blocking until the server answers or the connect timeout passes.
     public init(configuration: PostgresConfiguration) throws {
         self.configuration = configuration
-        let keywords = ["dbname", "application_name", "connect_timeout", "client_encoding"]
-        let values = [configuration.connectionString, configuration.applicationName,
-                      String(configuration.connectTimeoutSeconds), "UTF8"]
+        // libpq takes the last value given for a keyword. Engage's defaults come before the
+        // connection string, so a URL's own connect_timeout, keepalive settings or
+        // application_name win; client_encoding comes after it, since engage sends UTF-8.
+        let defaults = configuration.connectionDefaults
+        let keywords = defaults.map(\.keyword) + ["dbname", "client_encoding"]
+        let values = defaults.map(\.value) + [configuration.connectionString, "UTF8"]
         // expand_dbname=1: the first dbname value may itself be a URL or a key/value string.
         handle = withCStringArray(keywords) { keywordPointers in
             withCStringArray(values) { valuePointers in

@@ -5,7 +5,9 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     public var applicationName: String
     public var connectTimeoutSeconds: Int
 
-    public init(connectionString: String, applicationName: String = "engage", connectTimeoutSeconds: Int = 5) {
+    /// `connectTimeoutSeconds` bounds each host's attempt (libpq tries the hosts of a multi-host
+    /// URL in turn); 2 s is libpq's smallest recommended value, and a failover is noticed sooner.
+    public init(connectionString: String, applicationName: String = "engage", connectTimeoutSeconds: Int = 2) {
         self.connectionString = connectionString
         self.applicationName = applicationName
         self.connectTimeoutSeconds = connectTimeoutSeconds
@@ -21,6 +23,15 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         var copy = self
         copy.connectionString = Self.replacingDatabase(in: connectionString, with: database)
         return copy
+    }
+
+    /// libpq settings engage applies unless the connection string sets them: the connect timeout,
+    /// the application name, and TCP keepalives that find a server gone without a word (a
+    /// machine lost, a network cut) within about 20 s on an idle connection, instead of the
+    /// system's two hours. (Ignored for Unix sockets.)
+    var connectionDefaults: [(keyword: String, value: String)] {
+        [("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName),
+         ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "3"), ("keepalives_count", "3")]
     }
 
     /// Never prints a password.

@@ -46,12 +46,13 @@ struct IngestInlineTests {
         #expect(throughThread == throughTasks)
         #expect(throughThread.map(\.status) == [200, 200, 400, 415, 400, 401, 200])
         #expect(taskOnly.engage.server.statistics.requestsTakenInline == 0)
-        #expect(inline.engage.server.statistics.requestsTakenInline == 7)
+        // The forged key, cached as refused, is refused before its body is read: not inline.
+        #expect(inline.engage.server.statistics.requestsTakenInline == 6)
         for server in [taskOnly, inline] {
             #expect(try await server.count("SELECT count(*) FROM events") == 6)
         }
         let metrics = metricSamples(try await inline.request("GET", "/metrics").text)
-        #expect(metrics["engage_http_requests_inline_total"] == "7")
+        #expect(metrics["engage_http_requests_inline_total"] == "6")
         #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="200"}"#] == "4")
         await taskOnly.stop()
         await inline.stop()
@@ -83,7 +84,8 @@ struct IngestInlineTests {
         #expect(first.status == 403)
         #expect(second.status == 403)
         #expect(second.text == first.text)
-        #expect(server.engage.server.statistics.requestsTakenInline == 1)
+        // The second time the key is cached: refused before the body, which is never read.
+        #expect(server.engage.server.statistics.requestsTakenInline == 0)
         #expect(try await server.count("SELECT count(*) FROM events") == 0)
         await server.stop()
     }

@@ -17,6 +17,8 @@ struct IngestLifecycleTests {
         let server = try TestServer {
             $0.queueCapacity = 1
             $0.committers = 1
+            // Room for a body larger than the socket buffers, sent whole to the full queue below.
+            $0.ingest.maxDecompressedBytes = 8 << 20
         }
         let app = uniqueApp()
         let key = try await server.key(app: app)
@@ -32,10 +34,18 @@ struct IngestLifecycleTests {
             metricSamples(server.engage.registry.renderPrometheus())["engage_ingest_queue_events"] == "2"
         }
 
-        let refused = try await server.post(third.array, key: key)
-        try expectProblem(refused, Problem("ingest-queue-full", status: 429, title: "Too many events are waiting to be stored",
-                                           detail: "retry after the number of seconds in Retry-After"),
-                          retryAfter: "1")
+        let queueFull = Problem("ingest-queue-full", status: 429, title: "Too many events are waiting to be stored",
+                                detail: "retry after the number of seconds in Retry-After")
+        try expectProblem(try await server.post(third.array, key: key), queueFull, retryAfter: "1")
+        // Refused from the headers: a client that sends a 6 MB body whole, without waiting for
+        // 100-continue, still reads the 429 (the rest of its body is read and discarded).
+        let big = "[" + String(repeating: " ", count: 6 << 20) + "]"
+        let head = "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(big.utf8.count)\r\n\r\n"
+        let port = server.port
+        let (refusedWhole, closed) = try await offPool { try RawHTTPClient(port: port).sendWholeThenRead(Array((head + big).utf8)) }
+        try expectProblem(refusedWhole, queueFull, retryAfter: "1")
+        #expect(closed)
 
         lock.release()
         try expectAccepted(try await firstAnswer, Acceptance(accepted: 1))

@@ -11,12 +11,13 @@ enum ScheduledRuns {
     static let app = "experiments"
 
     /// `count` running experiments analysed every 1 January, started two years ago: each has
-    /// exactly one run due (last 1 January), and no other falls due while a test runs.
-    static func startExperiments(_ count: Int, pool: ConnectionPool) async throws {
+    /// exactly one run due (last 1 January), and no other falls due while a test runs. Their ids
+    /// are `prefix-0`, `prefix-1`...
+    static func startExperiments(_ count: Int, pool: ConnectionPool, prefix: String = "faults") async throws {
         let store = ExperimentStore(pool: pool)
         let start = FunnelEvents.now.adding(microseconds: -2 * 366 * 86_400 * Timestamp.microsecondsPerSecond)
         for number in 0..<count {
-            let id = "faults-\(number)"
+            let id = "\(prefix)-\(number)"
             _ = try await store.create(ExperimentDefinition(
                 id: id, appID: app,
                 arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true),
@@ -26,13 +27,17 @@ enum ScheduledRuns {
         }
     }
 
-    /// Waits until each of `experiments` has its run and no run is left pending or running.
-    static func waitUntilAllDone(_ pool: ConnectionPool, experiments: Int, timeout: Duration = .seconds(60)) async throws {
+    /// Waits until each of `experiments` (ids starting with `prefix-`) has its run and none of
+    /// theirs is left pending or running.
+    static func waitUntilAllDone(_ pool: ConnectionPool, experiments: Int, prefix: String = "faults",
+                                 timeout: Duration = .seconds(60)) async throws {
         let deadline = ContinuousClock.now.advanced(by: timeout)
+        let pattern = prefix + "-%"
         while ContinuousClock.now < deadline {
             let (covered, unfinished) = try await pool.withConnection { connection in
                 let row = try connection.query("""
                     SELECT count(DISTINCT experiment_id), count(*) FILTER (WHERE status <> 'done') FROM experiment_runs
+                    WHERE experiment_id LIKE \(pattern)
                     """)[0]
                 return (try row.decode(0, as: Int.self), try row.decode(1, as: Int.self))
             }

@@ -63,10 +63,10 @@ import TestSupport
 
     @Test func unmatchedRequestsNeverReachAnInlineHandler() async throws {
         try await withServer(router: Self.router()) { server in
+            // Refused before their bodies, so each closes its connection.
             let (missing, wrongMethod) = try await offPool {
-                let client = try RawHTTPClient(port: server.port)
-                return (try client.request("POST", "/elsewhere", body: Array("now".utf8)),
-                        try client.request("PUT", "/inline", body: Array("now".utf8)))
+                (try RawHTTPClient(port: server.port).request("POST", "/elsewhere", body: Array("now".utf8)),
+                 try RawHTTPClient(port: server.port).request("PUT", "/inline", body: Array("now".utf8)))
             }
             #expect(missing.status == 404)
             #expect(wrongMethod.status == 405)

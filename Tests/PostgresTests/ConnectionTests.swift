@@ -194,6 +194,16 @@ struct ConnectionTests {
         #expect(error?.sqlState == "42P01")
     }
 
+    @Test func theConnectionStringOverridesEngageDefaultsButNotTheEncoding() throws {
+        let plain = try Connection(configuration: configuration)
+        #expect(try plain.query("SHOW application_name")[0].decode(0, as: String.self) == "engage")
+        var custom = configuration
+        custom.connectionString += " application_name=from-url client_encoding=LATIN1"
+        let overridden = try Connection(configuration: custom)
+        #expect(try overridden.query("SHOW application_name")[0].decode(0, as: String.self) == "from-url")
+        #expect(try overridden.query("SHOW client_encoding")[0].decode(0, as: String.self) == "UTF8")
+    }
+
     @Test func badConnectionStringIsAConnectionError() throws {
         let error = #expect(throws: PostgresError.self) {
             _ = try Connection(configuration: PostgresConfiguration(connectionString: "host=/nonexistent/socket port=1 dbname=x", connectTimeoutSeconds: 1))

@@ -62,6 +62,20 @@ public final class RawHTTPClient {
         }
     }
 
+    /// Shuts the sending side down (a FIN to the server), as `nc -N` or some proxies do after a
+    /// complete request; the client can still read.
+    public func finishSending() {
+        _ = shutdown(fd, Int32(SHUT_WR))
+    }
+
+    /// Sends `request` (head and body) in full before reading anything, as clients that do not
+    /// wait for `100-continue` do, then reads the answer and waits for the server to close.
+    public func sendWholeThenRead(_ request: [UInt8]) throws -> (Response, closed: Bool) {
+        try send(request)
+        let response = try readResponse()
+        return (response, waitForClose())
+    }
+
     /// Sends a request with `Content-Length` (when there is a body) and reads the response.
     public func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []

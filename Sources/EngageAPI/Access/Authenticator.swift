@@ -36,16 +36,17 @@ public struct Authenticator: Sendable {
     }
 
     /// `authorize` without waiting: nil when only the database knows the key (the caller then
-    /// goes the way that may wait).
-    func authorizeWithoutWaiting(_ request: HTTPRequest, as role: Role) -> Result<APIKey, ProblemResponse>? {
+    /// goes the way that may wait). Without `takingToken`, the rate is only looked at: for a
+    /// refusal before the body, whose request is authorized again once complete.
+    func authorizeWithoutWaiting(_ request: HTTPRequest, as role: Role, takingToken: Bool = true) -> Result<APIKey, ProblemResponse>? {
         let presented: String
         switch Self.presentedKey(request) {
         case .success(let found): presented = found
         case .failure(let problem): return .failure(problem)
         }
         switch keys.authenticateFromCache(presented) {
-        case .key(let key): return admit(key, asAnyOf: [role])
-        case .refused: return admit(nil, asAnyOf: [role])
+        case .key(let key): return admit(key, asAnyOf: [role], takingToken: takingToken)
+        case .refused: return admit(nil, asAnyOf: [role], takingToken: takingToken)
         case .notCached: return nil
         }
     }
@@ -60,7 +61,7 @@ public struct Authenticator: Sendable {
         return .success(presented)
     }
 
-    private func admit(_ key: APIKey?, asAnyOf roles: [Role]) -> Result<APIKey, ProblemResponse> {
+    private func admit(_ key: APIKey?, asAnyOf roles: [Role], takingToken: Bool = true) -> Result<APIKey, ProblemResponse> {
         guard let key else {
             return .failure(ProblemResponse(APIProblems.unauthorized("the key is unknown or revoked")))
         }
@@ -68,7 +69,8 @@ public struct Authenticator: Sendable {
             let role = roles[0]
             return .failure(ProblemResponse(APIProblems.forbidden("\(key.role.article) \(key.role.rawValue) key cannot \(role.verb)")))
         }
-        if let rateLimiter, case .refused(let wait) = rateLimiter.admit(keyID: key.keyID) {
+        if let rateLimiter,
+           case .refused(let wait) = takingToken ? rateLimiter.admit(keyID: key.keyID) : rateLimiter.peek(keyID: key.keyID) {
             return .failure(ProblemResponse(APIProblems.rateLimited(rateLimiter.limit),
                                             retryAfter: KeyRateLimiter.retryAfterSeconds(wait)))
         }

@@ -29,6 +29,13 @@ public final class KeyRateLimiter: Sendable {
         }
     }
 
+    /// What ``admit(keyID:)`` would decide now, without taking a token.
+    public func peek(keyID: String) -> TokenBucket.Decision {
+        let now = clock()
+        var bucket = buckets.withLock { $0[keyID] } ?? TokenBucket(limit, now: now)
+        return bucket.take(now: now)
+    }
+
     /// Retry-After: whole seconds, rounded up, at least 1.
     static func retryAfterSeconds(_ wait: Duration) -> Int {
         let (seconds, attoseconds) = wait.components

@@ -92,6 +92,15 @@ public struct IngestRoute: Sendable {
         return true
     }
 
+    /// A refusal known from the head (see `HTTPResponder.refusalBeforeBody`): a missing, malformed
+    /// or cached-bad key, a key over its rate (no token taken), a full queue.
+    public func refusalBeforeBody(_ request: HTTPRequest) -> HTTPResponse? {
+        if case .failure(let problem) = authenticator.authorizeWithoutWaiting(request, as: .ingest, takingToken: false) {
+            return problem.response
+        }
+        return queue.depth >= queue.limits.capacity ? Self.refusal(IngestQueue.Refusal.full) : nil
+    }
+
     /// What a request's answer needs besides the append result.
     struct Pending: Sendable {
         var rejected: [Rejection]

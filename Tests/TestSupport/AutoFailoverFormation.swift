@@ -1,0 +1,368 @@
+import EmbeddedPostgres
+import EventStore
+import Foundation
+import Glibc
+import Postgres
+import Synchronization
+
+/// A pg_auto_failover formation on this machine: a monitor and two PostgreSQL nodes, a primary and
+/// a synchronous secondary, three clusters in a temporary directory, each under a `pg_autoctl`
+/// process of its own (as the postgres user when this runs as root), on free loopback ports,
+/// with `--auth trust --no-ssl`.
+///
+/// The formation takes a while to build (half a minute to a minute and a half), so a test process
+/// builds it once (``shared()``) and its tests take turns: each leaves it settled, with a primary
+/// and a synchronous secondary, whichever node is which. It is stopped and deleted when the test
+/// process ends, even if it crashes.
+public final class AutoFailoverFormation: Sendable {
+    /// Monitor and keeper settings that shorten failure detection from the defaults (about 50 s
+    /// from a lost primary to a writable secondary) to about 10 s; docs/high-availability.md
+    /// explains each.
+    public struct Settings: Sendable {
+        /// `pgautofailover.*` settings of the monitor (milliseconds or counts).
+        public var monitor: [String: Int] = [
+            "health_check_period": 1000,
+            "health_check_timeout": 1000,
+            "health_check_max_retries": 1,
+            "health_check_retry_delay": 500,
+            "node_considered_unhealthy_timeout": 3000,
+            "primary_demote_timeout": 5000,
+        ]
+        /// Keepers' `timeout.network_partition_timeout` (seconds): a primary that can reach neither
+        /// the monitor nor its standby for this long demotes itself. It must stay below
+        /// `primary_demote_timeout`, or a partitioned primary could still take writes when the
+        /// secondary is promoted.
+        public var networkPartitionTimeoutSeconds = 3
+
+        public init() {}
+    }
+
+    public struct Node: Sendable, Hashable, CustomStringConvertible {
+        public let name: String
+        public let port: Int
+        let dataDirectory: String
+
+        public var description: String { "\(name) (127.0.0.1:\(port))" }
+    }
+
+    /// A node as the monitor sees it.
+    public struct NodeState: Sendable, Equatable, CustomStringConvertible {
+        public var name: String
+        public var reported: String
+        public var assigned: String
+
+        public var description: String { "\(name) \(reported)/\(assigned)" }
+    }
+
+    public static let databaseName = "engage"
+    static let serverUser = "postgres"
+
+    public let directory: String
+    public let monitorPort: Int
+    public let nodes: [Node]
+    let settings: Settings
+    let binaryDirectory: String
+    private let keepers = Mutex<[String: ChildProcess]>([:])
+
+    private static let instance = Mutex<Result<AutoFailoverFormation, Error>?>(nil)
+
+    /// The formation of this test process, built on first use (blocking: call it off the pool).
+    public static func shared() throws -> AutoFailoverFormation {
+        try instance.withLock { instance in
+            if instance == nil { instance = Result { try AutoFailoverFormation(settings: Settings()) } }
+            return try instance!.get()
+        }
+    }
+
+    /// Builds and starts a formation; returns once its primary has a synchronous secondary and the
+    /// engage database is migrated.
+    public init(settings: Settings) throws {
+        self.settings = settings
+        binaryDirectory = try Self.serverWithExtension()
+        directory = "/tmp/engage-paf-\(getpid())"
+        let ports = try LocalSystem.freePorts(3)
+        monitorPort = ports[0]
+        nodes = [Node(name: "node1", port: ports[1], dataDirectory: directory + "/node1"),
+                 Node(name: "node2", port: ports[2], dataDirectory: directory + "/node2")]
+        try prepareDirectory()
+        watchForExit()
+
+        try run(["create", "monitor", "--pgctl", binaryDirectory + "/pg_ctl", "--pgdata", directory + "/monitor",
+                 "--pgport", String(monitorPort), "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl"],
+                what: "create the monitor")
+        try startKeeper(name: "monitor", ["run", "--pgdata", directory + "/monitor"])
+        try configureMonitor()
+
+        try createNode(nodes[0])
+        // The engage tests need a server, not crash safety of the machine: skip the disk flushes.
+        // Set before the secondary copies the primary, so both nodes have it.
+        try Self.retrying(for: .seconds(60), "turn fsync off on node1") {
+            try withPrimaryConnection(nodes[0], database: "postgres") { connection in
+                try connection.execute("ALTER SYSTEM SET fsync = off")
+                try connection.execute("SELECT pg_reload_conf()")
+            }
+        }
+        try createNode(nodes[1], forcingCheckpointsOn: nodes[0])
+        let primary = try waitUntilSettled(timeout: .seconds(180))
+        _ = try withPrimaryConnection(primary, database: Self.databaseName) { try Migrator.fromSQLDirectory().migrate($0) }
+    }
+
+    /// The engage database through both nodes: libpq connects to whichever accepts writes.
+    public var database: PostgresConfiguration {
+        let hosts = nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
+        return PostgresConfiguration(
+            connectionString: "postgresql://\(Self.serverUser)@\(hosts)/\(Self.databaseName)?target_session_attrs=read-write&connect_timeout=2",
+            connectTimeoutSeconds: 2)
+    }
+
+    /// One node's database, whatever its role.
+    public func configuration(of node: Node, database: String = databaseName) -> PostgresConfiguration {
+        PostgresConfiguration(connectionString: "postgresql://\(Self.serverUser)@127.0.0.1:\(node.port)/\(database)?connect_timeout=2",
+                              connectTimeoutSeconds: 2)
+    }
+
+    public func node(named name: String) -> Node? { nodes.first { $0.name == name } }
+
+    // MARK: State
+
+    /// The nodes as the monitor sees them.
+    public func states() throws -> [NodeState] {
+        let connection = try Connection(configuration: PostgresConfiguration(
+            connectionString: "postgresql://\(Self.serverUser)@127.0.0.1:\(monitorPort)/pg_auto_failover?connect_timeout=2",
+            connectTimeoutSeconds: 2))
+        defer { connection.close() }
+        return try connection.query("SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node ORDER BY nodeid")
+            .rows.map { NodeState(name: try $0.decode(0), reported: try $0.decode(1), assigned: try $0.decode(2)) }
+    }
+
+    /// Waits until one node is primary and the other its synchronous secondary, both as reported
+    /// and as assigned, and the primary counts the secondary in its quorum; returns the primary.
+    /// Blocking.
+    @discardableResult
+    public func waitUntilSettled(primary expected: Node? = nil, timeout: Duration = .seconds(180)) throws -> Node {
+        var primary: Node?
+        try waitForStates(timeout: timeout) { states in
+            guard let found = states.first(where: { $0.reported == "primary" && $0.assigned == "primary" }),
+                  states.contains(where: { $0.reported == "secondary" && $0.assigned == "secondary" }),
+                  let node = self.node(named: found.name), expected == nil || expected == node,
+                  (try? self.hasSynchronousStandby(node)) == true
+            else { return false }
+            primary = node
+            return true
+        }
+        return primary!
+    }
+
+    /// Waits until the monitor has made a node other than `previous` primary and the node says
+    /// it is (a lost primary keeps its last reported state); returns it. Blocking.
+    public func waitForNewPrimary(replacing previous: Node, timeout: Duration = .seconds(120)) throws -> Node {
+        let writable: Set = ["primary", "wait_primary"]
+        var primary: Node?
+        try waitForStates(timeout: timeout) { states in
+            primary = states.first { $0.name != previous.name && writable.contains($0.reported) && writable.contains($0.assigned) }
+                .flatMap { self.node(named: $0.name) }
+            return primary != nil
+        }
+        return primary!
+    }
+
+    private func hasSynchronousStandby(_ node: Node) throws -> Bool {
+        try withPrimaryConnection(node, database: "postgres") { connection in
+            let rows = try connection.query("""
+                SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')
+                """)
+            return try rows[0].decode(0, as: Int.self) > 0 && !(try connection.query("SHOW synchronous_standby_names")[0].decode(0, as: String.self)).isEmpty
+        }
+    }
+
+    // MARK: Faults
+
+    /// Loses `node` at once: its keeper and its postmaster, with every process they started,
+    /// stopped together and killed with SIGKILL, as when a machine dies.
+    public func kill(_ node: Node) throws {
+        guard let keeper = keepers.withLock({ $0.removeValue(forKey: node.name) }) else {
+            throw FormationError("\(node) has no keeper running")
+        }
+        let tree = LocalSystem.processTree(of: keeper.pid)
+        for pid in tree { Glibc.kill(pid, SIGSTOP) }
+        for pid in tree { Glibc.kill(pid, SIGKILL) }
+        keeper.signal(SIGKILL)
+        var collected = false
+        for _ in 0..<500 where !collected {
+            collected = keeper.exitStatus() != nil
+            if !collected { usleep(10_000) }
+        }
+        // The postmaster's children are not the keeper's to reap: wait for them to be gone.
+        for _ in 0..<500 where tree.contains(where: { Glibc.kill($0, 0) == 0 && !LocalSystem.isZombie($0) }) { usleep(10_000) }
+    }
+
+    /// Starts `node`'s keeper again; it rejoins as a secondary (pg_rewind, or a new base backup).
+    public func restart(_ node: Node) throws {
+        try startKeeper(name: node.name, ["run", "--pgdata", node.dataDirectory])
+    }
+
+    /// `pg_autoctl perform switchover`: the monitor makes the secondary primary and the primary
+    /// its secondary. Blocking until the monitor reports it done.
+    public func switchover() throws {
+        try run(["perform", "switchover", "--pgdata", directory + "/monitor", "--wait", "120"], what: "perform a switchover")
+    }
+
+    // MARK: Building
+
+    /// The binaries of the newest installed PostgreSQL that has the monitor's extension.
+    static func serverWithExtension() throws -> String {
+        let manager = FileManager.default
+        guard manager.isExecutableFile(atPath: "/usr/bin/pg_autoctl") else {
+            throw FormationError("pg_autoctl is not installed (Debian package postgresql-15-auto-failover): run scripts/install-deps")
+        }
+        let versions = ((try? manager.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []).compactMap(Int.init).sorted(by: >)
+        for version in versions where manager.fileExists(atPath: "/usr/share/postgresql/\(version)/extension/pgautofailover.control") {
+            return "/usr/lib/postgresql/\(version)/bin"
+        }
+        throw FormationError("no installed PostgreSQL has the pgautofailover extension (postgresql-N-auto-failover)")
+    }
+
+    private func prepareDirectory() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+        // The keepers' pid files go in run/ (XDG_RUNTIME_DIR), which must exist.
+        try FileManager.default.createDirectory(atPath: directory + "/run", withIntermediateDirectories: true)
+        if geteuid() == 0 {
+            let outcome = try ProcessRunner.run(["/bin/chown", "-R", "\(Self.serverUser):\(Self.serverUser)", directory])
+            guard outcome.status == 0 else { throw FormationError("could not give \(directory) to \(Self.serverUser): \(outcome.output)") }
+        }
+    }
+
+    private func configureMonitor() throws {
+        let configuration = PostgresConfiguration(
+            connectionString: "postgresql://\(Self.serverUser)@127.0.0.1:\(monitorPort)/pg_auto_failover?connect_timeout=2",
+            connectTimeoutSeconds: 2)
+        let connection = try Self.retrying(for: .seconds(60), "connect to the monitor") { try Connection(configuration: configuration) }
+        defer { connection.close() }
+        for (name, value) in settings.monitor.sorted(by: { $0.key < $1.key }) {
+            try connection.execute(SQL(unsafeSQL: "ALTER SYSTEM SET pgautofailover.\(name) = \(value)"))
+        }
+        try connection.execute("SELECT pg_reload_conf()")
+    }
+
+    /// `pg_autoctl create postgres` (which registers the node and, for a secondary, copies the
+    /// primary), then the keeper settings, then the keeper.
+    private func createNode(_ node: Node, forcingCheckpointsOn source: Node? = nil) throws {
+        let create = try ChildProcess(command([
+            "create", "postgres", "--pgctl", binaryDirectory + "/pg_ctl", "--pgdata", node.dataDirectory,
+            "--pgport", String(node.port), "--hostname", "127.0.0.1", "--name", node.name, "--dbname", Self.databaseName,
+            "--monitor", "postgres://autoctl_node@127.0.0.1:\(monitorPort)/pg_auto_failover", "--auth", "trust", "--no-ssl",
+        ]), environment: ["PATH": "/usr/bin:/bin"], outputPath: "\(directory)/\(node.name)-create.log")
+        let deadline = ContinuousClock.now + .seconds(300)
+        while create.exitStatus() == nil && ContinuousClock.now < deadline {
+            // pg_basebackup starts with a checkpoint at the primary's pace (minutes on an idle
+            // server); asking for an immediate one makes the one in progress finish at once.
+            if let source { _ = try? withPrimaryConnection(source, database: "postgres") { try $0.execute("CHECKPOINT") } }
+            usleep(500_000)
+        }
+        guard let status = create.exitStatus(), status == 0 else {
+            throw FormationError("could not create \(node.name) (exit \(create.exitStatus().map(String.init) ?? "none: still running")):\n"
+                                 + keeperLogs())
+        }
+        try run(["config", "set", "--pgdata", node.dataDirectory, "timeout.network_partition_timeout",
+                 String(settings.networkPartitionTimeoutSeconds)], what: "set \(node.name)'s network partition timeout")
+        try startKeeper(name: node.name, ["run", "--pgdata", node.dataDirectory])
+    }
+
+    private func withPrimaryConnection<T>(_ node: Node, database: String, _ body: (Connection) throws -> T) throws -> T {
+        let connection = try Connection(configuration: configuration(of: node, database: database))
+        defer { connection.close() }
+        return try body(connection)
+    }
+
+    private func waitForStates(timeout: Duration, _ condition: ([NodeState]) throws -> Bool) throws {
+        let deadline = ContinuousClock.now + timeout
+        var last: [NodeState] = []
+        while ContinuousClock.now < deadline {
+            if let states = try? states() {
+                last = states
+                if try condition(states) { return }
+            }
+            usleep(100_000)
+        }
+        throw FormationError("the formation did not reach the expected state within \(timeout); last seen: \(last)\n" + keeperLogs())
+    }
+
+    // MARK: Processes
+
+    /// `pg_autoctl` with everything it keeps (configuration, state, pid files) in the formation's
+    /// directory, as the postgres user when this runs as root.
+    private func command(_ arguments: [String]) -> [String] {
+        let environment = ["HOME=\(directory)", "XDG_CONFIG_HOME=\(directory)/config", "XDG_DATA_HOME=\(directory)/data",
+                           "XDG_RUNTIME_DIR=\(directory)/run", "PATH=\(binaryDirectory):/usr/bin:/bin"]
+        let program = ["/usr/bin/env"] + environment + ["/usr/bin/pg_autoctl"] + arguments
+        return geteuid() == 0 ? ["/usr/sbin/runuser", "-u", Self.serverUser, "--"] + program : program
+    }
+
+    /// Runs a `pg_autoctl` command to completion, for at most five minutes.
+    private func run(_ arguments: [String], what: String) throws {
+        let outcome = try ProcessRunner.run(["/usr/bin/timeout", "300"] + command(arguments))
+        guard outcome.status == 0 else { throw FormationError("could not \(what) (exit \(outcome.status)):\n\(outcome.output.suffix(3000))") }
+    }
+
+    private func startKeeper(name: String, _ arguments: [String]) throws {
+        let log = "\(directory)/\(name)-\(keeperLogCount(name)).log"
+        let child = try ChildProcess(command(arguments), environment: ["PATH": "/usr/bin:/bin"], outputPath: log)
+        keepers.withLock { $0[name] = child }
+    }
+
+    private func keeperLogCount(_ name: String) -> Int {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasPrefix(name + "-") }.count
+    }
+
+    /// The last lines of every keeper's output, for failures.
+    public func keeperLogs(lines: Int = 60) -> String {
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".log") }.sorted()
+        return files.map { file in
+            let text = (try? String(contentsOfFile: directory + "/" + file, encoding: .utf8)) ?? ""
+            return "--- \(file)\n" + text.split(separator: "\n").suffix(lines).joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// A detached shell that, once this process is gone, kills every process of the formation
+    /// and deletes its directory. Those processes are recognised by the environment `command`
+    /// gives pg_autoctl, which they all inherit (keepers, their services, the servers they start);
+    /// neither command lines (pg_autoctl's services rename themselves) nor parenthood (a killed
+    /// keeper's services live on under init and restart their servers) would find them all. Not
+    /// `pg_autoctl stop` either: a keeper killed by a test leaves a pid file whose pid may belong
+    /// to anyone by then.
+    private func watchForExit() {
+        let script = """
+            while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
+            for round in 1 2 3 4 5 6 7 8 9 10; do
+                pids=$(for entry in /proc/[0-9]*; do
+                    [ "${entry#/proc/}" != "$$" ] && grep -qaF -- 'XDG_RUNTIME_DIR=\(directory)/run' "$entry/environ" 2>/dev/null && echo "${entry#/proc/}"
+                done)
+                [ -z "$pids" ] && break
+                kill -STOP $pids 2>/dev/null; kill -KILL $pids 2>/dev/null
+                sleep 1
+            done
+            rm -rf '\(directory)'
+            """
+        _ = try? ProcessRunner.spawnDetached(["/bin/sh", "-c", script])
+    }
+
+    @discardableResult
+    private static func retrying<T>(for timeout: Duration, _ what: String, _ body: () throws -> T) throws -> T {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do { return try body() } catch {
+                guard ContinuousClock.now < deadline else { throw FormationError("could not \(what) within \(timeout): \(error)") }
+                usleep(200_000)
+            }
+        }
+    }
+}
+
+/// Why the formation could not be built or driven; the message carries what the tools said.
+public struct FormationError: Error, CustomStringConvertible {
+    public var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

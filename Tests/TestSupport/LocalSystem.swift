@@ -1,0 +1,67 @@
+import Foundation
+import Glibc
+
+/// What tests need to know about this machine's processes and ports, read from /proc and the
+/// socket API.
+public enum LocalSystem {
+    /// `pid` and every process descended from it.
+    public static func processTree(of pid: Int32) -> [Int32] {
+        var parents: [Int32: [Int32]] = [:]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let child = Int32(entry), let parent = parentPID(of: child) else { continue }
+            parents[parent, default: []].append(child)
+        }
+        var tree = [pid], index = 0
+        while index < tree.count {
+            tree += parents[tree[index]] ?? []
+            index += 1
+        }
+        return tree
+    }
+
+    /// From /proc/PID/stat: "pid (comm) state ppid ...", where comm may hold spaces and parentheses.
+    private static func stat(of pid: Int32) -> [Substring]? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = text.lastIndex(of: ")") else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    private static func parentPID(of pid: Int32) -> Int32? {
+        stat(of: pid).flatMap { $0.count > 1 ? Int32($0[1]) : nil }
+    }
+
+    public static func isZombie(_ pid: Int32) -> Bool {
+        stat(of: pid)?.first == "Z"
+    }
+
+    /// Free TCP ports on the loopback interface (held together while chosen, so they differ).
+    public static func freePorts(_ count: Int) throws -> [Int] {
+        var sockets: [Int32] = []
+        defer { for socket in sockets { close(socket) } }
+        return try (0..<count).map { _ in
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            guard fd >= 0 else { throw LocalSystemError("socket() failed: errno \(errno)") }
+            sockets.append(fd)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                    bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+                }
+            }
+            guard bound else { throw LocalSystemError("could not find a free port: errno \(errno)") }
+            return Int(UInt16(bigEndian: address.sin_port))
+        }
+    }
+}
+
+/// A system call that failed while looking for a free port.
+public struct LocalSystemError: Error, CustomStringConvertible {
+    public var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
