@@ -78,7 +78,6 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
 #define CMICROHTTPD_ADD(option_, value_, pointer_) \
     items[count++] = (struct MHD_OptionItem){ (option_), (intptr_t)(value_), (void *)(pointer_) }
     CMICROHTTPD_ADD(MHD_OPTION_SOCK_ADDR, 0, address);
-    CMICROHTTPD_ADD(MHD_OPTION_EXTERNAL_LOGGER, CMicroHTTPD_log_trampoline, handle);
     if (options->thread_pool_size > 1) {
         CMICROHTTPD_ADD(MHD_OPTION_THREAD_POOL_SIZE, options->thread_pool_size, NULL);
     }
@@ -115,6 +114,8 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     handle->daemon = MHD_start_daemon(flags, options->port,
                                       options->accept_policy, options->accept_policy_cls,
                                       options->access_handler, options->access_handler_cls,
+                                      // First, or libmicrohttpd says so (through this logger) at every start.
+                                      MHD_OPTION_EXTERNAL_LOGGER, CMicroHTTPD_log_trampoline, handle,
                                       MHD_OPTION_ARRAY, items,
                                       MHD_OPTION_END);
     if (handle->daemon == NULL) {
