@@ -31,7 +31,7 @@ enum ExperimentSimulate {
         do {
             strategy = try StrategyReplayOptions.strategy(try arguments.required("strategy"))
             if let since = arguments.value("since") {
-                settings.countFrom = try StrategyReplayOptions.since(since, now: .now)
+                settings.countFrom = try StrategyReplayOptions.since(since, now: SystemTime().wallClock)
             }
             settings.categories = try StrategyReplayOptions.categories(arguments.values("category"))
         } catch let problem as ReplayOptionProblem {

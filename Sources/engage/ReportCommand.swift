@@ -44,7 +44,7 @@ enum ReportCommand: EngageCommand {
         if let problem = try Migrator.fromSQLDirectory().pendingProblem(connection) {
             throw ReportError(description: "the database is not ready for reports (\(problem)); run: engage migrate")
         }
-        let report = try query.run(on: connection, now: .now)
+        let report = try query.run(on: connection, now: SystemTime().wallClock)
         let output: [UInt8]
         switch format {
         case .table: output = Array((report.renderTable() + "\n").utf8)

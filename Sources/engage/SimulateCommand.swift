@@ -44,7 +44,7 @@ enum SimulateCommand: EngageCommand {
             throw UsageError(code: .invalidValue, message: "--duplicates and --out-of-order must be fractions from 0 to 1", usage: usage)
         }
         // The simulated day ends now, so every event is inside the accepted window.
-        let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
+        let start = SystemTime().wallClock.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
         let simulator: TrafficSimulator
         do {
             simulator = try TrafficSimulator(scenario: scenario, seed: seed, start: start,

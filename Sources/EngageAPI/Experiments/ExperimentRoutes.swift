@@ -1,7 +1,9 @@
 import EngageCore
+import EventStore
 import Experiments
 import HTTPServer
 import Postgres
+import Runtime
 
 /// The experiment routes, always scoped to the app of the request's key:
 ///
@@ -13,17 +15,17 @@ public struct ExperimentRoutes: Sendable {
     let authenticator: Authenticator
     let store: ExperimentStore
     let scheduler: Scheduler
-    let clock: @Sendable () -> Timestamp
+    let time: any TimeSource
     /// The ingest route's device id hasher: assignments bucket the id as the log stores it.
     let deviceIDHasher: DeviceIDHasher?
 
     public init(authenticator: Authenticator, store: ExperimentStore, scheduler: Scheduler,
-                deviceIDHasher: DeviceIDHasher? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+                deviceIDHasher: DeviceIDHasher? = nil, time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
         self.store = store
         self.scheduler = scheduler
         self.deviceIDHasher = deviceIDHasher
-        self.clock = clock
+        self.time = time
     }
 
     // MARK: Assignments
@@ -47,7 +49,7 @@ public struct ExperimentRoutes: Sendable {
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
-        let now = clock()
+        let now = time.wallClock
         var w = JSONWriter(capacity: 256)
         w.beginObject()
         w.key("assignments")
@@ -107,7 +109,7 @@ public struct ExperimentRoutes: Sendable {
 
     public func start(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: clock()).definition.canonicalJSON)
+            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: time.wallClock).definition.canonicalJSON)
         }
     }
 

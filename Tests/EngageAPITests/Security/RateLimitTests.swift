@@ -2,7 +2,6 @@ import EngageAPI
 import EngageCore
 import Foundation
 import HTTPServer
-import Synchronization
 import Testing
 import TestSupport
 
@@ -15,7 +14,7 @@ struct RateLimitTests {
 
     @Test(.timeLimit(.minutes(2)))
     func aBurstOverTheLimitGets429AndNothingOfItIsStored() async throws {
-        let clock = ManualClock()
+        let clock = ManualTime()
         try await TestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 3))) { server in
             let app = uniqueApp("limited")
             let key = try await server.key(app: app)
@@ -53,7 +52,7 @@ struct RateLimitTests {
 
     @Test(.timeLimit(.minutes(2)))
     func everyAuthenticatedRouteIsLimitedAndTheOthersAreNot() async throws {
-        let clock = ManualClock()
+        let clock = ManualTime()
         try await TestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 3))) { server in
             let fixture = try await Fixture(server: server)
             let admin = try #require(fixture.keys[.admin])
@@ -106,21 +105,12 @@ struct RateLimitTests {
     }
 }
 
-/// A monotonic clock that only moves when told to.
-final class ManualClock: Sendable {
-    private let instant = Mutex(ContinuousClock.now)
-
-    var now: ContinuousClock.Instant { instant.withLock { $0 } }
-
-    func advance(by duration: Duration) {
-        instant.withLock { $0 += duration }
-    }
-
-    /// Configures a server to limit keys to `limit` on this clock.
+extension ManualTime {
+    /// Configures a server to limit keys to `limit` on this time.
     func limiting(_ limit: RateLimit) -> (inout EngageServer.Configuration) -> Void {
         { configuration in
             configuration.rateLimit = limit
-            configuration.rateLimitClock = { self.now }
+            configuration.time = self
         }
     }
 }
