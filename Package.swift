@@ -57,13 +57,14 @@ let package = Package(
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
-        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres",
+                                                   "Projections", "Runtime"], path: "Tests/TestSupport"),
         .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
-        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
+        .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
-        .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport"]),
         // A loopback HTTP responder for the client's faults and media downloads.
         .target(name: "ClientTestSupport", path: "Tests/ClientTestSupport"),
         .testTarget(name: "JSONTextTests", dependencies: ["JSONText"]),

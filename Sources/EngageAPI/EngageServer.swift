@@ -9,6 +9,9 @@ import Runtime
 /// engage's long-lived parts wired together: connection pool, event store, keys, the group
 /// commit queue and its committers, the projector, the experiment
 /// scheduler and the HTTP server.
+///
+/// `api(_:keys:appender:...)` and `httpServer(serving:...)` are the same wiring with the key lookup
+/// and the append seam passed in: route tests serve them with keys and events in memory.
 public struct EngageServer: Sendable {
     public struct Configuration: Sendable {
         /// Address, threads, connection limits and timeouts; `maxBodyBytes` follows `ingest`.
@@ -20,8 +23,9 @@ public struct EngageServer: Sendable {
         }()
         /// Requests per API key, per process; nil for no limit.
         public var rateLimit: RateLimit?
-        /// The rate limiter's time; tests move it by hand.
-        public var rateLimitClock: @Sendable () -> ContinuousClock.Instant = { .now }
+        /// The one time every part reads (rate limiter, key cache, group commit, `occurred_at`
+        /// checks, scheduler); tests move it by hand.
+        public var time: any TimeSource = SystemTime()
         public var poolSize = 8
         public var committers = 2
         public var queueCapacity = 50_000
@@ -53,44 +57,28 @@ public struct EngageServer: Sendable {
                 registry: MetricsRegistry = MetricsRegistry()) throws {
         self.logger = logger
         self.registry = registry
+        let time = configuration.time
         let pool = ConnectionPool(configuration: database, size: configuration.poolSize)
         self.pool = pool
         store = EventStore(pool: pool)
-        keys = KeyStore(pool: pool, cacheLifetime: configuration.keyCacheLifetime)
+        keys = KeyStore(pool: pool, cacheLifetime: configuration.keyCacheLifetime, time: time)
         let queue = IngestQueue(limits: .init(capacity: configuration.queueCapacity, maxGroupEvents: 10_000,
-                                                     parallelCommitEvents: configuration.parallelCommitEvents))
+                                              parallelCommitEvents: configuration.parallelCommitEvents),
+                                time: time)
         let metrics = IngestMetrics(registry: registry)
-        let committer = Committer(queue: queue, database: database, metrics: metrics, committers: configuration.committers, logger: logger)
+        let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: registry),
+                                  committers: configuration.committers, logger: logger)
         registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
         registry.gauge("engage_postgres_pool_in_use", help: "Pooled PostgreSQL connections in use (the committers' own not counted).") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
-        let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
-            KeyRateLimiter(limit: $0, clock: configuration.rateLimitClock)
-        })
-        let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, logger: logger,
+        let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, time: time, logger: logger,
                                   metrics: SchedulerMetrics(registry: registry))
-        let api = EngageAPI(
-            ingest: IngestRoute(authenticator: authenticator, queue: queue, configuration: configuration.ingest, metrics: metrics),
-            report: ReportRoute(authenticator: authenticator, pool: pool),
-            health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
-            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool), scheduler: scheduler,
-                                          deviceIDHasher: configuration.ingest.deviceIDHasher),
-            simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool))
+        let api = try Self.api(configuration, keys: keys, appender: queue, metrics: metrics, pool: pool, scheduler: scheduler,
+                               registry: registry)
         routes = api.router.patterns
-        var http = configuration.http
-        // A gzip body is never much larger than the decompressed limit it must respect.
-        http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
-        let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)
-        let server = try HTTPServer(configuration: http, responder: responder)
+        let server = try Self.httpServer(serving: api, configuration, registry: registry, logger: logger)
         self.server = server
-        registry.counter("engage_http_requests_inline_total",
-                         help: "Requests answered without a task, on the HTTP thread that read them (small ingest requests with a cached key).") {
-            [weak server] in server?.statistics.requestsTakenInline ?? 0
-        }
-        registry.gauge("engage_http_connections_open", help: "HTTP connections open, busy or idle (see --http-event-loop).") {
-            [weak server] in Double(server?.statistics.connectionsOpen ?? 0)
-        }
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [
             ("committer", committer),
@@ -105,6 +93,46 @@ public struct EngageServer: Sendable {
         }
         services.append(("http", server))
         self.services = services
+    }
+
+    /// Every route, deciding with `keys` who may do what and handing accepted events to
+    /// `appender`; the routes that read reports and experiments use `pool`.
+    public static func api(_ configuration: Configuration, keys: any KeyLookup, appender: any BatchAppending,
+                           metrics: IngestMetrics, pool: ConnectionPool, scheduler: Scheduler,
+                           registry: MetricsRegistry) throws -> EngageAPI {
+        let time = configuration.time
+        let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
+            KeyRateLimiter(limit: $0, time: time)
+        })
+        return EngageAPI(
+            ingest: IngestRoute(authenticator: authenticator, appender: appender, configuration: configuration.ingest,
+                                metrics: metrics, time: time),
+            report: ReportRoute(authenticator: authenticator, pool: pool, time: time),
+            health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
+            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool, time: time),
+                                          scheduler: scheduler, deviceIDHasher: configuration.ingest.deviceIDHasher, time: time),
+            simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool, time: time))
+    }
+
+    /// The HTTP server of `api`, with the transport limits of `configuration`, every response
+    /// counted in `registry` and libmicrohttpd's own messages logged as warnings.
+    public static func httpServer(serving api: EngageAPI, _ configuration: Configuration, registry: MetricsRegistry,
+                                  logger: Logger) throws -> HTTPServer {
+        var http = configuration.http
+        // A gzip body is never much larger than the decompressed limit it must respect.
+        http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
+        let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)
+        let server = try HTTPServer(configuration: http, responder: responder, daemonLog: { message in
+            logger.warning("http.daemon", ["message": message])
+        })
+        registry.counter("engage_http_requests_inline_total",
+                         help: "Requests answered without a task, on the HTTP thread that read them (small ingest requests with a cached key).") {
+            [weak server] in server?.statistics.requestsTakenInline ?? 0
+        }
+        registry.gauge("engage_http_connections_open", help: "HTTP connections open, busy or idle (see --http-event-loop).") {
+            [weak server] in Double(server?.statistics.connectionsOpen ?? 0)
+        }
+        return server
     }
 
     public var port: Int { server.port }

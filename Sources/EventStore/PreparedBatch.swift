@@ -16,6 +16,8 @@ public struct PreparedBatch: Sendable {
 
     public var itemCount: Int { rowOfItem.count }
     public var rowCount: Int { ids.count }
+    /// Each item's event id; nil for an item repeating an earlier item's id in the batch.
+    public var itemEventIDs: [EventID?] { rowOfItem.map { $0.map { ids[$0] } } }
 
     public init(_ items: [AppendItem]) {
         var rowOfID: [EventID: Int] = [:]

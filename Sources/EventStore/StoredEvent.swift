@@ -57,6 +57,10 @@ public struct AppendResult: Sendable, Equatable {
 
     public var outcomes: [Outcome]
 
+    public init(outcomes: [Outcome]) {
+        self.outcomes = outcomes
+    }
+
     public var storedCount: Int { outcomes.count(where: { $0 == .stored }) }
     public var duplicateCount: Int { outcomes.count(where: { $0 == .duplicate }) }
 }

@@ -1,5 +1,7 @@
 import EngageCore
+import EventStore
 import Postgres
+import Runtime
 
 /// Experiment definitions and their lifecycle in PostgreSQL: create (as a draft), start, stop.
 ///
@@ -8,9 +10,12 @@ import Postgres
 /// lifecycle. The definition's own `status` always equals the `status` column.
 public struct ExperimentStore: Sendable {
     public let pool: ConnectionPool
+    /// Stamps the log entries of lifecycle changes, and starts experiments by default.
+    public let time: any TimeSource
 
-    public init(pool: ConnectionPool) {
+    public init(pool: ConnectionPool, time: any TimeSource = SystemTime()) {
         self.pool = pool
+        self.time = time
     }
 
     // MARK: Create
@@ -44,7 +49,7 @@ public struct ExperimentStore: Sendable {
                     VALUES (\(definition.id), \(definition.appID), \(json), 'draft')
                     RETURNING created_at, updated_at
                     """)[0]
-                try ExperimentLog.append(.lifecycle(.created, definition: definition, reason: nil, at: .wallClock), on: connection)
+                try ExperimentLog.append(.lifecycle(.created, definition: definition, reason: nil, at: time.wallClock), on: connection)
                 return ExperimentRecord(definition: definition, createdAt: try row.timestamp(0), updatedAt: try row.timestamp(1))
             }
         } catch let error as PostgresError where error.isUniqueViolation {
@@ -86,7 +91,7 @@ public struct ExperimentStore: Sendable {
 
     /// Draft to running; `start_at` becomes `now` (the wall clock by default) unless the definition set it.
     public func start(_ id: String, app: String? = nil, now: Timestamp? = nil) async throws -> ExperimentRecord {
-        let now = now ?? .wallClock
+        let now = now ?? time.wallClock
         return try await transition(id, app: app, action: .started, reason: nil) { definition in
             guard definition.status == .draft else {
                 throw ExperimentStoreError(code: .invalidTransition, experimentID: id,

@@ -1,4 +1,3 @@
-import Foundation
 import EngageCore
 import Postgres
 
@@ -16,12 +15,5 @@ extension PostgresRow {
 
     func optionalTimestamp(_ column: Int) throws -> Timestamp? {
         try decode(column, as: PostgresTimestamp?.self).map(Timestamp.init)
-    }
-}
-
-extension Timestamp {
-    /// The wall clock now (the default clock of stores and schedulers).
-    static var wallClock: Timestamp {
-        Timestamp(microsecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
     }
 }

@@ -1,4 +1,5 @@
 import EngageCore
+import EventStore
 import Foundation
 import Postgres
 import Runtime
@@ -32,12 +33,10 @@ public struct Scheduler: Service {
         public var maxAttempts = 3
         /// Identifies this scheduler in `lease_owner`.
         public var ownerID = Scheduler.defaultOwnerID()
-        /// The time schedules are evaluated at and analyses are stamped with.
-        public var clock: @Sendable () -> Timestamp = { Timestamp.wallClock }
         /// Called at named points (`scheduler.after-claim`, `scheduler.after-analysis` (still
         /// under lease renewal), `scheduler.before-finish`); a test or
-        /// `ENGAGE_FAILPOINTS` makes it crash or throw there.
-        public var failpoint: @Sendable (String) throws -> Void = { _ in }
+        /// `ENGAGE_FAILPOINTS` makes it crash or throw there, or a test holds the run there.
+        public var failpoint: @Sendable (String) async throws -> Void = { _ in }
         public var chunkSize = 5_000
 
         public init() {}
@@ -45,14 +44,18 @@ public struct Scheduler: Service {
 
     public let pool: ConnectionPool
     public let configuration: Configuration
+    /// Schedules are evaluated at its wall clock and analyses stamped with it; the poll interval
+    /// and lease renewals wait on its monotonic clock.
+    public let time: any TimeSource
     public let logger: Logger
     public let metrics: SchedulerMetrics
     private let runner: ExperimentRunner
 
-    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger,
-                metrics: SchedulerMetrics = SchedulerMetrics(registry: MetricsRegistry())) {
+    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), time: any TimeSource = SystemTime(),
+                logger: Logger, metrics: SchedulerMetrics = SchedulerMetrics(registry: MetricsRegistry())) {
         self.pool = pool
         self.configuration = configuration
+        self.time = time
         self.logger = logger
         self.metrics = metrics
         runner = ExperimentRunner(pool: pool, chunkSize: configuration.chunkSize)
@@ -77,7 +80,7 @@ public struct Scheduler: Service {
                 logger.warning("scheduler.error", ["error": "\(error)"])
             }
             do {
-                try await Task.sleep(for: configuration.pollInterval)
+                try await time.sleep(for: configuration.pollInterval)
             } catch {
                 break
             }
@@ -102,7 +105,7 @@ public struct Scheduler: Service {
     /// Inserts each running experiment's most recent due time; returns how many rows were new.
     @discardableResult
     public func enqueueDue() async throws -> Int {
-        let now = configuration.clock()
+        let now = time.wallClock
         return try await pool.withConnection { connection in
             let rows = try connection.query("""
                 SELECT e.definition,
@@ -196,7 +199,7 @@ public struct Scheduler: Service {
     /// Returns true when this scheduler stored a result.
     public func execute(_ claim: Claim) async throws -> Bool {
         let stopwatch = Stopwatch()
-        try configuration.failpoint("scheduler.after-claim")
+        try await configuration.failpoint("scheduler.after-claim")
         let record: ExperimentRecord
         let outcome: ExperimentRunner.Outcome
         do {
@@ -210,11 +213,11 @@ public struct Scheduler: Service {
                     """)[0].decode(0, as: Int.self)
             }
             outcome = try await whileRenewingLease(claim) {
-                let outcome = try await runner.analyse(record.definition, previousRuns: previous, now: configuration.clock())
-                try configuration.failpoint("scheduler.after-analysis")
+                let outcome = try await runner.analyse(record.definition, previousRuns: previous, now: time.wallClock)
+                try await configuration.failpoint("scheduler.after-analysis")
                 return outcome
             }
-            try configuration.failpoint("scheduler.before-finish")
+            try await configuration.failpoint("scheduler.before-finish")
         } catch is CancellationError {
             throw CancellationError()
         } catch let lost as LeaseLost {
@@ -260,7 +263,7 @@ public struct Scheduler: Service {
             group.addTask { try await analysis() }
             group.addTask {
                 while true {
-                    try await Task.sleep(for: period)
+                    try await time.sleep(for: period)
                     guard try await renewLease(claim) else { throw LeaseLost(during: "analysis") }
                 }
             }
@@ -360,7 +363,7 @@ public struct Scheduler: Service {
         guard try await ExperimentStore(pool: pool).get(experimentID, app: app) != nil else {
             throw ExperimentStoreError.notFound(experimentID)
         }
-        let now = configuration.clock()
+        let now = time.wallClock
         let runID = try await pool.withConnection { connection in
             try connection.query("""
                 INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)

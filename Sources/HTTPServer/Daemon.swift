@@ -65,7 +65,10 @@ final class Daemon: Sendable {
             options.log_cls = context.toOpaque()
             options.log = { cls, message in
                 guard let message else { return }
-                ServerCore.from(cls).log?("http.daemon message=\(LogValue.render(String(cString: message)))")
+                let core = ServerCore.from(cls)
+                let text = String(cString: message)
+                core.log?("http.daemon message=\(LogValue.render(text))")
+                core.daemonLog?(text)
             }
             var error = [CChar](repeating: 0, count: 256)
             let handle = configuration.host.withCString { host in

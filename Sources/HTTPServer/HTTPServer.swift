@@ -52,10 +52,15 @@ public final class HTTPServer: Sendable {
     private let shutdownContinuation: AsyncStream<Never>.Continuation
     private let lifecycle = Mutex(Lifecycle.ready)
 
+    /// `log` gets one logfmt line per completed request and per libmicrohttpd message (for tests
+    /// and debugging: it formats a line per request); `daemonLog` gets only libmicrohttpd's own
+    /// messages (a refused connection, a failed accept), costs nothing per request and is meant
+    /// for production logs.
     public init(
         configuration: Configuration = Configuration(),
         responder: some HTTPResponder,
-        log: (@Sendable (String) -> Void)? = nil
+        log: (@Sendable (String) -> Void)? = nil,
+        daemonLog: (@Sendable (String) -> Void)? = nil
     ) throws(HTTPServerError) {
         self.configuration = configuration
         self.responder = responder
@@ -72,6 +77,7 @@ public final class HTTPServer: Sendable {
                 keepAlive: configuration.keepAlive,
                 edgeTriggered: configuration.eventLoop == .epoll),
             log: log,
+            daemonLog: daemonLog,
             responder: responder,
             jobs: jobsContinuation,
             lingerer: lingerer)

@@ -44,6 +44,8 @@ final class ServerCore: Sendable {
 
     let limits: Limits
     let log: (@Sendable (String) -> Void)?
+    /// libmicrohttpd's own messages, as it wrote them.
+    let daemonLog: (@Sendable (String) -> Void)?
     /// Offered each request first, on the daemon thread (`respondInline`); what it declines becomes a job.
     private let responder: any HTTPResponder
     private let jobs: AsyncStream<Job>.Continuation
@@ -52,10 +54,11 @@ final class ServerCore: Sendable {
     /// Kept apart from `state`: counted on every inline request, which otherwise takes no lock here.
     private let takenInline = Atomic(0)
 
-    init(limits: Limits, log: (@Sendable (String) -> Void)?, responder: any HTTPResponder, jobs: AsyncStream<Job>.Continuation,
-         lingerer: LingeringCloser) {
+    init(limits: Limits, log: (@Sendable (String) -> Void)?, daemonLog: (@Sendable (String) -> Void)?, responder: any HTTPResponder,
+         jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser) {
         self.limits = limits
         self.log = log
+        self.daemonLog = daemonLog
         self.responder = responder
         self.jobs = jobs
         self.lingerer = lingerer

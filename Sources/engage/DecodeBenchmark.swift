@@ -37,7 +37,7 @@ enum DecodeBenchmark {
 
     static func run(_ arguments: ParsedArguments) throws {
         let rounds = arguments[Self.rounds]
-        let now = Timestamp.now
+        let now = Timestamp(microsecondsSinceEpoch: SystemTime().wallClockMicroseconds)
         let occurred = now.adding(microseconds: -60_000_000).rfc3339
         func event(_ index: Int) -> String {
             let id = String(format: "0f8fad5b-d9cb-469f-a165-%012x", index)

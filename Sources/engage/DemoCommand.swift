@@ -1,5 +1,6 @@
 import EngageAPI
 import EngageCore
+import EventStore
 import Foundation
 import Postgres
 import Projections
@@ -39,7 +40,7 @@ enum DemoCommand {
                          notifications: Int, reportFile: String) async throws {
         var scenario = SimulationScenario.standard
         scenario.notificationCount = notifications
-        let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
+        let start = SystemTime().wallClock.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
         let simulator = try TrafficSimulator(scenario: scenario, seed: UInt64(Date().timeIntervalSince1970),
                                              start: start, options: SimulationOptions(outOfOrderFraction: 0.1, duplicateFraction: 0.02))
         print("sending a simulated day of \(notifications) notifications through the API...")
@@ -56,12 +57,12 @@ enum DemoCommand {
             if !behind { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        let report = try await ReportQuery(appID: "demo").run(on: engage.pool, now: .now)
+        let report = try await ReportQuery(appID: "demo").run(on: engage.pool, now: SystemTime().wallClock)
         print(report.renderTable())
         let directory = URL(fileURLWithPath: reportFile).deletingLastPathComponent()
         try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try Data(report.renderHTML().utf8).write(to: URL(fileURLWithPath: reportFile))
-        let now = Timestamp.now.rfc3339
+        let now = SystemTime().wallClock.rfc3339
         print("""
 
             The HTML report is in \(reportFile).

@@ -34,7 +34,7 @@ enum ExperimentSimulate {
         do {
             model = try StrategyReplayOptions.strategy(try arguments.required(strategy))
             if let since = arguments[Self.since] {
-                settings.countFrom = try StrategyReplayOptions.since(since, now: .now)
+                settings.countFrom = try StrategyReplayOptions.since(since, now: SystemTime().wallClock)
             }
             settings.categories = try StrategyReplayOptions.categories(arguments.all(category))
         } catch let problem as ReplayOptionProblem {

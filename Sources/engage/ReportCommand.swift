@@ -41,7 +41,7 @@ enum ReportCommand {
         if let problem = try Migrator.fromSQLDirectory().pendingProblem(connection) {
             throw ReportError(description: "the database is not ready for reports (\(problem)); run: engage migrate")
         }
-        let report = try query.run(on: connection, now: .now)
+        let report = try query.run(on: connection, now: SystemTime().wallClock)
         let bytes: [UInt8]
         switch arguments[format] {
         case .table: bytes = Array((report.renderTable() + "\n").utf8)

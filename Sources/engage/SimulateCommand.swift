@@ -37,7 +37,7 @@ enum SimulateCommand {
         scenario.notificationCount = arguments[notifications]
         scenario.deviceCount = arguments[devices]
         // The simulated day ends now, so every event is inside the accepted window.
-        let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
+        let start = SystemTime().wallClock.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
         let simulator: TrafficSimulator
         do {
             simulator = try TrafficSimulator(scenario: scenario, seed: UInt64(arguments[seed]), start: start,

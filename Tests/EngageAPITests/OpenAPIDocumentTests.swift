@@ -1,6 +1,8 @@
 import EngageAPI
 import EngageCore
+import EventStore
 import Foundation
+import Runtime
 import Testing
 import TestSupport
 
@@ -94,7 +96,7 @@ struct OpenAPIDocumentTests {
             let key = try await server.key()
             for (name, text) in files {
                 #expect(!text.dropLast().contains("\n"), "\(name) must be one line, a valid NDJSON body")
-                let event = try Self.withTime(text, Timestamp.now.rfc3339)
+                let event = try Self.withTime(text, SystemTime().wallClock.rfc3339)
                 // The file as it is, as a one-line NDJSON body; then the retry as a JSON array.
                 let first = try await server.post(event, key: key, contentType: "application/x-ndjson")
                 #expect(first.status == 200, "\(name): \(first.text)")

@@ -1,7 +1,9 @@
 import EngageAPI
 import EngageCore
+import EventStore
 import Foundation
 import HTTPServer
+import Runtime
 import Testing
 import TestSupport
 
@@ -61,7 +63,7 @@ struct ReportRouteTests {
     static func simulatedTraffic(notifications: Int, seed: UInt64) throws -> (bodies: [String], truth: SimulationGroundTruth) {
         var scenario = SimulationScenario.standard
         scenario.notificationCount = notifications
-        let start = Timestamp.now.adding(microseconds: -(scenario.spanSeconds + 3_600) * Timestamp.microsecondsPerSecond)
+        let start = SystemTime().wallClock.adding(microseconds: -(scenario.spanSeconds + 3_600) * Timestamp.microsecondsPerSecond)
         var simulator = try TrafficSimulator(scenario: scenario, seed: seed, start: start,
                                              options: SimulationOptions(outOfOrderFraction: 0.2, duplicateFraction: 0.05))
         var bodies: [String] = []

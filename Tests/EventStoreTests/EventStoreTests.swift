@@ -2,6 +2,7 @@ import EngageCore
 import EventStore
 import Foundation
 import Postgres
+import Synchronization
 import Testing
 import TestSupport
 
@@ -133,12 +134,10 @@ struct EventStoreTests {
         _ = try EventStore.appendInOpenTransaction([items[1]], on: other)
         let append = Task { try await store.append(items) }
         // The append's COPY has stored the first event and waits for the second.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await pool.withConnection({ connection in
-            try connection.query("SELECT count(*) FROM pg_locks WHERE NOT granted")[0].decode(0, as: Int.self)
-        }) == 0 {
-            #expect(ContinuousClock.now < deadline)
-            try await Task.sleep(for: .milliseconds(10))
+        try await pollUntil(every: .milliseconds(10)) {
+            try await pool.withConnection { connection in
+                try connection.query("SELECT count(*) FROM pg_locks WHERE NOT granted")[0].decode(0, as: Int.self)
+            } > 0
         }
         let otherStored: Bool
         do {
@@ -182,19 +181,21 @@ struct EventStoreTests {
         // Writers hold their transactions open for random times so commits land out of position order.
         let writers = 6, batchesPerWriter = 25
         let configuration = pool.configuration
+        let writersDone = WritersDone()
         let tail = Task { () -> [LogPosition: EventID] in
             var seen: [LogPosition: EventID] = [:]
             var order: [LogPosition] = []
             var position = LogPosition.start
-            var quietRounds = 0
-            while quietRounds < 40 {
+            while true {
+                // Looked at before the read: a read begun after every writer committed that finds
+                // nothing is the end.
+                let done = writersDone.value.load(ordering: .acquiring)
                 let batch = try await store.read(after: position, limit: 37)
                 if batch.isEmpty {
-                    quietRounds += 1
+                    if done { break }
                     try await Task.sleep(for: .milliseconds(10))
                     continue
                 }
-                quietRounds = 0
                 for event in batch {
                     #expect(seen[event.position] == nil, "repeat at \(event.position)")
                     seen[event.position] = event.eventID
@@ -221,9 +222,15 @@ struct EventStoreTests {
             }
             try await group.waitForAll()
         }
+        writersDone.value.store(true, ordering: .releasing)
         let tailed = try await tail.value
         let full = try await store.read(after: .start, limit: 100_000)
         #expect(tailed.count == full.count)
         #expect(Dictionary(uniqueKeysWithValues: full.map { ($0.position, $0.eventID) }) == tailed)
     }
+}
+
+/// Set once every writer of a test has committed.
+private final class WritersDone: Sendable {
+    let value = Atomic(false)
 }

@@ -6,17 +6,9 @@ import Runtime
 import Synchronization
 import TestSupport
 
-/// A clock a test moves by hand.
-final class TestClock: Sendable {
-    private let value: Mutex<Timestamp>
-
-    init(_ start: Timestamp) { value = Mutex(start) }
-
-    var now: Timestamp { value.withLock { $0 } }
-
-    func set(_ time: Timestamp) { value.withLock { $0 = time } }
-
-    func advance(seconds: Int64) { value.withLock { $0 = $0.adding(microseconds: seconds * Timestamp.microsecondsPerSecond) } }
+extension ManualTime {
+    /// Moves both clocks on by whole seconds.
+    func advance(seconds: Int64) { advance(by: .seconds(seconds)) }
 }
 
 enum Fixtures {
@@ -33,13 +25,13 @@ enum Fixtures {
 
     static let logger = Logger(label: "test", level: .debug, sink: MemoryLogSink())
 
-    static func scheduler(_ database: PostgresConfiguration, clock: TestClock, owner: String,
+    static func scheduler(_ database: PostgresConfiguration, clock: ManualTime, owner: String,
                           configure: (inout Scheduler.Configuration) -> Void = { _ in }) -> Scheduler {
         var configuration = Scheduler.Configuration()
         configuration.ownerID = owner
-        configuration.clock = { clock.now }
         configure(&configuration)
-        return Scheduler(pool: ConnectionPool(configuration: database, size: 2), configuration: configuration, logger: logger)
+        return Scheduler(pool: ConnectionPool(configuration: database, size: 2), configuration: configuration, time: clock,
+                         logger: logger)
     }
 
     static func count(_ pool: ConnectionPool, _ sql: SQL) async throws -> Int {

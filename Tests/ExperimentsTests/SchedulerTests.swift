@@ -20,7 +20,7 @@ struct SchedulerTests {
     @Test func twoSchedulersCompleteEveryDueRunExactlyOnce() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
-        let clock = TestClock(start)
+        let clock = ManualTime(wallClock: start)
         let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b")
         var completed = 0
@@ -44,7 +44,7 @@ struct SchedulerTests {
     @Test func aRunLeftByACrashedSchedulerIsRetriedOnceByAnother() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
-        let clock = TestClock(Fixtures.time("2026-03-01T00:01:10Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
         // As a killed process leaves it: claimed, lease expired, never finished.
         try await pool.withConnection { connection in
             _ = try connection.execute("""
@@ -67,7 +67,7 @@ struct SchedulerTests {
     @Test func aSchedulerThatLostItsLeaseStoresNothing() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
-        let clock = TestClock(Fixtures.time("2026-03-01T00:01:10Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
         // A dies right after claiming (the failpoint throws where `=crash` would exit).
         let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
             configuration.failpoint = { name in if name == "scheduler.after-claim" { throw FailpointHit(name: name) } }
@@ -83,7 +83,7 @@ struct SchedulerTests {
         let stale = Scheduler.Claim(runID: 1, experimentID: "strategy-full-vs-adaptive",
                                     scheduledFor: Fixtures.time("2026-03-01T00:01:00Z"), attempt: 1, isManual: false)
         let result = ExperimentAnalysis.run(definition: try Fixtures.definition(),
-                                            tallies: ExperimentTallies(definition: try Fixtures.definition()), now: clock.now)
+                                            tallies: ExperimentTallies(definition: try Fixtures.definition()), now: clock.wallClock)
         #expect(try await a.finish(stale, result, appID: "app-1") == false)
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE status = 'done' AND attempts = 2 AND lease_owner = 'scheduler-b'") == 1)
         for scheduler in [a, b] { await scheduler.pool.close() }
@@ -99,7 +99,7 @@ struct SchedulerTests {
                 VALUES ('strategy-full-vs-adaptive', '2026-03-10T07:00:00Z', 'done', 1, 'continue')
                 """)
         }
-        let clock = TestClock(Fixtures.time("2026-03-10T12:34:00Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-10T12:34:00Z"))
         let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         #expect(try await scheduler.tick() == 1)
         #expect(try await scheduler.tick() == 0)
@@ -119,7 +119,7 @@ struct SchedulerTests {
         let store = ExperimentStore(pool: pool)
         _ = try await store.create(try Fixtures.definition(id: "draft-one"))
         _ = try await store.stop("strategy-full-vs-adaptive")
-        let clock = TestClock(Fixtures.time("2026-03-01T00:05:00Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:05:00Z"))
         let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         #expect(try await scheduler.tick() == 0)
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs") == 0)
@@ -140,7 +140,7 @@ extension SchedulerTests {
     @Test func everyStoredDecisionIsAppendedToTheLogOnce() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
-        let clock = TestClock(start)
+        let clock = ManualTime(wallClock: start)
         let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b")
         for _ in 0..<3 {
@@ -173,12 +173,12 @@ extension SchedulerTests {
         definition.stopAt = Fixtures.time("2026-03-02T06:30:00Z")
         _ = try await store.create(definition)
         _ = try await store.start(definition.id, now: Fixtures.time("2026-03-01T00:00:00Z"))
-        let clock = TestClock(Fixtures.time("2026-03-02T05:00:00Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-02T05:00:00Z"))
         let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         #expect(try await scheduler.tick() == 1)
         #expect(try await store.get(definition.id)?.status == .running)
         // The daily schedule would next run at midnight; stop_at brings the last run forward.
-        clock.set(Fixtures.time("2026-03-02T06:31:00Z"))
+        clock.setWallClock(Fixtures.time("2026-03-02T06:31:00Z"))
         #expect(try await scheduler.tick() == 1)
         #expect(try await scheduler.tick() == 0)
         let runs = try await store.runs(definition.id)
@@ -189,30 +189,39 @@ extension SchedulerTests {
         #expect(entries.map(\.action) == [.created, .started, .analysed, .analysed, .stopped])
         #expect(entries.last?.payload.contains("decided: stop, no effect (schedule_ended)") == true)
         // Stopped: later times are not scheduled.
-        clock.set(Fixtures.time("2026-03-04T00:00:00Z"))
+        clock.setWallClock(Fixtures.time("2026-03-04T00:00:00Z"))
         #expect(try await scheduler.tick() == 0)
         await scheduler.pool.close()
         await pool.close()
     }
 
-    @Test func theLeaseIsRenewedWhileALongAnalysisRuns() async throws {
+    @Test(.timeLimit(.minutes(2)))
+    func theLeaseIsRenewedWhileALongAnalysisRuns() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
-        let clock = TestClock(Fixtures.time("2026-03-01T00:01:10Z"))
-        // A's analysis takes about four leases; without renewal B would take the run over.
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        // A's analysis lasts until the test lets it end; its lease timer runs on the test's clock.
+        let (release, released) = AsyncStream.makeStream(of: Never.self)
         let a = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
-            configuration.leaseDuration = .milliseconds(600)
-            configuration.failpoint = { name in if name == "scheduler.after-analysis" { usleep(2_400_000) } }
+            configuration.failpoint = { name in
+                if name == "scheduler.after-analysis" { for await _ in release {} }
+            }
         }
-        let b = Fixtures.scheduler(database, clock: clock, owner: "scheduler-b") { $0.leaseDuration = .milliseconds(600) }
+        // B's own clock: A's, moved on to time A's renewals, would make the next minute's run due.
+        let b = Fixtures.scheduler(database, clock: ManualTime(wallClock: clock.wallClock), owner: "scheduler-b")
         async let byA = a.tick()
-        var takenByB = 0
-        for _ in 0..<8 {
-            try await Task.sleep(for: .milliseconds(350))
-            takenByB += try await b.tick()
+        try await pollUntil { clock.sleepers == 1 }
+        for _ in 0..<3 {
+            // The lease as if it ran out: B would take the run over now, unless A renews it.
+            try await pool.withConnection { _ = try $0.execute("UPDATE experiment_runs SET lease_until = now() - interval '1 second'") }
+            clock.advance(by: Scheduler.Configuration().leaseDuration / 3)
+            try await pollUntil {
+                try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE lease_until > now()") == 1 && clock.sleepers == 1
+            }
+            #expect(try await b.tick() == 0)
         }
+        released.finish()
         #expect(try await byA == 1)
-        #expect(takenByB == 0)
         let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
         #expect(runs.count == 1)
         #expect(runs.first?.status == .done)

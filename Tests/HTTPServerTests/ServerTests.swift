@@ -25,6 +25,14 @@ final class ConcurrencyProbe: Sendable {
     var current: Int { counts.withLock { $0.current } }
 }
 
+/// Holds `/slow` requests until the test lets them go.
+final class Hold: Sendable {
+    private let released = Atomic(false)
+
+    var isReleased: Bool { released.load(ordering: .acquiring) }
+    func release() { released.store(true, ordering: .releasing) }
+}
+
 final class LogLines: Sendable {
     private let lines = Mutex<[String]>([])
     func append(_ line: String) { lines.withLock { $0.append(line) } }
@@ -40,7 +48,7 @@ func testConfiguration(_ eventLoop: HTTPServer.Configuration.EventLoop = .poll) 
     return configuration
 }
 
-func testRouter(probe: ConcurrencyProbe = ConcurrencyProbe()) -> Router {
+func testRouter(probe: ConcurrencyProbe = ConcurrencyProbe(), hold: Hold = Hold()) -> Router {
     var router = Router()
     router.get("/hello/:name") { request in
         .text("hello \(request.pathParameters["name"] ?? "") q=\(request.query("q") ?? "-") from=\(request.remoteAddress)")
@@ -59,18 +67,15 @@ func testRouter(probe: ConcurrencyProbe = ConcurrencyProbe()) -> Router {
         probe.enter()
         defer { probe.leave() }
         // Deliberately ignores cancellation: the graceful shutdown must wait for it anyway.
-        let end = ContinuousClock.now + .milliseconds(600)
-        while ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(20)) }
+        while !hold.isReleased { try? await Task.sleep(for: .milliseconds(5)) }
         return .text("done")
     }
     return router
 }
 
-/// Waits up to two seconds for `condition` to hold.
+/// Waits for `condition` to hold; the test's time limit catches a state that never comes.
 func eventually(_ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + .seconds(2)
-    while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-    #expect(condition())
+    try await pollUntil(every: .milliseconds(5)) { condition() }
 }
 
 /// Runs `body` against a live server on an ephemeral loopback port, then cancels `run()`.
@@ -91,7 +96,7 @@ func withServer<T: Sendable>(
     }
 }
 
-@Suite(.serialized) struct ServerTests {
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ServerTests {
     @Test func routesParametersAndQuery() async throws {
         try await withServer { server in
             let response = try await offPool {
@@ -202,25 +207,28 @@ func withServer<T: Sendable>(
     func tricklingClientIsCutOffWhileOthersAreServed(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
         var configuration = testConfiguration(eventLoop)
         configuration.requestTimeout = .milliseconds(800)
+        let request = Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".utf8)
+            + [UInt8](repeating: 0x61, count: 1000)
         try await withServer(configuration) { server in
-            async let trickle: (cutOff: Bool, seconds: Double) = offPool {
+            let sentSoFar = SentBytes()
+            // A byte every 50 ms: the whole request would take about 53 s, half of it 26 s; the
+            // 0.8 s request timeout must cut it off long before (bytes are counted, not seconds).
+            async let trickle: (cutOff: Bool, sent: Int) = offPool {
                 let client = try RawHTTPClient(port: server.port)
-                let start = Date()
-                let request = Array("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n".utf8)
-                    + [UInt8](repeating: 0x61, count: 1000)
-                for byte in request {
-                    do { try client.send([byte]) } catch { return (true, Date().timeIntervalSince(start)) }
+                for (index, byte) in request.enumerated() {
+                    do { try client.send([byte]) } catch { return (true, index) }
+                    sentSoFar.count.store(index + 1, ordering: .relaxed)
                     Thread.sleep(forTimeInterval: 0.05)
-                    if Date().timeIntervalSince(start) > 10 { break }
+                    if index + 1 == request.count / 2 { break }
                 }
-                return (client.waitForClose(), Date().timeIntervalSince(start))
+                return (client.waitForClose(), sentSoFar.count.load(ordering: .relaxed))
             }
-            try await Task.sleep(for: .milliseconds(100))
+            try await pollUntil { sentSoFar.count.load(ordering: .relaxed) > 0 }
             let normal = try await offPool { try RawHTTPClient(port: server.port).request("GET", "/hello/n") }
             #expect(normal.status == 200)
             let result = try await trickle
             #expect(result.cutOff)
-            #expect(result.seconds < 5)
+            #expect(result.sent < request.count / 2, "the server let a trickling client send half its request")
             #expect(server.statistics.requestsTimedOut >= 1)
         }
     }
@@ -246,15 +254,27 @@ func withServer<T: Sendable>(
     @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
     func cancellationDrainsInFlightRequestsThenRefusesConnections(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
         let probe = ConcurrencyProbe()
-        let server = try HTTPServer(configuration: testConfiguration(eventLoop), responder: testRouter(probe: probe))
+        let hold = Hold()
+        var configuration = testConfiguration(eventLoop)
+        // The drain ends when the slow request does; no grace period may run out first.
+        configuration.shutdownGrace = .seconds(600)
+        let server = try HTTPServer(configuration: configuration, responder: testRouter(probe: probe, hold: hold))
         let port = server.port
         let running = Task { try await server.run() }
         async let slow = offPool { try RawHTTPClient(port: port).request("GET", "/slow") }
-        while probe.current == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        try await pollUntil(every: .milliseconds(5)) { probe.current == 1 }
         running.cancel()
-        try await Task.sleep(for: .milliseconds(50))
-        // Draining: the listener is already shut, the slow request is still being handled.
-        #expect(throws: RawHTTPClient.Failure.connect(errno: ECONNREFUSED)) { try RawHTTPClient(port: port) }
+        // Draining: the listener is shut while the slow request is still being handled.
+        try await pollUntil(every: .milliseconds(5)) {
+            do {
+                _ = try RawHTTPClient(port: port)
+                return false
+            } catch RawHTTPClient.Failure.connect(errno: ECONNREFUSED) {
+                return true
+            }
+        }
+        #expect(probe.current == 1)
+        hold.release()
         let response = try await slow
         #expect(response.status == 200)
         #expect(response.text == "done")

@@ -7,8 +7,24 @@ import TestSupport
 
 @Suite("Connection pool")
 struct ConnectionPoolTests {
-    @Test func manyTasksShareFewConnections() async throws {
+    /// Three tasks holding the three connections at once open three sessions; forty tasks after
+    /// them reuse those three and open none.
+    @Test(.timeLimit(.minutes(1)))
+    func manyTasksShareFewConnections() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(migrated: false), size: 3)
+        let gate = Gate()
+        let holders = (0..<3).map { _ in
+            Task { try await pool.withConnection { connection in
+                gate.wait()
+                return connection.backendPID
+            } }
+        }
+        try await pollUntil { pool.statistics.inUse == 3 }
+        gate.open()
+        var opened = Set<Int32>()
+        for holder in holders { opened.insert(try await holder.value) }
+        #expect(opened.count == 3)
+
         let pids = try await withThrowingTaskGroup(of: Int32.self) { group in
             for _ in 0..<40 {
                 group.addTask {
@@ -20,8 +36,7 @@ struct ConnectionPoolTests {
             }
             return try await group.reduce(into: Set<Int32>()) { $0.insert($1) }
         }
-        #expect(pids.count <= 3)
-        #expect(pids.count >= 1)
+        #expect(pids.isSubset(of: opened))
         #expect(pool.statistics == .init(size: 3, inUse: 0, waiting: 0))
         await pool.close()
     }
@@ -39,14 +54,15 @@ struct ConnectionPoolTests {
         await pool.close()
     }
 
-    @Test func terminatedConnectionIsReplaced() async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func terminatedConnectionIsReplaced() async throws {
         let configuration = try TestPostgres.freshDatabase(migrated: false)
         let pool = ConnectionPool(configuration: configuration, size: 1)
         let victim = try await pool.withConnection { $0.backendPID }
         let killer = try Connection(configuration: configuration)
-        _ = try killer.query("SELECT pg_terminate_backend(\(victim))")
-        // Give the server a moment to close the socket.
-        try await Task.sleep(for: .milliseconds(200))
+        defer { killer.close() }
+        // With a timeout, pg_terminate_backend returns once the backend has exited, its socket closed.
+        #expect(try killer.query("SELECT pg_terminate_backend(\(victim), 60000)")[0].decode(0, as: Bool.self))
         let replacement = try await pool.withConnection { connection in
             (connection.backendPID, try connection.query("SELECT 7")[0].decode(0, as: Int.self))
         }
@@ -55,15 +71,21 @@ struct ConnectionPoolTests {
         await pool.close()
     }
 
-    @Test func waitersAreCancellable() async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func waitersAreCancellable() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(migrated: false), size: 1)
-        let holding = Task { try await pool.withConnection { connection in _ = try connection.query("SELECT pg_sleep(1)") } }
-        try await Task.sleep(for: .milliseconds(100))
+        let gate = Gate()
+        let holding = Task { try await pool.withConnection { _ in gate.wait() } }
+        try await pollUntil { pool.statistics.inUse == 1 }
         let waiter = Task { try await pool.withConnection { _ in 1 } }
-        try await Task.sleep(for: .milliseconds(50))
+        try await pollUntil { pool.statistics.waiting == 1 }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(pool.statistics == .init(size: 1, inUse: 1, waiting: 0))
+        gate.open()
         try await holding.value
+        // The cancelled waiter took nothing: the connection is free again.
+        #expect(try await pool.withConnection { _ in 2 } == 2)
         await pool.close()
         await #expect(throws: PostgresError.self) { try await pool.withConnection { _ in 1 } }
     }
@@ -94,5 +116,22 @@ struct ConnectionPoolTests {
         #expect(after.0 != before)
         #expect(after.1 == 1)
         await pool.close()
+    }
+}
+
+/// Holds the pool's threads inside `withConnection` until the test opens it.
+private final class Gate: Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let opened = Mutex(false)
+
+    func wait() {
+        if opened.withLock({ $0 }) { return }
+        semaphore.wait()
+        semaphore.signal()
+    }
+
+    func open() {
+        opened.withLock { $0 = true }
+        semaphore.signal()
     }
 }

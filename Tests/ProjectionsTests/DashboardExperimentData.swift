@@ -3,6 +3,7 @@ import EventStore
 import Experiments
 import Postgres
 import Runtime
+import TestSupport
 import Testing
 
 /// The experiments behind the experiments dashboard: the simulated traffic's own experiment,
@@ -46,9 +47,9 @@ extension DashboardQueryTests {
                           configure: (inout Scheduler.Configuration) -> Void = { _ in }) -> Scheduler {
         var configuration = Scheduler.Configuration()
         configuration.ownerID = "dashboard-test"
-        configuration.clock = { time }
         configure(&configuration)
-        return Scheduler(pool: pool, configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+        return Scheduler(pool: pool, configuration: configuration, time: ManualTime(wallClock: time),
+                         logger: Logger(label: "test", sink: MemoryLogSink()))
     }
 
     /// Appends `app`'s simulated traffic in batches while its experiment runs, the scheduler's

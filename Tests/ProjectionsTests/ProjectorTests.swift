@@ -152,12 +152,17 @@ struct ProjectorTests {
         let runningFirst = Task { try await first.run() }
         // Start the second only once the first holds the lock (connecting can be slow on a busy machine).
         let activeA = ProjectorMetrics(registry: registryA).active
-        for _ in 0..<200 where activeA.value != 1 { try await Task.sleep(for: .milliseconds(50)) }
-        #expect(activeA.value == 1)
+        try await pollUntil(every: .milliseconds(20)) { activeA.value == 1 }
         let runningSecond = Task { try await second.run() }
         _ = try await store.append(ProjectionFixtures.events(notifications: 50, seed: 3))
         try await waitUntilCaughtUp()
-        try await Task.sleep(for: .milliseconds(300))
+        // The second has asked for the lock and been refused: its session sits idle after the try.
+        try await pollUntil(every: .milliseconds(20)) {
+            try await count("""
+                SELECT count(*)::int8 FROM pg_stat_activity
+                WHERE datname = current_database() AND state = 'idle' AND query LIKE '%pg_try_advisory_lock%'
+                """) >= 1
+        }
         let metricsA = ProjectorMetrics(registry: registryA), metricsB = ProjectorMetrics(registry: registryB)
         #expect(metricsA.active.value == 1)
         #expect(metricsB.active.value == 0)
@@ -166,7 +171,7 @@ struct ProjectorTests {
         runningFirst.cancel()
         _ = try? await runningFirst.value
         _ = try await store.append(ProjectionFixtures.events(notifications: 50, seed: 4))
-        try await waitUntilCaughtUp(timeout: .seconds(10))
+        try await waitUntilCaughtUp()
         #expect(metricsB.active.value == 1)
         #expect(metricsB.events.value > 0)
         runningSecond.cancel()

@@ -6,9 +6,18 @@ import Testing
 /// Collects what the services did, in the order it happened.
 private actor Recorder {
     private(set) var events: [String] = []
+    private var waiters: [(event: String, continuation: CheckedContinuation<Void, Never>)] = []
 
     func record(_ event: String) {
         events.append(event)
+        for waiter in waiters where waiter.event == event { waiter.continuation.resume() }
+        waiters.removeAll { $0.event == event }
+    }
+
+    /// Returns once `event` is recorded; cancellation does not cut the wait short.
+    func waitFor(_ event: String) async {
+        if events.contains(event) { return }
+        await withCheckedContinuation { waiters.append((event, $0)) }
     }
 
     var starts: Int {
@@ -36,15 +45,21 @@ private func uncancellableDelay(milliseconds: Int) async {
     }
 }
 
-/// A service that runs until cancelled and takes `stopMilliseconds` to stop.
-private func waitingService(_ name: String, _ recorder: Recorder, stopMilliseconds: Int = 20) -> ClosureService {
+/// A service that runs until cancelled and takes `stopMilliseconds` to stop, or, with
+/// `stopsAfter`, stops only once that event is recorded.
+private func waitingService(_ name: String, _ recorder: Recorder, stopMilliseconds: Int = 20,
+                            stopsAfter event: String? = nil) -> ClosureService {
     ClosureService(name) {
         await recorder.record("\(name).started")
         do {
             try await Task.sleep(for: .seconds(3600))
         } catch {
             await recorder.record("\(name).stopping")
-            await uncancellableDelay(milliseconds: stopMilliseconds)
+            if let event {
+                await recorder.waitFor(event)
+            } else {
+                await uncancellableDelay(milliseconds: stopMilliseconds)
+            }
             await recorder.record("\(name).stopped")
             throw error
         }
@@ -156,7 +171,8 @@ private func testLogger(_ sink: MemoryLogSink) -> Logger {
         let group = ServiceGroup(
             services: [
                 ("a", waitingService("a", recorder, stopMilliseconds: 0)),
-                ("stubborn", waitingService("stubborn", recorder, stopMilliseconds: 400)),
+                // Stops only after the timeout has cancelled "a", however long that takes.
+                ("stubborn", waitingService("stubborn", recorder, stopsAfter: "a.stopped")),
                 ("trigger", ClosureService("trigger") {
                     await recorder.record("trigger.started")
                     await recorder.waitForStarts(3)

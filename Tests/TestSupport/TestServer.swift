@@ -6,7 +6,7 @@ import Postgres
 import Runtime
 
 /// A real engage server on a loopback port of its own, over a fresh migrated database.
-public final class TestServer: Sendable {
+public final class TestServer: LoopbackServer {
     public let engage: EngageServer
     public let database: PostgresConfiguration
     public let logSink = MemoryLogSink()
@@ -30,7 +30,6 @@ public final class TestServer: Sendable {
         task = Task { try await engage.run() }
     }
 
-    /// Stops the server gracefully and waits for it.
     public func stop() async {
         task.cancel()
         _ = try? await task.value
@@ -40,22 +39,6 @@ public final class TestServer: Sendable {
     /// A new key's secret.
     public func key(app: String = "app-1", role: Role = .ingest) async throws -> String {
         try await keys.create(app: app, role: role).secret
-    }
-
-    /// Sends one request on a fresh connection, off the cooperative pool.
-    public func request(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []) async throws -> RawHTTPClient.Response {
-        let port = self.port
-        return try await offPool {
-            let client = try RawHTTPClient(port: port)
-            return try client.request(method, target, headers: headers, body: body)
-        }
-    }
-
-    /// POSTs events with a key.
-    public func post(_ body: String, key: String, contentType: String = "application/json", extraHeaders: [(String, String)] = []) async throws -> RawHTTPClient.Response {
-        try await request("POST", "/v1/events",
-                          headers: [("Authorization", "Bearer \(key)"), ("Content-Type", contentType)] + extraHeaders,
-                          body: Array(body.utf8))
     }
 
     public func count(_ sql: SQL) async throws -> Int {

@@ -17,6 +17,15 @@ public struct APIKey: Sendable, Equatable {
     public var createdAt: Timestamp
     public var revokedAt: Timestamp?
 
+    public init(keyID: String, appID: String, role: Role, name: String, createdAt: Timestamp, revokedAt: Timestamp? = nil) {
+        self.keyID = keyID
+        self.appID = appID
+        self.role = role
+        self.name = name
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+
     public var isRevoked: Bool { revokedAt != nil }
 }
 
@@ -24,6 +33,13 @@ public struct APIKey: Sendable, Equatable {
 public struct IssuedKey: Sendable {
     public var key: APIKey
     public var secret: String
+
+    /// A new key with a fresh secret, made as `KeyStore.create` makes one; storing it is the
+    /// caller's business (a key lookup in memory, for route tests).
+    public static func generate(app: String, role: Role, name: String = "", createdAt: Timestamp) -> IssuedKey {
+        let (keyID, text) = KeyFormat.generate()
+        return IssuedKey(key: APIKey(keyID: keyID, appID: app, role: role, name: name, createdAt: createdAt), secret: text)
+    }
 }
 
 enum KeyFormat {

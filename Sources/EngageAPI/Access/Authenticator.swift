@@ -1,13 +1,12 @@
 import HTTPServer
-import Postgres
 
 /// Finds the key behind `Authorization: Bearer ...`, checks its role and, when a rate limit is
 /// set, takes a token from its bucket. Every authenticated route goes through here.
 public struct Authenticator: Sendable {
-    public let keys: KeyStore
+    public let keys: any KeyLookup
     public let rateLimiter: KeyRateLimiter?
 
-    public init(keys: KeyStore, rateLimiter: KeyRateLimiter? = nil) {
+    public init(keys: any KeyLookup, rateLimiter: KeyRateLimiter? = nil) {
         self.keys = keys
         self.rateLimiter = rateLimiter
     }

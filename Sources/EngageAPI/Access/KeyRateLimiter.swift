@@ -1,4 +1,5 @@
 import EngageCore
+import Runtime
 import Synchronization
 
 /// One token bucket per API key, in this process's memory: N processes behind a load balancer
@@ -8,19 +9,19 @@ import Synchronization
 /// is read, so a refused request costs no decoding; `--max-events` already bounds each request.
 public final class KeyRateLimiter: Sendable {
     public let limit: RateLimit
-    private let clock: @Sendable () -> ContinuousClock.Instant
+    private let time: any TimeSource
     private let buckets = Mutex<[String: TokenBucket]>([:])
     /// Past this many buckets, full ones (keys that went quiet) are forgotten.
     private static let pruneThreshold = 10_000
 
-    public init(limit: RateLimit, clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now }) {
+    public init(limit: RateLimit, time: any TimeSource = SystemTime()) {
         self.limit = limit
-        self.clock = clock
+        self.time = time
     }
 
     /// Takes a token from the key's bucket.
     public func admit(keyID: String) -> TokenBucket.Decision {
-        let now = clock()
+        let now = time.now
         return buckets.withLock { buckets in
             if buckets.count >= Self.pruneThreshold, buckets[keyID] == nil {
                 buckets = buckets.filter { !$0.value.isFull(at: now) }
@@ -31,7 +32,7 @@ public final class KeyRateLimiter: Sendable {
 
     /// What ``admit(keyID:)`` would decide now, without taking a token.
     public func peek(keyID: String) -> TokenBucket.Decision {
-        let now = clock()
+        let now = time.now
         var bucket = buckets.withLock { $0[keyID] } ?? TokenBucket(limit, now: now)
         return bucket.take(now: now)
     }

@@ -1,13 +1,15 @@
 import EngageCore
 import Foundation
 import Postgres
+import Runtime
 import Synchronization
 
 /// API keys in PostgreSQL, with a short-lived cache in front so that authenticating a request
 /// costs no query in the common case. Revocation takes effect within `cacheLifetime`.
-public final class KeyStore: Sendable {
+public final class KeyStore: KeyLookup {
     public let pool: ConnectionPool
     private let cacheLifetime: Duration
+    private let time: any TimeSource
     private let cache = Mutex<[String: CacheEntry]>([:])
     private static let cacheLimit = 10_000
 
@@ -20,9 +22,10 @@ public final class KeyStore: Sendable {
         var verifiedSecret: String?
     }
 
-    public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5)) {
+    public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5), time: any TimeSource = SystemTime()) {
         self.pool = pool
         self.cacheLifetime = cacheLifetime
+        self.time = time
     }
 
     // MARK: Administration
@@ -69,15 +72,6 @@ public final class KeyStore: Sendable {
 
     // MARK: Authentication
 
-    /// What the cache alone can say about a presented secret.
-    public enum CachedAuthentication: Sendable, Equatable {
-        case key(APIKey)
-        /// Malformed, unknown, revoked, or not the key's secret.
-        case refused
-        /// Only the database can tell.
-        case notCached
-    }
-
     /// The active key matching a presented secret, or nil.
     public func authenticate(_ presented: String) async throws -> APIKey? {
         switch authenticateFromCache(presented) {
@@ -86,7 +80,7 @@ public final class KeyStore: Sendable {
         case .notCached: break
         }
         guard let keyID = KeyFormat.keyID(of: presented) else { return nil }
-        let now = ContinuousClock.now
+        let now = time.now
         let hash = KeyFormat.hash(presented)
         let found = try await pool.withConnection { connection -> (APIKey, String)? in
             let rows = try connection.query("""
@@ -112,7 +106,7 @@ public final class KeyStore: Sendable {
     /// requests answered on the HTTP daemon thread).
     public func authenticateFromCache(_ presented: String) -> CachedAuthentication {
         guard let keyID = KeyFormat.keyID(of: presented) else { return .refused }
-        guard let entry = cache.withLock({ $0[keyID] }), entry.expires > ContinuousClock.now else { return .notCached }
+        guard let entry = cache.withLock({ $0[keyID] }), entry.expires > time.now else { return .notCached }
         if let key = entry.key, let secret = entry.verifiedSecret, KeyFormat.constantTimeEquals(secret, presented) {
             return .key(key)
         }

@@ -1,7 +1,9 @@
 import EngageCore
+import EventStore
 import Experiments
 import HTTPServer
 import Postgres
+import Runtime
 
 /// The experiment routes, always scoped to the app of the request's key:
 ///
@@ -14,17 +16,17 @@ public struct ExperimentRoutes: Sendable {
     let authenticator: Authenticator
     let store: ExperimentStore
     let scheduler: Scheduler
-    let clock: @Sendable () -> Timestamp
+    let time: any TimeSource
     /// The ingest route's device id hasher: assignments bucket the id as the log stores it.
     let deviceIDHasher: DeviceIDHasher?
 
     public init(authenticator: Authenticator, store: ExperimentStore, scheduler: Scheduler,
-                deviceIDHasher: DeviceIDHasher? = nil, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+                deviceIDHasher: DeviceIDHasher? = nil, time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
         self.store = store
         self.scheduler = scheduler
         self.deviceIDHasher = deviceIDHasher
-        self.clock = clock
+        self.time = time
     }
 
     // MARK: Assignments
@@ -90,7 +92,7 @@ public struct ExperimentRoutes: Sendable {
     /// nil when the store cannot be read.
     private func activeExperiments(app: String, category: String?) async -> [ExperimentDefinition]? {
         guard let records = try? await store.list(app: app, status: .running) else { return nil }
-        let now = clock()
+        let now = time.wallClock
         return records.map(\.definition)
             .filter { $0.isActive(at: now) && (category.map($0.admits(category:)) ?? true) }
             .sorted { $0.id < $1.id }
@@ -156,7 +158,7 @@ public struct ExperimentRoutes: Sendable {
 
     public func start(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: clock()).definition.canonicalJSON)
+            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: time.wallClock).definition.canonicalJSON)
         }
     }
 

@@ -1,7 +1,9 @@
 import EngageCore
+import EventStore
 import Experiments
 import HTTPServer
 import Postgres
+import Runtime
 
 /// `GET /v1/simulate?strategy=NAME[&since=T][&category=C...]`: the offline replay of the key's
 /// app's logged deliveries under a strategy (`engage experiment simulate` over HTTP), for read and
@@ -9,12 +11,12 @@ import Postgres
 public struct StrategyReplayRoute: Sendable {
     let authenticator: Authenticator
     let pool: ConnectionPool
-    let clock: @Sendable () -> Timestamp
+    let time: any TimeSource
 
-    public init(authenticator: Authenticator, pool: ConnectionPool, clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+    public init(authenticator: Authenticator, pool: ConnectionPool, time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
         self.pool = pool
-        self.clock = clock
+        self.time = time
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -31,7 +33,7 @@ public struct StrategyReplayRoute: Sendable {
             for item in request.queryItems {
                 switch item.name {
                 case "strategy": strategyName = item.value
-                case "since": settings.countFrom = try StrategyReplayOptions.since(item.value, now: clock())
+                case "since": settings.countFrom = try StrategyReplayOptions.since(item.value, now: time.wallClock)
                 case "category": categories.append(item.value)
                 default:
                     return APIProblems.response(APIProblems.badRequest(

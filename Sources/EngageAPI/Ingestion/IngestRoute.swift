@@ -1,8 +1,7 @@
 import EngageCore
 import EventStore
-import Foundation
 import HTTPServer
-import Postgres
+import Runtime
 
 /// `POST /v1/events`: validates each event on its own, stores the valid ones durably through
 /// group commit, and reports what was accepted, what was already there and what was rejected.
@@ -23,18 +22,20 @@ public struct IngestRoute: Sendable {
     }
 
     let authenticator: Authenticator
-    let queue: IngestQueue
+    /// The group-commit queue (EventStore's `IngestQueue`) in the server.
+    let appender: any BatchAppending
     let configuration: Configuration
     let metrics: IngestMetrics
-    let clock: @Sendable () -> Timestamp
+    /// `occurred_at` is checked against its wall clock.
+    let time: any TimeSource
 
-    public init(authenticator: Authenticator, queue: IngestQueue, configuration: Configuration, metrics: IngestMetrics,
-                clock: @escaping @Sendable () -> Timestamp = { Timestamp.now }) {
+    public init(authenticator: Authenticator, appender: any BatchAppending, configuration: Configuration, metrics: IngestMetrics,
+                time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
-        self.queue = queue
+        self.appender = appender
         self.configuration = configuration
         self.metrics = metrics
-        self.clock = clock
+        self.time = time
     }
 
     /// Uncompressed bodies up to this size (about 25 events) are handled on the HTTP daemon thread
@@ -55,7 +56,7 @@ public struct IngestRoute: Sendable {
             return response
         case .store(let batch, let pending):
             do {
-                return answer(try await queue.submit(batch), pending)
+                return answer(try await appender.submit(batch), pending)
             } catch {
                 return Self.refusal(error)
             }
@@ -82,7 +83,7 @@ public struct IngestRoute: Sendable {
         case .answered(let response):
             reply.send(response)
         case .store(let batch, let pending):
-            queue.submit(batch) { [self] outcome in
+            appender.submit(batch) { [self] outcome in
                 switch outcome {
                 case .success(let result): reply.send(answer(result, pending))
                 case .failure(let error): reply.send(Self.refusal(error))
@@ -98,7 +99,7 @@ public struct IngestRoute: Sendable {
         if case .failure(let problem) = authenticator.authorizeWithoutWaiting(request, as: .ingest, takingToken: false) {
             return problem.response
         }
-        return queue.depth >= queue.limits.capacity ? Self.refusal(IngestQueue.Refusal.full) : nil
+        return appender.isFull ? Self.refusal(IngestQueue.Refusal.full) : nil
     }
 
     /// What a request's answer needs besides the append result.
@@ -176,7 +177,7 @@ public struct IngestRoute: Sendable {
             return .failure(ProblemResponse(APIProblems.tooLarge("the body is \(body.count) bytes; the limit is \(configuration.maxDecompressedBytes)")))
         }
         do {
-            return .success(try decodeBatch(body, format: format, limits: configuration.limits, now: clock()))
+            return .success(try decodeBatch(body, format: format, limits: configuration.limits, now: time.wallClock))
         } catch {
             switch error {
             case .malformed(let json): return .failure(ProblemResponse(APIProblems.malformed(json)))
@@ -214,12 +215,5 @@ public struct IngestRoute: Sendable {
         writer.key("rejected"); writer.raw(Array(APIProblems.renderRejections(rejected).utf8))
         writer.endObject()
         return writer.bytes
-    }
-}
-
-extension Timestamp {
-    /// The wall clock now.
-    public static var now: Timestamp {
-        Timestamp(microsecondsSinceEpoch: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
     }
 }

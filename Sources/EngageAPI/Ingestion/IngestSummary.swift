@@ -1,3 +1,4 @@
+import EventStore
 import Runtime
 
 /// Logs one info line per interval with what ingestion did since the last one (the per-request

@@ -1,16 +1,21 @@
 import EngageCore
+import EventStore
 import HTTPServer
 import Postgres
 import Projections
+import Runtime
 
 /// `GET /v1/report`: the engagement report as JSON, for read keys, always for the key's own app.
 public struct ReportRoute: Sendable {
     let authenticator: Authenticator
     let pool: ConnectionPool
+    /// Today, for the report's default range, is the day of its wall clock.
+    let time: any TimeSource
 
-    public init(authenticator: Authenticator, pool: ConnectionPool) {
+    public init(authenticator: Authenticator, pool: ConnectionPool, time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
         self.pool = pool
+        self.time = time
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
@@ -40,7 +45,7 @@ public struct ReportRoute: Sendable {
             }
         }
         do {
-            let report = try await query.run(on: pool, now: .now)
+            let report = try await query.run(on: pool, now: time.wallClock)
             return .json(report.renderJSON(), status: 200)
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)

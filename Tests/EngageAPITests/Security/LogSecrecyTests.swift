@@ -11,7 +11,7 @@ import TestSupport
 struct LogSecrecyTests {
     @Test(.timeLimit(.minutes(2)))
     func noLogLineHoldsAKeyOrEventText() async throws {
-        let clock = ManualClock()
+        let clock = ManualTime()
         try await TestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 20))) { server in
             let app = uniqueApp("logs")
             let ingest = try await server.key(app: app)

@@ -30,6 +30,32 @@ struct WireEvent: Sendable {
     }
 }
 
+/// Three valid events among five that are not, each for another reason, and the answer it gets.
+struct PartlyValidBatch {
+    let valid = WireEvent.valid(3)
+
+    var body: String {
+        "[" + [
+            valid[0].json,
+            WireEvent.displayed(extra: #","app_id":"someone-else""#).json,
+            valid[1].json,
+            #"{"event_id":"nope","type":"expanded"}"#,
+            WireEvent.displayed(age: 45 * 86_400 + 60).json,
+            valid[2].json,
+            #"{"event_id":"\#(UUID().uuidString)","type":"opened"}"#,
+            "17",
+        ].joined(separator: ",") + "]"
+    }
+
+    static let answer = Acceptance(accepted: 3, rejected: [
+        RejectedEvent(1, "app_id", "unknown field"),
+        RejectedEvent(3, "event_id", "must be a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"),
+        RejectedEvent(4, "occurred_at", "is 45 days in the past; the limit is 30 days"),
+        RejectedEvent(6, "type", "must be one of sent, delivered, displayed, expanded, action"),
+        RejectedEvent(7, nil, "must be a JSON object"),
+    ])
+}
+
 extension [WireEvent] {
     /// A JSON array body.
     var array: String { "[" + map(\.json).joined(separator: ",") + "]" }
@@ -158,10 +184,9 @@ func expectProblem(_ response: RawHTTPClient.Response, _ expected: Problem, retr
 // MARK: - Servers and the database
 
 /// One server shared by the suites whose tests can run side by side: each test uses apps of its
-/// own. Keys are cached briefly so that revocation by another instance shows quickly.
+/// own.
 enum SharedServer {
-    static let keyCacheLifetime = Duration.milliseconds(250)
-    private static let instance = Result { try TestServer { $0.keyCacheLifetime = keyCacheLifetime } }
+    private static let instance = Result { try TestServer() }
 
     static func get() throws -> TestServer { try instance.get() }
 }

@@ -1,5 +1,5 @@
 import Dispatch
-import EventStore
+import Runtime
 import Synchronization
 
 /// Group commit: requests hand in prepared batches and wait; committers take everything waiting
@@ -8,12 +8,11 @@ import Synchronization
 ///
 /// A second commit starts beside a running one only for a backlog of `parallelCommitEvents` or
 /// more, or once the running one has taken `stalledCommitAfter` (a lock wait, a slow fsync); a
-/// smaller backlog waits for the running commit and goes in the next group. Measured on
-/// the project's machine with single-event requests, two commits always side by side split the
-/// waiting requests into twice as many groups of half the size, and each commit's fixed cost
-/// made PostgreSQL spend about a third more CPU for the same throughput (BENCHMARKS.md); large
-/// batches still overlap one group's fsync with the next group's COPY.
-public final class IngestQueue: Sendable {
+/// smaller backlog waits for the running commit and goes in the next group. Small requests
+/// committed two groups at a time would make twice as many groups of half the size, and each
+/// commit has a fixed cost in PostgreSQL; large batches still gain from overlapping one group's
+/// fsync with the next group's COPY (BENCHMARKS.md, "Group commit").
+public final class IngestQueue: BatchAppending {
     public struct Limits: Sendable, Equatable {
         /// Events waiting beyond this are refused (429) instead of queued.
         public var capacity: Int = 50_000
@@ -53,12 +52,9 @@ public final class IngestQueue: Sendable {
 
         init() {}
 
-        func park(until deadline: ContinuousClock.Instant?) {
+        func park(until deadline: ContinuousClock.Instant?, on time: any TimeSource) {
             guard let deadline else { return semaphore.wait() }
-            let left = ContinuousClock.now.duration(to: deadline).components
-            // Rounded up, so that a timed-out look does not come just before the deadline.
-            let nanoseconds = left.seconds * 1_000_000_000 + (left.attoseconds + 999_999_999) / 1_000_000_000
-            _ = semaphore.wait(timeout: .now() + .nanoseconds(Int(clamping: max(0, nanoseconds))))
+            _ = time.wait(for: semaphore, until: deadline)
         }
 
         func unpark() {
@@ -77,7 +73,7 @@ public final class IngestQueue: Sendable {
         var closed = false
         /// Groups taken and not yet reported finished, and when the last was taken.
         var committing = 0
-        var lastGroupTaken = ContinuousClock.now
+        var lastGroupTaken: ContinuousClock.Instant
 
         /// `now` is read only when the answer depends on it: submits call this once per request.
         func mayTakeGroup(_ limits: Limits, now: @autoclosure () -> ContinuousClock.Instant) -> Bool {
@@ -89,28 +85,26 @@ public final class IngestQueue: Sendable {
         /// A parked committer that should look again now, if any: one that may take a group,
         /// or else an idle one to wait behind the running commit (until it counts as stalled)
         /// when none waits there yet.
-        mutating func committerToWake(_ limits: Limits) -> Parker? {
-            if mayTakeGroup(limits, now: .now) { return waitingCommitters.popLast() ?? idleCommitters.popLast() }
+        mutating func committerToWake(_ limits: Limits, time: any TimeSource) -> Parker? {
+            if mayTakeGroup(limits, now: time.now) { return waitingCommitters.popLast() ?? idleCommitters.popLast() }
             return waitingCommitters.isEmpty && !entries.isEmpty ? idleCommitters.popLast() : nil
         }
     }
 
     public let limits: Limits
-    private let state = Mutex(State())
+    private let time: any TimeSource
+    private let state: Mutex<State>
 
-    public init(limits: Limits = Limits()) {
+    public init(limits: Limits = Limits(), time: any TimeSource = SystemTime()) {
         self.limits = limits
+        self.time = time
+        state = Mutex(State(lastGroupTaken: time.now))
     }
 
     /// Events waiting for a committer.
     public var depth: Int { state.withLock { $0.queuedEvents } }
 
-    /// Waits until the batch is durably stored (or refused, or failed).
-    public func submit(_ batch: PreparedBatch) async throws -> AppendResult {
-        try await withCheckedThrowingContinuation { continuation in
-            submit(batch) { continuation.resume(with: $0) }
-        }
-    }
+    public var isFull: Bool { depth >= limits.capacity }
 
     /// Queues the batch without waiting: `complete` is called once, with the result, when the
     /// batch is durably stored or failed (on a committer's thread), or at once with a ``Refusal``.
@@ -120,7 +114,7 @@ public final class IngestQueue: Sendable {
             if state.queuedEvents > 0 && state.queuedEvents + batch.rowCount > limits.capacity { return .failure(.full) }
             state.entries.append(Entry(batch: batch, complete: complete))
             state.queuedEvents += batch.rowCount
-            return .success(state.committerToWake(limits))
+            return .success(state.committerToWake(limits, time: time))
         }
         switch outcome {
         case .failure(let refusal): complete(.failure(refusal))
@@ -134,7 +128,7 @@ public final class IngestQueue: Sendable {
     func takeGroup(parkingOn parker: Parker) -> [Entry]? {
         while true {
             enum Next { case group([Entry], alsoWake: Parker?), finished, park(until: ContinuousClock.Instant?) }
-            let now = ContinuousClock.now
+            let now = time.now
             let next = state.withLock { state -> Next in
                 if state.mayTakeGroup(limits, now: now) {
                     var taken = 0, events = 0
@@ -150,7 +144,7 @@ public final class IngestQueue: Sendable {
                     state.committing += 1
                     state.lastGroupTaken = now
                     // What the group left behind (beyond its size limit) may go beside it at once.
-                    return .group(group, alsoWake: state.committerToWake(limits))
+                    return .group(group, alsoWake: state.committerToWake(limits, time: time))
                 }
                 if state.closed && state.entries.isEmpty { return .finished }
                 if state.entries.isEmpty {
@@ -166,7 +160,7 @@ public final class IngestQueue: Sendable {
                 return group
             case .finished: return nil
             case .park(let deadline):
-                parker.park(until: deadline)
+                parker.park(until: deadline, on: time)
                 // After a timeout the parker is still listed; a wake-up that races with the
                 // timeout leaves one spare signal, which only makes the next look come early.
                 state.withLock { state in
@@ -182,7 +176,7 @@ public final class IngestQueue: Sendable {
     func groupFinished() {
         let next = state.withLock { state -> Parker? in
             state.committing -= 1
-            return state.committerToWake(limits)
+            return state.committerToWake(limits, time: time)
         }
         next?.unpark()
     }
@@ -198,5 +192,10 @@ public final class IngestQueue: Sendable {
             return state.idleCommitters + state.waitingCommitters
         }
         for committer in parked { committer.unpark() }
+    }
+
+    /// Committers parked on an empty queue, and behind a running commit: states a test waits for.
+    var parkedCommitters: (idle: Int, waiting: Int) {
+        state.withLock { ($0.idleCommitters.count, $0.waitingCommitters.count) }
     }
 }

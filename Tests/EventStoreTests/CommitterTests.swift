@@ -7,8 +7,6 @@ import Synchronization
 import Testing
 import TestSupport
 
-@testable import EngageAPI
-
 /// The committers' threads against a real PostgreSQL: what they store, when they answer, how
 /// they stop.
 @Suite(.serialized, .timeLimit(.minutes(1)))
@@ -16,7 +14,7 @@ struct CommitterTests {
     static let logger = Logger(label: "test", level: .error, sink: MemoryLogSink())
 
     static func committer(_ queue: IngestQueue, database: PostgresConfiguration) -> Committer {
-        Committer(queue: queue, database: database, metrics: IngestMetrics(registry: MetricsRegistry()),
+        Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: MetricsRegistry()),
                   committers: 2, logger: logger)
     }
 

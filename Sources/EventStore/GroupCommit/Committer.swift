@@ -1,4 +1,3 @@
-import EventStore
 import Foundation
 import Postgres
 import Runtime
@@ -10,16 +9,16 @@ import Synchronization
 ///
 /// Each committer is a thread of its own with its own PostgreSQL connection (besides the pool's),
 /// because a group commit is a serial step every small request waits for: through a task and the
-/// pool, each commit also waited for the pool's thread to wake and then for a task thread to
-/// resume, which took about a quarter of a commit's time under single-event load (BENCHMARKS.md).
+/// pool, each commit would also wait for two thread hand-offs (the pool's thread to wake, then a
+/// task thread to resume), a large share of a small commit (BENCHMARKS.md, "Group commit").
 public struct Committer: Service {
     public let queue: IngestQueue
     public let database: PostgresConfiguration
-    public let metrics: IngestMetrics
+    public let metrics: CommitterMetrics
     public let committers: Int
     public let logger: Logger
 
-    public init(queue: IngestQueue, database: PostgresConfiguration, metrics: IngestMetrics, committers: Int = 2,
+    public init(queue: IngestQueue, database: PostgresConfiguration, metrics: CommitterMetrics, committers: Int = 2,
                 logger: Logger) {
         precondition(committers > 0, "ingestion needs at least one committer")
         self.queue = queue
