@@ -31,6 +31,11 @@ public struct EngageServer: Sendable {
         public var queueCapacity = 50_000
         /// Events waiting before a commit starts beside a running one (see `IngestQueue`).
         public var parallelCommitEvents = 100
+        /// How long a group commit may take before it is interrupted and its requests answered
+        /// 503 (see `Committer`): shorter than clients' own timeouts, longer than any healthy
+        /// commit, and no longer than the HTTP shutdown grace, so that a stuck commit is answered
+        /// before shutdown gives up on it.
+        public var commitTimeout = Duration.seconds(10)
         public var ingest = IngestRoute.Configuration()
         public var keyCacheLifetime = Duration.seconds(5)
         /// Run the engagement projector in this process (one process is active; others stand by).
@@ -67,7 +72,8 @@ public struct EngageServer: Sendable {
                                 time: time)
         let metrics = IngestMetrics(registry: registry)
         let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: registry),
-                                  committers: configuration.committers, logger: logger)
+                                  committers: configuration.committers, commitTimeout: configuration.commitTimeout, time: time,
+                                  logger: logger)
         registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
         registry.gauge("engage_postgres_pool_in_use", help: "Pooled PostgreSQL connections in use (the committers' own not counted).") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }

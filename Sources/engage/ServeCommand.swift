@@ -70,6 +70,9 @@ enum ServerOptions {
     static let parallelCommitEvents = Option(
         "parallel-commit-events", value: "events", help: "Events waiting before a commit starts while another is running (0: whenever a committer is free).",
         environment: "ENGAGE_PARALLEL_COMMIT_EVENTS", default: defaults.parallelCommitEvents, validate: .range(0...1_000_000))
+    static let commitTimeout = Option(
+        "commit-timeout", value: "seconds", help: "Time a group commit may take (a primary waiting for a lost standby) before its requests get 503.",
+        environment: "ENGAGE_COMMIT_TIMEOUT", default: Int(defaults.commitTimeout.components.seconds), validate: .range(1...3600))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
                                   default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))
     static let maxBodyBytes = Option("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES",
@@ -89,7 +92,7 @@ enum ServerOptions {
 
     static let all: [any CommandOption] = [
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
-        rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents,
+        rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents, commitTimeout,
         maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler,
     ]
 
@@ -119,6 +122,7 @@ enum ServerOptions {
         }
         server.queueCapacity = arguments[queueCapacity]
         server.parallelCommitEvents = arguments[parallelCommitEvents]
+        server.commitTimeout = .seconds(arguments[commitTimeout])
         var limits = IngestLimits()
         limits.maxEvents = arguments[maxEvents]
         limits.event.maxEventBytes = arguments[maxEventBytes]

@@ -194,6 +194,24 @@ public final class IngestQueue: BatchAppending {
         for committer in parked { committer.unpark() }
     }
 
+    /// True once `close()` was called.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Once closed, refuses everything still queued (`.closed`) instead of committing it: what
+    /// committers do when the database failed them while draining, so that a shutdown does not
+    /// wait for one failing commit after another.
+    func refuseQueued() {
+        let refused = state.withLock { state -> [Entry] in
+            guard state.closed else { return [] }
+            defer {
+                state.entries.removeAll()
+                state.queuedEvents = 0
+            }
+            return state.entries
+        }
+        for entry in refused { entry.complete(.failure(Refusal.closed)) }
+    }
+
     /// Committers parked on an empty queue, and behind a running commit: states a test waits for.
     var parkedCommitters: (idle: Int, waiting: Int) {
         state.withLock { ($0.idleCommitters.count, $0.waitingCommitters.count) }

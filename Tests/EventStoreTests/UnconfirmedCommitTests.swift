@@ -1,0 +1,125 @@
+import EngageCore
+@testable import EventStore
+import Foundation
+import Postgres
+import Runtime
+import Synchronization
+import Testing
+import TestSupport
+
+/// Commits a synchronous standby never confirms. The primary waits for `nobody` (a standby that
+/// does not exist) at every commit, as it waits for a lost standby: a cancelled wait reports
+/// success with a warning and must not count as stored; a commit that waits too long is
+/// interrupted; a retry that finds such events waits until they are durable. A pair of this
+/// suite's own (`StreamingReplication`), since every commit on it stops.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct UnconfirmedCommitTests {
+    static let pair = Result { try StreamingReplication(label: "sync") }
+    static let logger = Logger(label: "test", level: .error, sink: MemoryLogSink())
+
+    static func replication() async throws -> StreamingReplication {
+        try await offPool { try pair.get() }
+    }
+
+    @Test func aCommitWhoseWaitForTheStandbyIsCancelledIsNotConfirmedNorIsItsRetry() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby("nobody") }
+        defer { try? replication.synchronousStandby(nil) }
+        let items = EventFactory.items(3, notificationPrefix: "cancelled")
+
+        // The fast path: one COPY, its own transaction.
+        let first = Task { try await offPool { try Self.appendOnce(items, database) } }
+        try await Self.cancelTheWaitingCommit(replication)
+        let refused = await #expect(throws: PostgresError.self) { try await first.value }
+        #expect(refused?.kind == .unconfirmedCommit)
+        #expect(refused?.sqlState == "01000")
+        // Committed on the primary alone: exactly why it must not be acknowledged.
+        #expect(try Self.storedCount(database) == 3)
+
+        // The retry finds the events, and still waits for the standby before it says so.
+        let retry = Task { try await offPool { try Self.appendOnce(items, database) } }
+        try await Self.cancelTheWaitingCommit(replication)
+        #expect((await #expect(throws: PostgresError.self) { try await retry.value })?.kind == .unconfirmedCommit)
+
+        // Once commits are confirmed again (here: no standby required), the retry reports them.
+        try await offPool { try replication.synchronousStandby(nil) }
+        let confirmed = try await offPool { try Self.appendOnce(items, database) }
+        #expect(confirmed.outcomes == [.duplicate, .duplicate, .duplicate])
+        #expect(try Self.storedCount(database) == 3)
+    }
+
+    @Test func aStuckGroupCommitTimesOutUnacknowledgedAndCommitsResumeOnceTheStandbyAnswers() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby("nobody") }
+        defer { try? replication.synchronousStandby(nil) }
+        let time = ManualTime()
+        let queue = IngestQueue(time: time)
+        let registry = MetricsRegistry()
+        let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: registry), committers: 2,
+                                  commitTimeout: .seconds(2), time: time, logger: Self.logger)
+        let running = Task { try await committer.run() }
+
+        let items = EventFactory.items(3, notificationPrefix: "stuck")
+        let answers = Results()
+        queue.submit(PreparedBatch(items)) { answers.append($0) }
+        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
+        // Time passes (by hand) until the watchdog gives up on the commit.
+        while answers.all.isEmpty {
+            time.advance(by: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let answer = try #require(answers.all.first)
+        #expect((try? answer.get()) == nil, "a commit the standby never confirmed was acknowledged")
+        #expect((answer.error as? PostgresError)?.kind == .interrupted)
+        #expect(registry.renderPrometheus().contains("engage_ingest_commit_timeouts_total 1"))
+
+        // The client's retry waits behind the abandoned commit, which the server still holds...
+        let retry = Task { try await queue.submit(PreparedBatch(items)) }
+        try await pollUntil {
+            try replication.withPrimary { connection in
+                try connection.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid'")[0].decode(0, as: Int.self)
+            } == 1
+        }
+        // ...until the primary stops waiting for a standby: then it goes through, once.
+        try await offPool { try replication.synchronousStandby(nil) }
+        #expect(try await retry.value.outcomes == [.duplicate, .duplicate, .duplicate])
+        #expect(try await queue.submit(PreparedBatch(EventFactory.items(2, notificationPrefix: "fresh"))).storedCount == 2)
+        #expect(try Self.storedCount(database) == 5)
+        running.cancel()
+        try await running.value
+    }
+
+    // MARK: Helpers
+
+    static func appendOnce(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try EventStore.append(items, on: connection)
+    }
+
+    static func storedCount(_ database: PostgresConfiguration) throws -> Int {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try connection.query("SELECT count(*) FROM events").rows[0].decode(0)
+    }
+
+    /// Waits for one commit waiting for the standby, then cancels that wait as an operator would.
+    static func cancelTheWaitingCommit(_ replication: StreamingReplication) async throws {
+        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
+        try await offPool {
+            try replication.withPrimary { connection in
+                _ = try connection.query("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+            }
+        }
+    }
+
+}
+
+extension Result {
+    var error: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
