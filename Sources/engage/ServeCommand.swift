@@ -94,7 +94,7 @@ enum ServerOptions {
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
         rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents, commitTimeout,
         maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler,
-    ]
+    ] + ReadOptions.all
 
     /// The server's configuration from the options; usage errors for what no single option shows.
     static func configuration(_ arguments: ParsedArguments) throws(UsageError) -> EngageServer.Configuration {
@@ -123,6 +123,8 @@ enum ServerOptions {
         server.queueCapacity = arguments[queueCapacity]
         server.parallelCommitEvents = arguments[parallelCommitEvents]
         server.commitTimeout = .seconds(arguments[commitTimeout])
+        server.readDatabase = ReadOptions.replica(arguments)
+        server.readReplica = ReadOptions.configuration(arguments)
         var limits = IngestLimits()
         limits.maxEvents = arguments[maxEvents]
         limits.event.maxEventBytes = arguments[maxEventBytes]
@@ -149,10 +151,10 @@ enum ServerOptions {
         do {
             try await body(engage, "http://\(configuration.http.host):\(engage.port)", setup)
         } catch {
-            await engage.pool.close()
+            await engage.closePools()
             throw error
         }
-        await engage.pool.close()
+        await engage.closePools()
     }
 
     /// `--hash-device-ids` with its salt; the salt is never repeated in an error.
