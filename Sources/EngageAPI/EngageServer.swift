@@ -31,10 +31,10 @@ public struct EngageServer: Sendable {
         public var queueCapacity = 50_000
         /// Events waiting before a commit starts beside a running one (see `IngestQueue`).
         public var parallelCommitEvents = 100
-        /// How long a group commit may take before it is interrupted and its requests answered
-        /// 503 (see `Committer`): shorter than clients' own timeouts, longer than any healthy
-        /// commit, and no longer than the HTTP shutdown grace, so that a stuck commit is answered
-        /// before shutdown gives up on it.
+        /// How long a request may wait for its group commit before the commit is interrupted (or
+        /// the request, still queued, refused) and it is answered 503 (see `Committer`): shorter
+        /// than clients' own timeouts, longer than any healthy commit, and no longer than the HTTP
+        /// shutdown grace, so that a stuck commit is answered before shutdown gives up on it.
         public var commitTimeout = Duration.seconds(10)
         /// A read replica for what only reads (reports, analysis and strategy replays), nil for none.
         public var readDatabase: PostgresConfiguration?

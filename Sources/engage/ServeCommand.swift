@@ -71,7 +71,7 @@ enum ServerOptions {
         "parallel-commit-events", value: "events", help: "Events waiting before a commit starts while another is running (0: whenever a committer is free).",
         environment: "ENGAGE_PARALLEL_COMMIT_EVENTS", default: defaults.parallelCommitEvents, validate: .range(0...1_000_000))
     static let commitTimeout = Option(
-        "commit-timeout", value: "seconds", help: "Time a group commit may take (a primary waiting for a lost standby) before its requests get 503.",
+        "commit-timeout", value: "seconds", help: "Time a request may wait for its group commit (a primary waiting for a lost standby) before it gets 503.",
         environment: "ENGAGE_COMMIT_TIMEOUT", default: Int(defaults.commitTimeout.components.seconds), validate: .range(1...3600))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
                                   default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))

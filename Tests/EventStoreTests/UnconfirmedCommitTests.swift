@@ -91,6 +91,58 @@ struct UnconfirmedCommitTests {
         try await running.value
     }
 
+    /// A request queued behind a stuck commit is answered about one commit timeout after it was
+    /// queued (refused from the queue, or its own commit interrupted), never acknowledged, and not
+    /// after the stuck commit's timeout and then a whole timeout of its own.
+    @Test func aRequestQueuedBehindAStuckCommitIsAnsweredOneTimeoutAfterItWasQueued() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby("nobody") }
+        defer { try? replication.synchronousStandby(nil) }
+        let time = ManualTime()
+        let queue = IngestQueue(time: time)
+        // One committer, so that the watchdog (looking every second of this clock) is the only
+        // sleeper: time moves on only once it waits again, so its looks fall on whole seconds.
+        let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: MetricsRegistry()),
+                                  committers: 1, commitTimeout: .seconds(4), time: time, logger: Self.logger)
+        let start = time.now
+        let running = Task { try await committer.run() }
+        try await pollUntil { time.sleepers == 1 }
+
+        let stuckItems = EventFactory.items(3, notificationPrefix: "stuck")
+        let stuck = Results(), behind = Results()
+        queue.submit(PreparedBatch(stuckItems)) { stuck.append($0) }
+        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
+        time.advance(by: .milliseconds(500))
+        let behindItems = EventFactory.items(2, notificationPrefix: "behind")
+        queue.submit(PreparedBatch(behindItems)) { behind.append($0) }
+        #expect(queue.depth == 2)
+
+        while behind.all.isEmpty {
+            try await pollUntil { time.sleepers == 1 || !behind.all.isEmpty }
+            if behind.all.isEmpty { time.advance(by: .milliseconds(500)) }
+        }
+        let waited = start.duration(to: time.now) - .milliseconds(500)
+        #expect((try? stuck.all.first?.get()) == nil, "a commit the standby never confirmed was acknowledged")
+        let answer = try #require(behind.all.first)
+        #expect((try? answer.get()) == nil, "a request behind the stuck commit was acknowledged")
+        if case .failure(let error) = answer {
+            #expect(error as? IngestQueue.Refusal == .timedOut || (error as? PostgresError)?.kind == .interrupted, "\(error)")
+        }
+        // One timeout and a look or two of the watchdog: 4.5 s (refused from the queue) or 5.5 s
+        // (its own commit interrupted). The stuck commit's timeout and then a whole one of its
+        // own would be 9.5 s.
+        #expect(waited > .seconds(4) && waited < .seconds(8), "answered \(waited) after it was queued")
+
+        // The clients resend; once the primary stops waiting for a standby, each event is stored once.
+        try await offPool { try replication.synchronousStandby(nil) }
+        #expect(try await queue.submit(PreparedBatch(stuckItems)).outcomes.count == 3)
+        #expect(try await queue.submit(PreparedBatch(behindItems)).outcomes.count == 2)
+        #expect(try Self.storedCount(database) == 5)
+        running.cancel()
+        try await running.value
+    }
+
     // MARK: Helpers
 
     static func appendOnce(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {

@@ -38,7 +38,7 @@ struct CommandLineOptionsTests {
             "besides one per committer. (default: \(defaults.poolSize)) (env: ENGAGE_POOL_SIZE)",
             "(default: \(defaults.committers)) (env: ENGAGE_COMMITTERS)",
             "before requests get 429. (default: \(defaults.queueCapacity)) (env: ENGAGE_QUEUE_CAPACITY)",
-            "get 503. (default: \(defaults.commitTimeout.components.seconds)) (env: ENGAGE_COMMIT_TIMEOUT)",
+            "gets 503. (default: \(defaults.commitTimeout.components.seconds)) (env: ENGAGE_COMMIT_TIMEOUT)",
             "too far behind. (env: ENGAGE_READ_DATABASE_URL)",
             "is not read. (default: \(defaults.readReplica.maxLag.components.seconds)) (env: ENGAGE_READ_MAX_LAG)",
             "Events per request. (default: \(defaults.ingest.limits.maxEvents)) (env: ENGAGE_MAX_EVENTS)",

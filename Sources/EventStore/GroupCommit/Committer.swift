@@ -12,11 +12,12 @@ import Synchronization
 /// pool, each commit would also wait for two thread hand-offs (the pool's thread to wake, then a
 /// task thread to resume), a large share of a small commit (BENCHMARKS.md, "Group commit").
 ///
-/// A commit still running after `commitTimeout` (a primary waiting for a synchronous standby it
-/// lost, a server that stopped answering) is interrupted by a watchdog thread: its connection is
-/// closed and its requests fail (503, retried by the clients with the same ids), never
-/// acknowledged. The server may still commit it; a retry then finds the events and waits until
-/// they are as durable as configured (`EventStore`).
+/// A request waits at most `commitTimeout` for its commit (a primary waiting for a synchronous
+/// standby it lost, a server that stopped answering): a watchdog thread interrupts a commit whose
+/// oldest request was queued longer ago (its connection is closed and its requests fail: 503,
+/// retried by the clients with the same ids, never acknowledged), and refuses batches that waited
+/// that long in the queue behind such commits. The server may still commit it; a retry then
+/// finds the events and waits until they are as durable as configured (`EventStore`).
 public struct Committer: Service {
     public let queue: IngestQueue
     public let database: PostgresConfiguration
@@ -46,7 +47,7 @@ public struct Committer: Service {
     /// HTTP server stops first, having answered every request, so nobody waits for these.)
     public func run() async throws {
         let interrupters = (0..<committers).map { _ in ConnectionInterrupter() }
-        let watchdog = CommitWatchdog(interrupters: interrupters, timeout: commitTimeout,
+        let watchdog = CommitWatchdog(queue: queue, interrupters: interrupters, timeout: commitTimeout,
                                       drainTimeout: min(commitTimeout, Self.drainTimeout), time: time)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
@@ -80,7 +81,9 @@ public struct Committer: Service {
         let parker = IngestQueue.Parker()
         while let group = queue.takeGroup(parkingOn: parker) {
             let stopwatch = Stopwatch()
-            let unit = interrupter.begin(at: time.now)
+            // The timeout counts from when the group's oldest request was queued: a request that
+            // waited behind a stuck commit does not wait a whole timeout more for its own.
+            let unit = interrupter.begin(at: group.lazy.map(\.queuedAt).min() ?? time.now)
             let outcome = Result { try EventStore.append(group.map(\.batch), using: connection) }
             interrupter.end(unit)
             queue.groupFinished()
@@ -104,11 +107,13 @@ public struct Committer: Service {
     }
 }
 
-/// A thread that interrupts commits running longer than the timeout: it looks every quarter of
-/// the timeout (at most every second), so a commit ends between one timeout and about a quarter
-/// more after it began. Once draining, it also interrupts whatever still runs `drainTimeout`
+/// A thread that interrupts commits running longer than the timeout, and refuses batches that
+/// waited in the queue that long (behind stuck commits): it looks every quarter of the timeout
+/// (at most every second), so a request is answered between one timeout and about a quarter more
+/// after it was queued. Once draining, it also interrupts whatever still runs `drainTimeout`
 /// after the stop request.
 private final class CommitWatchdog: Sendable {
+    private let queue: IngestQueue
     private let interrupters: [ConnectionInterrupter]
     private let timeout: Duration
     private let drainTimeout: Duration
@@ -118,7 +123,8 @@ private final class CommitWatchdog: Sendable {
     private let drainingSince = Mutex<ContinuousClock.Instant?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
-    init(interrupters: [ConnectionInterrupter], timeout: Duration, drainTimeout: Duration, time: any TimeSource) {
+    init(queue: IngestQueue, interrupters: [ConnectionInterrupter], timeout: Duration, drainTimeout: Duration, time: any TimeSource) {
+        self.queue = queue
         self.interrupters = interrupters
         self.timeout = timeout
         self.drainTimeout = drainTimeout
@@ -140,6 +146,7 @@ private final class CommitWatchdog: Sendable {
                         interrupter.interruptIfRunning(longerThan: timeout, now: now)
                     }
                 }
+                queue.expire(queuedBefore: now - timeout)
             }
             finished.signal()
         }
