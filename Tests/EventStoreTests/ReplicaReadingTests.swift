@@ -23,31 +23,9 @@ struct ReplicaReadingTests {
         let (primary, replica) = try await offPool { try replication.freshDatabase() }
         let replicaStore = EventStore(pool: ConnectionPool(configuration: replica, size: 1))
         let writers = 6, batchesPerWriter = 25
-        let writersDone = ReplayedFlag()
-        let tail = Task { () -> [LogPosition: EventID] in
-            var seen: [LogPosition: EventID] = [:]
-            var order: [LogPosition] = []
-            var position = LogPosition.start
-            while true {
-                // Set only once the standby replayed every writer's commit: a read begun after
-                // that which finds nothing is the end.
-                let done = writersDone.value.load(ordering: .acquiring)
-                let batch = try await replicaStore.read(after: position, limit: 37)
-                if batch.isEmpty {
-                    if done { break }
-                    try await Task.sleep(for: .milliseconds(5))
-                    continue
-                }
-                for event in batch {
-                    #expect(seen[event.position] == nil, "repeat at \(event.position)")
-                    seen[event.position] = event.eventID
-                    order.append(event.position)
-                }
-                position = batch.last!.position
-            }
-            #expect(order == order.sorted())
-            return seen
-        }
+        // Finished only once the standby replayed every writer's commit.
+        let reader = LogTail()
+        let tail = Task { try await reader.run(replicaStore) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<writers {
                 group.addTask {
@@ -66,12 +44,13 @@ struct ReplicaReadingTests {
             try await group.waitForAll()
         }
         try await offPool { try replication.waitForReplay() }
-        writersDone.value.store(true, ordering: .releasing)
+        reader.finish()
         let tailed = try await tail.value
+        #expect(tailed.repeated.isEmpty && tailed.isInLogOrder)
         let full = try await EventStore(pool: ConnectionPool(configuration: primary, size: 1)).read(after: .start, limit: 100_000)
         #expect(full.count >= writers * batchesPerWriter)
-        #expect(tailed.count == full.count)
-        #expect(Dictionary(uniqueKeysWithValues: full.map { ($0.position, $0.eventID) }) == tailed)
+        #expect(tailed.order.count == full.count)
+        #expect(Dictionary(uniqueKeysWithValues: full.map { ($0.position, $0.eventID) }) == tailed.events)
         await replicaStore.pool.close()
     }
 
@@ -181,9 +160,4 @@ struct ReplicaReadingTests {
         // The JSON parser of engage reads what it makes.
         #expect((try? JSON.parse(replica.addingMember(to: Array("{}".utf8)))) != nil)
     }
-}
-
-/// Set once the standby replayed every writer's commit.
-private final class ReplayedFlag: Sendable {
-    let value = Atomic(false)
 }

@@ -71,34 +71,13 @@ struct FailoverTests {
         let primary = try await offPool { try formation.waitUntilSettled() }
         let secondary = try #require(formation.nodes.first { $0 != primary })
         let writer = ConnectionPool(configuration: formation.database, size: 1)
-        let reader = ConnectionPool(configuration: formation.configuration(of: secondary), size: 1)
+        let readerPool = ConnectionPool(configuration: formation.configuration(of: secondary), size: 1)
         let app = "secondary-\(UUID().uuidString.prefix(8).lowercased())"
         let start = try await EventStore(pool: writer).headPosition()
 
         let writers = 4, batchesPerWriter = 15
-        let done = WritersDone()
-        let tail = Task { () -> [LogPosition: String] in
-            var seen: [LogPosition: String] = [:]
-            var order: [LogPosition] = []
-            var position = start
-            while true {
-                let finished = done.value.withLock { $0 }
-                let batch = try await EventStore(pool: reader).read(after: position, limit: 41)
-                if batch.isEmpty {
-                    if finished { break }
-                    try await Task.sleep(for: .milliseconds(5))
-                    continue
-                }
-                for event in batch where event.appID == app {
-                    #expect(seen[event.position] == nil, "repeat at \(event.position)")
-                    seen[event.position] = event.eventID.description
-                    order.append(event.position)
-                }
-                position = batch.last!.position
-            }
-            #expect(order == order.sorted())
-            return seen
-        }
+        let reader = LogTail()
+        let tail = Task { try await reader.run(EventStore(pool: readerPool), from: start, batch: 41) { $0.appID == app } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for number in 0..<writers {
                 group.addTask {
@@ -123,16 +102,17 @@ struct FailoverTests {
         // The synchronous secondary has every commit; once it has replayed them, the end.
         let target: String = try await writer.withConnection { try $0.query("SELECT pg_current_wal_lsn()::text")[0].decode(0) }
         try await pollUntil(every: .milliseconds(20)) {
-            try await reader.withConnection { try $0.query("SELECT pg_last_wal_replay_lsn() >= \(target)::pg_lsn")[0].decode(0, as: Bool.self) }
+            try await readerPool.withConnection { try $0.query("SELECT pg_last_wal_replay_lsn() >= \(target)::pg_lsn")[0].decode(0, as: Bool.self) }
         }
-        done.value.withLock { $0 = true }
+        reader.finish()
         let tailed = try await tail.value
+        #expect(tailed.repeated.isEmpty && tailed.isInLogOrder)
         let stored = try await writer.withConnection { connection in
             try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
         }
-        #expect(tailed.count == stored.count && Set(tailed.values) == Set(stored))
+        #expect(tailed.order.count == stored.count && Set(tailed.events.values.map(\.description)) == Set(stored))
 
-        let reads = ReadDatabase(primary: writer, replica: reader, logger: Logger(label: "test", sink: MemoryLogSink()),
+        let reads = ReadDatabase(primary: writer, replica: readerPool, logger: Logger(label: "test", sink: MemoryLogSink()),
                                  metrics: ReadReplicaMetrics(registry: MetricsRegistry()))
         let read = try await reads.read { pool in try await pool.withConnection { try $0.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self) } }
         #expect(read.value && read.source.database == .replica && read.source.lag <= .seconds(60), "\(read.source)")
@@ -143,7 +123,7 @@ struct FailoverTests {
         #expect(try preferStandby.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self))
         preferStandby.close()
         await writer.close()
-        await reader.close()
+        await readerPool.close()
     }
 
     /// `pg_autoctl perform switchover` while the load runs.
@@ -265,9 +245,4 @@ struct FailoverRun {
             try await Task.sleep(for: .milliseconds(100))
         }
     }
-}
-
-/// Set once every writer of a test has committed and the reader's server has replayed it all.
-private final class WritersDone: Sendable {
-    let value = Mutex(false)
 }
