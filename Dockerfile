@@ -7,7 +7,7 @@
 FROM swift:6.3-bookworm AS build
 RUN apt-get update \
     && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-        libpq-dev libmicrohttpd-dev zlib1g-dev pkg-config libcurl4-openssl-dev \
+        libpq-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev pkg-config libcurl4-openssl-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The manifest names every target, test targets included, so their folders must be present.

@@ -16,9 +16,10 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // libmicrohttpd, and GnuTLS for its HTTPS certificate callback (libgnutls28-dev).
         .target(
             name: "CMicroHTTPD",
-            linkerSettings: [.linkedLibrary("microhttpd")]
+            linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]
         ),
         .target(name: "CProcess"),
         // The HTTP load of `engage bench ingest`: one epoll thread, so it takes little of the machine.

@@ -220,6 +220,8 @@ extension HTTPServer {
         public var keepAlive = true
         /// How long `run()` lets requests in flight finish after cancellation.
         public var shutdownGrace = Duration.seconds(10)
+        /// HTTPS with these credentials (TLS 1.2 and 1.3 only); nil serves plain HTTP.
+        public var tls: TLSCredentials?
 
         public init() {}
     }
