@@ -22,8 +22,8 @@ let package = Package(
             linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]
         ),
         .target(name: "CProcess"),
-        // The HTTP load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
-        .target(name: "CLoadGenerator"),
+        // The HTTP(S) load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
+        .target(name: "CLoadGenerator", linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "LoadGenerator", dependencies: ["CLoadGenerator"]),
         .systemLibrary(
             name: "CZlib",

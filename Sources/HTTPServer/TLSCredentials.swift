@@ -11,7 +11,7 @@ import Synchronization
 public final class TLSCredentials: Sendable {
     /// TLS 1.3 and 1.2 only, with forward-secret AEAD ciphers (what iOS App Transport Security
     /// asks for), in the server's order of preference; a GnuTLS priority string.
-    public static let priorities = "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:+AES-128-GCM:"
+    public static let priorities = "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
         + "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE"
 
     /// A `struct CMicroHTTPD_TLS *`: its own lock guards the swap.
