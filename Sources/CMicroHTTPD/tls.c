@@ -137,6 +137,22 @@ static int key_matches(gnutls_privkey_t key, gnutls_pubkey_t certificate_key) {
     return matches;
 }
 
+/* Whether the key belongs to a certificate of the file other than its first (a chain in the wrong
+   order: sorting keeps the first certificate as the leaf and drops what does not chain to it). */
+static int key_matches_a_later_certificate(gnutls_privkey_t key, const gnutls_datum_t *pem) {
+    gnutls_pcert_st chain[CMICROHTTPD_TLS_MAX_CHAIN];
+    unsigned int length = CMICROHTTPD_TLS_MAX_CHAIN;
+    if (gnutls_pcert_list_import_x509_raw(chain, &length, pem, GNUTLS_X509_FMT_PEM, 0) < 0) {
+        return 0;
+    }
+    int found = 0;
+    for (unsigned int index = 0; index < length; index++) {
+        found = found || (index > 0 && key_matches(key, chain[index].pubkey));
+        gnutls_pcert_deinit(&chain[index]);
+    }
+    return found;
+}
+
 static void describe(const struct credentials *credentials, struct CMicroHTTPD_CertificateInfo *info) {
     memset(info, 0, sizeof *info);
     info->chain_length = credentials->chain_length;
@@ -202,6 +218,12 @@ int CMicroHTTPD_tls_load(struct CMicroHTTPD_TLS *tls, const char *certificate_pa
         goto done;
     }
     if (!key_matches(fresh->key, fresh->chain[0].pubkey)) {
+        if (key_matches_a_later_certificate(fresh->key, &certificate_pem)) {
+            snprintf(error, error_capacity, "%s: the server's certificate must come first, before those that issued it",
+                     certificate_path);
+            status = CMICROHTTPD_TLS_CERTIFICATE_INVALID;
+            goto done;
+        }
         snprintf(error, error_capacity, "the key in %s does not belong to the certificate in %s", key_path, certificate_path);
         status = CMICROHTTPD_TLS_KEY_MISMATCH;
         goto done;

@@ -84,12 +84,41 @@ import TestSupport
         }
     }
 
+    @Test(arguments: TestCertificateAuthority.KeyKind.allCases)
+    func rsaAndECDSAKeysInEveryPEMFormServe(kind: TestCertificateAuthority.KeyKind) async throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        let leaf = try authority.issue("server", key: kind)
+        let header = try String(contentsOfFile: leaf.keyFile, encoding: .utf8).split(separator: "\n").first.map(String.init)
+        #expect(header == ["-----BEGIN PRIVATE KEY-----", "-----BEGIN EC PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----"][
+            TestCertificateAuthority.KeyKind.allCases.firstIndex(of: kind)!])
+        let credentials = try TLSCredentials(certificateFile: leaf.certificateFile, keyFile: leaf.keyFile)
+        try await withServer(Self.configuration(credentials)) { server in
+            let port = server.port, ca = authority.certificateFile
+            let twelve = try await offPool { try TLSTestClient(port: port, caFile: ca, maximumVersion: "1.2").get("/hello/x") }
+            #expect(twelve.status == 200)
+            #expect(twelve.handshake.certificate == leaf.sha256)
+            let answer = try await curlHTTPS(port: port, path: "/hello/tls", caFile: ca)
+            #expect(answer.output == "200")
+        }
+    }
+
     @Test func aFullChainFileServesTheLeafFirst() async throws {
         let authority = try TestCertificateAuthority()
         defer { authority.remove() }
         let leaf = try authority.issue("chained", chain: true)
         let credentials = try TLSCredentials(certificateFile: leaf.certificateFile, keyFile: leaf.keyFile)
         #expect(credentials.certificate.chainLength == 2)
+        #expect(credentials.certificate.sha256 == leaf.sha256)
+        // The CA first, then the server's certificate: refused with the reason.
+        let pems = try String(contentsOfFile: leaf.certificateFile, encoding: .utf8).components(separatedBy: "-----END CERTIFICATE-----\n")
+        let reversed = authority.directory + "/reversed.pem"
+        try (pems[1] + "-----END CERTIFICATE-----\n" + pems[0] + "-----END CERTIFICATE-----\n")
+            .write(toFile: reversed, atomically: true, encoding: .utf8)
+        #expect(throws: TLSCredentialsError(code: .certificateInvalid,
+                                            reason: "\(reversed): the server's certificate must come first, before those that issued it")) {
+            try TLSCredentials(certificateFile: reversed, keyFile: leaf.keyFile)
+        }
         try await withServer(Self.configuration(credentials)) { server in
             let port = server.port, ca = authority.certificateFile
             let handshake = try await offPool { try TLSTestClient(port: port, caFile: ca).connect() }

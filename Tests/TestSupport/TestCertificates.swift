@@ -35,14 +35,29 @@ public struct TestCertificateAuthority: Sendable {
                           "-keyout", directory + "/ca.key", "-out", certificateFile, "-days", "3650", "-subj", "/CN=\(name)"])
     }
 
-    /// A server certificate for 127.0.0.1 and localhost with a fresh P-256 key, valid for `days`
-    /// from now, or between two dates (`YYYYMMDDHHMMSSZ`) when given. `chain` appends the CA's
+    /// How a certificate's private key is made and written.
+    public enum KeyKind: Sendable, CaseIterable {
+        /// P-256 in PKCS#8 (`BEGIN PRIVATE KEY`), what `openssl req -newkey ec` writes.
+        case ecdsaPKCS8
+        /// P-256 in SEC1 (`BEGIN EC PRIVATE KEY`).
+        case ecdsaSEC1
+        /// RSA 2048 in PKCS#1 (`BEGIN RSA PRIVATE KEY`).
+        case rsaPKCS1
+    }
+
+    /// A server certificate for 127.0.0.1 and localhost with a fresh key, valid for `days` from
+    /// now, or between two dates (`YYYYMMDDHHMMSSZ`) when given. `chain` appends the CA's
     /// certificate after the leaf, as a full chain file does.
-    public func issue(_ name: String, days: Int = 30, from start: String? = nil, until end: String? = nil,
-                      chain: Bool = false) throws -> TestCertificate {
+    public func issue(_ name: String, key kind: KeyKind = .ecdsaPKCS8, days: Int = 30, from start: String? = nil,
+                      until end: String? = nil, chain: Bool = false) throws -> TestCertificate {
         let base = directory + "/" + name
-        try Self.openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                          "-keyout", base + ".key", "-out", base + ".csr", "-subj", "/CN=\(name)"])
+        let newKey = kind == .rsaPKCS1 ? ["-newkey", "rsa:2048"] : ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
+        try Self.openssl(["req"] + newKey + ["-nodes", "-keyout", base + ".key", "-out", base + ".csr", "-subj", "/CN=\(name)"])
+        switch kind {
+        case .ecdsaPKCS8: break
+        case .ecdsaSEC1: try Self.openssl(["ec", "-in", base + ".key", "-out", base + ".key"])
+        case .rsaPKCS1: try Self.openssl(["rsa", "-traditional", "-in", base + ".key", "-out", base + ".key"])
+        }
         var validity = ["-days", String(days)]
         if let start, let end { validity = ["-startdate", start, "-enddate", end] }
         try Self.openssl(["ca", "-batch", "-config", directory + "/ca.cnf", "-cert", certificateFile, "-keyfile", directory + "/ca.key",

@@ -49,7 +49,8 @@ enum CMicroHTTPD_TLSLoadError {
 struct CMicroHTTPD_TLS *CMicroHTTPD_tls_create(void);
 
 /*
- * Reads a PEM certificate chain (leaf first, or in any order: it is sorted) and its PEM private
+ * Reads a PEM certificate chain (the server's certificate first, its issuers after it in any order)
+ * and its PEM private
  * key (unencrypted), checks that they belong together and makes them the credentials of every
  * later handshake. Returns 0 and fills `info`, or a CMicroHTTPD_TLSLoadError with a reason in
  * `error` (never any key material); on failure the current credentials stay.
