@@ -13,8 +13,7 @@ struct ServeTLSTests {
         let authority = try TestCertificateAuthority()
         defer { workspace.remove(); authority.remove() }
         let first = try authority.issue("first"), second = try authority.issue("second")
-        let live = (certificate: workspace.file("live.pem"), key: workspace.file("live.key"))
-        try first.install(certificateFile: live.certificate, keyFile: live.key)
+        let live = try authority.live(first)
         let process = try EngageProcess(["serve", "--listen", "127.0.0.1:0", "--projector", "off", "--scheduler", "off", "--pool-size", "4"],
                                         database: try TestPostgres.freshDatabase(),
                                         environment: ["ENGAGE_TLS_CERT": live.certificate, "ENGAGE_TLS_KEY": live.key],

@@ -131,8 +131,7 @@ import TestSupport
         let authority = try TestCertificateAuthority()
         defer { authority.remove() }
         let first = try authority.issue("first"), second = try authority.issue("second")
-        let live = (certificate: authority.directory + "/live.pem", key: authority.directory + "/live.key")
-        try first.install(certificateFile: live.certificate, keyFile: live.key)
+        let live = try authority.live(first)
         let credentials = try TLSCredentials(certificateFile: live.certificate, keyFile: live.key)
         try await withServer(Self.configuration(credentials, eventLoop: eventLoop)) { server in
             let port = server.port, ca = authority.certificateFile
@@ -163,8 +162,7 @@ import TestSupport
         let authority = try TestCertificateAuthority()
         defer { authority.remove() }
         let first = try authority.issue("first"), other = try authority.issue("other")
-        let live = (certificate: authority.directory + "/live.pem", key: authority.directory + "/live.key")
-        try first.install(certificateFile: live.certificate, keyFile: live.key)
+        let live = try authority.live(first)
         let credentials = try TLSCredentials(certificateFile: live.certificate, keyFile: live.key)
         try await withServer(Self.configuration(credentials)) { server in
             // A certificate whose key is another one's (a renewal caught halfway).

@@ -73,6 +73,14 @@ public struct TestCertificateAuthority: Sendable {
                                sha256: hex.filter(\.isHexDigit).lowercased())
     }
 
+    /// Installs `certificate` as `live.pem` and `live.key` in the CA's directory, the files a
+    /// server is started with and that a renewal later replaces; their paths.
+    public func live(_ certificate: TestCertificate) throws -> (certificate: String, key: String) {
+        let live = (certificate: directory + "/live.pem", key: directory + "/live.key")
+        try certificate.install(certificateFile: live.certificate, keyFile: live.key)
+        return live
+    }
+
     public func remove() {
         try? FileManager.default.removeItem(atPath: directory)
     }
