@@ -16,13 +16,14 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // libmicrohttpd, and GnuTLS for its HTTPS certificate callback (libgnutls28-dev).
         .target(
             name: "CMicroHTTPD",
-            linkerSettings: [.linkedLibrary("microhttpd")]
+            linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]
         ),
         .target(name: "CProcess"),
-        // The HTTP load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
-        .target(name: "CLoadGenerator"),
+        // The HTTP(S) load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
+        .target(name: "CLoadGenerator", linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "LoadGenerator", dependencies: ["CLoadGenerator"]),
         .systemLibrary(
             name: "CZlib",

@@ -91,6 +91,9 @@ public struct EngageServer: Sendable {
         if configuration.runScheduler {
             services.append(("scheduler", scheduler))
         }
+        if let tls = configuration.http.tls {
+            services.append(("tls-reload", CertificateReloader(credentials: tls, logger: logger, registry: registry)))
+        }
         services.append(("http", server))
         self.services = services
     }

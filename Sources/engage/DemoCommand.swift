@@ -44,8 +44,10 @@ enum DemoCommand {
         let simulator = try TrafficSimulator(scenario: scenario, seed: UInt64(Date().timeIntervalSince1970),
                                              start: start, options: SimulationOptions(outOfOrderFraction: 0.1, duplicateFraction: 0.02))
         print("sending a simulated day of \(notifications) notifications through the API...")
+        let progress = ProgressLine.standardError("demo")
         let summary = try await SimulationRun(simulator: simulator, batchSize: 200, deadline: .seconds(120))
-            .send(to: .api(EventSender(base: address, key: ingestKey)))
+            .send(to: .api(EventSender(base: address, key: ingestKey)), progress: progress)
+        progress.finish()
         print(summary.description)
         // Wait for the projector to fold everything into the read model.
         for _ in 0..<600 {

@@ -104,7 +104,7 @@ final class EngageProcess: Sendable {
     func listeningPort(timeout: Duration = .seconds(30)) async throws -> Int {
         try await poll(timeout: timeout, what: "its listening address") {
             guard let line = log.split(separator: "\n").first(where: { $0.contains("engage.listening") }),
-                  let range = line.range(of: #"address=http://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else { return nil }
+                  let range = line.range(of: #"address=https?://127\.0\.0\.1:[0-9]+"#, options: .regularExpression) else { return nil }
             return Int(line[range].split(separator: ":").last!)
         }
     }
