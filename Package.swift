@@ -50,7 +50,7 @@ let package = Package(
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
         .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EventStore", "HTTPServer", "Postgres", "Projections", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"]),
+        .testTarget(name: "EngageCoreTests", dependencies: ["EngageCore"], exclude: ["Golden"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "TestSupport"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
