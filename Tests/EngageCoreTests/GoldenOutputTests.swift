@@ -33,6 +33,27 @@ import Testing
         try check(Array(actual.utf8), name)
     }
 
+    /// Like `check`, but numbers need only agree to `relative`: for outputs whose last digits
+    /// depend on the order of a floating-point sum over a dictionary, which differs between
+    /// processes (Swift seeds hashing per process). Everything else must be equal to the byte.
+    static func checkNumbersClose(_ actual: [UInt8], _ name: String, relative: Double = 1e-12) throws {
+        let url = directory.appendingPathComponent(name)
+        if ProcessInfo.processInfo.environment["ENGAGE_RECORD_GOLDEN"] != nil {
+            try Data(actual).write(to: url)
+            return
+        }
+        let expected = String(decoding: try Data(contentsOf: url), as: UTF8.self)
+        let text = String(decoding: actual, as: UTF8.self)
+        let number = /-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?/
+        #expect(text.replacing(number, with: "#") == expected.replacing(number, with: "#"), "\(name): text")
+        let numbers = text.matches(of: number).map { Double($0.output.0)! }
+        let expectedNumbers = expected.matches(of: number).map { Double($0.output.0)! }
+        #expect(numbers.count == expectedNumbers.count, "\(name): count of numbers")
+        for (index, (a, b)) in zip(numbers, expectedNumbers).enumerated() where abs(a - b) > relative * max(abs(a), abs(b)) {
+            Issue.record("\(name): number \(index) is \(a), golden \(b)")
+        }
+    }
+
     // MARK: Report
 
     @Test(arguments: ReportGrouping.allCases)
@@ -71,7 +92,8 @@ import Testing
         var actions: [ActionCountRow] = []
         for (bucket, counters) in buckets {
             let kind = bucket.attachmentKind?.rawValue ?? "unknown"
-            engagement.append(GoldenRows.engagementRow(bucket, kind: kind, counters))
+            engagement.append(EngagementRow(appID: "demo", category: bucket.category, presentation: bucket.presentation,
+                                            attachmentKind: kind, day: bucket.day, counts: counters.funnel))
             for (id, count) in counters.actions {
                 actions.append(ActionCountRow(appID: "demo", category: bucket.category, presentation: bucket.presentation,
                                               attachmentKind: kind, day: bucket.day, actionID: id, count: count))
@@ -138,18 +160,8 @@ import Testing
         var replay = StrategyReplay(strategy: AdaptiveStrategy())
         for event in events { replay.feed(event) }
         let result = replay.finish()
-        try Self.check(result.renderJSON(), "replay-adaptive.json")
+        // The propensity estimates sum over a dictionary of cells: their last digits vary by process.
+        try Self.checkNumbersClose(result.renderJSON(), "replay-adaptive.json")
         try Self.check(result.renderText(), "replay-adaptive.txt")
-    }
-}
-
-/// Read-model rows from contributions, as `EngagementStore` writes and `ReportQuery` reads them.
-enum GoldenRows {
-    static func engagementRow(_ bucket: EngagementContribution.Bucket, kind: String,
-                              _ c: EngagementContribution.Counters) -> EngagementRow {
-        EngagementRow(appID: "demo", category: bucket.category, presentation: bucket.presentation, attachmentKind: kind,
-                      day: bucket.day, notifications: c.notifications, delivered: c.delivered, displayed: c.displayed,
-                      expanded: c.expanded, actioned: c.actioned, opened: c.opened, dismissed: c.dismissed,
-                      replied: c.replied)
     }
 }
