@@ -56,6 +56,8 @@ let package = Package(
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime"]),
+        // The client's copy of the event vocabulary against the server's.
+        .testTarget(name: "VocabularyAgreementTests", dependencies: ["EngageClient", "EngageCore"]),
         .testTarget(name: "EngageClientTests", dependencies: ["EngageClient", "TestSupport", "EngageAPI", "EventStore", "Postgres"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         // Fault tests start engage (and this stand-in for an app extension) as real processes and kill them.
