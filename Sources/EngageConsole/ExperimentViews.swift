@@ -174,7 +174,7 @@ public struct ExperimentView: Sendable {
             + "<th>expected</th><th>notifications</th><th>displayed</th><th>rich displayed</th></tr></thead><tbody>"
         for arm in look.arms {
             html += "<tr data-arm=\"\(Markup.text(arm.name))\" data-devices=\"\(arm.devices)\">"
-                + Markup.cells([Markup.text(arm.name + (arm.isControl ? " (control)" : "")), Markup.text(arm.strategy),
+                + Markup.cells([Markup.text(arm.name + (arm.isControl && arm.name != "control" ? " (control)" : "")), Markup.text(arm.strategy),
                                 ReportText.percent(arm.weight, decimals: 0), String(arm.devices),
                                 ReportText.fixed(arm.weight * Double(devices), 0), String(arm.notifications),
                                 String(arm.displayed), String(arm.richDisplayed)]) + "</tr>"

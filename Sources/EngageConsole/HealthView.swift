@@ -3,15 +3,19 @@ import EngageCore
 /// What the ingestion page shows: this process's rates and refusals (from its metrics) and how far
 /// the projector has folded the log (from the database).
 public struct IngestionHealth: Sendable {
-    /// Events per second over a recent window; nil until the window has been observed.
+    /// Events per second over a recent window, or over as much of it as has been observed (the
+    /// process may be younger); nil before a second has been.
     public struct Rates: Sendable, Equatable {
-        public var seconds: Int
+        public var window: Int
+        /// Seconds the rates are measured over: the window, or less.
+        public var observed: Double?
         public var accepted: Double?
         public var duplicates: Double?
         public var rejected: Double?
 
-        public init(seconds: Int, accepted: Double?, duplicates: Double?, rejected: Double?) {
-            self.seconds = seconds
+        public init(window: Int, observed: Double?, accepted: Double?, duplicates: Double?, rejected: Double?) {
+            self.window = window
+            self.observed = observed
             self.accepted = accepted
             self.duplicates = duplicates
             self.rejected = rejected
@@ -110,8 +114,8 @@ public struct HealthView: Sendable {
             + "<code>/metrics</code> serves them); the projector's checkpoint is the database's.</p>"
         html += "<section class=\"card\"><h2>Events per second</h2><div class=\"figures\">"
         for rates in h.rates {
-            html += "<div class=\"figure\" data-window=\"\(rates.seconds)\" data-accepted=\"\(Markup.number(rates.accepted))\">"
-                + "<span class=\"small muted\">last \(Self.duration(Double(rates.seconds)))</span>"
+            html += "<div class=\"figure\" data-window=\"\(rates.window)\" data-accepted=\"\(Markup.number(rates.accepted))\">"
+                + "<span class=\"small muted\">last \(Self.duration(min(rates.observed ?? Double(rates.window), Double(rates.window))))</span>"
                 + "<b>\(Markup.text(Self.rate(rates.accepted)))/s</b><span class=\"small\">duplicates "
                 + "\(Markup.text(Self.rate(rates.duplicates)))/s · rejected \(Markup.text(Self.rate(rates.rejected)))/s</span></div>"
         }

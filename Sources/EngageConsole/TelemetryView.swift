@@ -51,8 +51,10 @@ public struct TelemetryView: Sendable {
         return ConsolePage(title: "Extension", section: .telemetry, viewer: viewer, body: html)
     }
 
+    /// `713 ms`, `12.5 s`.
     static func milliseconds(_ value: Double?) -> String {
-        value == nil ? ReportText.missing : ReportText.milliseconds(value) + " ms"
+        guard let value else { return ReportText.missing }
+        return value < 1_000 ? ReportText.milliseconds(value) + " ms" : ReportText.fixed(value / 1_000, 1) + " s"
     }
 
     static func label(_ summary: TelemetrySummary) -> String {

@@ -54,10 +54,10 @@ public final class IngestionRateSampler: Service {
         let window = Duration.seconds(seconds)
         let since = readings.withLock { readings in readings.first { $0.at.duration(to: now.at) <= window } }
         guard let since, since.at.duration(to: now.at) >= .seconds(1) else {
-            return IngestionHealth.Rates(seconds: seconds, accepted: nil, duplicates: nil, rejected: nil)
+            return IngestionHealth.Rates(window: seconds, observed: nil, accepted: nil, duplicates: nil, rejected: nil)
         }
         let elapsed = Self.seconds(since.at.duration(to: now.at))
-        return IngestionHealth.Rates(seconds: seconds, accepted: Double(now.accepted - since.accepted) / elapsed,
+        return IngestionHealth.Rates(window: seconds, observed: elapsed, accepted: Double(now.accepted - since.accepted) / elapsed,
                                      duplicates: Double(now.duplicates - since.duplicates) / elapsed,
                                      rejected: Double(now.rejected - since.rejected) / elapsed)
     }
