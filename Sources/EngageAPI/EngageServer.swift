@@ -149,6 +149,9 @@ public struct EngageServer: Sendable {
 
     public var port: Int { server.port }
 
+    /// True when the web console is among the routes.
+    public var consoleServed: Bool { routes.contains(where: EngageAPI.isConsole) }
+
     /// Serves until SIGTERM/SIGINT (or until the calling task is cancelled).
     public func run() async throws {
         try await ServiceGroup(services: services, logger: logger).run()

@@ -213,6 +213,19 @@ struct ConsoleAccessTests {
         }
     }
 
+    /// `--console off`: no page, and the API as before.
+    @Test func theConsoleCanBeLeftOut() async throws {
+        try await RouteTestServer.withServer(configure: { $0.console = false }) { server in
+            #expect(!server.routes.contains(where: EngageAPI.isConsole))
+            for target in ["/", "/console/", "/console/report", "/console/login"] {
+                let response = try await server.request("GET", target)
+                #expect(response.status == 404, "\(target)")
+                #expect(response.headers["Content-Type"] == "application/problem+json")
+            }
+            #expect(try await server.request("GET", "/healthz").status == 200)
+        }
+    }
+
     /// Under TLS every cookie the console sets is `Secure`.
     @Test(.timeLimit(.minutes(2)))
     func cookiesAreSecureUnderTLS() async throws {
