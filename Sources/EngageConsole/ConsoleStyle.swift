@@ -40,7 +40,7 @@ enum ConsoleStyle {
     table{border-collapse:collapse;font-size:13.5px;margin:4px 0;min-width:100%}
     th,td{padding:5px 8px;border-bottom:1px solid var(--line);text-align:right;white-space:nowrap;vertical-align:top}
     th:first-child,td:first-child{text-align:left}th{font-weight:600;color:var(--muted)}
-    td.wrap{white-space:normal;text-align:left;min-width:16em}
+    td.wrap{white-space:normal;text-align:left;min-width:16em}th.left,td.left{text-align:left}
     .up{color:var(--good);font-weight:600}.down{color:var(--bad);font-weight:600}
     .badge{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;border:1px solid var(--line)}
     .badge.running{border-color:var(--good);color:var(--good)}.badge.stopped{color:var(--muted)}

@@ -53,17 +53,17 @@ public struct ExperimentListView: Sendable {
             return ConsolePage(title: "Experiments", section: .experiments, viewer: viewer, body: html)
         }
         html += "<section class=\"card\"><div class=\"scroll\"><table class=\"experiments\"><thead><tr><th>experiment</th>"
-            + "<th>status</th><th>arms</th><th>primary metric</th><th>looks</th><th>latest decision</th><th>analysed</th>"
-            + "</tr></thead><tbody>"
+            + "<th class=\"left\">status</th><th class=\"left\">arms</th><th class=\"left\">primary metric</th><th>looks</th>"
+            + "<th class=\"left\">latest decision</th><th>analysed</th></tr></thead><tbody>"
         for entry in entries {
             let definition = entry.definition
             html += "<tr data-experiment=\"\(Markup.text(definition.id))\">"
                 + "<td>\(Markup.link(viewer.link(ConsolePath.experiment(definition.id)), definition.id))</td>"
-                + "<td>\(ExperimentView.badge(definition.status))</td>"
+                + "<td class=\"left\">\(ExperimentView.badge(definition.status))</td>"
                 + "<td class=\"wrap\">\(Markup.text(ExperimentView.arms(definition)))</td>"
-                + "<td>\(Markup.text(definition.primaryMetric.rawValue))</td>"
+                + "<td class=\"left\">\(Markup.text(definition.primaryMetric.rawValue))</td>"
                 + "<td>\(entry.latest.map { String($0.look) } ?? "0")</td>"
-                + "<td>\(Markup.text(entry.latest?.decisionText ?? "none yet"))</td>"
+                + "<td class=\"left\">\(Markup.text(entry.latest?.decisionText ?? "none yet"))</td>"
                 + "<td>\(Markup.text(entry.latest?.analyzedAt ?? ReportText.missing))</td></tr>"
         }
         html += "</tbody></table></div></section>"
@@ -180,7 +180,7 @@ public struct ExperimentView: Sendable {
                                 String(arm.displayed), String(arm.richDisplayed)]) + "</tr>"
         }
         html += "</tbody></table></div><h3>Every metric, treatment against control</h3>"
-        html += "<div class=\"scroll\"><table><thead><tr><th>arm · metric</th><th>role</th><th>control</th><th>treatment</th>"
+        html += "<div class=\"scroll\"><table><thead><tr><th>arm · metric</th><th class=\"left\">role</th><th>control</th><th>treatment</th>"
             + "<th>relative lift</th><th>fixed 95%</th><th>sequential</th><th>p (fixed)</th><th>chance to win</th></tr>"
             + "</thead><tbody>"
         for comparison in look.comparisons {
@@ -189,12 +189,13 @@ public struct ExperimentView: Sendable {
                 + (comparison.guardrailViolated ? ", violated" : "")
             html += "<tr data-arm=\"\(Markup.text(comparison.arm))\" data-metric=\"\(Markup.text(comparison.metric))\" "
                 + "data-relative=\"\(Markup.number(relative?.estimate))\">"
-                + Markup.cells([Markup.text(comparison.arm + " · " + comparison.metric), Markup.text(role),
-                                Markup.text(Self.rate(comparison.control)), Markup.text(Self.rate(comparison.variant)),
-                                Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
-                                Markup.text(Self.interval(relative?.fixed)), Markup.text(Self.interval(relative?.sequential)),
-                                Markup.text(ReportText.pValue(relative?.fixed?.pValue)),
-                                Markup.text(ReportText.percent(relative?.chanceToWin))]) + "</tr>"
+                + "<td>\(Markup.text(comparison.arm + " · " + comparison.metric))</td><td class=\"left\">\(Markup.text(role))</td>"
+                + Markup.cells([
+                    Markup.text(Self.rate(comparison.control)), Markup.text(Self.rate(comparison.variant)),
+                    Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
+                    Markup.text(Self.interval(relative?.fixed)), Markup.text(Self.interval(relative?.sequential)),
+                    Markup.text(ReportText.pValue(relative?.fixed?.pValue)), Markup.text(ReportText.percent(relative?.chanceToWin)),
+                ]) + "</tr>"
         }
         return html + "</tbody></table></div></section>"
     }

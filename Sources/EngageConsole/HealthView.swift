@@ -126,10 +126,10 @@ public struct HealthView: Sendable {
         html += "</section>"
 
         html += "<div class=\"grid\"><section class=\"card\"><h2>Requests to /v1/events</h2><table class=\"statuses\"><thead><tr>"
-            + "<th>status</th><th>meaning</th><th>requests</th></tr></thead><tbody>"
+            + "<th>status</th><th class=\"left\">meaning</th><th>requests</th></tr></thead><tbody>"
         for (status, count) in h.requestsByStatus {
-            html += "<tr data-status=\"\(status)\" data-count=\"\(count)\">" + Markup.cells([String(status), Markup.text(Self.reason(status)),
-                                                                                             String(count)]) + "</tr>"
+            html += "<tr data-status=\"\(status)\" data-count=\"\(count)\"><td>\(status)</td>"
+                + "<td class=\"left\">\(Markup.text(Self.reason(status)))</td><td>\(count)</td></tr>"
         }
         if h.requestsByStatus.isEmpty { html += "<tr><td colspan=\"3\">none yet</td></tr>" }
         html += "</tbody></table></section><section class=\"card\"><h2>Rejected events by field</h2>"
