@@ -8,6 +8,16 @@ usage_error() { printf '%s: %s\nusage: %s\n' "$SCRIPT" "$1" "$USAGE" >&2; exit 6
 require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
 now() { date +%s.%N; }
 
+# The settings both scripts take (their headers describe them).
+CLIENTS=${CLIENTS:-4}
+RETRY_MS=${RETRY_MS:-100}
+BUILD=${BUILD:-1}
+ENGAGE_BIN=${ENGAGE_BIN:-}
+WORK_PARENT=${WORK_PARENT:-/var/tmp}
+KEEP_WORK=${KEEP_WORK:-0}
+require_int CLIENTS "$CLIENTS" 1 32
+require_int RETRY_MS "$RETRY_MS" 10 5000
+
 # ENGAGE_BIN, or the package's release build (built first when BUILD=1).
 resolve_engage() { # root
     if [[ -z $ENGAGE_BIN ]]; then

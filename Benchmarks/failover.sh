@@ -45,20 +45,12 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${ROUNDS:-5}
 SETTINGS=${SETTINGS:-both}
 VICTIM=${VICTIM:-primary}
-CLIENTS=${CLIENTS:-4}
-RETRY_MS=${RETRY_MS:-100}
-BUILD=${BUILD:-1}
-ENGAGE_BIN=${ENGAGE_BIN:-}
-WORK_PARENT=${WORK_PARENT:-/var/tmp}
-KEEP_WORK=${KEEP_WORK:-0}
 APP=failover-bench
 
 SCRIPT=failover.sh
 USAGE="[ROUNDS=n] [SETTINGS=fast|default|both] [VICTIM=primary|secondary] [BUILD=0] Benchmarks/failover.sh (settings in the header)"
 source "$ROOT/Benchmarks/common.sh"
 require_int ROUNDS "$ROUNDS" 1 20
-require_int CLIENTS "$CLIENTS" 1 32
-require_int RETRY_MS "$RETRY_MS" 10 5000
 case $SETTINGS in fast) PHASES=(fast) ;; default) PHASES=(default) ;; both) PHASES=(default fast) ;;
     *) usage_error "SETTINGS=$SETTINGS: expected fast, default or both" ;; esac
 [[ $VICTIM == primary || $VICTIM == secondary ]] || usage_error "VICTIM=$VICTIM: expected primary or secondary"

@@ -41,20 +41,12 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
 SCENARIOS=${SCENARIOS:-engage-killed postgres-restart postgres-crash replica-lost async-primary-lost}
-CLIENTS=${CLIENTS:-4}
-RETRY_MS=${RETRY_MS:-100}
-BUILD=${BUILD:-1}
-ENGAGE_BIN=${ENGAGE_BIN:-}
-WORK_PARENT=${WORK_PARENT:-/var/tmp}
-KEEP_WORK=${KEEP_WORK:-0}
 APP=recovery-bench
 
 SCRIPT=recovery.sh
 USAGE='[ROUNDS=n] [SCENARIOS="..."] [BUILD=0] Benchmarks/recovery.sh (settings in the header)'
 source "$ROOT/Benchmarks/common.sh"
 require_int ROUNDS "$ROUNDS" 1 20
-require_int CLIENTS "$CLIENTS" 1 32
-require_int RETRY_MS "$RETRY_MS" 10 5000
 for scenario in $SCENARIOS; do
     case $scenario in engage-killed|postgres-restart|postgres-crash|replica-lost|async-primary-lost) ;;
         *) usage_error "SCENARIOS: unknown scenario $scenario" ;; esac

@@ -26,22 +26,8 @@ struct ReplicaReadingTests {
         // Finished only once the standby replayed every writer's commit.
         let reader = LogTail()
         let tail = Task { try await reader.run(replicaStore) }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    let connection = try Connection(configuration: primary)
-                    defer { connection.close() }
-                    for batch in 0..<batchesPerWriter {
-                        let items = EventFactory.items(Int.random(in: 1...8), notificationPrefix: "w\(writer)-\(batch)")
-                        try connection.transaction { connection in
-                            // Take a position early, commit late.
-                            _ = try EventStore.appendInOpenTransaction(items, on: connection)
-                            _ = try connection.query("SELECT pg_sleep(\(Double.random(in: 0...0.02)))")
-                        }
-                    }
-                }
-            }
-            try await group.waitForAll()
+        try await OutOfOrderWriters.run(writers, batches: batchesPerWriter, on: primary) { writer, batch in
+            EventFactory.items(Int.random(in: 1...8), notificationPrefix: "w\(writer)-\(batch)")
         }
         try await offPool { try replication.waitForReplay() }
         reader.finish()

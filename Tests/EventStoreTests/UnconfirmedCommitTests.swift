@@ -22,9 +22,7 @@ struct UnconfirmedCommitTests {
     }
 
     @Test func aCommitWhoseWaitForTheStandbyIsCancelledIsNotConfirmedNorIsItsRetry() async throws {
-        let replication = try await Self.replication()
-        let (database, _) = try await offPool { try replication.freshDatabase() }
-        try await offPool { try replication.synchronousStandby("nobody") }
+        let (replication, database) = try await Self.databaseWaitingForNobody()
         defer { try? replication.synchronousStandby(nil) }
         let items = EventFactory.items(3, notificationPrefix: "cancelled")
 
@@ -50,16 +48,11 @@ struct UnconfirmedCommitTests {
     }
 
     @Test func aStuckGroupCommitTimesOutUnacknowledgedAndCommitsResumeOnceTheStandbyAnswers() async throws {
-        let replication = try await Self.replication()
-        let (database, _) = try await offPool { try replication.freshDatabase() }
-        try await offPool { try replication.synchronousStandby("nobody") }
+        let (replication, database) = try await Self.databaseWaitingForNobody()
         defer { try? replication.synchronousStandby(nil) }
         let time = ManualTime()
-        let queue = IngestQueue(time: time)
         let registry = MetricsRegistry()
-        let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: registry), committers: 2,
-                                  commitTimeout: .seconds(2), time: time, logger: Self.logger)
-        let running = Task { try await committer.run() }
+        let (queue, running) = Self.committing(on: database, committers: 2, commitTimeout: .seconds(2), time: time, registry: registry)
 
         let items = EventFactory.items(3, notificationPrefix: "stuck")
         let answers = Results()
@@ -95,18 +88,13 @@ struct UnconfirmedCommitTests {
     /// queued (refused from the queue, or its own commit interrupted), never acknowledged, and not
     /// after the stuck commit's timeout and then a whole timeout of its own.
     @Test func aRequestQueuedBehindAStuckCommitIsAnsweredOneTimeoutAfterItWasQueued() async throws {
-        let replication = try await Self.replication()
-        let (database, _) = try await offPool { try replication.freshDatabase() }
-        try await offPool { try replication.synchronousStandby("nobody") }
+        let (replication, database) = try await Self.databaseWaitingForNobody()
         defer { try? replication.synchronousStandby(nil) }
         let time = ManualTime()
-        let queue = IngestQueue(time: time)
+        let start = time.now
         // One committer, so that the watchdog (looking every second of this clock) is the only
         // sleeper: time moves on only once it waits again, so its looks fall on whole seconds.
-        let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: MetricsRegistry()),
-                                  committers: 1, commitTimeout: .seconds(4), time: time, logger: Self.logger)
-        let start = time.now
-        let running = Task { try await committer.run() }
+        let (queue, running) = Self.committing(on: database, committers: 1, commitTimeout: .seconds(4), time: time)
         try await pollUntil { time.sleepers == 1 }
 
         let stuckItems = EventFactory.items(3, notificationPrefix: "stuck")
@@ -144,6 +132,25 @@ struct UnconfirmedCommitTests {
     }
 
     // MARK: Helpers
+
+    /// A fresh database on the pair's primary, which from now on waits for `nobody` at every
+    /// commit (the caller resets it: `synchronousStandby(nil)`).
+    static func databaseWaitingForNobody() async throws -> (StreamingReplication, PostgresConfiguration) {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby("nobody") }
+        return (replication, database)
+    }
+
+    /// Committers on `database` under a hand-moved clock, their queue, and the task running them
+    /// until it is cancelled.
+    static func committing(on database: PostgresConfiguration, committers: Int, commitTimeout: Duration, time: ManualTime,
+                           registry: MetricsRegistry = MetricsRegistry()) -> (IngestQueue, Task<Void, Error>) {
+        let queue = IngestQueue(time: time)
+        let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: registry),
+                                  committers: committers, commitTimeout: commitTimeout, time: time, logger: logger)
+        return (queue, Task { try await committer.run() })
+    }
 
     static func appendOnce(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {
         let connection = try Connection(configuration: database)

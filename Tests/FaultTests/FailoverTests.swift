@@ -78,26 +78,12 @@ struct FailoverTests {
         let writers = 4, batchesPerWriter = 15
         let reader = LogTail()
         let tail = Task { try await reader.run(EventStore(pool: readerPool), from: start, batch: 41) { $0.appID == app } }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for number in 0..<writers {
-                group.addTask {
-                    let connection = try Connection(configuration: formation.database)
-                    defer { connection.close() }
-                    for batch in 0..<batchesPerWriter {
-                        let items = (0..<Int.random(in: 1...6)).map { n in
-                            AppendItem(appID: app, event: Event(eventID: EventID(UUID()), notificationID: "w\(number)-\(batch)-\(n)",
-                                                                deviceID: "device-\(n)", category: "new_photo",
-                                                                occurredAt: FunnelEvents.now, details: .expanded))
-                        }
-                        try connection.transaction { connection in
-                            // Take positions early, commit late.
-                            _ = try EventStore.appendInOpenTransaction(items, on: connection)
-                            _ = try connection.query("SELECT pg_sleep(\(Double.random(in: 0...0.02)))")
-                        }
-                    }
-                }
+        try await OutOfOrderWriters.run(writers, batches: batchesPerWriter, on: formation.database) { number, batch in
+            (0..<Int.random(in: 1...6)).map { n in
+                AppendItem(appID: app, event: Event(eventID: EventID(UUID()), notificationID: "w\(number)-\(batch)-\(n)",
+                                                    deviceID: "device-\(n)", category: "new_photo",
+                                                    occurredAt: FunnelEvents.now, details: .expanded))
             }
-            try await group.waitForAll()
         }
         // The synchronous secondary has every commit; once it has replayed them, the end.
         let target: String = try await writer.withConnection { try $0.query("SELECT pg_current_wal_lsn()::text")[0].decode(0) }
