@@ -27,6 +27,15 @@ resolve_engage() { # root
     [[ -x $ENGAGE_BIN ]] || die "$ENGAGE_BIN is not an executable"
 }
 
+# For a script that defines cleanup(): it runs at every exit, Ctrl-C and SIGTERM included, and a
+# failing command is logged with its line.
+trap_cleanup() {
+    trap 'log "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+    trap cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
     || echo $((20000 + RANDOM % 20000)); }
 

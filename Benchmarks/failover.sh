@@ -92,10 +92,7 @@ cleanup() {
     if [[ $KEEP_WORK == 1 ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
     exit $status
 }
-trap 'log "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 PORTS=()
 while (( ${#PORTS[@]} < 4 )); do

@@ -99,29 +99,24 @@ final class IngestLoad: Sendable {
     /// The log holds every acknowledged id exactly once, and nothing of this app that was never
     /// sent; after `halt()`, when the last batches stay unacknowledged. No answer broke the contract.
     func expectAcknowledgedStoredOnce(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        let ledger = snapshot
-        let stored = try await pool.withConnection { connection in
-            try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
-        }
-        let storedSet = Set(stored)
-        #expect(ledger.unexpected.isEmpty, "answers outside the contract: \(ledger.unexpected.prefix(5))", sourceLocation: sourceLocation)
-        #expect(stored.count == storedSet.count, "\(stored.count - storedSet.count) duplicate rows", sourceLocation: sourceLocation)
-        let lost = ledger.acknowledged.subtracting(storedSet)
-        #expect(lost.isEmpty, "\(lost.count) acknowledged events are not in the log, e.g. \(lost.prefix(3))", sourceLocation: sourceLocation)
-        #expect(storedSet.isSubset(of: ledger.sent), sourceLocation: sourceLocation)
+        try await expectAcknowledgedStoredOnce(snapshot, pool, app: app, sourceLocation: sourceLocation)
     }
 
     /// The log holds every acknowledged id exactly once and nothing else of this app; every id
     /// sent was acknowledged in the end; no answer broke the contract.
     func expectLogMatches(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let ledger = snapshot
+        #expect(ledger.abandoned.isEmpty, "\(ledger.abandoned.count) events never acknowledged", sourceLocation: sourceLocation)
+        #expect(ledger.sent == ledger.acknowledged, sourceLocation: sourceLocation)
+        try await expectAcknowledgedStoredOnce(ledger, pool, app: app, sourceLocation: sourceLocation)
+    }
+
+    private func expectAcknowledgedStoredOnce(_ ledger: Ledger, _ pool: ConnectionPool, app: String, sourceLocation: SourceLocation) async throws {
         let stored = try await pool.withConnection { connection in
             try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
         }
         let storedSet = Set(stored)
         #expect(ledger.unexpected.isEmpty, "answers outside the contract: \(ledger.unexpected.prefix(5))", sourceLocation: sourceLocation)
-        #expect(ledger.abandoned.isEmpty, "\(ledger.abandoned.count) events never acknowledged", sourceLocation: sourceLocation)
-        #expect(ledger.sent == ledger.acknowledged, sourceLocation: sourceLocation)
         #expect(stored.count == storedSet.count, "\(stored.count - storedSet.count) duplicate rows", sourceLocation: sourceLocation)
         let lost = ledger.acknowledged.subtracting(storedSet)
         #expect(lost.isEmpty, "\(lost.count) acknowledged events are not in the log, e.g. \(lost.prefix(3))", sourceLocation: sourceLocation)
