@@ -107,7 +107,7 @@ cat <<EOF
 
 ### Projector against ingestion ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-\`ROUNDS=$ROUNDS DURATION=$DURATION EVENTS=$EVENTS PROJECT_ROUNDS=$PROJECT_ROUNDS BATCH=${BATCH:-default} IDS=$IDS Benchmarks/projector.sh\`: per round, phase A of Benchmarks/ingest.sh (100-event batches over 16 connections, ${DURATION} s, events counted in the log) and then \`engage ${project_args[*]/--data-dir $WORK\/pg/}\` (median of $PROJECT_ROUNDS catch-ups of a $EVENTS-event log from an empty read model), each with the machine to itself.
+\`ROUNDS=$ROUNDS DURATION=$DURATION EVENTS=$EVENTS PROJECT_ROUNDS=$PROJECT_ROUNDS BATCH=${BATCH:-default} IDS=$IDS Benchmarks/projector.sh\`: per round, phase A of Benchmarks/ingest.sh (100-event batches over 16 connections, ${DURATION} s, events counted in the log) and then \`engage bench project --events $EVENTS --rounds $PROJECT_ROUNDS${BATCH:+ --batch $BATCH}\` on a PostgreSQL of its own (median of $PROJECT_ROUNDS catch-ups from an empty read model); nothing else of this benchmark runs beside either.
 
 | round | phase A events/s | projector events/s | projector ÷ A |
 |---:|---:|---:|---:|
