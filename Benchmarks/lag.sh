@@ -41,10 +41,9 @@ WORK_PARENT=${WORK_PARENT:-/var/tmp}
 KEEP_WORK=${KEEP_WORK:-0}
 APP=lag-bench
 
-log() { printf '%s lag.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage_error() { printf 'lag.sh: %s\nusage: [BUILD=0] [MINUTES=n] [MAX_SECONDS=s] ... Benchmarks/lag.sh (settings in the header)\n' "$1" >&2; exit 64; }
-require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
+SCRIPT=lag.sh
+# shellcheck source=Benchmarks/common.sh
+source "$ROOT/Benchmarks/common.sh"
 require_int MINUTES "$MINUTES" 1 120
 require_int MAX_SECONDS "$MAX_SECONDS" 1 60
 [[ -z $MAX_RATE ]] || require_int MAX_RATE "$MAX_RATE" 100 100000000
@@ -54,17 +53,9 @@ require_int BATCH "$BATCH" 1 1000
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
 for program in curl awk psql; do command -v "$program" >/dev/null || die "$program not found"; done
 
-if [[ -z $ENGAGE_BIN ]]; then
-    if [[ $BUILD == 1 ]]; then
-        log "swift build -c release"
-        (cd "$ROOT" && swift build -c release >&2)
-    fi
-    ENGAGE_BIN="$ROOT/.build/release/engage"
-fi
-[[ -x $ENGAGE_BIN ]] || die "no engage executable at $ENGAGE_BIN (run without BUILD=0, or set ENGAGE_BIN)"
+resolve_engage_bin
 
-WORK=$(mktemp -d "$WORK_PARENT/engage-lag.XXXXXX")
-chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
+make_work lag
 SERVER_PID="" LOAD_PID=""
 cleanup() {
     local status=$?
@@ -79,8 +70,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
-calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
 result() { sed -n 's/^[a-z]*\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
 
 # start_server on|off: engage serve with the projector on or off; sets SERVER_PID and URL.

@@ -35,10 +35,9 @@ BATCH=${BATCH:-}
 IDS=${IDS:-time}
 WORK_PARENT=${WORK_PARENT:-/var/tmp}
 
-log() { printf '%s projector.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage_error() { printf 'projector.sh: %s\nusage: [BUILD=0] [ROUNDS=n] [DURATION=s] [EVENTS=n] ... Benchmarks/projector.sh (settings in the header)\n' "$1" >&2; exit 64; }
-require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
+SCRIPT=projector.sh
+# shellcheck source=Benchmarks/common.sh
+source "$ROOT/Benchmarks/common.sh"
 require_int ROUNDS "$ROUNDS" 1 9
 require_int DURATION "$DURATION" 1 30
 require_int EVENTS "$EVENTS" 4000 100000000
@@ -46,17 +45,9 @@ require_int PROJECT_ROUNDS "$PROJECT_ROUNDS" 1 20
 [[ -z $BATCH ]] || require_int BATCH "$BATCH" 100 100000
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
 
-if [[ -z $ENGAGE_BIN ]]; then
-    if [[ $BUILD == 1 ]]; then
-        log "swift build -c release"
-        (cd "$ROOT" && swift build -c release >&2)
-    fi
-    ENGAGE_BIN="$ROOT/.build/release/engage"
-fi
-[[ -x $ENGAGE_BIN ]] || die "no engage executable at $ENGAGE_BIN (run without BUILD=0, or set ENGAGE_BIN)"
+resolve_engage_bin
 
-WORK=$(mktemp -d "$WORK_PARENT/engage-projector.XXXXXX")
-chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
+make_work projector
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
@@ -70,8 +61,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 project_args=(bench project --data-dir "$WORK/pg" --events "$EVENTS" --rounds "$PROJECT_ROUNDS")
