@@ -21,13 +21,17 @@ enum SplitReplay {
         let shared = SharedRanges()
         return try await withThrowingTaskGroup(of: ExperimentReplay.self) { group in
             group.addTask {
-                try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
-                    // Closing waits for imports under way, so it must happen before COMMIT.
-                    defer { shared.close() }
-                    let snapshot: String = try connection.query("SELECT pg_export_snapshot()")[0].decode(0)
-                    let ranges = try ExperimentReplay.ranges(definition, count: lanes * rangesPerLane, on: connection)
-                    shared.publish(snapshot: snapshot, ranges: ranges)
-                    return try readClaimed(definition, shared, chunkSize: chunkSize, on: connection)
+                // Not interrupted by the cancellation of lanes still waiting for a connection
+                // (below), which comes once the ranges are gone: this lane may still be committing.
+                try await pool.withConnection(interruptingOnCancel: false) { connection in
+                    try connection.transaction(isolation: "REPEATABLE READ") { connection in
+                        // Closing waits for imports under way, so it must happen before COMMIT.
+                        defer { shared.close() }
+                        let snapshot: String = try connection.query("SELECT pg_export_snapshot()")[0].decode(0)
+                        let ranges = try ExperimentReplay.ranges(definition, count: lanes * rangesPerLane, on: connection)
+                        shared.publish(snapshot: snapshot, ranges: ranges)
+                        return try readClaimed(definition, shared, chunkSize: chunkSize, on: connection)
+                    }
                 }
             }
             if await shared.hasOtherLanesWork() {
