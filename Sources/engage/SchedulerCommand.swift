@@ -1,3 +1,4 @@
+import EventStore
 import Experiments
 import Projections
 import Runtime
@@ -27,7 +28,9 @@ enum SchedulerCommand {
         configuration.failpoint = { try failpoints.hit($0) }
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             let scheduler = Scheduler(pool: pool, configuration: configuration, logger: logger)
-            try await ServiceGroup(services: [("scheduler", scheduler)], logger: logger).run()
+            // The scheduler appends its decisions to the log: it keeps the log's partitions made too.
+            try await ServiceGroup(services: [("log-partitions", EventPartitionMaintenance(pool: pool, logger: logger)),
+                                              ("scheduler", scheduler)], logger: logger).run()
         }
     }
 }
