@@ -21,6 +21,7 @@ let engage = Command(
         SimulateCommand.definition,
         ProjectCommand.definition,
         ProjectionsCommand.definition,
+        LogCommand.definition,
         ExperimentCommand.definition,
         SchedulerCommand.definition,
         BenchCommand.definition,

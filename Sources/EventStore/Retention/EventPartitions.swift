@@ -25,7 +25,7 @@ public enum EventPartitions {
     /// Makes the partition of the UTC day starting at `day` unless one covers it already.
     public static func ensure(day: Timestamp, on connection: Connection) throws {
         try connection.execute("""
-            SELECT engage_ensure_event_partition((\(PostgresTimestamp(unixMicroseconds: day.microsecondsSinceEpoch)) AT TIME ZONE 'UTC')::date)
+            SELECT engage_ensure_event_partition((\(PrunedDays.value(day)) AT TIME ZONE 'UTC')::date)
             """)
     }
 
