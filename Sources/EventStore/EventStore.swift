@@ -5,8 +5,8 @@ import Postgres
 ///
 /// `append` is all-or-nothing and durable when it returns (synchronous_commit stays on). Event ids
 /// are the idempotency key: an id already in the log is reported as a duplicate and not stored
-/// again, even when two appends with the same ids race. The log is partitioned by the day events
-/// were recorded, so the key lives in `event_ids`, which every append writes in the same
+/// again, even when two appends with the same ids race. The log is partitioned by the week events
+/// were recorded in, so the key lives in `event_ids`, which every append writes in the same
 /// transaction as the events (migration 010). `read(after:limit:)` never skips an event: see
 /// `LogPosition`.
 public struct EventStore: Sendable {
@@ -81,7 +81,7 @@ public struct EventStore: Sendable {
         do {
             return try appendOnce(batches, on: connection)
         } catch let error as PostgresError where error.isMissingPartition {
-            // Nothing made today's partition yet (engage serve makes a week's ahead every hour).
+            // Nothing made this week's partition yet (engage serve makes them a week ahead every hour).
             try EventPartitions.ensure(on: connection)
             return try appendOnce(batches, on: connection)
         }

@@ -1,7 +1,7 @@
 import EngageCore
 import Postgres
 
-/// What running experiments still need from the log before its oldest days may be pruned.
+/// What running experiments still need from the log before its oldest weeks may be pruned.
 public enum ExperimentRetention {
     /// Running experiments with events recorded before `cut`: tagged device events, which their
     /// analyses replay, or their own lifecycle entries. Pruning those would change what their

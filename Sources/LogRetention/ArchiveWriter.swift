@@ -9,7 +9,8 @@ enum ArchiveWriter {
         var entry: ArchiveManifest.Day
     }
 
-    static func write(_ select: SQL, day: Timestamp, directory: String, on connection: Connection) throws -> Written {
+    /// Nil, and no file, when the day has no events.
+    static func write(_ select: SQL, day: Timestamp, directory: String, on connection: Connection) throws -> Written? {
         let dayText = ArchiveManifest.dayText(day)
         let file = ArchiveManifest.fileName(forDay: dayText)
         let writer = try GzipFileWriter(path: directory + "/" + file)
@@ -25,6 +26,7 @@ enum ArchiveWriter {
         copy.append(select)
         copy.append(") TO STDOUT")
         let events = try connection.copyOut(copy) { chunk in try writer.write(chunk) }
+        if events == 0 { return nil }
         let (bytes, sha256) = try writer.finish()
         return Written(entry: ArchiveManifest.Day(day: dayText, file: file, events: events, bytes: bytes, sha256: sha256,
                                                   archivedAt: Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000)).rfc3339))

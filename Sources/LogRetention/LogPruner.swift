@@ -4,13 +4,14 @@ import Foundation
 import Postgres
 import Runtime
 
-/// Removes the oldest days of the log (`engage log prune`): every event recorded before the UTC
-/// midnight that starts the day `olderThan` ago, optionally archived first.
+/// Removes the oldest weeks of the log (`engage log prune`): every partition wholly recorded
+/// before the UTC midnight that starts the day `olderThan` ago, its days archived first if asked.
 ///
-/// A day's partition goes whole: its ids leave `event_ids` in batches, then the partition is
-/// detached concurrently (appends and readers of other days never wait for it) and dropped, so
-/// nothing is left for vacuum in the log itself. The legacy partition of a log from before
-/// migration 010 is deleted from in batches while it still holds days after the cut.
+/// A partition goes whole: its ids leave `event_ids` in batches, then it is detached
+/// concurrently (appends and readers of other weeks never wait for it) and dropped, so nothing
+/// is left for vacuum in the log itself. A week that straddles the cut stays until the next
+/// prune. The legacy partition of a log from before migration 010 is deleted from in batches
+/// while it still holds days after the cut.
 ///
 /// The cut never comes inside the idempotency window (`IdempotencyWindow`): a retry of a pruned
 /// event could otherwise be stored again. Checks given by the caller (the read models have folded
@@ -112,7 +113,7 @@ public struct LogPruner: Sendable {
                 var days: [Day] = []
                 for target in plan.partitions {
                     if target.whole {
-                        days.append(try pruneWhole(target.partition, archive: &archive, counter: &counter, on: connection))
+                        days += try pruneWhole(target.partition, archive: &archive, counter: &counter, on: connection)
                     } else {
                         days += try pruneLegacy(target.partition, before: plan.cut, archive: &archive, counter: &counter, on: connection)
                     }
@@ -173,90 +174,49 @@ public struct LogPruner: Sendable {
             """).rows.first?.decode(0, as: Int.self) ?? 0
     }
 
-    // MARK: Pruning a day's partition
+    // MARK: Pruning a whole partition
 
     private func pruneWhole(_ partition: EventPartitions.Partition, archive: inout ArchiveManifest?, counter: inout ProgressCounter,
-                            on connection: Connection) throws -> Day {
-        let day = partition.lower ?? partition.upper
-        let dayText = ArchiveManifest.dayText(day)
-        counter.step = "archive \(dayText)"
-        var result = Day(day: day, events: 0)
-        var sha256: String?
-        if let directory = configuration.archiveDirectory, archive != nil {
-            let select: SQL = """
-                SELECT \(fragment: ArchiveManifest.columnsSQL) FROM \(identifier: partition.name) ORDER BY transaction_id, position
-                """
-            let written = try ArchiveWriter.write(select, day: day, directory: directory, on: connection)
-            archive?.record(written.entry)
-            try archive?.save(to: directory)
-            result.events = written.entry.events
-            result.archiveFile = written.entry.file
-            result.archiveBytes = written.entry.bytes
-            sha256 = written.entry.sha256
+                            on connection: Connection) throws -> [Day] {
+        let name = partition.name
+        let days: [Timestamp]
+        if let lower = partition.lower {
+            days = Array(stride(from: lower.microsecondsSinceEpoch, to: partition.upper.microsecondsSinceEpoch, by: Int(Timestamp.microsecondsPerDay))
+                .map(Timestamp.init(microsecondsSinceEpoch:)))
         } else {
-            result.events = try connection.query("SELECT count(*) FROM \(identifier: partition.name)")[0].decode(0, as: Int.self)
+            days = try Self.daysHoldingEvents(of: name, before: partition.upper, on: connection)
         }
-        if result.events > 0 {
-            try PrunedDays.record(day: day, events: result.events, archiveFile: result.archiveFile, archiveSHA256: sha256, on: connection)
-        }
-        counter.step = "prune \(dayText)"
+        let pruned = try days.compactMap { day in try archiveOrCount(day: day, of: name, archive: &archive, counter: &counter, on: connection) }
+        counter.step = "prune \(name)"
         // The ids first: event_ids never holds an id whose event is gone, so a restore can trust it.
-        let lastBlock = try Self.blockCount(of: partition.name, on: connection)
+        let lastBlock = try Self.blockCount(of: name, on: connection)
         var block: Int64 = 0
-        let blocksPerBatch = Int64(max(1, configuration.batchRows / 40))
+        let blocksPerBatch = Int64(max(1, configuration.batchRows / 20))
         while block < lastBlock {
             let deleted = try connection.execute("""
                 DELETE FROM event_ids WHERE event_id IN (
-                    SELECT event_id FROM \(identifier: partition.name)
+                    SELECT event_id FROM \(identifier: name)
                     WHERE ctid >= format('(%s,0)', \(block)::int8)::tid AND ctid < format('(%s,0)', \(block + blocksPerBatch)::int8)::tid)
                 """)
             block += blocksPerBatch
             counter.advance(by: deleted)
             try rest()
         }
-        try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: partition.name) CONCURRENTLY")
-        try connection.execute("DROP TABLE \(identifier: partition.name)")
-        logger.info("log.day-pruned", ["day": dayText, "events": String(result.events), "partition": partition.name])
-        return result
+        try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) CONCURRENTLY")
+        try connection.execute("DROP TABLE \(identifier: name)")
+        logger.info("log.partition-pruned", ["partition": name, "events": String(pruned.reduce(0) { $0 + $1.events })])
+        return pruned
     }
 
     // MARK: Pruning the legacy partition's oldest rows
 
     private func pruneLegacy(_ partition: EventPartitions.Partition, before cut: Timestamp, archive: inout ArchiveManifest?,
                              counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
-        let counts = try connection.query("""
-            SELECT date_trunc('day', recorded_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC', count(*)
-            FROM \(identifier: partition.name) WHERE recorded_at < \(PostgresTimestamp(cut))
-            GROUP BY 1 ORDER BY 1
-            """).rows.map { row in
-            (day: Timestamp(microsecondsSinceEpoch: try row.decode(0, as: PostgresTimestamp.self).unixMicroseconds), events: try row.decode(1, as: Int.self))
+        let days = try Self.daysHoldingEvents(of: partition.name, before: cut, on: connection)
+        let pruned = try days.compactMap { day in
+            try archiveOrCount(day: day, of: partition.name, archive: &archive, counter: &counter, on: connection)
         }
-        var days: [Day] = []
-        for (day, events) in counts {
-            var result = Day(day: day, events: events)
-            var sha256: String?
-            if let directory = configuration.archiveDirectory, archive != nil {
-                counter.step = "archive \(ArchiveManifest.dayText(day))"
-                try connection.execute("SELECT set_config('engage.archive_from', \(day.rfc3339), false)")
-                try connection.execute("SELECT set_config('engage.archive_to', \(day.adding(microseconds: Timestamp.microsecondsPerDay).rfc3339), false)")
-                let select: SQL = """
-                    SELECT \(fragment: ArchiveManifest.columnsSQL) FROM \(identifier: partition.name)
-                    WHERE recorded_at >= current_setting('engage.archive_from')::timestamptz
-                      AND recorded_at < current_setting('engage.archive_to')::timestamptz
-                    ORDER BY transaction_id, position
-                    """
-                let written = try ArchiveWriter.write(select, day: day, directory: directory, on: connection)
-                archive?.record(written.entry)
-                try archive?.save(to: directory)
-                result.events = written.entry.events
-                result.archiveFile = written.entry.file
-                result.archiveBytes = written.entry.bytes
-                sha256 = written.entry.sha256
-            }
-            try PrunedDays.record(day: day, events: result.events, archiveFile: result.archiveFile, archiveSHA256: sha256, on: connection)
-            days.append(result)
-        }
-        counter.step = "prune before \(ArchiveManifest.dayText(cut))"
+        counter.step = "prune \(partition.name) before \(ArchiveManifest.dayText(cut))"
         // Rows lie in the order they were recorded: walk the blocks up to the last old row, each
         // batch taking its rows before the cut and their ids together.
         let lastBlock = try connection.query("""
@@ -279,8 +239,52 @@ public struct LogPruner: Sendable {
             counter.advance(by: deleted)
             try rest()
         }
-        logger.info("log.legacy-pruned", ["recorded.before": cut.rfc3339, "days": String(days.count)])
-        return days
+        logger.info("log.legacy-pruned", ["recorded.before": cut.rfc3339, "days": String(pruned.count)])
+        return pruned
+    }
+
+    /// One UTC day of a partition: archived (when asked) and recorded in `log_pruned_days`
+    /// before its events go; nil for a day without events.
+    private func archiveOrCount(day: Timestamp, of partition: String, archive: inout ArchiveManifest?, counter: inout ProgressCounter,
+                                on connection: Connection) throws -> Day? {
+        try connection.execute("SELECT set_config('engage.prune_from', \(day.rfc3339), false)")
+        try connection.execute("SELECT set_config('engage.prune_to', \(day.adding(microseconds: Timestamp.microsecondsPerDay).rfc3339), false)")
+        var result = Day(day: day, events: 0)
+        var sha256: String?
+        if let directory = configuration.archiveDirectory, archive != nil {
+            counter.step = "archive \(ArchiveManifest.dayText(day))"
+            let select: SQL = """
+                SELECT \(fragment: ArchiveManifest.columnsSQL) FROM \(identifier: partition)
+                WHERE recorded_at >= current_setting('engage.prune_from')::timestamptz
+                  AND recorded_at < current_setting('engage.prune_to')::timestamptz
+                ORDER BY transaction_id, position
+                """
+            guard let written = try ArchiveWriter.write(select, day: day, directory: directory, on: connection) else { return nil }
+            archive?.record(written.entry)
+            try archive?.save(to: directory)
+            result.events = written.entry.events
+            result.archiveFile = written.entry.file
+            result.archiveBytes = written.entry.bytes
+            sha256 = written.entry.sha256
+        } else {
+            result.events = try connection.query("""
+                SELECT count(*) FROM \(identifier: partition)
+                WHERE recorded_at >= current_setting('engage.prune_from')::timestamptz
+                  AND recorded_at < current_setting('engage.prune_to')::timestamptz
+                """)[0].decode(0, as: Int.self)
+            if result.events == 0 { return nil }
+        }
+        try PrunedDays.record(day: day, events: result.events, archiveFile: result.archiveFile, archiveSHA256: sha256, on: connection)
+        return result
+    }
+
+    /// The UTC days of the partition's events recorded before `bound`, oldest first.
+    private static func daysHoldingEvents(of partition: String, before bound: Timestamp, on connection: Connection) throws -> [Timestamp] {
+        try connection.query("""
+            SELECT DISTINCT date_trunc('day', recorded_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+            FROM \(identifier: partition) WHERE recorded_at < \(PostgresTimestamp(bound))
+            ORDER BY 1
+            """).rows.map { Timestamp(microsecondsSinceEpoch: try $0.decode(0, as: PostgresTimestamp.self).unixMicroseconds) }
     }
 
     // MARK: Steps

@@ -2,7 +2,7 @@ import EngageCore
 import EventStore
 import Postgres
 
-/// What the read models still need from the log before its oldest days may be pruned.
+/// What the read models still need from the log before its oldest weeks may be pruned.
 public enum ProjectionRetention {
     /// A read model whose checkpoint has not passed every event recorded before a cut.
     public struct Behind: Sendable, Equatable {

@@ -11,7 +11,7 @@ import Runtime
 enum LogCommand {
     static let olderThan = Option<TimeSpan?>(
         "older-than", value: "age",
-        help: "Prune every event recorded before the UTC day that began this long ago (e.g. 90d); at least the idempotency window (--max-past-days, --max-future-minutes, plus 1h).")
+        help: "Prune the weeks recorded before the UTC day that began this long ago (e.g. 90d); at least the idempotency window (--max-past-days, --max-future-minutes, plus 1h).")
     static let archive = Option<String?>(
         "archive", value: "dir", help: "Archive each pruned day into this directory first (made if missing); engage log restore loads it back.")
     static let batch = Option("batch", value: "rows", help: "Ids (or legacy events) removed per transaction.",
@@ -25,9 +25,9 @@ enum LogCommand {
 
     static let definition = Command(
         name: "log",
-        abstract: "Prune the oldest days of the event log into archives, and restore them.",
+        abstract: "Prune the oldest weeks of the event log into archives, and restore them.",
         subcommands: [
-            Command(name: "prune", abstract: "Remove the events recorded before a day, archiving them first with --archive.",
+            Command(name: "prune", abstract: "Drop the weeks of the log recorded before a day, archiving their days first with --archive.",
                     options: CommonOptions.databaseAndLogging
                         + [olderThan, archive, ServerOptions.maxPastDays, ServerOptions.maxFutureMinutes, batch, pause],
                     flags: [dryRun, includeRunningExperiments], run: prune),

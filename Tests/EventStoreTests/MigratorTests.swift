@@ -66,15 +66,16 @@ struct MigratorTests {
             """)
         #expect(try key.rows.map { try $0.decode(0, as: String.self) } == ["PRIMARY KEY (event_id)"])
         #expect(try connection.query("SELECT pg_get_partkeydef('events'::regclass)")[0].decode(0, as: String.self) == "RANGE (recorded_at)")
-        // A fresh database has no legacy partition: today's and the next seven days'.
+        // A fresh database has no legacy partition: weeks from Monday, this one and the next
+        // (which holds the day a week from now).
         let partitions = try EventPartitions.list(on: connection)
-        #expect(partitions.count == 8)
+        #expect(partitions.count == 2)
         #expect(partitions.allSatisfy { $0.name.hasPrefix("events_20") && $0.lower != nil })
-        let dayMicroseconds: Int64 = 86_400_000_000
-        #expect(partitions.allSatisfy { $0.upper.microsecondsSinceEpoch - $0.lower!.microsecondsSinceEpoch == dayMicroseconds })
-        let today = try connection.query("SELECT (extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC')) * 1000000)::int8")[0]
+        let weekMicroseconds: Int64 = 7 * 86_400_000_000
+        #expect(partitions.allSatisfy { $0.upper.microsecondsSinceEpoch - $0.lower!.microsecondsSinceEpoch == weekMicroseconds })
+        let monday = try connection.query("SELECT (extract(epoch FROM date_trunc('week', now() AT TIME ZONE 'UTC')) * 1000000)::int8")[0]
             .decode(0, as: Int64.self)
-        #expect(partitions.first?.lower?.microsecondsSinceEpoch == today)
+        #expect(partitions.first?.lower?.microsecondsSinceEpoch == monday)
     }
 
     /// 006 moves what 004 kept beside the log (lifecycle history, decisions) into the log.

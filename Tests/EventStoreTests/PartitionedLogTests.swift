@@ -56,13 +56,12 @@ struct PartitionedLogTests {
         let legacy = try #require(partitions.first)
         #expect(legacy.name == "events_legacy")
         #expect(legacy.lower == nil)
-        let tomorrow = try connection.query("""
-            SELECT (extract(epoch FROM date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') * 1000000)::int8
+        let nextMonday = try connection.query("""
+            SELECT (extract(epoch FROM date_trunc('week', now() AT TIME ZONE 'UTC') + interval '7 days') * 1000000)::int8
             """)[0].decode(0, as: Int64.self)
-        #expect(legacy.upper.microsecondsSinceEpoch == tomorrow)
-        // Days after the legacy partition's: tomorrow and the six after it.
-        #expect(partitions.dropFirst().map(\.lower?.microsecondsSinceEpoch).first == tomorrow)
-        #expect(partitions.count == 8)
+        #expect(legacy.upper.microsecondsSinceEpoch == nextMonday)
+        // Weeks start where the legacy partition ends: next week's holds the day a week from now.
+        #expect(partitions.dropFirst().map(\.lower?.microsecondsSinceEpoch) == [nextMonday])
 
         // The old rows' ids are still the idempotency key; new events land in the log.
         connection.close()
@@ -126,6 +125,6 @@ struct PartitionedLogTests {
         let result = try await EventStore(pool: pool).append(EventFactory.items(3))
         #expect(result.storedCount == 3)
         let partitions = try await pool.withConnection { try EventPartitions.list(on: $0) }
-        #expect(partitions.count == EventPartitions.daysAhead + 1)
+        #expect(partitions.count == 2)
     }
 }

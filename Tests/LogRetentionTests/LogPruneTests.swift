@@ -26,8 +26,9 @@ struct LogPruneTests {
 
     @Test func wholeDaysGoWithTheirIdsIntoAnArchiveThatComesBackOnce() async throws {
         let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 40, tag: "d40"), daysAgo: 40)
-        try await fixtures.seed(RetentionFixtures.events(notifications: 25, tag: "d35"), daysAgo: 35)
+        // Weeks of days 38 days ago or more lie wholly before the cut of a prune of 31 days.
+        try await fixtures.seed(RetentionFixtures.events(notifications: 40, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 25, tag: "d38"), daysAgo: 38)
         let kept = try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d5"), daysAgo: 5)
         try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "now"), daysAgo: 0)
         let before = try await fixtures.log()
@@ -41,9 +42,9 @@ struct LogPruneTests {
         #expect(try await fixtures.count("SELECT count(*) FROM events") == 30)
         #expect(try await fixtures.count("SELECT count(*) FROM event_ids") == 30)
         #expect(try await fixtures.count("SELECT count(*) FROM events e JOIN event_ids USING (event_id)") == 30)
-        // The two days' partitions are gone, not emptied.
+        // The two weeks' partitions are gone, not emptied.
         let partitions = try await fixtures.pool.withConnection { try EventPartitions.list(on: $0) }
-        #expect(partitions.allSatisfy { $0.lower! >= report.plan.cut })
+        #expect(partitions.allSatisfy { $0.upper > report.plan.cut })
         // A retry of a kept event is still a duplicate.
         #expect(try await fixtures.store.append([kept[0]]).outcomes == [.duplicate])
 
@@ -77,29 +78,29 @@ struct LogPruneTests {
         let old = RetentionFixtures.events(notifications: 1, tag: "x")
         _ = old
         let firstPruned = try await fixtures.pool.withConnection { connection in
-            try connection.query("SELECT event_id::text FROM events WHERE notification_id = 'd40-0' LIMIT 1")[0].decode(0, as: String.self)
+            try connection.query("SELECT event_id::text FROM events WHERE notification_id = 'd45-0' LIMIT 1")[0].decode(0, as: String.self)
         }
-        var retry = RetentionFixtures.events(notifications: 1, tag: "d40")[0]
+        var retry = RetentionFixtures.events(notifications: 1, tag: "d45")[0]
         retry.event.eventID = try #require(EventID(firstPruned))
         #expect(try await fixtures.store.append([retry]).outcomes == [.duplicate])
     }
 
     @Test func aRestoreIntoALogThatStillHoldsSomeOfTheEventsStoresOnlyTheMissingOnes() async throws {
         let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 30, tag: "d40"), daysAgo: 40)
-        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d35"), daysAgo: 35)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 30, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d38"), daysAgo: 38)
         let before = try await fixtures.log()
         let directory = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try await fixtures.pruner(olderThan: 31, archive: directory).run()
-        // Day -35 comes back, then some of its events go again by hand (with their ids).
+        // Both come back; day -45's week goes again, and some events of day -38 by hand (with their ids).
         let other = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: other) }
         try await fixtures.restorer(directory).run()
         try await fixtures.pruner(olderThan: 38).run()
         try await fixtures.pool.withConnection { connection in
             try connection.execute("""
-                WITH gone AS (DELETE FROM events WHERE notification_id IN ('d35-0', 'd35-1', 'd35-2') RETURNING event_id)
+                WITH gone AS (DELETE FROM events WHERE notification_id IN ('d38-0', 'd38-1', 'd38-2') RETURNING event_id)
                 DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM gone)
                 """)
         }
@@ -115,8 +116,8 @@ struct LogPruneTests {
 
     @Test func aDamagedOrIncompleteArchiveIsRefusedBeforeAnythingIsLoaded() async throws {
         let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d40"), daysAgo: 40)
-        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d39"), daysAgo: 39)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d38"), daysAgo: 38)
         let directory = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let report = try await fixtures.pruner(olderThan: 31, archive: directory).run()
@@ -144,15 +145,15 @@ struct LogPruneTests {
 
     @Test func aPruneCutShortIsFinishedByTheNext() async throws {
         let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d40"), daysAgo: 40)
-        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d39"), daysAgo: 39)
-        // As a crash would leave them: day -40 detached (its ids already gone), day -39 with half its ids gone.
+        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d38"), daysAgo: 38)
+        // As a crash would leave them: day -45's week detached (its ids already gone), day -38's with half its ids gone.
         let partitions = try await fixtures.pool.withConnection { try EventPartitions.list(on: $0) }
         try await fixtures.pool.withConnection { connection in
             try connection.execute("DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM \(identifier: partitions[0].name))")
             try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: partitions[0].name)")
             try connection.execute("""
-                DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM \(identifier: partitions[1].name) WHERE notification_id < 'd39-5')
+                DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM \(identifier: partitions[1].name) WHERE notification_id < 'd38-5')
                 """)
         }
 
@@ -166,7 +167,7 @@ struct LogPruneTests {
 
     @Test func aCheckThatGivesAReasonStopsThePruneBeforeAnythingGoes() async throws {
         let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "d40"), daysAgo: 40)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "d45"), daysAgo: 45)
         let seen = Mutex<[Timestamp]>([])
         let check: LogPruner.Check = { _, cut in
             seen.withLock { $0.append(cut) }

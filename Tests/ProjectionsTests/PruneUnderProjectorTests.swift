@@ -59,8 +59,9 @@ struct PruneUnderProjectorTests {
         let kept = Self.tagged(ProjectionFixtures.events(notifications: 40, seed: 32))
         let later = Self.tagged(ProjectionFixtures.events(notifications: 30, seed: 33))
         _ = try await store.append(old)
-        try await RecordedInThePast.move(old.prefix(old.count / 2).map(\.event.eventID), daysAgo: 40, pool: pool)
-        try await RecordedInThePast.move(old.dropFirst(old.count / 2).map(\.event.eventID), daysAgo: 35, pool: pool)
+        // Weeks of days 38 days ago or more lie wholly before the cut of a prune of 31 days.
+        try await RecordedInThePast.move(old.prefix(old.count / 2).map(\.event.eventID), daysAgo: 45, pool: pool)
+        try await RecordedInThePast.move(old.dropFirst(old.count / 2).map(\.event.eventID), daysAgo: 38, pool: pool)
         _ = try await store.append(kept)
         try await RecordedInThePast.move(kept.map(\.event.eventID), daysAgo: 3, pool: pool)
 
@@ -144,7 +145,7 @@ struct PruneUnderProjectorTests {
         defer { Task { await pool.close() } }
         let old = ProjectionFixtures.events(notifications: 5, seed: 41)
         _ = try await EventStore(pool: pool).append(old)
-        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 40, pool: pool)
+        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 45, pool: pool)
         // No projector ran: nothing to hold back, it will start from the oldest event kept.
         let cut = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000))
         #expect(try await pool.withConnection { try ProjectionRetention.behind(recordedBefore: cut, on: $0) }.isEmpty)

@@ -1,6 +1,9 @@
--- The log becomes partitioned by the UTC day each event was recorded, so that retention drops
--- whole days (engage log prune) instead of deleting rows one by one, and event ids move into
--- `event_ids`, the idempotency key of every event the log holds (docs/design.md, "Retention").
+-- The log becomes partitioned by the week (Monday to Monday, UTC) each event was recorded in, so
+-- that retention drops whole partitions (engage log prune) instead of deleting rows one by one,
+-- and event ids move into `event_ids`, the idempotency key of every event the log holds
+-- (docs/design.md, "Retention"). Weeks, not days: a query that cannot prune partitions by time
+-- (tailing by transaction id) plans and locks every partition, and a log kept for years must
+-- not hold thousands of them.
 --
 -- A unique index on a partitioned table must include the partition key, and a retry is recorded
 -- later than its original: keyed by (event_id, recorded_at), a retry on another day would be
@@ -8,7 +11,7 @@
 -- transaction as the events (EventStore.append) and pruned with them.
 --
 -- The existing log is not copied: the old table becomes the partition `events_legacy`, holding
--- everything recorded before tomorrow (UTC); daily partitions follow. Pruning deletes from it in
+-- everything recorded before next Monday (UTC); weekly partitions follow. Pruning deletes from it in
 -- batches while it straddles the cut and drops it once it is wholly older. Rows keep their
 -- position and transaction_id, so readers' checkpoints stay valid; the owner and every grant on
 -- the old table carry over. The ids are copied once into `event_ids` (about 40 bytes per event).
@@ -75,15 +78,15 @@ CREATE INDEX events_log_order ON events (transaction_id, position);
 CREATE INDEX events_stream ON events (app_id, notification_id);
 CREATE INDEX events_experiment_replay ON events (app_id, experiment_id, notification_id)
     WHERE experiment_id IS NOT NULL;
--- Only the legacy partition holds more than a day; the block-range index serves its batched
--- deletes and the ingestion dashboard's time ranges there, and costs next to nothing elsewhere.
+-- Rows arrive in recorded_at order: the block-range index is next to free, and serves the
+-- archiving of single days, the legacy partition's batched deletes and the dashboards' time ranges.
 CREATE INDEX events_recorded_at ON events USING brin (recorded_at);
 
 CREATE TRIGGER events_appended AFTER INSERT ON events
     FOR EACH STATEMENT EXECUTE FUNCTION engage_notify_events_appended();
 
 COMMENT ON TABLE events IS
-    'The immutable event log, partitioned by the UTC day of recorded_at; event ids are unique through event_ids. Read in (transaction_id, position) order.';
+    'The immutable event log, partitioned by the UTC week of recorded_at; event ids are unique through event_ids. Read in (transaction_id, position) order.';
 
 -- The same owner, and whoever could read or write the old table can do the same with the log.
 DO $$
@@ -116,29 +119,32 @@ JOIN pg_class c ON c.oid = i.inhrelid
 CROSS JOIN LATERAL pg_get_expr(c.relpartbound, c.oid) AS bound
 WHERE i.inhparent = 'events'::regclass;
 
--- Creates the partition of the UTC day `day` unless a partition already covers that day. The
--- table is made empty and then attached, which locks the log only in SHARE UPDATE EXCLUSIVE mode
--- (CREATE TABLE ... PARTITION OF would block every append while it waits for its lock).
+-- Creates the partition of the week (UTC, from Monday) holding the day `day`, named after its
+-- Monday, unless a partition already covers that day. The table is made empty and then attached,
+-- which locks the log only in SHARE UPDATE EXCLUSIVE mode (CREATE TABLE ... PARTITION OF would
+-- block every append while it waits for its lock).
 CREATE FUNCTION engage_ensure_event_partition(day date) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
-    partition_name text := format('events_%s', to_char(day, 'YYYY_MM_DD'));
-    lower_bound timestamptz := day::timestamp AT TIME ZONE 'UTC';
+    monday date := date_trunc('week', day)::date;
+    partition_name text := format('events_%s', to_char(monday, 'YYYY_MM_DD'));
+    lower_bound timestamptz := monday::timestamp AT TIME ZONE 'UTC';
+    day_start timestamptz := day::timestamp AT TIME ZONE 'UTC';
 BEGIN
     IF to_regclass(partition_name) IS NOT NULL
-       OR EXISTS (SELECT 1 FROM event_partitions p WHERE p.lower <= lower_bound AND lower_bound < p.upper) THEN
+       OR EXISTS (SELECT 1 FROM event_partitions p WHERE p.lower <= day_start AND day_start < p.upper) THEN
         RETURN false;
     END IF;
     EXECUTE format('CREATE TABLE %I (LIKE events INCLUDING DEFAULTS INCLUDING STORAGE)', partition_name);
     EXECUTE format('ALTER TABLE events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
-                   partition_name, lower_bound, lower_bound + interval '1 day');
+                   partition_name, lower_bound, lower_bound + interval '7 days');
     RETURN true;
 EXCEPTION
     -- Another session made it first.
-    WHEN duplicate_table THEN RETURN false;
+    WHEN duplicate_table OR unique_violation THEN RETURN false;
 END
 $$;
 
--- Today's partition and those of the next `days_ahead` days (UTC); how many were created.
+-- The partitions holding today and the next `days_ahead` days (UTC); how many were created.
 -- Called after every migration run (sql/views) and every hour by engage serve and engage
 -- scheduler, and an append that finds no partition for its day creates it and retries.
 CREATE FUNCTION engage_ensure_event_partitions(days_ahead int DEFAULT 7) RETURNS int LANGUAGE plpgsql AS $$
@@ -155,11 +161,11 @@ BEGIN
 END
 $$;
 
--- The old table takes everything recorded before tomorrow (or its latest row, if a clock ran
--- ahead); an empty one is not kept.
+-- The old table takes everything recorded before next Monday (or after its latest row's week, if
+-- a clock ran ahead), so that weeks start where it ends; an empty one is not kept.
 DO $$
 DECLARE
-    tomorrow timestamptz := ((now() AT TIME ZONE 'UTC')::date + 1)::timestamp AT TIME ZONE 'UTC';
+    next_monday timestamptz := (date_trunc('week', now() AT TIME ZONE 'UTC') + interval '7 days') AT TIME ZONE 'UTC';
     latest timestamptz;
     upper_bound timestamptz;
 BEGIN
@@ -168,7 +174,7 @@ BEGIN
         RETURN;
     END IF;
     SELECT max(recorded_at) INTO latest FROM events_legacy;
-    upper_bound := greatest(tomorrow, ((latest AT TIME ZONE 'UTC')::date + 1)::timestamp AT TIME ZONE 'UTC');
+    upper_bound := greatest(next_monday, (date_trunc('week', latest AT TIME ZONE 'UTC') + interval '7 days') AT TIME ZONE 'UTC');
     EXECUTE format('ALTER TABLE events ATTACH PARTITION events_legacy FOR VALUES FROM (MINVALUE) TO (%L)', upper_bound);
 END
 $$;

@@ -1,4 +1,4 @@
--- Not a view: today's partition of the log and the next seven days' (migration 010), made after
+-- Not a view: the partitions of the log holding today and the next seven days (migration 010), made after
 -- every migration run, so that a process that starts appending finds them; engage serve and
 -- engage scheduler make them every hour as well. Skipped on a database migrated only partly.
 DO $$

@@ -1,8 +1,9 @@
 import EngageCore
 import Postgres
 
-/// The log's partitions: one per UTC day of `recorded_at` (`events_2026_12_01`), and after an
-/// upgrade from a single table, `events_legacy` for everything recorded before (migration 010).
+/// The log's partitions: one per UTC week of `recorded_at`, Monday to Monday, named after its
+/// Monday (`events_2026_11_30`), and after an upgrade from a single table, `events_legacy` for
+/// everything recorded before (migration 010).
 public enum EventPartitions {
     /// One partition and the range of `recorded_at` it takes.
     public struct Partition: Sendable, Equatable {
@@ -15,14 +16,14 @@ public enum EventPartitions {
     /// How many days ahead partitions are made.
     public static let daysAhead = 7
 
-    /// Makes today's partition and the next `daysAhead` days' where missing; returns how many
-    /// were made. Safe to run from any number of processes at once.
+    /// Makes the partitions holding today and the next `daysAhead` days where missing; returns
+    /// how many were made. Safe to run from any number of processes at once.
     @discardableResult
     public static func ensure(daysAhead: Int = daysAhead, on connection: Connection) throws -> Int {
         try connection.query("SELECT engage_ensure_event_partitions(\(daysAhead))")[0].decode(0, as: Int.self)
     }
 
-    /// Makes the partition of the UTC day starting at `day` unless one covers it already.
+    /// Makes the partition holding the UTC day starting at `day` unless one covers it already.
     public static func ensure(day: Timestamp, on connection: Connection) throws {
         try connection.execute("""
             SELECT engage_ensure_event_partition((\(PrunedDays.value(day)) AT TIME ZONE 'UTC')::date)
