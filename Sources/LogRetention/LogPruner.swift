@@ -193,10 +193,12 @@ public struct LogPruner: Sendable {
         var block: Int64 = 0
         let blocksPerBatch = Int64(max(1, configuration.batchRows / 20))
         while block < lastBlock {
+            // An array, not IN (...): the planner would hash the batch and scan all of event_ids
+            // for it; an array is looked up in the primary key, id by id.
             let deleted = try connection.execute("""
-                DELETE FROM event_ids WHERE event_id IN (
+                DELETE FROM event_ids WHERE event_id = ANY(ARRAY(
                     SELECT event_id FROM \(identifier: name)
-                    WHERE ctid >= format('(%s,0)', \(block)::int8)::tid AND ctid < format('(%s,0)', \(block + blocksPerBatch)::int8)::tid)
+                    WHERE ctid >= format('(%s,0)', \(block)::int8)::tid AND ctid < format('(%s,0)', \(block + blocksPerBatch)::int8)::tid))
                 """)
             block += blocksPerBatch
             counter.advance(by: deleted)
@@ -233,7 +235,7 @@ public struct LogPruner: Sendable {
                       AND recorded_at < \(PostgresTimestamp(cut))
                     RETURNING event_id
                 )
-                DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM gone)
+                DELETE FROM event_ids WHERE event_id = ANY(ARRAY(SELECT event_id FROM gone))
                 """)
             block += blocksPerBatch
             counter.advance(by: deleted)
