@@ -166,11 +166,11 @@ for day in $(seq 0 $(( SPREAD - 1 ))); do
     rows=$per_day
     (( day < SPREAD - 1 )) || rows=$(( EVENTS - per_day * (SPREAD - 1) ))
     log "loading $(grouped "$rows") events recorded $(( 40 + day )) days ago"
-    load_day $(( 40 + day )) "$rows" "$first"
+    load_day $(( 40 + day )) "$rows" "$first" >/dev/null
     first=$(( first + rows ))
 done
 log "loading $(grouped "$KEPT") events recorded 3 days ago (kept)"
-load_day 3 "$KEPT" "$first"
+load_day 3 "$KEPT" "$first" >/dev/null
 sql -c "VACUUM ANALYZE" -c "CHECKPOINT" >/dev/null
 OLD=$(sql -c "SELECT count(*) FROM events WHERE recorded_at < now() - interval '31 days'")
 [[ $OLD == "$EVENTS" ]] || die "loaded $OLD old events, not $EVENTS"
@@ -249,7 +249,7 @@ WAL_MB=$(mb "$(sql -c "SELECT pg_wal_lsn_diff('$WAL1', '$WAL0')")")
 before_p99=$(awk -v s="$PRUNE_START" '$2 <= s { printf "%s ", $4 / 1000 }' "$WORK/windows.txt")
 during_p99=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { printf "%s ", $4 / 1000 }' "$WORK/windows.txt")
 after_p99=$(awk -v e="$PRUNE_END" '$1 >= e { printf "%s ", $4 / 1000 }' "$WORK/windows.txt")
-during_accepted=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { a += $5; t += $2 - $1 } END { printf "%.0f", t > 0 ? a / t : 0 }' "$WORK/windows.txt")
+during_accepted=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { a += $5; t += $2 - $1 } END { printf "%.0f", (t > 0 ? a / t : 0) }' "$WORK/windows.txt")
 ERRORS=$(awk '{ e += $6 } END { print e + 0 }' "$WORK/windows.txt")
 P99_BEFORE=$(echo "$before_p99" | median)
 P99_DURING=$(echo "$during_p99" | median)
