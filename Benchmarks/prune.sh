@@ -27,7 +27,7 @@
 #
 # Settings (environment):
 #   EVENTS=10000000   events pruned          KEPT=2000000      events kept (recorded 3 days ago)
-#   SPREAD=5          days the pruned events span (one partition each)
+#   SPREAD=5          days the pruned events span (40 days ago and after: one or two weeks' partitions)
 #   ARCHIVE=1         prune with --archive (0: without)
 #   IDS=time          event ids: time (time-ordered) or random
 #   WINDOW=2          seconds of each load run; BEFORE=10 and AFTER=5 windows around the prune
@@ -133,7 +133,7 @@ CONNINFO=$("$ENGAGE_BIN" db status --data-dir "$WORK/pg" | sed -n 's/^connect wi
 [[ $KEY == egk_* && -n $CONNINFO ]] || die "could not make a key or find the database"
 PARTITIONED=$(sql -c "SELECT to_regclass('event_ids') IS NOT NULL")
 if [[ $PARTITIONED == t ]]; then METHOD="engage log prune (partitions dropped)"; else METHOD="batched DELETE and VACUUM (one table)"; fi
-log "log layout: $([[ $PARTITIONED == t ]] && echo partitioned by day || echo one table); pruning by $METHOD"
+log "log layout: $([[ $PARTITIONED == t ]] && echo partitioned by week || echo one table); pruning by $METHOD"
 
 # load_day DAYS_AGO COUNT FIRST: COUNT delivered events recorded DAYS_AGO days back (from 01:00 UTC
 # on, one a millisecond), numbered from FIRST, as engage stores them.

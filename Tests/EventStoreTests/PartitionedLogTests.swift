@@ -88,30 +88,54 @@ struct PartitionedLogTests {
         #expect(try connection.query("SELECT to_regclass('event_ids') IS NULL")[0].decode(0, as: Bool.self))
     }
 
-    @Test func aRetryOfAnEventRecordedOnAnEarlierDayIsADuplicate() async throws {
-        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+    @Test func aRetryOfAnEventRecordedInAnEarlierWeekIsADuplicate() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 4)
         defer { Task { await pool.close() } }
         let event = EventFactory.event()
-        // Stored three days ago, as the day's append would have: its id and its row together.
+        // Stored eight days ago (always another week's partition), as that day's append would
+        // have: its id and its row together.
         try await pool.withConnection { connection in
             try connection.transaction { connection in
-                try connection.execute("SELECT engage_ensure_event_partition(((now() - interval '3 days') AT TIME ZONE 'UTC')::date)")
+                try connection.execute("SELECT engage_ensure_event_partition(((now() - interval '8 days') AT TIME ZONE 'UTC')::date)")
                 try connection.execute("INSERT INTO event_ids VALUES (\(event.eventID.description)::uuid)")
                 try connection.execute("""
                     INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, recorded_at, payload)
                     VALUES (\(event.eventID.description)::uuid, 'app-1', 'n-1', 'expanded', 'new_photo', 'device-1', now(),
-                            now() - interval '3 days', '{}')
+                            now() - interval '8 days', '{}')
                     """)
             }
         }
-        let retry = try await EventStore(pool: pool).append([AppendItem(appID: "app-1", event: event)])
+        let store = EventStore(pool: pool)
+        let retry = try await store.append([AppendItem(appID: "app-1", event: event)])
         #expect(retry.outcomes == [.duplicate])
         // Also when the retry comes with a fresh event the careful path has to sort out.
-        let mixed = try await EventStore(pool: pool).append([AppendItem(appID: "app-1", event: event),
-                                                             AppendItem(appID: "app-1", event: event)])
-        #expect(mixed.outcomes == [.duplicate, .duplicate])
-        let count = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
-        #expect(count == 1)
+        let fresh = EventFactory.event()
+        let mixed = try await store.append([AppendItem(appID: "app-1", event: event),
+                                            AppendItem(appID: "app-1", event: fresh),
+                                            AppendItem(appID: "app-1", event: event)])
+        #expect(mixed.outcomes == [.duplicate, .stored, .duplicate])
+        // And when eight appenders race with it, each carrying the fresh one too.
+        let raced = try await withThrowingTaskGroup(of: AppendResult.self) { group in
+            for _ in 0..<8 {
+                group.addTask { try await store.append([AppendItem(appID: "app-1", event: event), AppendItem(appID: "app-1", event: fresh)]) }
+            }
+            return try await group.reduce(into: [AppendResult]()) { $0.append($1) }
+        }
+        #expect(raced.allSatisfy { $0.outcomes == [.duplicate, .duplicate] })
+        let placement = try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT event_id::text, tableoid::regclass::text FROM events ORDER BY recorded_at
+                """).rows.map { "\(try $0.decode(0, as: String.self)) \(try $0.decode(1, as: String.self))" }
+        }
+        #expect(placement.count == 2)
+        #expect(placement.first?.hasPrefix(event.eventID.description) == true)
+        // The retried event and the fresh one live in two partitions, under one key.
+        let tables = Set(placement.map { $0.split(separator: " ")[1] })
+        #expect(tables.count == 2)
+        let keyed = try await pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM events JOIN event_ids USING (event_id)")[0].decode(0, as: Int.self)
+        }
+        #expect(keyed == 2)
     }
 
     @Test func anAppendThatFindsNoPartitionForItsDayMakesIt() async throws {

@@ -75,8 +75,6 @@ struct LogPruneTests {
         #expect(try await fixtures.log() == before)
         #expect(try await fixtures.pool.withConnection { try PrunedDays.missing(on: $0) }.isEmpty)
         // The restored ids are the idempotency key again.
-        let old = RetentionFixtures.events(notifications: 1, tag: "x")
-        _ = old
         let firstPruned = try await fixtures.pool.withConnection { connection in
             try connection.query("SELECT event_id::text FROM events WHERE notification_id = 'd45-0' LIMIT 1")[0].decode(0, as: String.self)
         }
