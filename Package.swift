@@ -16,13 +16,14 @@ let package = Package(
             pkgConfig: "libpq",
             providers: [.apt(["libpq-dev"])]
         ),
+        // libmicrohttpd, and GnuTLS for its HTTPS certificate callback (libgnutls28-dev).
         .target(
             name: "CMicroHTTPD",
-            linkerSettings: [.linkedLibrary("microhttpd")]
+            linkerSettings: [.linkedLibrary("microhttpd"), .linkedLibrary("gnutls")]
         ),
         .target(name: "CProcess"),
-        // The HTTP load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
-        .target(name: "CLoadGenerator"),
+        // The HTTP(S) load of `engage bench ingest`: one epoll thread, so it takes little of the machine.
+        .target(name: "CLoadGenerator", linkerSettings: [.linkedLibrary("gnutls")]),
         .target(name: "LoadGenerator", dependencies: ["CLoadGenerator"]),
         .systemLibrary(
             name: "CZlib",
@@ -45,9 +46,13 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["Digest", "EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
-        // Pruning the oldest days of the log into archives, and restoring them.
+        // Pruning the oldest weeks of the log into archives, and restoring them.
         .target(name: "LogRetention", dependencies: ["CZlib", "Digest", "EngageCore", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "EngageAPI", dependencies: ["Digest", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]),
+        // The web console's pages: HTML and inline SVG rendered from the report, experiment and
+        // health models, no I/O (EngageAPI serves them).
+        .target(name: "EngageConsole", dependencies: ["Digest", "EngageCore"]),
+        .target(name: "EngageAPI", dependencies: ["Digest", "EngageConsole", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres",
+                                                  "Projections", "Runtime"]),
         // The app-side client: Foundation only, no other engage module.
         .target(name: "EngageClient", resources: [.copy("PrivacyInfo.xcprivacy")]),
         // What the app and its extensions link besides: the Notification Service Extension and the
@@ -61,7 +66,7 @@ let package = Package(
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
         .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres",
                                                    "Projections", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText"]),
+        .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText"], exclude: ["Golden"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "LogRetention", "Postgres", "Runtime",
@@ -71,6 +76,8 @@ let package = Package(
         // A loopback HTTP responder for the client's faults and media downloads.
         .target(name: "ClientTestSupport", path: "Tests/ClientTestSupport"),
         .testTarget(name: "JSONTextTests", dependencies: ["JSONText"]),
+        // The client's copy of the event vocabulary against the server's.
+        .testTarget(name: "VocabularyAgreementTests", dependencies: ["EngageClient", "EngageCore"]),
         .testTarget(name: "EngageClientTests", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService", "JSONText", "TestSupport",
                                                              "EngageAPI", "EngageCore", "EventStore", "Postgres"]),
         // `swift run -c release EngageClientBench queue|handler`: the client's timings (BENCHMARKS.md).
@@ -83,7 +90,8 @@ let package = Package(
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
         .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
                                                        "Postgres", "Projections", "Runtime", "TestSupport"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "Digest", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "Digest", "EngageAPI", "EngageConsole", "LoadGenerator", "EngageCore", "EventStore",
+                                                          "HTTPServer", "Postgres", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]

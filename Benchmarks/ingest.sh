@@ -7,6 +7,9 @@
 #   MODE=compare COMPARE_FLAGS='--parallel-commit-events 0' Benchmarks/ingest.sh
 #   MODE=compare COMPARE_BIN=/path/to/older/engage Benchmarks/ingest.sh
 #                                               one phase on two server settings, alternately
+#   MODE=compare COMPARE_TLS=1 COMPARE_PHASE='A C' Benchmarks/ingest.sh
+#                                               phases A and C over HTTPS against plain HTTP
+#   TLS=1 Benchmarks/ingest.sh                  every phase over HTTPS
 #   ENGAGE_BIN=/path/engage DURATION=10 Benchmarks/ingest.sh
 #
 # In one run, on a fresh local PostgreSQL in a new directory under /var/tmp:
@@ -36,7 +39,10 @@
 #   COMPARE_BIN          compare mode: the second server's executable (another build); this
 #                        or COMPARE_FLAGS (or both) is required. The load is always ENGAGE_BIN's.
 #                        Its server runs on a database of its own (the builds' schemas may differ).
-#   COMPARE_PHASE=C      compare mode: the phase measured, A or C
+#   COMPARE_TLS=0        compare mode: 1 makes the second server serve HTTPS (TLS 1.3 with the
+#                        run's own ECDSA P-256 certificate; the load verifies it), the first plain
+#                        HTTP; COMPARE_FLAGS and COMPARE_BIN may still be added
+#   COMPARE_PHASE=C      compare mode: the phases measured, A, C or 'A C' (each round both)
 #   COMPARE_ROUNDS=5     compare mode: pairs of measurements, 1-20
 #   COMPARE_IDLE=0       compare mode: connections held open and silent during each measurement
 #                        (python3 holds them; both servers then run with --idle-timeout 120), as
@@ -46,7 +52,11 @@
 #   ENGAGE_BIN           engage executable (default: the package's release build)
 #   LOAD=engage          load generator: engage (`engage bench ingest`, one epoll thread in C) or
 #                        wrk (wrk/batch.lua); both send the same events, engage at about half
-#                        of wrk's CPU per request, which matters as it shares the server's cores
+#                        of wrk's CPU per request, which matters as it shares the server's cores.
+#                        Over HTTPS both keep their connections, so a handshake is paid once per
+#                        connection, not per request; engage verifies the certificate, wrk does not
+#   TLS=0                1: the server serves HTTPS (targets and soak modes), with a certificate
+#                        made for the run by openssl
 #   DURATION=20          seconds of each load phase, 1-30
 #   WARMUP=3             seconds of unmeasured load before phase A, 0-30 (0: none)
 #   THREADS=2            wrk threads (LOAD=wrk)
@@ -76,6 +86,8 @@ COMPARE_BIN=${COMPARE_BIN:-}
 COMPARE_PHASE=${COMPARE_PHASE:-C}
 COMPARE_ROUNDS=${COMPARE_ROUNDS:-5}
 COMPARE_IDLE=${COMPARE_IDLE:-0}
+COMPARE_TLS=${COMPARE_TLS:-0}
+TLS=${TLS:-0}
 ENGAGE_BIN=${ENGAGE_BIN:-}
 DURATION=${DURATION:-20}
 WARMUP=${WARMUP:-3}
@@ -122,9 +134,17 @@ require_int DURATION "$DURATION" 1 30
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
 [[ $ALSO_RANDOM == 0 || $ALSO_RANDOM == 1 ]] || usage_error "ALSO_RANDOM=$ALSO_RANDOM: expected 0 or 1"
 [[ $MODE == targets || $MODE == soak || $MODE == compare ]] || usage_error "MODE=$MODE: expected targets, soak or compare"
-[[ $MODE != compare || -n $COMPARE_FLAGS || -n $COMPARE_BIN ]] || usage_error "MODE=compare needs COMPARE_FLAGS (engage serve flags to compare against) or COMPARE_BIN (another engage executable)"
+[[ $TLS == 0 || $TLS == 1 ]] || usage_error "TLS=$TLS: expected 0 or 1"
+[[ $COMPARE_TLS == 0 || $COMPARE_TLS == 1 ]] || usage_error "COMPARE_TLS=$COMPARE_TLS: expected 0 or 1"
+[[ $MODE != compare || $TLS == 0 ]] || usage_error "TLS=1 is for targets and soak; compare mode takes COMPARE_TLS=1"
+[[ $MODE != compare || -n $COMPARE_FLAGS || -n $COMPARE_BIN || $COMPARE_TLS == 1 ]] \
+    || usage_error "MODE=compare needs COMPARE_FLAGS (engage serve flags to compare against), COMPARE_BIN (another engage executable) or COMPARE_TLS=1"
 [[ -z $COMPARE_BIN || -x $COMPARE_BIN ]] || usage_error "COMPARE_BIN=$COMPARE_BIN: not an executable"
-[[ $COMPARE_PHASE == A || $COMPARE_PHASE == C ]] || usage_error "COMPARE_PHASE=$COMPARE_PHASE: expected A or C"
+read -r -a COMPARE_PHASES <<<"$COMPARE_PHASE"
+(( ${#COMPARE_PHASES[@]} > 0 )) || usage_error "COMPARE_PHASE is empty: expected A, C or 'A C'"
+for phase in "${COMPARE_PHASES[@]}"; do
+    [[ $phase == A || $phase == C ]] || usage_error "COMPARE_PHASE=$COMPARE_PHASE: expected A, C or 'A C'"
+done
 require_int COMPARE_ROUNDS "$COMPARE_ROUNDS" 1 20
 require_int COMPARE_IDLE "$COMPARE_IDLE" 0 5000
 require_int SOAK_MINUTES "$SOAK_MINUTES" 2 120
@@ -141,6 +161,7 @@ for name in HTTP_THREADS COMMITTERS POOL_SIZE; do
 done
 load_programs=()
 [[ $LOAD != wrk ]] || load_programs=("$WRK")
+[[ $TLS == 0 && $COMPARE_TLS == 0 ]] || load_programs+=(openssl)
 for program in "$PSQL" "${load_programs[@]}" awk curl; do
     command -v "$program" >/dev/null || die "$program not found (scripts/install-deps --bench installs wrk and psql)"
 done
@@ -241,8 +262,10 @@ stop_server() {
 run_load() {
     local name=$1 connections=$2 batch=$3 rate=$4 tag=$5 seconds=$6
     times >"$WORK/times-$name.0" # the shell's children's CPU so far: the generator's is the difference
+    local trust=()
+    [[ $URL != https:* ]] || trust=(--cacert "$WORK/tls/ca.pem")
     if [[ $LOAD == engage ]]; then
-        ENGAGE_BENCH_KEY=$KEY "$ENGAGE_BIN" bench ingest --url "$URL" --connections "$connections" --batch "$batch" \
+        ENGAGE_BENCH_KEY=$KEY "$ENGAGE_BIN" bench ingest --url "$URL" "${trust[@]}" --connections "$connections" --batch "$batch" \
             --rate "$rate" --tag "$tag" --ids "${LOAD_IDS:-$IDS}" --seconds "$seconds" --timeout 10 \
             >"$WORK/load-$name.txt" 2>&1 &
     else
@@ -346,27 +369,52 @@ serve_args=(serve --listen "127.0.0.1:$PORT" --projector "${PROJECTOR:-off}")
 [[ -z $COMMITTERS ]] || serve_args+=(--committers "$COMMITTERS")
 [[ -z $POOL_SIZE ]] || serve_args+=(--pool-size "$POOL_SIZE")
 [[ -z $PARALLEL_COMMIT_EVENTS ]] || serve_args+=(--parallel-commit-events "$PARALLEL_COMMIT_EVENTS")
-# start_server [EXTRA_FLAGS...]: engage serve with serve_args and the extra flags; sets SERVER_PID, URL.
+# A CA and a server certificate (ECDSA P-256, for 127.0.0.1) of the run's own, in $WORK/tls.
+make_certificate() {
+    local dir="$WORK/tls"
+    mkdir -p "$dir"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+        -days 2 -subj "/CN=ingest.sh CA" 2>>"$WORK/openssl.log"
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/server.key" -out "$dir/server.csr" \
+        -subj "/CN=127.0.0.1" 2>>"$WORK/openssl.log"
+    printf 'subjectAltName = IP:127.0.0.1\nextendedKeyUsage = serverAuth\n' >"$dir/server.ext"
+    openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+        -extfile "$dir/server.ext" -out "$dir/server.pem" 2>>"$WORK/openssl.log"
+    chmod 644 "$dir"/*
+    TLS_FLAGS=(--tls-cert "$dir/server.pem" --tls-key "$dir/server.key")
+}
+
+# start_server [EXTRA_FLAGS...]: engage serve with serve_args and the extra flags (and the TLS
+# flags when SERVER_TLS=1); sets SERVER_PID, URL.
 start_server() {
     SERVER_DATA_DIR=${DATA_DIR:-$WORK/pg}
-    log "starting engage ${serve_args[*]} --data-dir $SERVER_DATA_DIR $*"
+    local tls_flags=()
+    [[ ${SERVER_TLS:-0} == 0 ]] || tls_flags=("${TLS_FLAGS[@]}")
+    log "starting engage ${serve_args[*]} --data-dir $SERVER_DATA_DIR $* ${tls_flags[*]}"
     : >"$WORK/serve.log" # emptied before the server starts, so no earlier server's address is read below
-    "${SERVER_BIN:-$ENGAGE_BIN}" "${serve_args[@]}" --data-dir "$SERVER_DATA_DIR" "$@" >>"$WORK/serve.log" 2>&1 &
+    "${SERVER_BIN:-$ENGAGE_BIN}" "${serve_args[@]}" --data-dir "$SERVER_DATA_DIR" "$@" "${tls_flags[@]}" >>"$WORK/serve.log" 2>&1 &
     SERVER_PID=$!
     local port=""
     for _ in $(seq 1200); do # initdb and the first start take a few seconds
-        port=$(sed -n 's/.*msg=engage\.listening.*address=http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/serve.log" | head -1)
+        port=$(sed -n 's/.*msg=engage\.listening.*address=https\{0,1\}:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/serve.log" | head -1)
         [[ -z $port ]] || break
         kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/serve.log" >&2; SERVER_PID=""; die "engage serve exited during start-up"; }
         sleep 0.1
     done
     [[ -n $port ]] || { cat "$WORK/serve.log" >&2; die "engage serve did not report its address within 120 s"; }
-    URL="http://127.0.0.1:$port"
-    curl -fsS "$URL/healthz" >/dev/null || die "$URL/healthz failed"
+    if [[ ${SERVER_TLS:-0} == 1 ]]; then
+        URL="https://127.0.0.1:$port"
+        curl -fsS --cacert "$WORK/tls/ca.pem" "$URL/healthz" >/dev/null || die "$URL/healthz failed"
+    else
+        URL="http://127.0.0.1:$port"
+        curl -fsS "$URL/healthz" >/dev/null || die "$URL/healthz failed"
+    fi
     log "engage (pid $SERVER_PID) listens on $URL"
 }
 touch "$WORK/rss.log"
-start_server
+TLS_FLAGS=()
+[[ $TLS == 0 && $COMPARE_TLS == 0 ]] || make_certificate
+SERVER_TLS=$TLS start_server
 
 KEY=$("$ENGAGE_BIN" keys create --app "$APP" --role ingest --name ingest-benchmark --data-dir "$WORK/pg" 2>>"$WORK/keys.log")
 [[ $KEY == egk_* ]] || die "engage keys create printed no key"
@@ -386,15 +434,14 @@ echo "idle" >"$WORK/phase"
 SAMPLER_PID=$!
 
 # ---------------------------------------------------------------------------------------------
-# Compare mode: one phase, alternately on the server as configured and with COMPARE_FLAGS added
+# Compare mode: each phase, alternately on the server as configured and on the other one
 
 if [[ $MODE == compare ]]; then
     read -r -a compare_flags <<<"$COMPARE_FLAGS"
     idle_flags=()
     (( COMPARE_IDLE == 0 )) || idle_flags=(--idle-timeout 120 --request-timeout 120)
-    if [[ $COMPARE_PHASE == A ]]; then phase_connections=$CONNECTIONS phase_batch=$BATCH
-    else phase_connections=$SINGLE_CONNECTIONS phase_batch=1; fi
-    ROWS="" BASE_RATES="" OTHER_RATES="" RATIOS=""
+    ROWS="" MEDIANS=""
+    declare -A BASE_RATES=() OTHER_RATES=() RATIOS=()
     BASE_KEY=$KEY BASE_CONNINFO=$CONNINFO OTHER_DATA_DIR=$WORK/pg OTHER_KEY=$KEY OTHER_CONNINFO=$CONNINFO
     if [[ -n $COMPARE_BIN ]]; then
         # Another build may not know this database's migrations (nor this one its): its own.
@@ -406,41 +453,51 @@ if [[ $MODE == compare ]]; then
         [[ $OTHER_KEY == egk_* && -n $OTHER_CONNINFO ]] || die "could not set up $COMPARE_BIN's database"
     fi
     for round in $(seq "$COMPARE_ROUNDS"); do
-        for side in base other; do
-            stop_server
-            [[ $SERVER_STATUS == 0 ]] || die "engage exited $SERVER_STATUS after SIGTERM"
-            if [[ $side == base ]]; then KEY=$BASE_KEY CONNINFO=$BASE_CONNINFO; start_server "${idle_flags[@]}"
-            else
-                KEY=$OTHER_KEY CONNINFO=$OTHER_CONNINFO
-                DATA_DIR=$OTHER_DATA_DIR SERVER_BIN=$COMPARE_BIN start_server "${idle_flags[@]}" "${compare_flags[@]}"
-            fi
-            (( COMPARE_IDLE == 0 )) || hold_idle_connections "$COMPARE_IDLE"
-            run_phase "$COMPARE_PHASE-$side-$round" "$phase_connections" "$phase_batch" 0 $((10 + round))
-            release_idle_connections
-            [[ $P_ERRORS == 0 ]] || die "phase $COMPARE_PHASE ($side, round $round): $P_ERRORS failed requests"
-            if [[ $side == base ]]; then
-                base_eps=$P_EPS base_pg=$P_POSTGRES_CPU base_p50=$P_P50 base_engage=$P_ENGAGE_CPU
-            else
-                ratio=$(calc "$P_EPS / $base_eps")
-                BASE_RATES+="$base_eps " OTHER_RATES+="$P_EPS " RATIOS+="$ratio "
-                ROWS+="| $round | $(grouped "$base_eps") | $(fixed "$base_p50" 1) | $(fixed "$base_engage" 2) | $(fixed "$base_pg" 2) | $(grouped "$P_EPS") | $(fixed "$P_P50" 1) | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$ratio" 2) |"$'\n'
-            fi
+        for phase in "${COMPARE_PHASES[@]}"; do
+            if [[ $phase == A ]]; then phase_connections=$CONNECTIONS phase_batch=$BATCH
+            else phase_connections=$SINGLE_CONNECTIONS phase_batch=1; fi
+            for side in base other; do
+                stop_server
+                [[ $SERVER_STATUS == 0 ]] || die "engage exited $SERVER_STATUS after SIGTERM"
+                if [[ $side == base ]]; then KEY=$BASE_KEY CONNINFO=$BASE_CONNINFO; start_server "${idle_flags[@]}"
+                else
+                    KEY=$OTHER_KEY CONNINFO=$OTHER_CONNINFO
+                    DATA_DIR=$OTHER_DATA_DIR SERVER_BIN=$COMPARE_BIN SERVER_TLS=$COMPARE_TLS start_server "${idle_flags[@]}" "${compare_flags[@]}"
+                fi
+                (( COMPARE_IDLE == 0 )) || hold_idle_connections "$COMPARE_IDLE"
+                tag=$((10 + 2 * round)); [[ $phase == A ]] || tag=$((tag + 1))
+                run_phase "$phase-$side-$round" "$phase_connections" "$phase_batch" 0 "$tag"
+                release_idle_connections
+                [[ $P_ERRORS == 0 ]] || die "phase $phase ($side, round $round): $P_ERRORS failed requests"
+                if [[ $side == base ]]; then
+                    base_eps=$P_EPS base_pg=$P_POSTGRES_CPU base_p50=$P_P50 base_engage=$P_ENGAGE_CPU base_load=$P_LOAD_CPU
+                else
+                    ratio=$(calc "$P_EPS / $base_eps")
+                    BASE_RATES[$phase]+="$base_eps " OTHER_RATES[$phase]+="$P_EPS " RATIOS[$phase]+="$ratio "
+                    ROWS+="| $phase | $round | $(grouped "$base_eps") | $(fixed "$base_p50" 1) | $(fixed "$base_engage" 2) | $(fixed "$base_pg" 2) | $(fixed "$base_load" 2)"
+                    ROWS+=" | $(grouped "$P_EPS") | $(fixed "$P_P50" 1) | $(fixed "$P_ENGAGE_CPU" 2) | $(fixed "$P_POSTGRES_CPU" 2) | $(fixed "$P_LOAD_CPU" 2) | $(fixed "$ratio" 2) |"$'\n'
+                fi
+            done
         done
     done
     stop_server
+    for phase in "${COMPARE_PHASES[@]}"; do
+        MEDIANS+="Phase $phase medians: base $(grouped "$(echo "${BASE_RATES[$phase]}" | median)") events/s, other $(grouped "$(echo "${OTHER_RATES[$phase]}" | median)") events/s; median ratio other ÷ base $(fixed "$(echo "${RATIOS[$phase]}" | median)" 2)."$'\n'
+    done
     other_description=""
     [[ -z $COMPARE_BIN ]] || other_description="run by \`$COMPARE_BIN\`"
     [[ -z $COMPARE_FLAGS ]] || other_description="${other_description:+$other_description }with \`$COMPARE_FLAGS\`"
+    [[ $COMPARE_TLS == 0 ]] || other_description="${other_description:+$other_description }serving HTTPS (TLS 1.3, ECDSA P-256 certificate; the load verifies it and keeps its connections)"
     cat <<REPORT
 
 ### Compare ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`MODE=compare COMPARE_PHASE=$COMPARE_PHASE COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_BIN='$COMPARE_BIN' COMPARE_ROUNDS=$COMPARE_ROUNDS COMPARE_IDLE=$COMPARE_IDLE DURATION=$DURATION Benchmarks/ingest.sh\`: phase $COMPARE_PHASE ($phase_connections connections, $phase_batch event(s) per request, unpaced, ${DURATION} s from an empty log; $COMPARE_IDLE more connections open and silent) on a freshly started server for each measurement, alternating the server as configured (base) and $other_description; load: $LOAD on the same machine. Event ids: $IDS.
+\`MODE=compare COMPARE_PHASE='$COMPARE_PHASE' COMPARE_FLAGS='$COMPARE_FLAGS' COMPARE_BIN='$COMPARE_BIN' COMPARE_TLS=$COMPARE_TLS COMPARE_ROUNDS=$COMPARE_ROUNDS COMPARE_IDLE=$COMPARE_IDLE LOAD=$LOAD DURATION=$DURATION Benchmarks/ingest.sh\`: phase A is $CONNECTIONS connections with $BATCH events per request, phase C $SINGLE_CONNECTIONS connections with single-event requests; unpaced, ${DURATION} s from an empty log, $COMPARE_IDLE more connections open and silent; a freshly started server for each measurement, alternating the server as configured (base) and $other_description; load: $LOAD on the same machine. Event ids: $IDS.
 
-| round | base events/s | base p50 ms | base engage cores | base PostgreSQL cores | other events/s | p50 ms | engage cores | PostgreSQL cores | ratio |
-|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+| phase | round | base events/s | base p50 ms | base engage cores | base PostgreSQL cores | base load cores | other events/s | p50 ms | engage cores | PostgreSQL cores | load cores | ratio |
+|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|
 ${ROWS}
-Medians: base $(grouped "$(echo "$BASE_RATES" | median)") events/s, other $(grouped "$(echo "$OTHER_RATES" | median)") events/s; median ratio other ÷ base $(fixed "$(echo "$RATIOS" | median)" 2).
+${MEDIANS}
 REPORT
     exit 0
 fi
@@ -494,7 +551,7 @@ if [[ $MODE == soak ]]; then
 
 ### Soak ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`MODE=soak SOAK_MINUTES=$SOAK_MINUTES Benchmarks/ingest.sh\`: unpaced maximum measured first ($(grouped "$MAX_EPS") events/s over ${DURATION} s, $CONNECTIONS connections, $BATCH-event batches), then half of it for $SOAK_MINUTES minutes without emptying the log; load: $LOAD on the same machine.
+\`MODE=soak SOAK_MINUTES=$SOAK_MINUTES TLS=$TLS Benchmarks/ingest.sh\`$([[ $TLS == 0 ]] || echo " (over HTTPS)"): unpaced maximum measured first ($(grouped "$MAX_EPS") events/s over ${DURATION} s, $CONNECTIONS connections, $BATCH-event batches), then half of it for $SOAK_MINUTES minutes without emptying the log; load: $LOAD on the same machine.
 
 | window (1 min) | events/s accepted | latency p50 / p90 / p99 ms | failed requests | engage VmRSS MB |
 |---:|---:|---:|---:|---:|
@@ -607,12 +664,13 @@ MISSED=$(( ${MISSED:-0} | a_eps_ok | a_ratio_ok | b_ok | c_ok | rss_ok ))
 
 cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
 if [[ $LOAD == engage ]]; then load_description="load: \`engage bench ingest\`"; else load_description="load: wrk -t$THREADS with wrk/batch.lua"; fi
+if [[ $TLS == 1 ]]; then transport="over HTTPS (TLS=1: TLS 1.3, ECDSA P-256 certificate)"; else transport="plain HTTP"; fi
 settings="http-threads ${HTTP_THREADS:-default}, committers ${COMMITTERS:-default}, pool-size ${POOL_SIZE:-default}, parallel-commit-events ${PARALLEL_COMMIT_EVENTS:-default}"
 cat <<EOF
 
 ### Ingestion ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-$load_description, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Event ids: $IDS. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
+$load_description, $transport, ${DURATION} s per phase after a ${WARMUP} s warm-up, load generator on the same machine; PostgreSQL $POSTGRES_VERSION local, synchronous_commit on; engage serve: $settings. Event ids: $IDS. Each phase starts from an empty log; events/s are rows counted in \`events\` afterwards.
 
 | measurement | result | target | |
 |---|---:|---:|---|

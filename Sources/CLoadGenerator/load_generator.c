@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -159,6 +160,7 @@ static char *put_body(struct generator *generator, char *out, uint32_t batch) {
 enum connection_state {
     CONNECTION_CLOSED,     /* waiting until `retry_at_us` to connect again */
     CONNECTION_CONNECTING, /* non-blocking connect in progress */
+    CONNECTION_HANDSHAKING, /* HTTPS: connected, TLS handshake in progress */
     CONNECTION_IDLE,       /* ready for a request (paced: at `due_us`) */
     CONNECTION_SENDING,    /* request partly written */
     CONNECTION_RECEIVING,  /* request written, answer not complete */
@@ -166,6 +168,7 @@ enum connection_state {
 
 struct connection {
     int fd;
+    gnutls_session_t session; /* HTTPS only, from the handshake on */
     enum connection_state state;
     char *request;       /* HEADROOM + body capacity */
     const char *pending; /* unwritten part of the request */
@@ -198,6 +201,8 @@ struct run {
     uint64_t first_sent_us;
     uint64_t last_answer_us;
     uint64_t successful_connects;
+    /* HTTPS only: the CA certificates a server must chain to. */
+    gnutls_certificate_credentials_t tls_credentials;
 };
 
 static uint64_t now_us(void) {
@@ -207,6 +212,10 @@ static uint64_t now_us(void) {
 }
 
 static void close_connection(struct run *run, struct connection *connection, uint64_t retry_at_us) {
+    if (connection->session != NULL) {
+        gnutls_deinit(connection->session);
+        connection->session = NULL;
+    }
     if (connection->fd >= 0) {
         close(connection->fd); /* also removes it from the epoll set */
         connection->fd = -1;
@@ -222,6 +231,50 @@ static void close_connection(struct run *run, struct connection *connection, uin
 }
 
 static void make_idle(struct run *run, struct connection *connection, uint64_t now);
+
+static void note_problem(struct run *run, const char *format, const char *detail) {
+    if (run->result->first_problem[0] == '\0') {
+        snprintf(run->result->first_problem, sizeof run->result->first_problem, format, detail);
+    }
+}
+
+/* HTTPS: drives the handshake as far as the socket allows; the connection is idle once done. */
+static void continue_handshake(struct run *run, struct connection *connection, uint64_t now) {
+    int result;
+    do {
+        result = gnutls_handshake(connection->session);
+    } while (result == GNUTLS_E_INTERRUPTED);
+    if (result == GNUTLS_E_AGAIN) {
+        return; /* the next edge on the socket goes on */
+    }
+    if (result < 0) {
+        run->result->connect_errors++;
+        note_problem(run, "TLS handshake failed: %s", gnutls_strerror(result));
+        close_connection(run, connection, now + 100000);
+        return;
+    }
+    make_idle(run, connection, now);
+}
+
+/* The TCP connection is up: plain HTTP is ready, HTTPS starts its handshake. */
+static void connected(struct run *run, struct connection *connection, uint64_t now) {
+    run->successful_connects++;
+    if (run->tls_credentials == NULL) {
+        make_idle(run, connection, now);
+        return;
+    }
+    if (gnutls_init(&connection->session, GNUTLS_CLIENT | GNUTLS_NONBLOCK) < 0
+        || gnutls_set_default_priority(connection->session) < 0
+        || gnutls_credentials_set(connection->session, GNUTLS_CRD_CERTIFICATE, run->tls_credentials) < 0) {
+        run->result->connect_errors++;
+        close_connection(run, connection, now + 100000);
+        return;
+    }
+    gnutls_session_set_verify_cert(connection->session, run->options->host, 0);
+    gnutls_transport_set_int(connection->session, connection->fd);
+    connection->state = CONNECTION_HANDSHAKING;
+    continue_handshake(run, connection, now);
+}
 
 static void open_connection(struct run *run, struct connection *connection) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -247,13 +300,10 @@ static void open_connection(struct run *run, struct connection *connection) {
         return;
     }
     connection->fd = fd;
-    connection->state = status == 0 ? CONNECTION_IDLE : CONNECTION_CONNECTING;
-    if (status == 0) {
-        run->successful_connects++;
-    }
+    connection->state = CONNECTION_CONNECTING;
     connection->answer_length = 0;
     if (status == 0) {
-        make_idle(run, connection, now_us());
+        connected(run, connection, now_us());
     }
 }
 
@@ -270,9 +320,36 @@ static void make_idle(struct run *run, struct connection *connection, uint64_t n
     run->next_slot_us = slot + run->interval_us;
 }
 
+/* Sends what it can: bytes written, or -1 with errno EAGAIN (wait for the socket), EINTR or another
+   error. HTTPS goes through the session (which must be called again with the same bytes). */
+static ssize_t send_some(struct connection *connection, const char *bytes, size_t length) {
+    if (connection->session == NULL) {
+        return send(connection->fd, bytes, length, MSG_NOSIGNAL);
+    }
+    ssize_t written = gnutls_record_send(connection->session, bytes, length);
+    if (written >= 0) {
+        return written;
+    }
+    errno = written == GNUTLS_E_AGAIN ? EAGAIN : written == GNUTLS_E_INTERRUPTED ? EINTR : EPIPE;
+    return -1;
+}
+
+/* Receives what is there: bytes read, 0 when the server closed, or -1 with errno as send_some. */
+static ssize_t receive_some(struct connection *connection, char *buffer, size_t capacity) {
+    if (connection->session == NULL) {
+        return recv(connection->fd, buffer, capacity, 0);
+    }
+    ssize_t count = gnutls_record_recv(connection->session, buffer, capacity);
+    if (count >= 0) {
+        return count;
+    }
+    errno = count == GNUTLS_E_AGAIN ? EAGAIN : count == GNUTLS_E_INTERRUPTED ? EINTR : ECONNRESET;
+    return -1;
+}
+
 static void write_pending(struct run *run, struct connection *connection) {
     while (connection->pending_length > 0) {
-        ssize_t written = send(connection->fd, connection->pending, connection->pending_length, MSG_NOSIGNAL);
+        ssize_t written = send_some(connection, connection->pending, connection->pending_length);
         if (written < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 return; /* EPOLLOUT will say when to go on */
@@ -433,7 +510,7 @@ static void read_answer(struct run *run, struct connection *connection, uint64_t
             connection->answer_capacity = capacity;
         }
         size_t room = connection->answer_capacity - connection->answer_length;
-        ssize_t count = recv(connection->fd, connection->answer + connection->answer_length, room, 0);
+        ssize_t count = receive_some(connection, connection->answer + connection->answer_length, room);
         if (count < 0) {
             if (errno == EINTR) {
                 continue;
@@ -467,8 +544,9 @@ static void read_answer(struct run *run, struct connection *connection, uint64_t
         if (take_answer(run, connection, now)) {
             return;
         }
-        /* A short read drained the socket; the next arrival raises a new edge. */
-        if ((size_t)count < room) {
+        /* A short read drained the socket; the next arrival raises a new edge. (A TLS read returns
+           one record at a time, so HTTPS reads on until the session says EAGAIN.) */
+        if ((size_t)count < room && connection->session == NULL) {
             return;
         }
     }
@@ -487,8 +565,16 @@ static void handle_event(struct run *run, struct connection *connection, uint32_
         if (!(events & EPOLLOUT)) {
             return;
         }
-        run->successful_connects++;
-        make_idle(run, connection, now);
+        connected(run, connection, now);
+        return;
+    }
+    if (connection->state == CONNECTION_HANDSHAKING) {
+        if (events & (EPOLLERR | EPOLLHUP)) {
+            run->result->connect_errors++;
+            close_connection(run, connection, now + 100000);
+        } else {
+            continue_handshake(run, connection, now);
+        }
         return;
     }
     if (connection->state == CONNECTION_SENDING && (events & EPOLLOUT)) {
@@ -584,6 +670,18 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
         goto done;
     }
     make_variants(run.generator.variants);
+    if (options->tls_ca_file != NULL) {
+        if (gnutls_certificate_allocate_credentials(&run.tls_credentials) < 0) {
+            fail(error, error_capacity, "out of memory");
+            goto done;
+        }
+        int loaded = gnutls_certificate_set_x509_trust_file(run.tls_credentials, options->tls_ca_file, GNUTLS_X509_FMT_PEM);
+        if (loaded <= 0) {
+            fail(error, error_capacity, "no CA certificate in %s: %s", options->tls_ca_file,
+                 loaded < 0 ? gnutls_strerror(loaded) : "the file holds none");
+            goto done;
+        }
+    }
     for (uint32_t i = 0; i < options->connections; i++) {
         struct connection *connection = &run.connections[i];
         connection->request = malloc(HEADROOM + run.body_capacity);
@@ -620,6 +718,7 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
                     }
                     break;
                 case CONNECTION_CONNECTING:
+                case CONNECTION_HANDSHAKING:
                     busy = 1;
                     break;
                 case CONNECTION_IDLE:
@@ -680,6 +779,9 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
 done:
     if (run.connections != NULL) {
         for (uint32_t i = 0; i < options->connections; i++) {
+            if (run.connections[i].session != NULL) {
+                gnutls_deinit(run.connections[i].session);
+            }
             if (run.connections[i].fd >= 0) {
                 close(run.connections[i].fd);
             }
@@ -689,6 +791,9 @@ done:
     }
     if (run.epoll >= 0) {
         close(run.epoll);
+    }
+    if (run.tls_credentials != NULL) {
+        gnutls_certificate_free_credentials(run.tls_credentials);
     }
     free(events);
     free(run.connections);

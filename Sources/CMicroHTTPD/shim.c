@@ -1,4 +1,5 @@
 #include "CMicroHTTPD.h"
+#include "tls_binding.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -14,6 +15,8 @@ struct CMicroHTTPD_Daemon {
     void *log_cls;
     MHD_socket quiesced_socket;
     char last_error[256];
+    /* HTTPS only: what the connection callback needs to hand each connection its credentials. */
+    struct CMicroHTTPD_TLSBinding tls;
 };
 
 static void CMicroHTTPD_log_trampoline(void *cls, const char *format, va_list arguments) {
@@ -63,6 +66,9 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     if (options->turbo) {
         flags |= MHD_USE_TURBO;
     }
+    if (options->tls != NULL) {
+        flags |= MHD_USE_TLS;
+    }
 
     struct CMicroHTTPD_Daemon *handle = calloc(1, sizeof *handle);
     if (handle == NULL) {
@@ -73,7 +79,7 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     handle->log_cls = options->log_cls;
     handle->quiesced_socket = MHD_INVALID_SOCKET;
 
-    struct MHD_OptionItem items[16];
+    struct MHD_OptionItem items[20];
     size_t count = 0;
 #define CMICROHTTPD_ADD(option_, value_, pointer_) \
     items[count++] = (struct MHD_OptionItem){ (option_), (intptr_t)(value_), (void *)(pointer_) }
@@ -107,7 +113,12 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     if (options->request_completed != NULL) {
         CMICROHTTPD_ADD(MHD_OPTION_NOTIFY_COMPLETED, options->request_completed, options->request_completed_cls);
     }
-    if (options->notify_connection != NULL) {
+    if (options->tls != NULL) {
+        handle->tls = (struct CMicroHTTPD_TLSBinding){options->tls, options->notify_connection, options->notify_connection_cls};
+        CMICROHTTPD_ADD(MHD_OPTION_HTTPS_PRIORITIES, 0, options->tls_priorities != NULL ? options->tls_priorities : "NORMAL");
+        CMICROHTTPD_ADD(MHD_OPTION_HTTPS_CERT_CALLBACK, 0, CMicroHTTPD_tls_retrieve_certificate);
+        CMICROHTTPD_ADD(MHD_OPTION_NOTIFY_CONNECTION, CMicroHTTPD_tls_notify_connection, &handle->tls);
+    } else if (options->notify_connection != NULL) {
         CMICROHTTPD_ADD(MHD_OPTION_NOTIFY_CONNECTION, options->notify_connection, options->notify_connection_cls);
     }
     CMICROHTTPD_ADD(MHD_OPTION_END, 0, NULL);

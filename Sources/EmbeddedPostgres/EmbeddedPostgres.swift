@@ -62,6 +62,16 @@ public struct EmbeddedPostgres: Sendable {
         .unixSocket(directory: socketDirectory, port: options.port, user: Self.superuser, database: database ?? options.database)
     }
 
+    /// The same as a `postgresql://` URL, for tools that take only URLs: the socket directory
+    /// goes in the `host` parameter, percent-encoded (`postgresql://engage@/engage?host=%2Fsrv...`).
+    public func connectionURL(database: String? = nil) -> String {
+        var unreserved = CharacterSet.alphanumerics
+        unreserved.insert(charactersIn: "-._~")
+        func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text }
+        return "postgresql://\(encoded(Self.superuser))@/\(encoded(database ?? options.database))"
+            + "?host=\(encoded(socketDirectory))&port=\(options.port)"
+    }
+
     public var logFile: String { dataDirectory + "/server.log" }
 
     private var runsAsServerUser: Bool { geteuid() == 0 }

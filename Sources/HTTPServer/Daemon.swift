@@ -12,9 +12,12 @@ final class Daemon: Sendable {
     let port: Int
     private let handles: Mutex<[Handle]>
     private let core: ServerCore
+    /// Kept as long as the daemons: their handshakes read it.
+    private let tls: TLSCredentials?
 
     init(configuration: HTTPServer.Configuration, core: ServerCore) throws(HTTPServerError) {
         self.core = core
+        tls = configuration.tls
         let context = Unmanaged.passRetained(core)
         var started: [Handle] = []
         var port = configuration.port
@@ -71,9 +74,13 @@ final class Daemon: Sendable {
                 core.daemonLog?(text)
             }
             var error = [CChar](repeating: 0, count: 256)
+            options.tls = configuration.tls?.holder.pointer
             let handle = configuration.host.withCString { host in
-                options.host = host
-                return CMicroHTTPD_start_daemon(&options, &error, error.count)
+                TLSCredentials.priorities.withCString { priorities in
+                    options.host = host
+                    options.tls_priorities = priorities
+                    return CMicroHTTPD_start_daemon(&options, &error, error.count)
+                }
             }
             guard let handle else {
                 for started in started { CMicroHTTPD_stop_daemon(started.pointer) }

@@ -210,6 +210,8 @@ extension HTTPServer {
         public var port = 0
         public var threading = Threading.threadPool(2)
         public var eventLoop = EventLoop.poll
+        /// HTTPS with these credentials (TLS 1.2 and 1.3 only); nil serves plain HTTP.
+        public var tls: TLSCredentials?
         /// Open connections across all daemon threads.
         public var maxConnections = 1024
         /// Open connections per client address; 0 means no limit.

@@ -21,6 +21,8 @@ public struct IngestLoad: Sendable {
     public var stream: UInt32 = 0
     public var randomIDs = false
     public var timeoutSeconds = 10.0
+    /// HTTPS when set: the PEM file of the CA the server's certificate must chain to.
+    public var caFile: String?
 
     public init(port: UInt16, key: String) {
         self.port = port
@@ -50,10 +52,13 @@ public struct IngestLoad: Sendable {
         let status = host.withCString { host in
             "/v1/events".withCString { path in
                 key.withCString { key in
-                    options.host = host
-                    options.path = path
-                    options.key = key
-                    return CLoadGenerator_run(&options, &result, &error, error.count)
+                    withOptionalCString(caFile) { caFile in
+                        options.host = host
+                        options.path = path
+                        options.key = key
+                        options.tls_ca_file = caFile
+                        return CLoadGenerator_run(&options, &result, &error, error.count)
+                    }
                 }
             }
         }
@@ -62,6 +67,11 @@ public struct IngestLoad: Sendable {
         }
         return result
     }
+}
+
+private func withOptionalCString<T>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> T) -> T {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
 }
 
 extension CLoadGenerator_Result {

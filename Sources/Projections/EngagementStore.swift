@@ -95,32 +95,24 @@ public enum EngagementStore {
                                 tables: ReadModelTables, on connection: Connection) throws {
         let changed = deltas.filter { $0.value != .zero }
         if changed.isEmpty { return }
+        // One column (and one array of changes) per stage the read model keeps.
+        let stages = FunnelStage.keptPerBucket
         var columns = BucketColumns()
-        var counts: [[Int64]] = Array(repeating: [], count: 8)
+        var counts: [[Int64]] = Array(repeating: [], count: stages.count)
         for (key, counters) in changed {
             columns.append(app: key.appID, key.bucket)
-            let values = [counters.notifications, counters.delivered, counters.displayed, counters.expanded,
-                          counters.actioned, counters.opened, counters.dismissed, counters.replied]
-            for (index, value) in values.enumerated() { counts[index].append(Int64(value)) }
+            for (index, stage) in stages.enumerated() { counts[index].append(Int64(counters[stage])) }
         }
-        try connection.execute("""
+        var upsert: SQL = """
             INSERT INTO \(unsafeSQL: tables.engagement) AS t
-                (app_id, category, presentation, attachment_kind, day,
-                 notifications, delivered, displayed, expanded, actioned, opened, dismissed, replied)
+                (app_id, category, presentation, attachment_kind, day, \(fragment: SQL.list(stages.map { "\(identifier: $0.name)" })))
             SELECT * FROM unnest(\(columns.apps)::text[], \(columns.categories)::text[], \(columns.presentations)::text[],
                                  \(columns.kinds)::text[], \(columns.days)::date[],
-                                 \(counts[0])::int8[], \(counts[1])::int8[], \(counts[2])::int8[], \(counts[3])::int8[],
-                                 \(counts[4])::int8[], \(counts[5])::int8[], \(counts[6])::int8[], \(counts[7])::int8[])
+                                 \(fragment: SQL.list(counts.map { "\($0)::int8[]" })))
             ON CONFLICT (app_id, category, presentation, attachment_kind, day) DO UPDATE SET
-                notifications = t.notifications + EXCLUDED.notifications,
-                delivered = t.delivered + EXCLUDED.delivered,
-                displayed = t.displayed + EXCLUDED.displayed,
-                expanded = t.expanded + EXCLUDED.expanded,
-                actioned = t.actioned + EXCLUDED.actioned,
-                opened = t.opened + EXCLUDED.opened,
-                dismissed = t.dismissed + EXCLUDED.dismissed,
-                replied = t.replied + EXCLUDED.replied
-            """)
+            """
+        upsert.append(SQL.list(stages.map { "\(identifier: $0.name) = t.\(identifier: $0.name) + EXCLUDED.\(identifier: $0.name)" }))
+        try connection.execute(upsert)
         // A bucket every notification has left is removed, so the model does not depend on the
         // order in which events arrived (a rebuild equals it row for row).
         try connection.execute("""

@@ -29,21 +29,22 @@ public struct ReportQuery: Sendable {
         let filter = filterSQL()
         // Days are kept apart only when the report groups by day.
         let dayColumn: SQL = grouping == .day ? "day" : "'2000-01-01'::date"
+        let stages = FunnelStage.keptPerBucket
         var engagementSQL: SQL = """
             SELECT app_id, category, presentation, attachment_kind, \(fragment: dayColumn),
-                   sum(notifications)::int8, sum(delivered)::int8, sum(displayed)::int8, sum(expanded)::int8,
-                   sum(actioned)::int8, sum(opened)::int8, sum(dismissed)::int8, sum(replied)::int8
+                   \(fragment: SQL.list(stages.map { "sum(\(identifier: $0.name))::int8" }))
             FROM engagement_daily WHERE
             """
         engagementSQL.append(filter)
         engagementSQL.append(" GROUP BY 1, 2, 3, 4, 5")
         let engagement = try connection.query(engagementSQL).rows.map { row in
-            EngagementRow(appID: try row.decode(0), category: try row.decode(1),
-                          presentation: ObservedPresentation(rawValue: try row.decode(2)) ?? .unknown,
-                          attachmentKind: try row.decode(3), day: UTCDay(Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds())),
-                          notifications: try row.decode(5), delivered: try row.decode(6), displayed: try row.decode(7),
-                          expanded: try row.decode(8), actioned: try row.decode(9), opened: try row.decode(10),
-                          dismissed: try row.decode(11), replied: try row.decode(12))
+            var counts = FunnelCounts()
+            for (index, stage) in stages.enumerated() { counts[stage] = try row.decode(5 + index) }
+            return EngagementRow(appID: try row.decode(0), category: try row.decode(1),
+                                 presentation: ObservedPresentation(rawValue: try row.decode(2)) ?? .unknown,
+                                 attachmentKind: try row.decode(3),
+                                 day: UTCDay(Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds())),
+                                 counts: counts)
         }
         var actions: [ActionCountRow] = []
         if grouping == .action {

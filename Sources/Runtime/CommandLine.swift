@@ -42,6 +42,7 @@ public struct Command: Sendable {
     /// A leaf command: its options, flags and positional arguments, and what it does.
     public init(name: String, abstract: String, options: [any CommandOption] = [], flags: [Flag] = [],
                 arguments: [Argument] = [], run action: @escaping Action) {
+        precondition(arguments.dropLast().allSatisfy { !$0.isVariadic }, "\(name): only the last argument takes the remaining ones")
         self.name = name
         self.abstract = abstract
         self.options = options
@@ -145,10 +146,10 @@ public struct Command: Sendable {
             }
         }
 
-        if positionals.count > arguments.count {
+        if positionals.count > arguments.count, arguments.last?.isVariadic != true {
             throw usageError(.unexpectedArgument, "unexpected argument '\(positionals[arguments.count])'", path: path)
         }
-        for argument in arguments[positionals.count...] where !argument.isOptional {
+        for argument in arguments[min(positionals.count, arguments.count)...] where !argument.isOptional {
             throw usageError(.missingArgument, "missing argument '<\(argument.name)>'", path: path)
         }
         // Every value is checked now, before the command does anything.
@@ -173,7 +174,7 @@ public struct Command: Sendable {
         }
         parts += options.map { "[--\($0.name) <\($0.valueName)>]" }
         parts += flags.map { "[--\($0.name)]" }
-        parts += arguments.map { $0.isOptional ? "[<\($0.name)>]" : "<\($0.name)>" }
+        parts += arguments.map { $0.isVariadic ? "[-- <\($0.name)>...]" : $0.isOptional ? "[<\($0.name)>]" : "<\($0.name)>" }
         return parts.joined(separator: " ")
     }
 
@@ -181,7 +182,7 @@ public struct Command: Sendable {
     public func helpText(path: [String]) -> String {
         var sections: [(title: String, rows: [(String, String)])] = []
         if !arguments.isEmpty {
-            sections.append(("ARGUMENTS", arguments.map { ("<\($0.name)>", $0.help) }))
+            sections.append(("ARGUMENTS", arguments.map { ("<\($0.name)>" + ($0.isVariadic ? "..." : ""), $0.help) }))
         }
         var optionRows = options.map { option in
             var help = option.help

@@ -19,12 +19,14 @@ public struct Option<Value: Sendable>: CommandOption {
     public let requirement: String
     /// A refused value is not repeated in the error (keys, secrets).
     public let isSecret: Bool
+    /// Every value it takes, when they can be listed (enumerations); shell completion offers them.
+    public let choices: [String]?
     private let convert: @Sendable (String) -> Value?
 
     /// An option of any type: `parse` returns nil for text it refuses.
     public init(_ name: String, value valueName: String = "value", help: String, environment: String? = nil,
                 default defaultValue: Value, defaultText: String?, requirement: String, secret isSecret: Bool = false,
-                parse convert: @escaping @Sendable (String) -> Value?) {
+                choices: [String]? = nil, parse convert: @escaping @Sendable (String) -> Value?) {
         self.name = name
         self.valueName = valueName
         self.help = help
@@ -33,6 +35,7 @@ public struct Option<Value: Sendable>: CommandOption {
         self.defaultText = defaultText
         self.requirement = requirement
         self.isSecret = isSecret
+        self.choices = choices
         self.convert = convert
     }
 
@@ -73,7 +76,7 @@ extension Option where Value: OptionValue {
                 default defaultValue: Value, validate: Validation<Value>? = nil) {
         self.init(name, value: valueName, help: help, environment: environment, default: defaultValue,
                   defaultText: defaultValue.optionText,
-                  requirement: validate?.requirement ?? "expected \(Value.optionExpectation)",
+                  requirement: validate?.requirement ?? "expected \(Value.optionExpectation)", choices: Value.optionChoices,
                   parse: { text in Value(optionText: text).flatMap { validate?.accepts($0) ?? true ? $0 : nil } })
     }
 }
@@ -84,15 +87,15 @@ extension Option {
                                       secret isSecret: Bool = false, validate: Validation<Wrapped>? = nil) where Value == Wrapped? {
         self.init(name, value: valueName, help: help, environment: environment,
                   requirement: validate?.requirement ?? "expected \(Wrapped.optionExpectation)", secret: isSecret,
-                  parse: { text in Wrapped(optionText: text).flatMap { validate?.accepts($0) ?? true ? $0 : nil } })
+                  choices: Wrapped.optionChoices, parse: { text in Wrapped(optionText: text).flatMap { validate?.accepts($0) ?? true ? $0 : nil } })
     }
 
     /// An option of any type without a default.
     public init<Wrapped: Sendable>(_ name: String, value valueName: String = "value", help: String, environment: String? = nil,
-                                   requirement: String, secret isSecret: Bool = false,
+                                   requirement: String, secret isSecret: Bool = false, choices: [String]? = nil,
                                    parse: @escaping @Sendable (String) -> Wrapped?) where Value == Wrapped? {
         self.init(name, value: valueName, help: help, environment: environment, default: nil, defaultText: nil,
-                  requirement: requirement, secret: isSecret, parse: { text in parse(text).map { .some($0) } })
+                  requirement: requirement, secret: isSecret, choices: choices, parse: { text in parse(text).map { .some($0) } })
     }
 }
 
@@ -105,6 +108,8 @@ public protocol CommandOption: Sendable {
     var environment: String? { get }
     /// Shown in help as `(default: ...)`.
     var defaultText: String? { get }
+    /// Every value it takes, when they can be listed; shell completion offers them.
+    var choices: [String]? { get }
     /// The option's value from the command line (`given`, in order), the environment or the
     /// default; a usage error when a value is refused.
     func resolve(given: [String], environment: [String: String], usage: String) throws(UsageError) -> ResolvedOption
@@ -142,6 +147,12 @@ public protocol OptionValue: Sendable {
     var optionText: String { get }
     /// What a valid value looks like, after "expected": `an integer`.
     static var optionExpectation: String { get }
+    /// Every value, when they can be listed (enumerations); nil otherwise.
+    static var optionChoices: [String]? { get }
+}
+
+extension OptionValue {
+    public static var optionChoices: [String]? { nil }
 }
 
 extension String: OptionValue {
@@ -170,6 +181,7 @@ extension OptionValue where Self: RawRepresentable & CaseIterable, RawValue == S
     public init?(optionText: String) { self.init(rawValue: optionText) }
     public var optionText: String { rawValue }
     public static var optionExpectation: String { "one of " + allCases.map(\.rawValue).joined(separator: ", ") }
+    public static var optionChoices: [String]? { allCases.map(\.rawValue) }
 }
 
 /// `--name`, true when present.
@@ -191,10 +203,30 @@ public struct Argument: Sendable {
     public let name: String
     public let help: String
     public let isOptional: Bool
+    /// Takes every remaining positional argument, none or more (the last argument only); what
+    /// looks like an option goes after `--`: `engage db psql -- -c 'select 1'`.
+    public let isVariadic: Bool
+    /// Every value it takes, when they can be listed; shell completion offers them.
+    public let choices: [String]
 
-    public init(_ name: String, help: String, optional isOptional: Bool = false) {
+    public init(_ name: String, help: String, optional isOptional: Bool = false, choices: [String] = []) {
         self.name = name
         self.help = help
         self.isOptional = isOptional
+        self.isVariadic = false
+        self.choices = choices
+    }
+
+    /// The remaining positional arguments, passed on (to another program, say).
+    public static func remaining(_ name: String, help: String) -> Argument {
+        Argument(remaining: name, help: help)
+    }
+
+    private init(remaining name: String, help: String) {
+        self.name = name
+        self.help = help
+        self.isOptional = true
+        self.isVariadic = true
+        self.choices = []
     }
 }

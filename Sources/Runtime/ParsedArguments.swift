@@ -59,6 +59,14 @@ public struct ParsedArguments: Sendable {
         return index < positionals.count ? positionals[index] : nil
     }
 
+    /// Every value of an argument declared with ``Argument/remaining(_:help:)``, in order.
+    public func all(_ argument: Argument) -> [String] {
+        guard let index = command.arguments.firstIndex(where: { $0.name == argument.name }), argument.isVariadic else {
+            preconditionFailure("\(commandPath.joined(separator: " ")) declares no remaining arguments <\(argument.name)>")
+        }
+        return Array(positionals.dropFirst(index))
+    }
+
     /// A positional argument that is not optional (the parser has already refused its absence).
     public func required(_ argument: Argument) throws(UsageError) -> String {
         guard let value = self[argument] else { throw usageError(.missingArgument, "missing argument '<\(argument.name)>'") }

@@ -51,18 +51,22 @@ enum AppendBenchmark {
 
         var appendRates: [Double] = []
         var copyRates: [Double] = []
+        let progress = ProgressLine.standardError("bench append")
         for round in 1...rounds {
+            progress.update("round \(round)/\(rounds), append")
             try reset(admin)
             let appendSeconds = try await timeAppend(items, batchSize: batchSize, connections: connections, store: store)
             let stored = try admin.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
             guard stored == items.count else { throw BenchCommand.BenchError("append stored \(stored) of \(items.count) events") }
             appendRates.append(Double(items.count) / appendSeconds)
 
+            progress.update("round \(round)/\(rounds), psql \\copy")
             try reset(admin)
             let copySeconds = try timePsqlCopy(file: copyFile.path, ids: idsFile.path, psql: psql, configuration: benchConfiguration)
             copyRates.append(Double(items.count) / copySeconds)
-            print(String(format: "round %d: append %.0f events/s, psql \\copy %.0f rows/s", round, appendRates.last!, copyRates.last!))
+            progress.print(String(format: "round %d: append %.0f events/s, psql \\copy %.0f rows/s", round, appendRates.last!, copyRates.last!))
         }
+        progress.finish()
         try reset(admin)
         await pool.close()
 

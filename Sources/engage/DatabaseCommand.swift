@@ -2,8 +2,11 @@ import EmbeddedPostgres
 import Foundation
 import Runtime
 
-/// `engage db start|stop|status|psql`: the local PostgreSQL engage runs for itself.
+/// `engage db start|stop|status|psql|url`: the local PostgreSQL engage runs for itself, and the
+/// way into whichever database engage uses.
 enum DatabaseCommand {
+    static let psqlArguments = Argument.remaining("psql-argument", help: "Passed to psql after the connection, e.g. -- -c 'select 1'.")
+
     static let definition = Command(
         name: "db",
         abstract: "Manage the local PostgreSQL that engage runs when no --database is given.",
@@ -13,8 +16,10 @@ enum DatabaseCommand {
             Command(name: "stop", abstract: "Stop the local PostgreSQL.", options: CommonOptions.databaseAndLogging, run: stop),
             Command(name: "status", abstract: "Show whether the local PostgreSQL runs, where, and how to connect.",
                     options: CommonOptions.databaseAndLogging, run: status),
-            Command(name: "psql", abstract: "Open psql on engage's database (the local one, or --database).",
-                    options: CommonOptions.databaseOptions, run: psql),
+            Command(name: "psql", abstract: "Run psql on engage's database (the local one, or --database), with the arguments after --.",
+                    options: CommonOptions.databaseOptions, arguments: [psqlArguments], run: psql),
+            Command(name: "url", abstract: "Print the connection URL of engage's database (the local one, or --database as given) for other tools.",
+                    options: CommonOptions.databaseOptions, run: url),
         ])
 
     static func start(_ arguments: ParsedArguments) async throws {
@@ -43,15 +48,29 @@ enum DatabaseCommand {
         }
     }
 
+    /// Replaces this process with psql, so that it owns the terminal, its signals and its exit status.
     static func psql(_ arguments: ParsedArguments) async throws {
+        let passed = arguments.all(psqlArguments)
         if let url = CommonOptions.externalDatabase(arguments) {
-            throw ProcessRunner.exec(["/usr/bin/psql", url])
+            throw ProcessRunner.exec(["/usr/bin/psql", "--dbname", url] + passed)
         }
         let cluster = try DatabaseSetup.localCluster(arguments)
         guard try cluster.status() == .running else {
             throw EmbeddedPostgresError("the local PostgreSQL in \(cluster.dataDirectory) is not running; start it with: engage db start")
         }
-        throw ProcessRunner.exec([cluster.clientProgram("psql"), cluster.configuration().connectionString])
+        throw ProcessRunner.exec([cluster.clientProgram("psql"), "--dbname", cluster.configuration().connectionString] + passed)
+    }
+
+    static func url(_ arguments: ParsedArguments) async throws {
+        if let url = CommonOptions.externalDatabase(arguments) {
+            print(url)
+            return
+        }
+        let cluster = try DatabaseSetup.localCluster(arguments)
+        print(cluster.connectionURL())
+        if try cluster.status() != .running {
+            FileHandle.standardError.write(Data("note: the local PostgreSQL in \(cluster.dataDirectory) is not running; start it with: engage db start\n".utf8))
+        }
     }
 
     private static func refuseExternalDatabase(_ arguments: ParsedArguments) throws(UsageError) {

@@ -53,18 +53,20 @@ enum DecodeBenchmark {
         }
         print("100-event bodies of \(body.count / 100) bytes per event; median of \(rounds) rounds, one thread")
         var lines: [(String, Double)] = []
+        let progress = ProgressLine.standardError("bench decode")
         func measure(_ name: String, iterations: Int, _ work: () throws -> Int) rethrows {
             var rates: [Double] = []
             var sink = 0
-            for _ in 0..<rounds {
+            for round in 1...rounds {
+                progress.update("\(name), round \(round)/\(rounds)")
                 let stopwatch = Stopwatch()
                 for _ in 0..<iterations { sink &+= try work() }
                 rates.append(Double(iterations * 100) / stopwatch.elapsed.seconds)
             }
             let median = BenchCommand.median(rates)
             lines.append((name, median))
-            print(String(format: "%-52@ median %9.0f events/s  %6.1f MB/s  (%d)", name as NSString, median,
-                         median * Double(body.count) / 100 / 1e6, sink % 2))
+            progress.print(String(format: "%-52@ median %9.0f events/s  %6.1f MB/s  (%d)", name as NSString, median,
+                                  median * Double(body.count) / 100 / 1e6, sink % 2))
         }
         try measure("engage decodeBatch (parse + validate)", iterations: 1000) { try decodeBatch(body, format: .json, now: now).events.count }
         let hasher = try DeviceIDHasher(salt: "a-benchmark-salt-of-32-characters")
@@ -76,6 +78,7 @@ enum DecodeBenchmark {
         }
         try measure("Foundation JSONSerialization (parse only)", iterations: 200) { (try JSONSerialization.jsonObject(with: data) as? [Any])?.count ?? 0 }
         try measure("Foundation JSONDecoder (typed, no validation)", iterations: 100) { try decoder.decode([WireEvent].self, from: data).count }
+        progress.finish()
         if let ours = lines.first?.1, let foundation = lines.last?.1 {
             print(String(format: "engage decoder / JSONDecoder: %.1fx", ours / foundation))
             print(String(format: "with device id hashing / without: %.2fx", lines[1].1 / ours))

@@ -39,7 +39,9 @@ enum ExperimentBenchmark {
         // engage's own CPU seconds during each analysis: steadier than wall time on a busy machine.
         var oneLaneCPU: [Double] = [], splitCPU: [Double] = []
         var last: ExperimentRunner.Outcome?
+        let progress = ProgressLine.standardError("bench experiment")
         for round in 1...rounds {
+            progress.update("round \(round)/\(rounds)")
             var stopwatch = Stopwatch()
             let rows = try await oneLane.readRowsOnly(definition)
             databaseTimes.append(stopwatch.elapsed.seconds)
@@ -60,9 +62,10 @@ enum ExperimentBenchmark {
                 throw BenchCommand.BenchError("the replays disagree: \(rows) rows, \(single.events) and \(outcome.events) events replayed")
             }
             last = outcome
-            print(String(format: "round %d: database only %.2f s, analysis on 1 connection %.2f s, on %d %.2f s",
-                         round, databaseTimes.last!, oneLaneTimes.last!, lanes, splitTimes.last!))
+            progress.print(String(format: "round %d: database only %.2f s, analysis on 1 connection %.2f s, on %d %.2f s",
+                                  round, databaseTimes.last!, oneLaneTimes.last!, lanes, splitTimes.last!))
         }
+        progress.finish()
         guard let last else { return }
         let database = BenchCommand.median(databaseTimes)
         let single = BenchCommand.median(oneLaneTimes)

@@ -8,8 +8,11 @@ import Runtime
 /// of what the server did per single-event request). Prints one `ingest.result key=value ...`
 /// line (latencies in microseconds), and `ingest.problem ...` for the first non-200 answer.
 enum IngestLoadBenchmark {
-    static let url = Option("url", value: "url", help: "The server, http://IPv4:port.", default: ListenAddress(host: "127.0.0.1", port: 8080),
-                            defaultText: "http://127.0.0.1:8080", requirement: "expected http://IPv4:port", parse: ListenAddress.init(httpIPv4:))
+    static let url = Option("url", value: "url", help: "The server, http://IPv4:port or https://IPv4:port.",
+                            default: LoadTarget(https: false, address: ListenAddress(host: "127.0.0.1", port: 8080)),
+                            defaultText: "http://127.0.0.1:8080", requirement: "expected http://IPv4:port or https://IPv4:port",
+                            parse: LoadTarget.init(url:))
+    static let caFile = Option<String?>("cacert", value: "file", help: "For an https --url: the PEM CA certificate the server's certificate must chain to.")
     static let key = Option<String?>("key", value: "key", help: "Ingest key; better given by the environment, off the command line.",
                                      environment: "ENGAGE_BENCH_KEY", secret: true,
                                      validate: Validation("expected a key as printed by engage keys create") { key in
@@ -31,7 +34,7 @@ enum IngestLoadBenchmark {
     static let definition = Command(
         name: "ingest",
         abstract: "Send generated events to a running server's POST /v1/events and print what was accepted and how fast (Benchmarks/ingest.sh uses it).",
-        options: [url, key, connections, batch, seconds, rate, tag, stream, ids, timeout],
+        options: [url, caFile, key, connections, batch, seconds, rate, tag, stream, ids, timeout],
         run: run)
 
     enum IDKind: String, CaseIterable, OptionValue {
@@ -39,9 +42,19 @@ enum IngestLoadBenchmark {
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let endpoint = arguments[url]
-        var load = IngestLoad(port: UInt16(endpoint.port), key: try arguments.required(key))
-        load.host = endpoint.host
+        let target = arguments[url]
+        var load = IngestLoad(port: UInt16(target.address.port), key: try arguments.required(key))
+        load.host = target.address.host
+        switch (target.https, arguments[caFile]) {
+        case (true, nil):
+            throw arguments.usageError(.missingValue, "an https \(url.longName) needs \(caFile.longName) (the CA that signed the server's certificate)")
+        case (false, _?):
+            throw arguments.usageError(.unexpectedValue, "\(caFile.longName) is for an https \(url.longName)")
+        case (true, let file?):
+            load.caFile = file
+        case (false, nil):
+            break
+        }
         load.connections = UInt32(arguments[connections])
         load.batch = UInt32(arguments[batch])
         load.seconds = arguments[seconds]
@@ -69,12 +82,29 @@ enum IngestLoadBenchmark {
     }
 }
 
+/// Where `engage bench ingest` sends its load: `http://` or `https://`, a numeric IPv4 host and a port.
+struct LoadTarget: Sendable {
+    var https: Bool
+    var address: ListenAddress
+
+    /// `http://a.b.c.d:port` or `https://a.b.c.d:port` (a trailing slash allowed).
+    init?(url: String) {
+        let https = url.hasPrefix("https://")
+        guard https || url.hasPrefix("http://"), let address = ListenAddress(ipv4URL: url) else { return nil }
+        self.init(https: https, address: address)
+    }
+
+    init(https: Bool, address: ListenAddress) {
+        self.https = https
+        self.address = address
+    }
+}
+
 extension ListenAddress {
-    /// `http://a.b.c.d:port` (a trailing slash allowed): a numeric IPv4 host and a port.
-    init?(httpIPv4 url: String) {
-        var rest = Substring(url)
-        guard rest.hasPrefix("http://") else { return nil }
-        rest = rest.dropFirst("http://".count)
+    /// `http://a.b.c.d:port` or `https://...` (a trailing slash allowed): a numeric IPv4 host and a port.
+    init?(ipv4URL url: String) {
+        guard let schemeEnd = url.range(of: "://") else { return nil }
+        var rest = url[schemeEnd.upperBound...]
         if rest.hasSuffix("/") { rest = rest.dropLast() }
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else { return nil }

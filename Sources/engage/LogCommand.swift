@@ -64,10 +64,9 @@ enum LogCommand {
                 printPlan(try await pruner.plan(), archive: configuration.archiveDirectory)
                 return
             }
-            // A hook for the command line's progress reporter; this bar until it comes.
-            let bar = ProgressBar(enabled: isatty(2) == 1)
-            let report = try await pruner.run { progress in bar.show(done: progress.events, total: progress.total) }
-            bar.finish()
+            let line = ProgressLine.standardError("prune")
+            let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
+            line.finish()
             printReport(report)
         }
     }
@@ -149,9 +148,9 @@ enum LogCommand {
         let logger = CommonOptions.quietLogger(arguments)
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             let restorer = LogRestorer(pool: pool, directory: absolute, logger: logger)
-            let bar = ProgressBar(enabled: isatty(2) == 1)
-            let report = try await restorer.run { progress in bar.show(done: progress.events, total: progress.total) }
-            bar.finish()
+            let line = ProgressLine.standardError("restore")
+            let report = try await restorer.run { progress in line.update(progress.events, of: progress.total, "events") }
+            line.finish()
             var table = TextTable([.left, .right, .right, .right, .right])
             table.append(["DAY", "IN ARCHIVE", "RESTORED", "ALREADY IN THE LOG", "ID TAKEN BY ANOTHER EVENT"])
             for day in report.days {

@@ -36,7 +36,9 @@ enum PipelineBenchmark {
         let limits = PipelineLimits()
         var rates: [Double] = []
         var rich = 0
-        for _ in 0..<rounds {
+        let progress = ProgressLine.standardError("bench pipeline")
+        for round in 1...rounds {
+            progress.update("round \(round)/\(rounds)")
             let stopwatch = Stopwatch()
             for index in 0..<deliveries {
                 let outcome = PipelineModel.run(inputs[index & 4095], strategy: strategies[index % strategies.count], limits: limits)
@@ -44,6 +46,7 @@ enum PipelineBenchmark {
             }
             rates.append(Double(deliveries) / stopwatch.elapsed.seconds)
         }
+        progress.finish()
         print(String(format: "pipeline model: median %.0f deliveries/s on one core (%d deliveries x %d rounds, six strategies in turn; %.1f%% rich)",
                      BenchCommand.median(rates), deliveries, rounds, 100 * Double(rich) / Double(deliveries * rounds)))
     }

@@ -29,7 +29,8 @@ enum ProjectCommand {
 
 /// `engage projections rebuild [NAME]`.
 enum ProjectionsCommand {
-    static let name = Argument("name", help: "The read model: engagement (the default and only one).", optional: true)
+    static let name = Argument("name", help: "The read model: engagement (the default and only one).", optional: true,
+                               choices: [EngagementStore.projectionName])
     static let discardPruned = Flag(
         "discard-pruned", help: "Rebuild from the events kept after engage log prune: the pruned days' notifications leave the read model.")
 
@@ -46,34 +47,15 @@ enum ProjectionsCommand {
         guard name == EngagementStore.projectionName else {
             throw arguments.usageError(.invalidValue, "unknown read model '\(name)'; the read models are: engagement")
         }
-        let bar = ProgressBar(enabled: isatty(2) == 1)
+        let progress = ProgressLine.standardError("rebuild \(name)")
         try await DatabaseSetup.withPool(arguments, size: 2, logger: CommonOptions.logger(arguments)) { pool in
             let stopwatch = Stopwatch()
             let rebuild = EngagementRebuild(pool: pool, prunedDays: arguments[discardPruned] ? .discard : .refuse)
-            let replayed = try await rebuild.run { progress in
-                bar.show(done: progress.events, total: progress.total)
+            let replayed = try await rebuild.run { step in
+                progress.update(step.events, of: step.total, "events")
             }
-            bar.finish()
+            progress.finish()
             print("rebuilt \(name) from \(replayed) events in \(stopwatch.millisecondsText) ms")
         }
-    }
-}
-
-/// A one-line progress bar on stderr, drawn only on a terminal.
-struct ProgressBar: Sendable {
-    let enabled: Bool
-
-    func show(done: Int, total: Int) {
-        guard enabled else { return }
-        let fraction = total > 0 ? min(1, Double(done) / Double(total)) : 1
-        let width = 40
-        let filled = Int(fraction * Double(width))
-        let line = "\r[" + String(repeating: "#", count: filled) + String(repeating: " ", count: width - filled)
-            + "] \(Int(fraction * 100))% \(done)/\(total) events"
-        FileHandle.standardError.write(Data(line.utf8))
-    }
-
-    func finish() {
-        if enabled { FileHandle.standardError.write(Data("\n".utf8)) }
     }
 }

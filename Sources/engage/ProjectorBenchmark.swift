@@ -30,10 +30,11 @@ enum ProjectorBenchmark {
         let pool = ConnectionPool(configuration: configuration, size: 4)
         let store = EventStore(pool: pool)
 
+        let progress = ProgressLine.standardError("bench project")
         let notifications = events / 4
-        try await fillLog(store: store, pool: pool, notifications: notifications)
+        try await fillLog(store: store, pool: pool, notifications: notifications, progress: progress)
         let logged = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
-        print("log: \(logged) events of \(notifications) notifications")
+        progress.print("log: \(logged) events of \(notifications) notifications")
 
         var seconds: [Double] = []
         for round in 1...rounds {
@@ -50,14 +51,16 @@ enum ProjectorBenchmark {
                     try connection.query("SELECT coalesce(max(events_processed), 0) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
                 }
                 if processed >= logged { break }
+                progress.update("round \(round)/\(rounds), \(ProgressLine.grouped(processed))/\(ProgressLine.grouped(logged)) events folded")
                 try await Task.sleep(for: .milliseconds(20))
             }
             let elapsed = stopwatch.elapsed.seconds
             running.cancel()
             _ = try? await running.value
             seconds.append(elapsed)
-            print(String(format: "round %d: caught up with %d events in %.2f s: %.0f events/s", round, logged, elapsed, Double(logged) / elapsed))
+            progress.print(String(format: "round %d: caught up with %d events in %.2f s: %.0f events/s", round, logged, elapsed, Double(logged) / elapsed))
         }
+        progress.finish()
         let median = BenchCommand.median(seconds)
         let counted = try await pool.withConnection { try $0.query("SELECT sum(notifications)::int8 FROM engagement_daily")[0].decode(0, as: Int.self) }
         print(String(format: "projector catch-up: median %.2f s for %d events = %.0f events/s (batch %d); read model counts %d notifications",
@@ -66,7 +69,7 @@ enum ProjectorBenchmark {
     }
 
     /// Appends notifications until the log holds `notifications` of them (kept between runs).
-    static func fillLog(store: EventStore, pool: ConnectionPool, notifications: Int) async throws {
+    static func fillLog(store: EventStore, pool: ConnectionPool, notifications: Int, progress: ProgressLine) async throws {
         let present = try await pool.withConnection {
             try $0.query("SELECT count(DISTINCT notification_id) FROM events")[0].decode(0, as: Int.self)
         }
@@ -75,6 +78,7 @@ enum ProjectorBenchmark {
         // Notification numbers are dense from 0, so a bigger log extends a smaller one.
         var next = present
         while next < notifications {
+            progress.update(next, of: notifications, "notifications in the log")
             let count = min(chunk, notifications - next)
             let items = BenchmarkEvents.notifications(count, startingAt: next)
             try await withThrowingTaskGroup(of: Void.self) { group in

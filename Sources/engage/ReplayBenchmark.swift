@@ -51,7 +51,9 @@ enum ReplayBenchmark {
         var last: StrategyReplayResult?
         var modelRich = 0
         let limits = PipelineLimits()
-        for _ in 0..<rounds {
+        let progress = ProgressLine.standardError("bench replay")
+        for round in 1...rounds {
+            progress.update("round \(round)/\(rounds)")
             let stopwatch = Stopwatch()
             var replay = StrategyReplay(strategy: strategy)
             for event in events { replay.feed(event) }
@@ -66,6 +68,7 @@ enum ReplayBenchmark {
             }
             modelRates.append(Double(inputs.count) / modelStopwatch.elapsed.seconds)
         }
+        progress.finish()
         guard let result = last else { return }
         let replayRate = BenchCommand.median(replayRates), modelRate = BenchCommand.median(modelRates)
         print(String(format: """

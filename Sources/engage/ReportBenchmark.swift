@@ -30,6 +30,7 @@ enum ReportBenchmark {
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: false)
         defer { setup.close() }
         var lines: [String] = []
+        let progress = ProgressLine.standardError("bench report")
         for size in sizes.sorted() {
             // A database per size, kept between runs (filling 10M events takes minutes).
             let name = "engage_bench_report_\(size)"
@@ -42,13 +43,14 @@ enum ReportBenchmark {
                                       metrics: ProjectorMetrics(registry: MetricsRegistry()))
             let projecting = Task { try await projector.run() }
             let fill = Stopwatch()
-            try await ProjectorBenchmark.fillLog(store: store, pool: pool, notifications: size / 4)
+            try await ProjectorBenchmark.fillLog(store: store, pool: pool, notifications: size / 4, progress: progress)
             let filled = fill.elapsed.seconds
             let catchUp = Stopwatch()
             let logged = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
             while try await pool.withConnection({ connection in
                 try connection.query("SELECT coalesce(max(events_processed), 0) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
             }) < logged {
+                progress.update("log of \(ProgressLine.grouped(logged)) events, projector catching up")
                 try await Task.sleep(for: .milliseconds(100))
             }
             let caughtUp = catchUp.elapsed.seconds
@@ -66,11 +68,12 @@ enum ReportBenchmark {
             let sorted = times.sorted()
             let line = String(format: "log %d events (%d buckets): report median %.1f ms, p90 %.1f ms (fill %.0f s, projector catch-up %.0f s)",
                               logged, buckets, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 9 / 10)], filled, caughtUp)
-            print(line)
+            progress.print(line)
             lines.append(line)
             projecting.cancel()
             _ = try? await projecting.value
             await pool.close()
         }
+        progress.finish()
     }
 }

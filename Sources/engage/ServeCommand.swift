@@ -9,12 +9,13 @@ enum ServeCommand {
     static let definition = Command(
         name: "serve",
         abstract: "Run engage's HTTP API on the database (local unless --database) until SIGTERM or SIGINT.",
-        options: CommonOptions.databaseAndLogging + ServerOptions.all,
+        options: CommonOptions.databaseAndLogging + ServerOptions.all + TLSOptions.all,
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
         let logger = CommonOptions.logger(arguments)
-        try await ServerOptions.withServer(arguments, logger: logger) { engage, address, _ in
+        let tls = try TLSOptions.credentials(arguments)
+        try await ServerOptions.withServer(arguments, logger: logger, tls: tls) { engage, address, _ in
             logger.info("engage.listening", ["address": address])
             try await engage.run()
         }
@@ -86,11 +87,14 @@ enum ServerOptions {
     static let scheduler = Option(
         "scheduler", value: "on|off", help: "Run the experiment analysis scheduler in this process (runs are shared safely between processes).",
         environment: "ENGAGE_SCHEDULER", default: Switch(defaults.runScheduler))
+    static let console = Option(
+        "console", value: "on|off", help: "Serve the web console at / and under /console/ (signed in with a read or admin key).",
+        environment: "ENGAGE_CONSOLE", default: Switch(defaults.console))
 
     static let all: [any CommandOption] = [
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
         rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents,
-        maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler,
+        maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
     ]
 
     /// The server's configuration from the options; usage errors for what no single option shows.
@@ -129,21 +133,23 @@ enum ServerOptions {
         server.runProjector = arguments[projector] == .on
         server.projector.failpoints = Failpoints.fromEnvironment()
         server.runScheduler = arguments[scheduler] == .on
+        server.console = arguments[console] == .on
         let failpoints = server.projector.failpoints
         server.scheduler.failpoint = { try failpoints.hit($0) }
         return server
     }
 
-    /// Runs `body` with engage's server (not yet running), its address and its database; closes
-    /// the server's pool and the database after.
-    static func withServer(_ arguments: ParsedArguments, logger: Logger,
+    /// Runs `body` with engage's server (not yet running, serving HTTPS when `tls` is given), its
+    /// address and its database; closes the server's pool and the database after.
+    static func withServer(_ arguments: ParsedArguments, logger: Logger, tls: TLSCredentials? = nil,
                            _ body: (EngageServer, _ address: String, DatabaseSetup) async throws -> Void) async throws {
-        let configuration = try configuration(arguments)
+        var configuration = try configuration(arguments)
+        configuration.http.tls = tls
         let setup = try DatabaseSetup.open(arguments, logger: logger)
         defer { setup.close() }
         let engage = try EngageServer(configuration: configuration, database: setup.configuration, logger: logger)
         do {
-            try await body(engage, "http://\(configuration.http.host):\(engage.port)", setup)
+            try await body(engage, "\(tls == nil ? "http" : "https")://\(configuration.http.host):\(engage.port)", setup)
         } catch {
             await engage.pool.close()
             throw error

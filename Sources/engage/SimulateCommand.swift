@@ -55,8 +55,10 @@ enum SimulateCommand {
             }
             target = .api(EventSender(base: arguments[url], key: key))
         }
+        let progress = ProgressLine.standardError("simulate")
         let summary = try await SimulationRun(simulator: simulator, batchSize: arguments[batch], deadline: .seconds(arguments[maxSeconds]))
-            .send(to: target)
+            .send(to: target, progress: progress)
+        progress.finish()
         print(summary.description)
     }
 }
@@ -95,7 +97,8 @@ struct SimulationRun {
         }
     }
 
-    func send(to target: SimulationTarget) async throws -> Summary {
+    /// Sends everything (or what the deadline allows); `progress` shows the notifications generated so far.
+    func send(to target: SimulationTarget, progress: ProgressLine? = nil) async throws -> Summary {
         var batches = simulator.batches(size: batchSize)
         var summary = Summary()
         let stopwatch = Stopwatch()
@@ -123,6 +126,7 @@ struct SimulationRun {
                 summary.rejected += rejected
             }
             summary.sent += round.reduce(0) { $0 + $1.count }
+            progress?.update(batches.groundTruth.notifications, of: simulator.scenario.notificationCount, "notifications")
             if stopwatch.elapsed > deadline {
                 summary.stoppedEarly = true
                 break

@@ -8,28 +8,9 @@ import Runtime
 // hours), not when a block fills or the process exits.
 CProcess_line_buffer_stdout()
 
-let engage = Command(
-    name: "engage",
-    abstract: "Engagement analytics and experiments for rich iOS push notifications.",
-    subcommands: [
-        ServeCommand.definition,
-        DemoCommand.definition,
-        MigrateCommand.definition,
-        DatabaseCommand.definition,
-        KeysCommand.definition,
-        ReportCommand.definition,
-        SimulateCommand.definition,
-        ProjectCommand.definition,
-        ProjectionsCommand.definition,
-        LogCommand.definition,
-        ExperimentCommand.definition,
-        SchedulerCommand.definition,
-        BenchCommand.definition,
-    ])
-
 let exitCode: Int32
 do {
-    switch try engage.parse(Array(CommandLine.arguments.dropFirst())) {
+    switch try EngageCommand.root.parse(Array(CommandLine.arguments.dropFirst())) {
     case .help(let text):
         print(text)
     case .run(let arguments):

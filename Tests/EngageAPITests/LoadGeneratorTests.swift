@@ -1,4 +1,5 @@
 import CLoadGenerator
+import HTTPServer
 import LoadGenerator
 import Testing
 import TestSupport
@@ -15,8 +16,9 @@ struct LoadGeneratorTests {
         var randomIDs = false
     }
 
-    static func run(_ load: Load, port: Int, key: String) async throws -> CLoadGenerator_Result {
+    static func run(_ load: Load, port: Int, key: String, caFile: String? = nil) async throws -> CLoadGenerator_Result {
         var run = IngestLoad(port: UInt16(port), key: key)
+        run.caFile = caFile
         run.connections = load.connections
         run.batch = load.batch
         run.seconds = load.seconds
@@ -77,6 +79,30 @@ struct LoadGeneratorTests {
         #expect(result.requests <= 101)
         #expect(result.requests >= 10) // it does send: the upper bound is the point
         #expect(result.non200 == 0)
+        await server.stop()
+    }
+
+    @Test func overHTTPSItCountsWhatTheServerStored() async throws {
+        let authority = try TestCertificateAuthority()
+        let stranger = try TestCertificateAuthority(name: "another CA")
+        defer { authority.remove(); stranger.remove() }
+        let leaf = try authority.issue("server")
+        let credentials = try TLSCredentials(certificateFile: leaf.certificateFile, keyFile: leaf.keyFile)
+        let server = try TestServer { $0.http.tls = credentials }
+        let key = try await server.key(app: "bench")
+        let result = try await Self.run(Load(connections: 3, batch: 5, seconds: 0.5), port: server.port, key: key,
+                                        caFile: authority.certificateFile)
+        #expect(result.requests > 0)
+        #expect(result.connect_errors == 0 && result.non200 == 0 && result.read_errors == 0 && result.write_errors == 0 && result.timeouts == 0)
+        #expect(result.accepted == result.requests * 5)
+        #expect(try await server.count("SELECT count(*) FROM events WHERE app_id = 'bench'") == Int(result.accepted))
+
+        // A server whose certificate the given CA did not sign: every handshake fails, nothing is sent.
+        let refused = try await Self.run(Load(connections: 1, batch: 1, seconds: 0.3), port: server.port, key: key,
+                                         caFile: stranger.certificateFile)
+        #expect(refused.requests == 0)
+        #expect(refused.connect_errors > 0)
+        #expect(Self.problem(refused).hasPrefix("TLS handshake failed: "), "\(Self.problem(refused))")
         await server.stop()
     }
 

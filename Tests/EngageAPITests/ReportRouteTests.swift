@@ -79,9 +79,9 @@ struct ReportRouteTests {
         let tally = category.map { truth.realized(category: $0, presentation: presentation) }
             ?? truth.realized(presentation: presentation)
         // Every simulated notification is delivered and displayed.
-        return ReportBody.Counts(notifications: tally.displayed, delivered: tally.displayed, displayed: tally.displayed,
-                                 expanded: tally.expanded, actioned: tally.actioned, opened: tally.opened,
-                                 dismissed: tally.dismissed, replied: tally.replied)
+        return ReportBody.Counts(notifications: tally[.displayed], delivered: tally[.displayed], displayed: tally[.displayed],
+                                 expanded: tally[.expanded], actioned: tally[.actioned], opened: tally[.opened],
+                                 dismissed: tally[.dismissed], replied: tally[.replied])
     }
 
     static let zero = ReportBody.Counts(notifications: 0, delivered: 0, displayed: 0, expanded: 0, actioned: 0,

@@ -87,8 +87,8 @@ extension DashboardQueryTests {
                 let cell = "\(context) \(arm.name)"
                 #expect(number(row, result, "devices") == Double(arm.devices), "\(cell) devices")
                 #expect(number(row, result, "notifications") == simulated.map { Double($0.notifications) }, "\(cell) notifications")
-                #expect(number(row, result, "displayed") == simulated.map { Double($0.engagement.displayed) }, "\(cell) displayed")
-                #expect(number(row, result, "successes") == simulated.map { Double($0.engagement.opened) }, "\(cell) opened")
+                #expect(number(row, result, "displayed") == simulated.map { Double($0.engagement[.displayed]) }, "\(cell) displayed")
+                #expect(number(row, result, "successes") == simulated.map { Double($0.engagement[.opened]) }, "\(cell) opened")
                 #expect(number(row, result, "trials") == rate.map { Double($0.trials) }, "\(cell) trials")
                 #expect(same(number(row, result, "primary_rate"), rate?.rate), "\(cell) open rate")
             }

@@ -562,8 +562,8 @@ struct DashboardQueryTests {
             // Every simulated notification is delivered and displayed; presentation is known for all.
             for presentation in Presentation.allCases {
                 let realized = truth.realized(presentation: presentation)
-                let expected: [String: Int] = ["delivered": realized.displayed, "displayed": realized.displayed,
-                                               "expanded": realized.expanded, "actioned": realized.actioned, "opened": realized.opened]
+                let expected: [String: Int] = ["delivered": realized[.displayed], "displayed": realized[.displayed],
+                                               "expanded": realized[.expanded], "actioned": realized[.actioned], "opened": realized[.opened]]
                 #expect(result.values("stage").compactMap(\.text) == ["delivered", "displayed", "expanded", "actioned", "opened"],
                         "\(context) stages in funnel order")
                 for (stage, count) in expected {
@@ -581,11 +581,12 @@ struct DashboardQueryTests {
                     let row = rows(result, where: "category", is: category.name)
                         .first { $0[result.column("presentation")!].text == presentation.rawValue }
                     let cell = "\(context) \(category.name)/\(presentation.rawValue)"
-                    #expect(row.flatMap { number($0, result, "displayed") } == Double(realized.displayed), "\(cell) displayed")
-                    for (name, kind) in [("expansion_rate", EngagementKind.expanded), ("action_rate", .actioned),
-                                         ("open_rate", .opened), ("dismiss_rate", .dismissed), ("reply_rate", .replied)] {
+                    #expect(row.flatMap { number($0, result, "displayed") } == Double(realized[.displayed]), "\(cell) displayed")
+                    // A view column per engagement rate, named after the metric.
+                    for metric in EngagementMetric.perDisplayed {
+                        let name = metric.rawValue + "_rate"
                         let rate = row.flatMap { number($0, result, name) }
-                        #expect(rate.map { abs($0 - realized.rate(kind)) < 1e-12 } == true, "\(cell) \(name) \(rate ?? -1)")
+                        #expect(rate.map { abs($0 - realized.rate(metric.numerator)) < 1e-12 } == true, "\(cell) \(name) \(rate ?? -1)")
                     }
                 }
             }

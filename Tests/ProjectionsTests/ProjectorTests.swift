@@ -40,6 +40,19 @@ struct ProjectorTests {
         try await pool.withConnection { try $0.query(sql)[0].decode(0, as: Int.self) }
     }
 
+    /// The projector's and the report's SQL name a column per stage of
+    /// `FunnelStage.keptPerBucket`: the migrations must have made exactly those, in that order.
+    @Test func theReadModelHasAColumnPerStageItKeeps() async throws {
+        let columns = try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT column_name::text FROM information_schema.columns
+                WHERE table_schema = current_schema() AND table_name = 'engagement_daily' AND data_type = 'bigint'
+                ORDER BY ordinal_position
+                """).rows.map { try $0.decode(0, as: String.self) }
+        }
+        #expect(columns == FunnelStage.keptPerBucket.map(\.name))
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func lateAndOutOfOrderEventsAreCountedOnceWhereTheyBelong() async throws {
         let items = ProjectionFixtures.scrambled(ProjectionFixtures.events(notifications: 300, seed: 1), seed: 2)
@@ -62,10 +75,10 @@ struct ProjectorTests {
         #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 300)
         #expect(try await count("SELECT sum(displayed)::int8 FROM engagement_daily") == 300)
         #expect(try await count("SELECT count(*) FROM engagement_daily WHERE presentation = 'unknown'") == 0)
-        #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters.expanded })
-        #expect(try await count("SELECT sum(opened)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters.opened })
-        #expect(try await count("SELECT sum(replied)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters.replied })
-        let richExpanded = contributions.filter { $0.bucket.presentation == .rich }.reduce(0) { $0 + $1.counters.expanded }
+        #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters[.expanded] })
+        #expect(try await count("SELECT sum(opened)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters[.opened] })
+        #expect(try await count("SELECT sum(replied)::int8 FROM engagement_daily") == contributions.reduce(0) { $0 + $1.counters[.replied] })
+        let richExpanded = contributions.filter { $0.bucket.presentation == .rich }.reduce(0) { $0 + $1.counters[.expanded] }
         #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily WHERE presentation = 'rich'") == richExpanded)
         #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_actions_daily WHERE action_id = 'like'")
                 == contributions.reduce(0) { $0 + ($1.counters.actions["like"] ?? 0) })

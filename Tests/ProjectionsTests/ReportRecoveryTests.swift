@@ -18,10 +18,10 @@ struct ReportRecoveryTests {
     /// Another app's traffic in the same log, which the report for `app` must leave out.
     static let otherApp = "other-app"
 
-    /// The metric of the report that counts each engagement kind of the simulator.
-    static let kinds: [(metric: ReportMetric, kind: EngagementKind)] = [
-        (.expansion, .expanded), (.action, .actioned), (.open, .opened), (.dismiss, .dismissed), (.reply, .replied),
-    ]
+    /// The report's rates, each counting one engagement stage of the simulator.
+    static let kinds: [(metric: ReportMetric, kind: FunnelStage)] = EngagementMetric.reported.map {
+        (ReportMetric.engagement($0), $0.numerator)
+    }
 
     /// The most misses a correct report could plausibly show among `cells` intervals that each
     /// miss the truth with probability `missRate`: the smallest m with P(Binomial(cells, missRate) > m)
@@ -160,30 +160,27 @@ struct ReportRecoveryTests {
                 let counts = presentation == .rich ? group.rich : group.plain
                 let realized = truth.realized(category: category.name, presentation: presentation)
                 let cell = "\(category.name)/\(presentation.rawValue)"
-                #expect(counts.displayed == realized.displayed, "displayed \(cell)")
-                #expect(counts.expanded == realized.expanded, "expanded \(cell)")
-                #expect(counts.actioned == realized.actioned, "actioned \(cell)")
-                #expect(counts.opened == realized.opened, "opened \(cell)")
-                #expect(counts.dismissed == realized.dismissed, "dismissed \(cell)")
-                #expect(counts.replied == realized.replied, "replied \(cell)")
+                for stage in [.displayed] + FunnelStage.engagements {
+                    #expect(counts[stage] == realized[stage], "\(stage.name) \(cell)")
+                }
                 // Every simulated notification is delivered and displayed.
-                #expect(counts.notifications == realized.displayed, "notifications \(cell)")
-                #expect(counts.delivered == realized.displayed, "delivered \(cell)")
-                notifications += counts.notifications
+                #expect(counts[.notifications] == realized[.displayed], "notifications \(cell)")
+                #expect(counts[.delivered] == realized[.displayed], "delivered \(cell)")
+                notifications += counts[.notifications]
                 // The rates' numerators and denominators are those counts.
                 for (metric, kind) in kinds {
                     let comparison = try #require(group.metrics.first { $0.metric == metric })
                     let estimate = presentation == .rich ? comparison.rich : comparison.plain
-                    #expect(estimate.successes == realized[kind] && estimate.trials == realized.displayed, "\(metric.key) \(cell)")
+                    #expect(estimate.successes == realized[kind] && estimate.trials == realized[.displayed], "\(metric.key) \(cell)")
                 }
             }
             #expect(group.notDisplayed == PresentationCounts(), "\(category.name): every notification was displayed")
         }
         #expect(notifications == truth.notifications)
-        #expect(report.total.rich.displayed == truth.realized(presentation: .rich).displayed)
-        #expect(report.total.plain.displayed == truth.realized(presentation: .plain).displayed)
-        #expect(report.total.rich.expanded == truth.realized(presentation: .rich).expanded)
-        #expect(report.total.plain.opened == truth.realized(presentation: .plain).opened)
+        #expect(report.total.rich[.displayed] == truth.realized(presentation: .rich)[.displayed])
+        #expect(report.total.plain[.displayed] == truth.realized(presentation: .plain)[.displayed])
+        #expect(report.total.rich[.expanded] == truth.realized(presentation: .rich)[.expanded])
+        #expect(report.total.plain[.opened] == truth.realized(presentation: .plain)[.opened])
     }
 
     static func checkActionsAndTelemetry(actionReport: EngagementReport, report: EngagementReport,
@@ -217,8 +214,8 @@ struct ReportRecoveryTests {
         for group in report.groups {
             let parts = dayReport.groups.filter { $0.key.category == group.key.category }
             #expect(parts.allSatisfy { $0.key.day != nil })
-            #expect(parts.reduce(0) { $0 + $1.rich.displayed } == group.rich.displayed)
-            #expect(parts.reduce(0) { $0 + $1.plain.expanded } == group.plain.expanded)
+            #expect(parts.reduce(0) { $0 + $1.rich[.displayed] } == group.rich[.displayed])
+            #expect(parts.reduce(0) { $0 + $1.plain[.expanded] } == group.plain[.expanded])
         }
     }
 
@@ -264,7 +261,8 @@ struct ReportRecoveryTests {
 
         // The strongest configured effect is found, in the right direction: new_photo's 1.6×
         // expansion rate (10% → 16%). promo_sale, configured with no lift, shows no large one.
-        let photo = try #require(report.groups.first { $0.key.category == "new_photo" }?.metrics.first { $0.metric == .expansion })
+        let photo = try #require(report.groups.first { $0.key.category == "new_photo" }?
+            .metrics.first { $0.metric == .engagement(.expansion) })
         #expect(photo.significant == true && (photo.absoluteLift ?? 0) > 0)
         #expect(try #require(photo.absoluteInterval).lower > 0)
         let promo = try #require(report.groups.first { $0.key.category == "promo_sale" })
@@ -299,13 +297,13 @@ struct ReportRecoveryTests {
         #expect(json.isNull(try member(total, "category")))
         for (side, counts) in [("rich", report.total.rich), ("plain", report.total.plain)] {
             let node = try #require(side == "rich" ? json.member(total, "rich") : json.member(total, "plain"))
-            #expect(json.int64(try member(node, "notifications")) == Int64(counts.notifications), "\(side)")
-            #expect(json.int64(try member(node, "displayed")) == Int64(counts.displayed), "\(side)")
-            #expect(json.int64(try member(node, "expanded")) == Int64(counts.expanded), "\(side)")
-            #expect(json.int64(try member(node, "actioned")) == Int64(counts.actioned), "\(side)")
-            #expect(json.int64(try member(node, "opened")) == Int64(counts.opened), "\(side)")
-            #expect(json.int64(try member(node, "dismissed")) == Int64(counts.dismissed), "\(side)")
-            #expect(json.int64(try member(node, "replied")) == Int64(counts.replied), "\(side)")
+            #expect(json.int64(try member(node, "notifications")) == Int64(counts[.notifications]), "\(side)")
+            #expect(json.int64(try member(node, "displayed")) == Int64(counts[.displayed]), "\(side)")
+            #expect(json.int64(try member(node, "expanded")) == Int64(counts[.expanded]), "\(side)")
+            #expect(json.int64(try member(node, "actioned")) == Int64(counts[.actioned]), "\(side)")
+            #expect(json.int64(try member(node, "opened")) == Int64(counts[.opened]), "\(side)")
+            #expect(json.int64(try member(node, "dismissed")) == Int64(counts[.dismissed]), "\(side)")
+            #expect(json.int64(try member(node, "replied")) == Int64(counts[.replied]), "\(side)")
         }
         let metrics = Array(json.elements(try member(total, "metrics")))
         #expect(metrics.count == report.total.metrics.count)

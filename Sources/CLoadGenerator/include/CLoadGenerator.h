@@ -31,6 +31,9 @@ struct CLoadGenerator_Options {
     int random_ids;
     /// A request unanswered this long counts as a timeout and its connection is reopened.
     double timeout_seconds;
+    /// HTTPS when not NULL: a PEM file of the CA certificates the server's certificate must chain
+    /// to (for `host`). Each connection does one handshake (GnuTLS), then carries requests.
+    const char *tls_ca_file;
 };
 
 struct CLoadGenerator_Result {

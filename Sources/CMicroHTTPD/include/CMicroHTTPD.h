@@ -15,6 +15,52 @@
 /* Receives one formatted libmicrohttpd log message (no trailing newline). */
 typedef void (*CMicroHTTPD_LogCallback)(void *cls, const char *message);
 
+/*
+ * A certificate chain and its private key for HTTPS, replaceable while daemons serve with it:
+ * each TLS handshake takes the credentials current at that moment and keeps them until its
+ * connection closes, so replacing them (CMicroHTTPD_tls_load) never disturbs a connection.
+ */
+struct CMicroHTTPD_TLS;
+
+/* What a loaded certificate says about itself, for logs and metrics. */
+struct CMicroHTTPD_CertificateInfo {
+    /* The leaf certificate's subject DN (RFC 4514), truncated if longer. */
+    char subject[256];
+    /* Validity, in seconds since 1970. */
+    int64_t not_before;
+    int64_t not_after;
+    /* SHA-256 of the leaf certificate's DER encoding. */
+    uint8_t sha256[32];
+    /* Certificates in the chain, the leaf included. */
+    unsigned int chain_length;
+};
+
+/* Why CMicroHTTPD_tls_load refused new credentials (the previous ones stay in use). */
+enum CMicroHTTPD_TLSLoadError {
+    CMICROHTTPD_TLS_CERTIFICATE_UNREADABLE = -1,
+    CMICROHTTPD_TLS_CERTIFICATE_INVALID = -2,
+    CMICROHTTPD_TLS_KEY_UNREADABLE = -3,
+    CMICROHTTPD_TLS_KEY_INVALID = -4,
+    CMICROHTTPD_TLS_KEY_MISMATCH = -5,
+    CMICROHTTPD_TLS_OUT_OF_MEMORY = -6,
+};
+
+/* An empty holder; NULL when out of memory. Freed by CMicroHTTPD_tls_free. */
+struct CMicroHTTPD_TLS *CMicroHTTPD_tls_create(void);
+
+/*
+ * Reads a PEM certificate chain (the server's certificate first, its issuers after it in any order)
+ * and its PEM private
+ * key (unencrypted), checks that they belong together and makes them the credentials of every
+ * later handshake. Returns 0 and fills `info`, or a CMicroHTTPD_TLSLoadError with a reason in
+ * `error` (never any key material); on failure the current credentials stay.
+ */
+int CMicroHTTPD_tls_load(struct CMicroHTTPD_TLS *tls, const char *certificate_path, const char *key_path,
+                         struct CMicroHTTPD_CertificateInfo *info, char *error, size_t error_capacity);
+
+/* Frees the holder; every daemon using it must have stopped. */
+void CMicroHTTPD_tls_free(struct CMicroHTTPD_TLS *tls);
+
 /* Everything CMicroHTTPD_start_daemon needs; zero means "libmicrohttpd's default". */
 struct CMicroHTTPD_Options {
     /* Numeric IPv4 or IPv6 address to bind, e.g. "127.0.0.1" or "::1". */
@@ -35,6 +81,10 @@ struct CMicroHTTPD_Options {
     unsigned int listen_backlog;
     /* Non-zero: keep the URL and query arguments percent-encoded (no MHD unescaping). */
     int keep_url_escaped;
+    /* HTTPS with these credentials when not NULL (they must outlive the daemon), offering the
+       protocols and ciphers of the GnuTLS priority string `tls_priorities` ("NORMAL" if NULL). */
+    struct CMicroHTTPD_TLS *tls;
+    const char *tls_priorities;
 
     MHD_AcceptPolicyCallback accept_policy;
     void *accept_policy_cls;

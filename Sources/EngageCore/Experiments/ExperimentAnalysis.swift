@@ -102,11 +102,10 @@ public enum ExperimentAnalysis {
     }
 
     static func asTreated(_ tallies: ExperimentTallies, alpha: Double) -> ExperimentAsTreatedResult {
-        let metrics: [ExperimentMetric] = [.expansion, .action, .open, .reply, .dismiss]
-        return ExperimentAsTreatedResult(
+        ExperimentAsTreatedResult(
             rich: tallies.rich.totals, plain: tallies.plain.totals,
             richDevices: tallies.rich.devices, plainDevices: tallies.plain.devices,
-            metrics: metrics.map { metric in
+            metrics: EngagementMetric.perDisplayed.map { metric in
                 var comparison = compare(metric, role: .observational, variant: tallies.rich, control: tallies.plain,
                                          confidence: 1 - alpha, tuning: Lift.defaultSequentialTuning)
                 // Sequential inference is for the randomized comparison; drop it here.
@@ -240,7 +239,7 @@ public struct ExperimentArmSummary: Sendable, Equatable {
     public var isControl: Bool
     public var weight: Double
     public var devices: Int
-    public var counts: ExperimentCounts
+    public var counts: FunnelCounts
     public var processingP50: Double?
     public var processingP95: Double?
 }
@@ -333,8 +332,8 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
 /// randomized, and the same device may appear on both sides.
 public struct ExperimentAsTreatedResult: Sendable, Equatable {
     public static let label = "observational: rich vs plain as actually shown, not randomized; differences mix the effect of rich media with who gets rich notifications"
-    public var rich: ExperimentCounts
-    public var plain: ExperimentCounts
+    public var rich: FunnelCounts
+    public var plain: FunnelCounts
     public var richDevices: Int
     public var plainDevices: Int
     /// Rich is the variant, plain the control; fixed-horizon tests only.

@@ -100,31 +100,13 @@ public enum ExperimentStatus: String, Sendable, Hashable, CaseIterable {
     case draft, running, stopped
 }
 
-/// A rate the experiment compares between arms. The engagement rates count per DISPLAYED
-/// notification (an engagement without its `displayed` event is not counted); `richDisplay`
-/// is rich displays per DELIVERED notification, the strategy's own success.
-public enum ExperimentMetric: String, Sendable, Hashable, CaseIterable {
-    case expansion, action, open, reply, dismiss
-    case richDisplay = "rich_display"
+/// A rate the experiment compares between arms (see `EngagementMetric`).
+public typealias ExperimentMetric = EngagementMetric
 
-    /// Whether a higher rate is better (false for dismissals only).
-    public var higherIsBetter: Bool { self != .dismiss }
-
+extension EngagementMetric {
     /// The direction a guardrail on this metric protects by default.
     public var defaultGuardrailDirection: GuardrailDirection {
         higherIsBetter ? .mustNotDecrease : .mustNotIncrease
-    }
-
-    /// "expanded / displayed", for labels.
-    public var definition: String {
-        switch self {
-        case .expansion: "expanded / displayed"
-        case .action: "custom action / displayed"
-        case .open: "opened / displayed"
-        case .reply: "replied / displayed"
-        case .dismiss: "dismissed / displayed"
-        case .richDisplay: "displayed rich / delivered"
-        }
     }
 }
 

@@ -8,27 +8,31 @@ public struct ExperimentObservation: Sendable, Equatable {
     /// Category and device of the first event in event order.
     public var category: String
     public var deviceID: String
-    public var counts: ExperimentCounts
+    /// The stages it reached, numerators only with their denominator (`withinDenominators`).
+    public var stages: FunnelStageSet
     public var presentation: ObservedPresentation
     /// `processing_ms` of the first `delivered` event.
     public var processingMS: Int?
 
-    public init(arm: ObservedArm, category: String, deviceID: String, counts: ExperimentCounts,
+    public init(arm: ObservedArm, category: String, deviceID: String, stages: FunnelStageSet,
                 presentation: ObservedPresentation, processingMS: Int?) {
         self.arm = arm
         self.category = category
         self.deviceID = deviceID
-        self.counts = counts
+        self.stages = stages
         self.presentation = presentation
         self.processingMS = processingMS
     }
+
+    /// 1 for each stage in `stages`.
+    public var counts: FunnelCounts { FunnelCounts(reached: stages) }
 
     /// The observation of a folded notification; nil for the empty state.
     public init?(_ state: NotificationState, arms: ExperimentArmIndex) {
         guard let category = state.category, let deviceID = state.deviceID else { return nil }
         self.init(arm: arms.resolve(state.experiment), category: category, deviceID: deviceID,
-                  counts: ExperimentCounts(state), presentation: state.presentation,
-                  processingMS: state.delivered?.processingMS)
+                  stages: state.reachedStages.withinDenominators,
+                  presentation: state.presentation, processingMS: state.delivered?.processingMS)
     }
 }
 

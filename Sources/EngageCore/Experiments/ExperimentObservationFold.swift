@@ -19,6 +19,15 @@ public struct ExperimentEventFacts: Sendable, Equatable {
 
     public enum ActionKind: Sendable, Equatable {
         case open, dismiss, custom
+
+        /// The stage the action reaches.
+        public var stage: FunnelStage {
+            switch self {
+            case .open: .opened
+            case .dismiss: .dismissed
+            case .custom: .actioned
+            }
+        }
     }
 
     public init(eventID: EventID, occurredAt: Timestamp, arm: ObservedArm?, kind: Kind) {
@@ -54,11 +63,8 @@ extension ExperimentObservation {
         private var tagged: (rank: EventRank, arm: ObservedArm)?
         private var delivered: (rank: EventRank, processingMS: Int)?
         private var displayed: (rank: EventRank, presentation: Presentation)?
-        private var expanded = false
-        private var actioned = false
-        private var opened = false
-        private var dismissed = false
-        private var replied = false
+        /// Expanded, actioned, opened, dismissed, replied: the stages of the events after display.
+        private var engaged = FunnelStageSet()
 
         public init() {}
 
@@ -86,31 +92,21 @@ extension ExperimentObservation {
             case .displayed(let presentation):
                 if displayed.map({ rank < $0.rank }) ?? true { displayed = (rank, presentation) }
             case .expanded:
-                expanded = true
+                engaged.insert(.expanded)
             case .action(let kind, let replied):
-                switch kind {
-                case .open: opened = true
-                case .dismiss: dismissed = true
-                case .custom: actioned = true
-                }
-                if replied { self.replied = true }
+                engaged.insert(kind.stage)
+                if replied { engaged.insert(.replied) }
             }
         }
 
         /// Nil before the first event.
         public var observation: ExperimentObservation? {
             guard let origin else { return nil }
-            let presentation: ObservedPresentation = switch displayed?.presentation {
-            case .rich: .rich
-            case .plain: .plain
-            case nil: .unknown
-            }
-            let counts = ExperimentCounts(delivered: delivered != nil, presentation: presentation,
-                                          expanded: expanded, actioned: actioned, opened: opened,
-                                          dismissed: dismissed, replied: replied)
+            let presentation = ObservedPresentation(displayed?.presentation)
+            let reached = FunnelStageSet(delivered: delivered != nil, presentation: presentation, engaged: engaged)
             return ExperimentObservation(arm: tagged?.arm ?? .otherExperiment, category: origin.category,
-                                         deviceID: origin.deviceID, counts: counts, presentation: presentation,
-                                         processingMS: delivered?.processingMS)
+                                         deviceID: origin.deviceID, stages: reached.withinDenominators,
+                                         presentation: presentation, processingMS: delivered?.processingMS)
         }
     }
 }

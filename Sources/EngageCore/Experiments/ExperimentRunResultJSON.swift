@@ -13,8 +13,9 @@
 ///      "as_treated": {"label": s, "rich": COUNTS, "plain": COUNTS, "rich_devices": n,
 ///                     "plain_devices": n, "metrics": [METRIC, ...]},
 ///      "excluded": {"other_experiment": n, "unknown_arm": n, "outside_categories": n}}
-///     COUNTS = {"notifications", "delivered", "displayed", "rich_displayed", "expanded",
-///               "actioned", "opened", "dismissed", "replied": n}
+///     COUNTS = {"<stage>": n, ...}, one key per `FunnelStage` in declaration order:
+///              notifications, delivered, displayed, rich_displayed, expanded, actioned, opened,
+///              dismissed, replied
 ///     METRIC = {"metric": s, "role": "primary" | "guardrail" | "observational",
 ///               "direction": "must_not_decrease" | "must_not_increase" | null,
 ///               "confidence": x, "control": RATE, "variant": RATE,
@@ -102,17 +103,11 @@ extension ExperimentRunResult {
 }
 
 private extension JSONWriter {
-    mutating func experimentCounts(_ counts: ExperimentCounts) {
+    mutating func experimentCounts(_ counts: FunnelCounts) {
         beginObject()
-        key("notifications"); int(counts.notifications)
-        key("delivered"); int(counts.delivered)
-        key("displayed"); int(counts.displayed)
-        key("rich_displayed"); int(counts.richDisplayed)
-        key("expanded"); int(counts.expanded)
-        key("actioned"); int(counts.actioned)
-        key("opened"); int(counts.opened)
-        key("dismissed"); int(counts.dismissed)
-        key("replied"); int(counts.replied)
+        for stage in FunnelStage.allCases {
+            key(stage.name); int(counts[stage])
+        }
         endObject()
     }
 

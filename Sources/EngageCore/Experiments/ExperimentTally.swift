@@ -1,80 +1,3 @@
-/// Notification counts behind the experiment metrics: of one notification, one device or one arm.
-public struct ExperimentCounts: Sendable, Hashable {
-    public var notifications = 0
-    public var delivered = 0
-    public var displayed = 0
-    /// Displayed rich and delivered: the numerator of `richDisplay`.
-    public var richDisplayed = 0
-    /// The engagements below count only notifications that were displayed (their denominator).
-    public var expanded = 0
-    public var actioned = 0
-    public var opened = 0
-    public var dismissed = 0
-    public var replied = 0
-
-    public init(notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, richDisplayed: Int = 0,
-                expanded: Int = 0, actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0) {
-        self.notifications = notifications
-        self.delivered = delivered
-        self.displayed = displayed
-        self.richDisplayed = richDisplayed
-        self.expanded = expanded
-        self.actioned = actioned
-        self.opened = opened
-        self.dismissed = dismissed
-        self.replied = replied
-    }
-
-    /// The counts of one notification.
-    public init(_ state: NotificationState) {
-        self.init(delivered: state.isDelivered, presentation: state.presentation, expanded: state.isExpanded,
-                  actioned: state.isActioned, opened: state.isOpened, dismissed: state.isDismissed,
-                  replied: state.isReplied)
-    }
-
-    /// The counts of one notification from what its events showed; it was displayed when its
-    /// presentation is known, and only displayed notifications count engagement.
-    public init(delivered: Bool, presentation: ObservedPresentation, expanded: Bool, actioned: Bool,
-                opened: Bool, dismissed: Bool, replied: Bool) {
-        let displayed = presentation != .unknown
-        self.init(
-            notifications: 1,
-            delivered: delivered ? 1 : 0,
-            displayed: displayed ? 1 : 0,
-            richDisplayed: delivered && presentation == .rich ? 1 : 0,
-            expanded: displayed && expanded ? 1 : 0,
-            actioned: displayed && actioned ? 1 : 0,
-            opened: displayed && opened ? 1 : 0,
-            dismissed: displayed && dismissed ? 1 : 0,
-            replied: displayed && replied ? 1 : 0)
-    }
-
-    /// The metric's numerator.
-    public func successes(_ metric: ExperimentMetric) -> Int {
-        switch metric {
-        case .expansion: expanded
-        case .action: actioned
-        case .open: opened
-        case .reply: replied
-        case .dismiss: dismissed
-        case .richDisplay: richDisplayed
-        }
-    }
-
-    /// The metric's denominator: displayed, or delivered for `richDisplay`.
-    public func trials(_ metric: ExperimentMetric) -> Int {
-        metric == .richDisplay ? delivered : displayed
-    }
-
-    public static func + (a: ExperimentCounts, b: ExperimentCounts) -> ExperimentCounts {
-        ExperimentCounts(
-            notifications: a.notifications + b.notifications, delivered: a.delivered + b.delivered,
-            displayed: a.displayed + b.displayed, richDisplayed: a.richDisplayed + b.richDisplayed,
-            expanded: a.expanded + b.expanded, actioned: a.actioned + b.actioned, opened: a.opened + b.opened,
-            dismissed: a.dismissed + b.dismissed, replied: a.replied + b.replied)
-    }
-}
-
 /// One arm's notifications, kept per device because the device is the unit of randomization.
 ///
 /// A metric is a ratio of per-device sums, `R = sum x_d / sum n_d` (successes over trials), whose
@@ -88,16 +11,13 @@ public struct ExperimentCounts: Sendable, Hashable {
 /// The moments are updated as each device's counts change, so analysis does not revisit devices.
 public struct ExperimentArmTally: Sendable, Equatable {
     /// Sums over all the arm's notifications.
-    public private(set) var totals = ExperimentCounts()
+    public private(set) var totals = FunnelCounts()
     /// `processing_ms` of the delivered notifications.
     public private(set) var processingMS = LatencyHistogram()
-    private var perDevice: [String: ExperimentCounts] = [:]
-    /// Sums over devices of x^2, n^2 and x n, one lane per metric in `ExperimentMetric.allCases`
-    /// order (see `successesAndTrials`); vectors rather than an array of structs because every
-    /// notification updates all of them.
-    private var xx = SIMD8<Int>()
-    private var nn = SIMD8<Int>()
-    private var xn = SIMD8<Int>()
+    /// Sums over devices of the squares and products of every metric's successes and trials.
+    public private(set) var moments = MetricMoments()
+    /// Each device's successes and trials of every metric.
+    private var perDevice: [String: MetricTrials] = [:]
 
     public init() {}
 
@@ -106,50 +26,36 @@ public struct ExperimentArmTally: Sendable, Equatable {
 
     /// Adds one notification (each notification once: tallies are rebuilt for every analysis).
     public mutating func add(_ observation: ExperimentObservation) {
-        record(device: observation.deviceID, observation.counts)
+        totals = totals + observation.counts
+        record(device: observation.deviceID, MetricTrials(reached: observation.stages))
         if let processing = observation.processingMS { processingMS.record(Double(processing)) }
     }
 
     /// Adds the notifications of another tally of the same arm, counted on the same devices as
     /// if they had been added here: the result does not depend on how notifications were split.
     public mutating func merge(_ other: ExperimentArmTally) {
-        for (device, counts) in other.perDevice { record(device: device, counts) }
+        totals = totals + other.totals
+        for (device, trials) in other.perDevice { record(device: device, trials) }
         processingMS.merge(other.processingMS)
     }
 
     /// Adds counts for a device directly (tests and simulations; `add(_:)` for real states).
-    public mutating func record(device: String, _ counts: ExperimentCounts) {
-        // One hash lookup: read the old counts and store the new ones in place.
-        let old = Self.accumulate(&perDevice[device, default: ExperimentCounts()], counts)
-        let new = old + counts
+    public mutating func record(device: String, _ counts: FunnelCounts) {
         totals = totals + counts
-        let (x0, n0) = Self.successesAndTrials(old)
-        let (x1, n1) = Self.successesAndTrials(new)
-        xx &+= x1 &* x1 &- x0 &* x0
-        nn &+= n1 &* n1 &- n0 &* n0
-        xn &+= x1 &* n1 &- x0 &* n0
+        record(device: device, counts.metricTrials)
     }
 
-    /// Each metric's successes and trials (`ExperimentCounts.successes`, `trials`), one lane per
-    /// metric in `ExperimentMetric.allCases` order; the last two lanes are unused.
-    static func successesAndTrials(_ c: ExperimentCounts) -> (x: SIMD8<Int>, n: SIMD8<Int>) {
-        // expansion, action, open, reply, dismiss, richDisplay
-        (SIMD8(c.expanded, c.actioned, c.opened, c.replied, c.dismissed, c.richDisplayed, 0, 0),
-         SIMD8(c.displayed, c.displayed, c.displayed, c.displayed, c.displayed, c.delivered, 0, 0))
+    private mutating func record(device: String, _ trials: MetricTrials) {
+        let known = perDevice.count
+        // One hash lookup: read the old counts and store the new ones in place.
+        let old = Self.accumulate(&perDevice[device, default: MetricTrials()], trials)
+        moments.update(from: old, to: old + trials, isNewDevice: perDevice.count != known)
     }
 
-    /// The lane of `metric` in the moment vectors.
-    static func lane(_ metric: ExperimentMetric) -> Int {
-        metrics.firstIndex(of: metric)!
-    }
-
-    /// `ExperimentMetric.allCases`, built once.
-    private static let metrics = ExperimentMetric.allCases
-
-    /// Adds `counts` to `stored` and returns the counts before.
-    private static func accumulate(_ stored: inout ExperimentCounts, _ counts: ExperimentCounts) -> ExperimentCounts {
+    /// Adds `trials` to `stored` and returns the trials before.
+    private static func accumulate(_ stored: inout MetricTrials, _ trials: MetricTrials) -> MetricTrials {
         let old = stored
-        stored = old + counts
+        stored = old + trials
         return old
     }
 
@@ -165,13 +71,12 @@ public struct ExperimentArmTally: Sendable, Equatable {
         let n = Double(totals.trials(metric))
         let d = Double(devices)
         guard n > 0, d > 0 else { return nil }
-        let lane = Self.lane(metric)
         let ratio = x / n
         let meanX = x / d
         let meanN = n / d
-        let varianceX = max(0, Double(xx[lane]) / d - meanX * meanX)
-        let varianceN = max(0, Double(nn[lane]) / d - meanN * meanN)
-        let covariance = Double(xn[lane]) / d - meanX * meanN
+        let varianceX = max(0, Double(moments.successesSquared[metric]) / d - meanX * meanX)
+        let varianceN = max(0, Double(moments.trialsSquared[metric]) / d - meanN * meanN)
+        let covariance = Double(moments.successesTimesTrials[metric]) / d - meanX * meanN
         let perDevice = max(0, (varianceX - 2 * ratio * covariance + ratio * ratio * varianceN) / (meanN * meanN))
         return MetricSummary(mean: ratio, variance: perDevice, count: devices)
     }
@@ -262,14 +167,14 @@ public struct ExperimentTallies: Sendable, Equatable {
     /// Adds counts for a device of an arm directly (tests and simulations); false for an arm
     /// the experiment does not have.
     @discardableResult
-    public mutating func record(arm: String, device: String, _ counts: ExperimentCounts) -> Bool {
+    public mutating func record(arm: String, device: String, _ counts: FunnelCounts) -> Bool {
         guard let position = armIndex.position(of: arm) else { return false }
         armTallies[position].record(device: device, counts)
         return true
     }
 
     /// Adds as-treated counts directly (tests and simulations).
-    public mutating func recordAsTreated(_ presentation: Presentation, device: String, _ counts: ExperimentCounts) {
+    public mutating func recordAsTreated(_ presentation: Presentation, device: String, _ counts: FunnelCounts) {
         switch presentation {
         case .rich: rich.record(device: device, counts)
         case .plain: plain.record(device: device, counts)

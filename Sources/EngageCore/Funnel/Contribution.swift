@@ -52,8 +52,8 @@ extension BucketContribution {
 
 // MARK: - Engagement
 
-/// A notification's engagement: counters of 0 or 1 in the bucket of its category, presentation,
-/// attachment kind and day.
+/// A notification's engagement: the stages it reached, counted 0 or 1 in the bucket of its
+/// category, presentation, attachment kind and day.
 public struct EngagementContribution: BucketContribution {
     public struct Bucket: Sendable, Hashable {
         public var category: String
@@ -71,51 +71,8 @@ public struct EngagementContribution: BucketContribution {
         }
     }
 
-    /// Numbers of notifications; in a contribution each is 0 or 1, in a delta -1, 0 or 1.
-    public struct Counters: Sendable, Hashable, AdditiveArithmetic {
-        public var notifications: Int
-        public var delivered: Int
-        public var displayed: Int
-        public var expanded: Int
-        /// Notifications with some app-defined action.
-        public var actioned: Int
-        public var opened: Int
-        public var dismissed: Int
-        public var replied: Int
-        /// Notifications per app-defined action ID; IDs with 0 are left out.
-        public var actions: [String: Int]
-
-        public init(notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, expanded: Int = 0,
-                    actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0,
-                    actions: [String: Int] = [:]) {
-            self.notifications = notifications
-            self.delivered = delivered
-            self.displayed = displayed
-            self.expanded = expanded
-            self.actioned = actioned
-            self.opened = opened
-            self.dismissed = dismissed
-            self.replied = replied
-            self.actions = actions.filter { $0.value != 0 }
-        }
-
-        public static let zero = Counters()
-
-        public static func + (a: Counters, b: Counters) -> Counters { combine(a, b, sign: 1) }
-        public static func - (a: Counters, b: Counters) -> Counters { combine(a, b, sign: -1) }
-
-        private static func combine(_ a: Counters, _ b: Counters, sign: Int) -> Counters {
-            Counters(notifications: a.notifications + sign * b.notifications,
-                     delivered: a.delivered + sign * b.delivered,
-                     displayed: a.displayed + sign * b.displayed,
-                     expanded: a.expanded + sign * b.expanded,
-                     actioned: a.actioned + sign * b.actioned,
-                     opened: a.opened + sign * b.opened,
-                     dismissed: a.dismissed + sign * b.dismissed,
-                     replied: a.replied + sign * b.replied,
-                     actions: addCounts(a.actions, b.actions, sign: sign))
-        }
-    }
+    /// In a contribution each count is 0 or 1, in a delta -1, 0 or 1.
+    public typealias Counters = EngagementCounts
 
     public var bucket: Bucket
     public var counters: Counters
@@ -129,13 +86,10 @@ public struct EngagementContribution: BucketContribution {
     public var actionIDs: [String] { counters.actions.keys.sorted() }
 
     public init(_ facts: EngagementFacts) {
-        func count(_ flag: Bool) -> Int { flag ? 1 : 0 }
         bucket = Bucket(category: facts.category, presentation: facts.presentation,
                         attachmentKind: facts.attachmentKind, day: facts.day)
         counters = Counters(
-            notifications: 1, delivered: count(facts.delivered), displayed: count(facts.displayed),
-            expanded: count(facts.expanded), actioned: count(facts.actioned), opened: count(facts.opened),
-            dismissed: count(facts.dismissed), replied: count(facts.replied),
+            funnel: FunnelCounts(reached: facts.stages.intersection(.keptPerBucket)),
             actions: Dictionary(facts.customActionIDs.map { ($0, 1) }, uniquingKeysWith: { a, _ in a }))
     }
 }
@@ -230,7 +184,7 @@ public struct TelemetryContribution: BucketContribution {
 }
 
 /// `a + sign * b` key by key, without the keys that come to 0.
-private func addCounts<Key>(_ a: [Key: Int], _ b: [Key: Int], sign: Int) -> [Key: Int] {
+func addCounts<Key>(_ a: [Key: Int], _ b: [Key: Int], sign: Int) -> [Key: Int] {
     var sum = a
     for (key, count) in b {
         let total = sum[key, default: 0] + sign * count

@@ -6,32 +6,18 @@ public struct EngagementFacts: Sendable, Hashable {
     public var attachmentKind: AttachmentKind?
     /// See `NotificationState.day`.
     public var day: UTCDay
-    public var delivered: Bool
-    public var displayed: Bool
-    public var expanded: Bool
-    /// Some app-defined action was taken.
-    public var actioned: Bool
-    public var opened: Bool
-    public var dismissed: Bool
-    public var replied: Bool
+    /// See `NotificationState.reachedStages`.
+    public var stages: FunnelStageSet
     /// The app-defined actions taken, ascending.
     public var customActionIDs: [String]
 
     public init(category: String, presentation: ObservedPresentation, attachmentKind: AttachmentKind?,
-                day: UTCDay, delivered: Bool = false, displayed: Bool = false, expanded: Bool = false,
-                actioned: Bool = false, opened: Bool = false, dismissed: Bool = false, replied: Bool = false,
-                customActionIDs: [String] = []) {
+                day: UTCDay, stages: FunnelStageSet = [.notifications], customActionIDs: [String] = []) {
         self.category = category
         self.presentation = presentation
         self.attachmentKind = attachmentKind
         self.day = day
-        self.delivered = delivered
-        self.displayed = displayed
-        self.expanded = expanded
-        self.actioned = actioned
-        self.opened = opened
-        self.dismissed = dismissed
-        self.replied = replied
+        self.stages = stages
         self.customActionIDs = customActionIDs
     }
 }
@@ -49,10 +35,20 @@ extension NotificationState {
     /// Nil before the first event.
     public var engagementFacts: EngagementFacts? {
         guard let category, let day else { return nil }
-        return EngagementFacts(
-            category: category, presentation: presentation, attachmentKind: attachmentKind, day: day,
-            delivered: isDelivered, displayed: isDisplayed, expanded: isExpanded, actioned: isActioned,
-            opened: isOpened, dismissed: isDismissed, replied: isReplied, customActionIDs: customActionIDs)
+        return EngagementFacts(category: category, presentation: presentation, attachmentKind: attachmentKind, day: day,
+                               stages: reachedStages, customActionIDs: customActionIDs)
+    }
+
+    /// The funnel stages the notification reached; empty before the first event.
+    public var reachedStages: FunnelStageSet {
+        guard !isEmpty else { return [] }
+        var engaged = FunnelStageSet()
+        if isExpanded { engaged.insert(.expanded) }
+        if isActioned { engaged.insert(.actioned) }
+        if isOpened { engaged.insert(.opened) }
+        if isDismissed { engaged.insert(.dismissed) }
+        if isReplied { engaged.insert(.replied) }
+        return FunnelStageSet(delivered: isDelivered, presentation: presentation, engaged: engaged)
     }
 
     /// What the notification adds to the engagement read model; nil before the first event.

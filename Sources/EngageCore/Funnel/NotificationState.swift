@@ -142,11 +142,7 @@ extension NotificationState {
 
     /// From the first `displayed` event; `.unknown` without one (never inferred from `delivered`).
     public var presentation: ObservedPresentation {
-        switch displayed?.presentation {
-        case .rich: .rich
-        case .plain: .plain
-        case nil: .unknown
-        }
+        ObservedPresentation(displayed?.presentation)
     }
 
     /// The kind shown, from the first `displayed` event, else the kind the extension attached.
@@ -170,6 +166,17 @@ public enum ObservedPresentation: String, Sendable, Hashable, CaseIterable {
     case rich, plain
     /// No `displayed` event (yet).
     case unknown
+}
+
+extension ObservedPresentation {
+    /// The presentation a `displayed` event reported; `.unknown` without one.
+    public init(_ presentation: Presentation?) {
+        switch presentation {
+        case .rich: self = .rich
+        case .plain: self = .plain
+        case nil: self = .unknown
+        }
+    }
 }
 
 // MARK: - Facts from one event

@@ -9,16 +9,16 @@
 public struct PresentationEngagement: Sendable, Equatable {
     /// Rich and plain counts of one category.
     public struct Cell: Sendable, Equatable {
-        public var rich = ExperimentCounts()
-        public var plain = ExperimentCounts()
+        public var rich = FunnelCounts()
+        public var plain = FunnelCounts()
 
         public init() {}
 
-        public subscript(_ presentation: Presentation) -> ExperimentCounts {
+        public subscript(_ presentation: Presentation) -> FunnelCounts {
             presentation == .rich ? rich : plain
         }
 
-        mutating func add(_ counts: ExperimentCounts, _ presentation: Presentation) {
+        mutating func add(_ counts: FunnelCounts, _ presentation: Presentation) {
             if presentation == .rich { rich = rich + counts } else { plain = plain + counts }
         }
     }
@@ -29,7 +29,7 @@ public struct PresentationEngagement: Sendable, Equatable {
     public init() {}
 
     /// Adds one displayed notification.
-    public mutating func add(category: String, presentation: Presentation, counts: ExperimentCounts,
+    public mutating func add(category: String, presentation: Presentation, counts: FunnelCounts,
                              isRandomized: Bool) {
         all[category, default: Cell()].add(counts, presentation)
         if isRandomized { randomized[category, default: Cell()].add(counts, presentation) }
@@ -40,7 +40,7 @@ public struct PresentationEngagement: Sendable, Equatable {
     func cell(for category: String, needsRich: Bool, needsPlain: Bool) -> (cell: Cell, isRandomized: Bool)? {
         func usable(_ cell: Cell?) -> Bool {
             guard let cell else { return false }
-            return (!needsRich || cell.rich.displayed > 0) && (!needsPlain || cell.plain.displayed > 0)
+            return (!needsRich || cell.rich[.displayed] > 0) && (!needsPlain || cell.plain[.displayed] > 0)
         }
         if usable(randomized[category]) { return (randomized[category]!, true) }
         if usable(all[category]) { return (all[category]!, false) }
@@ -96,7 +96,7 @@ public struct PredictedEngagement: Sendable, Equatable {
                 continue
             }
             if !isRandomized { observational.append(category) }
-            func rate(_ counts: ExperimentCounts) -> (mean: Double, variance: Double) {
+            func rate(_ counts: FunnelCounts) -> (mean: Double, variance: Double) {
                 let n = counts.trials(metric)
                 guard n > 0 else { return (0, 0) }
                 let r = Double(counts.successes(metric)) / Double(n)

@@ -79,7 +79,7 @@ public struct PropensityTally: Sendable, Equatable {
 
     public let experimentID: String
     public private(set) var arms: [String: Arm] = [:]
-    private(set) var cells: [Key: ExperimentCounts] = [:]
+    private(set) var cells: [Key: FunnelCounts] = [:]
 
     public init(experimentID: String) {
         self.experimentID = experimentID
@@ -92,9 +92,9 @@ public struct PropensityTally: Sendable, Equatable {
     }
 
     /// Adds one displayed notification of `arm`.
-    public mutating func add(arm: String, mask: StrategyMask, counts: ExperimentCounts) {
+    public mutating func add(arm: String, mask: StrategyMask, counts: FunnelCounts) {
         let key = Key(arm: arm, mask: mask)
-        cells[key] = (cells[key] ?? ExperimentCounts()) + counts
+        cells[key] = (cells[key] ?? FunnelCounts()) + counts
     }
 
     /// Why no estimate can be made, or nil when one can.

@@ -23,7 +23,7 @@ struct ReplayTotals: Sendable {
 
     var engagement = PresentationEngagement()
     /// Engagement of the counted, replayed and displayed notifications, as recorded.
-    var observed = ExperimentCounts()
+    var observed = FunnelCounts()
     var experiments: [String: PropensityTally] = [:]
 
     init(maximumHandoffMS: Int) {
@@ -57,11 +57,9 @@ struct ReplayTotals: Sendable {
         if notification.delivered != nil && notification.sent == nil { deliveredWithoutSent += 1 }
         if notification.sent != nil && notification.delivered == nil { sentWithoutDelivery += 1 }
         guard let presentation = notification.presentation else { return }
-        var counts = notification.engagement
-        counts.notifications = 1
-        counts.displayed = 1
-        counts.delivered = notification.delivered == nil ? 0 : 1
-        counts.richDisplayed = notification.delivered != nil && presentation == .rich ? 1 : 0
+        let reached = FunnelStageSet(delivered: notification.delivered != nil,
+                                     presentation: ObservedPresentation(presentation), engaged: notification.engagement)
+        let counts = FunnelCounts(reached: reached.withinDenominators)
         engagement.add(category: notification.category, presentation: presentation, counts: counts,
                        isRandomized: notification.tag != nil)
         guard let replayed = notification.replayed, replayed.counted else { return }

@@ -68,12 +68,9 @@ public struct StrategyReplay: Sendable {
         case .displayed(let displayed):
             if pending.presentation == nil { pending.presentation = displayed.presentation }
         case .expanded:
-            pending.engagement.expanded = 1
+            pending.engagement.insert(.expanded)
         case .action(let action):
-            if action.isOpen { pending.engagement.opened = 1 }
-            if action.isDismiss { pending.engagement.dismissed = 1 }
-            if action.isCustom { pending.engagement.actioned = 1 }
-            if action.textInputLength != nil { pending.engagement.replied = 1 }
+            pending.engagement.formUnion(FunnelStageSet(action))
         }
         device!.notifications[event.notificationID] = pending
     }
@@ -204,8 +201,8 @@ struct PendingNotification: Sendable {
     var snapshot: DeviceSnapshot?
     var replayed: ReplayedDelivery?
     var presentation: Presentation?
-    /// Engagement flags (0 or 1) in the fields the experiment metrics read.
-    var engagement = ExperimentCounts()
+    /// The stages its events after display reached (expanded, actioned, ...).
+    var engagement = FunnelStageSet()
 }
 
 /// What the replay of a notification's delivery leaves for counting its engagement.

@@ -4,7 +4,7 @@ public struct StrategyReplayResult: Sendable {
     /// The label every output carries on its predictions.
     public static let label = "model-based estimate"
     /// The engagement metrics estimated (every metric per displayed notification).
-    public static let metrics: [ExperimentMetric] = [.expansion, .action, .open, .reply, .dismiss]
+    public static let metrics = EngagementMetric.perDisplayed
 
     /// The replayed strategy's name.
     public let strategy: String

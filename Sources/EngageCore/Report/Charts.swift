@@ -73,10 +73,7 @@ struct FunnelChart {
     var title: String
     var sides: [Side]
 
-    static var stages: [(String, KeyPath<PresentationCounts, Int>)] {
-        [("delivered", \.delivered), ("displayed", \.displayed), ("expanded", \.expanded),
-         ("actioned", \.actioned), ("opened", \.opened)]
-    }
+    static let stages: [FunnelStage] = [.delivered, .displayed, .expanded, .actioned, .opened]
 
     private let labelWidth = 80.0
     private let barWidth = 160.0
@@ -94,10 +91,11 @@ struct FunnelChart {
         for (column, side) in sides.enumerated() {
             let left = labelWidth + Double(column) * columnWidth
             canvas.text(side.name, x: left, y: 15, size: 12, fill: side.colour, bold: true)
-            let base = side.counts.delivered
-            for (index, (name, path)) in Self.stages.enumerated() {
+            let base = side.counts[.delivered]
+            for (index, stage) in Self.stages.enumerated() {
+                let name = stage.name
                 let y = top + Double(index) * rowHeight
-                let count = side.counts[keyPath: path]
+                let count = side.counts[stage]
                 let share = base > 0 ? Double(count) / Double(base) : nil
                 canvas.rect(x: left, y: y, width: barWidth, height: rowHeight - 6, fill: "#f1f1f1", cornerRadius: 2)
                 canvas.rect(x: left, y: y, width: barWidth * min(max(share ?? 0, 0), 1), height: rowHeight - 6,
@@ -108,8 +106,8 @@ struct FunnelChart {
                             size: 11, fill: "#111")
             }
         }
-        for (index, (name, _)) in Self.stages.enumerated() {
-            canvas.text(name, x: labelWidth - 8, y: top + Double(index) * rowHeight + rowHeight - 11, anchor: .end,
+        for (index, stage) in Self.stages.enumerated() {
+            canvas.text(stage.name, x: labelWidth - 8, y: top + Double(index) * rowHeight + rowHeight - 11, anchor: .end,
                         size: 11)
         }
         return canvas.markup

@@ -33,9 +33,15 @@ public struct EngagementReport: Sendable, Hashable {
 
     /// What the rates are divided by.
     public static let denominatorNote = "Rates are per displayed notification of the same presentation "
-        + "(expanded, actioned, opened, dismissed or replied / displayed); intervals are 95% Wilson, "
+        + "(\(numerators) / displayed); intervals are 95% Wilson, "
         + "absolute lift rich − plain with a Newcombe interval, relative lift rich / plain − 1 with a "
         + "delta-method interval, p from a two-sided pooled two-proportion z test."
+
+    /// "expanded, actioned, opened, dismissed or replied".
+    private static var numerators: String {
+        let names = EngagementMetric.reported.map(\.numerator.name)
+        return names.dropLast().joined(separator: ", ") + " or " + names.last!
+    }
 
     public init(generatedAt: Timestamp, grouping: ReportGrouping, filters: ReportFilters, groups: [ReportGroup],
                 total: ReportGroup, telemetry: [TelemetrySummary], telemetryByAttachment: [TelemetrySummary],
@@ -52,7 +58,7 @@ public struct EngagementReport: Sendable, Hashable {
 
     /// Builds the report from read-model rows. Rows that the filters reject are left out
     /// everywhere. `actions` are used by the `.action` grouping only (the other groupings count
-    /// any action through `EngagementRow.actioned`).
+    /// any action through the rows' `actioned` count).
     public static func build(engagement: [EngagementRow], actions: [ActionCountRow] = [],
                              telemetry: [TelemetryRow] = [], grouping: ReportGrouping = .category,
                              filters: ReportFilters = ReportFilters(), generatedAt: Timestamp) -> EngagementReport {
@@ -122,9 +128,9 @@ private struct GroupAccumulator {
 
     mutating func add(_ row: EngagementRow) {
         switch row.presentation {
-        case .rich: rich.add(row)
-        case .plain: plain.add(row)
-        case .unknown: notDisplayed.add(row)
+        case .rich: rich.funnel += row.counts
+        case .plain: plain.funnel += row.counts
+        case .unknown: notDisplayed.funnel += row.counts
         }
     }
 

@@ -16,8 +16,9 @@ extension EngagementReport {
     ///    `filter:attachment_kinds`, `filter:from`, `filter:through`, `caveat` or `note`, its
     ///    text in `value` (set filters joined with "|");
     ///  - `group` and `total` (all categories): a rate compared, `metric` as in the JSON;
-    ///  - `counts` and `counts_total`: `metric` is `notifications`, `delivered` or `displayed`,
-    ///    the counts in `rich_successes`, `plain_successes` and `not_displayed_count`;
+    ///  - `counts` and `counts_total`: `metric` is a stage of `FunnelStage.reportTotals`
+    ///    (`notifications`, `delivered`, `displayed`), the counts in `rich_successes`,
+    ///    `plain_successes` and `not_displayed_count`;
     ///  - `telemetry` (per category and kind), `telemetry_by_attachment` and `telemetry_total`:
     ///    `metric` is `delivered`, `outcome:<outcome>`, `share:<outcome>`, `time_will_expire`,
     ///    `download_ms_p50` ... `processing_ms_p99`, `cache_hits`, `network_fetches`,
@@ -40,12 +41,11 @@ extension EngagementReport {
 
         for (section, group) in groups.map({ ("", $0) }) + [("_total", total)] {
             let key = [group.key.category ?? "", group.key.attachmentKind ?? "", group.key.day?.description ?? ""]
-            for (name, counts) in [("notifications", \PresentationCounts.notifications),
-                                   ("delivered", \.delivered), ("displayed", \.displayed)] {
-                var row = ["counts" + section] + key + [name]
-                row += [String(group.rich[keyPath: counts])] + Array(repeating: "", count: 4)
-                row += [String(group.plain[keyPath: counts])] + Array(repeating: "", count: 4)
-                row += [String(group.notDisplayed[keyPath: counts])]
+            for stage in FunnelStage.reportTotals {
+                var row = ["counts" + section] + key + [stage.name]
+                row += [String(group.rich[stage])] + Array(repeating: "", count: 4)
+                row += [String(group.plain[stage])] + Array(repeating: "", count: 4)
+                row += [String(group.notDisplayed[stage])]
                 row += Array(repeating: "", count: Self.csvHeader.count - row.count)
                 csv.row(row)
             }

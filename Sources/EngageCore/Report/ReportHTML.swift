@@ -76,8 +76,8 @@ extension EngagementReport {
         for metric in metrics { html += "<th>\(HTMLText.escape(metric.label))</th>" }
         html += "</tr></thead><tbody>"
         for group in [total] + groups {
-            html += "<tr><td>\(HTMLText.escape(group.key.label))</td><td>\(group.rich.displayed)</td>"
-                + "<td>\(group.plain.displayed)</td>"
+            html += "<tr><td>\(HTMLText.escape(group.key.label))</td><td>\(group.rich[.displayed])</td>"
+                + "<td>\(group.plain[.displayed])</td>"
             for metric in metrics {
                 guard let comparison = group.metrics.first(where: { $0.metric == metric }),
                       let lift = comparison.absoluteLift else {
@@ -96,10 +96,12 @@ extension EngagementReport {
 
     private func groupHTML(_ group: ReportGroup) -> String {
         var html = "<section><h2>\(HTMLText.escape(group.key.label))</h2>"
-        html += "<p class=\"counts\">rich: \(group.rich.notifications) notifications, \(group.rich.delivered) delivered, "
-            + "\(group.rich.displayed) displayed · plain: \(group.plain.notifications) notifications, "
-            + "\(group.plain.delivered) delivered, \(group.plain.displayed) displayed · not displayed: "
-            + "\(group.notDisplayed.notifications) notifications, \(group.notDisplayed.delivered) delivered</p>"
+        func counts(_ counts: PresentationCounts, _ stages: [FunnelStage]) -> String {
+            stages.map { "\(counts[$0]) \($0.name)" }.joined(separator: ", ")
+        }
+        let totals = FunnelStage.reportTotals
+        html += "<p class=\"counts\">rich: " + counts(group.rich, totals) + " · plain: " + counts(group.plain, totals)
+            + " · not displayed: " + counts(group.notDisplayed, totals.filter { $0 != .displayed }) + "</p>"
         html += "<div class=\"charts\">"
         if group.metrics.isEmpty {
             html += "<p>No actions recorded.</p>"

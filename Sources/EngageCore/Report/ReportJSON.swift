@@ -19,8 +19,9 @@ extension EngagementReport {
     ///     }
     ///     GROUP = {"category": s | null, "attachment_kind": s | null, "day": "YYYY-MM-DD" | null,
     ///              "rich": COUNTS, "plain": COUNTS, "not_displayed": COUNTS, "metrics": [METRIC, ...]}
-    ///     COUNTS = {"notifications", "delivered", "displayed", "expanded", "actioned", "opened",
-    ///               "dismissed", "replied": n, "actions": {"<action id>": n, ...}}
+    ///     COUNTS = {"<stage>": n, ... (`FunnelStage.keptPerBucket`: notifications, delivered,
+    ///               displayed, expanded, actioned, opened, dismissed, replied),
+    ///               "actions": {"<action id>": n, ...}}
     ///     METRIC = {"metric": "expansion" | "action" | "open" | "dismiss" | "reply" | "action:<id>",
     ///               "rich": RATE, "plain": RATE, "not_displayed_count": n,
     ///               "absolute_lift", "absolute_lower", "absolute_upper",
@@ -99,14 +100,9 @@ private extension JSONWriter {
 
     mutating func counts(_ counts: PresentationCounts) {
         beginObject()
-        key("notifications"); int(counts.notifications)
-        key("delivered"); int(counts.delivered)
-        key("displayed"); int(counts.displayed)
-        key("expanded"); int(counts.expanded)
-        key("actioned"); int(counts.actioned)
-        key("opened"); int(counts.opened)
-        key("dismissed"); int(counts.dismissed)
-        key("replied"); int(counts.replied)
+        for stage in FunnelStage.keptPerBucket {
+            key(stage.name); int(counts[stage])
+        }
         key("actions")
         beginObject()
         for id in counts.actions.keys.sorted() {

@@ -1,60 +1,23 @@
-/// Counts of the notifications of one actual presentation in one group: the same counters the
+/// Counts of the notifications of one actual presentation in one group: the same counts the
 /// read model keeps per bucket, summed over the group's rows.
-public typealias PresentationCounts = EngagementContribution.Counters
-
-extension EngagementContribution.Counters {
-    mutating func add(_ row: EngagementRow) {
-        notifications += row.notifications
-        delivered += row.delivered
-        displayed += row.displayed
-        expanded += row.expanded
-        actioned += row.actioned
-        opened += row.opened
-        dismissed += row.dismissed
-        replied += row.replied
-    }
-
-    /// The numerator of `metric`.
-    public func count(of metric: ReportMetric) -> Int {
-        switch metric {
-        case .expansion: expanded
-        case .action: actioned
-        case .open: opened
-        case .dismiss: dismissed
-        case .reply: replied
-        case .customAction(let id): actions[id, default: 0]
-        }
-    }
-}
+public typealias PresentationCounts = EngagementCounts
 
 /// A rate of the report. The denominator of every rate is the number of *displayed*
 /// notifications of the presentation at hand: a notification that was never shown could not be
 /// expanded, actioned, opened, dismissed or replied to through its banner.
-public enum ReportMetric: Sendable, Hashable, Comparable {
-    /// Expanded (long-pressed) / displayed.
-    case expansion
-    /// Took any app-defined action / displayed.
-    case action
-    /// Opened the app / displayed.
-    case open
-    /// Dismissed / displayed.
-    case dismiss
-    /// Replied (text input action) / displayed.
-    case reply
+public enum ReportMetric: Sendable, Hashable {
+    /// One of the funnel's rates (`EngagementMetric.reported`).
+    case engagement(EngagementMetric)
     /// Took the app-defined action with this ID / displayed (the `.action` grouping).
     case customAction(String)
 
-    /// The five rates of the category, attachment and day groupings.
-    public static let standard: [ReportMetric] = [.expansion, .action, .open, .dismiss, .reply]
+    /// The rates of the category, attachment and day groupings.
+    public static let standard = EngagementMetric.reported.map(ReportMetric.engagement)
 
-    /// Stable machine name: `expansion`, `action`, `open`, `dismiss`, `reply`, `action:ID`.
+    /// Stable machine name: the metric's wire name (`expansion`, `action`, ...) or `action:ID`.
     public var key: String {
         switch self {
-        case .expansion: "expansion"
-        case .action: "action"
-        case .open: "open"
-        case .dismiss: "dismiss"
-        case .reply: "reply"
+        case .engagement(let metric): metric.rawValue
         case .customAction(let id): "action:" + id
         }
     }
@@ -62,12 +25,24 @@ public enum ReportMetric: Sendable, Hashable, Comparable {
     /// Name for people.
     public var label: String {
         switch self {
-        case .expansion: "expansion"
-        case .action: "any action"
-        case .open: "open"
-        case .dismiss: "dismiss"
-        case .reply: "reply"
+        case .engagement(let metric): metric.label
         case .customAction(let id): "action " + id
+        }
+    }
+
+    /// The numerator in `counts`.
+    public func successes(in counts: PresentationCounts) -> Int {
+        switch self {
+        case .engagement(let metric): counts.funnel.successes(metric)
+        case .customAction(let id): counts.actions[id, default: 0]
+        }
+    }
+
+    /// The denominator in `counts`.
+    public func trials(in counts: PresentationCounts) -> Int {
+        switch self {
+        case .engagement(let metric): counts.funnel.trials(metric)
+        case .customAction: counts[.displayed]
         }
     }
 }
@@ -121,9 +96,11 @@ public struct MetricComparison: Sendable, Hashable {
     init(metric: ReportMetric, rich richCounts: PresentationCounts, plain plainCounts: PresentationCounts,
          notDisplayed: PresentationCounts, confidence: Double, alpha: Double) {
         self.metric = metric
-        rich = RateEstimate(successes: richCounts.count(of: metric), trials: richCounts.displayed, confidence: confidence)
-        plain = RateEstimate(successes: plainCounts.count(of: metric), trials: plainCounts.displayed, confidence: confidence)
-        notDisplayedCount = notDisplayed.count(of: metric)
+        rich = RateEstimate(successes: metric.successes(in: richCounts), trials: metric.trials(in: richCounts),
+                            confidence: confidence)
+        plain = RateEstimate(successes: metric.successes(in: plainCounts), trials: metric.trials(in: plainCounts),
+                             confidence: confidence)
+        notDisplayedCount = metric.successes(in: notDisplayed)
 
         guard rich.rate != nil, plain.rate != nil,
               let variant = try? Proportion(successes: rich.successes, trials: rich.trials),

@@ -5,39 +5,24 @@
 /// "audio", "none") or "unknown" for a notification whose kind is not known yet. Other
 /// spellings are kept as they are and sorted after the known ones.
 
-/// Engagement counters of one bucket: app, category, actual presentation, attachment kind, day.
+/// Engagement counts of one bucket: app, category, actual presentation, attachment kind, day.
 public struct EngagementRow: Sendable, Hashable {
     public var appID: String
     public var category: String
     public var presentation: ObservedPresentation
     public var attachmentKind: String
     public var day: UTCDay
-    public var notifications: Int
-    public var delivered: Int
-    public var displayed: Int
-    public var expanded: Int
-    /// Notifications with some app-defined action.
-    public var actioned: Int
-    public var opened: Int
-    public var dismissed: Int
-    public var replied: Int
+    /// The stages the read model keeps (`FunnelStage.keptPerBucket`); the others are 0.
+    public var counts: FunnelCounts
 
     public init(appID: String, category: String, presentation: ObservedPresentation, attachmentKind: String,
-                day: UTCDay, notifications: Int = 0, delivered: Int = 0, displayed: Int = 0, expanded: Int = 0,
-                actioned: Int = 0, opened: Int = 0, dismissed: Int = 0, replied: Int = 0) {
+                day: UTCDay, counts: FunnelCounts = FunnelCounts()) {
         self.appID = appID
         self.category = category
         self.presentation = presentation
         self.attachmentKind = attachmentKind
         self.day = day
-        self.notifications = notifications
-        self.delivered = delivered
-        self.displayed = displayed
-        self.expanded = expanded
-        self.actioned = actioned
-        self.opened = opened
-        self.dismissed = dismissed
-        self.replied = replied
+        self.counts = counts
     }
 }
 

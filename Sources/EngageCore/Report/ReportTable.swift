@@ -16,12 +16,10 @@ extension EngagementReport {
             lines.append("== \(group.key.label) ==")
             var counts = TextTable([.left, .right, .right, .right])
             counts.append(["", "rich", "plain", "not displayed"])
-            counts.append(["notifications", String(group.rich.notifications), String(group.plain.notifications),
-                           String(group.notDisplayed.notifications)])
-            counts.append(["delivered", String(group.rich.delivered), String(group.plain.delivered),
-                           String(group.notDisplayed.delivered)])
-            counts.append(["displayed", String(group.rich.displayed), String(group.plain.displayed),
-                           String(group.notDisplayed.displayed)])
+            for stage in FunnelStage.reportTotals {
+                counts.append([stage.name, String(group.rich[stage]), String(group.plain[stage]),
+                               String(group.notDisplayed[stage])])
+            }
             lines.append(contentsOf: counts.lines(indent: "  "))
             lines.append("")
             guard !group.metrics.isEmpty else {

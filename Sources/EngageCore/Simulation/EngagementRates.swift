@@ -1,5 +1,5 @@
-/// The chance that a displayed notification gets each kind of engagement, with the meanings of
-/// `EngagementFacts`: `actioned` counts any app-defined action, so it includes `replied`.
+/// The chance that a displayed notification reaches each stage of `FunnelStage.engagements`:
+/// `actioned` counts any app-defined action, so it includes `replied`.
 ///
 /// The simulator draws them nested, the way iOS offers them: action buttons show only on an
 /// expanded notification and a reply is one of the actions, and a notification ends opened,
@@ -24,10 +24,8 @@ public struct EngagementRates: Sendable, Hashable, CustomStringConvertible {
 
     /// Why the rates cannot be drawn as described above, or nil when they can.
     public var problem: String? {
-        for (name, value) in [("expanded", expanded), ("actioned", actioned), ("opened", opened),
-                              ("dismissed", dismissed), ("replied", replied)]
-            where !(value >= 0 && value <= 1) {
-            return "\(name) rate \(value) is not a probability"
+        for stage in FunnelStage.engagements where !(self[stage] >= 0 && self[stage] <= 1) {
+            return "\(stage.name) rate \(self[stage]) is not a probability"
         }
         if actioned > expanded { return "actioned rate \(actioned) exceeds expanded rate \(expanded)" }
         if replied > actioned { return "replied rate \(replied) exceeds actioned rate \(actioned)" }
@@ -42,19 +40,20 @@ public struct EngagementRates: Sendable, Hashable, CustomStringConvertible {
                         replied: replied * lift.replied)
     }
 
-    /// The rate of one engagement kind.
-    public subscript(kind: EngagementKind) -> Double {
-        switch kind {
+    /// The rate of one stage of `FunnelStage.engagements`; 0 for the other stages.
+    public subscript(stage: FunnelStage) -> Double {
+        switch stage {
         case .expanded: expanded
         case .actioned: actioned
         case .opened: opened
         case .dismissed: dismissed
         case .replied: replied
+        default: 0
         }
     }
 
     public var description: String {
-        "expanded=\(expanded) actioned=\(actioned) opened=\(opened) dismissed=\(dismissed) replied=\(replied)"
+        FunnelStage.engagements.map { "\($0.name)=\(self[$0])" }.joined(separator: " ")
     }
 }
 
@@ -79,18 +78,15 @@ public struct EngagementLift: Sendable, Hashable {
     /// Rich and plain engage alike.
     public static let none = EngagementLift()
 
-    public subscript(kind: EngagementKind) -> Double {
-        switch kind {
+    /// The factor of one stage of `FunnelStage.engagements`; 1 for the other stages.
+    public subscript(stage: FunnelStage) -> Double {
+        switch stage {
         case .expanded: expanded
         case .actioned: actioned
         case .opened: opened
         case .dismissed: dismissed
         case .replied: replied
+        default: 1
         }
     }
-}
-
-/// The engagements a notification can get after it is displayed.
-public enum EngagementKind: String, Sendable, Hashable, CaseIterable {
-    case expanded, actioned, opened, dismissed, replied
 }

@@ -73,32 +73,23 @@ public struct SimulationCell: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Counts of displayed notifications and of those with each engagement (a notification counts
-/// once per kind, as in `EngagementFacts`).
+/// once per stage, as in `NotificationState.reachedStages`).
 public struct EngagementTally: Sendable, Hashable {
-    public var displayed = 0
-    public var expanded = 0
-    public var actioned = 0
-    public var opened = 0
-    public var dismissed = 0
-    public var replied = 0
+    /// `displayed` and the stages of `FunnelStage.engagements`.
+    public var counts = FunnelCounts()
     /// Notifications per app-defined action id (a reply counts under `reply`).
     public var actions: [String: Int] = [:]
 
     public init() {}
 
-    public subscript(kind: EngagementKind) -> Int {
-        switch kind {
-        case .expanded: expanded
-        case .actioned: actioned
-        case .opened: opened
-        case .dismissed: dismissed
-        case .replied: replied
-        }
+    public subscript(stage: FunnelStage) -> Int {
+        get { counts[stage] }
+        set { counts[stage] = newValue }
     }
 
-    /// The share of displayed notifications with `kind`; 0 when none were displayed.
-    public func rate(_ kind: EngagementKind) -> Double {
-        displayed == 0 ? 0 : Double(self[kind]) / Double(displayed)
+    /// The share of displayed notifications that reached `stage`; 0 when none were displayed.
+    public func rate(_ stage: FunnelStage) -> Double {
+        counts[.displayed] == 0 ? 0 : Double(counts[stage]) / Double(counts[.displayed])
     }
 
     /// All realized rates.
@@ -109,12 +100,7 @@ public struct EngagementTally: Sendable, Hashable {
 
     public static func + (a: EngagementTally, b: EngagementTally) -> EngagementTally {
         var sum = a
-        sum.displayed += b.displayed
-        sum.expanded += b.expanded
-        sum.actioned += b.actioned
-        sum.opened += b.opened
-        sum.dismissed += b.dismissed
-        sum.replied += b.replied
+        sum.counts += b.counts
         sum.actions.merge(b.actions, uniquingKeysWith: +)
         return sum
     }

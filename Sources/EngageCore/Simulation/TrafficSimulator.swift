@@ -232,20 +232,20 @@ public struct TrafficSimulator: Sendable {
         // Engagement, nested as EngagementRates describes.
         let rates = category.rates(for: presentation)
         var tally = EngagementTally()
-        tally.displayed = 1
+        tally[.displayed] = 1
         var last = displayedAt
         if random.chance(rates.expanded) {
             last = later(last, seconds: 2 + min(random.exponential(mean: 60), 898), &random)
             details.append((last, .expanded))
-            tally.expanded = 1
+            tally[.expanded] = 1
             if rates.expanded > 0, random.chance(rates.actioned / rates.expanded) {
-                tally.actioned = 1
+                tally[.actioned] = 1
                 let action: ActionDetails
                 if rates.actioned > 0, random.chance(rates.replied / rates.actioned) {
                     // Typing takes longer than tapping a button.
                     last = later(last, seconds: 3 + min(random.exponential(mean: 20), 117), &random)
                     action = ActionDetails(actionID: "reply", textInputLength: random.integer(in: 1...140))
-                    tally.replied = 1
+                    tally[.replied] = 1
                 } else {
                     last = later(last, seconds: 1 + min(random.exponential(mean: 8), 119), &random)
                     action = ActionDetails(actionID: category.actionID)
@@ -260,7 +260,7 @@ public struct TrafficSimulator: Sendable {
             last = later(last, seconds: 1 + min(random.exponential(mean: 45), 899), &random)
             let id = opened ? ActionDetails.openIdentifier : ActionDetails.dismissIdentifier
             details.append((last, .action(ActionDetails(actionID: id))))
-            if opened { tally.opened = 1 } else { tally.dismissed = 1 }
+            tally[opened ? .opened : .dismissed] = 1
         }
 
         // Ids and the common fields.

@@ -8,9 +8,9 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
     var tallies = ExperimentTallies(definition: definition)
     for (arm, group) in [("control", control), ("treatment", treatment)] {
         for i in 0..<group.devices {
-            tallies.record(arm: arm, device: "\(arm)-\(i)", ExperimentCounts(
-                notifications: 1, delivered: 1, displayed: 1, richDisplayed: 1,
-                opened: i < group.opened ? 1 : 0, dismissed: i < group.dismissed ? 1 : 0))
+            tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
+                .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1,
+                .opened: i < group.opened ? 1 : 0, .dismissed: i < group.dismissed ? 1 : 0]))
         }
     }
     return tallies
@@ -63,10 +63,10 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
     @Test func deltaMethodOverDevices() throws {
         // Devices (opened, displayed): a (1, 2), b (0, 1), c (3, 3); a arrives in two parts.
         var tally = ExperimentArmTally()
-        tally.record(device: "a", ExperimentCounts(notifications: 1, delivered: 1, displayed: 1, opened: 1))
-        tally.record(device: "c", ExperimentCounts(notifications: 3, delivered: 3, displayed: 3, opened: 3))
-        tally.record(device: "b", ExperimentCounts(notifications: 1, delivered: 1, displayed: 1))
-        tally.record(device: "a", ExperimentCounts(notifications: 1, delivered: 1, displayed: 1))
+        tally.record(device: "a", FunnelCounts([.notifications: 1, .delivered: 1, .displayed: 1, .opened: 1]))
+        tally.record(device: "c", FunnelCounts([.notifications: 3, .delivered: 3, .displayed: 3, .opened: 3]))
+        tally.record(device: "b", FunnelCounts([.notifications: 1, .delivered: 1, .displayed: 1]))
+        tally.record(device: "a", FunnelCounts([.notifications: 1, .delivered: 1, .displayed: 1]))
         #expect(tally.devices == 3)
         #expect(tally.proportion(.open) == (4, 6))
         // R = 2/3; s_x^2 = 14/9, s_n^2 = 2/3, s_xn = 1, mu_n = 2:
@@ -139,8 +139,9 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         ])
         var tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
         for i in 0..<10_000 {
-            tallies.record(arm: "poster", device: "poster-\(i)", ExperimentCounts(
-                notifications: 1, delivered: 1, displayed: 1, richDisplayed: 1, opened: i < 1_400 ? 1 : 0, dismissed: i < 500 ? 1 : 0))
+            tallies.record(arm: "poster", device: "poster-\(i)", FunnelCounts([
+                .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1,
+                .opened: i < 1_400 ? 1 : 0, .dismissed: i < 500 ? 1 : 0]))
         }
         // 10,000 devices per arm against weights 0.34 / 0.33 / 0.33: no mismatch.
         let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
@@ -166,17 +167,15 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         for name in ["control", "treatment"] {
             let tally = try #require(tallies.arms[name])
             let expected = try #require(truth.arms[name])
-            #expect(tally.totals.notifications == expected.notifications)
-            #expect(tally.totals.displayed == expected.engagement.displayed)
-            #expect(tally.totals.opened == expected.engagement.opened)
-            #expect(tally.totals.dismissed == expected.engagement.dismissed)
-            #expect(tally.totals.expanded == expected.engagement.expanded)
-            #expect(tally.totals.replied == expected.engagement.replied)
+            #expect(tally.totals[.notifications] == expected.notifications)
+            for stage in [.displayed] + FunnelStage.engagements {
+                #expect(tally.totals[stage] == expected.engagement[stage], "\(stage.name)")
+            }
             #expect(tally.devices <= expected.devices)
-            #expect(tally.processingMS.totalCount == Int64(tally.totals.delivered))
+            #expect(tally.processingMS.totalCount == Int64(tally.totals[.delivered]))
         }
-        let asTreated = tallies.rich.totals.displayed + tallies.plain.totals.displayed
-        #expect(asTreated == tallies.arms.values.reduce(0) { $0 + $1.totals.displayed })
+        let asTreated = tallies.rich.totals[.displayed] + tallies.plain.totals[.displayed]
+        #expect(asTreated == tallies.arms.values.reduce(0) { $0 + $1.totals[.displayed] })
         let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
         #expect(result.asTreated.metrics.count == 5)
         #expect(result.asTreated.metrics.allSatisfy { $0.role == .observational && $0.relative?.sequential == nil })

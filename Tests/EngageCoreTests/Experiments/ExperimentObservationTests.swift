@@ -59,7 +59,7 @@ import Testing
             #expect(byFold == byState)
             #expect(byState.otherExperiment > 0 && byState.unknownArm > 0)
             #expect((byState.outsideCategories > 0) == !categories.isEmpty)
-            #expect(byState.arms["full"]!.totals.notifications > 0)
+            #expect(byState.arms["full"]!.totals[.notifications] > 0)
         }
     }
 
@@ -94,14 +94,26 @@ import Testing
             == ExperimentAnalysis.run(definition: definition, tallies: whole, now: now))
     }
 
-    @Test func eachMetricsLaneHoldsItsSuccessesAndTrials() {
-        let counts = ExperimentCounts(notifications: 100, delivered: 90, displayed: 80, richDisplayed: 70, expanded: 11,
-                                      actioned: 12, opened: 13, dismissed: 14, replied: 15)
-        let (x, n) = ExperimentArmTally.successesAndTrials(counts)
-        for metric in ExperimentMetric.allCases {
-            let lane = ExperimentArmTally.lane(metric)
-            #expect(x[lane] == counts.successes(metric) && n[lane] == counts.trials(metric), "\(metric)")
+    /// The moments kept per metric lane are those of the devices' own successes and trials.
+    @Test func momentsAreSumsOverDevicesPerMetric() {
+        var tally = ExperimentArmTally()
+        var perDevice: [String: FunnelCounts] = [:]
+        var random = StreamRandom(seed: 5)
+        for n in 0..<400 {
+            var counts = FunnelCounts()
+            for stage in FunnelStage.allCases { counts[stage] = random.below(3) }
+            let device = "d\(n % 17)"
+            tally.record(device: device, counts)
+            perDevice[device, default: FunnelCounts()] += counts
         }
-        #expect(Set(ExperimentMetric.allCases.map(ExperimentArmTally.lane)).count == ExperimentMetric.allCases.count)
+        let moments = tally.moments
+        #expect(moments.devices == 17 && tally.devices == 17)
+        for metric in EngagementMetric.allCases {
+            let x = perDevice.values.map { $0.successes(metric) }, n = perDevice.values.map { $0.trials(metric) }
+            #expect(tally.totals.successes(metric) == x.reduce(0, +) && tally.totals.trials(metric) == n.reduce(0, +))
+            #expect(moments.successesSquared[metric] == x.map { $0 * $0 }.reduce(0, +), "\(metric)")
+            #expect(moments.trialsSquared[metric] == n.map { $0 * $0 }.reduce(0, +), "\(metric)")
+            #expect(moments.successesTimesTrials[metric] == zip(x, n).map { $0 * $1 }.reduce(0, +), "\(metric)")
+        }
     }
 }

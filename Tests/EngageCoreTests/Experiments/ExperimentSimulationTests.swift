@@ -47,11 +47,12 @@ struct TallySimulation {
         for hour in 1...hours {
             for device in population where random.chance(device.push) {
                 let displayed = random.chance(0.95)
-                tallies.record(arm: device.arm, device: device.id, ExperimentCounts(
-                    notifications: 1, delivered: 1, displayed: displayed ? 1 : 0,
-                    richDisplayed: displayed && random.chance(0.8) ? 1 : 0,
-                    opened: displayed && random.chance(device.open) ? 1 : 0,
-                    dismissed: displayed && random.chance(device.dismiss) ? 1 : 0))
+                var reached: FunnelStageSet = [.notifications, .delivered]
+                if displayed { reached.insert(.displayed) }
+                if displayed && random.chance(0.8) { reached.insert(.richDisplayed) }
+                if displayed && random.chance(device.open) { reached.insert(.opened) }
+                if displayed && random.chance(device.dismiss) { reached.insert(.dismissed) }
+                tallies.record(arm: device.arm, device: device.id, FunnelCounts(reached: reached))
             }
             let now = start.adding(microseconds: Int64(hour) * 3_600_000_000)
             let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, previous: previous, now: now)

@@ -36,11 +36,12 @@ private typealias Telemetry = TelemetryContribution
 
         #expect(state.engagementFacts == EngagementFacts(
             category: "new_photo", presentation: .rich, attachmentKind: .image, day: S.day,
-            delivered: true, displayed: true, expanded: true, actioned: true, customActionIDs: ["like"]))
+            stages: [.notifications, .delivered, .displayed, .richDisplayed, .expanded, .actioned],
+            customActionIDs: ["like"]))
         #expect(state.engagementContribution == Engagement(
             bucket: .init(category: "new_photo", presentation: .rich, attachmentKind: .image, day: S.day),
-            counters: .init(notifications: 1, delivered: 1, displayed: 1, expanded: 1, actioned: 1,
-                            actions: ["like": 1])))
+            counters: counts([.notifications: 1, .delivered: 1, .displayed: 1, .expanded: 1, .actioned: 1],
+                             actions: ["like": 1])))
         #expect(state.engagementContribution?.actionIDs == ["like"])
         #expect(state.telemetryContribution == Telemetry(
             bucket: .init(category: "new_photo", attachmentKind: .image, day: S.day),
@@ -65,7 +66,7 @@ private typealias Telemetry = TelemetryContribution
         #expect(state.customActionAt == nil)
         #expect(state.engagementFacts == EngagementFacts(
             category: "new_photo", presentation: .plain, attachmentKind: .noAttachment, day: S.day,
-            delivered: true, displayed: true, opened: true))
+            stages: [.notifications, .delivered, .displayed, .opened]))
         #expect(state.telemetryContribution == Telemetry(
             bucket: .init(category: "new_photo", attachmentKind: .noAttachment, day: S.day),
             counters: .init(delivered: 1, outcomes: [.timeout: 1], timeWillExpire: 1,
@@ -80,7 +81,7 @@ private typealias Telemetry = TelemetryContribution
         #expect(state.dismissedAt == S.at(9))
         #expect(state.engagementContribution == Engagement(
             bucket: .init(category: "new_photo", presentation: .rich, attachmentKind: .image, day: S.day),
-            counters: .init(notifications: 1, delivered: 1, displayed: 1, dismissed: 1)))
+            counters: counts([.notifications: 1, .delivered: 1, .displayed: 1, .dismissed: 1])))
         #expect(state.telemetryContribution?.counters == .init(
             delivered: 1, outcomes: [.attached: 1], cacheHits: 1, bytes: 48_000, bytesReported: 1,
             downloadMS: [3: 1], processingMS: [910: 1]))
@@ -96,7 +97,8 @@ private typealias Telemetry = TelemetryContribution
         #expect(state.delivered == nil)
         #expect(state.engagementFacts == EngagementFacts(
             category: "new_photo", presentation: .rich, attachmentKind: .image, day: S.day,
-            displayed: true, actioned: true, replied: true, customActionIDs: ["reply"]))
+            stages: [.notifications, .displayed, .richDisplayed, .actioned, .replied],
+            customActionIDs: ["reply"]))
         #expect(state.telemetryContribution == nil)
     }
 
@@ -124,16 +126,16 @@ private typealias Telemetry = TelemetryContribution
             steps.append(Engagement.difference(from: old, to: state.engagementContribution))
         }
         #expect(steps == [
-            [Engagement.Delta(bucket: unknownNoKind, counters: .init(notifications: 1, actioned: 1,
+            [Engagement.Delta(bucket: unknownNoKind, counters: counts([.notifications: 1, .actioned: 1],
+                                                                       actions: ["like": 1]))],
+            [Engagement.Delta(bucket: unknownNoKind, counters: counts([.notifications: -1, .actioned: -1],
+                                                                       actions: ["like": -1])),
+             Engagement.Delta(bucket: unknownImage, counters: counts([.notifications: 1, .delivered: 1, .actioned: 1],
                                                                       actions: ["like": 1]))],
-            [Engagement.Delta(bucket: unknownNoKind, counters: .init(notifications: -1, actioned: -1,
+            [Engagement.Delta(bucket: unknownImage, counters: counts([.notifications: -1, .delivered: -1, .actioned: -1],
                                                                       actions: ["like": -1])),
-             Engagement.Delta(bucket: unknownImage, counters: .init(notifications: 1, delivered: 1, actioned: 1,
-                                                                     actions: ["like": 1]))],
-            [Engagement.Delta(bucket: unknownImage, counters: .init(notifications: -1, delivered: -1, actioned: -1,
-                                                                     actions: ["like": -1])),
-             Engagement.Delta(bucket: richImage, counters: .init(notifications: 1, delivered: 1, displayed: 1,
-                                                                  actioned: 1, actions: ["like": 1]))],
+             Engagement.Delta(bucket: richImage, counters: counts([.notifications: 1, .delivered: 1, .displayed: 1,
+                                                                   .actioned: 1], actions: ["like": 1]))],
             [],
         ])
     }
@@ -144,7 +146,7 @@ private typealias Telemetry = TelemetryContribution
         let after = before.applying(S.action(4, at: 6, "save")).applying(S.expanded(5, at: 4))
         let bucket = Engagement.Bucket(category: "new_photo", presentation: .rich, attachmentKind: .image, day: S.day)
         #expect(Engagement.difference(from: before.engagementContribution, to: after.engagementContribution) == [
-            Engagement.Delta(bucket: bucket, counters: .init(expanded: 1, actions: ["save": 1])),
+            Engagement.Delta(bucket: bucket, counters: counts([.expanded: 1], actions: ["save": 1])),
         ])
         #expect(after.customActionIDs == ["like", "save"])
         #expect(after.customActionAt == S.at(5))
@@ -170,8 +172,8 @@ private typealias Telemetry = TelemetryContribution
         #expect(Engagement.difference(from: before.engagementContribution, to: after.engagementContribution) == [
             Engagement.Delta(bucket: .init(category: "new_photo", presentation: .rich, attachmentKind: .image,
                                            day: UTCDay(year: 2026, month: 11, day: 30)!),
-                             counters: .init(notifications: -1, displayed: -1)),
-            Engagement.Delta(bucket: bucket, counters: .init(notifications: 1, delivered: 1, displayed: 1)),
+                             counters: counts([.notifications: -1, .displayed: -1])),
+            Engagement.Delta(bucket: bucket, counters: counts([.notifications: 1, .delivered: 1, .displayed: 1])),
         ])
         #expect(Telemetry.difference(from: before.telemetryContribution, to: after.telemetryContribution) == [
             Telemetry.Delta(bucket: .init(category: "new_photo", attachmentKind: .image, day: S.day),
@@ -234,13 +236,13 @@ private typealias Telemetry = TelemetryContribution
         #expect(Engagement.difference(from: nil, to: contribution) ==
                 [Engagement.Delta(bucket: contribution.bucket, counters: contribution.counters)])
         #expect(Engagement.difference(from: contribution, to: nil) ==
-                [Engagement.Delta(bucket: contribution.bucket, counters: .init(notifications: -1, expanded: -1))])
+                [Engagement.Delta(bucket: contribution.bucket, counters: counts([.notifications: -1, .expanded: -1]))])
     }
 
     @Test func countersDropKeysThatCancel() {
-        let a = Engagement.Counters(notifications: 1, actioned: 1, actions: ["like": 1, "save": 1])
-        let b = Engagement.Counters(notifications: 1, actioned: 1, actions: ["like": 1])
-        #expect(a - b == .init(actions: ["save": 1]))
+        let a = counts([.notifications: 1, .actioned: 1], actions: ["like": 1, "save": 1])
+        let b = counts([.notifications: 1, .actioned: 1], actions: ["like": 1])
+        #expect(a - b == counts([:], actions: ["save": 1]))
         #expect(a - a == .zero)
         #expect(Telemetry.Counters(downloadMS: [5: 1]) - .init(downloadMS: [5: 1]) == .zero)
     }
@@ -258,4 +260,9 @@ private typealias Telemetry = TelemetryContribution
         #expect(UTCDay(year: 2026, month: 2, day: 29) == nil)
         #expect(UTCDay(year: 2026, month: 13, day: 1) == nil)
     }
+}
+
+/// A contribution's counters: these funnel counts and action counts.
+private func counts(_ funnel: [FunnelStage: Int], actions: [String: Int] = [:]) -> EngagementContribution.Counters {
+    EngagementCounts(funnel: FunnelCounts(funnel), actions: actions)
 }

@@ -12,18 +12,24 @@ import Testing
         try #require(group.metrics.first { $0.metric == metric })
     }
 
+    static func metric(_ group: ReportGroup, _ metric: EngagementMetric) throws -> MetricComparison {
+        try self.metric(group, .engagement(metric))
+    }
+
     // MARK: Rates and intervals
 
     @Test func ratesAreOverDisplayedNotificationsWithWilsonIntervals() throws {
         let report = Self.report()
         #expect(report.groups.map(\.key.label) == ["news", "promo"])
         let news = report.groups[0]
-        #expect(news.rich == PresentationCounts(notifications: 280, delivered: 270, displayed: 263, expanded: 81,
-                                                actioned: 40, opened: 60, dismissed: 100, replied: 5))
-        #expect(news.plain == PresentationCounts(notifications: 320, delivered: 310, displayed: 300, expanded: 48,
-                                                 actioned: 30, opened: 45, dismissed: 150, replied: 0))
-        #expect(news.notDisplayed == PresentationCounts(notifications: 20, delivered: 12))
-        #expect(news.metrics.map(\.metric) == [.expansion, .action, .open, .dismiss, .reply])
+        #expect(news.rich.funnel == FunnelCounts([.notifications: 280, .delivered: 270, .displayed: 263, .expanded: 81,
+                                                  .actioned: 40, .opened: 60, .dismissed: 100, .replied: 5]))
+        #expect(news.plain.funnel == FunnelCounts([.notifications: 320, .delivered: 310, .displayed: 300, .expanded: 48,
+                                                   .actioned: 30, .opened: 45, .dismissed: 150, .replied: 0]))
+        #expect(news.notDisplayed == PresentationCounts(funnel: FunnelCounts([.notifications: 20, .delivered: 12])))
+        #expect(news.rich.actions.isEmpty && news.plain.actions.isEmpty)
+        let order: [EngagementMetric] = [.expansion, .action, .open, .dismiss, .reply]
+        #expect(news.metrics.map(\.metric) == order.map(ReportMetric.engagement))
 
         let expansion = try Self.metric(news, .expansion)
         #expect(expansion.rich.successes == 81 && expansion.rich.trials == 263)
@@ -97,9 +103,9 @@ import Testing
         #expect(report.groups.map(\.key.label) == ["news · image", "news · gif", "news · none", "promo · video",
                                                    "promo · unknown"])
         let image = report.groups[0]
-        #expect(image.rich.displayed == 140 && image.plain.displayed == 160 && image.notDisplayed.notifications == 20)
+        #expect(image.rich[.displayed] == 140 && image.plain[.displayed] == 160 && image.notDisplayed[.notifications] == 20)
         #expect(report.groups[1].plain == PresentationCounts())
-        #expect(report.total.rich.displayed == 283 && report.total.plain.displayed == 300)
+        #expect(report.total.rich[.displayed] == 283 && report.total.plain[.displayed] == 300)
         #expect(report.total.key == ReportGroupKey(category: nil))
     }
 
@@ -110,7 +116,7 @@ import Testing
             ReportGroupKey(category: "news", day: ReportFixture.day2),
             ReportGroupKey(category: "promo", day: ReportFixture.day1),
         ])
-        #expect(report.groups[1].rich.displayed == 123 && report.groups[1].plain.displayed == 140)
+        #expect(report.groups[1].rich[.displayed] == 123 && report.groups[1].plain[.displayed] == 140)
         #expect(report.groups[1].key.label == "news · 2026-11-28")
     }
 
@@ -136,7 +142,7 @@ import Testing
         let filters = ReportFilters(categories: ["news"], from: ReportFixture.day2)
         let report = Self.report(.action, filters: filters)
         #expect(report.groups.map(\.key.label) == ["news"])
-        #expect(report.total.rich.displayed == 123 && report.total.plain.displayed == 140)
+        #expect(report.total.rich[.displayed] == 123 && report.total.plain[.displayed] == 140)
         let save = try Self.metric(report.groups[0], .customAction("save"))
         #expect(save.rich.successes == 9 && save.plain.successes == 0)
         #expect(report.telemetry.map { $0.attachmentKind } == ["image", "none"])

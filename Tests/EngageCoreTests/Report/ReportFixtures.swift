@@ -12,8 +12,9 @@ enum ReportFixture {
                            displayed: Int, expanded: Int = 0, actioned: Int = 0, opened: Int = 0,
                            dismissed: Int = 0, replied: Int = 0) -> EngagementRow {
         EngagementRow(appID: app, category: category, presentation: presentation, attachmentKind: kind, day: day,
-                      notifications: notifications, delivered: delivered, displayed: displayed, expanded: expanded,
-                      actioned: actioned, opened: opened, dismissed: dismissed, replied: replied)
+                      counts: FunnelCounts([.notifications: notifications, .delivered: delivered, .displayed: displayed,
+                                            .expanded: expanded, .actioned: actioned, .opened: opened,
+                                            .dismissed: dismissed, .replied: replied]))
     }
 
     static func histogram(_ values: [(Double, Int64)]) -> LatencyHistogram {

@@ -120,12 +120,7 @@ import Testing
             let presentation: Presentation = facts.presentation == .rich ? .rich : .plain
             #expect(facts.presentation != .unknown)
             var tally = EngagementTally()
-            tally.displayed = facts.displayed ? 1 : 0
-            tally.expanded = facts.expanded ? 1 : 0
-            tally.actioned = facts.actioned ? 1 : 0
-            tally.opened = facts.opened ? 1 : 0
-            tally.dismissed = facts.dismissed ? 1 : 0
-            tally.replied = facts.replied ? 1 : 0
+            for stage in [.displayed] + FunnelStage.engagements where facts.stages.contains(stage) { tally[stage] = 1 }
             for id in facts.customActionIDs { tally.actions[id] = 1 }
             let cell = SimulationCell(category: facts.category, presentation: presentation)
             cells[cell] = (cells[cell] ?? EngagementTally()) + tally
@@ -137,7 +132,7 @@ import Testing
         let (events, truth) = try Self.run(Self.scenario(notifications: 5_000))
         #expect(Self.foldedTallies(events) == truth.realized)
         #expect(truth.notifications == 5_000)
-        #expect(truth.realized.values.reduce(0) { $0 + $1.displayed } == 5_000)
+        #expect(truth.realized.values.reduce(0) { $0 + $1[.displayed] } == 5_000)
         var outcomes = OutcomeTally()
         for event in events { if case .delivered(let d) = event.details { outcomes.record(d.outcome) } }
         #expect(truth.outcomesByCategory.values.reduce(0) { $0 + $1.total } == 5_000)
@@ -167,16 +162,16 @@ import Testing
         for category in truth.categories {
             for presentation in Presentation.allCases {
                 let tally = truth.realized(category: category.name, presentation: presentation)
-                guard tally.displayed >= 300 else { continue }
+                guard tally[.displayed] >= 300 else { continue }
                 let configured = category.rates(for: presentation)
-                for kind in EngagementKind.allCases {
-                    let p = configured[kind]
-                    let se = (p * (1 - p) / Double(tally.displayed)).squareRoot()
+                for stage in FunnelStage.engagements {
+                    let p = configured[stage]
+                    let se = (p * (1 - p) / Double(tally[.displayed])).squareRoot()
                     if p == 0 {
-                        #expect(tally[kind] == 0)
+                        #expect(tally[stage] == 0)
                     } else {
-                        #expect(abs(tally.rate(kind) - p) <= 4 * se,
-                                "\(category.name)/\(presentation) \(kind): \(tally.rate(kind)) vs \(p), n=\(tally.displayed)")
+                        #expect(abs(tally.rate(stage) - p) <= 4 * se,
+                                "\(category.name)/\(presentation) \(stage.name): \(tally.rate(stage)) vs \(p), n=\(tally[.displayed])")
                     }
                     compared += 1
                 }

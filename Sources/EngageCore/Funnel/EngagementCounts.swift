@@ -1,0 +1,28 @@
+/// Funnel counts with the app-defined actions taken, per action ID: what one bucket of the
+/// engagement read model holds, what one notification adds to it, and one presentation's side of
+/// a report group.
+public struct EngagementCounts: Sendable, Hashable, AdditiveArithmetic {
+    public var funnel: FunnelCounts
+    /// Notifications per app-defined action ID; IDs with 0 are left out.
+    public var actions: [String: Int]
+
+    public init(funnel: FunnelCounts = FunnelCounts(), actions: [String: Int] = [:]) {
+        self.funnel = funnel
+        self.actions = actions.filter { $0.value != 0 }
+    }
+
+    public subscript(stage: FunnelStage) -> Int {
+        get { funnel[stage] }
+        set { funnel[stage] = newValue }
+    }
+
+    public static let zero = EngagementCounts()
+
+    public static func + (a: EngagementCounts, b: EngagementCounts) -> EngagementCounts {
+        EngagementCounts(funnel: a.funnel + b.funnel, actions: addCounts(a.actions, b.actions, sign: 1))
+    }
+
+    public static func - (a: EngagementCounts, b: EngagementCounts) -> EngagementCounts {
+        EngagementCounts(funnel: a.funnel - b.funnel, actions: addCounts(a.actions, b.actions, sign: -1))
+    }
+}
