@@ -29,14 +29,8 @@ struct GzipFileTests {
         #expect(read == chunks.flatMap { $0 })
 
         // The standard tool reads it too.
-        let gunzip = Process()
-        gunzip.executableURL = URL(fileURLWithPath: "/bin/sh")
-        gunzip.arguments = ["-c", "gzip -dc '\(path)' | wc -c"]
-        let output = Pipe()
-        gunzip.standardOutput = output
-        try gunzip.run()
-        gunzip.waitUntilExit()
-        let count = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let count = String(decoding: try RetentionFixtures.shell("gzip -dc '\(path)' | wc -c"), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(count == String(read.count))
     }
 

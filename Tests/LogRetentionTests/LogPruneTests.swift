@@ -228,15 +228,7 @@ struct LogPruneTests {
              "\(day) 11:00:00+00", "\(day) 12:00:00.5+00", "\\N", "\\N", "{}"].joined(separator: "\t") + "\n"
         }.joined()
         let file = "events-\(day).tsv.gz"
-        let gzip = Process()
-        gzip.executableURL = URL(fileURLWithPath: "/bin/sh")
-        gzip.arguments = ["-c", "gzip -c > '\(directory)/\(file)'"]
-        let input = Pipe()
-        gzip.standardInput = input
-        try gzip.run()
-        input.fileHandleForWriting.write(Data(lines.utf8))
-        try input.fileHandleForWriting.close()
-        gzip.waitUntilExit()
+        _ = try RetentionFixtures.shell("gzip -c > '\(directory)/\(file)'", input: Data(lines.utf8))
         let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)))
         let manifest = """
             {"format": "engage-log-archive", "version": 1,

@@ -74,4 +74,23 @@ struct RetentionFixtures {
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         return path
     }
+
+    /// Runs a shell command (the standard gzip, to check archives against), feeding it `input`;
+    /// its standard output.
+    static func shell(_ command: String, input: Data? = nil) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let output = Pipe(), feed = Pipe()
+        process.standardOutput = output
+        if input != nil { process.standardInput = feed }
+        try process.run()
+        if let input {
+            feed.fileHandleForWriting.write(input)
+            try feed.fileHandleForWriting.close()
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return data
+    }
 }
