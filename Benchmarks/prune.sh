@@ -52,16 +52,12 @@ MAX_SECONDS=${MAX_SECONDS:-10}
 CONNECTIONS=${CONNECTIONS:-16}
 BATCH=${BATCH:-100}
 PRUNE_FLAGS=${PRUNE_FLAGS:-}
-BUILD=${BUILD:-1}
-ENGAGE_BIN=${ENGAGE_BIN:-}
-WORK_PARENT=${WORK_PARENT:-/var/tmp}
-KEEP_WORK=${KEEP_WORK:-0}
 PSQL=${PSQL:-psql}
 
-log() { printf '%s prune.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage_error() { printf 'prune.sh: %s\nusage: [EVENTS=n] [KEPT=n] [ENGAGE_BIN=path] ... Benchmarks/prune.sh (settings in the header)\n' "$1" >&2; exit 64; }
-require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
+SCRIPT=prune.sh
+USAGE="[EVENTS=n] [KEPT=n] [ENGAGE_BIN=path] ... Benchmarks/prune.sh (settings in the header)"
+# log, die, usage_error, require_int, median, resolve_engage; BUILD, ENGAGE_BIN, WORK_PARENT, KEEP_WORK
+source "$ROOT/Benchmarks/common.sh"
 require_int EVENTS "$EVENTS" 1000 1000000000
 require_int KEPT "$KEPT" 1000 1000000000
 require_int SPREAD "$SPREAD" 1 25
@@ -100,8 +96,7 @@ trap 'exit 143' TERM
 calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
 fixed() { awk -v v="$1" -v d="$2" 'BEGIN { printf "%.*f", d, v }'; }
 grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print 0; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-maximum() { tr ' ' '\n' | grep . | sort -g | tail -1; }
+maximum() { sort -g | tail -1; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }
 sql() { "$PSQL" "$CONNINFO" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 result() { sed -n 's/^ingest\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
@@ -109,11 +104,7 @@ result() { sed -n 's/^ingest\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1
 # ---------------------------------------------------------------------------------------------
 # 1. Server, old and kept events
 
-if [[ -z $ENGAGE_BIN ]]; then
-    if [[ $BUILD == 1 ]]; then log "swift build -c release"; (cd "$ROOT" && swift build -c release >&2); fi
-    ENGAGE_BIN="$ROOT/.build/release/engage"
-fi
-[[ -x $ENGAGE_BIN ]] || die "no engage executable at $ENGAGE_BIN"
+resolve_engage "$ROOT"
 WORK=$(mktemp -d "$WORK_PARENT/engage-prune.XXXXXX")
 chmod 755 "$WORK"
 log "working in $WORK"
@@ -246,9 +237,9 @@ sleep 1
 LEFT=$(sql -c "SELECT count(*) FROM events WHERE recorded_at < now() - interval '31 days'")
 [[ $LEFT == 0 ]] || die "$LEFT old events are still in the log"
 WAL_MB=$(mb "$(sql -c "SELECT pg_wal_lsn_diff('$WAL1', '$WAL0')")")
-before_p99=$(awk -v s="$PRUNE_START" '$2 <= s { printf "%s ", $4 / 1000 }' "$WORK/windows.txt")
-during_p99=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { printf "%s ", $4 / 1000 }' "$WORK/windows.txt")
-after_p99=$(awk -v e="$PRUNE_END" '$1 >= e { printf "%s ", $4 / 1000 }' "$WORK/windows.txt")
+before_p99=$(awk -v s="$PRUNE_START" '$2 <= s { print $4 / 1000 }' "$WORK/windows.txt")
+during_p99=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { print $4 / 1000 }' "$WORK/windows.txt")
+after_p99=$(awk -v e="$PRUNE_END" '$1 >= e { print $4 / 1000 }' "$WORK/windows.txt")
 during_accepted=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { a += $5; t += $2 - $1 } END { printf "%.0f", (t > 0 ? a / t : 0) }' "$WORK/windows.txt")
 ERRORS=$(awk '{ e += $6 } END { print e + 0 }' "$WORK/windows.txt")
 P99_BEFORE=$(echo "$before_p99" | median)
