@@ -90,13 +90,13 @@ struct LogPruneTests {
         let before = try await fixtures.log()
         let directory = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
         // Both come back; day -45's week goes again, and some events of day -38 by hand (with their ids).
         let other = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: other) }
-        try await fixtures.restorer(directory).run()
-        try await fixtures.pruner(olderThan: 38).run()
-        try await fixtures.pool.withConnection { connection in
+        _ = try await fixtures.restorer(directory).run()
+        _ = try await fixtures.pruner(olderThan: 38).run()
+        _ = try await fixtures.pool.withConnection { connection in
             try connection.execute("""
                 WITH gone AS (DELETE FROM events WHERE notification_id IN ('d38-0', 'd38-1', 'd38-2') RETURNING event_id)
                 DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM gone)

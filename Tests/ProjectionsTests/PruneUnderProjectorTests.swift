@@ -150,7 +150,7 @@ struct PruneUnderProjectorTests {
         let cut = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000))
         #expect(try await pool.withConnection { try ProjectionRetention.behind(recordedBefore: cut, on: $0) }.isEmpty)
         // A projector that stopped before the old days, and a rebuild replaying.
-        try await pool.withConnection { connection in
+        _ = try await pool.withConnection { connection in
             try connection.execute("INSERT INTO projection_checkpoints (projection) VALUES ('engagement'), ('engagement:rebuild')")
         }
         let behind = try await pool.withConnection { try ProjectionRetention.behind(recordedBefore: cut, on: $0) }
