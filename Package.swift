@@ -46,6 +46,8 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["Digest", "EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
+        // Pruning the oldest weeks of the log into archives, and restoring them.
+        .target(name: "LogRetention", dependencies: ["CZlib", "Digest", "EngageCore", "EventStore", "Postgres", "Runtime"]),
         // The web console's pages: HTML and inline SVG rendered from the report, experiment and
         // health models, no I/O (EngageAPI serves them).
         .target(name: "EngageConsole", dependencies: ["Digest", "EngageCore"]),
@@ -58,7 +60,7 @@ let package = Package(
         .target(name: "EngageNotificationService", dependencies: ["EngageClient"], resources: [.copy("PrivacyInfo.xcprivacy")]),
         .executableTarget(
             name: "engage",
-            dependencies: ["CLoadGenerator", "CProcess", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]
+            dependencies: ["CLoadGenerator", "CProcess", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "EmbeddedPostgres", "Experiments", "HTTPServer", "LogRetention", "Postgres", "Projections", "Runtime"]
         ),
 
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
@@ -67,7 +69,8 @@ let package = Package(
         .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText"], exclude: ["Golden"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "Runtime", "TestSupport"]),
-        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "Postgres", "Runtime", "TestSupport"]),
+        .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "LogRetention", "Postgres", "Runtime",
+                                                            "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport"]),
         // A loopback HTTP responder for the client's faults and media downloads.
@@ -80,6 +83,8 @@ let package = Package(
         // `swift run -c release EngageClientBench queue|handler`: the client's timings (BENCHMARKS.md).
         .executableTarget(name: "EngageClientBench", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService"],
                           path: "Benchmarks/EngageClientBench"),
+        .testTarget(name: "LogRetentionTests", dependencies: ["LogRetention", "EngageCore", "EventStore", "Experiments", "Postgres", "Projections",
+                                                             "Runtime", "TestSupport"]),
         .testTarget(name: "ExperimentsTests", dependencies: ["Experiments", "EngageCore", "EventStore", "Postgres", "Runtime", "TestSupport"]),
         // Fault tests start engage (and this stand-in for an app extension) as real processes and kill them.
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),

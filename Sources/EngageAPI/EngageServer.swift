@@ -102,6 +102,7 @@ public struct EngageServer: Sendable {
         self.server = server
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [
+            ("log-partitions", EventPartitionMaintenance(pool: pool, logger: logger)),
             ("committer", committer),
             ("ingest-summary", IngestSummary(metrics: metrics, queue: queue, logger: logger)),
         ]

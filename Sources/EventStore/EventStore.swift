@@ -5,8 +5,10 @@ import Postgres
 ///
 /// `append` is all-or-nothing and durable when it returns (synchronous_commit stays on). Event ids
 /// are the idempotency key: an id already in the log is reported as a duplicate and not stored
-/// again, even when two appends with the same ids race. `read(after:limit:)` never skips an event:
-/// see `LogPosition`.
+/// again, even when two appends with the same ids race. The log is partitioned by the week events
+/// were recorded in, so the key lives in `event_ids`, which every append writes in the same
+/// transaction as the events (migration 010). `read(after:limit:)` never skips an event: see
+/// `LogPosition`.
 public struct EventStore: Sendable {
     public let pool: ConnectionPool
 
@@ -76,17 +78,28 @@ public struct EventStore: Sendable {
         guard connection.isIdle else {
             throw PostgresError(kind: .misuse, message: "append(_:on:) needs a connection outside any transaction; use appendInOpenTransaction")
         }
-        // Fast path: no id repeats within the group, so the rows go in one COPY, which outside a
-        // transaction block commits on its own before PostgreSQL reports it complete. An id
-        // already in the log makes the COPY fail on the primary key, rolling it back whole; the
-        // careful path then runs. A COPY racing another with the same ids waits for it, then fails
-        // the same way.
+        do {
+            return try appendOnce(batches, on: connection)
+        } catch let error as PostgresError where error.isMissingPartition {
+            // Nothing made this week's partition yet (engage serve makes them a week ahead every hour).
+            try EventPartitions.ensure(on: connection)
+            return try appendOnce(batches, on: connection)
+        }
+    }
+
+    /// Fast path: no id repeats within the group, so the ids go in one COPY and the rows in
+    /// another, in one transaction whose COMMIT travels with the second COPY. An id already in the
+    /// log makes the first COPY fail on `event_ids`' primary key, before any event is written; the
+    /// careful path then runs. A COPY racing another with the same ids waits for it, then fails
+    /// the same way. Leaves the connection outside any transaction, whatever happens.
+    private static func appendOnce(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
         let rows = rowsInIDOrder(of: batches, keeping: nil)
         if !zip(rows, rows.dropFirst()).contains(where: { $0.id == $1.id }) {
             do {
-                // A warning during the COPY's commit (a cancelled wait for a synchronous standby)
-                // means stored on the primary alone: a failure, retried by the client.
-                try connection.failingOnWarnings { try copy(rows, of: batches, into: copyStatement, on: $0) }
+                // A warning during the commit, which travels with the second COPY (a cancelled wait
+                // for a synchronous standby), means stored on the primary alone: a failure, retried
+                // by the client.
+                try connection.failingOnWarnings { try copyIDsAndRows(rows, of: batches, on: $0) }
                 return batches.map { batch in
                     AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
                 }
@@ -95,6 +108,23 @@ public struct EventStore: Sendable {
             }
         }
         return try connection.transaction { connection in try appendCarefully(batches, on: connection) }
+    }
+
+    /// `BEGIN` and the ids' COPY in one round trip, then the events' COPY and `COMMIT` in another.
+    private static func copyIDsAndRows(_ rows: [RowRef], of batches: [PreparedBatch], on connection: Connection) throws {
+        guard !rows.isEmpty else { return }
+        do {
+            var ids = BinaryCopyEncoder(reservingCapacity: BinaryCopyEncoder.header.count + rows.count * 22 + 2)
+            for row in rows {
+                ids.beginRow(columnCount: 1)
+                ids.appendUUID(row.id.bytes)
+            }
+            try connection.copyIn(beginAndCopyIDsStatement, data: ids.finish())
+            try copy(rows, of: batches, into: copyAndCommitStatement, on: connection)
+        } catch {
+            if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
+            throw error
+        }
     }
 
     /// Inside a transaction the caller opened and commits.
@@ -113,12 +143,18 @@ public struct EventStore: Sendable {
         try connection.execute("DELETE FROM engage_append_staging_v1")
         try copy(rowsInIDOrder(of: batches, keeping: firstOfID), of: batches, into: stagingCopyStatement, on: connection)
         let storedRows = try connection.query("""
+            WITH new_ids AS (
+                INSERT INTO event_ids (event_id)
+                SELECT event_id FROM engage_append_staging_v1 ORDER BY ordinal
+                ON CONFLICT (event_id) DO NOTHING
+                RETURNING event_id
+            )
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                 experiment_id, experiment_arm, payload)
-            SELECT event_id, app_id, notification_id, type, category, device_id, occurred_at,
-                   experiment_id, experiment_arm, payload
-            FROM engage_append_staging_v1 ORDER BY ordinal
-            ON CONFLICT (event_id) DO NOTHING
+            SELECT s.event_id, s.app_id, s.notification_id, s.type, s.category, s.device_id, s.occurred_at,
+                   s.experiment_id, s.experiment_arm, s.payload
+            FROM engage_append_staging_v1 s JOIN new_ids USING (event_id)
+            ORDER BY s.ordinal
             RETURNING event_id
             """)
         var stored = Set<EventID>()
@@ -186,10 +222,13 @@ public struct EventStore: Sendable {
         try connection.copyIn(statement, data: data)
     }
 
-    static let copyStatement: SQL = """
+    static let beginAndCopyIDsStatement: SQL = "BEGIN; COPY event_ids (event_id) FROM STDIN (FORMAT binary)"
+
+    static let copyAndCommitStatement: SQL = """
         COPY events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                      experiment_id, experiment_arm, payload)
-        FROM STDIN (FORMAT binary)
+        FROM STDIN (FORMAT binary);
+        COMMIT
         """
 
     static let stagingCopyStatement: SQL = """

@@ -9,10 +9,13 @@ import Postgres
 public enum ExperimentLog {
     /// Inside an open transaction.
     public static func append(_ entry: ExperimentLogEntry, on connection: Connection) throws {
+        // Its id joins the log's idempotency key like every appended event's (migration 010).
         try connection.execute("""
+            WITH id AS (INSERT INTO event_ids (event_id) VALUES (gen_random_uuid()) RETURNING event_id)
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
-            VALUES (gen_random_uuid(), \(entry.appID), \(entry.streamID), \(entry.type), '', '', \(entry.occurredAt.postgres),
-                    \(PostgresJSONB(entry.payload)))
+            SELECT event_id, \(entry.appID), \(entry.streamID), \(entry.type), '', '', \(entry.occurredAt.postgres),
+                   \(PostgresJSONB(entry.payload))
+            FROM id
             """)
     }
 

@@ -218,7 +218,9 @@ public final class Connection {
         try copyIn(sql) { send in try send(data) }
     }
 
-    /// Streams chunks to `COPY ... FROM STDIN`; `produce` calls `send` once per chunk.
+    /// Streams chunks to `COPY ... FROM STDIN`; `produce` calls `send` once per chunk. The text
+    /// may hold statements before and after the COPY (`BEGIN; COPY ...`, `COPY ...; COMMIT`):
+    /// they run in the same round trips, and the count returned is the COPY's.
     @discardableResult
     public func copyIn(_ sql: SQL, produce: ((([UInt8]) throws -> Void)) throws -> Void) throws -> Int {
         let handle = try requireHandle()
@@ -245,6 +247,62 @@ public final class Connection {
         }
         let ended = producerError == nil ? PQputCopyEnd(handle, nil) : PQputCopyEnd(handle, "aborted by client")
         if ended != 1 { throw connectionError(handle) }
+        var copied: Int?
+        var serverError: PostgresError?
+        while let result = PQgetResult(handle) {
+            do {
+                let rows = try check(result, handle: handle).affectedRows
+                if copied == nil { copied = rows }
+            } catch let error as PostgresError {
+                if serverError == nil { serverError = error }
+            }
+        }
+        if let producerError { throw producerError }
+        if let serverError { throw serverError }
+        return copied ?? 0
+    }
+
+    /// Runs `COPY ... TO STDOUT` and hands the data to `receive` in chunks of whole rows (of about
+    /// `chunkBytes`, more for a longer row); returns the number of rows. When `receive` throws,
+    /// the COPY is cancelled on the server and the error rethrown.
+    @discardableResult
+    public func copyOut(_ sql: SQL, chunkBytes: Int = 256 * 1024, receive: ([UInt8]) throws -> Void) throws -> Int {
+        let handle = try requireHandle()
+        guard sql.parameters.isEmpty else {
+            throw PostgresError(kind: .encoding, message: "COPY statements cannot take parameters")
+        }
+        guard let start = PQexec(handle, sql.text) else { throw connectionError(handle) }
+        if PQresultStatus(start) != PGRES_COPY_OUT {
+            _ = try check(start, handle: handle)
+            throw PostgresError(kind: .protocolViolation, message: "statement did not start COPY TO STDOUT")
+        }
+        PQclear(start)
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(chunkBytes + 4096)
+        var receiverError: Error?
+        while true {
+            var buffer: UnsafeMutablePointer<CChar>?
+            let length = PQgetCopyData(handle, &buffer, 0)
+            if length == -1 { break }
+            if length < 0 { throw connectionError(handle) }
+            guard let buffer else { continue }
+            if receiverError == nil {
+                buffer.withMemoryRebound(to: UInt8.self, capacity: Int(length)) { bytes in
+                    chunk.append(contentsOf: UnsafeBufferPointer(start: bytes, count: Int(length)))
+                }
+            }
+            PQfreemem(buffer)
+            if receiverError == nil && chunk.count >= chunkBytes {
+                do { try receive(chunk) } catch {
+                    receiverError = error
+                    cancelRunningStatement(handle)
+                }
+                chunk.removeAll(keepingCapacity: true)
+            }
+        }
+        if receiverError == nil && !chunk.isEmpty {
+            do { try receive(chunk) } catch { receiverError = error }
+        }
         var copied = 0
         var serverError: PostgresError?
         while let result = PQgetResult(handle) {
@@ -252,9 +310,17 @@ public final class Connection {
                 if serverError == nil { serverError = error }
             }
         }
-        if let producerError { throw producerError }
+        if let receiverError { throw receiverError }
         if let serverError { throw serverError }
         return copied
+    }
+
+    /// Asks the server to cancel what this connection runs; the statement then ends with an error.
+    private func cancelRunningStatement(_ handle: OpaquePointer) {
+        guard let cancel = PQgetCancel(handle) else { return }
+        defer { PQfreeCancel(cancel) }
+        var message = [CChar](repeating: 0, count: 256)
+        _ = PQcancel(cancel, &message, Int32(message.count))
     }
 
     // MARK: LISTEN / NOTIFY

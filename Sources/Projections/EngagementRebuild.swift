@@ -7,13 +7,45 @@ import Runtime
 /// one transaction: readers see the old model until the swap commits and the new one after, never
 /// a half-built one. The live projector may keep running; the swap moves its checkpoint under the
 /// row lock, which the projector notices (it is fenced and resynchronizes).
+///
+/// After `engage log prune` the log no longer holds the pruned days, while the live read model
+/// still counts their notifications: a rebuild would drop them. It refuses unless told to
+/// `.discard` them (then the model is what the kept events fold to); `engage log restore` brings
+/// the days back first.
 public struct EngagementRebuild: Sendable {
     public let pool: ConnectionPool
     public let batchSize: Int
+    public let prunedDays: PrunedDaysPolicy
 
-    public init(pool: ConnectionPool, batchSize: Int = 10_000) {
+    /// What to do when the log was pruned.
+    public enum PrunedDaysPolicy: Sendable {
+        /// Stop with `PrunedLogError` before changing anything.
+        case refuse
+        /// Rebuild from the events kept: the pruned days' notifications leave the read model.
+        case discard
+    }
+
+    /// The rebuild would lose what the pruned days contributed.
+    public struct PrunedLogError: Error, CustomStringConvertible {
+        public let days: [PrunedDays.Day]
+
+        public var description: String {
+            let events = days.reduce(0) { $0 + $1.events }
+            let range = days.count == 1 ? Self.day(days[0]) : "\(Self.day(days[0])) to \(Self.day(days[days.count - 1]))"
+            let archived = days.contains { $0.archiveFile != nil }
+                ? "restore their archive first (engage log restore DIR)" : "they were pruned without an archive"
+            return "the log no longer holds the \(events) events of \(days.count) day(s) pruned by engage log prune (recorded \(range)); "
+                + "the read model counts their notifications now and a rebuild would drop them: \(archived), "
+                + "or rebuild from the events kept with --discard-pruned"
+        }
+
+        private static func day(_ day: PrunedDays.Day) -> String { String(day.day.rfc3339.prefix(10)) }
+    }
+
+    public init(pool: ConnectionPool, batchSize: Int = 10_000, prunedDays: PrunedDaysPolicy = .refuse) {
         self.pool = pool
         self.batchSize = batchSize
+        self.prunedDays = prunedDays
     }
 
     public struct Progress: Sendable {
@@ -27,7 +59,10 @@ public struct EngagementRebuild: Sendable {
     public func run(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Int {
         let shadowName = EngagementStore.projectionName + ":rebuild"
         let batchSize = self.batchSize
+        let prunedDays = self.prunedDays
         let total = try await pool.withConnection { connection -> Int in
+            let missing = try PrunedDays.missing(on: connection)
+            if prunedDays == .refuse && !missing.isEmpty { throw PrunedLogError(days: missing) }
             try Self.createShadowTables(on: connection)
             try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
             return try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
@@ -58,6 +93,7 @@ public struct EngagementRebuild: Sendable {
                     tail += events.count
                 }
                 try Self.swapIn(on: connection)
+                if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }
                 let replayedBefore = try connection.query("""
                     SELECT events_processed FROM projection_checkpoints WHERE projection = \(shadowName)
                     """).rows.first.map { try $0.decode(0, as: Int.self) } ?? 0

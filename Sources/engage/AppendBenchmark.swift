@@ -34,7 +34,13 @@ enum AppendBenchmark {
         let items = BenchmarkEvents.make(count: events)
         let copyFile = FileManager.default.temporaryDirectory.appendingPathComponent("engage-bench-\(getpid()).tsv")
         try BenchmarkEvents.copyText(items).write(to: copyFile)
-        defer { try? FileManager.default.removeItem(at: copyFile) }
+        // Their ids go into event_ids too, in the same transaction, as engage stores them.
+        let idsFile = FileManager.default.temporaryDirectory.appendingPathComponent("engage-bench-\(getpid())-ids.tsv")
+        try Data(items.map { $0.event.eventID.description + "\n" }.joined().utf8).write(to: idsFile)
+        defer {
+            try? FileManager.default.removeItem(at: copyFile)
+            try? FileManager.default.removeItem(at: idsFile)
+        }
         let psql = setup.embedded?.clientProgram("psql") ?? "/usr/bin/psql"
 
         let pool = ConnectionPool(configuration: benchConfiguration, size: connections)
@@ -56,7 +62,7 @@ enum AppendBenchmark {
 
             progress.update("round \(round)/\(rounds), psql \\copy")
             try reset(admin)
-            let copySeconds = try timePsqlCopy(file: copyFile.path, psql: psql, configuration: benchConfiguration)
+            let copySeconds = try timePsqlCopy(file: copyFile.path, ids: idsFile.path, psql: psql, configuration: benchConfiguration)
             copyRates.append(Double(items.count) / copySeconds)
             progress.print(String(format: "round %d: append %.0f events/s, psql \\copy %.0f rows/s", round, appendRates.last!, copyRates.last!))
         }
@@ -67,14 +73,14 @@ enum AppendBenchmark {
         let appendMedian = BenchCommand.median(appendRates), copyMedian = BenchCommand.median(copyRates)
         print("""
             events: \(items.count) in batches of \(batchSize), \(connections) appending connection(s), ~\(rowBytes) bytes per row, \(rounds) round(s)
-            append (binary COPY into events, one commit per batch): median \(Int(appendMedian)) events/s
-            psql \\copy into events (text, one connection):        median \(Int(copyMedian)) rows/s
+            append (binary COPY into event_ids and events, one commit per batch): median \(Int(appendMedian)) events/s
+            psql \\copy into event_ids and events (text, one connection, one transaction): median \(Int(copyMedian)) rows/s
             ratio append / \\copy: \(String(format: "%.2f", appendMedian / copyMedian))
             """)
     }
 
     static func reset(_ admin: Connection) throws {
-        try admin.execute("TRUNCATE events")
+        try admin.execute("TRUNCATE events, event_ids")
         try admin.execute("VACUUM ANALYZE events")
         try admin.execute("CHECKPOINT")
     }
@@ -111,11 +117,13 @@ enum AppendBenchmark {
         return stopwatch.elapsed.seconds
     }
 
-    static func timePsqlCopy(file: String, psql: String, configuration: PostgresConfiguration) throws -> Double {
+    static func timePsqlCopy(file: String, ids: String, psql: String, configuration: PostgresConfiguration) throws -> Double {
         let stopwatch = Stopwatch()
         let outcome = try ProcessRunner.run([
-            psql, configuration.connectionString, "-v", "ON_ERROR_STOP=1", "-q", "-c",
-            "\\copy events (event_id, app_id, notification_id, type, category, device_id, occurred_at, experiment_id, experiment_arm, payload) FROM '\(file)'",
+            psql, configuration.connectionString, "-v", "ON_ERROR_STOP=1", "-q", "-c", "BEGIN",
+            "-c", "\\copy event_ids (event_id) FROM '\(ids)'",
+            "-c", "\\copy events (event_id, app_id, notification_id, type, category, device_id, occurred_at, experiment_id, experiment_arm, payload) FROM '\(file)'",
+            "-c", "COMMIT",
         ])
         let seconds = stopwatch.elapsed.seconds
         guard outcome.status == 0 else { throw BenchCommand.BenchError("psql \\copy failed: \(outcome.output)") }

@@ -15,6 +15,7 @@ enum EngageCommand {
             SimulateCommand.definition,
             ProjectCommand.definition,
             ProjectionsCommand.definition,
+            LogCommand.definition,
             ExperimentCommand.definition,
             SchedulerCommand.definition,
             BenchCommand.definition,

@@ -31,13 +31,15 @@ enum ProjectCommand {
 enum ProjectionsCommand {
     static let name = Argument("name", help: "The read model: engagement (the default and only one).", optional: true,
                                choices: [EngagementStore.projectionName])
+    static let discardPruned = Flag(
+        "discard-pruned", help: "Rebuild from the events kept after engage log prune: the pruned days' notifications leave the read model.")
 
     static let definition = Command(
         name: "projections",
         abstract: "Maintain read models folded from the event log.",
         subcommands: [
             Command(name: "rebuild", abstract: "Replay the whole log into a fresh copy of a read model and swap it in atomically.",
-                    options: CommonOptions.databaseAndLogging, arguments: [name], run: rebuild),
+                    options: CommonOptions.databaseAndLogging, flags: [discardPruned], arguments: [name], run: rebuild),
         ])
 
     static func rebuild(_ arguments: ParsedArguments) async throws {
@@ -48,7 +50,8 @@ enum ProjectionsCommand {
         let progress = ProgressLine.standardError("rebuild \(name)")
         try await DatabaseSetup.withPool(arguments, size: 2, logger: CommonOptions.logger(arguments)) { pool in
             let stopwatch = Stopwatch()
-            let replayed = try await EngagementRebuild(pool: pool).run { step in
+            let rebuild = EngagementRebuild(pool: pool, prunedDays: arguments[discardPruned] ? .discard : .refuse)
+            let replayed = try await rebuild.run { step in
                 progress.update(step.events, of: step.total, "events")
             }
             progress.finish()

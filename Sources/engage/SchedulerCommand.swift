@@ -1,3 +1,4 @@
+import EventStore
 import Experiments
 import Projections
 import Runtime
@@ -28,7 +29,9 @@ enum SchedulerCommand {
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             try await ReadOptions.withReads(arguments, primary: pool, size: 2, logger: logger) { reads in
                 let scheduler = Scheduler(pool: pool, reads: reads, configuration: configuration, logger: logger)
-                try await ServiceGroup(services: [("scheduler", scheduler)], logger: logger).run()
+                // The scheduler appends its decisions to the log: it keeps the log's partitions made too.
+                try await ServiceGroup(services: [("log-partitions", EventPartitionMaintenance(pool: pool, logger: logger)),
+                                                  ("scheduler", scheduler)], logger: logger).run()
             }
         }
     }

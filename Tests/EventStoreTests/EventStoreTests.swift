@@ -88,6 +88,12 @@ struct EventStoreTests {
             try connection.query("SELECT count(DISTINCT event_id) FROM events")[0].decode(0, as: Int.self)
         }
         #expect(distinct == 460)
+        // The idempotency key holds exactly the stored events' ids (migration 010).
+        #expect(try await count("event_ids") == 460)
+        let keyed = try await pool.withConnection { connection in
+            try connection.query("SELECT count(*) FROM events JOIN event_ids USING (event_id)")[0].decode(0, as: Int.self)
+        }
+        #expect(keyed == 460)
     }
 
     @Test func groupOfBatchesCommitsTogetherAndTheFirstCarrierOfAnIdWins() async throws {

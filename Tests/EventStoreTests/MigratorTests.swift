@@ -60,13 +60,22 @@ struct MigratorTests {
         let report = try migrator.migrate(connection)
         #expect(report.applied.count == migrator.migrations.count)
         #expect(try migrator.pendingProblem(connection) == nil)
-        // One table, its primary key the idempotency key.
+        // The log is partitioned by day; the idempotency key is event_ids' primary key.
         let key = try connection.query("""
-            SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'p'
+            SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'event_ids'::regclass AND contype = 'p'
             """)
         #expect(try key.rows.map { try $0.decode(0, as: String.self) } == ["PRIMARY KEY (event_id)"])
-        #expect(try connection.query("SELECT count(*) FROM pg_inherits WHERE inhparent = 'events'::regclass")[0]
-            .decode(0, as: Int.self) == 0)
+        #expect(try connection.query("SELECT pg_get_partkeydef('events'::regclass)")[0].decode(0, as: String.self) == "RANGE (recorded_at)")
+        // A fresh database has no legacy partition: weeks from Monday, this one and the next
+        // (which holds the day a week from now).
+        let partitions = try EventPartitions.list(on: connection)
+        #expect(partitions.count == 2)
+        #expect(partitions.allSatisfy { $0.name.hasPrefix("events_20") && $0.lower != nil })
+        let weekMicroseconds: Int64 = 7 * 86_400_000_000
+        #expect(partitions.allSatisfy { $0.upper.microsecondsSinceEpoch - $0.lower!.microsecondsSinceEpoch == weekMicroseconds })
+        let monday = try connection.query("SELECT (extract(epoch FROM date_trunc('week', now() AT TIME ZONE 'UTC')) * 1000000)::int8")[0]
+            .decode(0, as: Int64.self)
+        #expect(partitions.first?.lower?.microsecondsSinceEpoch == monday)
     }
 
     /// 006 moves what 004 kept beside the log (lifecycle history, decisions) into the log.
@@ -107,6 +116,7 @@ struct MigratorTests {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
         let all = try Migrator.fromSQLDirectory()
         try Migrator(migrations: all.migrations.filter { $0.version <= 7 }, viewScripts: all.viewScripts).migrate(connection)
+        let upTo9 = Migrator(migrations: all.migrations.filter { $0.version <= 9 }, viewScripts: all.viewScripts)
         try connection.execute("""
             WITH ids AS (INSERT INTO event_ids (event_id)
                          SELECT ('00000000-0000-4000-8000-' || lpad(i::text, 12, '0'))::uuid FROM generate_series(1, 5) i
@@ -123,7 +133,7 @@ struct MigratorTests {
         }
         let before = try rows()
         #expect(before.count == 5)
-        try all.migrate(connection)
+        try upTo9.migrate(connection)
         #expect(try rows() == before)
         #expect(try connection.query("SELECT to_regclass('event_ids') IS NULL")[0].decode(0, as: Bool.self))
         #expect(try connection.query("SELECT to_regclass('engagement_rates_daily') IS NOT NULL")[0].decode(0, as: Bool.self))

@@ -75,6 +75,17 @@ struct CommandLineOptionsTests {
          "error: invalid value for option '--key' (from ENGAGE_BENCH_KEY): expected a key as printed by engage keys create"),
         (["bench", "frob"], [:], "error: unknown subcommand 'frob'\nusage: engage bench <subcommand>"),
         (["experiment", "show", "--format", "json"], [:], "error: missing argument '<id>'\nusage: engage experiment show [--database"),
+        (["log", "prune"], [:], "error: missing value for option '--older-than'\nusage: engage log prune [--database"),
+        (["log", "prune", "--older-than", "3 weeks"], [:],
+         "error: invalid value '3 weeks' for option '--older-than': expected a time span such as 31d, 36h or 30d12h"),
+        (["log", "prune", "--older-than", "30d"], [:],
+         "error: option '--older-than' 30d is inside the idempotency window of 30 days 1 hour 10 minutes (30d1h10m): ingestion accepts "
+            + "occurred_at up to 30 days in the past and 10 minutes ahead"),
+        (["log", "prune", "--older-than", "45d"], ["ENGAGE_MAX_PAST_DAYS": "90"],
+         "error: option '--older-than' 45d is inside the idempotency window of 90 days 1 hour 10 minutes (90d1h10m)"),
+        (["log", "prune", "--older-than", "31d", "--archive", "/proc/engage-archive"], [:],
+         "error: option '--archive': cannot make the directory /proc/engage-archive\nusage: engage log prune [--database"),
+        (["log", "restore", "/nonexistent/archive"], [:], "error: argument '<dir>': /nonexistent/archive is not a directory"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
         let workspace = try FaultWorkspace("cli")

@@ -1,0 +1,53 @@
+import EngageCore
+import Postgres
+
+/// The log's partitions: one per UTC week of `recorded_at`, Monday to Monday, named after its
+/// Monday (`events_2026_11_30`), and after an upgrade from a single table, `events_legacy` for
+/// everything recorded before (migration 010).
+public enum EventPartitions {
+    /// One partition and the range of `recorded_at` it takes.
+    public struct Partition: Sendable, Equatable {
+        public var name: String
+        /// Nil for a partition that starts at the beginning of time (the legacy one).
+        public var lower: Timestamp?
+        public var upper: Timestamp
+    }
+
+    /// How many days ahead partitions are made.
+    public static let daysAhead = 7
+
+    /// Makes the partitions holding today and the next `daysAhead` days where missing; returns
+    /// how many were made. Safe to run from any number of processes at once.
+    @discardableResult
+    public static func ensure(daysAhead: Int = daysAhead, on connection: Connection) throws -> Int {
+        try connection.query("SELECT engage_ensure_event_partitions(\(daysAhead))")[0].decode(0, as: Int.self)
+    }
+
+    /// Makes the partition holding the UTC day starting at `day` unless one covers it already.
+    public static func ensure(day: Timestamp, on connection: Connection) throws {
+        try connection.execute("""
+            SELECT engage_ensure_event_partition((\(PrunedDays.value(day)) AT TIME ZONE 'UTC')::date)
+            """)
+    }
+
+    /// Every partition, oldest first.
+    public static func list(on connection: Connection) throws -> [Partition] {
+        try connection.query("""
+            SELECT name, CASE WHEN lower = '-infinity' THEN NULL ELSE lower END, upper
+            FROM event_partitions
+            ORDER BY 2 NULLS FIRST, 1
+            """).rows.map { row in
+            Partition(name: try row.decode(0),
+                      lower: try row.decode(1, as: PostgresTimestamp?.self).map { Timestamp(microsecondsSinceEpoch: $0.unixMicroseconds) },
+                      upper: Timestamp(microsecondsSinceEpoch: try row.decode(2, as: PostgresTimestamp.self).unixMicroseconds))
+        }
+    }
+}
+
+extension PostgresError {
+    /// An append found no partition for its rows' day (the check violation PostgreSQL raises
+    /// for a row no partition takes).
+    var isMissingPartition: Bool {
+        sqlState == "23514" && message.hasPrefix("no partition of relation")
+    }
+}

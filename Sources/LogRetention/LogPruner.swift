@@ -1,0 +1,369 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+
+/// Removes the oldest weeks of the log (`engage log prune`): every partition wholly recorded
+/// before the UTC midnight that starts the day `olderThan` ago, its days archived first if asked.
+///
+/// A partition goes whole: its ids leave `event_ids` in batches, then it is detached
+/// concurrently (appends and readers of other weeks never wait for it) and dropped, so nothing
+/// is left for vacuum in the log itself. A week that straddles the cut stays until the next
+/// prune. The legacy partition of a log from before migration 010 is deleted from in batches
+/// while it still holds days after the cut.
+///
+/// The cut never comes inside the idempotency window (`IdempotencyWindow`): a retry of a pruned
+/// event could otherwise be stored again. Checks given by the caller (the read models have folded
+/// what goes; no running experiment loses events) run first; any reason they give stops the prune.
+/// Every step can be repeated: a prune cut short is finished by the next.
+public struct LogPruner: Sendable {
+    /// Reasons the prune must not remove events recorded before the cut (empty: none).
+    public typealias Check = @Sendable (_ connection: Connection, _ recordedBefore: Timestamp) throws -> [String]
+
+    public struct Configuration: Sendable {
+        public var olderThan: Duration
+        public var window: IdempotencyWindow
+        /// Directory the pruned days are archived to first; nil prunes without an archive.
+        public var archiveDirectory: String?
+        public var checks: [Check] = []
+        /// Rows (ids, or the legacy partition's events) removed per transaction.
+        public var batchRows = 20_000
+        /// Rest between batches, leaving the database to the appends.
+        public var pause: Duration = .zero
+
+        public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {
+            self.olderThan = olderThan
+            self.window = window
+            self.archiveDirectory = archiveDirectory
+        }
+    }
+
+    /// What a prune at this moment removes.
+    public struct Plan: Sendable {
+        /// The database's clock when planned.
+        public var now: Timestamp
+        /// Every event recorded before it goes.
+        public var cut: Timestamp
+        public var partitions: [Target]
+        /// From PostgreSQL's statistics: about how many events go.
+        public var estimatedEvents: Int { partitions.reduce(0) { $0 + $1.estimatedEvents } }
+    }
+
+    public struct Target: Sendable {
+        public var partition: EventPartitions.Partition
+        /// The whole partition goes; otherwise only its rows recorded before the cut.
+        public var whole: Bool
+        public var estimatedEvents: Int
+    }
+
+    public struct Progress: Sendable {
+        public var events: Int
+        public var total: Int
+        /// `archive 2026-10-30`, `prune 2026-10-30`.
+        public var step: String
+    }
+
+    public struct Report: Sendable {
+        public var plan: Plan
+        public var days: [Day]
+        public var seconds: Double
+        public var events: Int { days.reduce(0) { $0 + $1.events } }
+    }
+
+    public struct Day: Sendable {
+        public var day: Timestamp
+        public var events: Int
+        public var archiveFile: String?
+        public var archiveBytes: Int?
+    }
+
+    public let pool: ConnectionPool
+    public let configuration: Configuration
+    public let logger: Logger
+
+    public init(pool: ConnectionPool, configuration: Configuration, logger: Logger) {
+        self.pool = pool
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// What `run` would remove now, without removing anything (the checks run too).
+    public func plan() async throws -> Plan {
+        try await pool.withConnection { connection in
+            try RetentionLock.holding(on: connection) {
+                let plan = try makePlan(on: connection)
+                try runChecks(plan, on: connection)
+                return plan
+            }
+        }
+    }
+
+    public func run(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Report {
+        try await pool.withConnection { connection in
+            try RetentionLock.holding(on: connection) {
+                let stopwatch = Stopwatch()
+                try finishInterruptedDetaches(on: connection)
+                let plan = try makePlan(on: connection)
+                try runChecks(plan, on: connection)
+                var archive = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
+                    try ArchiveManifest.load(from: directory, creating: true)
+                }
+                var counter = ProgressCounter(total: plan.estimatedEvents, report: progress)
+                var days: [Day] = []
+                for target in plan.partitions {
+                    if target.whole {
+                        days += try pruneWhole(target.partition, archive: &archive, counter: &counter, on: connection)
+                    } else {
+                        days += try pruneLegacy(target.partition, before: plan.cut, archive: &archive, counter: &counter, on: connection)
+                    }
+                }
+                let report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds)
+                logger.info("log.pruned", ["events": String(report.events), "days": String(days.count),
+                                           "recorded.before": plan.cut.rfc3339, "seconds": String(format: "%.1f", report.seconds)])
+                return report
+            }
+        }
+    }
+
+    // MARK: Planning
+
+    func makePlan(on connection: Connection) throws -> Plan {
+        let now = try Self.databaseNow(on: connection)
+        let cut = Self.startOfUTCDay(now.adding(microseconds: -Self.microseconds(configuration.olderThan)))
+        let newestAllowed = now.adding(microseconds: -Self.microseconds(configuration.window.length))
+        guard configuration.olderThan >= configuration.window.length, cut <= newestAllowed else {
+            throw LogRetentionError.insideIdempotencyWindow(
+                requested: TimeSpan(configuration.olderThan).description, minimum: TimeSpan(configuration.window.length).description,
+                reason: Self.windowReason(configuration.window))
+        }
+        var targets: [Target] = []
+        for partition in try EventPartitions.list(on: connection) where partition.lower.map({ $0 < cut }) ?? true {
+            let whole = partition.upper <= cut
+            let estimate = try Self.estimatedRows(of: partition.name, before: whole ? nil : cut, on: connection)
+            if !whole && estimate == 0 { continue }
+            targets.append(Target(partition: partition, whole: whole, estimatedEvents: estimate))
+        }
+        return Plan(now: now, cut: cut, partitions: targets)
+    }
+
+    /// Why the window is what it is, for the refusal.
+    public static func windowReason(_ window: IdempotencyWindow) -> String {
+        "ingestion accepts occurred_at up to \(TimeSpan(window.limits.maxPast)) in the past and \(TimeSpan(window.limits.maxFuture)) ahead, "
+            + "so a retry of an event recorded up to \(TimeSpan(window.limits.maxPast + window.limits.maxFuture)) ago may still arrive and must be "
+            + "found a duplicate; with \(TimeSpan(IdempotencyWindow.clockMargin)) of margin for clock differences, only events recorded "
+            + "more than \(TimeSpan(window.length)) ago may go (--max-past-days, --max-future-minutes: use the largest any engage serve uses)"
+    }
+
+    private func runChecks(_ plan: Plan, on connection: Connection) throws {
+        guard !plan.partitions.isEmpty else { return }
+        let reasons = try configuration.checks.flatMap { try $0(connection, plan.cut) }
+        if !reasons.isEmpty { throw LogRetentionError.refused(reasons: reasons) }
+    }
+
+    /// PostgreSQL's estimate for a whole partition (no scan); an exact count of the legacy
+    /// partition's rows before the cut.
+    private static func estimatedRows(of partition: String, before cut: Timestamp?, on connection: Connection) throws -> Int {
+        if let cut {
+            return try connection.query("""
+                SELECT count(*) FROM \(identifier: partition) WHERE recorded_at < \(PostgresTimestamp(cut))
+                """)[0].decode(0, as: Int.self)
+        }
+        return try connection.query("""
+            SELECT greatest(reltuples, 0)::int8 FROM pg_class WHERE oid = to_regclass(\(partition))
+            """).rows.first?.decode(0, as: Int.self) ?? 0
+    }
+
+    // MARK: Pruning a whole partition
+
+    private func pruneWhole(_ partition: EventPartitions.Partition, archive: inout ArchiveManifest?, counter: inout ProgressCounter,
+                            on connection: Connection) throws -> [Day] {
+        let name = partition.name
+        let days: [Timestamp]
+        if let lower = partition.lower {
+            days = Array(stride(from: lower.microsecondsSinceEpoch, to: partition.upper.microsecondsSinceEpoch, by: Int(Timestamp.microsecondsPerDay))
+                .map(Timestamp.init(microsecondsSinceEpoch:)))
+        } else {
+            days = try Self.daysHoldingEvents(of: name, before: partition.upper, on: connection)
+        }
+        let pruned = try days.compactMap { day in try archiveOrCount(day: day, of: name, archive: &archive, counter: &counter, on: connection) }
+        counter.step = "prune \(name)"
+        // The ids first: event_ids never holds an id whose event is gone, so a restore can trust it.
+        let lastBlock = try Self.blockCount(of: name, on: connection)
+        var block: Int64 = 0
+        let blocksPerBatch = Int64(max(1, configuration.batchRows / 20))
+        while block < lastBlock {
+            // An array, not IN (...): the planner would hash the batch and scan all of event_ids
+            // for it; an array is looked up in the primary key, id by id.
+            let deleted = try connection.execute("""
+                DELETE FROM event_ids WHERE event_id = ANY(ARRAY(
+                    SELECT event_id FROM \(identifier: name)
+                    WHERE ctid >= format('(%s,0)', \(block)::int8)::tid AND ctid < format('(%s,0)', \(block + blocksPerBatch)::int8)::tid))
+                """)
+            block += blocksPerBatch
+            counter.advance(by: deleted)
+            try rest()
+        }
+        try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) CONCURRENTLY")
+        try connection.execute("DROP TABLE \(identifier: name)")
+        logger.info("log.partition-pruned", ["partition": name, "events": String(pruned.reduce(0) { $0 + $1.events })])
+        return pruned
+    }
+
+    // MARK: Pruning the legacy partition's oldest rows
+
+    private func pruneLegacy(_ partition: EventPartitions.Partition, before cut: Timestamp, archive: inout ArchiveManifest?,
+                             counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
+        let days = try Self.daysHoldingEvents(of: partition.name, before: cut, on: connection)
+        let pruned = try days.compactMap { day in
+            try archiveOrCount(day: day, of: partition.name, archive: &archive, counter: &counter, on: connection)
+        }
+        counter.step = "prune \(partition.name) before \(ArchiveManifest.dayText(cut))"
+        // Rows lie in the order they were recorded: walk the blocks up to the last old row, each
+        // batch taking its rows before the cut and their ids together.
+        let lastBlock = try connection.query("""
+            SELECT coalesce(max((ctid::text::point)[0])::int8 + 1, 0) FROM \(identifier: partition.name)
+            WHERE recorded_at < \(PostgresTimestamp(cut))
+            """)[0].decode(0, as: Int64.self)
+        var block: Int64 = 0
+        let blocksPerBatch = Int64(max(1, configuration.batchRows / 20))
+        while block < lastBlock {
+            let deleted = try connection.execute("""
+                WITH gone AS (
+                    DELETE FROM \(identifier: partition.name)
+                    WHERE ctid >= format('(%s,0)', \(block)::int8)::tid AND ctid < format('(%s,0)', \(block + blocksPerBatch)::int8)::tid
+                      AND recorded_at < \(PostgresTimestamp(cut))
+                    RETURNING event_id
+                )
+                DELETE FROM event_ids WHERE event_id = ANY(ARRAY(SELECT event_id FROM gone))
+                """)
+            block += blocksPerBatch
+            counter.advance(by: deleted)
+            try rest()
+        }
+        logger.info("log.legacy-pruned", ["recorded.before": cut.rfc3339, "days": String(pruned.count)])
+        return pruned
+    }
+
+    /// One UTC day of a partition: archived (when asked) and recorded in `log_pruned_days`
+    /// before its events go; nil for a day without events.
+    private func archiveOrCount(day: Timestamp, of partition: String, archive: inout ArchiveManifest?, counter: inout ProgressCounter,
+                                on connection: Connection) throws -> Day? {
+        try connection.execute("SELECT set_config('engage.prune_from', \(day.rfc3339), false)")
+        try connection.execute("SELECT set_config('engage.prune_to', \(day.adding(microseconds: Timestamp.microsecondsPerDay).rfc3339), false)")
+        var result = Day(day: day, events: 0)
+        var sha256: String?
+        if let directory = configuration.archiveDirectory, archive != nil {
+            counter.step = "archive \(ArchiveManifest.dayText(day))"
+            let select: SQL = """
+                SELECT \(fragment: ArchiveManifest.columnsSQL) FROM \(identifier: partition)
+                WHERE recorded_at >= current_setting('engage.prune_from')::timestamptz
+                  AND recorded_at < current_setting('engage.prune_to')::timestamptz
+                ORDER BY transaction_id, position
+                """
+            guard let written = try ArchiveWriter.write(select, day: day, directory: directory, on: connection) else { return nil }
+            archive?.record(written.entry)
+            try archive?.save(to: directory)
+            result.events = written.entry.events
+            result.archiveFile = written.entry.file
+            result.archiveBytes = written.entry.bytes
+            sha256 = written.entry.sha256
+        } else {
+            result.events = try connection.query("""
+                SELECT count(*) FROM \(identifier: partition)
+                WHERE recorded_at >= current_setting('engage.prune_from')::timestamptz
+                  AND recorded_at < current_setting('engage.prune_to')::timestamptz
+                """)[0].decode(0, as: Int.self)
+            if result.events == 0 { return nil }
+        }
+        try PrunedDays.record(day: day, events: result.events, archiveFile: result.archiveFile, archiveSHA256: sha256, on: connection)
+        return result
+    }
+
+    /// The UTC days of the partition's events recorded before `bound`, oldest first.
+    private static func daysHoldingEvents(of partition: String, before bound: Timestamp, on connection: Connection) throws -> [Timestamp] {
+        try connection.query("""
+            SELECT DISTINCT date_trunc('day', recorded_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
+            FROM \(identifier: partition) WHERE recorded_at < \(PostgresTimestamp(bound))
+            ORDER BY 1
+            """).rows.map { Timestamp(microsecondsSinceEpoch: try $0.decode(0, as: PostgresTimestamp.self).unixMicroseconds) }
+    }
+
+    // MARK: Steps
+
+    /// A detach that a crash cut short leaves its partition pending: finish it. A detached
+    /// partition that was not dropped yet has no ids left in `event_ids`: drop it.
+    private func finishInterruptedDetaches(on connection: Connection) throws {
+        let pending = try connection.query("""
+            SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'events'::regclass AND i.inhdetachpending
+            """).rows.map { try $0.decode(0, as: String.self) }
+        for name in pending {
+            try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) FINALIZE")
+        }
+        let detached = try connection.query("""
+            SELECT c.relname::text FROM pg_class c
+            WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'events'::regclass)
+              AND c.relkind = 'r' AND c.relname ~ '^events_(legacy|[0-9]{4}_[0-9]{2}_[0-9]{2})$'
+              AND NOT c.relispartition
+            """).rows.map { try $0.decode(0, as: String.self) }
+        for name in detached {
+            logger.notice("log.detached-partition-dropped", ["partition": name])
+            try connection.execute("DROP TABLE \(identifier: name)")
+        }
+    }
+
+    private func rest() throws {
+        guard configuration.pause > .zero else { return }
+        let (seconds, attoseconds) = configuration.pause.components
+        usleep(UInt32(clamping: seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+    }
+
+    static func blockCount(of table: String, on connection: Connection) throws -> Int64 {
+        try connection.query("SELECT pg_relation_size(to_regclass(\(table))) / current_setting('block_size')::int8")[0]
+            .decode(0, as: Int64.self)
+    }
+
+    static func databaseNow(on connection: Connection) throws -> Timestamp {
+        Timestamp(microsecondsSinceEpoch: try connection.query("SELECT now()")[0].decode(0, as: PostgresTimestamp.self).unixMicroseconds)
+    }
+
+    static func startOfUTCDay(_ time: Timestamp) -> Timestamp {
+        let day = Timestamp.microsecondsPerDay
+        let micros = time.microsecondsSinceEpoch
+        return Timestamp(microsecondsSinceEpoch: micros - ((micros % day) + day) % day)
+    }
+
+    static func microseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    }
+}
+
+/// Counts what a prune or restore did, against what it expects, for the caller's progress line.
+struct ProgressCounter {
+    var done = 0
+    var total: Int
+    var step = ""
+    let report: @Sendable (LogPruner.Progress) -> Void
+
+    init(total: Int, report: @escaping @Sendable (LogPruner.Progress) -> Void) {
+        self.total = total
+        self.report = report
+    }
+
+    mutating func advance(by count: Int) {
+        done += count
+        report(LogPruner.Progress(events: done, total: max(total, done), step: step))
+    }
+}
+
+extension PostgresTimestamp {
+    init(_ timestamp: Timestamp) {
+        self.init(unixMicroseconds: timestamp.microsecondsSinceEpoch)
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

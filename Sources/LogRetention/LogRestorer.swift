@@ -1,0 +1,192 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+
+/// Loads an archive written by `engage log prune --archive` back into the log
+/// (`engage log restore`), idempotently: an event the log holds already is skipped, so restoring
+/// twice, or into a log that still holds some of the archived days, stores nothing twice.
+///
+/// Every file's SHA-256 and size are checked against the manifest before anything is loaded.
+/// Events go back to their place in the log (their position and transaction id), behind the
+/// read models' checkpoints: a read model that counted them before they were pruned still counts
+/// them, one rebuilt since counts them after the next rebuild. An event whose transaction id lies
+/// ahead of this database's (an archive of another database) is placed at the head of the log
+/// instead, so that tailing readers see it.
+public struct LogRestorer: Sendable {
+    public struct Day: Sendable {
+        public var day: Timestamp
+        public var inArchive: Int
+        public var restored: Int
+        /// Already in the log.
+        public var present: Int
+        /// Another event in the log has the same id.
+        public var conflicting: Int
+        /// The read models were rebuilt without this day after it was pruned.
+        public var rebuiltWithout: Bool
+    }
+
+    public struct Report: Sendable {
+        public var days: [Day]
+        public var seconds: Double
+        public var restored: Int { days.reduce(0) { $0 + $1.restored } }
+        public var present: Int { days.reduce(0) { $0 + $1.present } }
+        public var conflicting: Int { days.reduce(0) { $0 + $1.conflicting } }
+    }
+
+    public let pool: ConnectionPool
+    public let directory: String
+    /// Archived events loaded per transaction.
+    public var batchRows = 50_000
+    public let logger: Logger
+
+    public init(pool: ConnectionPool, directory: String, logger: Logger) {
+        self.pool = pool
+        self.directory = directory
+        self.logger = logger
+    }
+
+    /// Checks every file against the manifest; returns how many events the archive holds.
+    public func verify() throws -> Int {
+        let manifest = try ArchiveManifest.load(from: directory, creating: false)
+        for entry in manifest.days {
+            let path = directory + "/" + entry.file
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw LogRetentionError.corruptArchive(file: path, problem: "missing; nothing was restored")
+            }
+            let (sha256, bytes) = try sha256OfFile(path)
+            guard bytes == entry.bytes, sha256 == entry.sha256 else {
+                throw LogRetentionError.corruptArchive(
+                    file: path, problem: "its SHA-256 or size does not match the manifest (changed or damaged since it was written); nothing was restored")
+            }
+        }
+        return manifest.days.reduce(0) { $0 + $1.events }
+    }
+
+    public func run(progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> Report {
+        let total = try verify()
+        let manifest = try ArchiveManifest.load(from: directory, creating: false)
+        return try await pool.withConnection { connection in
+            try RetentionLock.holding(on: connection) {
+                let stopwatch = Stopwatch()
+                try connection.execute("SET DateStyle = 'ISO, YMD'")
+                defer { _ = try? connection.execute("RESET DateStyle") }
+                try connection.execute(Self.createStaging)
+                var counter = ProgressCounter(total: total, report: progress)
+                var days: [Day] = []
+                for entry in manifest.days {
+                    guard let day = ArchiveManifest.timestamp(ofDay: entry.day) else { continue }
+                    counter.step = "restore \(entry.day)"
+                    days.append(try restore(entry, day: day, counter: &counter, on: connection))
+                }
+                let report = Report(days: days, seconds: stopwatch.elapsed.seconds)
+                logger.info("log.restored", ["events": String(report.restored), "present": String(report.present),
+                                             "conflicting": String(report.conflicting), "days": String(days.count)])
+                return report
+            }
+        }
+    }
+
+    private func restore(_ entry: ArchiveManifest.Day, day: Timestamp, counter: inout ProgressCounter,
+                         on connection: Connection) throws -> Day {
+        let path = directory + "/" + entry.file
+        try EventPartitions.ensure(day: day, on: connection)
+        var result = Day(day: day, inArchive: 0, restored: 0, present: 0, conflicting: 0, rebuiltWithout: false)
+        let reader = try GzipFileReader(path: path)
+        var pending: [UInt8] = []
+        var pendingRows = 0
+        func load(_ rows: ArraySlice<UInt8>) throws {
+            let counts = try loadChunk(Array(rows), day: day, file: path, on: connection)
+            result.inArchive += counts.rows
+            result.present += counts.rows - counts.candidates
+            result.conflicting += counts.candidates - counts.stored
+            result.restored += counts.stored
+            counter.advance(by: counts.rows)
+        }
+        while let bytes = try reader.next() {
+            // Lines end only at row ends in COPY's text format (a newline inside a value is `\n`).
+            var start = pending.count
+            pending += bytes
+            while let newline = pending[start...].firstIndex(of: 0x0A) {
+                pendingRows += 1
+                start = newline + 1
+                if pendingRows == batchRows {
+                    try load(pending[..<start])
+                    pending.removeFirst(start)
+                    pendingRows = 0
+                    start = 0
+                }
+            }
+        }
+        guard pending.last.map({ $0 == 0x0A }) ?? true else {
+            throw LogRetentionError.corruptArchive(file: path, problem: "its last line is cut short")
+        }
+        if !pending.isEmpty { try load(pending[...]) }
+        guard result.inArchive == entry.events else {
+            throw LogRetentionError.corruptArchive(file: path, problem: "it holds \(result.inArchive) events, the manifest says \(entry.events)")
+        }
+        let record = try PrunedDays.markRestored(day: day, archiveSHA256: entry.sha256, on: connection)
+        result.rebuiltWithout = record?.rebuiltWithoutAt != nil && record?.archiveSHA256 == entry.sha256
+        logger.info("log.day-restored", ["day": entry.day, "restored": String(result.restored), "present": String(result.present),
+                                         "conflicting": String(result.conflicting)])
+        return result
+    }
+
+    /// One transaction: the rows into the staging table, then those the log does not hold yet
+    /// into `event_ids` and the log.
+    private func loadChunk(_ rows: [UInt8], day: Timestamp, file: String,
+                           on connection: Connection) throws -> (rows: Int, candidates: Int, stored: Int) {
+        let dayEnd = day.adding(microseconds: Timestamp.microsecondsPerDay)
+        return try connection.transaction { connection in
+            let copied = try connection.copyIn(Self.stagingCopy, data: rows)
+            let outside = try connection.query("""
+                SELECT count(*) FROM engage_restore_staging_v1
+                WHERE recorded_at < \(PostgresTimestamp(day)) OR recorded_at >= \(PostgresTimestamp(dayEnd))
+                """)[0].decode(0, as: Int.self)
+            guard outside == 0 else {
+                throw LogRetentionError.corruptArchive(file: file, problem: "\(outside) of its events were not recorded on its day")
+            }
+            let counts = try connection.query("""
+                WITH candidates AS (
+                    SELECT DISTINCT ON (s.event_id) s.* FROM engage_restore_staging_v1 s
+                    WHERE NOT EXISTS (
+                        SELECT 1 FROM events e
+                        WHERE e.recorded_at >= \(PostgresTimestamp(day)) AND e.recorded_at < \(PostgresTimestamp(dayEnd))
+                          AND e.event_id = s.event_id)
+                    ORDER BY s.event_id, s.transaction_id, s.position
+                ), new_ids AS (
+                    INSERT INTO event_ids (event_id) SELECT event_id FROM candidates ORDER BY event_id
+                    ON CONFLICT (event_id) DO NOTHING
+                    RETURNING event_id
+                ), stored AS (
+                    INSERT INTO events (position, transaction_id, event_id, app_id, notification_id, type, category, device_id,
+                                        occurred_at, recorded_at, experiment_id, experiment_arm, payload)
+                    SELECT CASE WHEN c.transaction_id < pg_current_xact_id() THEN c.position ELSE nextval('events_position_seq') END,
+                           CASE WHEN c.transaction_id < pg_current_xact_id() THEN c.transaction_id ELSE pg_current_xact_id() END,
+                           c.event_id, c.app_id, c.notification_id, c.type, c.category, c.device_id,
+                           c.occurred_at, c.recorded_at, c.experiment_id, c.experiment_arm, c.payload
+                    FROM candidates c JOIN new_ids USING (event_id)
+                    ORDER BY c.transaction_id, c.position
+                    RETURNING 1
+                )
+                SELECT (SELECT count(*) FROM candidates), (SELECT count(*) FROM stored)
+                """)[0]
+            return (copied, try counts.decode(0, as: Int.self), try counts.decode(1, as: Int.self))
+        }
+    }
+
+    static let createStaging: SQL = """
+        CREATE TEMPORARY TABLE IF NOT EXISTS engage_restore_staging_v1 (
+            position bigint, transaction_id xid8, event_id uuid, app_id text, notification_id text, type text,
+            category text, device_id text, occurred_at timestamptz, recorded_at timestamptz, experiment_id text,
+            experiment_arm text, payload jsonb
+        ) ON COMMIT DELETE ROWS
+        """
+
+    static let stagingCopy: SQL = """
+        COPY engage_restore_staging_v1 (position, transaction_id, event_id, app_id, notification_id, type, category, device_id,
+                                        occurred_at, recorded_at, experiment_id, experiment_arm, payload)
+        FROM STDIN
+        """
+}

@@ -1,0 +1,250 @@
+import Digest
+import EngageCore
+import EventStore
+import Foundation
+import LogRetention
+import Postgres
+import Runtime
+import Synchronization
+import Testing
+import TestSupport
+
+@Suite("Log prune and restore")
+struct LogPruneTests {
+    @Test func aCutInsideTheIdempotencyWindowIsRefusedAndNothingChanges() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 3, tag: "old"), daysAgo: 20)
+        let error = await #expect(throws: LogRetentionError.self) { try await fixtures.pruner(olderThan: 30).run() }
+        guard case .insideIdempotencyWindow(_, let minimum, let reason) = error else {
+            Issue.record("unexpected \(String(describing: error))")
+            return
+        }
+        #expect(minimum == "30 days 1 hour 10 minutes")
+        #expect(reason.contains("ingestion accepts occurred_at up to 30 days in the past and 10 minutes ahead"))
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 6)
+    }
+
+    @Test func wholeDaysGoWithTheirIdsIntoAnArchiveThatComesBackOnce() async throws {
+        let fixtures = try RetentionFixtures()
+        // Weeks of days 38 days ago or more lie wholly before the cut of a prune of 31 days.
+        try await fixtures.seed(RetentionFixtures.events(notifications: 40, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 25, tag: "d38"), daysAgo: 38)
+        let kept = try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d5"), daysAgo: 5)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "now"), daysAgo: 0)
+        let before = try await fixtures.log()
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let report = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+
+        #expect(report.events == 130)
+        #expect(report.days.map(\.events) == [80, 50])
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 30)
+        #expect(try await fixtures.count("SELECT count(*) FROM event_ids") == 30)
+        #expect(try await fixtures.count("SELECT count(*) FROM events e JOIN event_ids USING (event_id)") == 30)
+        // The two weeks' partitions are gone, not emptied.
+        let partitions = try await fixtures.pool.withConnection { try EventPartitions.list(on: $0) }
+        #expect(partitions.allSatisfy { $0.upper > report.plan.cut })
+        // A retry of a kept event is still a duplicate.
+        #expect(try await fixtures.store.append([kept[0]]).outcomes == [.duplicate])
+
+        // The archive: a manifest and one gzip file per day, each as its checksum says.
+        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/manifest.json"))) as! [String: Any]
+        #expect(manifest["format"] as? String == "engage-log-archive")
+        let days = try #require(manifest["days"] as? [[String: Any]])
+        #expect(days.map { $0["events"] as? Int } == [80, 50])
+        for day in days {
+            let file = try #require(day["file"] as? String)
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file))
+            #expect(Hex.encode(SHA256.hash(Array(bytes))) == day["sha256"] as? String)
+            #expect(bytes.prefix(2) == Data([0x1F, 0x8B]))
+        }
+        let recorded = try await fixtures.pool.withConnection { try PrunedDays.all(on: $0) }
+        #expect(recorded.map(\.events) == [80, 50])
+        #expect(recorded.allSatisfy { $0.archiveSHA256 != nil && $0.restoredAt == nil })
+
+        // Restored: every event back in its place, once; restoring again stores nothing.
+        let restored = try await fixtures.restorer(directory).run()
+        #expect(restored.restored == 130)
+        #expect(restored.present == 0)
+        #expect(try await fixtures.log() == before)
+        #expect(try await fixtures.count("SELECT count(*) FROM event_ids") == 160)
+        let again = try await fixtures.restorer(directory).run()
+        #expect(again.restored == 0)
+        #expect(again.present == 130)
+        #expect(try await fixtures.log() == before)
+        #expect(try await fixtures.pool.withConnection { try PrunedDays.missing(on: $0) }.isEmpty)
+        // The restored ids are the idempotency key again.
+        let firstPruned = try await fixtures.pool.withConnection { connection in
+            try connection.query("SELECT event_id::text FROM events WHERE notification_id = 'd45-0' LIMIT 1")[0].decode(0, as: String.self)
+        }
+        var retry = RetentionFixtures.events(notifications: 1, tag: "d45")[0]
+        retry.event.eventID = try #require(EventID(firstPruned))
+        #expect(try await fixtures.store.append([retry]).outcomes == [.duplicate])
+    }
+
+    @Test func aRestoreIntoALogThatStillHoldsSomeOfTheEventsStoresOnlyTheMissingOnes() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 30, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d38"), daysAgo: 38)
+        let before = try await fixtures.log()
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        // Both come back; day -45's week goes again, and some events of day -38 by hand (with their ids).
+        let other = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        _ = try await fixtures.restorer(directory).run()
+        _ = try await fixtures.pruner(olderThan: 38).run()
+        _ = try await fixtures.pool.withConnection { connection in
+            try connection.execute("""
+                WITH gone AS (DELETE FROM events WHERE notification_id IN ('d38-0', 'd38-1', 'd38-2') RETURNING event_id)
+                DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM gone)
+                """)
+        }
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 34)
+
+        let report = try await fixtures.restorer(directory).run()
+
+        #expect(report.days.map(\.restored) == [60, 6])
+        #expect(report.days.map(\.present) == [0, 34])
+        #expect(report.conflicting == 0)
+        #expect(try await fixtures.log() == before)
+    }
+
+    @Test func aDamagedOrIncompleteArchiveIsRefusedBeforeAnythingIsLoaded() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d38"), daysAgo: 38)
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let report = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        let second = directory + "/" + (report.days[1].archiveFile ?? "")
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: second))
+        bytes[bytes.count / 2] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: second))
+
+        let damaged = await #expect(throws: LogRetentionError.self) { try await fixtures.restorer(directory).run() }
+        #expect(damaged?.code == "retention.corrupt_archive")
+        #expect(damaged?.description.contains(report.days[1].archiveFile ?? "?") == true)
+        #expect(damaged?.description.contains("does not match the manifest") == true)
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 0)
+
+        try FileManager.default.removeItem(atPath: second)
+        let missing = await #expect(throws: LogRetentionError.self) { try await fixtures.restorer(directory).run() }
+        #expect(missing?.description.contains("missing") == true)
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 0)
+
+        let notAnArchive = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: notAnArchive) }
+        let empty = await #expect(throws: LogRetentionError.self) { try await fixtures.restorer(notAnArchive).run() }
+        #expect(empty?.description.contains("no manifest") == true)
+    }
+
+    @Test func aPruneCutShortIsFinishedByTheNext() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d38"), daysAgo: 38)
+        // As a crash would leave them: day -45's week detached (its ids already gone), day -38's with half its ids gone.
+        let partitions = try await fixtures.pool.withConnection { try EventPartitions.list(on: $0) }
+        try await fixtures.pool.withConnection { connection in
+            try connection.execute("DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM \(identifier: partitions[0].name))")
+            try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: partitions[0].name)")
+            try connection.execute("""
+                DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM \(identifier: partitions[1].name) WHERE notification_id < 'd38-5')
+                """)
+        }
+
+        let report = try await fixtures.pruner(olderThan: 31).run()
+
+        #expect(report.events == 40)
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 0)
+        #expect(try await fixtures.count("SELECT count(*) FROM event_ids") == 0)
+        #expect(try await fixtures.count("SELECT count(*) FROM pg_class WHERE relname = \(partitions[0].name)") == 0)
+    }
+
+    @Test func aCheckThatGivesAReasonStopsThePruneBeforeAnythingGoes() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "d45"), daysAgo: 45)
+        let seen = Mutex<[Timestamp]>([])
+        let check: LogPruner.Check = { _, cut in
+            seen.withLock { $0.append(cut) }
+            return ["the read model is not ready"]
+        }
+        let error = await #expect(throws: LogRetentionError.self) { try await fixtures.pruner(olderThan: 31, checks: [check]).run() }
+        #expect(error == .refused(reasons: ["the read model is not ready"]))
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 10)
+        // The cut is the UTC midnight that starts the day 31 days ago.
+        let cut = try #require(seen.withLock { $0.first })
+        #expect(cut.microsecondsSinceEpoch % Timestamp.microsecondsPerDay == 0)
+        #expect(try await fixtures.pool.withConnection { try PrunedDays.all(on: $0) }.isEmpty)
+    }
+
+    @Test func aLogFromBeforeTheUpgradeLosesItsOldRowsInBatchesIntoTheArchive() async throws {
+        // Migration 9, events recorded 40, 39 and 2 days ago, then the upgrade.
+        let configuration = try TestPostgres.freshDatabase(migrated: false)
+        let connection = try Connection(configuration: configuration)
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 9 }, viewScripts: all.viewScripts).migrate(connection)
+        try connection.execute("""
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, recorded_at, payload)
+            SELECT gen_random_uuid(), 'app-1', 'n-' || i, 'expanded', 'new_photo', 'device-1', now(),
+                   date_trunc('day', now()) - make_interval(days => (ARRAY[40, 39, 2])[i % 3 + 1]) + interval '3 hours', '{}'
+            FROM generate_series(1, 300) i ORDER BY 8
+            """)
+        try all.migrate(connection)
+        connection.close()
+        let fixtures = try RetentionFixtures(configuration)
+        let before = try await fixtures.log()
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let plan = try await fixtures.pruner(olderThan: 31).plan()
+        #expect(plan.partitions.map(\.partition.name) == ["events_legacy"])
+        #expect(plan.partitions.map(\.whole) == [false])
+        let report = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+
+        #expect(report.days.map(\.events) == [100, 100])
+        #expect(try await fixtures.count("SELECT count(*) FROM events_legacy") == 100)
+        #expect(try await fixtures.count("SELECT count(*) FROM event_ids") == 100)
+        let restored = try await fixtures.restorer(directory).run()
+        #expect(restored.restored == 200)
+        #expect(try await fixtures.log() == before)
+        #expect(try await fixtures.count("SELECT count(*) FROM events_legacy") == 300)
+    }
+
+    /// An archive written by hand as docs/retention.md describes it, from a database whose
+    /// transaction ids are ahead of this one's: restored at the head of the log, where tailing
+    /// readers find it.
+    @Test func aHandWrittenArchiveFromADatabaseAheadGoesToTheHeadOfTheLog() async throws {
+        let fixtures = try RetentionFixtures()
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let day = try await fixtures.pool.withConnection { connection in
+            try connection.query("SELECT to_char((now() AT TIME ZONE 'UTC')::date - 40, 'YYYY-MM-DD')")[0].decode(0, as: String.self)
+        }
+        let lines = (1...3).map { n in
+            ["\(n)", "90000000000\(n)", "00000000-0000-4000-8000-00000000000\(n)", "app-1", "far-\(n)", "expanded", "new_photo", "device-1",
+             "\(day) 11:00:00+00", "\(day) 12:00:00.5+00", "\\N", "\\N", "{}"].joined(separator: "\t") + "\n"
+        }.joined()
+        let file = "events-\(day).tsv.gz"
+        _ = try RetentionFixtures.shell("gzip -c > '\(directory)/\(file)'", input: Data(lines.utf8))
+        let bytes = Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file)))
+        let manifest = """
+            {"format": "engage-log-archive", "version": 1,
+             "columns": ["position", "transaction_id", "event_id", "app_id", "notification_id", "type", "category", "device_id",
+                         "occurred_at", "recorded_at", "experiment_id", "experiment_arm", "payload"],
+             "days": [{"day": "\(day)", "file": "\(file)", "events": 3, "bytes": \(bytes.count),
+                       "sha256": "\(Hex.encode(SHA256.hash(bytes)))", "archived_at": "2026-01-01T00:00:00Z"}]}
+            """
+        try Data(manifest.utf8).write(to: URL(fileURLWithPath: directory + "/manifest.json"))
+
+        let report = try await fixtures.restorer(directory).run()
+
+        #expect(report.restored == 3)
+        let read = try await fixtures.store.read(after: .start, limit: 10)
+        #expect(read.map(\.notificationID) == ["far-1", "far-2", "far-3"])
+        #expect(read.allSatisfy { $0.position.transactionID < 900_000_000_000 })
+        #expect(read.map(\.recordedAt.rfc3339) == Array(repeating: "\(day)T12:00:00.500000Z", count: 3))
+    }
+}

@@ -1,0 +1,96 @@
+import EngageCore
+import EventStore
+import Foundation
+import LogRetention
+import Postgres
+import Runtime
+import TestSupport
+
+/// A database whose log holds days recorded in the past, and what a test compares.
+struct RetentionFixtures {
+    let pool: ConnectionPool
+    let store: EventStore
+
+    init(_ configuration: PostgresConfiguration? = nil) throws {
+        pool = ConnectionPool(configuration: try configuration ?? TestPostgres.freshDatabase(), size: 4)
+        store = EventStore(pool: pool)
+    }
+
+    /// Two events (delivered, displayed) for each of `notifications` notifications.
+    static func events(notifications: Int, tag: String) -> [AppendItem] {
+        let start = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000) - 3_600_000_000)
+        return (0..<notifications).flatMap { n -> [AppendItem] in
+            let notification = "\(tag)-\(n)"
+            let delivered = Event(eventID: EventID(UUID()), notificationID: notification, deviceID: "device-\(n % 7)", category: "new_photo",
+                                  occurredAt: start, details: .delivered(DeliveredDetails(
+                                      attachment: DeliveredAttachment(kind: .image, format: .jpeg, bytes: 1_000, source: .network, downloadMS: 300),
+                                      outcome: .attached, processingMS: 400, timeWillExpire: false, network: .wifi, strategy: .full)))
+            let displayed = Event(eventID: EventID(UUID()), notificationID: notification, deviceID: "device-\(n % 7)", category: "new_photo",
+                                  occurredAt: start.adding(microseconds: 1_000_000),
+                                  details: .displayed(DisplayedDetails(presentation: .rich, attachmentKind: .image)))
+            return [AppendItem(appID: "app-1", event: delivered), AppendItem(appID: "app-1", event: displayed)]
+        }
+    }
+
+    /// Appends the events now, then moves them to noon (UTC) `daysAgo` days back, as if recorded
+    /// then: the rows move to that day's partition and keep their place in the log.
+    @discardableResult
+    func seed(_ items: [AppendItem], daysAgo: Int) async throws -> [AppendItem] {
+        _ = try await store.append(items)
+        if daysAgo > 0 { try await RecordedInThePast.move(items.map(\.event.eventID), daysAgo: daysAgo, pool: pool) }
+        return items
+    }
+
+    /// Every event as `id txid/position recorded_at payload`, sorted by id.
+    func log() async throws -> [String] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT event_id::text || ' ' || transaction_id::text || '/' || position || ' ' || recorded_at::text || ' ' || payload::text
+                FROM events ORDER BY event_id
+                """).rows.map { try $0.decode(0, as: String.self) }
+        }
+    }
+
+    func count(_ sql: SQL) async throws -> Int {
+        try await pool.withConnection { try $0.query(sql)[0].decode(0, as: Int.self) }
+    }
+
+    func pruner(olderThan days: Int, archive: String? = nil, checks: [LogPruner.Check] = []) -> LogPruner {
+        var configuration = LogPruner.Configuration(olderThan: .seconds(86_400 * Int64(days)), window: IdempotencyWindow(), archiveDirectory: archive)
+        configuration.checks = checks
+        configuration.batchRows = 100
+        return LogPruner(pool: pool, configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
+    }
+
+    func restorer(_ directory: String) -> LogRestorer {
+        var restorer = LogRestorer(pool: pool, directory: directory, logger: Logger(label: "test", sink: MemoryLogSink()))
+        restorer.batchRows = 37
+        return restorer
+    }
+
+    /// A new, empty directory for an archive, removed by the caller.
+    static func temporaryDirectory() throws -> String {
+        let path = NSTemporaryDirectory() + "engage-archive-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Runs a shell command (the standard gzip, to check archives against), feeding it `input`;
+    /// its standard output.
+    static func shell(_ command: String, input: Data? = nil) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        let output = Pipe(), feed = Pipe()
+        process.standardOutput = output
+        if input != nil { process.standardInput = feed }
+        try process.run()
+        if let input {
+            feed.fileHandleForWriting.write(input)
+            try feed.fileHandleForWriting.close()
+        }
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return data
+    }
+}
