@@ -9,9 +9,10 @@ usage_error() { printf '%s: %s\nusage: %s\n' "$SCRIPT" "$1" "${USAGE:-see the se
 require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
 now() { date +%s.%N; }
 
-# Integer with thousands separators; arithmetic to 6 decimals.
+# Integer with thousands separators; arithmetic to 6 decimals; a value to $2 decimals.
 grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
 calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
+fixed() { awk -v v="$1" -v d="$2" 'BEGIN { printf "%.*f", d, v }'; }
 
 # The settings of the retrying clients and the build (the scripts' headers describe them).
 CLIENTS=${CLIENTS:-4}

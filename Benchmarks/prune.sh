@@ -93,9 +93,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
-fixed() { awk -v v="$1" -v d="$2" 'BEGIN { printf "%.*f", d, v }'; }
-grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
 maximum() { sort -g | tail -1; }
 mb() { awk -v b="$1" 'BEGIN { printf "%.0f", b / 1048576 }'; }
 sql() { "$PSQL" "$CONNINFO" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
