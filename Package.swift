@@ -46,7 +46,11 @@ let package = Package(
         .target(name: "EventStore", dependencies: ["Digest", "EngageCore", "Postgres", "Runtime"]),
         .target(name: "Projections", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
         .target(name: "Experiments", dependencies: ["EngageCore", "EventStore", "Postgres", "Runtime"]),
-        .target(name: "EngageAPI", dependencies: ["Digest", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres", "Projections", "Runtime"]),
+        // The web console's pages: HTML and inline SVG rendered from the report, experiment and
+        // health models, no I/O (EngageAPI serves them).
+        .target(name: "EngageConsole", dependencies: ["Digest", "EngageCore"]),
+        .target(name: "EngageAPI", dependencies: ["Digest", "EngageConsole", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres",
+                                                  "Projections", "Runtime"]),
         // The app-side client: Foundation only, no other engage module.
         .target(name: "EngageClient", resources: [.copy("PrivacyInfo.xcprivacy")]),
         // What the app and its extensions link besides: the Notification Service Extension and the
@@ -81,7 +85,8 @@ let package = Package(
         .executableTarget(name: "EngageClientProbe", dependencies: ["EngageClient"], path: "Tests/EngageClientProbe"),
         .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
                                                        "Postgres", "Projections", "Runtime", "TestSupport"]),
-        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "Digest", "EngageAPI", "LoadGenerator", "EngageCore", "EventStore", "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+        .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "Digest", "EngageAPI", "EngageConsole", "LoadGenerator", "EngageCore", "EventStore",
+                                                          "HTTPServer", "Postgres", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]

@@ -7,17 +7,20 @@ public struct EngageAPI: Sendable {
     public let health: HealthRoutes
     public let experiments: ExperimentRoutes
     public let simulate: StrategyReplayRoute
+    /// The web console's pages, when served.
+    public let console: ConsoleRoutes?
 
     public init(ingest: IngestRoute, report: ReportRoute, health: HealthRoutes, experiments: ExperimentRoutes,
-                simulate: StrategyReplayRoute) {
+                simulate: StrategyReplayRoute, console: ConsoleRoutes? = nil) {
         self.ingest = ingest
         self.report = report
         self.health = health
         self.experiments = experiments
         self.simulate = simulate
+        self.console = console
     }
 
-    /// Paths counted by name in metrics; anything else is "unmatched".
+    /// The API's paths, as openapi.yaml lists them (the console's are `ConsoleRoutes.routes`).
     /// Paths with parameters appear as in openapi.yaml (`/v1/experiments/{id}`).
     public static let routes: Set<String> = [
         "/v1/events", "/v1/report", "/healthz", "/readyz", "/metrics",
@@ -25,6 +28,12 @@ public struct EngageAPI: Sendable {
         "/v1/experiments/{id}/stop", "/v1/experiments/{id}/run", "/v1/experiments/{id}/runs",
         "/v1/experiments/{id}/history", "/v1/simulate",
     ]
+
+    /// Paths counted by name in metrics, the API's and the console's; anything else is "unmatched".
+    public static let meteredRoutes = routes.union(ConsoleRoutes.routes)
+
+    /// True for a route of the console rather than of the API.
+    public static func isConsole(_ route: Router.Pattern) -> Bool { ConsoleRoutes.serves(route.pattern) }
 
     /// The metric label of a request path: the route it matches (`/v1/experiments/{id}/runs` for
     /// `/v1/experiments/abc/runs`), or "unmatched".
@@ -61,6 +70,7 @@ public struct EngageAPI: Sendable {
         router.get("/v1/experiments/:id/runs") { [experiments] in await experiments.runs($0) }
         router.get("/v1/experiments/:id/history") { [experiments] in await experiments.history($0) }
         router.get("/v1/simulate") { [simulate] in await simulate.handle($0) }
+        console?.add(to: &router)
         return router
     }
 }

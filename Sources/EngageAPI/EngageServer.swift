@@ -39,6 +39,8 @@ public struct EngageServer: Sendable {
         /// Run the experiment scheduler in this process (any number of processes may).
         public var runScheduler = true
         public var scheduler = Scheduler.Configuration()
+        /// Serve the web console at `/` and under `/console/` (its cookies are `Secure` under TLS).
+        public var console = true
 
         public init() {}
     }
@@ -91,6 +93,9 @@ public struct EngageServer: Sendable {
         if configuration.runScheduler {
             services.append(("scheduler", scheduler))
         }
+        if let console = api.console {
+            services.append(("console-rates", console.sampler))
+        }
         if let tls = configuration.http.tls {
             services.append(("tls-reload", CertificateReloader(credentials: tls, logger: logger, registry: registry)))
         }
@@ -107,6 +112,10 @@ public struct EngageServer: Sendable {
         let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
             KeyRateLimiter(limit: $0, time: time)
         })
+        let console = configuration.console ? ConsoleRoutes(
+            authenticator: authenticator, reads: .on(pool, now: { time.wallClock }), store: ExperimentStore(pool: pool, time: time),
+            registry: registry, sampler: IngestionRateSampler(metrics: metrics, time: time),
+            configuration: ConsoleRoutes.Configuration(secureCookies: configuration.http.tls != nil), time: time) : nil
         return EngageAPI(
             ingest: IngestRoute(authenticator: authenticator, appender: appender, configuration: configuration.ingest,
                                 metrics: metrics, time: time),
@@ -114,7 +123,7 @@ public struct EngageServer: Sendable {
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
             experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool, time: time),
                                           scheduler: scheduler, deviceIDHasher: configuration.ingest.deviceIDHasher, time: time),
-            simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool, time: time))
+            simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool, time: time), console: console)
     }
 
     /// The HTTP server of `api`, with the transport limits of `configuration`, every response
@@ -124,7 +133,7 @@ public struct EngageServer: Sendable {
         var http = configuration.http
         // A gzip body is never much larger than the decompressed limit it must respect.
         http.maxBodyBytes = configuration.ingest.maxDecompressedBytes + 64 * 1024
-        let responder = MeteredResponder(api.router, routes: EngageAPI.routes, registry: registry, logger: logger)
+        let responder = MeteredResponder(api.router, routes: EngageAPI.meteredRoutes, registry: registry, logger: logger)
         let server = try HTTPServer(configuration: http, responder: responder, daemonLog: { message in
             logger.warning("http.daemon", ["message": message])
         })
@@ -139,6 +148,9 @@ public struct EngageServer: Sendable {
     }
 
     public var port: Int { server.port }
+
+    /// True when the web console is among the routes.
+    public var consoleServed: Bool { routes.contains(where: EngageAPI.isConsole) }
 
     /// Serves until SIGTERM/SIGINT (or until the calling task is cancelled).
     public func run() async throws {

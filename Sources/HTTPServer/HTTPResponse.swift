@@ -25,6 +25,16 @@ public struct HTTPResponse: Sendable, Equatable {
         HTTPResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(body.utf8))
     }
 
+    /// A UTF-8 `text/html` page.
+    public static func html(_ body: String, status: Int = 200) -> HTTPResponse {
+        HTTPResponse(status: status, headers: ["Content-Type": "text/html; charset=utf-8"], body: Array(body.utf8))
+    }
+
+    /// `303 See Other` to `location`: after a form is posted, the browser loads `location` with GET.
+    public static func seeOther(_ location: String) -> HTTPResponse {
+        HTTPResponse(status: 303, headers: ["Location": location])
+    }
+
     /// An `application/problem+json` response for `problem`.
     public static func problem(_ problem: HTTPProblem) -> HTTPResponse {
         problem.response

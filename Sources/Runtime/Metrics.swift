@@ -102,6 +102,17 @@ public final class Histogram: Sendable {
     }
 }
 
+/// One series' value at the time it was read.
+public struct MetricSample: Sendable, Equatable {
+    public var labels: [String: String]
+    public var value: Double
+
+    public init(labels: [String: String], value: Double) {
+        self.labels = labels
+        self.value = value
+    }
+}
+
 /// The process's metrics, rendered in the Prometheus text exposition format 0.0.4.
 ///
 /// Asking for a metric with the same name and labels twice returns the same instance. A name
@@ -132,6 +143,8 @@ public final class MetricsRegistry: Sendable {
         var buckets: [Double]
         /// Keyed by the rendered label set, e.g. `method="GET",route="/v1/events"`.
         var series: [String: Series]
+        /// The labels of each series, by the same key.
+        var labels: [String: [String: String]] = [:]
     }
 
     private let families = Mutex<[String: Family]>([:])
@@ -203,8 +216,27 @@ public final class MetricsRegistry: Sendable {
             }
             let series = make()
             family.series[key] = series
+            family.labels[key] = labels
             families[name] = family
             return series
+        }
+    }
+
+    /// The current value of every series of the counter or gauge `name`, with its labels; empty
+    /// when there is no such metric (or it is a histogram). For pages that show a few metrics
+    /// (the console), not for scraping.
+    public func samples(_ name: String) -> [MetricSample] {
+        guard let family = families.withLock({ $0[name] }) else { return [] }
+        return family.series.keys.sorted().compactMap { key in
+            let value: Double
+            switch family.series[key]! {
+            case .counter(let counter): value = Double(counter.value)
+            case .gauge(let gauge): value = gauge.value
+            case .gaugeFunction(let read): value = read()
+            case .counterFunction(let read): value = Double(read())
+            case .histogram: return nil
+            }
+            return MetricSample(labels: family.labels[key] ?? [:], value: value)
         }
     }
 

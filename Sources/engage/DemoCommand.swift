@@ -38,6 +38,8 @@ enum DemoCommand {
     /// Sends simulated traffic through the API, waits for the projector, prints the report.
     static func showcase(engage: EngageServer, address: String, ingestKey: String, readKey: String,
                          notifications: Int, reportFile: String) async throws {
+        // Printed, never opened: the demo may run where no browser is (a server, a container).
+        let consoleURL = engage.consoleServed ? address + "/" : "(off: --console off)"
         var scenario = SimulationScenario.standard
         scenario.notificationCount = notifications
         let start = SystemTime().wallClock.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
@@ -71,6 +73,9 @@ enum DemoCommand {
             engage keeps running at \(address) for the demo app (Ctrl-C stops it):
               ingest key: \(ingestKey)
               read key:   \(readKey)
+            The console (report, extension, experiments, ingestion) is at \(consoleURL)
+              sign in with the read key; an admin key starts and stops experiments:
+              .build/release/engage keys create --app demo --role admin
             Send an event:
               curl -s \(address)/v1/events -H 'Authorization: Bearer \(ingestKey)' -H 'Content-Type: application/json' \\
                 -d '[{"event_id":"\(UUID().uuidString.lowercased())","type":"displayed","notification_id":"apns-1","device_id":"device-1","category":"new_photo","occurred_at":"\(now)","presentation":"rich","attachment_kind":"image"}]'

@@ -87,11 +87,14 @@ enum ServerOptions {
     static let scheduler = Option(
         "scheduler", value: "on|off", help: "Run the experiment analysis scheduler in this process (runs are shared safely between processes).",
         environment: "ENGAGE_SCHEDULER", default: Switch(defaults.runScheduler))
+    static let console = Option(
+        "console", value: "on|off", help: "Serve the web console at / and under /console/ (signed in with a read or admin key).",
+        environment: "ENGAGE_CONSOLE", default: Switch(defaults.console))
 
     static let all: [any CommandOption] = [
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
         rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents,
-        maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler,
+        maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
     ]
 
     /// The server's configuration from the options; usage errors for what no single option shows.
@@ -130,6 +133,7 @@ enum ServerOptions {
         server.runProjector = arguments[projector] == .on
         server.projector.failpoints = Failpoints.fromEnvironment()
         server.runScheduler = arguments[scheduler] == .on
+        server.console = arguments[console] == .on
         let failpoints = server.projector.failpoints
         server.scheduler.failpoint = { try failpoints.hit($0) }
         return server

@@ -85,10 +85,12 @@ struct IngestLifecycleTests {
         let server = try TestServer()
         let key = try await server.key()
         let events = WireEvent.valid(3)
-        let body = "[" + (events.map(\.json) + [#"{"event_id":"x"}"#, "[]"]).joined(separator: ",") + "]"
+        let unknownField = String(WireEvent.valid(1)[0].json.dropLast()) + #","client_chosen_name":1}"#
+        let body = "[" + (events.map(\.json) + [#"{"event_id":"x"}"#, "[]", unknownField]).joined(separator: ",") + "]"
         try expectAccepted(try await server.post(body, key: key), Acceptance(accepted: 3, rejected: [
             RejectedEvent(3, "event_id", "must be a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"),
             RejectedEvent(4, nil, "must be a JSON object"),
+            RejectedEvent(5, "client_chosen_name", "unknown field"),
         ]))
         try expectAccepted(try await server.post(events.array, key: key), Acceptance(duplicates: 3))
         try expectAccepted(try await server.post(WireEvent.valid(2).ndjson, key: key, contentType: "application/x-ndjson"),
@@ -101,7 +103,12 @@ struct IngestLifecycleTests {
         let samples = metricSamples(response.text)
         #expect(samples["engage_events_accepted_total"] == "5")
         #expect(samples["engage_events_duplicate_total"] == "3")
-        #expect(samples["engage_events_rejected_total"] == "2")
+        #expect(samples["engage_events_rejected_total"] == "3")
+        // By field: the top-level field at fault; a field the schema lacks never becomes a label.
+        #expect(samples[#"engage_events_rejected_by_field_total{field="event_id"}"#] == "1")
+        #expect(samples[#"engage_events_rejected_by_field_total{field="event"}"#] == "1")
+        #expect(samples[#"engage_events_rejected_by_field_total{field="unknown field"}"#] == "1")
+        #expect(!response.text.contains("client_chosen_name"))
         #expect(samples[#"engage_http_requests_total{route="/v1/events",status="200"}"#] == "3")
         #expect(samples[#"engage_http_requests_total{route="/v1/events",status="400"}"#] == "1")
         #expect(samples["engage_ingest_queue_events"] == "0")

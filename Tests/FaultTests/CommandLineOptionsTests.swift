@@ -2,6 +2,7 @@ import EmbeddedPostgres
 import EngageAPI
 import Foundation
 import Testing
+import TestSupport
 
 /// engage's own option declarations, seen as an operator sees them: help, defaults, the
 /// environment and refusals of the built executable.

@@ -33,19 +33,6 @@ struct FaultWorkspace: Sendable {
     }
 }
 
-/// A program built by this package, found next to the test bundle (`.build/debug/`).
-enum BuiltProgram {
-    static func path(_ name: String) throws -> String {
-        let directory = Bundle.main.executableURL?.deletingLastPathComponent()
-            ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        let path = directory.appendingPathComponent(name).path
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw FaultTestError("\(path) is missing: build the package first (swift build) so that fault tests can start it")
-        }
-        return path
-    }
-}
-
 /// One `engage` command running as a process of its own against a test database, with nothing
 /// of this process's environment but PATH and HOME (a stray ENGAGE_* variable would change it).
 final class EngageProcess: Sendable {

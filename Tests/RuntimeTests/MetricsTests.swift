@@ -75,6 +75,19 @@ import Testing
             """)
     }
 
+    @Test func samplesReadEachSeriesWithItsLabels() {
+        let registry = MetricsRegistry()
+        registry.counter("requests_total", help: "h", labels: ["status": "200"]).increment(by: 3)
+        registry.counter("requests_total", help: "h", labels: ["status": "401"]).increment()
+        registry.gauge("depth", help: "h") { 7.5 }
+        _ = registry.histogram("latency_seconds", help: "h")
+        #expect(registry.samples("requests_total") == [MetricSample(labels: ["status": "200"], value: 3),
+                                                       MetricSample(labels: ["status": "401"], value: 1)])
+        #expect(registry.samples("depth") == [MetricSample(labels: [:], value: 7.5)])
+        #expect(registry.samples("latency_seconds").isEmpty)
+        #expect(registry.samples("absent").isEmpty)
+    }
+
     @Test func sameNameAndLabelsGiveTheSameInstance() {
         let registry = MetricsRegistry()
         let first = registry.counter("c_total", help: "C.", labels: ["a": "1"])

@@ -20,11 +20,14 @@ public struct Authenticator: Sendable {
     /// Checks run in this order: key present and well formed, known and active (401), role (403),
     /// rate (429); a request refused at any step takes no token.
     func authorize(_ request: HTTPRequest, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
-        let presented: String
         switch Self.presentedKey(request) {
-        case .success(let found): presented = found
+        case .success(let presented): return await authorize(presented: presented, asAnyOf: roles)
         case .failure(let problem): return .failure(problem)
         }
+    }
+
+    /// The same for a key presented some other way (the console's cookie).
+    func authorize(presented: String, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
         let key: APIKey?
         do {
             key = try await keys.authenticate(presented)
@@ -95,8 +98,10 @@ extension Authenticator {
 
 /// A problem ready to send, with its Retry-After if any.
 struct ProblemResponse: Error {
+    var problem: HTTPProblem
     var response: HTTPResponse
     init(_ problem: HTTPProblem, retryAfter: Int? = nil) {
+        self.problem = problem
         response = APIProblems.response(problem, retryAfter: retryAfter)
     }
 }

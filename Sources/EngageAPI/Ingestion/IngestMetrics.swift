@@ -1,4 +1,6 @@
+import EngageCore
 import Runtime
+import Synchronization
 
 /// Counters and histograms of the ingestion route, registered once and updated lock-free (the
 /// committers' own are `CommitterMetrics`).
@@ -7,6 +9,7 @@ public struct IngestMetrics: Sendable {
     public let duplicates: Counter
     public let rejected: Counter
     public let requestEvents: Histogram
+    private let rejectedByField: FieldCounters
 
     public init(registry: MetricsRegistry) {
         accepted = registry.counter("engage_events_accepted_total", help: "Events stored.")
@@ -14,5 +17,39 @@ public struct IngestMetrics: Sendable {
         rejected = registry.counter("engage_events_rejected_total", help: "Events refused by validation.")
         requestEvents = registry.histogram("engage_ingest_request_events", help: "Events per ingestion request.",
                                            buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
+        rejectedByField = FieldCounters(registry: registry)
+    }
+
+    /// Counts rejected events, in all and by the field at fault.
+    public func countRejections(_ rejections: [Rejection]) {
+        rejected.increment(by: rejections.count)
+        for rejection in rejections { rejectedByField.counter(Self.reason(rejection)).increment() }
+    }
+
+    /// The label of a rejection: the top-level field at fault (`media` for `media[2].format`),
+    /// `event` for the event as a whole, `unknown field` for a field the schema does not have
+    /// (whose name the client chose: it never becomes a label).
+    static func reason(_ rejection: Rejection) -> String {
+        guard let field = rejection.field else { return "event" }
+        if rejection.problem == "unknown field" { return "unknown field" }
+        return String(field.prefix { $0 != "." && $0 != "[" })
+    }
+}
+
+/// `engage_events_rejected_by_field_total{field}`, one counter per label looked up once.
+private final class FieldCounters: Sendable {
+    let registry: MetricsRegistry
+    private let counters = Mutex<[String: Counter]>([:])
+
+    init(registry: MetricsRegistry) {
+        self.registry = registry
+    }
+
+    func counter(_ field: String) -> Counter {
+        if let counter = counters.withLock({ $0[field] }) { return counter }
+        let counter = registry.counter("engage_events_rejected_by_field_total", help: "Events refused by validation, by the field at fault.",
+                                       labels: ["field": field])
+        counters.withLock { $0[field] = counter }
+        return counter
     }
 }

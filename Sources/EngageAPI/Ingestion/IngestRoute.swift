@@ -127,7 +127,7 @@ public struct IngestRoute: Sendable {
             }
         }
         metrics.requestEvents.observe(Double(decoded.events.count + decoded.rejected.count + decoded.duplicatesInRequest))
-        metrics.rejected.increment(by: decoded.rejected.count)
+        metrics.countRejections(decoded.rejected)
         if decoded.events.isEmpty {
             return .answered(APIProblems.response(APIProblems.noValidEvents(decoded.rejected)))
         }

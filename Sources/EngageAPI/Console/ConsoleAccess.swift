@@ -1,0 +1,162 @@
+import EngageConsole
+import EngageCore
+import HTTPServer
+
+/// A signed-in browser: its keys as the key store knows them, and the viewer a page is rendered for.
+struct ConsoleAccess: Sendable {
+    var session: ConsoleSession
+    /// The session's keys that are known, active and allowed to read, with their presented secret.
+    var keys: [(secret: String, key: APIKey)]
+    var viewer: ConsoleViewer
+
+    /// The presented secret of an admin key of `app`, if the browser holds one.
+    func adminKey(of app: String) -> String? {
+        keys.first { $0.key.appID == app && $0.key.role == .admin }?.secret
+    }
+}
+
+/// A signed-in browser, or the page that turns the request away.
+enum SignedIn {
+    case granted(ConsoleAccess)
+    case refused(HTTPResponse)
+}
+
+extension ConsoleRoutes {
+    /// The request's signed-in browser, or the page that refuses it: 401 with the sign-in form
+    /// (no cookie, or none of its keys valid), 403 for an app whose key it does not hold, 429 or
+    /// 503 from the key store. Keys found unknown or revoked are dropped from the cookie.
+    func signedIn(_ request: HTTPRequest) async -> SignedIn {
+        guard let session = ConsoleSession(request) else {
+            return .refused(signInRequired(request, message: nil))
+        }
+        var valid: [(secret: String, key: APIKey)] = []
+        for secret in session.keys {
+            switch await authenticator.authorize(presented: secret, asAnyOf: [.read]) {
+            case .success(let key): valid.append((secret, key))
+            case .failure(let refusal) where refusal.problem.status == 401 || refusal.problem.status == 403: continue
+            case .failure(let refusal): return .refused(refused(refusal, viewer: nil))
+            }
+        }
+        guard !valid.isEmpty else {
+            var response = signInRequired(request, message: "The key kept in this browser is unknown, revoked or not a read "
+                                          + "or admin key; sign in again.")
+            response.setCookie(.removal(of: ConsoleSession.cookieName, secure: configuration.secureCookies))
+            return .refused(response)
+        }
+        let kept = ConsoleSession(keys: valid.map(\.secret))
+        let apps = Dictionary(grouping: valid.map(\.key), by: \.appID).map { app, keys in
+            ConsoleViewer.App(id: app, canAdminister: keys.contains { $0.role == .admin })
+        }.sorted { $0.id < $1.id }
+        var app = apps[0]
+        if let asked = request.query("app"), !asked.isEmpty {
+            guard let found = apps.first(where: { $0.id == asked }) else {
+                let viewer = ConsoleViewer(apps: apps, app: app, formToken: kept.formToken)
+                return .refused(Self.respond(ProblemView(title: "No key for this app", detail: "This browser holds no key of app "
+                                                         + "\(asked); add a read or admin key of that app to see it.",
+                                                         viewer: viewer).page(), status: 403))
+            }
+            app = found
+        }
+        return .granted(ConsoleAccess(session: kept, keys: valid, viewer: ConsoleViewer(apps: apps, app: app, formToken: kept.formToken)))
+    }
+
+    /// Sends the cookie again when keys were dropped from it.
+    func refreshingCookie(_ response: HTTPResponse, request: HTTPRequest, access: ConsoleAccess) -> HTTPResponse {
+        guard ConsoleSession(request) != access.session else { return response }
+        var response = response
+        response.setCookie(access.session.cookie(secure: configuration.secureCookies, lifetimeSeconds: lifetimeSeconds))
+        return response
+    }
+
+    /// 401 with the sign-in form, which brings the browser back to this page.
+    func signInRequired(_ request: HTTPRequest, message: String?) -> HTTPResponse {
+        let (token, cookie) = loginToken(request)
+        var response = Self.respond(LoginView(next: Self.target(of: request), loginToken: token, message: message).page(), status: 401)
+        response.headers.set("WWW-Authenticate", "Cookie realm=\"engage console\", form-action=\"\(ConsolePath.login)\"")
+        if let cookie { response.setCookie(cookie) }
+        return response
+    }
+
+    /// A refusal of the key store (rate limited, unreachable) as a page.
+    func refused(_ refusal: ProblemResponse, viewer: ConsoleViewer?) -> HTTPResponse {
+        var response = Self.respond(ProblemView(title: refusal.problem.title, detail: refusal.problem.detail ?? "", viewer: viewer).page(),
+                                    status: refusal.problem.status)
+        if let retryAfter = refusal.response.headers["Retry-After"] { response.headers.set("Retry-After", retryAfter) }
+        return response
+    }
+
+    /// The request's own path and query: where the sign-in form returns to.
+    static func target(of request: HTTPRequest) -> String {
+        let path = request.method == .GET || request.method == .HEAD ? request.path : ConsolePath.report
+        let target = ConsolePath.with(path, request.queryItems.map { ($0.name, $0.value) })
+        return ConsolePath.isLocal(target) ? target : ConsolePath.report
+    }
+
+    /// The sign-in form's double-submit token: the browser's, or a new one with the cookie that sets it.
+    private func loginToken(_ request: HTTPRequest) -> (String, SetCookie?) {
+        if let token = request.cookie(ConsoleSession.loginCookieName), token.utf8.count == 32, SetCookie.isCookieValue(token) {
+            return (token, nil)
+        }
+        let token = ConsoleSession.newLoginToken()
+        return (token, SetCookie(name: ConsoleSession.loginCookieName, value: token, secure: configuration.secureCookies))
+    }
+
+    // MARK: Sign in and out
+
+    /// `GET /console/login`: the form (`add=1`: a key beside those held).
+    func loginForm(_ request: HTTPRequest) -> HTTPResponse {
+        let (token, cookie) = loginToken(request)
+        let next = request.query("next").flatMap { ConsolePath.isLocal($0) ? $0 : nil } ?? ConsolePath.report
+        let adding = request.query("add") == "1" && ConsoleSession(request) != nil
+        var response = Self.respond(LoginView(next: next, loginToken: token, adding: adding).page())
+        if let cookie { response.setCookie(cookie) }
+        return response
+    }
+
+    /// `POST /console/login` with `key`, `next` and `csrf`: keeps the key beside those held and
+    /// goes to `next` (303), or shows the form again saying why not.
+    func signIn(_ request: HTTPRequest) async -> HTTPResponse {
+        let next = request.formValue("next").flatMap { ConsolePath.isLocal($0) ? $0 : nil } ?? ConsolePath.report
+        func again(_ status: Int, _ message: String) -> HTTPResponse {
+            let token = ConsoleSession.newLoginToken()
+            var response = Self.respond(LoginView(next: next, loginToken: token, message: message).page(), status: status)
+            response.setCookie(SetCookie(name: ConsoleSession.loginCookieName, value: token, secure: configuration.secureCookies))
+            return response
+        }
+        guard let expected = request.cookie(ConsoleSession.loginCookieName),
+              let sent = request.formValue("csrf"), !sent.isEmpty, KeyFormat.constantTimeEquals(expected, sent) else {
+            return again(403, "The sign-in form had expired or came from another page; enter the key again.")
+        }
+        let presented = (request.formValue("key") ?? "").filter { $0 != " " && $0 != "\t" && $0 != "\n" && $0 != "\r" }
+        guard !presented.isEmpty, SetCookie.isCookieValue(presented), !presented.contains(".") else {
+            return again(401, "That is not an engage API key (they look like egk_…).")
+        }
+        let key: APIKey
+        switch await authenticator.authorize(presented: presented, asAnyOf: [.read]) {
+        case .success(let found): key = found
+        case .failure(let refusal) where refusal.problem.status == 401:
+            return again(401, "That key is unknown or revoked.")
+        case .failure(let refusal) where refusal.problem.status == 403:
+            return again(403, "An ingest key cannot read reports: sign in with a read or admin key.")
+        case .failure(let refusal):
+            return refused(refusal, viewer: nil)
+        }
+        let session = (ConsoleSession(request) ?? ConsoleSession(keys: [])).adding(presented)
+        let destination = next.contains("app=") ? next : ConsolePath.with(next, [("app", key.appID)])
+        var response = Self.secured(.seeOther(destination))
+        response.setCookie(session.cookie(secure: configuration.secureCookies, lifetimeSeconds: lifetimeSeconds))
+        response.setCookie(.removal(of: ConsoleSession.loginCookieName, secure: configuration.secureCookies))
+        return response
+    }
+
+    /// `POST /console/logout` with the session's `csrf`: forgets every key (the cookie is removed).
+    func signOut(_ request: HTTPRequest) -> HTTPResponse {
+        if let session = ConsoleSession(request), !session.accepts(formToken: request.formValue("csrf")) {
+            return Self.respond(ProblemView(title: "Not signed out", detail: "The form had expired or came from another page; "
+                                            + "reload the page and sign out again.", viewer: nil).page(), status: 403)
+        }
+        var response = Self.secured(.seeOther(ConsolePath.login))
+        response.setCookie(.removal(of: ConsoleSession.cookieName, secure: configuration.secureCookies))
+        return response
+    }
+}

@@ -1,0 +1,81 @@
+import EngageCore
+
+/// The relative lift of one treatment arm on one metric at every look: the estimate as a dot,
+/// the fixed-horizon 95% interval as a thick bar, the sequential (always-valid) interval as a
+/// thin one beside it, and a dashed line at no effect; then the same as a table.
+struct LiftPerLookView {
+    var looks: [ExperimentLook]
+    var arm: String
+    var metric: String
+
+    private let width = 360.0
+    private let left = 44.0
+    private let right = 8.0
+    private let top = 8.0
+    private let plotHeight = 180.0
+    private let axisHeight = 22.0
+
+    var markup: String {
+        let points = looks.compactMap { look in look.comparison(arm: arm, metric: metric).map { (look, $0) } }
+        var html = "<section class=\"card\"><h2>\(Markup.text(arm)): relative lift in \(Markup.text(metric)) per look</h2>"
+        guard !points.isEmpty else { return html + "<p>No look compared this arm yet.</p></section>" }
+        html += "<p class=\"small muted\"><span class=\"key fixed\"></span>fixed-horizon 95% interval"
+            + "<span class=\"key sequential\"></span>sequential interval (valid at every look) · dashed: no effect</p>"
+        html += chart(points)
+        html += "<details><summary>Every look</summary><div class=\"scroll\"><table class=\"looks\"><thead><tr><th>look</th>"
+            + "<th>analysed</th><th>decision</th><th>control</th><th>treatment</th><th>relative lift</th><th>fixed 95%</th>"
+            + "<th>sequential</th><th>p (fixed)</th><th>p (sequential)</th><th>chance to win</th></tr></thead><tbody>"
+        for (look, comparison) in points.reversed() {
+            let lift = comparison.relative
+            html += "<tr data-look=\"\(look.look)\" data-estimate=\"\(Markup.number(lift?.estimate))\">" + Markup.cells([
+                String(look.look), Markup.text(look.analyzedAt), Markup.text(look.decisionText),
+                Markup.text(ExperimentView.rate(comparison.control)), Markup.text(ExperimentView.rate(comparison.variant)),
+                Markup.text(lift.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
+                Markup.text(ExperimentView.interval(lift?.fixed)), Markup.text(ExperimentView.interval(lift?.sequential)),
+                Markup.text(ReportText.pValue(lift?.fixed?.pValue)), Markup.text(ReportText.pValue(lift?.sequential?.pValue)),
+                Markup.text(ReportText.percent(lift?.chanceToWin)),
+            ]) + "</tr>"
+        }
+        return html + "</tbody></table></div></details></section>"
+    }
+
+    private func chart(_ points: [(ExperimentLook, ExperimentLook.Comparison)]) -> String {
+        let lifts = points.compactMap(\.1.relative)
+        // Early sequential intervals are very wide: the scale follows the fixed intervals and the
+        // estimates, and a sequential bar beyond it is cut at the edge.
+        var shown = lifts.flatMap { [$0.estimate, $0.fixed?.lower, $0.fixed?.upper].compactMap { $0 } }
+        let spread = max((shown.max() ?? 0) - (shown.min() ?? 0), 0.05)
+        shown += lifts.flatMap { [$0.sequential?.lower, $0.sequential?.upper].compactMap { $0 } }
+            .map { min(max($0, (shown.min() ?? 0) - spread), (shown.max() ?? 0) + spread) }
+        let scale = ChartScale(covering: shown, including: [0], ticks: 5)
+        let plotWidth = width - left - right
+        var canvas = ChartCanvas(width: width, height: top + plotHeight + axisHeight,
+                                 label: "Relative lift of \(arm) in \(metric) at each look, with fixed and sequential intervals")
+        func y(_ value: Double) -> Double { top + plotHeight - scale.position(value, from: 0, length: plotHeight) }
+        for tick in scale.ticks {
+            canvas.line(x1: left, y1: y(tick), x2: width - right, y2: y(tick), class: "grid")
+            canvas.text((tick > 1e-12 ? "+" : "") + scale.label(tick, times: 100) + "%", x: left - 4, y: y(tick) + 4, anchor: .end, muted: true)
+        }
+        canvas.line(x1: left, y1: y(0), x2: width - right, y2: y(0), class: "zero")
+        let slot = plotWidth / Double(points.count)
+        for (index, (look, comparison)) in points.enumerated() {
+            let x = left + slot * (Double(index) + 0.5)
+            if points.count <= 12 || index % max(1, points.count / 8) == 0 {
+                canvas.text(String(look.look), x: x, y: top + plotHeight + 15, anchor: .middle, muted: true)
+            }
+            guard let lift = comparison.relative else { continue }
+            if let sequential = lift.sequential {
+                canvas.line(x1: x + min(4, slot / 4), y1: y(sequential.lower), x2: x + min(4, slot / 4), y2: y(sequential.upper),
+                            class: "sequential")
+            }
+            if let fixed = lift.fixed {
+                canvas.line(x1: x, y1: y(fixed.lower), x2: x, y2: y(fixed.upper), class: "fixed")
+            }
+            canvas.circle(cx: x, cy: y(lift.estimate), r: min(3.5, max(1.5, slot / 3)), class: "fixed",
+                          title: "look \(look.look): \(ReportText.signed(lift.estimate * 100, 1))%, fixed "
+                              + ExperimentView.interval(lift.fixed) + ", sequential " + ExperimentView.interval(lift.sequential))
+        }
+        canvas.text("look", x: width - right, y: top + plotHeight + 15, anchor: .end, muted: true)
+        return canvas.markup
+    }
+}

@@ -1,0 +1,69 @@
+import EngageAPI
+import Foundation
+import HTTPServer
+import Testing
+import TestSupport
+
+/// Starting and stopping experiments from the console, end to end with PostgreSQL: an admin key
+/// with the page's form token changes the experiment (and the log says so); a read key, a missing
+/// or foreign token, or another app's key changes nothing.
+@Suite("Console experiments")
+struct ConsoleExperimentTests {
+    @Test(.timeLimit(.minutes(3)))
+    func anAdminKeyStartsAndStopsAndNothingElseDoes() async throws {
+        try await TestServer.withServer { server in
+            let fixture = try await Fixture(server: server)
+            let id = try await fixture.experiment(running: false)
+            let page = "/console/experiments/\(id)?app=\(fixture.app)"
+            let reader = ConsoleClient(server: server, keys: [try #require(fixture.keys[.read])])
+            let admin = ConsoleClient(server: server, keys: [try #require(fixture.keys[.admin])])
+            let stranger = ConsoleClient(server: server, keys: [try #require(fixture.keys[.otherAppAdmin])])
+
+            // The reader sees the draft and no form to change it.
+            let seen = try await reader.get(page)
+            #expect(seen.status == 200, "\(seen.text.prefix(300))")
+            #expect(seen.text.contains(#"<span class="badge draft">draft</span>"#))
+            #expect(seen.text.contains("Starting and stopping an experiment takes an admin key"))
+            #expect(!seen.text.contains("/start?app="))
+            let readerToken = try #require(ConsoleClient.formToken(seen))
+            #expect(try await reader.post("/console/experiments/\(id)/start?app=\(fixture.app)", [("csrf", readerToken)]).status == 403)
+
+            // The admin's page has the forms; without its token, or with the reader's, nothing happens.
+            let adminPage = try await admin.get(page)
+            #expect(adminPage.text.contains(#"action="/console/experiments/\#(id)/start?app=\#(fixture.app)""#))
+            let token = try #require(ConsoleClient.formToken(adminPage))
+            for forged in ["", readerToken, String(token.reversed())] {
+                #expect(try await admin.post("/console/experiments/\(id)/start?app=\(fixture.app)", [("csrf", forged)]).status == 403)
+            }
+            // Another app's admin key does not reach this app's experiment.
+            let foreignToken = try #require(ConsoleClient.formToken(try await stranger.get("/console/experiments")))
+            let foreign = try await stranger.post("/console/experiments/\(id)/start?app=\(fixture.otherApp)", [("csrf", foreignToken)])
+            #expect(foreign.status == 404)
+            #expect(try await stranger.get(page).status == 403)
+            #expect(try await fixture.status(of: id) == "draft")
+
+            let started = try await admin.post("/console/experiments/\(id)/start?app=\(fixture.app)", [("csrf", token)])
+            #expect(started.status == 303, "\(started.text.prefix(300))")
+            #expect(started.headers["Location"] == "/console/experiments/\(id)?app=\(fixture.app)&done=started")
+            #expect(try await fixture.status(of: id) == "running")
+            let after = try await admin.get(try #require(started.headers["Location"]))
+            #expect(after.text.contains("The experiment was started."))
+            #expect(after.text.contains(#"<span class="badge running">running</span>"#))
+            #expect(after.text.contains("<b>created</b>") && after.text.contains("<b>started</b>"))
+
+            // Starting twice is refused with the store's reason, on the experiment's page.
+            let again = try await admin.post("/console/experiments/\(id)/start?app=\(fixture.app)", [("csrf", token)])
+            #expect(again.status == 409)
+            #expect(again.text.contains("only a draft can be started"))
+
+            let stopped = try await admin.post("/console/experiments/\(id)/stop?app=\(fixture.app)", [("csrf", token)])
+            #expect(stopped.status == 303)
+            #expect(try await fixture.status(of: id) == "stopped")
+            let history = try await server.request("GET", "/v1/experiments/\(id)/history", headers: fixture.adminHeaders)
+            #expect(history.text.contains("experiment_started") && history.text.contains("experiment_stopped"))
+            let list = try await reader.get("/console/experiments?app=\(fixture.app)")
+            #expect(list.text.contains(#"data-experiment="\#(id)""#))
+            #expect(list.text.contains(#"<span class="badge stopped">stopped</span>"#))
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import Digest
+import EngageConsole
+import EngageCore
+import Foundation
+import Testing
+
+/// The console's pages as pure functions of their models: escaping, the stylesheet its CSP names,
+/// no script and no style attribute anywhere, data attributes that are the model's numbers.
+@Suite struct ConsoleViewTests {
+    static let viewer = ConsoleViewer(apps: [.init(id: "app", canAdminister: true)], app: .init(id: "app", canAdminister: true),
+                                      formToken: "token")
+    static let hostile = #"<script>alert("x")</script>'&"#
+    static let day = UTCDay(year: 2026, month: 11, day: 27)!
+
+    static func report(grouping: ReportGrouping = .category, category: String = "news") -> EngagementReport {
+        let rows = [
+            EngagementRow(appID: "app", category: category, presentation: .rich, attachmentKind: "image", day: day,
+                          counts: FunnelCounts([.notifications: 150, .delivered: 145, .displayed: 140, .expanded: 50, .actioned: 20, .opened: 30, .dismissed: 50, .replied: 3])),
+            EngagementRow(appID: "app", category: category, presentation: .plain, attachmentKind: "none", day: day,
+                          counts: FunnelCounts([.notifications: 170, .delivered: 165, .displayed: 160, .expanded: 28, .actioned: 15, .opened: 25, .dismissed: 80, .replied: 0])),
+            EngagementRow(appID: "app", category: "promo", presentation: .rich, attachmentKind: "video", day: day,
+                          counts: FunnelCounts([.notifications: 22, .delivered: 21, .displayed: 20, .expanded: 3, .opened: 2, .dismissed: 10])),
+        ]
+        let actions = [ActionCountRow(appID: "app", category: category, presentation: .rich, attachmentKind: "image", day: day,
+                                      actionID: "save", count: 12)]
+        let telemetry = [TelemetryRow(appID: "app", category: category, attachmentKind: "image", day: day, delivered: 200,
+                                      outcomes: [.attached: 180, .timeout: 12, .tooLarge: 8], timeWillExpire: 12, cacheHits: 60,
+                                      networkFetches: 140, bytes: 36_000_000, bytesReported: 180)]
+        return EngagementReport.build(engagement: rows, actions: actions, telemetry: telemetry, grouping: grouping,
+                                      generatedAt: Timestamp(microsecondsSinceEpoch: 1_796_000_000_000_000))
+    }
+
+    static func pages(category: String = "news") -> [String] {
+        var pages = ReportGrouping.allCases.map { grouping in
+            ReportView(report: report(grouping: grouping, category: category), query: .init(category: category, grouping: grouping),
+                       categories: [category, "promo"], viewer: viewer).page().render()
+        }
+        pages.append(TelemetryView(report: report(category: category), query: .init(), categories: [category], viewer: viewer).page().render())
+        pages.append(LoginView(next: "/console/report", loginToken: "t", message: hostile).page().render())
+        pages.append(ProblemView(title: hostile, detail: hostile, viewer: viewer).page().render())
+        return pages
+    }
+
+    @Test func textFromTheDataIsEscapedEverywhere() {
+        for page in Self.pages(category: Self.hostile) {
+            #expect(!page.contains("<script"), "\(page.prefix(200))")
+            #expect(page.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&#39;&amp;"))
+        }
+    }
+
+    /// The policy names the stylesheet by its hash; a page with a style attribute or a script
+    /// would break in the browser (ConsoleBrowserTests sees that happen).
+    @Test func pagesCarryOnlyTheStylesheetTheirPolicyAllows() throws {
+        let policy = ConsolePage.contentSecurityPolicy
+        for page in Self.pages() {
+            let style = try #require(page.range(of: "<style>").flatMap { start in
+                page.range(of: "</style>").map { String(page[start.upperBound..<$0.lowerBound]) }
+            })
+            let hash = "sha256-" + Data(SHA256.hash(Array(style.utf8))).base64EncodedString()
+            #expect(policy.contains("style-src '\(hash)'"))
+            #expect(page.components(separatedBy: "<style>").count == 2)
+            #expect(!page.contains(" style=\""))
+            #expect(!page.contains("<script"))
+            #expect(page.contains(#"<link rel="icon" href="data:,">"#), "no request for /favicon.ico")
+        }
+        #expect(policy.contains("default-src 'none'") && policy.contains("form-action 'self'") && policy.contains("frame-ancestors 'none'"))
+    }
+
+    /// Each metric row carries the model's own numbers, for every grouping.
+    @Test(arguments: ReportGrouping.allCases)
+    func metricRowsCarryTheModelsNumbers(grouping: ReportGrouping) {
+        let report = Self.report(grouping: grouping)
+        let page = ReportView(report: report, query: .init(grouping: grouping), categories: [], viewer: Self.viewer).page().render()
+        for group in report.groups + [report.total] {
+            for metric in group.metrics {
+                let row = #"<tr data-category="\#(group.key.category ?? "")" data-attachment="\#(group.key.attachmentKind ?? "")" "#
+                    + #"data-day="\#(group.key.day?.description ?? "")" data-metric="\#(metric.metric.key)" "#
+                    + #"data-rich-successes="\#(metric.rich.successes)" data-rich-trials="\#(metric.rich.trials)" "#
+                    + #"data-rich-rate="\#(metric.rich.rate.map { $0.description } ?? "")""#
+                #expect(page.contains(row), "\(group.key.label) \(metric.metric.key)")
+            }
+        }
+        if grouping == .action {
+            #expect(page.contains(#"data-metric="action:save""#))
+        }
+    }
+
+    @Test func consolePathsStayOnTheConsole() {
+        for local in ["/", "/console", "/console/report?app=a&by=day", "/console/experiments/x%2Fy", "/console?app=a"] {
+            #expect(ConsolePath.isLocal(local), "\(local)")
+        }
+        for away in ["//evil.example", "https://evil.example/console/", "/console/../v1/report", "/console/%2e%2E/x", "/console/./x",
+                     "/v1/report", "/console/\\evil", "javascript:alert(1)", "/console/a b", "/consolex"] {
+            #expect(!ConsolePath.isLocal(away), "\(away)")
+        }
+        #expect(ConsolePath.with("/console/report", [("app", "a b/ü"), ("category", nil), ("by", "day")])
+                == "/console/report?app=a%20b%2F%C3%BC&by=day")
+        #expect(ConsolePath.experiment("a/b") == "/console/experiments/a%2Fb")
+    }
+
+    @Test func storedResultsThatCannotBeReadAreNoLook() {
+        let at = Timestamp(microsecondsSinceEpoch: 0)
+        #expect(ExperimentLook(runID: 1, scheduledFor: at, result: Array("not json".utf8)) == nil)
+        #expect(ExperimentLook(runID: 1, scheduledFor: at, result: Array(#"{"look":1}"#.utf8)) == nil)
+        let minimal = ExperimentLook(runID: 1, scheduledFor: at, result: Array(#"{"look":2,"decision":{"code":"continue","arm":null,"reason":null,"rationale":"r"}}"#.utf8))
+        #expect(minimal?.look == 2 && minimal?.decisionText == "continue" && minimal?.comparisons.isEmpty == true)
+        let shipped = ExperimentLook(runID: 1, scheduledFor: at, result: Array(#"{"look":3,"decision":{"code":"ship","arm":"treatment","reason":null,"rationale":"r"}}"#.utf8))
+        #expect(shipped?.decisionText == "ship treatment")
+    }
+}
