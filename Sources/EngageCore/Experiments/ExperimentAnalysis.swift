@@ -8,7 +8,8 @@
 /// the device, its network and the media, which also drive engagement.
 ///
 /// Metrics are ratios per device-clustered notification (see `ExperimentArmTally`); lifts use
-/// gbstats' estimators through `Lift`, with the device as the unit (`n` = devices).
+/// gbstats' estimators through `Lift`, with the device as the unit (`n` = devices), and the
+/// log ratio of means through `TreatmentEffect` for the decisions.
 ///
 /// Decision rule, first match wins:
 ///
@@ -21,7 +22,9 @@
 ///    the primary metric excludes 0 on the better side at confidence `1 - alpha / t` (`t`
 ///    treatment arms: Bonferroni across arms), and no guardrail is significantly worse by its
 ///    own sequential interval at `1 - alpha`. Of several such arms, the one with the largest
-///    improvement ships.
+///    improvement ships. Every decision reads the relative lift from the log of the ratio of
+///    means (`ExperimentDecisionLift`), whose false alarms split evenly between the two sides;
+///    gbstats' relative interval, lopsided for skewed ratios, is shown beside it.
 /// 4. `stopNoEffect(.equivalence)` when, for every treatment, that primary interval lies within
 ///    `+-equivalenceMargin`: any effect left is too small to matter.
 /// 5. `stopNoEffect(.maximumSample)` when every arm has at least `maximumNotificationsPerArm`
@@ -98,6 +101,12 @@ public enum ExperimentAnalysis {
         } catch {
             comparison.unavailable = error.code.rawValue
         }
+        do {
+            let effect = try ExperimentDecisionLift.effect(variant: variant, control: control, metric: metric)
+            comparison.logRatio = ExperimentDecisionLift(effect, metric: metric, confidence: confidence, tuning: tuning)
+        } catch {
+            comparison.unavailable = comparison.unavailable ?? error.code.rawValue
+        }
         return comparison
     }
 
@@ -111,6 +120,7 @@ public enum ExperimentAnalysis {
                 // Sequential inference is for the randomized comparison; drop it here.
                 comparison.relative?.sequential = nil
                 comparison.absolute?.sequential = nil
+                comparison.logRatio?.sequential = nil
                 return comparison
             })
     }
@@ -135,7 +145,7 @@ public enum ExperimentAnalysis {
         var best: (arm: String, improvement: Double)?
         var blocked: [String] = []
         for comparison in comparisons {
-            guard let lift = comparison.metrics.first?.relative, let sequential = lift.sequential else { continue }
+            guard let lift = comparison.metrics.first?.logRatio, let sequential = lift.sequential else { continue }
             let better = primary.higherIsBetter ? sequential.interval.lower > 0 : sequential.interval.upper < 0
             guard better else { continue }
             let violated = comparison.metrics.filter { $0.isGuardrailViolated }.map(\.metric.rawValue)
@@ -151,7 +161,7 @@ public enum ExperimentAnalysis {
                     "the sequential interval of \(primary.rawValue) excludes no change in favour of \(best.arm) and no guardrail is significantly worse")
         }
         let margin = definition.analysis.equivalenceMargin
-        let intervals = comparisons.compactMap { $0.metrics.first?.relative?.sequential?.interval }
+        let intervals = comparisons.compactMap { $0.metrics.first?.logRatio?.sequential?.interval }
         if !comparisons.isEmpty, intervals.count == comparisons.count,
            intervals.allSatisfy({ $0.lower >= -margin && $0.upper <= margin }) {
             return (.stopNoEffect(.equivalence),
@@ -304,9 +314,13 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     public var variant: ExperimentRate
     /// Variant minus control.
     public var absolute: ExperimentLiftResult?
-    /// Variant over control, minus 1.
+    /// Variant over control, minus 1 (gbstats' relative scale, shown beside the decision's).
     public var relative: ExperimentLiftResult?
-    /// Why the lifts are missing (`StatisticsError.Code`), nil when they are present.
+    /// Variant over control, minus 1, from the log of the ratio of means: what decisions read
+    /// (`ExperimentDecisionLift`).
+    public var logRatio: ExperimentDecisionLift?
+    /// Why a lift is missing (`StatisticsError.Code` of the first that could not be computed),
+    /// nil when all are present.
     public var unavailable: String?
 
     init(metric: ExperimentMetric, role: ExperimentMetricRole, confidence: Double,
@@ -318,9 +332,10 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
         self.variant = variant
     }
 
-    /// A guardrail whose sequential interval of the relative lift lies wholly on the forbidden side.
+    /// A guardrail whose sequential interval of the relative lift, read from the log ratio of
+    /// means (`logRatio`), lies wholly on the forbidden side.
     public var isGuardrailViolated: Bool {
-        guard case .guardrail(let direction) = role, let interval = relative?.sequential?.interval else { return false }
+        guard case .guardrail(let direction) = role, let interval = logRatio?.sequential?.interval else { return false }
         switch direction {
         case .mustNotDecrease: return interval.upper < 0
         case .mustNotIncrease: return interval.lower > 0

@@ -20,11 +20,17 @@
 ///               "direction": "must_not_decrease" | "must_not_increase" | null,
 ///               "confidence": x, "control": RATE, "variant": RATE,
 ///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
-///               "guardrail_violated": bool}
+///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null}
 ///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
 ///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
 ///             "chance_to_win": x}
 ///     TEST = {"lower": x, "upper": x, "p_value": x}
+///     LOG_RATIO = {"estimate": x, "log_estimate": x, "log_standard_error": x, "degrees_of_freedom": x,
+///                  "fixed": TEST, "sequential": TEST | null, "chance_to_win": x}
+///              the relative lift read from the log ratio of means (`ExperimentDecisionLift`):
+///              estimate and bounds are exp(.) - 1 of the log-scale ones; ship and guardrail
+///              decisions read its sequential interval, "relative" is gbstats' scale beside it.
+///              "unavailable" names the first lift that could not be computed.
 extension ExperimentRunResult {
     public var canonicalJSON: [UInt8] {
         var w = JSONWriter(capacity: 4096)
@@ -162,6 +168,21 @@ private extension JSONWriter {
         key("unavailable")
         if let unavailable = comparison.unavailable { string(unavailable) } else { null() }
         key("guardrail_violated"); bool(comparison.isGuardrailViolated)
+        key("decision_scale"); string(EffectScale.logRatio.rawValue)
+        key("log_ratio"); decisionLift(comparison.logRatio)
+        endObject()
+    }
+
+    mutating func decisionLift(_ lift: ExperimentDecisionLift?) {
+        guard let lift else { return null() }
+        beginObject()
+        key("estimate"); double(lift.estimate)
+        key("log_estimate"); double(lift.logEstimate)
+        key("log_standard_error"); double(lift.logStandardError)
+        key("degrees_of_freedom"); double(lift.degreesOfFreedom)
+        key("fixed"); test(lift.fixedHorizon)
+        key("sequential"); test(lift.sequential)
+        key("chance_to_win"); double(lift.chanceToWin)
         endObject()
     }
 }

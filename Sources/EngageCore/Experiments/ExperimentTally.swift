@@ -64,6 +64,16 @@ public struct ExperimentArmTally: Sendable, Equatable {
         (totals.successes(metric), totals.trials(metric))
     }
 
+    /// The metric's device-level sums (`D`, sums of `x`, `x^2`, `n`, `n^2`, `x n`), from which
+    /// `ArmEstimate` computes gbstats' `RatioStatistic` with sample moments.
+    public func ratioMoments(_ metric: ExperimentMetric) -> RatioMoments {
+        RatioMoments(devices: devices, numeratorSum: Double(totals.successes(metric)),
+                     numeratorSquares: Double(moments.successesSquared[metric]),
+                     denominatorSum: Double(totals.trials(metric)),
+                     denominatorSquares: Double(moments.trialsSquared[metric]),
+                     crossProducts: Double(moments.successesTimesTrials[metric]))
+    }
+
     /// Mean, per-device variance (delta method) and device count of the metric, for `Lift`;
     /// nil without trials.
     public func summary(_ metric: ExperimentMetric) -> MetricSummary? {

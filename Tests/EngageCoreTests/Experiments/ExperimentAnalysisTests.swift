@@ -56,8 +56,42 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
 
         let json = String(decoding: result.canonicalJSON, as: UTF8.self)
         #expect(json.hasPrefix(#"{"experiment_id":"strategy-full-vs-adaptive","analyzed_at":"2026-03-10T12:00:00Z","look":1,"alpha":0.05,"decision_alpha":0.05,"sequential_tuning":5000.0,"primary_metric":"open","decision":{"code":"continue","arm":null,"reason":null,"rationale":"no arm is significantly better on open yet"},"sample_ratio_mismatch":{"p_value":1.0,"threshold":0.001,"mismatch":false},"arms":[{"name":"control","strategy":"full","control":true,"weight":0.5,"devices":10000,"counts":{"notifications":10000,"delivered":10000,"displayed":10000,"rich_displayed":10000,"expanded":0,"actioned":0,"opened":1000,"dismissed":500,"replied":0},"processing_ms_p50":null,"processing_ms_p95":null}"#))
-        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false}"#))
+        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":null}"#))
         #expect(try JSON.parse(result.canonicalJSON).kind(JSON.parse(result.canonicalJSON).root) == .object)
+    }
+
+    /// The decision's lift: ln(m_t / m_c) with sample-moment delta-method variance, read back
+    /// as exp(.) - 1; p-values are the log scale's.
+    @Test func decisionsReadTheLogRatioOfMeans() throws {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_100, 500))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        let open = try #require(result.comparisons.first?.metrics.first?.logRatio)
+        // One notification a device: per-device sample variance p (1 - p) D / (D - 1).
+        let (pt, pc, d) = (0.11, 0.10, 10_000.0)
+        let variance = pt * (1 - pt) * d / (d - 1) / (d * pt * pt) + pc * (1 - pc) * d / (d - 1) / (d * pc * pc)
+        #expect(matches(open.logEstimate, log(1.1), relative: 1e-14))
+        #expect(matches(open.estimate, 0.1, relative: 1e-13))
+        #expect(matches(open.logStandardError, variance.squareRoot(), relative: 1e-13))
+        let dof = open.degreesOfFreedom
+        let half = StudentT.quantile(0.975, degreesOfFreedom: dof) * variance.squareRoot()
+        #expect(matches(open.fixedHorizon.interval.lower, expm1(log(1.1) - half), relative: 1e-12))
+        #expect(matches(open.fixedHorizon.interval.upper, expm1(log(1.1) + half), relative: 1e-12))
+        #expect(matches(open.fixedHorizon.pValue,
+                        2 * StudentT.survival(log(1.1) / variance.squareRoot(), degreesOfFreedom: dof), relative: 1e-12))
+        // The read-back interval is skewed to the right of the estimate, never below -100%.
+        #expect(open.fixedHorizon.interval.upper - open.estimate > open.estimate - open.fixedHorizon.interval.lower)
+        let effect = try ExperimentDecisionLift.effect(variant: try #require(tallies.arm(named: "treatment")),
+                                                       control: try #require(tallies.arm(named: "control")), metric: .open)
+        let sequential = effect.sequential(alpha: 0.05, tuning: definition.analysis.sequentialTuning)
+        #expect(open.sequential?.interval == effect.relativeLift(sequential.interval))
+        #expect(matches(try #require(open.sequential).pValue, sequential.pValue, relative: 1e-13))
+        #expect(matches(open.chanceToWin, Normal.cdf(log(1.1) / variance.squareRoot()), relative: 1e-12))
+        // dismiss, where lower is better: the chance to win is that of a decrease.
+        let dismiss = try #require(result.comparisons[0].metrics[1].logRatio)
+        #expect(dismiss.logEstimate == 0 && dismiss.chanceToWin == 0.5)
+        let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+        #expect(json.contains(#""guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":{"estimate":"#))
     }
 
     @Test func deltaMethodOverDevices() throws {
