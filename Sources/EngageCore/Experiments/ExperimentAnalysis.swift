@@ -53,7 +53,10 @@ public enum ExperimentAnalysis {
         let srm = SampleRatioMismatch.pValue(observed: armSummaries.map(\.devices), weights: armSummaries.map(\.weight))
 
         let treatments = definition.treatments
-        let decisionAlpha = definition.alpha / Double(max(1, treatments.count))
+        // The primary comparisons' intervals are Bonferroni-corrected over the treatments, and
+        // their p-values adjusted to match; guardrails protect each arm on its own, at alpha.
+        let correction: MultipleTesting = treatments.count > 1 ? .bonferroni(comparisons: treatments.count) : .none
+        let decisionAlpha = correction.perComparison(definition.alpha)
         let tuning = definition.analysis.sequentialTuning
         var comparisons: [ExperimentArmComparison] = []
         if let control = definition.control {
@@ -61,7 +64,7 @@ public enum ExperimentAnalysis {
             for arm in treatments {
                 let armTally = tally(arm.name)
                 var metrics = [compare(definition.primaryMetric, role: .primary, variant: armTally, control: controlTally,
-                                       confidence: 1 - decisionAlpha, tuning: tuning)]
+                                       confidence: 1 - decisionAlpha, tuning: tuning, correction: correction)]
                 for guardrail in definition.guardrails {
                     metrics.append(compare(guardrail.metric, role: .guardrail(guardrail.direction), variant: armTally,
                                            control: controlTally, confidence: 1 - definition.alpha, tuning: tuning))
@@ -84,10 +87,12 @@ public enum ExperimentAnalysis {
 
     // MARK: Comparisons
 
+    /// `confidence` is the intervals' level, `1 - correction.perComparison(alpha)`.
     static func compare(_ metric: ExperimentMetric, role: ExperimentMetricRole, variant: ExperimentArmTally,
-                        control: ExperimentArmTally, confidence: Double, tuning: Double) -> ExperimentMetricComparison {
+                        control: ExperimentArmTally, confidence: Double, tuning: Double,
+                        correction: MultipleTesting = .none) -> ExperimentMetricComparison {
         var comparison = ExperimentMetricComparison(
-            metric: metric, role: role, confidence: confidence,
+            metric: metric, role: role, confidence: confidence, correction: correction,
             control: ExperimentRate(variant: control, metric), variant: ExperimentRate(variant: variant, metric))
         guard let v = variant.summary(metric), let c = control.summary(metric) else {
             comparison.unavailable = StatisticsError.Code.tooFewUnits.rawValue
@@ -96,14 +101,17 @@ public enum ExperimentAnalysis {
         do {
             let relative = try Lift(variant: v, control: c, scale: .relative)
             let absolute = try Lift(variant: v, control: c, scale: .absolute)
-            comparison.relative = ExperimentLiftResult(relative, metric: metric, confidence: confidence, tuning: tuning)
-            comparison.absolute = ExperimentLiftResult(absolute, metric: metric, confidence: confidence, tuning: tuning)
+            comparison.relative = ExperimentLiftResult(relative, metric: metric, confidence: confidence, tuning: tuning,
+                                                       correction: correction)
+            comparison.absolute = ExperimentLiftResult(absolute, metric: metric, confidence: confidence, tuning: tuning,
+                                                       correction: correction)
         } catch {
             comparison.unavailable = error.code.rawValue
         }
         do {
             let effect = try ExperimentDecisionLift.effect(variant: variant, control: control, metric: metric)
-            comparison.logRatio = ExperimentDecisionLift(effect, metric: metric, confidence: confidence, tuning: tuning)
+            comparison.logRatio = ExperimentDecisionLift(effect, metric: metric, confidence: confidence, tuning: tuning,
+                                                         correction: correction)
         } catch {
             comparison.unavailable = comparison.unavailable ?? error.code.rawValue
         }
@@ -296,11 +304,13 @@ public struct ExperimentLiftResult: Sendable, Equatable {
     /// Posterior probability that the variant is BETTER (lower for `dismiss`), flat prior.
     public var chanceToWin: Double
 
-    init(_ lift: Lift, metric: ExperimentMetric, confidence: Double, tuning: Double) {
+    /// `confidence` is the intervals' level, already `1 - correction.perComparison(alpha)`;
+    /// p-values are adjusted by `correction` to belong to them.
+    init(_ lift: Lift, metric: ExperimentMetric, confidence: Double, tuning: Double, correction: MultipleTesting = .none) {
         estimate = lift.estimate
         standardError = lift.standardError
-        fixedHorizon = lift.fixedHorizon(confidence: confidence)
-        sequential = lift.sequential(confidence: confidence, tuning: tuning)
+        fixedHorizon = lift.fixedHorizon(confidence: confidence).adjusted(by: correction)
+        sequential = lift.sequential(confidence: confidence, tuning: tuning).adjusted(by: correction)
         chanceToWin = metric.higherIsBetter ? lift.chanceToWin : 1 - lift.chanceToWin
     }
 }
@@ -310,6 +320,9 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     public var role: ExperimentMetricRole
     /// The confidence of the intervals.
     public var confidence: Double
+    /// How the p-values shown were adjusted so that each belongs to its interval: Bonferroni
+    /// over the treatments for the primary metric with more than one, `none` otherwise.
+    public var correction: MultipleTesting
     public var control: ExperimentRate
     public var variant: ExperimentRate
     /// Variant minus control.
@@ -323,11 +336,12 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     /// nil when all are present.
     public var unavailable: String?
 
-    init(metric: ExperimentMetric, role: ExperimentMetricRole, confidence: Double,
+    init(metric: ExperimentMetric, role: ExperimentMetricRole, confidence: Double, correction: MultipleTesting = .none,
          control: ExperimentRate, variant: ExperimentRate) {
         self.metric = metric
         self.role = role
         self.confidence = confidence
+        self.correction = correction
         self.control = control
         self.variant = variant
     }

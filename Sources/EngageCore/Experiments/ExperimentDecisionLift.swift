@@ -29,7 +29,10 @@ public struct ExperimentDecisionLift: Sendable, Equatable {
     /// Posterior probability that the variant is better (lower for `dismiss`), flat prior on `d`.
     public var chanceToWin: Double
 
-    init(_ effect: TreatmentEffect, metric: ExperimentMetric, confidence: Double, tuning: Double) {
+    /// `confidence` is the intervals' level, already `1 - correction.perComparison(alpha)`;
+    /// p-values are adjusted by `correction` to belong to them.
+    init(_ effect: TreatmentEffect, metric: ExperimentMetric, confidence: Double, tuning: Double,
+         correction: MultipleTesting = .none) {
         let alpha = 1 - confidence
         estimate = effect.relativeLift(effect.estimate)
         logEstimate = effect.estimate
@@ -37,7 +40,7 @@ public struct ExperimentDecisionLift: Sendable, Equatable {
         degreesOfFreedom = effect.degreesOfFreedom
         let readBack = { (test: IntervalTest) in
             LiftTestResult(estimate: effect.relativeLift(effect.estimate), interval: effect.relativeLift(test.interval),
-                           pValue: test.pValue)
+                           pValue: test.pValue, correction: correction)
         }
         fixedHorizon = readBack(effect.fixedHorizon(alpha: alpha))
         sequential = readBack(effect.sequential(alpha: alpha, tuning: tuning))

@@ -18,13 +18,19 @@
 ///              dismissed, replied
 ///     METRIC = {"metric": s, "role": "primary" | "guardrail" | "observational",
 ///               "direction": "must_not_decrease" | "must_not_increase" | null,
-///               "confidence": x, "control": RATE, "variant": RATE,
+///               "confidence": x, "p_value_correction": "none" | "bonferroni xT",
+///               "control": RATE, "variant": RATE,
 ///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
 ///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null}
 ///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
 ///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
 ///             "chance_to_win": x}
-///     TEST = {"lower": x, "upper": x, "p_value": x}
+///     TEST = {"lower": x, "upper": x, "p_value": x, "p_value_unadjusted": x}
+///            "p_value" belongs to the interval beside it: below alpha exactly when the interval
+///            excludes 0. The primary metric's intervals with T > 1 treatments are at alpha / T
+///            (Bonferroni) and its "p_value" is min(1, T p) ("p_value_correction": "bonferroni xT");
+///            "p_value_unadjusted" is the comparison's own p. Before issue 15 "p_value" was the
+///            unadjusted one for every metric.
 ///     LOG_RATIO = {"estimate": x, "log_estimate": x, "log_standard_error": x, "degrees_of_freedom": x,
 ///                  "fixed": TEST, "sequential": TEST | null, "chance_to_win": x}
 ///              the relative lift read from the log ratio of means (`ExperimentDecisionLift`):
@@ -132,6 +138,7 @@ private extension JSONWriter {
         key("lower"); double(test.interval.lower)
         key("upper"); double(test.interval.upper)
         key("p_value"); double(test.pValue)
+        key("p_value_unadjusted"); double(test.unadjustedPValue)
         endObject()
     }
 
@@ -161,6 +168,7 @@ private extension JSONWriter {
             key("direction"); null()
         }
         key("confidence"); double(comparison.confidence)
+        key("p_value_correction"); string(comparison.correction.label)
         key("control"); rate(comparison.control)
         key("variant"); rate(comparison.variant)
         key("absolute"); lift(comparison.absolute)

@@ -94,6 +94,48 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(json.contains(#""guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":{"estimate":"#))
     }
 
+    /// With two treatments the primary intervals are at alpha / 2, and every p-value shown is
+    /// adjusted to belong to them: p < alpha exactly when the interval excludes 0, on every scale.
+    @Test func withSeveralTreatmentsThePValueBelongsToTheInterval() throws {
+        let definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.34, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.33),
+            ExperimentArmDefinition(name: "other", strategy: .thumbnail, weight: 0.33)])
+        var tallies = ExperimentTallies(definition: definition)
+        // Opens of 10% against 10.9% and 11.5%: raw fixed p-values between 0.025 and 0.05 for the
+        // first, where raw and adjusted disagree on significance.
+        for (arm, opened) in [("control", 1_000), ("treatment", 1_090), ("other", 1_150)] {
+            for i in 0..<10_000 {
+                tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
+                    .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1, .opened: i < opened ? 1 : 0]))
+            }
+        }
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.decisionAlpha == 0.025)
+        var disagreements = 0
+        for comparison in result.comparisons {
+            let primary = try #require(comparison.metrics.first)
+            #expect(primary.correction == .bonferroni(comparisons: 2) && primary.confidence == 0.975)
+            let tests = [primary.absolute?.fixedHorizon, primary.absolute?.sequential, primary.relative?.fixedHorizon,
+                         primary.relative?.sequential, primary.logRatio?.fixedHorizon, primary.logRatio?.sequential]
+            for test in tests {
+                let test = try #require(test)
+                #expect(test.pValue == min(1, 2 * test.unadjustedPValue))
+                let excludesZero = test.interval.lower > 0 || test.interval.upper < 0
+                #expect((test.pValue < 0.05) == excludesZero, "\(comparison.arm): p \(test.pValue) for \(test.interval)")
+                if (test.unadjustedPValue < 0.05) != excludesZero { disagreements += 1 }
+            }
+            // Guardrails are each arm's own, unadjusted.
+            #expect(comparison.metrics.dropFirst().allSatisfy { $0.correction == .none })
+        }
+        // The raw p-value would have stood beside an interval covering 0.
+        #expect(disagreements > 0)
+        let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+        #expect(json.contains(#""role":"primary","direction":null,"confidence":0.975,"p_value_correction":"bonferroni x2","#))
+        #expect(json.contains(#""role":"guardrail","direction":"must_not_increase","confidence":0.95,"p_value_correction":"none","#))
+        #expect(json.contains(#""p_value_unadjusted":"#))
+    }
+
     @Test func deltaMethodOverDevices() throws {
         // Devices (opened, displayed): a (1, 2), b (0, 1), c (3, 3); a arrives in two parts.
         var tally = ExperimentArmTally()
