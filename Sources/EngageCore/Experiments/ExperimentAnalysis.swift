@@ -94,13 +94,17 @@ public enum ExperimentAnalysis {
         var comparison = ExperimentMetricComparison(
             metric: metric, role: role, confidence: confidence, correction: correction,
             control: ExperimentRate(variant: control, metric), variant: ExperimentRate(variant: variant, metric))
-        guard let v = variant.summary(metric), let c = control.summary(metric) else {
+        guard variant.proportion(metric).trials > 0, control.proportion(metric).trials > 0 else {
             comparison.unavailable = StatisticsError.Code.tooFewUnits.rawValue
             return comparison
         }
+        // gbstats' RatioStatistic over devices (sample moments), its frequentist tests and its
+        // Bayesian summary, on both of its scales.
+        let controlEstimate = ArmEstimate(control.ratioMoments(metric))
+        let variantEstimate = ArmEstimate(variant.ratioMoments(metric))
         do {
-            let relative = try Lift(variant: v, control: c, scale: .relative)
-            let absolute = try Lift(variant: v, control: c, scale: .absolute)
+            let relative = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .relative)
+            let absolute = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .absolute)
             comparison.relative = ExperimentLiftResult(relative, metric: metric, confidence: confidence, tuning: tuning,
                                                        correction: correction)
             comparison.absolute = ExperimentLiftResult(absolute, metric: metric, confidence: confidence, tuning: tuning,
@@ -293,25 +297,42 @@ public struct ExperimentRate: Sendable, Equatable {
     }
 }
 
-/// One lift with its tests.
+/// One lift with its tests: every figure gbstats 0.8.0 gives for a ratio metric with the device
+/// as the unit (`TreatmentEffect` on `ArmEstimate(RatioMoments)`).
 public struct ExperimentLiftResult: Sendable, Equatable {
     public var estimate: Double
     public var standardError: Double
+    /// Welch-Satterthwaite (gbstats `TTest.dof`).
+    public var degreesOfFreedom: Double
     /// Welch's test for a single, pre-planned look.
     public var fixedHorizon: LiftTestResult
     /// The always-valid confidence sequence; nil for observational comparisons.
     public var sequential: LiftTestResult?
     /// Posterior probability that the variant is BETTER (lower for `dismiss`), flat prior.
     public var chanceToWin: Double
+    /// The central posterior interval at the comparison's confidence.
+    public var credibleInterval: ConfidenceInterval
+    /// Expected loss of keeping the control, and of shipping the variant (gbstats' `risk`).
+    public var controlRisk: Double
+    public var treatmentRisk: Double
 
     /// `confidence` is the intervals' level, already `1 - correction.perComparison(alpha)`;
     /// p-values are adjusted by `correction` to belong to them.
-    init(_ lift: Lift, metric: ExperimentMetric, confidence: Double, tuning: Double, correction: MultipleTesting = .none) {
-        estimate = lift.estimate
-        standardError = lift.standardError
-        fixedHorizon = lift.fixedHorizon(confidence: confidence).adjusted(by: correction)
-        sequential = lift.sequential(confidence: confidence, tuning: tuning).adjusted(by: correction)
-        chanceToWin = metric.higherIsBetter ? lift.chanceToWin : 1 - lift.chanceToWin
+    init(_ effect: TreatmentEffect, metric: ExperimentMetric, confidence: Double, tuning: Double,
+         correction: MultipleTesting = .none) {
+        let alpha = 1 - confidence
+        estimate = effect.estimate
+        standardError = effect.standardError
+        degreesOfFreedom = effect.degreesOfFreedom
+        let fixed = effect.fixedHorizon(alpha: alpha)
+        fixedHorizon = LiftTestResult(estimate: estimate, interval: fixed.interval, pValue: fixed.pValue, correction: correction)
+        let always = effect.sequential(alpha: alpha, tuning: tuning)
+        sequential = LiftTestResult(estimate: estimate, interval: always.interval, pValue: always.pValue, correction: correction)
+        let posterior = effect.posterior(alpha: alpha, higherIsBetter: metric.higherIsBetter)
+        chanceToWin = posterior.chanceToWin
+        credibleInterval = posterior.credibleInterval
+        controlRisk = posterior.controlRisk
+        treatmentRisk = posterior.treatmentRisk
     }
 }
 

@@ -24,7 +24,11 @@
 ///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null}
 ///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
 ///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
-///             "chance_to_win": x}
+///             "chance_to_win": x, "degrees_of_freedom": x, "credible_interval": {"lower": x, "upper": x},
+///             "risk_control": x, "risk_treatment": x}
+///            gbstats 0.8.0's figures for a ratio metric over devices (RatioStatistic with sample
+///            moments, TwoSidedTTest, SequentialTwoSidedTTest, EffectBayesianABTest); before
+///            issue 15 the variance used population moments (divisor D, not D - 1).
 ///     TEST = {"lower": x, "upper": x, "p_value": x, "p_value_unadjusted": x}
 ///            "p_value" belongs to the interval beside it: below alpha exactly when the interval
 ///            excludes 0. The primary metric's intervals with T > 1 treatments are at alpha / T
@@ -150,6 +154,14 @@ private extension JSONWriter {
         key("fixed"); test(lift.fixedHorizon)
         key("sequential"); test(lift.sequential)
         key("chance_to_win"); double(lift.chanceToWin)
+        key("degrees_of_freedom"); double(lift.degreesOfFreedom)
+        key("credible_interval")
+        beginObject()
+        key("lower"); double(lift.credibleInterval.lower)
+        key("upper"); double(lift.credibleInterval.upper)
+        endObject()
+        key("risk_control"); double(lift.controlRisk)
+        key("risk_treatment"); double(lift.treatmentRisk)
         endObject()
     }
 

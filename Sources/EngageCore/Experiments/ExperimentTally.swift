@@ -5,7 +5,9 @@
 ///
 ///     Var R = (s_x^2 - 2 R s_xn + R^2 s_n^2) / (D mu_n^2)
 ///
-/// with population moments over the `D` devices. Notifications of one device are correlated
+/// over the `D` devices. The analysis reads the device-level sums (`ratioMoments`) and computes it
+/// with sample moments (divisor `D - 1`), as gbstats' `RatioStatistic` (`ArmEstimate`); `summary`
+/// keeps the population moments of `Lift`. Notifications of one device are correlated
 /// (some people open everything); treating them as independent would make intervals too narrow.
 /// With one notification per device this is exactly the binomial `p (1 - p) / n`.
 /// The moments are updated as each device's counts change, so analysis does not revisit devices.
