@@ -193,7 +193,8 @@ public struct ExperimentView: Sendable {
                 + "<td>\(Markup.text(comparison.arm + " · " + comparison.metric))</td><td class=\"left\">\(Markup.text(role))</td>"
                 + Markup.cells([
                     Markup.text(Self.rate(comparison.control)), Markup.text(Self.rate(comparison.variant)),
-                    Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
+                    Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" }
+                                ?? (comparison.unavailable.map { "not enough data (\($0))" } ?? ReportText.missing)),
                     Markup.text(Self.interval(relative?.fixed)), Markup.text(Self.interval(relative?.sequential)),
                     Markup.text(ReportText.pValue(relative?.fixed?.pValue) + Self.correction(comparison.pValueCorrection)),
                     Markup.text(ReportText.percent(relative?.chanceToWin)),

@@ -189,6 +189,12 @@ public enum ExperimentAnalysis {
         if !blocked.isEmpty {
             return (.continue, "better on \(primary.rawValue) but blocked: \(blocked.joined(separator: "; "))")
         }
+        let starved = comparisons.compactMap { comparison in
+            comparison.metrics.first.flatMap { $0.isNotEnoughData ? "\(comparison.arm) (\($0.unavailable ?? ""))" : nil }
+        }
+        if !starved.isEmpty {
+            return (.continue, "not enough data on \(primary.rawValue) for \(starved.joined(separator: ", ")); no decision")
+        }
         return (.continue, "no arm is significantly better on \(primary.rawValue) yet")
     }
 }
@@ -366,6 +372,12 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
         self.control = control
         self.variant = variant
     }
+
+    /// The named "not enough data" state: an arm with fewer than two devices, a variance of 0 or
+    /// a control mean of 0 (where gbstats returns p = 1 and chance to win 0.5); `unavailable`
+    /// says which. Such a comparison never decides: its primary metric cannot ship an arm, and
+    /// its guardrail is not counted as violated.
+    public var isNotEnoughData: Bool { unavailable != nil }
 
     /// A guardrail whose sequential interval of the relative lift, read from the log ratio of
     /// means (`logRatio`), lies wholly on the forbidden side.

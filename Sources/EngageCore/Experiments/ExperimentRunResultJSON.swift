@@ -21,7 +21,11 @@
 ///               "confidence": x, "p_value_correction": "none" | "bonferroni xT",
 ///               "control": RATE, "variant": RATE,
 ///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
-///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null}
+///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null,
+///               "not_enough_data": bool}
+///              "not_enough_data" is the named state of a comparison that cannot be analysed
+///              (an arm under two devices, a variance of 0, a control mean of 0; "unavailable"
+///              names which): its lifts are null and it decides nothing.
 ///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
 ///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
 ///             "chance_to_win": x, "degrees_of_freedom": x, "credible_interval": {"lower": x, "upper": x},
@@ -190,6 +194,7 @@ private extension JSONWriter {
         key("guardrail_violated"); bool(comparison.isGuardrailViolated)
         key("decision_scale"); string(EffectScale.logRatio.rawValue)
         key("log_ratio"); decisionLift(comparison.logRatio)
+        key("not_enough_data"); bool(comparison.isNotEnoughData)
         endObject()
     }
 

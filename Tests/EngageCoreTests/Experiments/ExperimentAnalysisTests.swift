@@ -64,7 +64,7 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
 
         let json = String(decoding: result.canonicalJSON, as: UTF8.self)
         #expect(json.hasPrefix(#"{"experiment_id":"strategy-full-vs-adaptive","analyzed_at":"2026-03-10T12:00:00Z","look":1,"alpha":0.05,"decision_alpha":0.05,"sequential_tuning":5000.0,"primary_metric":"open","decision":{"code":"continue","arm":null,"reason":null,"rationale":"no arm is significantly better on open yet"},"sample_ratio_mismatch":{"p_value":1.0,"threshold":0.001,"mismatch":false},"arms":[{"name":"control","strategy":"full","control":true,"weight":0.5,"devices":10000,"counts":{"notifications":10000,"delivered":10000,"displayed":10000,"rich_displayed":10000,"expanded":0,"actioned":0,"opened":1000,"dismissed":500,"replied":0},"processing_ms_p50":null,"processing_ms_p95":null}"#))
-        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":null}"#))
+        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":null,"not_enough_data":true}"#))
         #expect(try JSON.parse(result.canonicalJSON).kind(JSON.parse(result.canonicalJSON).root) == .object)
     }
 
@@ -142,6 +142,40 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(json.contains(#""role":"primary","direction":null,"confidence":0.975,"p_value_correction":"bonferroni x2","#))
         #expect(json.contains(#""role":"guardrail","direction":"must_not_increase","confidence":0.95,"p_value_correction":"none","#))
         #expect(json.contains(#""p_value_unadjusted":"#))
+    }
+
+    /// An arm with one device, a control that never opens, or a metric every device has alike:
+    /// the named "not enough data" state in the result and its JSON, no crash, no decision.
+    @Test func notEnoughDataIsNamedAndDecidesNothing() throws {
+        var definition = ExperimentDefinition.sample()
+        definition.analysis.minimumDevicesPerArm = 2
+        definition.stopAt = nil
+        let cases: [((Int, Int, Int), (Int, Int, Int), String)] = [
+            ((3, 0, 1), (3, 2, 1), "zero_baseline"),   // control mean 0
+            ((3, 3, 1), (3, 3, 1), "zero_variance"),   // every device opened
+            ((2, 1, 0), (2, 1, 0), "zero_baseline"),   // open varies, dismiss control mean 0
+        ]
+        for (control, treatment, code) in cases {
+            let tallies = singleNotificationTallies(definition, control: (control.0, control.1, control.2),
+                                                    treatment: (treatment.0, treatment.1, treatment.2))
+            let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+            let metrics = result.comparisons[0].metrics
+            let starved = metrics.filter(\.isNotEnoughData)
+            #expect(!starved.isEmpty && starved.allSatisfy { $0.relative == nil && $0.absolute == nil && $0.logRatio == nil })
+            #expect(starved.contains { $0.unavailable == code }, "\(control) \(treatment)")
+            #expect(!result.decision.isFinal && !metrics.contains(where: \.isGuardrailViolated))
+            if metrics[0].isNotEnoughData {
+                #expect(result.rationale == "not enough data on open for treatment (\(code)); no decision")
+            }
+            let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+            #expect(json.contains(#""unavailable":"\#(code)","#) && json.contains(#""not_enough_data":true}"#))
+            #expect(!json.contains("nan") && (try? JSON.parse(result.canonicalJSON)) != nil)
+        }
+        // One device an arm: too few for any test.
+        let single = singleNotificationTallies(definition, control: (1, 1, 0), treatment: (1, 0, 0))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: single, now: Self.now)
+        #expect(result.decision == .continue)
+        #expect(result.comparisons[0].metrics.allSatisfy { $0.unavailable == "too_few_units" && $0.isNotEnoughData })
     }
 
     @Test func deltaMethodOverDevices() throws {
