@@ -126,6 +126,9 @@ public enum ExperimentAnalysis {
         ExperimentAsTreatedResult(
             rich: tallies.rich.totals, plain: tallies.plain.totals,
             richDevices: tallies.rich.devices, plainDevices: tallies.plain.devices,
+            deviceClustered: EngagementMetric.perDisplayed.map { metric in
+                ExperimentClusteredComparison(metric: metric, rich: tallies.rich, plain: tallies.plain, confidence: 1 - alpha)
+            },
             metrics: EngagementMetric.perDisplayed.map { metric in
                 var comparison = compare(metric, role: .observational, variant: tallies.rich, control: tallies.plain,
                                          confidence: 1 - alpha, tuning: Lift.defaultSequentialTuning)
@@ -398,7 +401,11 @@ public struct ExperimentAsTreatedResult: Sendable, Equatable {
     public var plain: FunnelCounts
     public var richDevices: Int
     public var plainDevices: Int
-    /// Rich is the variant, plain the control; fixed-horizon tests only.
+    /// Rich against plain with the device as the unit and the devices seen both ways counted
+    /// as such (`ClusteredProportionComparison`): the comparison to read.
+    public var deviceClustered: [ExperimentClusteredComparison]
+    /// Rich is the variant, plain the control; fixed-horizon tests only. These take rich and
+    /// plain as independent samples, which they are not when devices appear on both sides.
     public var metrics: [ExperimentMetricComparison]
 }
 

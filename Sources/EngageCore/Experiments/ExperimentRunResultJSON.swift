@@ -11,7 +11,15 @@
 ///                "processing_ms_p50": x | null, "processing_ms_p95": x | null}, ...],
 ///      "intent_to_treat": [{"arm": s, "strategy": s, "metrics": [METRIC, ...]}, ...],
 ///      "as_treated": {"label": s, "rich": COUNTS, "plain": COUNTS, "rich_devices": n,
-///                     "plain_devices": n, "metrics": [METRIC, ...]},
+///                     "plain_devices": n, "metrics": [METRIC, ...],
+///                     "device_clustered": [{"metric": s, "shared_devices": n,
+///                                           "difference": CLUSTERED | null, "ratio": CLUSTERED | null,
+///                                           "unavailable": code | null}, ...]},
+///         "device_clustered" is the comparison to read: the device is the unit and a device seen
+///         both rich and plain counts on both sides (ClusteredProportionComparison); "metrics"
+///         takes rich and plain as independent samples.
+///     CLUSTERED = {"estimate": x, "lower": x, "upper": x, "p_value": x, "design_effect": x}
+///         difference p_rich - p_plain, or ratio p_rich / p_plain (interval from its log)
 ///      "excluded": {"other_experiment": n, "unknown_arm": n, "outside_categories": n}}
 ///     COUNTS = {"<stage>": n, ...}, one key per `FunnelStage` in declaration order:
 ///              notifications, delivered, displayed, rich_displayed, expanded, actioned, opened,
@@ -110,6 +118,19 @@ extension ExperimentRunResult {
         w.beginArray()
         for metric in asTreated.metrics { w.metricComparison(metric) }
         w.endArray()
+        w.key("device_clustered")
+        w.beginArray()
+        for comparison in asTreated.deviceClustered {
+            w.beginObject()
+            w.key("metric"); w.string(comparison.metric.rawValue)
+            w.key("shared_devices"); w.int(comparison.sharedDevices)
+            w.key("difference"); w.clustered(comparison.difference)
+            w.key("ratio"); w.clustered(comparison.ratio)
+            w.key("unavailable")
+            if let unavailable = comparison.unavailable { w.string(unavailable) } else { w.null() }
+            w.endObject()
+        }
+        w.endArray()
         w.endObject()
         w.key("excluded")
         w.beginObject()
@@ -140,6 +161,17 @@ private extension JSONWriter {
         endObject()
     }
 
+    mutating func clustered(_ effect: ClusteredEffect?) {
+        guard let effect else { return null() }
+        beginObject()
+        key("estimate"); double(effect.effect.estimate)
+        key("lower"); double(effect.effect.interval.lower)
+        key("upper"); double(effect.effect.interval.upper)
+        key("p_value"); double(effect.effect.pValue)
+        key("design_effect"); double(effect.designEffect)
+        endObject()
+    }
+
     mutating func test(_ test: LiftTestResult?) {
         guard let test else { return null() }
         beginObject()
@@ -155,9 +187,7 @@ private extension JSONWriter {
         beginObject()
         key("estimate"); double(lift.estimate)
         key("standard_error"); double(lift.standardError)
-        key("fixed"); test(lift.fixedHorizon)
-        key("sequential"); test(lift.sequential)
-        key("chance_to_win"); double(lift.chanceToWin)
+        tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
         key("degrees_of_freedom"); double(lift.degreesOfFreedom)
         key("credible_interval")
         beginObject()
@@ -205,9 +235,14 @@ private extension JSONWriter {
         key("log_estimate"); double(lift.logEstimate)
         key("log_standard_error"); double(lift.logStandardError)
         key("degrees_of_freedom"); double(lift.degreesOfFreedom)
-        key("fixed"); test(lift.fixedHorizon)
-        key("sequential"); test(lift.sequential)
-        key("chance_to_win"); double(lift.chanceToWin)
+        tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
         endObject()
+    }
+
+    /// The keys every lift has: its two tests and its chance to win.
+    mutating func tests(fixed: LiftTestResult, sequential: LiftTestResult?, chanceToWin: Double) {
+        key("fixed"); test(fixed)
+        key("sequential"); test(sequential)
+        key("chance_to_win"); double(chanceToWin)
     }
 }

@@ -76,6 +76,29 @@ public struct ExperimentArmTally: Sendable, Equatable {
                      crossProducts: Double(moments.successesTimesTrials[metric]))
     }
 
+    /// The metric's sums over the devices with trials of it, for `ClusteredProportionComparison`.
+    public func deviceMoments(_ metric: ExperimentMetric) -> DeviceMoments {
+        var moments = DeviceMoments()
+        for trials in perDevice.values where trials.trials[metric] > 0 {
+            moments.add(Proportion(validatedSuccesses: trials.successes[metric], trials: trials.trials[metric]))
+        }
+        return moments
+    }
+
+    /// The metric's cross sums over the devices in both this tally and `other` (this one first),
+    /// with the number of such devices: what makes two groups that share devices dependent.
+    public func sharedDevices(with other: ExperimentArmTally, _ metric: ExperimentMetric) -> (devices: Int, moments: DeviceCrossMoments) {
+        var moments = DeviceCrossMoments()
+        var devices = 0
+        for (device, mine) in perDevice {
+            guard let theirs = other.perDevice[device], mine.trials[metric] > 0, theirs.trials[metric] > 0 else { continue }
+            devices += 1
+            moments.add(first: Proportion(validatedSuccesses: mine.successes[metric], trials: mine.trials[metric]),
+                        second: Proportion(validatedSuccesses: theirs.successes[metric], trials: theirs.trials[metric]))
+        }
+        return (devices, moments)
+    }
+
     /// Mean, per-device variance (delta method) and device count of the metric, for `Lift`;
     /// nil without trials.
     public func summary(_ metric: ExperimentMetric) -> MetricSummary? {

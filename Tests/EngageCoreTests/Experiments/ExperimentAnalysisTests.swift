@@ -178,6 +178,40 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(result.comparisons[0].metrics.allSatisfy { $0.unavailable == "too_few_units" && $0.isNotEnoughData })
     }
 
+    /// Rich against plain counts a device seen both ways on both sides: the result's
+    /// device-clustered comparison is ClusteredProportionComparison with the shared devices'
+    /// cross moments, not two independent samples.
+    @Test func asTreatedIsDeviceClusteredWithSharedDevices() throws {
+        let definition = ExperimentDefinition.sample()
+        var tallies = ExperimentTallies(definition: definition)
+        // (device, rich displayed, rich opened, plain displayed, plain opened); a to d are on both sides.
+        let devices = [("a", 4, 3, 2, 1), ("b", 3, 0, 3, 0), ("c", 5, 4, 1, 1), ("d", 2, 1, 4, 1),
+                       ("e", 3, 1, 0, 0), ("f", 0, 0, 3, 2), ("g", 2, 2, 0, 0), ("h", 0, 0, 2, 0)]
+        var rich = DeviceMoments(), plain = DeviceMoments(), cross = DeviceCrossMoments()
+        for (device, rn, rx, pn, px) in devices {
+            for (presentation, n, x) in [(Presentation.rich, rn, rx), (.plain, pn, px)] where n > 0 {
+                tallies.recordAsTreated(presentation, device: device, FunnelCounts([
+                    .notifications: n, .delivered: n, .displayed: n, .opened: x]))
+            }
+            if rn > 0 { rich.add(try Proportion(successes: rx, trials: rn)) }
+            if pn > 0 { plain.add(try Proportion(successes: px, trials: pn)) }
+            if rn > 0 && pn > 0 { cross.add(first: try Proportion(successes: rx, trials: rn), second: try Proportion(successes: px, trials: pn)) }
+        }
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        let open = try #require(result.asTreated.deviceClustered.first { $0.metric == .open })
+        #expect(open.sharedDevices == 4 && open.unavailable == nil)
+        let expected = ClusteredProportionComparison(variant: rich, control: plain, sharedDevices: cross)
+        #expect(open.difference == (try expected.difference()))
+        #expect(open.ratio == (try expected.ratio()))
+        // Taking the groups as independent gives another variance.
+        let independent = try ClusteredProportionComparison(variant: rich, control: plain).difference()
+        #expect(try #require(open.difference).variance != independent.variance)
+        #expect(result.asTreated.deviceClustered.map(\.metric) == EngagementMetric.perDisplayed)
+        let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+        #expect(json.contains(#""device_clustered":[{"metric":"expansion","shared_devices":4,"difference":null,"ratio":null,"unavailable":"zero_variance"}"#))
+        #expect(json.contains(#"{"metric":"open","shared_devices":4,"difference":{"estimate":"#))
+    }
+
     @Test func deltaMethodOverDevices() throws {
         // Devices (opened, displayed): a (1, 2), b (0, 1), c (3, 3); a arrives in two parts.
         var tally = ExperimentArmTally()
