@@ -36,6 +36,10 @@ public struct ExperimentLook: Sendable, Equatable {
         public var variant: Rate
         public var absolute: Lift?
         public var relative: Lift?
+        /// The relative lift read from the log ratio of means: what decisions use.
+        public var logRatio: Lift?
+        /// How the p-values were adjusted for several treatments ("none", "bonferroni x2").
+        public var pValueCorrection: String?
         public var unavailable: String?
         public var guardrailViolated: Bool
     }
@@ -154,7 +158,8 @@ public struct ExperimentLook: Sendable, Equatable {
             Comparison(arm: arm, metric: string(node, "metric") ?? "", role: string(node, "role") ?? "",
                        direction: string(node, "direction"), control: rate(member(node, "control")),
                        variant: rate(member(node, "variant")), absolute: lift(member(node, "absolute")),
-                       relative: lift(member(node, "relative")), unavailable: string(node, "unavailable"),
+                       relative: lift(member(node, "relative")), logRatio: lift(member(node, "log_ratio")),
+                       pValueCorrection: string(node, "p_value_correction"), unavailable: string(node, "unavailable"),
                        guardrailViolated: member(node, "guardrail_violated").flatMap(json.bool) ?? false)
         }
     }

@@ -181,7 +181,8 @@ public struct ExperimentView: Sendable {
         }
         html += "</tbody></table></div><h3>Every metric, treatment against control</h3>"
         html += "<div class=\"scroll\"><table><thead><tr><th>arm · metric</th><th class=\"left\">role</th><th>control</th><th>treatment</th>"
-            + "<th>relative lift</th><th>fixed 95%</th><th>sequential</th><th>p (fixed)</th><th>chance to win</th></tr>"
+            + "<th>relative lift</th><th>fixed 95%</th><th>sequential</th><th>p (fixed)</th><th>chance to win</th>"
+            + "<th>decides: sequential, log ratio</th></tr>"
             + "</thead><tbody>"
         for comparison in look.comparisons {
             let relative = comparison.relative
@@ -192,12 +193,21 @@ public struct ExperimentView: Sendable {
                 + "<td>\(Markup.text(comparison.arm + " · " + comparison.metric))</td><td class=\"left\">\(Markup.text(role))</td>"
                 + Markup.cells([
                     Markup.text(Self.rate(comparison.control)), Markup.text(Self.rate(comparison.variant)),
-                    Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
+                    Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" }
+                                ?? (comparison.unavailable.map { "not enough data (\($0))" } ?? ReportText.missing)),
                     Markup.text(Self.interval(relative?.fixed)), Markup.text(Self.interval(relative?.sequential)),
-                    Markup.text(ReportText.pValue(relative?.fixed?.pValue)), Markup.text(ReportText.percent(relative?.chanceToWin)),
+                    Markup.text(ReportText.pValue(relative?.fixed?.pValue) + Self.correction(comparison.pValueCorrection)),
+                    Markup.text(ReportText.percent(relative?.chanceToWin)),
+                    Markup.text(Self.interval(comparison.logRatio?.sequential)),
                 ]) + "</tr>"
         }
         return html + "</tbody></table></div></section>"
+    }
+
+    /// " (bonferroni x2)" beside a p-value adjusted with its interval; nothing when unadjusted.
+    static func correction(_ label: String?) -> String {
+        guard let label, label != "none" else { return "" }
+        return " (" + label + ")"
     }
 
     static func rate(_ rate: ExperimentLook.Rate) -> String {

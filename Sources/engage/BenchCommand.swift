@@ -15,6 +15,7 @@ enum BenchCommand {
             DecodeBenchmark.definition,
             ReportBenchmark.definition,
             ExperimentBenchmark.definition,
+            CalibrationBenchmark.definition,
         ])
 
     /// A database of a benchmark's own on the server of `setup`, created when missing and

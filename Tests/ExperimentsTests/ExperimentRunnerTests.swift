@@ -55,6 +55,75 @@ struct ExperimentRunnerTests {
         await pool.close()
     }
 
+    /// The analysis of simulated traffic (the path `engage experiment run` takes) against the
+    /// same statistics recomputed from per-device sums that SQL takes straight from the log:
+    /// `TreatmentEffect` on those sums, which equals gbstats 0.8.0's RatioStatistic and tests to
+    /// 1e-9 (TreatmentEffectTests, ExperimentAnalysisTests.wiringMatchesGbstats).
+    @Test func theResultEqualsTheStatisticsOfTheLogsPerDeviceSums() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let definition = try await Self.loggedExperiment(pool)
+        let outcome = try await ExperimentRunner(pool: pool, chunkSize: 500).analyse(
+            definition, previousRuns: 0, now: Fixtures.time("2026-03-02T00:00:00Z"))
+        // Per notification: displayed (rich or plain), opened (the default action); per device:
+        // n = notifications displayed, x = notifications opened. Rows of unknown types are not
+        // events (the analysis skips them); the arm "nope" is not the experiment's.
+        let open = ActionDetails.openIdentifier
+        let sums = try await pool.withConnection { connection in
+            try connection.query("""
+                WITH notifications AS (
+                    SELECT experiment_arm AS arm, device_id, notification_id,
+                           bool_or(type = 'displayed' AND payload ->> 'presentation' IN ('rich', 'plain')) AS displayed,
+                           bool_or(type = 'action' AND payload ->> 'action_id' = \(open)) AS opened
+                    FROM events WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
+                      AND type IN ('sent', 'delivered', 'displayed', 'expanded', 'action')
+                    GROUP BY 1, 2, 3),
+                devices AS (
+                    SELECT arm, device_id, count(*) FILTER (WHERE displayed)::float8 AS n,
+                           count(*) FILTER (WHERE opened)::float8 AS x
+                    FROM notifications GROUP BY 1, 2)
+                SELECT arm, count(*)::float8, sum(x), sum(x * x), sum(n), sum(n * n), sum(x * n)
+                FROM devices GROUP BY arm
+                """)
+        }
+        var moments: [String: RatioMoments] = [:]
+        for row in sums.rows {
+            moments[try row.decode(0)] = RatioMoments(
+                devices: Int(try row.decode(1, as: Double.self)), numeratorSum: try row.decode(2, as: Double.self),
+                numeratorSquares: try row.decode(3, as: Double.self), denominatorSum: try row.decode(4, as: Double.self),
+                denominatorSquares: try row.decode(5, as: Double.self), crossProducts: try row.decode(6, as: Double.self))
+        }
+        let control = ArmEstimate(try #require(moments["control"]))
+        let treatment = ArmEstimate(try #require(moments["treatment"]))
+        let primary = try #require(outcome.result.comparisons.first?.metrics.first)
+        #expect(primary.metric == .open && primary.control.devices == control.devices && primary.variant.devices == treatment.devices)
+        #expect(primary.control.successes == Int(try #require(moments["control"]).numeratorSum))
+        #expect(primary.variant.trials == Int(try #require(moments["treatment"]).denominatorSum))
+        let alpha = 1 - primary.confidence
+        let tuning = definition.analysis.sequentialTuning
+        for (scale, lift) in [(EffectScale.absolute, primary.absolute), (.relative, primary.relative)] {
+            let lift = try #require(lift, "\(scale)")
+            let effect = try TreatmentEffect(control: control, treatment: treatment, scale: scale)
+            let fixed = effect.fixedHorizon(alpha: alpha)
+            let sequential = effect.sequential(alpha: alpha, tuning: tuning)
+            let posterior = effect.posterior(alpha: alpha)
+            let pairs: [(Double, Double)] = [
+                (lift.estimate, effect.estimate), (lift.standardError, effect.standardError),
+                (lift.degreesOfFreedom, effect.degreesOfFreedom), (lift.fixedHorizon.pValue, fixed.pValue),
+                (lift.fixedHorizon.interval.lower, fixed.interval.lower), (lift.fixedHorizon.interval.upper, fixed.interval.upper),
+                (try #require(lift.sequential).pValue, sequential.pValue),
+                (try #require(lift.sequential).interval.lower, sequential.interval.lower),
+                (try #require(lift.sequential).interval.upper, sequential.interval.upper),
+                (lift.chanceToWin, posterior.chanceToWin), (lift.credibleInterval.lower, posterior.credibleInterval.lower),
+                (lift.credibleInterval.upper, posterior.credibleInterval.upper), (lift.controlRisk, posterior.controlRisk),
+                (lift.treatmentRisk, posterior.treatmentRisk),
+            ]
+            for (index, (value, expected)) in pairs.enumerated() {
+                #expect(abs(value - expected) <= 1e-12 * max(1, abs(expected)), "\(scale) figure \(index): \(value) vs \(expected)")
+            }
+        }
+        await pool.close()
+    }
+
     @Test func anExperimentWithoutEventsAnalysesToContinue() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
         let outcome = try await ExperimentRunner(pool: pool).analyse(try Fixtures.definition(), previousRuns: 0,

@@ -128,7 +128,7 @@ extension DashboardQueryTests {
                 #expect(same(number(row, result, "sequential_p_value"),
                              json(stored, "intent_to_treat", 0, "metrics", 0, "relative", "sequential", "p_value") as? Double),
                         "\(context) run \(run.id)")
-                #expect(same(number(row, result, "decision_alpha"), json(stored, "decision_alpha") as? Double), "\(context) alpha")
+                #expect(same(number(row, result, "alpha"), json(stored, "alpha") as? Double), "\(context) alpha")
             }
         case "Sample ratio mismatch p-value per look":
             #expect(result.rows.count == done.count, "\(context): a point per finished run")

@@ -64,10 +64,11 @@ struct DashboardQueryTests {
                  "primary_metric", "successes", "trials", "primary_rate", "processing_ms_p50", "processing_ms_p95"],
             "Relative lift of the primary metric per look: sequential and fixed intervals":
                 ["time", "metric", "lift", "sequential_lower", "sequential_upper", "fixed_lower", "fixed_upper"],
-            "Sequential p-value of the primary metric per look": ["time", "metric", "sequential_p_value", "fixed_p_value", "decision_alpha"],
+            "Sequential p-value of the primary metric per look": ["time", "metric", "sequential_p_value", "fixed_p_value", "alpha"],
             "Primary and guardrail metrics in the latest analysis":
                 ["arm", "metric", "role", "direction", "control_rate", "variant_rate", "lift", "sequential_lower", "sequential_upper",
-                 "sequential_p_value", "fixed_lower", "fixed_upper", "fixed_p_value", "chance_to_win", "guardrail", "unavailable"],
+                 "sequential_p_value", "fixed_lower", "fixed_upper", "fixed_p_value", "p_value_correction", "chance_to_win",
+                 "decision_sequential_lower", "decision_sequential_upper", "guardrail", "unavailable"],
             "Decisions of $experiment (event log)":
                 ["run_id", "look", "scheduled_for", "analysed_at", "trigger", "decision", "arm", "reason", "rationale"],
             "Sample ratio mismatch p-value per look": ["time", "srm_p_value", "srm_threshold"],
@@ -81,7 +82,8 @@ struct DashboardQueryTests {
 
     /// The intervals of a lift are named by their kind (`sequential_lower`, `fixed_upper`) and
     /// surround the column `lift`; unlike a rate's, they may leave [0, 1].
-    static let liftIntervals: Set<String> = ["sequential", "fixed"]
+    /// Intervals around the relative lift `lift` (the decision's, from the log ratio, has the same estimate).
+    static let liftIntervals: Set<String> = ["sequential", "fixed", "decision_sequential"]
 
     /// `x` followed by its Wilson bounds: `expansion_rate` → expansion_rate, expansion_lower,
     /// expansion_upper; `rich` → rich, rich_lower, rich_upper.

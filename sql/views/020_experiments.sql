@@ -79,8 +79,14 @@ LEFT JOIN LATERAL (
 WHERE r.status = 'done';
 
 -- One row per finished run, treatment arm and metric (the primary first, then the guardrails):
--- the intent-to-treat rates and the RELATIVE lift against the control with its fixed-horizon
--- and sequential (always-valid) intervals and p-values. Decisions use the sequential ones.
+-- the intent-to-treat rates and the RELATIVE lift against the control (gbstats' scale) with its
+-- fixed-horizon and sequential (always-valid) intervals and p-values. Each p-value belongs to the
+-- interval beside it: with several treatments the primary metric's intervals are Bonferroni
+-- corrected and its p-values adjusted to match (p_value_correction says how; the *_unadjusted
+-- columns are the comparisons' own). Decisions use the sequential interval of the relative lift
+-- read from the log ratio of means (decision_sequential_*, around the same estimate `lift`:
+-- exp(ln(m_t / m_c)) - 1 = m_t / m_c - 1), whose errors split evenly between the sides.
+-- New columns are appended at the end, as CREATE OR REPLACE VIEW requires.
 CREATE OR REPLACE VIEW experiment_run_metrics AS
 SELECT e.app_id,
        r.experiment_id,
@@ -104,7 +110,13 @@ SELECT e.app_id,
        (m.metric->'relative'->'fixed'->>'p_value')::float8 AS fixed_p_value,
        (m.metric->'relative'->>'chance_to_win')::float8 AS chance_to_win,
        (m.metric->>'guardrail_violated')::boolean AS guardrail_violated,
-       m.metric->>'unavailable' AS unavailable
+       m.metric->>'unavailable' AS unavailable,
+       coalesce(m.metric->>'p_value_correction', 'none') AS p_value_correction,
+       (m.metric->'relative'->'sequential'->>'p_value_unadjusted')::float8 AS sequential_p_value_unadjusted,
+       (m.metric->'relative'->'fixed'->>'p_value_unadjusted')::float8 AS fixed_p_value_unadjusted,
+       (m.metric->'log_ratio'->'sequential'->>'lower')::float8 AS decision_sequential_lower,
+       (m.metric->'log_ratio'->'sequential'->>'upper')::float8 AS decision_sequential_upper,
+       (m.metric->'log_ratio'->'sequential'->>'p_value')::float8 AS decision_sequential_p_value
 FROM experiment_runs r
 JOIN experiments e ON e.id = r.experiment_id
 CROSS JOIN LATERAL jsonb_array_elements(r.result->'intent_to_treat') WITH ORDINALITY AS c(comparison, position)

@@ -8,7 +8,8 @@
 /// the device, its network and the media, which also drive engagement.
 ///
 /// Metrics are ratios per device-clustered notification (see `ExperimentArmTally`); lifts use
-/// gbstats' estimators through `Lift`, with the device as the unit (`n` = devices).
+/// gbstats' estimators through `Lift`, with the device as the unit (`n` = devices), and the
+/// log ratio of means through `TreatmentEffect` for the decisions.
 ///
 /// Decision rule, first match wins:
 ///
@@ -21,7 +22,9 @@
 ///    the primary metric excludes 0 on the better side at confidence `1 - alpha / t` (`t`
 ///    treatment arms: Bonferroni across arms), and no guardrail is significantly worse by its
 ///    own sequential interval at `1 - alpha`. Of several such arms, the one with the largest
-///    improvement ships.
+///    improvement ships. Every decision reads the relative lift from the log of the ratio of
+///    means (`ExperimentDecisionLift`), whose false alarms split evenly between the two sides;
+///    gbstats' relative interval, lopsided for skewed ratios, is shown beside it.
 /// 4. `stopNoEffect(.equivalence)` when, for every treatment, that primary interval lies within
 ///    `+-equivalenceMargin`: any effect left is too small to matter.
 /// 5. `stopNoEffect(.maximumSample)` when every arm has at least `maximumNotificationsPerArm`
@@ -50,7 +53,10 @@ public enum ExperimentAnalysis {
         let srm = SampleRatioMismatch.pValue(observed: armSummaries.map(\.devices), weights: armSummaries.map(\.weight))
 
         let treatments = definition.treatments
-        let decisionAlpha = definition.alpha / Double(max(1, treatments.count))
+        // The primary comparisons' intervals are Bonferroni-corrected over the treatments, and
+        // their p-values adjusted to match; guardrails protect each arm on its own, at alpha.
+        let correction: MultipleTesting = treatments.count > 1 ? .bonferroni(comparisons: treatments.count) : .none
+        let decisionAlpha = correction.perComparison(definition.alpha)
         let tuning = definition.analysis.sequentialTuning
         var comparisons: [ExperimentArmComparison] = []
         if let control = definition.control {
@@ -58,7 +64,7 @@ public enum ExperimentAnalysis {
             for arm in treatments {
                 let armTally = tally(arm.name)
                 var metrics = [compare(definition.primaryMetric, role: .primary, variant: armTally, control: controlTally,
-                                       confidence: 1 - decisionAlpha, tuning: tuning)]
+                                       confidence: 1 - decisionAlpha, tuning: tuning, correction: correction)]
                 for guardrail in definition.guardrails {
                     metrics.append(compare(guardrail.metric, role: .guardrail(guardrail.direction), variant: armTally,
                                            control: controlTally, confidence: 1 - definition.alpha, tuning: tuning))
@@ -81,22 +87,37 @@ public enum ExperimentAnalysis {
 
     // MARK: Comparisons
 
+    /// `confidence` is the intervals' level, `1 - correction.perComparison(alpha)`.
     static func compare(_ metric: ExperimentMetric, role: ExperimentMetricRole, variant: ExperimentArmTally,
-                        control: ExperimentArmTally, confidence: Double, tuning: Double) -> ExperimentMetricComparison {
+                        control: ExperimentArmTally, confidence: Double, tuning: Double,
+                        correction: MultipleTesting = .none) -> ExperimentMetricComparison {
         var comparison = ExperimentMetricComparison(
-            metric: metric, role: role, confidence: confidence,
+            metric: metric, role: role, confidence: confidence, correction: correction,
             control: ExperimentRate(variant: control, metric), variant: ExperimentRate(variant: variant, metric))
-        guard let v = variant.summary(metric), let c = control.summary(metric) else {
+        guard variant.proportion(metric).trials > 0, control.proportion(metric).trials > 0 else {
             comparison.unavailable = StatisticsError.Code.tooFewUnits.rawValue
             return comparison
         }
+        // gbstats' RatioStatistic over devices (sample moments), its frequentist tests and its
+        // Bayesian summary, on both of its scales.
+        let controlEstimate = ArmEstimate(control.ratioMoments(metric))
+        let variantEstimate = ArmEstimate(variant.ratioMoments(metric))
         do {
-            let relative = try Lift(variant: v, control: c, scale: .relative)
-            let absolute = try Lift(variant: v, control: c, scale: .absolute)
-            comparison.relative = ExperimentLiftResult(relative, metric: metric, confidence: confidence, tuning: tuning)
-            comparison.absolute = ExperimentLiftResult(absolute, metric: metric, confidence: confidence, tuning: tuning)
+            let relative = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .relative)
+            let absolute = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .absolute)
+            comparison.relative = ExperimentLiftResult(relative, metric: metric, confidence: confidence, tuning: tuning,
+                                                       correction: correction)
+            comparison.absolute = ExperimentLiftResult(absolute, metric: metric, confidence: confidence, tuning: tuning,
+                                                       correction: correction)
         } catch {
             comparison.unavailable = error.code.rawValue
+        }
+        do {
+            let effect = try ExperimentDecisionLift.effect(variant: variant, control: control, metric: metric)
+            comparison.logRatio = ExperimentDecisionLift(effect, metric: metric, confidence: confidence, tuning: tuning,
+                                                         correction: correction)
+        } catch {
+            comparison.unavailable = comparison.unavailable ?? error.code.rawValue
         }
         return comparison
     }
@@ -105,12 +126,16 @@ public enum ExperimentAnalysis {
         ExperimentAsTreatedResult(
             rich: tallies.rich.totals, plain: tallies.plain.totals,
             richDevices: tallies.rich.devices, plainDevices: tallies.plain.devices,
+            deviceClustered: EngagementMetric.perDisplayed.map { metric in
+                ExperimentClusteredComparison(metric: metric, rich: tallies.rich, plain: tallies.plain, confidence: 1 - alpha)
+            },
             metrics: EngagementMetric.perDisplayed.map { metric in
                 var comparison = compare(metric, role: .observational, variant: tallies.rich, control: tallies.plain,
                                          confidence: 1 - alpha, tuning: Lift.defaultSequentialTuning)
                 // Sequential inference is for the randomized comparison; drop it here.
                 comparison.relative?.sequential = nil
                 comparison.absolute?.sequential = nil
+                comparison.logRatio?.sequential = nil
                 return comparison
             })
     }
@@ -135,7 +160,7 @@ public enum ExperimentAnalysis {
         var best: (arm: String, improvement: Double)?
         var blocked: [String] = []
         for comparison in comparisons {
-            guard let lift = comparison.metrics.first?.relative, let sequential = lift.sequential else { continue }
+            guard let lift = comparison.metrics.first?.logRatio, let sequential = lift.sequential else { continue }
             let better = primary.higherIsBetter ? sequential.interval.lower > 0 : sequential.interval.upper < 0
             guard better else { continue }
             let violated = comparison.metrics.filter { $0.isGuardrailViolated }.map(\.metric.rawValue)
@@ -151,7 +176,7 @@ public enum ExperimentAnalysis {
                     "the sequential interval of \(primary.rawValue) excludes no change in favour of \(best.arm) and no guardrail is significantly worse")
         }
         let margin = definition.analysis.equivalenceMargin
-        let intervals = comparisons.compactMap { $0.metrics.first?.relative?.sequential?.interval }
+        let intervals = comparisons.compactMap { $0.metrics.first?.logRatio?.sequential?.interval }
         if !comparisons.isEmpty, intervals.count == comparisons.count,
            intervals.allSatisfy({ $0.lower >= -margin && $0.upper <= margin }) {
             return (.stopNoEffect(.equivalence),
@@ -166,6 +191,12 @@ public enum ExperimentAnalysis {
         }
         if !blocked.isEmpty {
             return (.continue, "better on \(primary.rawValue) but blocked: \(blocked.joined(separator: "; "))")
+        }
+        let starved = comparisons.compactMap { comparison in
+            comparison.metrics.first.flatMap { $0.isNotEnoughData ? "\(comparison.arm) (\($0.unavailable ?? ""))" : nil }
+        }
+        if !starved.isEmpty {
+            return (.continue, "not enough data on \(primary.rawValue) for \(starved.joined(separator: ", ")); no decision")
         }
         return (.continue, "no arm is significantly better on \(primary.rawValue) yet")
     }
@@ -275,23 +306,42 @@ public struct ExperimentRate: Sendable, Equatable {
     }
 }
 
-/// One lift with its tests.
+/// One lift with its tests: every figure gbstats 0.8.0 gives for a ratio metric with the device
+/// as the unit (`TreatmentEffect` on `ArmEstimate(RatioMoments)`).
 public struct ExperimentLiftResult: Sendable, Equatable {
     public var estimate: Double
     public var standardError: Double
+    /// Welch-Satterthwaite (gbstats `TTest.dof`).
+    public var degreesOfFreedom: Double
     /// Welch's test for a single, pre-planned look.
     public var fixedHorizon: LiftTestResult
     /// The always-valid confidence sequence; nil for observational comparisons.
     public var sequential: LiftTestResult?
     /// Posterior probability that the variant is BETTER (lower for `dismiss`), flat prior.
     public var chanceToWin: Double
+    /// The central posterior interval at the comparison's confidence.
+    public var credibleInterval: ConfidenceInterval
+    /// Expected loss of keeping the control, and of shipping the variant (gbstats' `risk`).
+    public var controlRisk: Double
+    public var treatmentRisk: Double
 
-    init(_ lift: Lift, metric: ExperimentMetric, confidence: Double, tuning: Double) {
-        estimate = lift.estimate
-        standardError = lift.standardError
-        fixedHorizon = lift.fixedHorizon(confidence: confidence)
-        sequential = lift.sequential(confidence: confidence, tuning: tuning)
-        chanceToWin = metric.higherIsBetter ? lift.chanceToWin : 1 - lift.chanceToWin
+    /// `confidence` is the intervals' level, already `1 - correction.perComparison(alpha)`;
+    /// p-values are adjusted by `correction` to belong to them.
+    init(_ effect: TreatmentEffect, metric: ExperimentMetric, confidence: Double, tuning: Double,
+         correction: MultipleTesting = .none) {
+        let alpha = 1 - confidence
+        estimate = effect.estimate
+        standardError = effect.standardError
+        degreesOfFreedom = effect.degreesOfFreedom
+        let fixed = effect.fixedHorizon(alpha: alpha)
+        fixedHorizon = LiftTestResult(estimate: estimate, interval: fixed.interval, pValue: fixed.pValue, correction: correction)
+        let always = effect.sequential(alpha: alpha, tuning: tuning)
+        sequential = LiftTestResult(estimate: estimate, interval: always.interval, pValue: always.pValue, correction: correction)
+        let posterior = effect.posterior(alpha: alpha, higherIsBetter: metric.higherIsBetter)
+        chanceToWin = posterior.chanceToWin
+        credibleInterval = posterior.credibleInterval
+        controlRisk = posterior.controlRisk
+        treatmentRisk = posterior.treatmentRisk
     }
 }
 
@@ -300,27 +350,42 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     public var role: ExperimentMetricRole
     /// The confidence of the intervals.
     public var confidence: Double
+    /// How the p-values shown were adjusted so that each belongs to its interval: Bonferroni
+    /// over the treatments for the primary metric with more than one, `none` otherwise.
+    public var correction: MultipleTesting
     public var control: ExperimentRate
     public var variant: ExperimentRate
     /// Variant minus control.
     public var absolute: ExperimentLiftResult?
-    /// Variant over control, minus 1.
+    /// Variant over control, minus 1 (gbstats' relative scale, shown beside the decision's).
     public var relative: ExperimentLiftResult?
-    /// Why the lifts are missing (`StatisticsError.Code`), nil when they are present.
+    /// Variant over control, minus 1, from the log of the ratio of means: what decisions read
+    /// (`ExperimentDecisionLift`).
+    public var logRatio: ExperimentDecisionLift?
+    /// Why a lift is missing (`StatisticsError.Code` of the first that could not be computed),
+    /// nil when all are present.
     public var unavailable: String?
 
-    init(metric: ExperimentMetric, role: ExperimentMetricRole, confidence: Double,
+    init(metric: ExperimentMetric, role: ExperimentMetricRole, confidence: Double, correction: MultipleTesting = .none,
          control: ExperimentRate, variant: ExperimentRate) {
         self.metric = metric
         self.role = role
         self.confidence = confidence
+        self.correction = correction
         self.control = control
         self.variant = variant
     }
 
-    /// A guardrail whose sequential interval of the relative lift lies wholly on the forbidden side.
+    /// The named "not enough data" state: an arm with fewer than two devices, a variance of 0 or
+    /// a control mean of 0 (where gbstats returns p = 1 and chance to win 0.5); `unavailable`
+    /// says which. Such a comparison never decides: its primary metric cannot ship an arm, and
+    /// its guardrail is not counted as violated.
+    public var isNotEnoughData: Bool { unavailable != nil }
+
+    /// A guardrail whose sequential interval of the relative lift, read from the log ratio of
+    /// means (`logRatio`), lies wholly on the forbidden side.
     public var isGuardrailViolated: Bool {
-        guard case .guardrail(let direction) = role, let interval = relative?.sequential?.interval else { return false }
+        guard case .guardrail(let direction) = role, let interval = logRatio?.sequential?.interval else { return false }
         switch direction {
         case .mustNotDecrease: return interval.upper < 0
         case .mustNotIncrease: return interval.lower > 0
@@ -336,7 +401,11 @@ public struct ExperimentAsTreatedResult: Sendable, Equatable {
     public var plain: FunnelCounts
     public var richDevices: Int
     public var plainDevices: Int
-    /// Rich is the variant, plain the control; fixed-horizon tests only.
+    /// Rich against plain with the device as the unit and the devices seen both ways counted
+    /// as such (`ClusteredProportionComparison`): the comparison to read.
+    public var deviceClustered: [ExperimentClusteredComparison]
+    /// Rich is the variant, plain the control; fixed-horizon tests only. These take rich and
+    /// plain as independent samples, which they are not when devices appear on both sides.
     public var metrics: [ExperimentMetricComparison]
 }
 

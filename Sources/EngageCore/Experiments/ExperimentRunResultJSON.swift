@@ -11,20 +11,48 @@
 ///                "processing_ms_p50": x | null, "processing_ms_p95": x | null}, ...],
 ///      "intent_to_treat": [{"arm": s, "strategy": s, "metrics": [METRIC, ...]}, ...],
 ///      "as_treated": {"label": s, "rich": COUNTS, "plain": COUNTS, "rich_devices": n,
-///                     "plain_devices": n, "metrics": [METRIC, ...]},
+///                     "plain_devices": n, "metrics": [METRIC, ...],
+///                     "device_clustered": [{"metric": s, "shared_devices": n,
+///                                           "difference": CLUSTERED | null, "ratio": CLUSTERED | null,
+///                                           "unavailable": code | null}, ...]},
+///         "device_clustered" is the comparison to read: the device is the unit and a device seen
+///         both rich and plain counts on both sides (ClusteredProportionComparison); "metrics"
+///         takes rich and plain as independent samples.
+///     CLUSTERED = {"estimate": x, "lower": x, "upper": x, "p_value": x, "design_effect": x}
+///         difference p_rich - p_plain, or ratio p_rich / p_plain (interval from its log)
 ///      "excluded": {"other_experiment": n, "unknown_arm": n, "outside_categories": n}}
 ///     COUNTS = {"<stage>": n, ...}, one key per `FunnelStage` in declaration order:
 ///              notifications, delivered, displayed, rich_displayed, expanded, actioned, opened,
 ///              dismissed, replied
 ///     METRIC = {"metric": s, "role": "primary" | "guardrail" | "observational",
 ///               "direction": "must_not_decrease" | "must_not_increase" | null,
-///               "confidence": x, "control": RATE, "variant": RATE,
+///               "confidence": x, "p_value_correction": "none" | "bonferroni xT",
+///               "control": RATE, "variant": RATE,
 ///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
-///               "guardrail_violated": bool}
+///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null,
+///               "not_enough_data": bool}
+///              "not_enough_data" is the named state of a comparison that cannot be analysed
+///              (an arm under two devices, a variance of 0, a control mean of 0; "unavailable"
+///              names which): its lifts are null and it decides nothing.
 ///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
 ///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
-///             "chance_to_win": x}
-///     TEST = {"lower": x, "upper": x, "p_value": x}
+///             "chance_to_win": x, "degrees_of_freedom": x, "credible_interval": {"lower": x, "upper": x},
+///             "risk_control": x, "risk_treatment": x}
+///            gbstats 0.8.0's figures for a ratio metric over devices (RatioStatistic with sample
+///            moments, TwoSidedTTest, SequentialTwoSidedTTest, EffectBayesianABTest); before
+///            issue 15 the variance used population moments (divisor D, not D - 1).
+///     TEST = {"lower": x, "upper": x, "p_value": x, "p_value_unadjusted": x}
+///            "p_value" belongs to the interval beside it: below alpha exactly when the interval
+///            excludes 0. The primary metric's intervals with T > 1 treatments are at alpha / T
+///            (Bonferroni) and its "p_value" is min(1, T p) ("p_value_correction": "bonferroni xT");
+///            "p_value_unadjusted" is the comparison's own p. Before issue 15 "p_value" was the
+///            unadjusted one for every metric.
+///     LOG_RATIO = {"estimate": x, "log_estimate": x, "log_standard_error": x, "degrees_of_freedom": x,
+///                  "fixed": TEST, "sequential": TEST | null, "chance_to_win": x}
+///              the relative lift read from the log ratio of means (`ExperimentDecisionLift`):
+///              estimate and bounds are exp(.) - 1 of the log-scale ones; ship and guardrail
+///              decisions read its sequential interval, "relative" is gbstats' scale beside it.
+///              "unavailable" names the first lift that could not be computed.
 extension ExperimentRunResult {
     public var canonicalJSON: [UInt8] {
         var w = JSONWriter(capacity: 4096)
@@ -90,6 +118,19 @@ extension ExperimentRunResult {
         w.beginArray()
         for metric in asTreated.metrics { w.metricComparison(metric) }
         w.endArray()
+        w.key("device_clustered")
+        w.beginArray()
+        for comparison in asTreated.deviceClustered {
+            w.beginObject()
+            w.key("metric"); w.string(comparison.metric.rawValue)
+            w.key("shared_devices"); w.int(comparison.sharedDevices)
+            w.key("difference"); w.clustered(comparison.difference)
+            w.key("ratio"); w.clustered(comparison.ratio)
+            w.key("unavailable")
+            if let unavailable = comparison.unavailable { w.string(unavailable) } else { w.null() }
+            w.endObject()
+        }
+        w.endArray()
         w.endObject()
         w.key("excluded")
         w.beginObject()
@@ -120,12 +161,24 @@ private extension JSONWriter {
         endObject()
     }
 
+    mutating func clustered(_ effect: ClusteredEffect?) {
+        guard let effect else { return null() }
+        beginObject()
+        key("estimate"); double(effect.effect.estimate)
+        key("lower"); double(effect.effect.interval.lower)
+        key("upper"); double(effect.effect.interval.upper)
+        key("p_value"); double(effect.effect.pValue)
+        key("design_effect"); double(effect.designEffect)
+        endObject()
+    }
+
     mutating func test(_ test: LiftTestResult?) {
         guard let test else { return null() }
         beginObject()
         key("lower"); double(test.interval.lower)
         key("upper"); double(test.interval.upper)
         key("p_value"); double(test.pValue)
+        key("p_value_unadjusted"); double(test.unadjustedPValue)
         endObject()
     }
 
@@ -134,9 +187,15 @@ private extension JSONWriter {
         beginObject()
         key("estimate"); double(lift.estimate)
         key("standard_error"); double(lift.standardError)
-        key("fixed"); test(lift.fixedHorizon)
-        key("sequential"); test(lift.sequential)
-        key("chance_to_win"); double(lift.chanceToWin)
+        tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
+        key("degrees_of_freedom"); double(lift.degreesOfFreedom)
+        key("credible_interval")
+        beginObject()
+        key("lower"); double(lift.credibleInterval.lower)
+        key("upper"); double(lift.credibleInterval.upper)
+        endObject()
+        key("risk_control"); double(lift.controlRisk)
+        key("risk_treatment"); double(lift.treatmentRisk)
         endObject()
     }
 
@@ -155,6 +214,7 @@ private extension JSONWriter {
             key("direction"); null()
         }
         key("confidence"); double(comparison.confidence)
+        key("p_value_correction"); string(comparison.correction.label)
         key("control"); rate(comparison.control)
         key("variant"); rate(comparison.variant)
         key("absolute"); lift(comparison.absolute)
@@ -162,6 +222,27 @@ private extension JSONWriter {
         key("unavailable")
         if let unavailable = comparison.unavailable { string(unavailable) } else { null() }
         key("guardrail_violated"); bool(comparison.isGuardrailViolated)
+        key("decision_scale"); string(EffectScale.logRatio.rawValue)
+        key("log_ratio"); decisionLift(comparison.logRatio)
+        key("not_enough_data"); bool(comparison.isNotEnoughData)
         endObject()
+    }
+
+    mutating func decisionLift(_ lift: ExperimentDecisionLift?) {
+        guard let lift else { return null() }
+        beginObject()
+        key("estimate"); double(lift.estimate)
+        key("log_estimate"); double(lift.logEstimate)
+        key("log_standard_error"); double(lift.logStandardError)
+        key("degrees_of_freedom"); double(lift.degreesOfFreedom)
+        tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
+        endObject()
+    }
+
+    /// The keys every lift has: its two tests and its chance to win.
+    mutating func tests(fixed: LiftTestResult, sequential: LiftTestResult?, chanceToWin: Double) {
+        key("fixed"); test(fixed)
+        key("sequential"); test(sequential)
+        key("chance_to_win"); double(chanceToWin)
     }
 }

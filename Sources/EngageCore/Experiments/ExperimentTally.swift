@@ -5,7 +5,9 @@
 ///
 ///     Var R = (s_x^2 - 2 R s_xn + R^2 s_n^2) / (D mu_n^2)
 ///
-/// with population moments over the `D` devices. Notifications of one device are correlated
+/// over the `D` devices. The analysis reads the device-level sums (`ratioMoments`) and computes it
+/// with sample moments (divisor `D - 1`), as gbstats' `RatioStatistic` (`ArmEstimate`); `summary`
+/// keeps the population moments of `Lift`. Notifications of one device are correlated
 /// (some people open everything); treating them as independent would make intervals too narrow.
 /// With one notification per device this is exactly the binomial `p (1 - p) / n`.
 /// The moments are updated as each device's counts change, so analysis does not revisit devices.
@@ -62,6 +64,39 @@ public struct ExperimentArmTally: Sendable, Equatable {
     /// The metric's successes over trials, summed over notifications.
     public func proportion(_ metric: ExperimentMetric) -> (successes: Int, trials: Int) {
         (totals.successes(metric), totals.trials(metric))
+    }
+
+    /// The metric's device-level sums (`D`, sums of `x`, `x^2`, `n`, `n^2`, `x n`), from which
+    /// `ArmEstimate` computes gbstats' `RatioStatistic` with sample moments.
+    public func ratioMoments(_ metric: ExperimentMetric) -> RatioMoments {
+        RatioMoments(devices: devices, numeratorSum: Double(totals.successes(metric)),
+                     numeratorSquares: Double(moments.successesSquared[metric]),
+                     denominatorSum: Double(totals.trials(metric)),
+                     denominatorSquares: Double(moments.trialsSquared[metric]),
+                     crossProducts: Double(moments.successesTimesTrials[metric]))
+    }
+
+    /// The metric's sums over the devices with trials of it, for `ClusteredProportionComparison`.
+    public func deviceMoments(_ metric: ExperimentMetric) -> DeviceMoments {
+        var moments = DeviceMoments()
+        for trials in perDevice.values where trials.trials[metric] > 0 {
+            moments.add(Proportion(validatedSuccesses: trials.successes[metric], trials: trials.trials[metric]))
+        }
+        return moments
+    }
+
+    /// The metric's cross sums over the devices in both this tally and `other` (this one first),
+    /// with the number of such devices: what makes two groups that share devices dependent.
+    public func sharedDevices(with other: ExperimentArmTally, _ metric: ExperimentMetric) -> (devices: Int, moments: DeviceCrossMoments) {
+        var moments = DeviceCrossMoments()
+        var devices = 0
+        for (device, mine) in perDevice {
+            guard let theirs = other.perDevice[device], mine.trials[metric] > 0, theirs.trials[metric] > 0 else { continue }
+            devices += 1
+            moments.add(first: Proportion(validatedSuccesses: mine.successes[metric], trials: mine.trials[metric]),
+                        second: Proportion(validatedSuccesses: theirs.successes[metric], trials: theirs.trials[metric]))
+        }
+        return (devices, moments)
     }
 
     /// Mean, per-device variance (delta method) and device count of the metric, for `Lift`;

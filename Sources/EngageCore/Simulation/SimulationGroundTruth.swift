@@ -5,6 +5,8 @@ public struct SimulationGroundTruth: Sendable, Equatable {
     public let seed: UInt64
     /// The configured categories, in scenario order.
     public let categories: [SimulatedCategory]
+    /// How much devices differ in engagement.
+    public let propensity: DevicePropensity
 
     /// Per category and presentation of the notifications displayed so far.
     public internal(set) var realized: [SimulationCell: EngagementTally] = [:]
@@ -28,9 +30,10 @@ public struct SimulationGroundTruth: Sendable, Equatable {
     /// Notifications whose events were emitted in an order other than their time order.
     public internal(set) var shuffledNotifications: Int = 0
 
-    init(seed: UInt64, categories: [SimulatedCategory]) {
+    init(seed: UInt64, categories: [SimulatedCategory], propensity: DevicePropensity = .none) {
         self.seed = seed
         self.categories = categories
+        self.propensity = propensity
     }
 
     /// The configured category called `name`.
@@ -38,12 +41,36 @@ public struct SimulationGroundTruth: Sendable, Equatable {
         categories.first { $0.name == name }
     }
 
-    /// The true rates of `category` shown with `presentation`; nil for an unknown category.
+    /// The rates of `category` shown with `presentation` to a device without propensity (shift 0);
+    /// nil for an unknown category.
     public func configuredRates(category name: String, presentation: Presentation) -> EngagementRates? {
         category(name)?.rates(for: presentation)
     }
 
-    /// The configured rich lift of `category`.
+    /// The population's true rates of `category` shown with `presentation`: the configured rates
+    /// averaged over the devices' propensity (equal to them without one). A notification goes to
+    /// a device drawn at random and the propensity is drawn apart from the network, so these are
+    /// also the true rates among the notifications displayed that way. Nil for an unknown category.
+    public func expectedRates(category name: String, presentation: Presentation) -> EngagementRates? {
+        configuredRates(category: name, presentation: presentation).map(propensity.expectedRates)
+    }
+
+    /// The true rich-minus-plain difference of `stage`'s rate in `category`, in the population.
+    public func expectedDifference(category name: String, stage: FunnelStage) -> Double? {
+        guard let rich = expectedRates(category: name, presentation: .rich),
+              let plain = expectedRates(category: name, presentation: .plain) else { return nil }
+        return rich[stage] - plain[stage]
+    }
+
+    /// The true rich-over-plain ratio of `stage`'s rate in `category`, in the population; nil when
+    /// the plain rate is 0.
+    public func expectedRatio(category name: String, stage: FunnelStage) -> Double? {
+        guard let rich = expectedRates(category: name, presentation: .rich),
+              let plain = expectedRates(category: name, presentation: .plain), plain[stage] > 0 else { return nil }
+        return rich[stage] / plain[stage]
+    }
+
+    /// The configured rich lift of `category` (for a device without propensity).
     public func configuredLift(category name: String) -> EngagementLift? {
         category(name)?.richLift
     }

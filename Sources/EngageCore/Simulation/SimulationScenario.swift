@@ -26,12 +26,14 @@ public struct SimulationScenario: Sendable, Equatable {
     /// The strategy of notifications outside an experiment.
     public var strategy: AttachmentStrategy
     public var experiment: SimulatedExperiment?
+    /// How much devices differ in engagement, persistently (`DevicePropensity`); none by default.
+    public var propensity: DevicePropensity
 
     public init(deviceCount: Int, notificationCount: Int, spanSeconds: Int64, categories: [SimulatedCategory],
                 networks: NetworkMix = .standard, downloadFailureProbability: Double = 0.01,
                 prefetchProbability: Double = 0, prefetchMaxAgeSeconds: Int = 3_600,
                 limits: PipelineLimits = PipelineLimits(), strategy: AttachmentStrategy = .full,
-                experiment: SimulatedExperiment? = nil) {
+                experiment: SimulatedExperiment? = nil, propensity: DevicePropensity = .none) {
         self.deviceCount = deviceCount
         self.notificationCount = notificationCount
         self.spanSeconds = spanSeconds
@@ -43,6 +45,7 @@ public struct SimulationScenario: Sendable, Equatable {
         self.limits = limits
         self.strategy = strategy
         self.experiment = experiment
+        self.propensity = propensity
     }
 
     /// The longest time from a push being sent to its last event: delivery, the extension's time
@@ -68,6 +71,7 @@ public struct SimulationScenario: Sendable, Equatable {
         if !(0...1).contains(prefetchProbability) { return "prefetch probability must lie in [0, 1]" }
         if prefetchMaxAgeSeconds < 0 { return "prefetch age must not be negative" }
         if let experiment, let problem = experiment.problem { return "experiment \(experiment.id): \(problem)" }
+        if let problem = propensity.problem { return problem }
         return nil
     }
 }

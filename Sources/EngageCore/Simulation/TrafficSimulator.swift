@@ -12,7 +12,8 @@ import Foundation
 ///    chooses with the device's usual network profile, the download runs on the push's jittered
 ///    one (unusable with `downloadFailureProbability`);
 /// 3. `displayed` 20 to 300 ms later, rich when the media was attached;
-/// 4. engagement drawn from the presentation's true rates (see `EngagementRates`): `expanded`
+/// 4. engagement drawn from the presentation's true rates (see `EngagementRates`), moved by the
+///    device's propensity (see `DevicePropensity`): `expanded`
 ///    2 s to 15 min after display; then maybe an action 1 s to 2 min later, the category's
 ///    `action_id` or a reply (`reply` with a `text_input_length` of 1 to 140); finally maybe an
 ///    open or a dismiss 1 s to 15 min after the last of these.
@@ -55,7 +56,7 @@ public struct TrafficSimulator: Sendable {
         strategies = models
         let ranges = scenario.experiment?.ranges ?? []
 
-        var truth = SimulationGroundTruth(seed: seed, categories: scenario.categories)
+        var truth = SimulationGroundTruth(seed: seed, categories: scenario.categories, propensity: scenario.propensity)
         if let experiment = scenario.experiment {
             for arm in experiment.arms { truth.arms[arm.name] = ArmTally(strategy: arm.strategy, weight: arm.weight) }
         }
@@ -70,11 +71,17 @@ public struct TrafficSimulator: Sendable {
             let id = TrafficSimulator.deviceID(index + 1)
             let arm = scenario.experiment.flatMap { $0.arm(forDevice: id, ranges: ranges) }
             if let arm { truth.arms[arm.name]?.devices += 1 } else { truth.unassignedDevices += 1 }
+            var propensity = 0.0
+            if scenario.propensity.spread > 0 {
+                // Its own stream, so that the devices' other draws stay what they were without it.
+                var draw = SimulationRandom(seed: seed, stream: Stream.propensity, index: UInt64(index))
+                propensity = scenario.propensity.shift(z: draw.normal())
+            }
             devices.append(SimulatedDevice(
                 id: id, network: entry.network,
                 profile: NetworkProfile(throughputBytesPerSecond: entry.profile.throughputBytesPerSecond * factor,
                                         latencyMS: entry.profile.latencyMS / factor),
-                arm: arm))
+                arm: arm, propensity: propensity))
         }
         self.devices = devices
         groundTruth = truth
@@ -179,6 +186,7 @@ public struct TrafficSimulator: Sendable {
         static let device: UInt64 = 2
         static let eventID: UInt64 = 3
         static let emission: UInt64 = 4
+        static let propensity: UInt64 = 5
     }
 
     /// The events of notification `n` in time order; records them in the ground truth.
@@ -229,8 +237,8 @@ public struct TrafficSimulator: Sendable {
             (displayedAt, .displayed(DisplayedDetails(presentation: presentation, attachmentKind: shownKind))),
         ]
 
-        // Engagement, nested as EngagementRates describes.
-        let rates = category.rates(for: presentation)
+        // Engagement, nested as EngagementRates describes, at the device's own rates.
+        let rates = DevicePropensity.rates(category.rates(for: presentation), shift: device.propensity)
         var tally = EngagementTally()
         tally[.displayed] = 1
         var last = displayedAt
@@ -349,13 +357,16 @@ public struct SimulationOptions: Sendable, Equatable {
     }
 }
 
-/// One simulated device: its network for the whole run, its usual speed there and its arm.
+/// One simulated device: its network for the whole run, its usual speed there, its arm and how
+/// readily its owner engages.
 public struct SimulatedDevice: Sendable, Equatable {
     public var id: String
     public var network: NetworkType
     public var profile: NetworkProfile
     /// Nil outside the experiment or without one.
     public var arm: ExperimentArm?
+    /// The device's log-odds shift of every engagement rate (`DevicePropensity`); 0 without one.
+    public var propensity: Double = 0
 }
 
 /// The remaining events of a simulator copy, in batches.

@@ -22,11 +22,30 @@ public enum LiftScale: String, Hashable, Sendable, CaseIterable {
     case absolute
 }
 
-/// An interval and a two-sided p-value for `lift == 0`.
+/// An interval and a two-sided p-value for `lift == 0`, the p-value the interval's: below alpha
+/// exactly when the interval excludes 0, so adjusted when the interval is (`correction`).
 public struct LiftTestResult: Hashable, Sendable {
     public let estimate: Double
     public let interval: ConfidenceInterval
     public let pValue: Double
+    /// The comparison's own p-value, before any adjustment for multiple comparisons.
+    public let unadjustedPValue: Double
+    /// How `pValue` was adjusted from `unadjustedPValue` (and the interval's level lowered).
+    public let correction: MultipleTesting
+
+    init(estimate: Double, interval: ConfidenceInterval, pValue: Double, correction: MultipleTesting = .none) {
+        self.estimate = estimate
+        self.interval = interval
+        self.pValue = correction.adjust(pValue)
+        unadjustedPValue = pValue
+        self.correction = correction
+    }
+
+    /// This test with its p-value adjusted by `correction`; the interval must already be at
+    /// `correction.perComparison(alpha)`.
+    public func adjusted(by correction: MultipleTesting) -> LiftTestResult {
+        LiftTestResult(estimate: estimate, interval: interval, pValue: unadjustedPValue, correction: correction)
+    }
 }
 
 /// The lift of a variant (group 1) over a control (group 2), estimated as GrowthBook's gbstats
