@@ -29,20 +29,17 @@ public struct IngestionHealth: Sendable {
         public var activeHere: Bool?
         public var eventsProcessed: Int
         public var checkpointUpdatedAt: Timestamp?
-        /// Seconds since the checkpoint last moved, by the database's clock.
-        public var checkpointAgeSeconds: Double?
-        /// Events stored after the checkpoint, counted up to `eventsBehindLimit`.
-        public var eventsBehind: Int
-        public var eventsBehindLimit: Int
+        /// Events in the log after the checkpoint (`engage_projector_lag_events`).
+        public var lagEvents: Int
+        /// How long the oldest of them has been in the log, 0 when none (`engage_projector_lag_seconds`).
+        public var lagSeconds: Double
 
-        public init(activeHere: Bool?, eventsProcessed: Int, checkpointUpdatedAt: Timestamp?, checkpointAgeSeconds: Double?,
-                    eventsBehind: Int, eventsBehindLimit: Int) {
+        public init(activeHere: Bool?, eventsProcessed: Int, checkpointUpdatedAt: Timestamp?, lagEvents: Int, lagSeconds: Double) {
             self.activeHere = activeHere
             self.eventsProcessed = eventsProcessed
             self.checkpointUpdatedAt = checkpointUpdatedAt
-            self.checkpointAgeSeconds = checkpointAgeSeconds
-            self.eventsBehind = eventsBehind
-            self.eventsBehindLimit = eventsBehindLimit
+            self.lagEvents = lagEvents
+            self.lagSeconds = lagSeconds
         }
     }
 
@@ -142,18 +139,18 @@ public struct HealthView: Sendable {
 
         html += "<div class=\"grid\"><section class=\"card\"><h2>Projector</h2>"
         if let projector = h.projector {
-            let behind = projector.eventsBehind >= projector.eventsBehindLimit ? "at least \(projector.eventsBehindLimit)" : String(projector.eventsBehind)
             let facts: [(String, String)] = [
                 ("in this process", projector.activeHere.map { $0 ? "active" : "standing by" } ?? "not run here"),
                 ("events folded", String(projector.eventsProcessed)),
-                ("events waiting", behind),
+                ("lag: events waiting", String(projector.lagEvents)),
+                ("lag: oldest waiting for", Self.duration(projector.lagSeconds)),
                 ("checkpoint moved", projector.checkpointUpdatedAt?.rfc3339 ?? "never"),
-                ("checkpoint age", projector.checkpointAgeSeconds.map(Self.duration) ?? ReportText.missing),
             ]
-            html += "<dl class=\"facts\" data-events-behind=\"\(projector.eventsBehind)\">"
+            html += "<dl class=\"facts\" data-lag-events=\"\(projector.lagEvents)\" data-lag-seconds=\"\(Markup.number(projector.lagSeconds))\">"
                 + facts.map { "<dt>\(Markup.text($0.0))</dt><dd>\(Markup.text($0.1))</dd>" }.joined() + "</dl>"
             html += "<p class=\"small muted\">The report is as current as the checkpoint: events waiting are not in it yet. "
-                + "The checkpoint's age grows while nothing new arrives.</p>"
+                + "The lag is what <code>/metrics</code> shows as <code>engage_projector_lag_events</code> and "
+                + "<code>engage_projector_lag_seconds</code>.</p>"
         } else {
             html += "<p>The database could not be read.</p>"
         }

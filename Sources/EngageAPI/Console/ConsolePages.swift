@@ -175,8 +175,8 @@ extension ConsoleRoutes {
         if let checkpoint = try? await reads.projector() {
             projector = IngestionHealth.Projector(
                 activeHere: gauge("engage_projector_active").map { $0 > 0 }, eventsProcessed: checkpoint.eventsProcessed,
-                checkpointUpdatedAt: checkpoint.updatedAt, checkpointAgeSeconds: checkpoint.ageSeconds,
-                eventsBehind: checkpoint.eventsBehind, eventsBehindLimit: ConsoleQueries.eventsBehindLimit)
+                checkpointUpdatedAt: checkpoint.lag.checkpointAt, lagEvents: checkpoint.lag.events,
+                lagSeconds: checkpoint.lag.seconds)
         }
         let metrics = sampler.metrics
         let health = IngestionHealth(

@@ -255,7 +255,7 @@ struct ConsoleBrowserTests {
         let status400 = #"engage_http_requests_total{route="/v1/events",status="400"}"#
         #expect(html.contains(#"data-status="400" data-count="\#(sample(status400) ?? "?")""#))
         #expect(html.contains(#"data-field="event_id" data-count="1""#) && html.contains(#"data-field="event" data-count="1""#))
-        #expect(html.contains(#"data-events-behind="0""#))
+        #expect(html.contains(#"data-lag-events="0""#))
     }
 }
 

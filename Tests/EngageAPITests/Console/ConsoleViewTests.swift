@@ -43,6 +43,17 @@ import Testing
         return pages
     }
 
+    @Test func theProjectorPanelShowsTheLagAsMetricsDefineIt() {
+        let health = IngestionHealth(
+            rates: [], acceptedHistory: [], sampleSeconds: 5, accepted: 0, duplicates: 0, rejected: 0, requestsByStatus: [],
+            rejectedByField: [], queueEvents: 0, poolInUse: 0, poolWaiting: 0, connectionsOpen: 0,
+            projector: .init(activeHere: nil, eventsProcessed: 1_000, checkpointUpdatedAt: nil, lagEvents: 42, lagSeconds: 3.5))
+        let body = HealthView(health: health, viewer: Self.viewer).page().body
+        #expect(body.contains(#"data-lag-events="42""#))
+        #expect(body.contains(#"data-lag-seconds="3.5""#))
+        #expect(body.contains("engage_projector_lag_seconds"))
+    }
+
     @Test func textFromTheDataIsEscapedEverywhere() {
         for page in Self.pages(category: Self.hostile) {
             #expect(!page.contains("<script"), "\(page.prefix(200))")
