@@ -46,7 +46,7 @@ public struct ReportView: Sendable {
         html += "<p class=\"small muted\">Generated \(Markup.text(report.generatedAt.rfc3339)) · grouped by "
             + "\(Markup.text(report.grouping.rawValue)) · rates per displayed notification with 95% intervals</p>"
         html += "<aside class=\"caveat\" role=\"note\"><strong>Read this first.</strong> \(Markup.text(EngagementReport.caveat))</aside>"
-        if report.total.rich.displayed + report.total.plain.displayed == 0 {
+        if report.total.rich[.displayed] + report.total.plain[.displayed] == 0 {
             html += "<section class=\"card\"><p>No displayed notifications match these filters yet.</p></section>"
             return ConsolePage(title: "Report", section: .report, viewer: viewer, notice: notice, body: html)
         }
@@ -83,7 +83,7 @@ public struct ReportView: Sendable {
         html += "</tr></thead><tbody>"
         for group in report.groups + [report.total] {
             html += "<tr><td>\(Markup.link("#" + Self.anchor(group.key), group.key.label))</td>"
-                + "<td>\(group.rich.displayed)</td><td>\(group.plain.displayed)</td>"
+                + "<td>\(group.rich[.displayed])</td><td>\(group.plain[.displayed])</td>"
             for metric in metrics {
                 guard let comparison = group.metrics.first(where: { $0.metric == metric }), let lift = comparison.absoluteLift else {
                     html += "<td class=\"muted\">\(ReportText.missing)</td>"
@@ -113,9 +113,9 @@ public struct ReportView: Sendable {
         + "dots are rates, bars their 95% intervals</p>"
 
     static func counts(_ group: ReportGroup) -> String {
-        "<p class=\"small muted\">displayed: rich \(group.rich.displayed), plain \(group.plain.displayed) · "
-            + "delivered: rich \(group.rich.delivered), plain \(group.plain.delivered) · not displayed: "
-            + "\(group.notDisplayed.notifications)</p>"
+        "<p class=\"small muted\">displayed: rich \(group.rich[.displayed]), plain \(group.plain[.displayed]) · "
+            + "delivered: rich \(group.rich[.delivered]), plain \(group.plain[.delivered]) · not displayed: "
+            + "\(group.notDisplayed[.notifications])</p>"
     }
 
     /// One row per metric; its data attributes carry the exact numbers the row shows rounded.
