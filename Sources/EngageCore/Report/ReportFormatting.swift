@@ -71,14 +71,15 @@ enum ReportFormat {
             + signed(estimate.interval.upper * 100, 1) + "]" + (estimate.isSignificant ? " *" : "")
     }
 
-    /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, both; `missing` without both figures.
+    /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, `DIRECTION and SIGNIFICANCE differ`;
+    /// `missing` without both figures.
     static func disagreement(_ summary: StratifiedMetricSummary) -> String {
         guard summary.crude != nil, summary.riskRatio != nil else { return missing }
         guard let disagreement = summary.crudeDisagreement else { return "agree" }
         var parts: [String] = []
         if disagreement.direction { parts.append("DIRECTION") }
         if disagreement.significance { parts.append("SIGNIFICANCE") }
-        return parts.joined(separator: " and ") + " differs"
+        return parts.joined(separator: " and ") + (parts.count == 1 ? " differs" : " differ")
     }
 
     /// `<0.001`, `0.012`, `1.000`.
