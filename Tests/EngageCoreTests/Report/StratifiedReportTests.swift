@@ -57,7 +57,7 @@ import Testing
         let cmh = try #require(summary.cochranMantelHaenszel)
         #expect(matches(cmh.statistic, vector.cmh.statistic, relative: 1e-9))
         #expect(matches(cmh.pValue, vector.cmh.pValue, relative: 1e-9))
-        // Cochran's Q on log ratios, p = 0.174 in docs/report-stratified-draft.md; the engine is
+        // Cochran's Q on log ratios, p = 0.174 in docs/report-statistics.md; the engine is
         // checked against statsmodels in StratifiedComparisonTests.
         let homogeneity = try #require(summary.homogeneity)
         #expect(homogeneity.test.degreesOfFreedom == 2)
