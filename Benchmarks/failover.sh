@@ -5,6 +5,7 @@
 #
 #   Benchmarks/failover.sh                 build release, ROUNDS kills with each of the settings
 #   BUILD=0 ROUNDS=5 SETTINGS=fast Benchmarks/failover.sh
+#   VICTIM=secondary Benchmarks/failover.sh   the synchronous secondary lost instead
 #
 # In one run, in a new directory under WORK_PARENT: a monitor and two nodes (three clusters, run
 # by pg_autoctl as the postgres user when run as root, --auth trust --no-ssl, free ports), the
@@ -24,9 +25,15 @@
 # so a busy machine moves them by little. Progress goes to stderr, the report to stdout. Ctrl-C
 # or SIGTERM stops everything it started and removes the run's directory.
 #
+# With VICTIM=secondary each round kills the secondary instead: commits wait for it until the
+# monitor moves the primary to wait_primary (synchronous replication off), engage answering 503
+# to those that wait longer than its --commit-timeout (10 s); the time is from the kill to the
+# first request started after it that was acknowledged, and to the monitor's wait_primary.
+#
 # Settings (environment):
 #   ROUNDS=5             kills per setting, 1-20
 #   SETTINGS=both        fast, default or both
+#   VICTIM=primary       primary or secondary: the node each round kills
 #   CLIENTS=4            load loops, 1-32
 #   RETRY_MS=100         pause between a client's attempts after a refusal or no answer
 #   BUILD=1              run `swift build -c release` first (ignored when ENGAGE_BIN is set)
@@ -37,23 +44,16 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ROUNDS=${ROUNDS:-5}
 SETTINGS=${SETTINGS:-both}
-CLIENTS=${CLIENTS:-4}
-RETRY_MS=${RETRY_MS:-100}
-BUILD=${BUILD:-1}
-ENGAGE_BIN=${ENGAGE_BIN:-}
-WORK_PARENT=${WORK_PARENT:-/var/tmp}
-KEEP_WORK=${KEEP_WORK:-0}
+VICTIM=${VICTIM:-primary}
 APP=failover-bench
 
-log() { printf '%s failover.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage_error() { printf 'failover.sh: %s\nusage: [ROUNDS=n] [SETTINGS=fast|default|both] [BUILD=0] Benchmarks/failover.sh (settings in the header)\n' "$1" >&2; exit 64; }
-require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
+SCRIPT=failover.sh
+USAGE="[ROUNDS=n] [SETTINGS=fast|default|both] [VICTIM=primary|secondary] [BUILD=0] Benchmarks/failover.sh (settings in the header)"
+source "$ROOT/Benchmarks/common.sh"
 require_int ROUNDS "$ROUNDS" 1 20
-require_int CLIENTS "$CLIENTS" 1 32
-require_int RETRY_MS "$RETRY_MS" 10 5000
 case $SETTINGS in fast) PHASES=(fast) ;; default) PHASES=(default) ;; both) PHASES=(default fast) ;;
     *) usage_error "SETTINGS=$SETTINGS: expected fast, default or both" ;; esac
+[[ $VICTIM == primary || $VICTIM == secondary ]] || usage_error "VICTIM=$VICTIM: expected primary or secondary"
 command -v pg_autoctl >/dev/null || die "pg_autoctl is missing: bash scripts/install-deps"
 command -v curl >/dev/null || die "curl is missing"
 
@@ -63,11 +63,7 @@ for version in $(ls /usr/lib/postgresql 2>/dev/null | sort -rn); do
 done
 [[ -n $PG_BIN ]] || die "no installed PostgreSQL has the pgautofailover extension (postgresql-N-auto-failover)"
 
-if [[ -z $ENGAGE_BIN ]]; then
-    if [[ $BUILD == 1 ]]; then log "building release"; (cd "$ROOT" && swift build -c release >&2); fi
-    ENGAGE_BIN="$ROOT/.build/release/engage"
-fi
-[[ -x $ENGAGE_BIN ]] || die "$ENGAGE_BIN is not an executable"
+resolve_engage "$ROOT"
 
 WORK=$(mktemp -d "$WORK_PARENT/engage-failover-XXXXXX")
 chmod 755 "$WORK"
@@ -96,13 +92,8 @@ cleanup() {
     if [[ $KEEP_WORK == 1 ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
     exit $status
 }
-trap 'log "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
-    || echo $((20000 + RANDOM % 20000)); }
 PORTS=()
 while (( ${#PORTS[@]} < 4 )); do
     port=$(free_port)
@@ -119,17 +110,6 @@ start_keeper() { # name
     KEEPER[$1]=$!
 }
 
-# Every pid descending from $1, itself included.
-process_tree() {
-    local pids=("$1") index=0 table
-    table=$(ps -e -o pid=,ppid=)
-    while (( index < ${#pids[@]} )); do
-        pids+=($(awk -v parent="${pids[$index]}" '$2 == parent { print $1 }' <<<"$table"))
-        index=$((index + 1))
-    done
-    echo "${pids[@]}"
-}
-
 kill_node() { # name: the keeper and every process of it (the postmaster and its children), at once
     local tree
     tree=$(process_tree "${KEEPER[$1]}")
@@ -137,15 +117,6 @@ kill_node() { # name: the keeper and every process of it (the postmaster and its
     kill -KILL $tree 2>/dev/null || true
     wait "${KEEPER[$1]}" 2>/dev/null || true
     unset "KEEPER[$1]"
-}
-
-wait_until() { # seconds description command...
-    local deadline=$((SECONDS + $1)) what=$2
-    shift 2
-    until "$@"; do
-        (( SECONDS < deadline )) || die "no $what within ${deadline}s"
-        sleep 0.2
-    done
 }
 
 # One node primary and the other its synchronous secondary, as reported and as assigned.
@@ -203,31 +174,8 @@ KEY=$("$ENGAGE_BIN" keys create --database "$URL" --app "$APP" --name failover-b
 SERVER_PID=$!
 wait_until 60 "engage /readyz" curl -sf -o /dev/null "http://127.0.0.1:$HTTP_PORT/readyz"
 
-# A client: one new event per request, resent every RETRY_MS until acknowledged. Each attempt
-# is logged as: start end status event_id.
-PAUSE=$(awk -v ms="$RETRY_MS" 'BEGIN { print ms / 1000 }')
-client() {
-    local out="$WORK/load/client-$1.log" id body start status
-    while [[ ! -e $WORK/load/stop ]]; do
-        id=$(cat /proc/sys/kernel/random/uuid)
-        body="[{\"event_id\":\"$id\",\"type\":\"displayed\",\"notification_id\":\"n-$id\",\"device_id\":\"d$1\",\"category\":\"bench\",\"occurred_at\":\"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\",\"presentation\":\"rich\",\"attachment_kind\":\"image\"}]"
-        while :; do
-            start=$(date +%s.%N)
-            status=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 -H "Authorization: Bearer $KEY" \
-                -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$HTTP_PORT/v1/events" || true)
-            echo "$start $(date +%s.%N) $status $id" >>"$out"
-            [[ $status == 200 ]] && break
-            [[ -e $WORK/load/stop ]] && break 2
-            sleep "$PAUSE"
-        done
-    done
-}
 for c in $(seq 1 "$CLIENTS"); do client "$c" & LOAD_PIDS+=($!); done
 
-acknowledged_since() { awk -v t="$1" '$3 == 200 && $1 > t' "$WORK"/load/client-*.log 2>/dev/null | wc -l; }
-acknowledged_at_least() { (( $(acknowledged_since "$1") >= $2 )); } # since count
-first_ack_after() { awk -v t="$1" '$3 == 200 && $1 > t { print $2 }' "$WORK"/load/client-*.log | sort -n | head -1; }
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 declare -A RESULTS=()
 ROWS=()
@@ -238,13 +186,18 @@ for phase in "${PHASES[@]}"; do
         now=$(date +%s.%N)
         wait_until 60 "acknowledgements before the kill" acknowledged_at_least "$now" 20
         victim=$PRIMARY
+        [[ $VICTIM == secondary ]] && { [[ $PRIMARY == node1 ]] && victim=node2 || victim=node1; }
         kill_node "$victim"
         killed=$(date +%s.%N)
         log "$phase round $round: killed $victim"
         wait_until 300 "acknowledgement after the kill" acknowledged_at_least "$killed" 1
         first=$(first_ack_after "$killed")
-        promoted=$(monitor_sql "SELECT extract(epoch FROM min(eventtime)) FROM pgautofailover.event
-                                WHERE reportedstate = 'wait_primary' AND nodename <> '$victim' AND eventtime > to_timestamp($killed)")
+        # Writes may resume before the keeper reports the new state: wait for the monitor's record.
+        promoted_at() { monitor_sql "SELECT extract(epoch FROM min(eventtime)) FROM pgautofailover.event
+                                     WHERE reportedstate = 'wait_primary' AND nodename <> '$victim' AND eventtime > to_timestamp($killed)"; }
+        recorded() { [[ -n $(promoted_at) ]]; }
+        wait_until 60 "the monitor's record of a writable primary" recorded
+        promoted=$(promoted_at)
         ack_s=$(awk -v a="$first" -v b="$killed" 'BEGIN { printf "%.2f", a - b }')
         writable_s=$(awk -v a="$promoted" -v b="$killed" 'BEGIN { printf "%.2f", a - b }')
         log "$phase round $round: first acknowledgement after ${ack_s}s (new primary writable after ${writable_s}s)"
@@ -267,12 +220,12 @@ duplicated=$(( $(wc -l <"$WORK/stored") - $(sort -u "$WORK/stored" | wc -l) ))
 refusals=$(awk '$3 != 200 { n[$3 == "000" ? "no answer" : $3]++ } END { for (s in n) printf "%s%s: %d", (k++ ? ", " : ""), s, n[s] }' \
     "$WORK"/load/client-*.log)
 
-echo "### Failover: from the primary's loss to the first acknowledged event"
+echo "### Failover: from the $VICTIM's loss to the first acknowledged event"
 echo
 echo "$(date -u +%Y-%m-%d), $(nproc) cores, PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }'), $(pg_autoctl --version | head -1);"
-echo "$CLIENTS clients retrying every ${RETRY_MS} ms; \`Benchmarks/failover.sh\` (ROUNDS=$ROUNDS SETTINGS=$SETTINGS)."
+echo "$CLIENTS clients retrying every ${RETRY_MS} ms; \`Benchmarks/failover.sh\` (ROUNDS=$ROUNDS SETTINGS=$SETTINGS VICTIM=$VICTIM)."
 echo
-echo "| settings | round | node killed | monitor reports the new primary (s) | first acknowledgement (s) |"
+echo "| settings | round | node killed | monitor reports a primary writing alone, wait_primary (s) | first acknowledgement (s) |"
 echo "|---|---|---|---|---|"
 printf '%s\n' "${ROWS[@]}"
 echo

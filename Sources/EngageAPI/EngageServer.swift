@@ -31,6 +31,17 @@ public struct EngageServer: Sendable {
         public var queueCapacity = 50_000
         /// Events waiting before a commit starts beside a running one (see `IngestQueue`).
         public var parallelCommitEvents = 100
+        /// How long a request may wait for its group commit before the commit is interrupted (or
+        /// the request, still queued, refused) and it is answered 503 (see `Committer`): shorter
+        /// than clients' own timeouts, longer than any healthy commit, and no longer than the HTTP
+        /// shutdown grace, so that a stuck commit is answered before shutdown gives up on it.
+        public var commitTimeout = Duration.seconds(10)
+        /// A read replica for what only reads (reports, analysis and strategy replays), nil for none.
+        public var readDatabase: PostgresConfiguration?
+        /// Connections to the read replica.
+        public var readPoolSize = 4
+        /// When the replica is not read (see `ReadDatabase`).
+        public var readReplica = ReadDatabase.Configuration()
         public var ingest = IngestRoute.Configuration()
         public var keyCacheLifetime = Duration.seconds(5)
         /// Run the engagement projector in this process (one process is active; others stand by).
@@ -46,6 +57,8 @@ public struct EngageServer: Sendable {
     }
 
     public let pool: ConnectionPool
+    /// Where reads go: `pool`, or the read replica's pool when one is configured and usable.
+    public let reads: ReadDatabase
     public let server: HTTPServer
     public let store: EventStore
     public let keys: KeyStore
@@ -69,15 +82,21 @@ public struct EngageServer: Sendable {
                                 time: time)
         let metrics = IngestMetrics(registry: registry)
         let committer = Committer(queue: queue, database: database, metrics: CommitterMetrics(registry: registry),
-                                  committers: configuration.committers, logger: logger)
+                                  committers: configuration.committers, commitTimeout: configuration.commitTimeout, time: time,
+                                  logger: logger)
         registry.gauge("engage_ingest_queue_events", help: "Events waiting for group commit.") { Double(queue.depth) }
         registry.gauge("engage_postgres_pool_in_use", help: "Pooled PostgreSQL connections in use (the committers' own not counted).") { Double(pool.statistics.inUse) }
         registry.gauge("engage_postgres_pool_waiting", help: "Tasks waiting for a PostgreSQL connection.") { Double(pool.statistics.waiting) }
 
-        let scheduler = Scheduler(pool: pool, configuration: configuration.scheduler, time: time, logger: logger,
+        let reads = ReadDatabase(primary: pool,
+                                 replica: configuration.readDatabase.map { ConnectionPool(configuration: $0, size: configuration.readPoolSize) },
+                                 configuration: configuration.readReplica, time: time, logger: logger,
+                                 metrics: ReadReplicaMetrics(registry: registry))
+        self.reads = reads
+        let scheduler = Scheduler(pool: pool, reads: reads, configuration: configuration.scheduler, time: time, logger: logger,
                                   metrics: SchedulerMetrics(registry: registry))
-        let api = try Self.api(configuration, keys: keys, appender: queue, metrics: metrics, pool: pool, scheduler: scheduler,
-                               registry: registry)
+        let api = try Self.api(configuration, keys: keys, appender: queue, metrics: metrics, pool: pool, reads: reads,
+                               scheduler: scheduler, registry: registry)
         routes = api.router.patterns
         let server = try Self.httpServer(serving: api, configuration, registry: registry, logger: logger)
         self.server = server
@@ -104,10 +123,12 @@ public struct EngageServer: Sendable {
     }
 
     /// Every route, deciding with `keys` who may do what and handing accepted events to
-    /// `appender`; the routes that read reports and experiments use `pool`.
+    /// `appender`; the routes of experiments use `pool`, reports and replays read on `reads`
+    /// (`pool` alone when nil).
     public static func api(_ configuration: Configuration, keys: any KeyLookup, appender: any BatchAppending,
-                           metrics: IngestMetrics, pool: ConnectionPool, scheduler: Scheduler,
+                           metrics: IngestMetrics, pool: ConnectionPool, reads: ReadDatabase? = nil, scheduler: Scheduler,
                            registry: MetricsRegistry) throws -> EngageAPI {
+        let reads = reads ?? ReadDatabase(primary: pool)
         let time = configuration.time
         let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
             KeyRateLimiter(limit: $0, time: time)
@@ -119,11 +140,11 @@ public struct EngageServer: Sendable {
         return EngageAPI(
             ingest: IngestRoute(authenticator: authenticator, appender: appender, configuration: configuration.ingest,
                                 metrics: metrics, time: time),
-            report: ReportRoute(authenticator: authenticator, pool: pool, time: time),
+            report: ReportRoute(authenticator: authenticator, reads: reads, time: time),
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
             experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool, time: time),
                                           scheduler: scheduler, deviceIDHasher: configuration.ingest.deviceIDHasher, time: time),
-            simulate: StrategyReplayRoute(authenticator: authenticator, pool: pool, time: time), console: console)
+            simulate: StrategyReplayRoute(authenticator: authenticator, reads: reads, time: time), console: console)
     }
 
     /// The HTTP server of `api`, with the transport limits of `configuration`, every response
@@ -148,6 +169,12 @@ public struct EngageServer: Sendable {
     }
 
     public var port: Int { server.port }
+
+    /// Closes the connection pools, once `run()` has returned.
+    public func closePools() async {
+        await reads.closeReplica()
+        await pool.close()
+    }
 
     /// True when the web console is among the routes.
     public var consoleServed: Bool { routes.contains(where: EngageAPI.isConsole) }

@@ -84,7 +84,9 @@ public struct EventStore: Sendable {
         let rows = rowsInIDOrder(of: batches, keeping: nil)
         if !zip(rows, rows.dropFirst()).contains(where: { $0.id == $1.id }) {
             do {
-                try copy(rows, of: batches, into: copyStatement, on: connection)
+                // A warning during the COPY's commit (a cancelled wait for a synchronous standby)
+                // means stored on the primary alone: a failure, retried by the client.
+                try connection.failingOnWarnings { try copy(rows, of: batches, into: copyStatement, on: $0) }
                 return batches.map { batch in
                     AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
                 }
@@ -126,12 +128,24 @@ public struct EventStore: Sendable {
             }
             stored.insert(id)
         }
+        if stored.count < seen.count { try waitForDurabilityOfFoundEvents(on: connection) }
         return zip(batches, firstOfID).map { batch, first in
             AppendResult(outcomes: batch.rowOfItem.map { row in
                 guard let row, first[row], stored.contains(batch.ids[row]) else { return .duplicate }
                 return .stored
             })
         }
+    }
+
+    /// Makes this transaction's commit wait for what it found already in the log to be as
+    /// durable as configured. A retry reports events found in the log as stored, yet their first
+    /// attempt may have committed on the primary alone (its wait for the synchronous standby
+    /// cancelled, its client told 503) and the retry itself writes nothing, and PostgreSQL makes
+    /// only a transaction that wrote WAL wait for the standby. A transactional logical message is
+    /// the smallest WAL write there is (no table, no privilege needed); the commit then waits
+    /// until the standby holds the WAL up to it, which includes the earlier commit.
+    private static func waitForDurabilityOfFoundEvents(on connection: Connection) throws {
+        try connection.execute("SELECT pg_logical_emit_message(true, 'engage', 'duplicates found')")
     }
 
     /// Created once per session (the database role needs the TEMPORARY privilege, which PUBLIC

@@ -43,22 +43,25 @@ public struct Scheduler: Service {
     }
 
     public let pool: ConnectionPool
+    /// Where analyses replay the log: a read replica when one is configured and fresh enough,
+    /// this pool otherwise. Runs are claimed, leased and stored on `pool` (the primary).
+    public let reads: ReadDatabase
     public let configuration: Configuration
     /// Schedules are evaluated at its wall clock and analyses stamped with it; the poll interval
     /// and lease renewals wait on its monotonic clock.
     public let time: any TimeSource
     public let logger: Logger
     public let metrics: SchedulerMetrics
-    private let runner: ExperimentRunner
 
-    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), time: any TimeSource = SystemTime(),
-                logger: Logger, metrics: SchedulerMetrics = SchedulerMetrics(registry: MetricsRegistry())) {
+    public init(pool: ConnectionPool, reads: ReadDatabase? = nil, configuration: Configuration = Configuration(),
+                time: any TimeSource = SystemTime(), logger: Logger,
+                metrics: SchedulerMetrics = SchedulerMetrics(registry: MetricsRegistry())) {
         self.pool = pool
+        self.reads = reads ?? ReadDatabase(primary: pool)
         self.configuration = configuration
         self.time = time
         self.logger = logger
         self.metrics = metrics
-        runner = ExperimentRunner(pool: pool, chunkSize: configuration.chunkSize)
     }
 
     /// host-pid-random, unique per scheduler instance.
@@ -202,6 +205,7 @@ public struct Scheduler: Service {
         try await configuration.failpoint("scheduler.after-claim")
         let record: ExperimentRecord
         let outcome: ExperimentRunner.Outcome
+        let source: ReadSource
         do {
             guard let found = try await ExperimentStore(pool: pool).get(claim.experimentID) else {
                 throw ExperimentStoreError.notFound(claim.experimentID)
@@ -212,10 +216,14 @@ public struct Scheduler: Service {
                     SELECT count(*) FROM experiment_runs WHERE experiment_id = \(claim.experimentID) AND status = 'done'
                     """)[0].decode(0, as: Int.self)
             }
-            outcome = try await whileRenewingLease(claim) {
-                let outcome = try await runner.analyse(record.definition, previousRuns: previous, now: time.wallClock)
+            let chunkSize = configuration.chunkSize
+            (outcome, source) = try await whileRenewingLease(claim) {
+                let read = try await reads.read { pool in
+                    try await ExperimentRunner(pool: pool, chunkSize: chunkSize)
+                        .analyse(record.definition, previousRuns: previous, now: time.wallClock)
+                }
                 try await configuration.failpoint("scheduler.after-analysis")
-                return outcome
+                return (read.value, read.source)
             }
             try await configuration.failpoint("scheduler.before-finish")
         } catch is CancellationError {
@@ -232,7 +240,7 @@ public struct Scheduler: Service {
                                                    "attempt": String(claim.attempt), "final": String(failed), "error": "\(error)"])
             return false
         }
-        let stored = try await finish(claim, outcome.result, appID: record.definition.appID)
+        let stored = try await finish(claim, outcome.result, appID: record.definition.appID, readFrom: source)
         if stored {
             metrics.done.increment()
             metrics.runSeconds.observe(stopwatch.elapsed)
@@ -241,6 +249,7 @@ public struct Scheduler: Service {
                 "experiment": claim.experimentID, "run.id": String(claim.runID), "scheduled.for": claim.scheduledFor.rfc3339,
                 "decision": outcome.result.decision.code, "event.count": String(outcome.events),
                 "notification.count": String(outcome.notifications), "duration.ms": stopwatch.millisecondsText,
+                "read.from": source.database.rawValue, "read.lag.s": source.lagSeconds,
             ])
         } else {
             metrics.leaseLost.increment()
@@ -288,10 +297,12 @@ public struct Scheduler: Service {
     }
 
     /// Stores the result in one transaction that re-checks the lease, appends the decision to the
-    /// log and stops a running experiment the decision ends; false when the lease was lost.
-    func finish(_ claim: Claim, _ result: ExperimentRunResult, appID: String) async throws -> Bool {
+    /// log and stops a running experiment the decision ends; false when the lease was lost. The
+    /// stored result says where the replay read the log (a `read_from` member beside the
+    /// analysis's own); the log's entry holds the analysis alone.
+    func finish(_ claim: Claim, _ result: ExperimentRunResult, appID: String, readFrom: ReadSource = .primary) async throws -> Bool {
         let owner = configuration.ownerID
-        let json = PostgresJSONB(result.canonicalJSON)
+        let json = PostgresJSONB(readFrom.addingMember(to: result.canonicalJSON))
         let decision = result.decision.code
         let entry = ExperimentLogEntry.analysed(result, appID: appID, runID: claim.runID, scheduledFor: claim.scheduledFor,
                                                 isManual: claim.isManual)

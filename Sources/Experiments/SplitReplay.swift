@@ -34,7 +34,9 @@ enum SplitReplay {
                 for _ in 1..<lanes {
                     group.addTask {
                         do {
-                            return try await pool.withConnection { connection in
+                            // Cancelled once the ranges are gone, which must not cut short a
+                            // lane that is reading one: only the wait for a connection ends.
+                            return try await pool.withConnection(interruptingOnCancel: false) { connection in
                                 try importAndRead(definition, shared, chunkSize: chunkSize, on: connection)
                             }
                         } catch is CancellationError where shared.isClosed {

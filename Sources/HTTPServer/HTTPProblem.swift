@@ -120,5 +120,13 @@ extension HTTPProblem {
     public static let serviceUnavailable = HTTPProblem(
         status: 503, slug: "unavailable", title: "Service unavailable", detail: "The server is shutting down.")
 
+    /// The answer to a request the server will not finish because it is stopping: 503, to be
+    /// retried in 5 s (at another instance, or at this one restarted).
+    public static var shutdownResponse: HTTPResponse {
+        var response = serviceUnavailable.response
+        response.headers.set("Retry-After", "5")
+        return response
+    }
+
     public static let internalError = HTTPProblem(status: 500, slug: "internal", title: "Internal server error")
 }

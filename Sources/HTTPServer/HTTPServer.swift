@@ -88,7 +88,7 @@ public final class HTTPServer: Sendable {
     deinit {
         // Only reached when run() never ran (run() holds self): answer what was dispatched, stop.
         for context in core.refuseNewWork() {
-            context.finish(with: HTTPProblem.serviceUnavailable.response)
+            context.finish(with: HTTPProblem.shutdownResponse)
         }
         let deadline = ContinuousClock.now + .seconds(2)
         while core.dispatchedCount > 0 && ContinuousClock.now < deadline {
@@ -156,7 +156,7 @@ public final class HTTPServer: Sendable {
         }
         let unfinished = core.refuseNewWork()
         for context in unfinished {
-            context.finish(with: HTTPProblem.serviceUnavailable.response)
+            context.finish(with: HTTPProblem.shutdownResponse)
         }
         // Every suspended connection must be resumed and answered before the daemons stop.
         let settle = clock.now + .seconds(2)

@@ -281,7 +281,7 @@ final class ServerCore: Sendable {
             return true
         }
         guard accepted else {
-            return queue(HTTPProblem.serviceUnavailable.response, for: context)
+            return queue(HTTPProblem.shutdownResponse, for: context)
         }
         // Until the connection is suspended, finish() only records the response, and the
         // access-handler calls that follow queue it.
@@ -292,7 +292,7 @@ final class ServerCore: Sendable {
         if responder.respondInline(to: request, reply: reply) || reply.wasSent {
             takenInline.add(1, ordering: .relaxed)
         } else if case .terminated = jobs.yield(Job(context: context, request: request)) {
-            context.finish(with: HTTPProblem.serviceUnavailable.response)
+            context.finish(with: HTTPProblem.shutdownResponse)
         }
         if case .ready(let response) = context.phase {
             return queue(response, for: context)

@@ -6,10 +6,15 @@ import Foundation
 public final class Connection {
     private var handle: OpaquePointer?
     public let configuration: PostgresConfiguration
+    private let warnings = ServerWarnings()
+    private let interrupter: ConnectionInterrupter?
+    private var socket: Int32 = -1
 
-    /// Connects, blocking until the server answers or the connect timeout passes.
-    public init(configuration: PostgresConfiguration) throws {
+    /// Connects, blocking until the server answers or the connect timeout passes. An
+    /// `interrupter` can end this connection's blocking calls from another thread.
+    public init(configuration: PostgresConfiguration, interrupter: ConnectionInterrupter? = nil) throws {
         self.configuration = configuration
+        self.interrupter = interrupter
         // libpq takes the last value given for a keyword. Engage's defaults come before the
         // connection string, so a URL's own connect_timeout, keepalive settings or
         // application_name win; client_encoding comes after it, since engage sends UTF-8.
@@ -31,13 +36,17 @@ public final class Connection {
             self.handle = nil
             throw PostgresError(kind: .connection, message: "cannot connect to \(configuration): \(message)")
         }
-        // Notices go nowhere: libpq would otherwise print them to stderr.
-        PQsetNoticeProcessor(handle, { _, _ in }, nil)
+        // Warnings are counted (see `failingOnWarnings`); other notices go nowhere.
+        warnings.receive(on: handle)
+        socket = PQsocket(handle)
+        if socket >= 0 { interrupter?.attach(socket: socket) }
     }
 
     deinit { close() }
 
     public func close() {
+        if socket >= 0 { interrupter?.detach(socket: socket) }
+        socket = -1
         if let handle { PQfinish(handle) }
         handle = nil
     }
@@ -127,18 +136,38 @@ public final class Connection {
         if let firstError { throw firstError }
     }
 
-    /// Runs `body` inside BEGIN/COMMIT; rolls back if it throws.
+    /// Runs `body` inside BEGIN/COMMIT; rolls back if it throws. A WARNING during the COMMIT
+    /// makes it throw `.unconfirmedCommit` (see `failingOnWarnings`).
     @discardableResult
     public func transaction<T>(isolation: TransactionIsolation = .readCommitted, _ body: (Connection) throws -> T) throws -> T {
         try execute(SQL(unsafeSQL: "BEGIN ISOLATION LEVEL \(isolation.text)"))
         do {
             let value = try body(self)
-            try execute("COMMIT")
+            try failingOnWarnings { try $0.execute("COMMIT") }
             return value
         } catch {
             if isHealthy { _ = try? execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// Runs `body` and throws `.unconfirmedCommit` if the server sent a WARNING meanwhile, even
+    /// though every statement succeeded. A commit whose wait for synchronous replication was
+    /// cancelled reports success after such a warning, with the transaction committed on the
+    /// primary alone: not as durable as configured, so never to be acknowledged. Any other
+    /// warning during a commit is taken the same way: the caller retries (idempotently).
+    @discardableResult
+    public func failingOnWarnings<T>(_ body: (Connection) throws -> T) throws -> T {
+        let before = warnings.count
+        let value = try body(self)
+        guard warnings.count == before else {
+            let warning = warnings.last
+            throw PostgresError(
+                kind: .unconfirmedCommit, sqlState: warning?.sqlState,
+                message: "the server warned during the commit, which may have reached the primary alone",
+                detail: [warning?.message, warning?.detail].compactMap { $0 }.joined(separator: " "))
+        }
+        return value
     }
 
     /// Runs `statement` (without parameters, e.g. `FETCH 1000 FROM replay`) again and again until

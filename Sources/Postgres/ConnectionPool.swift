@@ -5,6 +5,11 @@ import Synchronization
 /// `withConnection` waits for a free connection, runs the blocking body on that connection's
 /// thread and hands the connection back. Connections open lazily and reopen after the server
 /// restarts; a connection found broken (or left inside a transaction) is closed, never handed out again.
+///
+/// Cancelling the waiting task interrupts the body's blocking call (the connection is closed,
+/// see `ConnectionInterrupter`) and throws `CancellationError`: a service asked to stop while a
+/// query waits for a server that stopped answering, or a commit waits for a standby, stops at
+/// once instead of when the server answers.
 public final class ConnectionPool: Sendable {
     public let configuration: PostgresConfiguration
     public let size: Int
@@ -42,12 +47,26 @@ public final class ConnectionPool: Sendable {
         state.withLock { Statistics(size: size, inUse: size - $0.free.count, waiting: $0.waiters.count) }
     }
 
-    /// Runs `body` with a healthy connection on that connection's own thread.
-    public func withConnection<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+    /// Runs `body` with a healthy connection on that connection's own thread. Cancellation
+    /// interrupts it unless `interruptingOnCancel` is false (then only a wait for a free
+    /// connection is cancelled, and a body that started runs to its end).
+    public func withConnection<T: Sendable>(interruptingOnCancel: Bool = true,
+                                            _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let index = try await acquire()
         defer { release(index) }
         let slot = slots[index]
-        return try await slot.thread.run { try slot.use(body) }
+        guard interruptingOnCancel else { return try await slot.thread.run { try slot.use(body) } }
+        let unit = slot.interrupter.begin(at: .now)
+        defer { slot.interrupter.end(unit) }
+        do {
+            return try await withTaskCancellationHandler {
+                try await slot.thread.run { try slot.use(body) }
+            } onCancel: {
+                slot.interrupter.interrupt(unit, because: .cancelled)
+            }
+        } catch let error as PostgresError where error.kind == .interrupted {
+            throw CancellationError()
+        }
     }
 
     /// Runs `body` inside a transaction (READ COMMITTED unless told otherwise).
@@ -121,6 +140,8 @@ public final class ConnectionPool: Sendable {
 private final class Slot: @unchecked Sendable {
     let thread: WorkerThread
     private let connection: ReusableConnection
+    /// Usable from any thread (see `ConnectionInterrupter`).
+    var interrupter: ConnectionInterrupter { connection.interrupter }
 
     init(index: Int, configuration: PostgresConfiguration) {
         connection = ReusableConnection(configuration: configuration)

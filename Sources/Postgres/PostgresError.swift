@@ -18,6 +18,13 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         case poolClosed
         /// The caller used the connection in a state the operation does not allow.
         case misuse
+        /// Another thread ended the operation (a timeout, or the waiting task's cancellation) by
+        /// closing its connection: whether the server finished it is unknown.
+        case interrupted
+        /// The server warned while committing (such as a cancelled wait for synchronous
+        /// replication): the transaction may have committed on the primary alone, so it is not
+        /// known to be as durable as configured.
+        case unconfirmedCommit
     }
 
     public var kind: Kind

@@ -2,35 +2,52 @@
 /// each use, and replaced after the server restarts or the connection breaks.
 ///
 /// Not thread-safe: the pool keeps one per worker thread, the ingest committers one per thread.
+/// Only `interrupter` may be used from other threads: an owner that brackets its work with
+/// `interrupter.begin`/`end` lets another thread end that work (see `ConnectionInterrupter`).
 public final class ReusableConnection {
     public let configuration: PostgresConfiguration
+    public let interrupter: ConnectionInterrupter
     private var connection: Connection?
 
-    public init(configuration: PostgresConfiguration) {
+    public init(configuration: PostgresConfiguration, interrupter: ConnectionInterrupter = ConnectionInterrupter()) {
         self.configuration = configuration
+        self.interrupter = interrupter
     }
 
     /// Runs `body` with a healthy connection outside any transaction. A connection found broken,
-    /// or left inside a transaction by `body`, is closed and never used again.
+    /// or left inside a transaction by `body`, is closed and never used again. Once the running
+    /// unit of work is interrupted, this throws `.interrupted` instead of what the broken
+    /// connection reported, and starts nothing more.
     public func use<T>(_ body: (Connection) throws -> T) throws -> T {
+        try throwIfInterrupted()
         if let existing = connection, !existing.isHealthy {
             existing.close()
             connection = nil
         }
-        let active: Connection
-        if let existing = connection {
-            active = existing
-        } else {
-            active = try Connection(configuration: configuration)
-            connection = active
+        do {
+            let active: Connection
+            if let existing = connection {
+                active = existing
+            } else {
+                active = try Connection(configuration: configuration, interrupter: interrupter)
+                connection = active
+            }
+            defer { checkIn(active) }
+            return try body(active)
+        } catch {
+            try throwIfInterrupted()
+            throw error
         }
-        defer { checkIn(active) }
-        return try body(active)
     }
 
     public func close() {
         connection?.close()
         connection = nil
+    }
+
+    private func throwIfInterrupted() throws {
+        guard let reason = interrupter.reason else { return }
+        throw PostgresError(kind: .interrupted, message: "the operation was interrupted: it \(reason == .cancelled ? "was cancelled" : "\(reason)")")
     }
 
     /// Keeps the connection only if it is healthy and outside any transaction.

@@ -24,7 +24,8 @@ enum ExperimentCommand {
                     options: common + [format], arguments: [id], run: show),
             Command(name: "start", abstract: "Start a draft experiment; its schedule begins now.", options: common, arguments: [id], run: start),
             Command(name: "stop", abstract: "Stop an experiment; no further runs are scheduled.", options: common, arguments: [id], run: stop),
-            Command(name: "run", abstract: "Analyse an experiment now and print the result as JSON.", options: common, arguments: [id], run: run),
+            Command(name: "run", abstract: "Analyse an experiment now and print the result as JSON.", options: common + ReadOptions.all,
+                    arguments: [id], run: run),
             Command(name: "runs", abstract: "List an experiment's analysis runs, newest first.",
                     options: common + [limit], arguments: [id], run: runs),
             ExperimentSimulate.definition(common: common),
@@ -93,7 +94,9 @@ enum ExperimentCommand {
             var configuration = Scheduler.Configuration()
             let failpoints = Failpoints.fromEnvironment()
             configuration.failpoint = { try failpoints.hit($0) }
-            return try await Scheduler(pool: pool, configuration: configuration, logger: logger).runNow(experimentID: id)
+            return try await ReadOptions.withReads(arguments, primary: pool, size: 2, logger: logger) { reads in
+                try await Scheduler(pool: pool, reads: reads, configuration: configuration, logger: logger).runNow(experimentID: id)
+            }
         }
         guard let result = run.result else {
             throw ExperimentCommandError(detail: "run \(run.id) is \(run.status.rawValue): \(run.error ?? "no result")")

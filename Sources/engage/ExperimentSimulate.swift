@@ -23,7 +23,7 @@ enum ExperimentSimulate {
         Command(
             name: "simulate",
             abstract: "Replay an app's logged deliveries under a strategy: model-based estimates of rich displays, timings, bytes and engagement.",
-            options: common + [app, strategy, since, category, format],
+            options: common + ReadOptions.all + [app, strategy, since, category, format],
             run: run)
     }
 
@@ -44,19 +44,27 @@ enum ExperimentSimulate {
         let logger = CommonOptions.quietLogger(arguments)
         // Reading needs a current schema, not a migration run: a local cluster engage starts is
         // migrated on the way, an external database is only checked.
-        let outcome = try await DatabaseSetup.withPool(arguments, size: 1, logger: logger,
-                                                       migrate: CommonOptions.externalDatabase(arguments) == nil) { pool in
-            if let pending = try await pool.withConnection({ try Migrator.fromSQLDirectory().pendingProblem($0) }) {
-                throw ExperimentCommandError(detail: "the database is not ready for a replay (\(pending)); run: engage migrate")
+        let replay = StrategyReplay(strategy: model, settings: settings)
+        let read = try await DatabaseSetup.withPool(arguments, size: 1, logger: logger,
+                                                    migrate: CommonOptions.externalDatabase(arguments) == nil) { primary in
+            try await ReadOptions.withReads(arguments, primary: primary, size: 1, logger: logger) { reads in
+                try await reads.read { pool in
+                    if let pending = try await pool.withConnection({ try Migrator.fromSQLDirectory().pendingProblem($0) }) {
+                        throw ExperimentCommandError(detail: "the database is not ready for a replay (\(pending)); run: engage migrate")
+                    }
+                    return try await StrategyReplayReader(pool: pool).run(app: app, replay: replay)
+                }
             }
-            return try await StrategyReplayReader(pool: pool).run(app: app, replay: StrategyReplay(strategy: model, settings: settings))
         }
+        let outcome = read.value
         if outcome.undecodable > 0 {
             logger.warning("replay.undecodable", ["events": String(outcome.undecodable)])
         }
         switch arguments[format] {
-        case .text: FileHandle.standardOutput.write(Data(outcome.result.renderText().utf8))
-        case .json: FileHandle.standardOutput.write(Data(outcome.result.renderJSON() + [UInt8(ascii: "\n")]))
+        case .text:
+            let readFrom = ReadOptions.sentence(read.source, arguments).map { $0 + "\n" } ?? ""
+            FileHandle.standardOutput.write(Data((outcome.result.renderText() + readFrom).utf8))
+        case .json: FileHandle.standardOutput.write(Data(read.source.addingMember(to: outcome.result.renderJSON()) + [UInt8(ascii: "\n")]))
         }
     }
 }

@@ -21,7 +21,7 @@ enum ReportCommand {
     static let definition = Command(
         name: "report",
         abstract: "Show engagement of rich versus plain notifications per category, with intervals and lifts.",
-        options: CommonOptions.databaseAndLogging + [app, category, since, until, grouping, format, output],
+        options: CommonOptions.databaseAndLogging + ReadOptions.all + [app, category, since, until, grouping, format, output],
         run: run)
 
     private static func day(_ name: String, help: String) -> Option<UTCDay?> {
@@ -36,18 +36,42 @@ enum ReportCommand {
         // schema. A local cluster engage starts is migrated on the way.
         let setup = try DatabaseSetup.open(arguments, logger: logger, migrate: CommonOptions.externalDatabase(arguments) == nil)
         defer { setup.close() }
-        let connection = try Connection(configuration: setup.configuration)
-        defer { connection.close() }
-        if let problem = try Migrator.fromSQLDirectory().pendingProblem(connection) {
-            throw ReportError(description: "the database is not ready for reports (\(problem)); run: engage migrate")
+        let primary = ConnectionPool(configuration: setup.configuration, size: 1)
+        let now = SystemTime().wallClock
+        let read: ReadDatabase.Read<EngagementReport>
+        do {
+            read = try await ReadOptions.withReads(arguments, primary: primary, size: 1, logger: logger) { reads in
+                try await reads.read { pool in
+                    try await pool.withConnection { connection in
+                        if let problem = try Migrator.fromSQLDirectory().pendingProblem(connection) {
+                            throw ReportError(description: "the database is not ready for reports (\(problem)); run: engage migrate")
+                        }
+                        return try query.run(on: connection, now: now)
+                    }
+                }
+            }
+            await primary.close()
+        } catch {
+            await primary.close()
+            throw error
         }
-        let report = try query.run(on: connection, now: SystemTime().wallClock)
+        let report = read.value
+        // Where it was read: a member of the JSON always, a line in human outputs when a replica
+        // is configured (CSV stays data alone: the line goes to standard error).
+        let readFrom = ReadOptions.sentence(read.source, arguments)
         let bytes: [UInt8]
         switch arguments[format] {
-        case .table: bytes = Array((report.renderTable() + "\n").utf8)
-        case .json: bytes = report.renderJSON() + [UInt8(ascii: "\n")]
-        case .csv: bytes = Array(report.renderCSV().utf8)
-        case .html: bytes = Array(report.renderHTML().utf8)
+        case .table: bytes = Array((report.renderTable() + "\n" + (readFrom.map { $0 + "\n" } ?? "")).utf8)
+        case .json: bytes = read.source.addingMember(to: report.renderJSON()) + [UInt8(ascii: "\n")]
+        case .csv:
+            bytes = Array(report.renderCSV().utf8)
+            if let readFrom { FileHandle.standardError.write(Data((readFrom + "\n").utf8)) }
+        case .html:
+            var html = report.renderHTML()
+            if let readFrom, let end = html.range(of: "</body>", options: .backwards) {
+                html.insert(contentsOf: "<p class=\"read-from\">\(readFrom)</p>\n", at: end.lowerBound)
+            }
+            bytes = Array(html.utf8)
         }
         if let file = arguments[output] {
             try Data(bytes).write(to: URL(fileURLWithPath: file))

@@ -15,7 +15,7 @@ enum SchedulerCommand {
     static let definition = Command(
         name: "scheduler",
         abstract: "Run only the experiment analysis scheduler, until SIGTERM or SIGINT.",
-        options: CommonOptions.databaseAndLogging + [poll, lease],
+        options: CommonOptions.databaseAndLogging + ReadOptions.all + [poll, lease],
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -26,8 +26,10 @@ enum SchedulerCommand {
         let failpoints = Failpoints.fromEnvironment()
         configuration.failpoint = { try failpoints.hit($0) }
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
-            let scheduler = Scheduler(pool: pool, configuration: configuration, logger: logger)
-            try await ServiceGroup(services: [("scheduler", scheduler)], logger: logger).run()
+            try await ReadOptions.withReads(arguments, primary: pool, size: 2, logger: logger) { reads in
+                let scheduler = Scheduler(pool: pool, reads: reads, configuration: configuration, logger: logger)
+                try await ServiceGroup(services: [("scheduler", scheduler)], logger: logger).run()
+            }
         }
     }
 }

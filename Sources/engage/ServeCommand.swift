@@ -71,6 +71,9 @@ enum ServerOptions {
     static let parallelCommitEvents = Option(
         "parallel-commit-events", value: "events", help: "Events waiting before a commit starts while another is running (0: whenever a committer is free).",
         environment: "ENGAGE_PARALLEL_COMMIT_EVENTS", default: defaults.parallelCommitEvents, validate: .range(0...1_000_000))
+    static let commitTimeout = Option(
+        "commit-timeout", value: "seconds", help: "Time a request may wait for its group commit (a primary waiting for a lost standby) before it gets 503.",
+        environment: "ENGAGE_COMMIT_TIMEOUT", default: Int(defaults.commitTimeout.components.seconds), validate: .range(1...3600))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
                                   default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))
     static let maxBodyBytes = Option("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES",
@@ -93,9 +96,9 @@ enum ServerOptions {
 
     static let all: [any CommandOption] = [
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
-        rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents,
+        rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents, commitTimeout,
         maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
-    ]
+    ] + ReadOptions.all
 
     /// The server's configuration from the options; usage errors for what no single option shows.
     static func configuration(_ arguments: ParsedArguments) throws(UsageError) -> EngageServer.Configuration {
@@ -123,6 +126,9 @@ enum ServerOptions {
         }
         server.queueCapacity = arguments[queueCapacity]
         server.parallelCommitEvents = arguments[parallelCommitEvents]
+        server.commitTimeout = .seconds(arguments[commitTimeout])
+        server.readDatabase = ReadOptions.replica(arguments)
+        server.readReplica = ReadOptions.configuration(arguments)
         var limits = IngestLimits()
         limits.maxEvents = arguments[maxEvents]
         limits.event.maxEventBytes = arguments[maxEventBytes]
@@ -151,10 +157,10 @@ enum ServerOptions {
         do {
             try await body(engage, "\(tls == nil ? "http" : "https")://\(configuration.http.host):\(engage.port)", setup)
         } catch {
-            await engage.pool.close()
+            await engage.closePools()
             throw error
         }
-        await engage.pool.close()
+        await engage.closePools()
     }
 
     /// `--hash-device-ids` with its salt; the salt is never repeated in an error.

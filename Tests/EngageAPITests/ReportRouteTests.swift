@@ -72,7 +72,7 @@ struct ReportRouteTests {
     static let topLevelMembers: Set = [
         "report", "version", "generated_at", "grouping", "filters", "confidence", "alpha", "rate_denominator",
         "caveat", "note", "groups", "total", "telemetry", "telemetry_by_attachment", "telemetry_total",
-        "stratified_note", "stratified",
+        "stratified_note", "stratified", "read_from",
     ]
 
     /// A simulated day of one app's traffic that ended an hour ago, as NDJSON bodies of at most

@@ -71,7 +71,8 @@ struct CommitterTests {
 }
 
 /// Results handed to completions from the committers' threads.
-private final class Results: Sendable {
+/// What completions a test collected, in the order they came.
+final class Results: Sendable {
     private let results = Mutex<[Result<AppendResult, Error>]>([])
 
     func append(_ result: Result<AppendResult, Error>) { results.withLock { $0.append(result) } }

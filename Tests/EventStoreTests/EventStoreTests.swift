@@ -181,56 +181,16 @@ struct EventStoreTests {
         // Writers hold their transactions open for random times so commits land out of position order.
         let writers = 6, batchesPerWriter = 25
         let configuration = pool.configuration
-        let writersDone = WritersDone()
-        let tail = Task { () -> [LogPosition: EventID] in
-            var seen: [LogPosition: EventID] = [:]
-            var order: [LogPosition] = []
-            var position = LogPosition.start
-            while true {
-                // Looked at before the read: a read begun after every writer committed that finds
-                // nothing is the end.
-                let done = writersDone.value.load(ordering: .acquiring)
-                let batch = try await store.read(after: position, limit: 37)
-                if batch.isEmpty {
-                    if done { break }
-                    try await Task.sleep(for: .milliseconds(10))
-                    continue
-                }
-                for event in batch {
-                    #expect(seen[event.position] == nil, "repeat at \(event.position)")
-                    seen[event.position] = event.eventID
-                    order.append(event.position)
-                }
-                position = batch.last!.position
-            }
-            #expect(order == order.sorted())
-            return seen
+        let reader = LogTail()
+        let tail = Task { try await reader.run(store) }
+        try await OutOfOrderWriters.run(writers, batches: batchesPerWriter, on: configuration) { writer, batch in
+            EventFactory.items(Int.random(in: 1...8), notificationPrefix: "w\(writer)-\(batch)")
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for writer in 0..<writers {
-                group.addTask {
-                    let connection = try Connection(configuration: configuration)
-                    for batch in 0..<batchesPerWriter {
-                        let items = EventFactory.items(Int.random(in: 1...8), notificationPrefix: "w\(writer)-\(batch)")
-                        try connection.transaction { connection in
-                            // Take a position early, commit late.
-                            _ = try EventStore.appendInOpenTransaction(items, on: connection)
-                            _ = try connection.query("SELECT pg_sleep(\(Double.random(in: 0...0.02)))")
-                        }
-                    }
-                }
-            }
-            try await group.waitForAll()
-        }
-        writersDone.value.store(true, ordering: .releasing)
+        reader.finish()
         let tailed = try await tail.value
+        #expect(tailed.repeated.isEmpty && tailed.isInLogOrder)
         let full = try await store.read(after: .start, limit: 100_000)
-        #expect(tailed.count == full.count)
-        #expect(Dictionary(uniqueKeysWithValues: full.map { ($0.position, $0.eventID) }) == tailed)
+        #expect(tailed.order.count == full.count)
+        #expect(Dictionary(uniqueKeysWithValues: full.map { ($0.position, $0.eventID) }) == tailed.events)
     }
-}
-
-/// Set once every writer of a test has committed.
-private final class WritersDone: Sendable {
-    let value = Atomic(false)
 }

@@ -73,6 +73,30 @@ struct IngestQueueTests {
         IngestQueue(limits: .init(parallelCommitEvents: parallelCommitEvents, stalledCommitAfter: stalledCommitAfter), time: time)
     }
 
+    /// Behind stuck commits, a batch that waited longer than the commit timeout is refused
+    /// (503 for its request) rather than left to wait for a commit of its own.
+    @Test(.timeLimit(.minutes(1)))
+    func batchesQueuedTooLongAreRefusedAndTheYoungerStay() async throws {
+        let time = ManualTime()
+        let queue = Self.queue(time: time)
+        let started = time.now
+        let older = Task { try await queue.submit(Self.batch(2)) }
+        try await pollUntil { queue.depth == 2 }
+        time.advance(by: .seconds(1))
+        let younger = Task { try await queue.submit(Self.batch(3)) }
+        try await pollUntil { queue.depth == 5 }
+
+        #expect(queue.expire(queuedBefore: started) == 0, "nothing was queued before the start")
+        #expect(queue.expire(queuedBefore: started + .milliseconds(500)) == 1)
+        await #expect(throws: IngestQueue.Refusal.timedOut) { try await older.value }
+        #expect(queue.depth == 3)
+        let group = try #require(await Self.take(queue))
+        #expect(group.map(\.batch.rowCount) == [3])
+        #expect(group[0].queuedAt == started + .seconds(1))
+        Self.commit(group, on: queue)
+        #expect(try await younger.value.storedCount == 3)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func aSmallBacklogWaitsForTheRunningCommit() async throws {
         let queue = Self.queue()

@@ -52,9 +52,9 @@ final class EngageProcess: Sendable {
     /// `engage serve` on a loopback port (0: a free one), once its `/readyz` answers 200, with the
     /// port it listens on. The scheduler is left to `engage scheduler` processes unless asked for.
     static func readyServer(port: Int = 0, database: PostgresConfiguration, projector: Bool = false, scheduler: Bool = false,
-                            workspace: FaultWorkspace, name: String) async throws -> (process: EngageProcess, port: Int) {
+                            options: [String] = [], workspace: FaultWorkspace, name: String) async throws -> (process: EngageProcess, port: Int) {
         let process = try EngageProcess(["serve", "--listen", "127.0.0.1:\(port)", "--projector", projector ? "on" : "off",
-                                         "--scheduler", scheduler ? "on" : "off", "--pool-size", "4"],
+                                         "--scheduler", scheduler ? "on" : "off", "--pool-size", "4"] + options,
                                         database: database, workspace: workspace, name: name)
         let port = try await process.listeningPort()
         try await process.waitUntilReady(port: port)

@@ -1,8 +1,11 @@
 import EngageAPI
+import EngageCore
 import EventStore
 import Foundation
 import Postgres
 import Projections
+import Runtime
+import Synchronization
 import Testing
 import TestSupport
 
@@ -36,6 +39,79 @@ struct FailoverTests {
         }
     }
 
+    /// The synchronous secondary lost under load: commits wait for it until the monitor turns
+    /// synchronous replication off (`wait_primary`); meanwhile they time out (`--commit-timeout 1`)
+    /// and are answered 503, unacknowledged, then resume on the primary alone; the secondary
+    /// rejoins.
+    @Test(.timeLimit(.minutes(8)))
+    func losingTheSecondaryTimesCommitsOutThenTheyResume() async throws {
+        try await FailoverRun.with(label: "secondary", options: ["--commit-timeout", "1"]) { run in
+            let primary = try await offPool { try run.formation.waitUntilSettled() }
+            let secondary = try #require(run.formation.nodes.first { $0 != primary })
+            try await offPool { try run.formation.kill(secondary) }
+            try await run.waitFor("commits to time out while the primary waits for its lost standby") {
+                (try await EngageProcess.metric("engage_ingest_commit_timeouts_total", port: run.port) ?? 0) >= 1
+            }
+            // The monitor stops waiting for the secondary: commits go on, on the primary alone.
+            try await run.load.waitForAcknowledgements(200, timeout: .seconds(120))
+            let states = try await offPool { try run.formation.states() }
+            #expect(states.contains { $0.name == primary.name && $0.assigned == "wait_primary" }, "\(states)")
+            try await offPool { try run.formation.restart(secondary) }
+            let settled = try await offPool { try run.formation.waitUntilSettled() }
+            #expect(settled == primary)
+            #expect(run.load.snapshot.refusals[503, default: 0] >= 1)
+        }
+    }
+
+    /// What only reads can go to the secondary: the log tailed there never skips an event while
+    /// writers commit out of order on the primary, and reads there say so.
+    @Test(.timeLimit(.minutes(6)))
+    func theSecondaryIsReadGaplesslyAndSaysSo() async throws {
+        let formation = try await offPool { try AutoFailoverFormation.shared() }
+        let primary = try await offPool { try formation.waitUntilSettled() }
+        let secondary = try #require(formation.nodes.first { $0 != primary })
+        let writer = ConnectionPool(configuration: formation.database, size: 1)
+        let readerPool = ConnectionPool(configuration: formation.configuration(of: secondary), size: 1)
+        let app = "secondary-\(UUID().uuidString.prefix(8).lowercased())"
+        let start = try await EventStore(pool: writer).headPosition()
+
+        let writers = 4, batchesPerWriter = 15
+        let reader = LogTail()
+        let tail = Task { try await reader.run(EventStore(pool: readerPool), from: start, batch: 41) { $0.appID == app } }
+        try await OutOfOrderWriters.run(writers, batches: batchesPerWriter, on: formation.database) { number, batch in
+            (0..<Int.random(in: 1...6)).map { n in
+                AppendItem(appID: app, event: Event(eventID: EventID(UUID()), notificationID: "w\(number)-\(batch)-\(n)",
+                                                    deviceID: "device-\(n)", category: "new_photo",
+                                                    occurredAt: FunnelEvents.now, details: .expanded))
+            }
+        }
+        // The synchronous secondary has every commit; once it has replayed them, the end.
+        let target: String = try await writer.withConnection { try $0.query("SELECT pg_current_wal_lsn()::text")[0].decode(0) }
+        try await pollUntil(every: .milliseconds(20)) {
+            try await readerPool.withConnection { try $0.query("SELECT pg_last_wal_replay_lsn() >= \(target)::pg_lsn")[0].decode(0, as: Bool.self) }
+        }
+        reader.finish()
+        let tailed = try await tail.value
+        #expect(tailed.repeated.isEmpty && tailed.isInLogOrder)
+        let stored = try await writer.withConnection { connection in
+            try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
+        }
+        #expect(tailed.order.count == stored.count && Set(tailed.events.values.map(\.description)) == Set(stored))
+
+        let reads = ReadDatabase(primary: writer, replica: readerPool, logger: Logger(label: "test", sink: MemoryLogSink()),
+                                 metrics: ReadReplicaMetrics(registry: MetricsRegistry()))
+        let read = try await reads.read { pool in try await pool.withConnection { try $0.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self) } }
+        #expect(read.value && read.source.database == .replica && read.source.lag <= .seconds(60), "\(read.source)")
+        // libpq's own choice of a standby among the nodes, as a read URL would make it.
+        let hosts = formation.nodes.map { "127.0.0.1:\($0.port)" }.joined(separator: ",")
+        let preferStandby = try Connection(configuration: PostgresConfiguration(
+            connectionString: "postgresql://postgres@\(hosts)/\(AutoFailoverFormation.databaseName)?target_session_attrs=prefer-standby"))
+        #expect(try preferStandby.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self))
+        preferStandby.close()
+        await writer.close()
+        await readerPool.close()
+    }
+
     /// `pg_autoctl perform switchover` while the load runs.
     @Test(.timeLimit(.minutes(8)))
     func aPlannedSwitchoverUnderLoadLosesNothing() async throws {
@@ -56,11 +132,13 @@ struct FailoverRun {
     let load: IngestLoad
     let app: String
     let label: String
+    /// Where engage serve listens.
+    let port: Int
     static let experimentsPerRound = 3
 
     /// Starts engage and the load, runs `body`, then stops both and checks the log against what
     /// the clients were told.
-    static func with(label: String, _ body: (FailoverRun) async throws -> Void) async throws {
+    static func with(label: String, options: [String] = [], _ body: (FailoverRun) async throws -> Void) async throws {
         let formation = try await offPool { try AutoFailoverFormation.shared() }
         _ = try await offPool { try formation.waitUntilSettled() }
         let workspace = try FaultWorkspace(label)
@@ -69,9 +147,9 @@ struct FailoverRun {
         let app = "\(label)-\(UUID().uuidString.prefix(8).lowercased())"
         let key = try await KeyStore(pool: pool).create(app: app, role: .ingest).secret
         let (server, port) = try await EngageProcess.readyServer(database: formation.database, projector: true, scheduler: true,
-                                                                 workspace: workspace, name: "serve")
+                                                                 options: options, workspace: workspace, name: "serve")
         let load = IngestLoad(key: key, ports: [port], giveUpAfter: .seconds(900))
-        let run = FailoverRun(formation: formation, pool: pool, load: load, app: app, label: label)
+        let run = FailoverRun(formation: formation, pool: pool, load: load, app: app, label: label, port: port)
         async let clients: Void = load.run(clients: 4)
         do {
             try await load.waitForAcknowledgements(200)
@@ -146,7 +224,7 @@ struct FailoverRun {
         }
     }
 
-    private func waitFor(_ what: String, timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
+    func waitFor(_ what: String, timeout: Duration = .seconds(120), _ condition: () async throws -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while (try? await condition()) != true {
             guard ContinuousClock.now < deadline else { throw FaultTestError("no \(what) within \(timeout)") }

@@ -25,6 +25,17 @@ final class IngestLoad: Sendable {
         var unexpected: [String] = []
         /// Ids never acknowledged before the load gave up.
         var abandoned: [String] = []
+        /// Requests sent and not yet answered (nor failed).
+        var inFlight = 0
+        /// What became of the requests sent after `mark()`.
+        var sinceMark = SinceMark()
+    }
+
+    struct SinceMark: Sendable {
+        var sent = 0
+        var inFlight = 0
+        var acknowledged = 0
+        var refused = 0
     }
 
     let key: String
@@ -33,6 +44,8 @@ final class IngestLoad: Sendable {
     private let ports: Mutex<[Int]>
     private let ledger = Mutex(Ledger())
     private let stopping = Mutex(false)
+    private let halting = Mutex(false)
+    private let marked = Mutex(false)
     private let giveUpAt: ContinuousClock.Instant
 
     init(key: String, ports: [Int], notificationsPerBatch: Int = 8, giveUpAfter: Duration = .seconds(100)) {
@@ -58,6 +71,13 @@ final class IngestLoad: Sendable {
 
     func stop() { stopping.withLock { $0 = true } }
 
+    /// Stops at once: each client waits for the answer to the request it has in flight, then
+    /// sends nothing more, leaving its batch unacknowledged (as a client whose server went away).
+    func halt() { halting.withLock { $0 = true } }
+
+    /// From now on, requests are also counted in `Ledger.sinceMark`.
+    func mark() { marked.withLock { $0 = true } }
+
     /// Waits until `count` more ids than now are acknowledged.
     func waitForAcknowledgements(_ count: Int, timeout: Duration = .seconds(60)) async throws {
         let target = snapshot.acknowledged.count + count
@@ -76,17 +96,27 @@ final class IngestLoad: Sendable {
             + "\(ledger.connectionFailures) without answer, \(ledger.duplicatesReported) duplicates reported"
     }
 
+    /// The log holds every acknowledged id exactly once, and nothing of this app that was never
+    /// sent; after `halt()`, when the last batches stay unacknowledged. No answer broke the contract.
+    func expectAcknowledgedStoredOnce(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try await expectAcknowledgedStoredOnce(snapshot, pool, app: app, sourceLocation: sourceLocation)
+    }
+
     /// The log holds every acknowledged id exactly once and nothing else of this app; every id
     /// sent was acknowledged in the end; no answer broke the contract.
     func expectLogMatches(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let ledger = snapshot
+        #expect(ledger.abandoned.isEmpty, "\(ledger.abandoned.count) events never acknowledged", sourceLocation: sourceLocation)
+        #expect(ledger.sent == ledger.acknowledged, sourceLocation: sourceLocation)
+        try await expectAcknowledgedStoredOnce(ledger, pool, app: app, sourceLocation: sourceLocation)
+    }
+
+    private func expectAcknowledgedStoredOnce(_ ledger: Ledger, _ pool: ConnectionPool, app: String, sourceLocation: SourceLocation) async throws {
         let stored = try await pool.withConnection { connection in
             try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
         }
         let storedSet = Set(stored)
         #expect(ledger.unexpected.isEmpty, "answers outside the contract: \(ledger.unexpected.prefix(5))", sourceLocation: sourceLocation)
-        #expect(ledger.abandoned.isEmpty, "\(ledger.abandoned.count) events never acknowledged", sourceLocation: sourceLocation)
-        #expect(ledger.sent == ledger.acknowledged, sourceLocation: sourceLocation)
         #expect(stored.count == storedSet.count, "\(stored.count - storedSet.count) duplicate rows", sourceLocation: sourceLocation)
         let lost = ledger.acknowledged.subtracting(storedSet)
         #expect(lost.isEmpty, "\(lost.count) acknowledged events are not in the log, e.g. \(lost.prefix(3))", sourceLocation: sourceLocation)
@@ -97,10 +127,11 @@ final class IngestLoad: Sendable {
     // MARK: Clients
 
     private var isStopping: Bool { stopping.withLock { $0 } }
+    private var isHalted: Bool { halting.withLock { $0 } }
 
     private func sendBatches(client: Int) {
         var round = 0
-        while !isStopping {
+        while !isStopping && !isHalted {
             let batch = FunnelEvents.notifications(notificationsPerBatch, label: "c\(client)-\(round)")
             round += 1
             ledger.withLock { $0.sent.formUnion(batch.ids) }
@@ -113,19 +144,38 @@ final class IngestLoad: Sendable {
         let body = Array(batch.body.utf8)
         let headers = [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")]
         var attempt = 0
-        while ContinuousClock.now < giveUpAt {
+        while ContinuousClock.now < giveUpAt && !isHalted {
             let ports = self.ports.withLock { $0 }
             let port = ports[(client + attempt) % ports.count]
             attempt += 1
-            ledger.withLock { $0.requests += 1 }
+            let sinceMark = marked.withLock { $0 }
+            ledger.withLock { ledger in
+                ledger.requests += 1
+                ledger.inFlight += 1
+                if sinceMark {
+                    ledger.sinceMark.sent += 1
+                    ledger.sinceMark.inFlight += 1
+                }
+            }
             do {
                 let response = try RawHTTPClient(port: port, receiveTimeout: 20).request("POST", "/v1/events", headers: headers, body: body)
+                ledger.withLock { ledger in
+                    ledger.inFlight -= 1
+                    guard sinceMark else { return }
+                    ledger.sinceMark.inFlight -= 1
+                    if response.status == 200 { ledger.sinceMark.acknowledged += 1 } else { ledger.sinceMark.refused += 1 }
+                }
                 if record(response, batch) { return }
             } catch {
-                ledger.withLock { $0.connectionFailures += 1 }
+                ledger.withLock { ledger in
+                    ledger.inFlight -= 1
+                    ledger.connectionFailures += 1
+                    if sinceMark { ledger.sinceMark.inFlight -= 1 }
+                }
             }
             Thread.sleep(forTimeInterval: 0.01 * Double(min(attempt, 10)))
         }
+        if isHalted { return }
         ledger.withLock { $0.abandoned += batch.ids }
     }
 

@@ -41,6 +41,37 @@ struct ConnectionPoolTests {
         await pool.close()
     }
 
+    /// A service asked to stop while its query waits for a server that does not answer stops
+    /// at once: cancelling the task closes the connection under the blocked call.
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingTheWaitingTaskInterruptsItsQuery() async throws {
+        let database = try TestPostgres.freshDatabase(migrated: false)
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let pid = try await pool.withConnection { $0.backendPID }
+        let sleeping = Task { try await pool.withConnection { try $0.query("SELECT pg_sleep(600)") } }
+        let admin = try Connection(configuration: database)
+        defer { admin.close() }
+        try await pollUntil {
+            try admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid) AND wait_event = 'PgSleep'")[0].decode(0, as: Int.self) == 1
+        }
+        sleeping.cancel()
+        await #expect(throws: CancellationError.self) { try await sleeping.value }
+        // The server still runs the abandoned statement; the pool has moved on to a new session.
+        _ = try admin.query("SELECT pg_terminate_backend(\(pid))")
+        #expect(try await pool.withConnection { $0.backendPID } != pid)
+
+        // Told not to, cancellation ends only the wait for a connection: a started body finishes.
+        let finishing = Task {
+            try await pool.withConnection(interruptingOnCancel: false) { connection -> Int in
+                try connection.query("SELECT pg_sleep(0.3), 7")[0].decode(1)
+            }
+        }
+        try await pollUntil { pool.statistics.inUse == 1 }
+        finishing.cancel()
+        #expect(try await finishing.value == 7)
+        await pool.close()
+    }
+
     @Test func connectionLeftInATransactionIsNeverHandedOutAgain() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(migrated: false), size: 1)
         let first = try await pool.withConnection { connection in

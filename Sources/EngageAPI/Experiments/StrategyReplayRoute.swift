@@ -7,15 +7,16 @@ import Runtime
 
 /// `GET /v1/simulate?strategy=NAME[&since=T][&category=C...]`: the offline replay of the key's
 /// app's logged deliveries under a strategy (`engage experiment simulate` over HTTP), for read and
-/// admin keys. Every estimate in the answer is labelled model-based.
+/// admin keys. Every estimate in the answer is labelled model-based. Read on the read replica
+/// when one is usable; `read_from` says where, and how stale the log read may be.
 public struct StrategyReplayRoute: Sendable {
     let authenticator: Authenticator
-    let pool: ConnectionPool
+    let reads: ReadDatabase
     let time: any TimeSource
 
-    public init(authenticator: Authenticator, pool: ConnectionPool, time: any TimeSource = SystemTime()) {
+    public init(authenticator: Authenticator, reads: ReadDatabase, time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
-        self.pool = pool
+        self.reads = reads
         self.time = time
     }
 
@@ -52,9 +53,9 @@ public struct StrategyReplayRoute: Sendable {
                 "invalid value '\(error.value)' for parameter '\(error.option)': expected \(error.expected)", slug: "bad-query"))
         }
         do {
-            let outcome = try await StrategyReplayReader(pool: pool).run(
-                app: key.appID, replay: StrategyReplay(strategy: strategy, settings: settings))
-            return .json(outcome.result.renderJSON())
+            let replay = StrategyReplay(strategy: strategy, settings: settings)
+            let outcome = try await reads.read { pool in try await StrategyReplayReader(pool: pool).run(app: key.appID, replay: replay) }
+            return .json(outcome.source.addingMember(to: outcome.value.result.renderJSON()))
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }

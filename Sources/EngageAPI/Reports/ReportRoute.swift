@@ -6,15 +6,16 @@ import Projections
 import Runtime
 
 /// `GET /v1/report`: the engagement report as JSON, for read keys, always for the key's own app.
+/// Read on the read replica when one is usable; `read_from` says where, and how stale it may be.
 public struct ReportRoute: Sendable {
     let authenticator: Authenticator
-    let pool: ConnectionPool
+    let reads: ReadDatabase
     /// Today, for the report's default range, is the day of its wall clock.
     let time: any TimeSource
 
-    public init(authenticator: Authenticator, pool: ConnectionPool, time: any TimeSource = SystemTime()) {
+    public init(authenticator: Authenticator, reads: ReadDatabase, time: any TimeSource = SystemTime()) {
         self.authenticator = authenticator
-        self.pool = pool
+        self.reads = reads
         self.time = time
     }
 
@@ -45,8 +46,9 @@ public struct ReportRoute: Sendable {
             }
         }
         do {
-            let report = try await query.run(on: pool, now: time.wallClock)
-            return .json(report.renderJSON(), status: 200)
+            let (now, query) = (time.wallClock, query)
+            let report = try await reads.read { pool in try await query.run(on: pool, now: now) }
+            return .json(report.source.addingMember(to: report.value.renderJSON()), status: 200)
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }

@@ -11,32 +11,54 @@ import Synchronization
 /// because a group commit is a serial step every small request waits for: through a task and the
 /// pool, each commit would also wait for two thread hand-offs (the pool's thread to wake, then a
 /// task thread to resume), a large share of a small commit (BENCHMARKS.md, "Group commit").
+///
+/// A request waits at most `commitTimeout` for its commit (a primary waiting for a synchronous
+/// standby it lost, a server that stopped answering): a watchdog thread interrupts a commit whose
+/// oldest request was queued longer ago (its connection is closed and its requests fail: 503,
+/// retried by the clients with the same ids, never acknowledged), and refuses batches that waited
+/// that long in the queue behind such commits. The server may still commit it; a retry then
+/// finds the events and waits until they are as durable as configured (`EventStore`).
 public struct Committer: Service {
     public let queue: IngestQueue
     public let database: PostgresConfiguration
     public let metrics: CommitterMetrics
     public let committers: Int
+    public let commitTimeout: Duration
+    public let time: any TimeSource
     public let logger: Logger
 
     public init(queue: IngestQueue, database: PostgresConfiguration, metrics: CommitterMetrics, committers: Int = 2,
-                logger: Logger) {
+                commitTimeout: Duration = .seconds(10), time: any TimeSource = SystemTime(), logger: Logger) {
         precondition(committers > 0, "ingestion needs at least one committer")
+        precondition(commitTimeout > .zero, "a commit timeout must be positive")
         self.queue = queue
         self.database = database
         self.metrics = metrics
         self.committers = committers
+        self.commitTimeout = commitTimeout
+        self.time = time
         self.logger = logger
     }
 
     /// Runs until cancelled, then drains: everything already queued is still committed and
-    /// answered before the threads end and this returns.
+    /// answered before the threads end and this returns, for at most `drainTimeout`; then a
+    /// commit still running is interrupted. A commit that fails while draining (the database is
+    /// gone, or that timeout) makes the rest be refused at once rather than tried in turn. (The
+    /// HTTP server stops first, having answered every request, so nobody waits for these.)
     public func run() async throws {
+        let interrupters = (0..<committers).map { _ in ConnectionInterrupter() }
+        let watchdog = CommitWatchdog(queue: queue, interrupters: interrupters, timeout: commitTimeout,
+                                      drainTimeout: min(commitTimeout, Self.drainTimeout), time: time)
         await withTaskCancellationHandler {
             await withCheckedContinuation { (ended: CheckedContinuation<Void, Never>) in
-                let running = Countdown(committers) { ended.resume() }
+                let running = Countdown(committers) {
+                    watchdog.stop()
+                    ended.resume()
+                }
+                watchdog.start()
                 for index in 0..<committers {
                     let thread = Thread { [self] in
-                        commitLoop()
+                        commitLoop(interrupter: interrupters[index])
                         running.countDown()
                     }
                     thread.name = "committer-\(index)"
@@ -46,16 +68,24 @@ public struct Committer: Service {
             }
         } onCancel: {
             queue.close()
+            watchdog.draining()
         }
     }
 
-    private func commitLoop() {
-        let connection = ReusableConnection(configuration: database)
+    /// The longest a drain lets a commit run once the committers are asked to stop.
+    public static let drainTimeout = Duration.seconds(5)
+
+    private func commitLoop(interrupter: ConnectionInterrupter) {
+        let connection = ReusableConnection(configuration: database, interrupter: interrupter)
         defer { connection.close() }
         let parker = IngestQueue.Parker()
         while let group = queue.takeGroup(parkingOn: parker) {
             let stopwatch = Stopwatch()
+            // The timeout counts from when the group's oldest request was queued: a request that
+            // waited behind a stuck commit does not wait a whole timeout more for its own.
+            let unit = interrupter.begin(at: group.lazy.map(\.queuedAt).min() ?? time.now)
             let outcome = Result { try EventStore.append(group.map(\.batch), using: connection) }
+            interrupter.end(unit)
             queue.groupFinished()
             switch outcome {
             case .success(let results):
@@ -64,10 +94,78 @@ public struct Committer: Service {
                 for (entry, result) in zip(group, results) { entry.complete(.success(result)) }
             case .failure(let error):
                 metrics.commitFailures.increment()
-                logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
+                if let error = error as? PostgresError, error.kind == .interrupted, !queue.isClosed {
+                    metrics.commitTimeouts.increment()
+                    logger.warning("ingest.commit-timeout", ["timeout.s": "\(commitTimeout.components.seconds)", "requests": String(group.count)])
+                } else {
+                    logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
+                }
                 for entry in group { entry.complete(.failure(error)) }
+                queue.refuseQueued()
             }
         }
+    }
+}
+
+/// A thread that interrupts commits running longer than the timeout, and refuses batches that
+/// waited in the queue that long (behind stuck commits): it looks every quarter of the timeout
+/// (at most every second), so a request is answered between one timeout and about a quarter more
+/// after it was queued. Once draining, it also interrupts whatever still runs `drainTimeout`
+/// after the stop request.
+private final class CommitWatchdog: Sendable {
+    private let queue: IngestQueue
+    private let interrupters: [ConnectionInterrupter]
+    private let timeout: Duration
+    private let drainTimeout: Duration
+    private let time: any TimeSource
+    private let wakeUp = DispatchSemaphore(value: 0)
+    private let stopped = Atomic(false)
+    private let drainingSince = Mutex<ContinuousClock.Instant?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(queue: IngestQueue, interrupters: [ConnectionInterrupter], timeout: Duration, drainTimeout: Duration, time: any TimeSource) {
+        self.queue = queue
+        self.interrupters = interrupters
+        self.timeout = timeout
+        self.drainTimeout = drainTimeout
+        self.time = time
+    }
+
+    func start() {
+        let thread = Thread { [self] in
+            let period = min(min(timeout, drainTimeout) / 4, .seconds(1))
+            while !stopped.load(ordering: .acquiring) {
+                _ = time.wait(for: wakeUp, until: time.now + period)
+                let now = time.now
+                // Past the drain's end, every commit has run too long.
+                let drainOver = drainingSince.withLock { $0 }.map { now - $0 > drainTimeout } ?? false
+                for interrupter in interrupters {
+                    if drainOver {
+                        interrupter.interruptIfRunning(longerThan: .zero, now: now, because: .cancelled)
+                    } else {
+                        interrupter.interruptIfRunning(longerThan: timeout, now: now)
+                    }
+                }
+                queue.expire(queuedBefore: now - timeout)
+            }
+            finished.signal()
+        }
+        thread.name = "commit-watchdog"
+        thread.stackSize = 1 << 18
+        thread.start()
+    }
+
+    /// The committers were asked to stop.
+    func draining() {
+        let now = time.now
+        drainingSince.withLock { $0 = $0 ?? now }
+    }
+
+    /// Ends the thread and waits for it.
+    func stop() {
+        stopped.store(true, ordering: .releasing)
+        wakeUp.signal()
+        finished.wait()
     }
 }
 

@@ -5,6 +5,7 @@ public struct CommitterMetrics: Sendable {
     public let groupEvents: Histogram
     public let commitSeconds: Histogram
     public let commitFailures: Counter
+    public let commitTimeouts: Counter
 
     public init(registry: MetricsRegistry) {
         groupEvents = registry.histogram("engage_ingest_commit_events", help: "Events per group-commit transaction.",
@@ -12,5 +13,7 @@ public struct CommitterMetrics: Sendable {
         commitSeconds = registry.histogram("engage_ingest_commit_seconds", help: "Time to store and commit one group, on its committer's connection (reconnecting included).",
                                            buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         commitFailures = registry.counter("engage_ingest_commit_failures_total", help: "Group commits that failed (answered 503).")
+        commitTimeouts = registry.counter("engage_ingest_commit_timeouts_total",
+                                          help: "Group commits interrupted after the commit timeout (answered 503; also counted as failures).")
     }
 }

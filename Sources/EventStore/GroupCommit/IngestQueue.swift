@@ -37,10 +37,14 @@ public final class IngestQueue: BatchAppending {
         case full
         /// The server is shutting down.
         case closed
+        /// Waited for a commit longer than the commit timeout, the committers being stuck (a
+        /// primary waiting for a lost standby, a server that stopped answering): try again.
+        case timedOut
     }
 
     struct Entry: Sendable {
         var batch: PreparedBatch
+        var queuedAt: ContinuousClock.Instant
         /// Called once, by the committer, when the group holding the batch committed or failed.
         var complete: @Sendable (Result<AppendResult, Error>) -> Void
     }
@@ -109,10 +113,11 @@ public final class IngestQueue: BatchAppending {
     /// Queues the batch without waiting: `complete` is called once, with the result, when the
     /// batch is durably stored or failed (on a committer's thread), or at once with a ``Refusal``.
     public func submit(_ batch: PreparedBatch, complete: @escaping @Sendable (Result<AppendResult, Error>) -> Void) {
+        let now = time.now
         let outcome = state.withLock { state -> Result<Parker?, Refusal> in
             if state.closed { return .failure(.closed) }
             if state.queuedEvents > 0 && state.queuedEvents + batch.rowCount > limits.capacity { return .failure(.full) }
-            state.entries.append(Entry(batch: batch, complete: complete))
+            state.entries.append(Entry(batch: batch, queuedAt: now, complete: complete))
             state.queuedEvents += batch.rowCount
             return .success(state.committerToWake(limits, time: time))
         }
@@ -192,6 +197,41 @@ public final class IngestQueue: BatchAppending {
             return state.idleCommitters + state.waitingCommitters
         }
         for committer in parked { committer.unpark() }
+    }
+
+    /// Refuses (`.timedOut`) every batch queued before `deadline` and not yet taken by a
+    /// committer: while the committers are stuck, a request waits for at most about one commit
+    /// timeout, not for one stuck commit after another. Returns how many were refused.
+    @discardableResult
+    func expire(queuedBefore deadline: ContinuousClock.Instant) -> Int {
+        let expired = state.withLock { state -> [Entry] in
+            let count = state.entries.prefix { $0.queuedAt < deadline }.count
+            guard count > 0 else { return [] }
+            let expired = Array(state.entries.prefix(count))
+            state.entries.removeFirst(count)
+            state.queuedEvents -= expired.reduce(0) { $0 + $1.batch.rowCount }
+            return expired
+        }
+        for entry in expired { entry.complete(.failure(Refusal.timedOut)) }
+        return expired.count
+    }
+
+    /// True once `close()` was called.
+    public var isClosed: Bool { state.withLock { $0.closed } }
+
+    /// Once closed, refuses everything still queued (`.closed`) instead of committing it: what
+    /// committers do when the database failed them while draining, so that a shutdown does not
+    /// wait for one failing commit after another.
+    func refuseQueued() {
+        let refused = state.withLock { state -> [Entry] in
+            guard state.closed else { return [] }
+            defer {
+                state.entries.removeAll()
+                state.queuedEvents = 0
+            }
+            return state.entries
+        }
+        for entry in refused { entry.complete(.failure(Refusal.closed)) }
     }
 
     /// Committers parked on an empty queue, and behind a running commit: states a test waits for.

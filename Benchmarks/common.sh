@@ -1,0 +1,89 @@
+# Sourced by Benchmarks/failover.sh and Benchmarks/recovery.sh: logging and argument checks, the
+# engage executable, processes, waiting, and the ingest clients both drive. Before sourcing, set
+# SCRIPT (the name in log lines) and USAGE (the usage line of a refusal).
+
+log() { printf '%s %s: %s\n' "$(date +%H:%M:%S)" "$SCRIPT" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+usage_error() { printf '%s: %s\nusage: %s\n' "$SCRIPT" "$1" "$USAGE" >&2; exit 64; }
+require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
+now() { date +%s.%N; }
+
+# The settings both scripts take (their headers describe them).
+CLIENTS=${CLIENTS:-4}
+RETRY_MS=${RETRY_MS:-100}
+BUILD=${BUILD:-1}
+ENGAGE_BIN=${ENGAGE_BIN:-}
+WORK_PARENT=${WORK_PARENT:-/var/tmp}
+KEEP_WORK=${KEEP_WORK:-0}
+require_int CLIENTS "$CLIENTS" 1 32
+require_int RETRY_MS "$RETRY_MS" 10 5000
+
+# ENGAGE_BIN, or the package's release build (built first when BUILD=1).
+resolve_engage() { # root
+    if [[ -z $ENGAGE_BIN ]]; then
+        if [[ $BUILD == 1 ]]; then log "building release"; (cd "$1" && swift build -c release >&2); fi
+        ENGAGE_BIN="$1/.build/release/engage"
+    fi
+    [[ -x $ENGAGE_BIN ]] || die "$ENGAGE_BIN is not an executable"
+}
+
+# For a script that defines cleanup(): it runs at every exit, Ctrl-C and SIGTERM included, and a
+# failing command is logged with its line.
+trap_cleanup() {
+    trap 'log "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+    trap cleanup EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
+    || echo $((20000 + RANDOM % 20000)); }
+
+# Every pid descending from $1, itself included.
+process_tree() {
+    local pids=("$1") index=0 table
+    table=$(ps -e -o pid=,ppid=)
+    while (( index < ${#pids[@]} )); do
+        pids+=($(awk -v parent="${pids[$index]}" '$2 == parent { print $1 }' <<<"$table"))
+        index=$((index + 1))
+    done
+    echo "${pids[@]}"
+}
+
+wait_until() { # seconds description command...
+    local deadline=$((SECONDS + $1)) what=$2
+    shift 2
+    until "$@"; do
+        (( SECONDS < deadline )) || die "no $what within ${deadline}s"
+        sleep 0.1
+    done
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# An ingest client (WORK, KEY, HTTP_PORT, RETRY_MS set): one new event per request, resent every
+# RETRY_MS until acknowledged, until $WORK/load/stop exists. Each attempt is logged in
+# $WORK/load/client-N.log as: start end status event_id.
+client() { # number
+    local out="$WORK/load/client-$1.log" id body start status pause
+    pause=$(awk -v ms="$RETRY_MS" 'BEGIN { print ms / 1000 }')
+    while [[ ! -e $WORK/load/stop ]]; do
+        id=$(cat /proc/sys/kernel/random/uuid)
+        body="[{\"event_id\":\"$id\",\"type\":\"displayed\",\"notification_id\":\"n-$id\",\"device_id\":\"d$1\",\"category\":\"bench\",\"occurred_at\":\"$(date -u +%Y-%m-%dT%H:%M:%S.%3NZ)\",\"presentation\":\"rich\",\"attachment_kind\":\"image\"}]"
+        while :; do
+            start=$(now)
+            # Longer than engage's commit timeout (10 s), after which it answers 503.
+            status=$(curl -s -o /dev/null -w '%{http_code}' --max-time 15 -H "Authorization: Bearer $KEY" \
+                -H 'Content-Type: application/json' --data "$body" "http://127.0.0.1:$HTTP_PORT/v1/events" || true)
+            echo "$start $(now) $status $id" >>"$out"
+            [[ $status == 200 ]] && break
+            [[ -e $WORK/load/stop ]] && break 2
+            sleep "$pause"
+        done
+    done
+}
+
+acknowledged_since() { awk -v t="$1" '$3 == 200 && $1 > t' "$WORK"/load/client-*.log 2>/dev/null | wc -l; }
+acknowledged_at_least() { (( $(acknowledged_since "$1") >= $2 )); } # since count
+# The end of the first request started after $1 that was acknowledged.
+first_ack_after() { awk -v t="$1" '$3 == 200 && $1 > t { print $2 }' "$WORK"/load/client-*.log | sort -n | head -1; }

@@ -1,0 +1,125 @@
+import EmbeddedPostgres
+import EngageAPI
+import EventStore
+import Foundation
+import Glibc
+import Postgres
+import Testing
+import TestSupport
+
+/// SIGTERM reaches `engage serve` (projector and scheduler on) while PostgreSQL cannot finish
+/// anything: every request in flight is answered 503 with Retry-After, nothing is acknowledged,
+/// and the process exits 0 by itself (its own shutdown bound, 30 s, would make it exit 1).
+/// Clusters of their own: these tests stop one.
+@Suite("Faults: SIGTERM while PostgreSQL is stuck or unreachable")
+struct ShutdownTests {
+    /// Every commit waits for a synchronous standby that does not exist, as when the primary
+    /// lost its standby: the projector's and the group commits' alike.
+    @Test(.timeLimit(.minutes(4)))
+    func sigtermWhileCommitsWaitForALostStandbyAnswersEveryRequestAndExitsZero() async throws {
+        try await ShutdownRun.with(label: "stuck") { run in
+            try run.setting("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
+            try await run.waitFor("commits to wait for the standby") {
+                try run.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'") >= 1
+            }
+        } recover: { run in
+            try run.setting("ALTER SYSTEM RESET synchronous_standby_names")
+        }
+    }
+
+    /// The server stops answering altogether (every PostgreSQL process stopped with SIGSTOP: a
+    /// machine frozen, a network that drops everything).
+    @Test(.timeLimit(.minutes(4)))
+    func sigtermWhilePostgreSQLDoesNotAnswerAnswersEveryRequestAndExitsZero() async throws {
+        try await ShutdownRun.with(label: "frozen") { run in
+            try run.signalServer(SIGSTOP)
+        } recover: { run in
+            try run.signalServer(SIGCONT)
+        }
+    }
+}
+
+/// One test's cluster, engage serve and load.
+struct ShutdownRun {
+    let cluster: EmbeddedPostgres
+    let database: PostgresConfiguration
+
+    /// Starts engage and the load, makes PostgreSQL stuck with `stick`, waits until every client
+    /// waits for an answer, halts the load and sends SIGTERM; checks the answers and the exit,
+    /// then `recover`s PostgreSQL and checks the log.
+    static func with(label: String, stick: (ShutdownRun) async throws -> Void,
+                     recover: (ShutdownRun) async throws -> Void) async throws {
+        let workspace = try FaultWorkspace("shutdown-\(label)")
+        defer { workspace.remove() }
+        let cluster = try EmbeddedPostgres(options: .init(dataDirectory: workspace.file("pg"), database: "shutdown", settings: ["fsync": "off"]))
+        #expect(try cluster.start() == .started)
+        defer { try? cluster.stop(mode: "immediate") }
+        let run = ShutdownRun(cluster: cluster, database: cluster.configuration())
+        do {
+            let connection = try Connection(configuration: run.database)
+            defer { connection.close() }
+            try Migrator.fromSQLDirectory().migrate(connection)
+        }
+        let pool = ConnectionPool(configuration: run.database, size: 1)
+        let key = try await KeyStore(pool: pool).create(app: "shutdown", role: .ingest).secret
+        let (server, port) = try await EngageProcess.readyServer(database: run.database, projector: true, scheduler: true,
+                                                                 workspace: workspace, name: "serve")
+        let clients = 4
+        let load = IngestLoad(key: key, ports: [port])
+        async let running: Void = load.run(clients: clients)
+        try await load.waitForAcknowledgements(200)
+
+        try await stick(run)
+        // No request sent from here on can be acknowledged (a retry of a batch committed before
+        // included: it waits for the commit to be durable). Every client waits for one.
+        load.mark()
+        try await run.waitFor("every client to wait for the answer to a request sent since") { load.snapshot.sinceMark.inFlight == clients }
+        load.halt()
+        let sent = ContinuousClock.now
+        let status = try await server.terminate(timeout: .seconds(90))
+        print("shutdown \(label): engage serve exited \(status) \(ContinuousClock.now - sent) after SIGTERM; \(load.summary)")
+        await running
+
+        #expect(status == 0, "engage serve did not stop cleanly within its shutdown bound:\n\(server.log.suffix(3000))")
+        let ledger = load.snapshot
+        #expect(ledger.connectionFailures == 0, "\(ledger.connectionFailures) requests got no answer")
+        #expect(Set(ledger.refusals.keys).isSubset(of: [503]), "refusals: \(ledger.refusals)")
+        #expect(ledger.sinceMark.acknowledged == 0, "acknowledged while PostgreSQL could not commit durably: \(ledger.sinceMark)")
+        #expect(ledger.sinceMark.refused == ledger.sinceMark.sent && ledger.sinceMark.sent >= clients, "\(ledger.sinceMark)")
+        #expect(!server.log.contains("service_group.shutdown.timeout"))
+
+        try await recover(run)
+        try await load.expectAcknowledgedStoredOnce(pool, app: "shutdown")
+        await pool.close()
+    }
+
+    func setting(_ statement: String) throws {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        try connection.execute(SQL(unsafeSQL: statement))
+        try connection.execute("SELECT pg_reload_conf()")
+    }
+
+    func count(_ query: String) throws -> Int {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try connection.query(SQL(unsafeSQL: query))[0].decode(0)
+    }
+
+    /// Sends `signal` to the postmaster and every process it started.
+    func signalServer(_ signal: Int32) throws {
+        let pidFile = try String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8)
+        guard let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw FaultTestError("no postmaster pid in \(cluster.dataDirectory)/postmaster.pid")
+        }
+        for pid in LocalSystem.processTree(of: postmaster) { Glibc.kill(pid, signal) }
+    }
+
+    func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while (try? await condition()) != true {
+            guard ContinuousClock.now < deadline else { throw FaultTestError("no \(what) within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
