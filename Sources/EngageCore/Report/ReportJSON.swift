@@ -184,48 +184,47 @@ private extension JSONWriter {
         key("risk_ratio"); effect(summary.riskRatio)
         key("risk_difference"); effect(summary.riskDifference)
         key("cmh")
-        if let test = summary.cochranMantelHaenszel {
-            beginObject()
-            key("statistic"); double(test.statistic)
-            key("df"); double(test.degreesOfFreedom)
-            key("p_value"); double(test.pValue)
-            endObject()
-        } else {
-            null()
-        }
+        optionalObject(summary.cochranMantelHaenszel) { json, test in json.chiSquare(test) }
         key("homogeneity")
-        if let homogeneity = summary.homogeneity {
-            beginObject()
-            key("test"); string("cochran_q_log_ratio")
-            key("statistic"); double(homogeneity.test.statistic)
-            key("df"); double(homogeneity.test.degreesOfFreedom)
-            key("p_value"); double(homogeneity.test.pValue)
-            key("i_squared"); double(homogeneity.inconsistency)
-            key("categories_disagree"); bool(summary.categoriesDisagree)
-            key("disagreeing"); strings(summary.disagreeing)
-            endObject()
-        } else {
-            null()
+        optionalObject(summary.homogeneity) { json, homogeneity in
+            json.key("test"); json.string("cochran_q_log_ratio")
+            json.chiSquare(homogeneity.test)
+            json.key("i_squared"); json.double(homogeneity.inconsistency)
+            json.key("categories_disagree"); json.bool(summary.categoriesDisagree)
+            json.key("disagreeing"); json.strings(summary.disagreeing)
         }
         key("pointing_other_way"); strings(summary.pointingTheOtherWay)
         key("crude_ratio"); effect(summary.crude)
         key("crude_disagreement")
-        if let disagreement = summary.crudeDisagreement {
-            beginObject()
-            key("direction"); bool(disagreement.direction)
-            key("significance"); bool(disagreement.significance)
-            key("text"); optionalString(summary.crudeWarning)
-            endObject()
-        } else {
-            null()
+        optionalObject(summary.crudeDisagreement) { json, disagreement in
+            json.key("direction"); json.bool(disagreement.direction)
+            json.key("significance"); json.bool(disagreement.significance)
+            json.key("text"); json.optionalString(summary.crudeWarning)
         }
         key("unavailable"); optionalString(summary.unavailable)
         endObject()
     }
 
-    mutating func effect(_ effect: EffectEstimate?) {
-        guard let effect else { return null() }
+    /// `{...}` with the members `write` adds, or `null` for nil.
+    mutating func optionalObject<Value>(_ value: Value?, _ write: (inout JSONWriter, Value) -> Void) {
+        guard let value else { return null() }
         beginObject()
+        write(&self, value)
+        endObject()
+    }
+
+    /// `"statistic"`, `"df"`, `"p_value"`.
+    mutating func chiSquare(_ test: ChiSquareTest) {
+        key("statistic"); double(test.statistic)
+        key("df"); double(test.degreesOfFreedom)
+        key("p_value"); double(test.pValue)
+    }
+
+    mutating func effect(_ effect: EffectEstimate?) {
+        optionalObject(effect) { json, effect in json.effectMembers(effect) }
+    }
+
+    private mutating func effectMembers(_ effect: EffectEstimate) {
         key("scale"); string(effect.scale.rawValue)
         key("method"); string(effect.method.rawValue)
         key("estimate"); double(effect.estimate)
@@ -233,7 +232,6 @@ private extension JSONWriter {
         key("upper"); double(effect.interval.upper)
         key("p_value"); double(effect.pValue)
         key("significant"); bool(effect.isSignificant)
-        endObject()
     }
 
     mutating func rate(_ estimate: RateEstimate) {
