@@ -101,7 +101,8 @@ extension EngagementReport {
         return csv.text
     }
 
-    static let csvHeader = [
+    /// The CSV's columns, in order.
+    public static let csvHeader = [
         "section", "category", "attachment_kind", "day", "metric",
         "rich_successes", "rich_trials", "rich_rate", "rich_lower", "rich_upper",
         "plain_successes", "plain_trials", "plain_rate", "plain_lower", "plain_upper", "not_displayed_count",
