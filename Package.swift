@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "FaultTests", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageClient", "EngageCore", "EventStore", "Experiments",
                                                        "Postgres", "Projections", "Runtime", "TestSupport"]),
         .testTarget(name: "EngageAPITests", dependencies: ["CLoadGenerator", "Digest", "EngageAPI", "EngageConsole", "LoadGenerator", "EngageCore", "EventStore",
-                                                          "HTTPServer", "Postgres", "Runtime", "TestSupport"],
+                                                          "HTTPServer", "Postgres", "Projections", "Runtime", "TestSupport"],
                     exclude: ["Corpus"]),
     ],
     swiftLanguageModes: [.v6]

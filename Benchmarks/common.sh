@@ -1,14 +1,19 @@
-# Sourced by Benchmarks/failover.sh and Benchmarks/recovery.sh: logging and argument checks, the
-# engage executable, processes, waiting, and the ingest clients both drive. Before sourcing, set
-# SCRIPT (the name in log lines) and USAGE (the usage line of a refusal).
+# Sourced by the benchmark scripts (failover.sh, recovery.sh, projector.sh, lag.sh): logging and
+# argument checks, the engage executable, processes, waiting, and the retrying ingest clients of
+# failover.sh and recovery.sh. Before sourcing, set SCRIPT (the name in log lines) and, optionally,
+# USAGE (the usage line of a refusal; by default a pointer to the script's header).
 
 log() { printf '%s %s: %s\n' "$(date +%H:%M:%S)" "$SCRIPT" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-usage_error() { printf '%s: %s\nusage: %s\n' "$SCRIPT" "$1" "$USAGE" >&2; exit 64; }
+usage_error() { printf '%s: %s\nusage: %s\n' "$SCRIPT" "$1" "${USAGE:-see the settings in the header of Benchmarks/$SCRIPT}" >&2; exit 64; }
 require_int() { [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"; }
 now() { date +%s.%N; }
 
-# The settings both scripts take (their headers describe them).
+# Integer with thousands separators; arithmetic to 6 decimals.
+grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
+calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
+
+# The settings of the retrying clients and the build (the scripts' headers describe them).
 CLIENTS=${CLIENTS:-4}
 RETRY_MS=${RETRY_MS:-100}
 BUILD=${BUILD:-1}
@@ -25,6 +30,13 @@ resolve_engage() { # root
         ENGAGE_BIN="$1/.build/release/engage"
     fi
     [[ -x $ENGAGE_BIN ]] || die "$ENGAGE_BIN is not an executable"
+}
+resolve_engage_bin() { resolve_engage "$ROOT"; }
+
+# Sets WORK to a new directory under WORK_PARENT named after $1.
+make_work() {
+    WORK=$(mktemp -d "$WORK_PARENT/engage-$1.XXXXXX")
+    chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
 }
 
 # For a script that defines cleanup(): it runs at every exit, Ctrl-C and SIGTERM included, and a
@@ -59,7 +71,7 @@ wait_until() { # seconds description command...
     done
 }
 
-median() { sort -n | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; } # numbers on stdin, by lines or spaces
 
 # An ingest client (WORK, KEY, HTTP_PORT, RETRY_MS set): one new event per request, resent every
 # RETRY_MS until acknowledged, until $WORK/load/stop exists. Each attempt is logged in

@@ -43,7 +43,8 @@ public struct ReportView: Sendable {
         var html = "<h1>Rich versus plain</h1>"
         html += ReportFilterForm(action: ConsolePath.report, query: query, categories: categories, viewer: viewer,
                                  groupings: true).markup
-        html += "<p class=\"small muted\">Generated \(Markup.text(report.generatedAt.rfc3339)) · grouped by "
+        let currentAsOf = report.currentAsOf.map { " · current as of \(Markup.text($0.summary))" } ?? ""
+        html += "<p class=\"small muted\">Generated \(Markup.text(report.generatedAt.rfc3339))\(currentAsOf) · grouped by "
             + "\(Markup.text(report.grouping.rawValue)) · rates per displayed notification with 95% intervals</p>"
         html += "<aside class=\"caveat\" role=\"note\"><strong>Read this first.</strong> \(Markup.text(EngagementReport.caveat))</aside>"
         if report.total.rich[.displayed] + report.total.plain[.displayed] == 0 {

@@ -31,10 +31,19 @@ struct EngagementBatcher: Sendable {
 
     /// Processes one batch in its own transaction; returns how many events it folded (0: caught up).
     mutating func processBatch(on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
+        try process(prefetched: nil, on: connection, failpoints: failpoints)
+    }
+
+    /// Processes one batch in its own transaction: `prefetched`, the events after `position` read
+    /// beforehand on another connection (any read below the visibility horizon stays the log's
+    /// next events, and the fence proves the checkpoint is still `position`), or, when nil, the
+    /// events read here. Returns how many events it folded (0: caught up).
+    mutating func process(prefetched: [StoredEvent]?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
+        let batchSize = self.batchSize
         let (count, newPosition, states) = try connection.transaction { connection -> (Int, LogPosition, [NotificationKey: NotificationState]) in
             let checkpoint = try EngagementStore.lockCheckpoint(checkpointName, on: connection)
             guard checkpoint == position else { throw Fenced() }
-            let events = try EventStore.read(after: checkpoint, limit: batchSize, on: connection)
+            let events = try prefetched ?? EventStore.read(after: checkpoint, limit: batchSize, on: connection)
             guard let last = events.last else { return (0, checkpoint, [:]) }
             try failpoints.hit("projector.after-read")
             let changes = try fold(events, on: connection)

@@ -39,6 +39,8 @@ public struct EngagementChanges: Sendable {
     }
 
     public internal(set) var states: [NotificationKey: NotificationState] = [:]
+    /// The keys of `states` that had no stored state before the batch (new rows to insert).
+    public internal(set) var created: Set<NotificationKey> = []
     public internal(set) var engagement: [EngagementKey: EngagementContribution.Counters] = [:]
     public internal(set) var actions: [ActionKey: Int] = [:]
     public internal(set) var telemetry: [TelemetryKey: TelemetryDelta] = [:]
@@ -48,8 +50,9 @@ public struct EngagementChanges: Sendable {
 
     public init() {}
 
-    /// Folds `events` into the states they belong to (`known` gives the states before the batch,
-    /// absent for new notifications) and accumulates the resulting bucket changes.
+    /// Folds `events` into the states they belong to (`known` gives the states before the batch:
+    /// every stored state of the batch's notifications, so that one absent is new) and
+    /// accumulates the resulting bucket changes.
     public static func compute(_ events: [StoredEvent], known: [NotificationKey: NotificationState]) -> EngagementChanges {
         var changes = EngagementChanges()
         var before: [NotificationKey: NotificationState] = [:]
@@ -79,6 +82,7 @@ public struct EngagementChanges: Sendable {
             let oldState = before[key]!
             guard newState != oldState else { continue }
             changes.states[key] = newState
+            if known[key] == nil { changes.created.insert(key) }
             changes.add(EngagementContribution.difference(from: oldState.engagementContribution, to: newState.engagementContribution),
                         app: key.appID)
             changes.add(TelemetryContribution.difference(from: oldState.telemetryContribution, to: newState.telemetryContribution),

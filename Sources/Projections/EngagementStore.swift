@@ -62,27 +62,44 @@ public enum EngagementStore {
     // MARK: Applying changes
 
     public static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, on connection: Connection) throws {
-        try saveStates(changes.states, tables: tables, on: connection)
+        try saveStates(changes.states, created: changes.created, tables: tables, on: connection)
         try applyEngagement(changes.engagement, tables: tables, on: connection)
         try applyActions(changes.actions, tables: tables, on: connection)
         try applyTelemetry(changes.telemetry, tables: tables, on: connection)
     }
 
-    static func saveStates(_ states: [NotificationKey: NotificationState], tables: ReadModelTables, on connection: Connection) throws {
+    /// Writes `states`: those in `created` (no stored state yet) by binary COPY straight into the
+    /// table, the others through a staging table and one upsert. A stored state the caller did
+    /// not know of would make the COPY fail on the primary key and the batch roll back, never
+    /// count twice.
+    static func saveStates(_ states: [NotificationKey: NotificationState], created: Set<NotificationKey>,
+                           tables: ReadModelTables, on connection: Connection) throws {
         if states.isEmpty { return }
+        var inserted = BinaryCopyEncoder(reservingCapacity: created.count * 600)
+        var updated = BinaryCopyEncoder(reservingCapacity: (states.count - created.count) * 600)
+        var updates = 0
+        for (key, state) in states {
+            let isNew = created.contains(key)
+            if !isNew { updates += 1 }
+            func append(_ copy: inout BinaryCopyEncoder) {
+                copy.beginRow(columnCount: 3)
+                copy.appendText(key.appID)
+                copy.appendText(key.notificationID)
+                copy.appendTextBytes(state.encoded())
+            }
+            if isNew { append(&inserted) } else { append(&updated) }
+        }
+        if updates < states.count {
+            try connection.copyIn("COPY \(unsafeSQL: tables.states) (app_id, notification_id, state) FROM STDIN (FORMAT binary)",
+                                  data: inserted.finish())
+        }
+        if updates == 0 { return }
         // Binary COPY into a per-session staging table, then one upsert: no array literals to build
         // or parse for what is the largest part of each batch.
         try connection.execute("""
             CREATE TEMP TABLE IF NOT EXISTS staged_states (app_id text, notification_id text, state text) ON COMMIT DELETE ROWS
             """)
-        var copy = BinaryCopyEncoder(reservingCapacity: states.count * 600)
-        for (key, state) in states {
-            copy.beginRow(columnCount: 3)
-            copy.appendText(key.appID)
-            copy.appendText(key.notificationID)
-            copy.appendTextBytes(state.encoded())
-        }
-        try connection.copyIn("COPY staged_states FROM STDIN (FORMAT binary)", data: copy.finish())
+        try connection.copyIn("COPY staged_states FROM STDIN (FORMAT binary)", data: updated.finish())
         try connection.execute("""
             INSERT INTO \(unsafeSQL: tables.states) AS t (app_id, notification_id, state)
             SELECT app_id, notification_id, state FROM staged_states

@@ -73,38 +73,58 @@ public struct Projector: Service {
         }
     }
 
+    /// Folds batch after batch; while one batch is folded and committed, the next is read on
+    /// another connection, so reading the log overlaps folding and writing the read model.
     private func runActive(lockHolder: Int32) async throws {
         let initial = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
         let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
                                                    batchSize: configuration.batchSize, position: initial))
         let failpoints = configuration.failpoints
+        var events = try await read(after: initial)
         while !Task.isCancelled {
-            let stopwatch = Stopwatch()
-            let processed: Int
-            do {
-                processed = try await pool.withConnection { connection in try batcher.withValue { try $0.processBatch(on: connection, failpoints: failpoints) } }
-            } catch is EngagementBatcher.Fenced {
-                logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
-                try await pool.withConnection { connection in try batcher.withValue { try $0.resynchronize(on: connection) } }
+            guard let last = events.last else {
+                // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
+                let interval = configuration.pollInterval
+                let stillHolder = try await lockPool.withConnection { connection -> Bool in
+                    guard connection.backendPID == lockHolder else { return false }
+                    _ = try connection.waitForNotifications(timeout: interval)
+                    return true
+                }
+                if !stillHolder {
+                    logger.warning("projector.lock-lost")
+                    return
+                }
+                events = try await read(after: try batcher.withValue { $0.position })
                 continue
             }
-            if processed > 0 {
+            let stopwatch = Stopwatch()
+            async let following = read(after: last.position)
+            let batch = events
+            do {
+                let processed = try await pool.withConnection { connection in
+                    try batcher.withValue { try $0.process(prefetched: batch, on: connection, failpoints: failpoints) }
+                }
                 metrics.events.increment(by: processed)
                 metrics.batchSeconds.observe(stopwatch.elapsed)
+            } catch is EngagementBatcher.Fenced {
+                logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
+                _ = try? await following
+                let position = try await pool.withConnection { connection in
+                    try batcher.withValue { batcher -> LogPosition in
+                        try batcher.resynchronize(on: connection)
+                        return batcher.position
+                    }
+                }
+                events = try await read(after: position)
                 continue
             }
-            // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
-            let interval = configuration.pollInterval
-            let stillHolder = try await lockPool.withConnection { connection -> Bool in
-                guard connection.backendPID == lockHolder else { return false }
-                _ = try connection.waitForNotifications(timeout: interval)
-                return true
-            }
-            if !stillHolder {
-                logger.warning("projector.lock-lost")
-                return
-            }
+            events = try await following
         }
+    }
+
+    private func read(after position: LogPosition) async throws -> [StoredEvent] {
+        let limit = configuration.batchSize
+        return try await pool.withConnection { connection in try EventStore.read(after: position, limit: limit, on: connection) }
     }
 }
 

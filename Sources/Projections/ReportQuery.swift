@@ -25,7 +25,17 @@ public struct ReportQuery: Sendable {
         return try await pool.withConnection { connection in try query.run(on: connection, now: now) }
     }
 
+    /// Reads the rows and the projector's checkpoint in one snapshot, so the report's
+    /// "current as of" is exactly what its numbers include.
     public func run(on connection: Connection, now: Timestamp) throws -> EngagementReport {
+        try connection.transaction(isolation: .repeatableRead) { connection in
+            var report = try rows(on: connection, now: now)
+            report.currentAsOf = try ProjectorLag.read(on: connection).freshness
+            return report
+        }
+    }
+
+    private func rows(on connection: Connection, now: Timestamp) throws -> EngagementReport {
         let filter = filterSQL()
         // Days are kept apart only when the report groups by day.
         let dayColumn: SQL = grouping == .day ? "day" : "'2000-01-01'::date"

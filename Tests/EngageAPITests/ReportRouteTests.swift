@@ -40,8 +40,15 @@ struct ReportBody: Decodable, Sendable {
         var delivered: Int
     }
 
+    struct CurrentAsOf: Decodable, Sendable {
+        var checkpoint_at: String?
+        var lag_events: Int
+        var lag_seconds: Double
+    }
+
     var report: String
     var version: Int
+    var current_as_of: CurrentAsOf
     var grouping: String
     var filters: Filters
     var rate_denominator: String
@@ -70,7 +77,7 @@ struct ReportBody: Decodable, Sendable {
 @Suite("GET /v1/report")
 struct ReportRouteTests {
     static let topLevelMembers: Set = [
-        "report", "version", "generated_at", "grouping", "filters", "confidence", "alpha", "rate_denominator",
+        "report", "version", "generated_at", "current_as_of", "grouping", "filters", "confidence", "alpha", "rate_denominator",
         "caveat", "note", "groups", "total", "telemetry", "telemetry_by_attachment", "telemetry_total",
         "stratified_note", "stratified", "read_from",
     ]

@@ -32,6 +32,7 @@ struct UnsafeSQLAuditTests {
             #"try connection.query("SELECT NOT EXISTS (SELECT 1 FROM \(unsafeSQL: tables.states))")[0].decode(0, as: Bool.self)"#,
             #"FROM \(unsafeSQL: tables.states) s"#,
             #"INSERT INTO \(unsafeSQL: tables.states) AS t (app_id, notification_id, state)"#,
+            #"try connection.copyIn("COPY \(unsafeSQL: tables.states) (app_id, notification_id, state) FROM STDIN (FORMAT binary)","#,
             #"INSERT INTO \(unsafeSQL: tables.engagement) AS t"#,
             #"DELETE FROM \(unsafeSQL: tables.engagement) t"#,
             #"INSERT INTO \(unsafeSQL: tables.actions) AS t"#,

@@ -1,6 +1,7 @@
 import EventStore
 import HTTPServer
 import Postgres
+import Projections
 import Runtime
 
 /// `/healthz` (the process answers), `/readyz` (the database answers and its migrations are
@@ -9,11 +10,13 @@ public struct HealthRoutes: Sendable {
     let pool: ConnectionPool
     let migrator: Migrator
     let registry: MetricsRegistry
+    let projectorLag: ProjectorLagGauges
 
     public init(pool: ConnectionPool, migrator: Migrator, registry: MetricsRegistry) {
         self.pool = pool
         self.migrator = migrator
         self.registry = registry
+        projectorLag = ProjectorLagGauges(registry: registry)
     }
 
     func healthz(_ request: HTTPRequest) async -> HTTPResponse {
@@ -35,6 +38,7 @@ public struct HealthRoutes: Sendable {
     }
 
     func metrics(_ request: HTTPRequest) async -> HTTPResponse {
+        await projectorLag.refresh(from: pool)
         var response = HTTPResponse.text(registry.renderPrometheus(), status: 200)
         response.headers.set("Content-Type", MetricsRegistry.contentType)
         return response

@@ -24,6 +24,8 @@ public struct EngagementReport: Sendable, Hashable {
     public let telemetryByAttachment: [TelemetrySummary]
     /// All telemetry rows that passed the filters (category and attachment kind nil).
     public let telemetryTotal: TelemetrySummary
+    /// How current the read model was when read; nil for a report not read from one (a simulation).
+    public var currentAsOf: ReportFreshness?
 
     /// Confidence of every interval.
     public static let confidence = 0.95

@@ -16,7 +16,8 @@ extension EngagementReport {
     /// interval and `method`, the method of `relative_*`, `p_value` and `significant`).
     ///
     /// Rows, one per group and metric:
-    ///  - `meta`: `metric` is `generated_at`, `grouping`, `filter:app_ids`, `filter:categories`,
+    ///  - `meta`: `metric` is `generated_at`, `current_as_of:checkpoint_at`, `current_as_of:lag_events`,
+    ///    `current_as_of:lag_seconds` (all empty when not read from a read model), `grouping`, `filter:app_ids`, `filter:categories`,
     ///    `filter:attachment_kinds`, `filter:from`, `filter:through`, `caveat` or `note`, its
     ///    text in `value` (set filters joined with "|");
     ///  - `group` and `total` (all categories): a rate compared, `metric` as in the JSON;
@@ -41,6 +42,9 @@ extension EngagementReport {
             csv.row(Self.valueRow(["meta", "", "", "", name], value))
         }
         meta("generated_at", generatedAt.rfc3339)
+        meta("current_as_of:checkpoint_at", currentAsOf?.checkpointAt?.rfc3339 ?? "")
+        meta("current_as_of:lag_events", currentAsOf.map { String($0.lagEvents) } ?? "")
+        meta("current_as_of:lag_seconds", currentAsOf.map { String($0.lagSeconds) } ?? "")
         meta("grouping", grouping.rawValue)
         meta("filter:app_ids", filters.appIDs.sorted().joined(separator: "|"))
         meta("filter:categories", filters.categories.sorted().joined(separator: "|"))

@@ -28,6 +28,7 @@ extension EngagementReport {
 
         """
         html += "<dl class=\"meta\"><dt>Generated</dt><dd>\(HTMLText.escape(generatedAt.rfc3339))</dd>"
+        if let currentAsOf { html += "<dt>Current as of</dt><dd>\(HTMLText.escape(currentAsOf.summary))</dd>" }
         html += "<dt>Grouping</dt><dd>\(HTMLText.escape(grouping.rawValue))</dd>"
         html += "<dt>Filters</dt><dd>\(HTMLText.escape(filterText))</dd></dl>\n"
         html += "</header>\n"

@@ -7,6 +7,8 @@ extension EngagementReport {
     ///     {
     ///       "report": "engagement", "version": 1,
     ///       "generated_at": "2026-11-29T20:00:00Z",
+    ///       "current_as_of": {"checkpoint_at": "2026-11-29T19:59:58Z" | null, "lag_events": n,
+    ///                         "lag_seconds": x} | null,   // null when not read from a read model
     ///       "grouping": "category" | "attachment" | "day" | "action",
     ///       "filters": {"app_ids": [..], "categories": [..], "attachment_kinds": [..],
     ///                   "from": "YYYY-MM-DD" | null, "through": "YYYY-MM-DD" | null},
@@ -60,6 +62,7 @@ extension EngagementReport {
         json.key("report"); json.string("engagement")
         json.key("version"); json.int(1)
         json.key("generated_at"); json.string(generatedAt.rfc3339)
+        json.key("current_as_of"); json.freshness(currentAsOf)
         json.key("grouping"); json.string(grouping.rawValue)
         json.key("filters")
         json.beginObject()
@@ -99,6 +102,15 @@ extension EngagementReport {
 }
 
 private extension JSONWriter {
+    mutating func freshness(_ freshness: ReportFreshness?) {
+        guard let freshness else { return null() }
+        beginObject()
+        key("checkpoint_at"); optionalString(freshness.checkpointAt?.rfc3339)
+        key("lag_events"); int(freshness.lagEvents)
+        key("lag_seconds"); double(freshness.lagSeconds)
+        endObject()
+    }
+
     mutating func strings(_ values: [String]) {
         beginArray()
         for value in values { string(value) }

@@ -6,6 +6,7 @@ extension EngagementReport {
         var lines: [String] = []
         lines.append("ENGAGEMENT REPORT: rich vs plain notifications")
         lines.append("generated  \(generatedAt.rfc3339)")
+        if let currentAsOf { lines.append("current    as of \(currentAsOf.summary)") }
         lines.append("grouping   \(grouping.rawValue)")
         lines.append("filters    \(filterText)")
         lines.append("")

@@ -15,9 +15,11 @@ import Testing
     static func report(grouping: ReportGrouping = .category, category: String = "news") -> EngagementReport {
         let rows = [
             EngagementRow(appID: "app", category: category, presentation: .rich, attachmentKind: "image", day: day,
-                          counts: FunnelCounts([.notifications: 150, .delivered: 145, .displayed: 140, .expanded: 50, .actioned: 20, .opened: 30, .dismissed: 50, .replied: 3])),
+                          counts: FunnelCounts([.notifications: 150, .delivered: 145, .displayed: 140, .expanded: 50, .actioned: 20,
+                                                .opened: 30, .dismissed: 50, .replied: 3])),
             EngagementRow(appID: "app", category: category, presentation: .plain, attachmentKind: "none", day: day,
-                          counts: FunnelCounts([.notifications: 170, .delivered: 165, .displayed: 160, .expanded: 28, .actioned: 15, .opened: 25, .dismissed: 80, .replied: 0])),
+                          counts: FunnelCounts([.notifications: 170, .delivered: 165, .displayed: 160, .expanded: 28, .actioned: 15,
+                                                .opened: 25, .dismissed: 80, .replied: 0])),
             EngagementRow(appID: "app", category: "promo", presentation: .rich, attachmentKind: "video", day: day,
                           counts: FunnelCounts([.notifications: 22, .delivered: 21, .displayed: 20, .expanded: 3, .opened: 2, .dismissed: 10])),
         ]

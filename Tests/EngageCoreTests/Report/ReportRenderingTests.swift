@@ -87,7 +87,7 @@ import Testing
                 == ["image", "none"])
         #expect(json.string(try #require(json.member(filters, "through"))) == "2026-11-28")
         #expect(Array(json.members(json.root)).map { json.string($0.key) ?? "" } == [
-            "report", "version", "generated_at", "grouping", "filters", "confidence", "alpha", "rate_denominator",
+            "report", "version", "generated_at", "current_as_of", "grouping", "filters", "confidence", "alpha", "rate_denominator",
             "caveat", "note", "groups", "total", "telemetry", "telemetry_by_attachment", "telemetry_total",
             "stratified_note", "stratified",
         ])

@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Sustained projector lag (issue 19, point 2): HTTP ingest at half of phase A's maximum for
+# MINUTES minutes with the projector in the same process, and per minute the lag's p50, p99 and
+# maximum as /metrics shows it (engage_projector_lag_seconds, sampled every SAMPLE_SECONDS).
+# Goal: p99 at most 2 s in every minute and no growth from the first minute to the last.
+#
+#   Benchmarks/lag.sh                                  build release, 10 minutes (about 11 minutes)
+#   BUILD=0 MINUTES=1 MAX_SECONDS=5 Benchmarks/lag.sh  a short check
+#
+# On a fresh local PostgreSQL in a new directory under WORK_PARENT:
+#   1. `engage serve --projector off`, MAX_SECONDS of unpaced 100-event batches over 16
+#      connections (phase A of Benchmarks/ingest.sh) after a 3 s warm-up: the maximum, counted in
+#      the log. Then the log is emptied and the server stopped.
+#   2. `engage serve --projector on` on the same data, ingest paced at half that maximum for
+#      MINUTES minutes, /metrics scraped every SAMPLE_SECONDS.
+# Each minute's line counts only its samples; "growth" compares the last minute's p50 with the
+# first's.
+#
+# Settings (environment):
+#   BUILD=1            run `swift build -c release` first (ignored when ENGAGE_BIN is set)
+#   ENGAGE_BIN         engage executable (default: the package's release build)
+#   MINUTES=10         minutes of paced load, 1-120
+#   MAX_SECONDS=20     seconds of the unpaced measurement, 1-60
+#   MAX_RATE=          events/s to halve instead of measuring it (skips step 1)
+#   SAMPLE_SECONDS=0.5 seconds between scrapes of /metrics
+#   CONNECTIONS=16 BATCH=100 IDS=time    the load, as in ingest.sh
+#   WORK_PARENT=/var/tmp KEEP_WORK=0
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-1}
+ENGAGE_BIN=${ENGAGE_BIN:-}
+MINUTES=${MINUTES:-10}
+MAX_SECONDS=${MAX_SECONDS:-20}
+MAX_RATE=${MAX_RATE:-}
+SAMPLE_SECONDS=${SAMPLE_SECONDS:-0.5}
+CONNECTIONS=${CONNECTIONS:-16}
+BATCH=${BATCH:-100}
+IDS=${IDS:-time}
+WORK_PARENT=${WORK_PARENT:-/var/tmp}
+KEEP_WORK=${KEEP_WORK:-0}
+APP=lag-bench
+
+SCRIPT=lag.sh
+# shellcheck source=Benchmarks/common.sh
+source "$ROOT/Benchmarks/common.sh"
+require_int MINUTES "$MINUTES" 1 120
+require_int MAX_SECONDS "$MAX_SECONDS" 1 60
+[[ -z $MAX_RATE ]] || require_int MAX_RATE "$MAX_RATE" 100 100000000
+require_int CONNECTIONS "$CONNECTIONS" 1 10000
+require_int BATCH "$BATCH" 1 1000
+[[ $SAMPLE_SECONDS =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage_error "SAMPLE_SECONDS=$SAMPLE_SECONDS: expected seconds such as 0.5"
+[[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
+for program in curl awk psql; do command -v "$program" >/dev/null || die "$program not found"; done
+
+resolve_engage_bin
+
+make_work lag
+SERVER_PID="" LOAD_PID=""
+cleanup() {
+    local status=$?
+    trap - EXIT INT TERM
+    if [[ -n $LOAD_PID ]]; then kill "$LOAD_PID" 2>/dev/null || true; wait "$LOAD_PID" 2>/dev/null || true; fi
+    if [[ -n $SERVER_PID ]]; then stop_server || true; fi
+    if [[ -f $WORK/pg/postmaster.pid ]]; then "$ENGAGE_BIN" db stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true; fi
+    if [[ $KEEP_WORK == 1 || ($status -ne 0 && $status -ne 130 && $status -ne 143) ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+    exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+result() { sed -n 's/^[a-z]*\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
+
+# start_server on|off: engage serve with the projector on or off; sets SERVER_PID and URL.
+start_server() {
+    log "starting engage serve --projector $1"
+    "$ENGAGE_BIN" serve --listen 127.0.0.1:0 --data-dir "$WORK/pg" --projector "$1" >"$WORK/serve-$1.log" 2>&1 &
+    SERVER_PID=$!
+    local port=""
+    for _ in $(seq 1200); do
+        port=$(sed -n 's/.*msg=engage\.listening.*address=http:\/\/[^ ]*:\([0-9][0-9]*\).*/\1/p' "$WORK/serve-$1.log" | head -1)
+        [[ -z $port ]] || break
+        kill -0 "$SERVER_PID" 2>/dev/null || { cat "$WORK/serve-$1.log" >&2; SERVER_PID=""; die "engage serve exited during start-up"; }
+        sleep 0.1
+    done
+    [[ -n $port ]] || die "engage serve did not report its address within 120 s"
+    URL="http://127.0.0.1:$port"
+    curl -fsS "$URL/healthz" >/dev/null || die "$URL/healthz failed"
+}
+stop_server() {
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    local status=0
+    wait "$SERVER_PID" || status=$?
+    SERVER_PID=""
+    return "$status"
+}
+# load SECONDS RATE NAME: 100-event batches (RATE requests/s, 0 unpaced) in the background.
+load() {
+    ENGAGE_BENCH_KEY=$KEY "$ENGAGE_BIN" bench ingest --url "$URL" --connections "$CONNECTIONS" --batch "$BATCH" \
+        --rate "$2" --tag "$4" --ids "$IDS" --seconds "$1" --timeout 10 >"$WORK/load-$3.txt" 2>&1 &
+    LOAD_PID=$!
+}
+finish_load() {
+    local status=0
+    wait "$LOAD_PID" || status=$?
+    LOAD_PID=""
+    [[ $status == 0 ]] || { cat "$WORK/load-$1.txt" >&2; die "the load failed ($1, exit $status)"; }
+}
+
+# 1. Phase A's maximum, projector off.
+start_server off
+KEY=$("$ENGAGE_BIN" keys create --app "$APP" --role ingest --name lag-benchmark --data-dir "$WORK/pg" 2>>"$WORK/keys.log")
+[[ $KEY == egk_* ]] || die "engage keys create printed no key"
+CONNINFO=$("$ENGAGE_BIN" db status --data-dir "$WORK/pg" | sed -n 's/^connect with: //p')
+[[ -n $CONNINFO ]] || die "engage db status printed no connection string"
+sql() { psql "$CONNINFO" -X -q -At -v ON_ERROR_STOP=1 "$@"; }
+if [[ -z $MAX_RATE ]]; then
+    load 3 0 warmup 4095; finish_load warmup
+    sql -c "TRUNCATE events" >/dev/null
+    log "phase A: ${MAX_SECONDS} s unpaced"
+    load "$MAX_SECONDS" 0 max 1; finish_load max
+    sleep 1 # requests in flight when the load stopped commit within this
+    stored=$(sql -c "SELECT count(*) FROM events")
+    MAX_RATE=$(calc "$stored / ($(result "$WORK/load-max.txt" duration_us) / 1e6)")
+    log "phase A: $(grouped "$MAX_RATE") events/s"
+fi
+sql -c "TRUNCATE events, notification_states, engagement_daily, engagement_actions_daily, extension_telemetry_daily" \
+    -c "DELETE FROM projection_checkpoints" -c "VACUUM ANALYZE events" -c "CHECKPOINT" >/dev/null
+stop_server || die "engage (projector off) did not exit 0 after SIGTERM"
+
+# 2. Half of it for MINUTES minutes, projector on, lag sampled.
+start_server on
+RATE=$(calc "$MAX_RATE / $BATCH / 2")
+log "sustained: $(grouped "$(calc "$MAX_RATE / 2")") events/s for $MINUTES min, lag sampled every ${SAMPLE_SECONDS} s"
+load $((MINUTES * 60)) "$RATE" sustained 2
+start_ns=$(date +%s%N)
+: >"$WORK/lag.txt"
+while kill -0 "$LOAD_PID" 2>/dev/null; do
+    curl -fsS "$URL/metrics" 2>/dev/null | awk -v t="$(( ($(date +%s%N) - start_ns) / 1000000 ))" '
+        $1 == "engage_projector_lag_seconds" { s = $2 } $1 == "engage_projector_lag_events" { e = $2 }
+        END { if (s != "") print t / 1000, s, e }' >>"$WORK/lag.txt" || true
+    sleep "$SAMPLE_SECONDS"
+done
+finish_load sustained
+sleep 1
+stored=$(sql -c "SELECT count(*) FROM events")
+accepted_rate=$(calc "$(result "$WORK/load-sustained.txt" accepted) / ($(result "$WORK/load-sustained.txt" duration_us) / 1e6)")
+failed=$(( $(result "$WORK/load-sustained.txt" non200) + $(result "$WORK/load-sustained.txt" timeouts) ))
+stop_server || die "engage (projector on) did not exit 0 after SIGTERM"
+
+# Per minute: p50, p99, max of the lag in seconds (nearest rank), and the largest backlog in events.
+ROWS=$(awk -v minutes="$MINUTES" '
+    { m = int($1 / 60); if (m >= minutes) m = minutes - 1; n[m]++; v[m, n[m]] = $2; if ($3 > e[m]) e[m] = $3 }
+    END {
+        for (m = 0; m < minutes; m++) {
+            if (!n[m]) { printf "| %d | 0 | | | | |\n", m + 1; continue }
+            for (i = 1; i <= n[m]; i++) a[i] = v[m, i]
+            for (i = 2; i <= n[m]; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+            p50 = a[int(0.5 * (n[m] - 1)) + 1]; p99 = a[int(0.99 * (n[m] - 1) + 0.999999) + 1]; mx = a[n[m]]
+            printf "| %d | %d | %.2f | %.2f | %.2f | %d |\n", m + 1, n[m], p50, p99, mx, e[m]
+        }
+    }' "$WORK/lag.txt")
+first_p50=$(echo "$ROWS" | head -1 | awk -F'|' '{ print $4 + 0 }')
+last_p50=$(echo "$ROWS" | tail -1 | awk -F'|' '{ print $4 + 0 }')
+worst_p99=$(echo "$ROWS" | awk -F'|' '$5 + 0 > w { w = $5 + 0 } END { printf "%.2f", w }')
+
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+cat <<EOF
+
+### Sustained projector lag ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
+
+\`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min with the projector in the same process ($(grouped "$accepted_rate") events/s accepted, $failed failed requests, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
+
+| minute | samples | lag p50 s | lag p99 s | lag max s | max backlog events |
+|---:|---:|---:|---:|---:|---:|
+$ROWS
+
+Worst minute's p99 $worst_p99 s (goal ≤ 2 s); p50 first minute $first_p50 s, last minute $last_p50 s (goal: no growth).
+EOF

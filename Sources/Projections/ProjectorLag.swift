@@ -1,0 +1,74 @@
+import EngageCore
+import EventStore
+import Postgres
+import Runtime
+
+/// How far the engagement read model is behind the log, as the database sees it now.
+///
+/// - `events`: events in the log after the projector's checkpoint (committed, in any order the
+///   projector will read them), i.e. appended but not yet folded.
+/// - `seconds`: how long the oldest of those events has been in the log (now minus its
+///   `recorded_at`, the start of the transaction that appended it); 0 when `events` is 0. It
+///   stays 0 while nothing is appended, however old the checkpoint, and grows second by second
+///   while the projector is stopped with events waiting.
+///
+/// Counting walks the log's index over the unfolded part only: cheap while the projector keeps
+/// up, proportional to the backlog when it does not.
+public struct ProjectorLag: Sendable, Equatable {
+    public var checkpoint: LogPosition
+    /// When the checkpoint last moved (the committing transaction's start); nil before the first batch.
+    public var checkpointAt: Timestamp?
+    public var events: Int
+    public var seconds: Double
+
+    public static func read(_ projection: String = EngagementStore.projectionName, on connection: Connection) throws -> ProjectorLag {
+        let checkpoints = try connection.query("""
+            SELECT transaction_id, position, updated_at FROM projection_checkpoints WHERE projection = \(projection)
+            """)
+        var checkpoint = LogPosition.start
+        var checkpointAt: Timestamp?
+        if let row = checkpoints.rows.first {
+            checkpoint = LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
+            checkpointAt = Timestamp(microsecondsSinceEpoch: try row.cell(2).unixMicroseconds())
+        }
+        let behind = try connection.query("""
+            SELECT count(*)::int8, coalesce(greatest(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0), 0)::float8
+            FROM events
+            WHERE (transaction_id, position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.sequence))
+            """)[0]
+        return ProjectorLag(checkpoint: checkpoint, checkpointAt: checkpointAt, events: try behind.decode(0),
+                            seconds: try behind.decode(1))
+    }
+
+    /// The report's "current as of".
+    public var freshness: ReportFreshness {
+        ReportFreshness(checkpointAt: checkpointAt, lagEvents: events, lagSeconds: seconds)
+    }
+}
+
+/// `engage_projector_lag_events` and `engage_projector_lag_seconds`, read from the database when
+/// `/metrics` is scraped, so any engage process shows them whether or not its projector is the
+/// active one (or runs at all).
+public struct ProjectorLagGauges: Sendable {
+    let events: Gauge
+    let seconds: Gauge
+
+    public init(registry: MetricsRegistry) {
+        events = registry.gauge("engage_projector_lag_events",
+                                help: "Events in the log after the engagement projector's checkpoint (not yet folded); NaN when the database did not answer.")
+        seconds = registry.gauge("engage_projector_lag_seconds",
+                                 help: "Age of the oldest event not yet folded by the engagement projector, 0 when none; NaN when the database did not answer.")
+    }
+
+    /// Reads the lag now; on failure the gauges show NaN rather than a stale value.
+    public func refresh(from pool: ConnectionPool) async {
+        do {
+            let lag = try await pool.withConnection { try ProjectorLag.read(on: $0) }
+            events.set(Double(lag.events))
+            seconds.set(lag.seconds)
+        } catch {
+            events.set(.nan)
+            seconds.set(.nan)
+        }
+    }
+}

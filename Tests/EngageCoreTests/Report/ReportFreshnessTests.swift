@@ -1,0 +1,32 @@
+import Testing
+@testable import EngageCore
+
+@Suite struct ReportFreshnessTests {
+    @Test func theSummarySaysWhenAndHowFarBehind() {
+        let at = Timestamp(rfc3339: "2026-11-29T19:59:57Z")!
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 0, lagSeconds: 0).summary == "2026-11-29T19:59:57Z (up to date)")
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 1, lagSeconds: 0.04).summary == "2026-11-29T19:59:57Z (1 event behind, oldest 0.0 s)")
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 1204, lagSeconds: 2.75).summary == "2026-11-29T19:59:57Z (1204 events behind, oldest 2.8 s)")
+        #expect(ReportFreshness(checkpointAt: nil, lagEvents: 3, lagSeconds: 12).summary == "never (no events folded yet) (3 events behind, oldest 12.0 s)")
+    }
+
+    @Test func everyRenderingCarriesIt() {
+        var report = EngagementReportTests.report()
+        report.currentAsOf = ReportFreshness(checkpointAt: Timestamp(rfc3339: "2026-11-29T19:59:57Z")!, lagEvents: 7, lagSeconds: 1.5)
+        #expect(report.renderTable().contains("\ncurrent    as of 2026-11-29T19:59:57Z (7 events behind, oldest 1.5 s)\n"))
+        #expect(String(decoding: report.renderJSON(), as: UTF8.self)
+            .contains(#""current_as_of":{"checkpoint_at":"2026-11-29T19:59:57Z","lag_events":7,"lag_seconds":1.5}"#))
+        var meta: [String: String] = [:]
+        for line in report.renderCSV().split(separator: "\r\n") {
+            let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            if fields[0] == "meta" { meta[fields[4]] = fields[fields.count - 1] }
+        }
+        #expect(meta["current_as_of:checkpoint_at"] == "2026-11-29T19:59:57Z")
+        #expect(meta["current_as_of:lag_events"] == "7")
+        #expect(meta["current_as_of:lag_seconds"] == "1.5")
+        #expect(report.renderHTML().contains("<dt>Current as of</dt><dd>2026-11-29T19:59:57Z (7 events behind, oldest 1.5 s)</dd>"))
+        report.currentAsOf = nil
+        #expect(String(decoding: report.renderJSON(), as: UTF8.self).contains(#""current_as_of":null,"#))
+        #expect(!report.renderTable().contains("as of"))
+    }
+}
