@@ -51,6 +51,7 @@ public struct ReportView: Sendable {
             html += "<section class=\"card\"><p>No displayed notifications match these filters yet.</p></section>"
             return ConsolePage(title: "Report", section: .report, viewer: viewer, notice: notice, body: html)
         }
+        html += adjustedSection()
         html += totalSection()
         html += overview()
         for (index, group) in report.groups.enumerated() {
@@ -58,6 +59,16 @@ public struct ReportView: Sendable {
         }
         html += "<p class=\"small muted\">\(Markup.text(EngagementReport.denominatorNote))</p>"
         return ConsolePage(title: "Report", section: .report, viewer: viewer, notice: notice, body: html)
+    }
+
+    /// The headline: per metric, rich against plain within each category combined, in the
+    /// report's own words (and the crude total's disagreement when there is one).
+    private func adjustedSection() -> String {
+        var html = "<section class=\"card\" id=\"adjusted\"><h2>Adjusted for category</h2><ul>"
+        for summary in report.stratified {
+            html += "<li data-metric=\"\(Markup.text(summary.metric.key))\">\(Markup.text(summary.headline))</li>"
+        }
+        return html + "</ul><p class=\"small muted\">\(Markup.text(EngagementReport.stratifiedNote))</p></section>"
     }
 
     /// Every category together: one sentence per metric, then the same table as each group's.

@@ -56,13 +56,30 @@ struct ReportBody: Decodable, Sendable {
     var groups: [Group]
     var total: Group
     var telemetry_total: Telemetry
+    var stratified: [Stratified]
+
+    struct Effect: Decodable, Sendable {
+        var estimate: Double
+        var lower: Double
+        var upper: Double
+        var p_value: Double
+        var significant: Bool
+    }
+
+    struct Stratified: Decodable, Sendable {
+        var metric: String
+        var headline: String
+        var risk_ratio: Effect?
+        var risk_difference: Effect?
+    }
 }
 
 @Suite("GET /v1/report")
 struct ReportRouteTests {
     static let topLevelMembers: Set = [
         "report", "version", "generated_at", "current_as_of", "grouping", "filters", "confidence", "alpha", "rate_denominator",
-        "caveat", "note", "groups", "total", "telemetry", "telemetry_by_attachment", "telemetry_total", "read_from",
+        "caveat", "note", "groups", "total", "telemetry", "telemetry_by_attachment", "telemetry_total",
+        "stratified_note", "stratified", "read_from",
     ]
 
     /// A simulated day of one app's traffic that ended an hour ago, as NDJSON bodies of at most
@@ -119,6 +136,28 @@ struct ReportRouteTests {
         return try JSONDecoder().decode(ReportBody.self, from: Data(response.body))
     }
 
+    /// The headline over HTTP is the Mantel-Haenszel ratio of the simulator's own per-category counts.
+    static func checkAdjustedAnswer(_ report: ReportBody, _ truth: SimulationGroundTruth,
+                                    sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(report.stratified.map(\.metric) == ["expansion", "action", "open", "dismiss", "reply"],
+                sourceLocation: sourceLocation)
+        let expansion = try #require(report.stratified.first, sourceLocation: sourceLocation)
+        let strata = try truth.categories.map { category in
+            let rich = truth.realized(category: category.name, presentation: .rich)
+            let plain = truth.realized(category: category.name, presentation: .plain)
+            return Stratum(name: category.name,
+                           variant: try Proportion(successes: rich[.expanded], trials: rich[.displayed]),
+                           control: try Proportion(successes: plain[.expanded], trials: plain[.displayed]))
+        }
+        let expected = try StratifiedComparison(strata: strata).mantelHaenszelRiskRatio().greenlandRobinsEstimate()
+        let ratio = try #require(expansion.risk_ratio, sourceLocation: sourceLocation)
+        #expect(abs(ratio.estimate - expected.estimate) <= 1e-12 * expected.estimate, sourceLocation: sourceLocation)
+        #expect(abs(ratio.lower - expected.interval.lower) <= 1e-12, sourceLocation: sourceLocation)
+        #expect(ratio.significant == expected.isSignificant, sourceLocation: sourceLocation)
+        #expect(expansion.headline.hasPrefix("Adjusted for category, rich notifications are expanded "),
+                sourceLocation: sourceLocation)
+    }
+
     // MARK: - Reports over real traffic
 
     @Test(.timeLimit(.minutes(3)))
@@ -144,6 +183,7 @@ struct ReportRouteTests {
                 #expect(report.caveat == EngagementReport.caveat)
                 #expect(report.rate_denominator == "displayed")
                 #expect(report.total.rich == Self.expectedCounts(truth, .rich), "\(app) rich")
+                try Self.checkAdjustedAnswer(report, truth)
                 #expect(report.total.plain == Self.expectedCounts(truth, .plain), "\(app) plain")
                 #expect(report.total.not_displayed == Self.zero)
                 #expect(report.telemetry_total.delivered == truth.notifications)
@@ -249,6 +289,9 @@ struct ReportRouteTests {
         #expect(example["note"] as? String == EngagementReport.denominatorNote)
         let paths = Self.memberPaths(example)
         #expect(paths[".groups[].metrics[]"]?.contains("p_value") == true)
+        #expect(example["stratified_note"] as? String == EngagementReport.stratifiedNote)
+        #expect(paths[".stratified[]"]?.isSuperset(of: ["headline", "risk_ratio", "risk_difference", "cmh",
+                                                        "homogeneity", "crude_ratio", "crude_disagreement"]) == true)
         #expect(paths[".telemetry_total.outcomes"] == Set(DeliveryOutcome.allCases.map(\.rawValue)))
     }
 

@@ -23,6 +23,9 @@ struct DashboardQueryTests {
     /// query panel needs an entry and every entry a panel, so this table is the panels' contract.
     static let expectedColumns: [String: [String: [String]]] = [
         "engage-rich-vs-plain": [
+            "Adjusted for category: rich / plain (Mantel-Haenszel), the answer":
+                ["metric", "categories", "excluded", "ratio", "ratio_lower", "ratio_upper", "significant",
+                 "crude_ratio", "crude_ratio_lower", "crude_ratio_upper", "crude_vs_adjusted"],
             "Rates by category, rich vs plain (selected range)":
                 ["category", "presentation", "displayed"] + intervals("expansion_rate", "action_rate", "open_rate", "dismiss_rate", "reply_rate"),
             "Rates by category, rich vs plain (all time, engagement_rates_by_category)":
@@ -84,6 +87,9 @@ struct DashboardQueryTests {
     /// surround the column `lift`; unlike a rate's, they may leave [0, 1].
     /// Intervals around the relative lift `lift` (the decision's, from the log ratio, has the same estimate).
     static let liftIntervals: Set<String> = ["sequential", "fixed", "decision_sequential"]
+
+    /// The intervals of a ratio of rates surround the ratio itself and live on (0, inf), not [0, 1].
+    static let ratioIntervals: Set<String> = ["ratio", "crude_ratio"]
 
     /// `x` followed by its Wilson bounds: `expansion_rate` → expansion_rate, expansion_lower,
     /// expansion_upper; `rich` → rich, rich_lower, rich_upper.
@@ -503,7 +509,7 @@ struct DashboardQueryTests {
         }
         for name in result.columns where name.hasSuffix("_rate") || name.hasSuffix("_share") || name.hasSuffix("p_value")
             || name.hasSuffix("_lower") || name.hasSuffix("_upper") {
-            if liftIntervals.contains(String(name.dropLast(6))) { continue }
+            if liftIntervals.contains(String(name.dropLast(6))) || ratioIntervals.contains(String(name.dropLast(6))) { continue }
             for value in result.values(name) {
                 if case .number(let x) = value { #expect((0...1).contains(x), "\(context): \(name) = \(x) outside [0, 1]") }
             }
@@ -592,6 +598,8 @@ struct DashboardQueryTests {
                     }
                 }
             }
+        case "Adjusted for category: rich / plain (Mantel-Haenszel), the answer":
+            try checkAdjustedAnswer(result, truth: truth, context: context)
         case "Outcomes per category and attachment kind":
             for category in truth.categories {
                 let categoryRows = rows(result, where: "category", is: category.name)
@@ -626,6 +634,49 @@ struct DashboardQueryTests {
             #expect(row.flatMap { number($0, result, "lag_seconds") } == 0, "\(context): no lag once caught up")
         default:
             try await checkExperimentTruth(result, of: query, population: population, pool: pool, context: context)
+        }
+    }
+
+    /// The panel's SQL gives the report's headline: the Mantel-Haenszel ratio and Greenland-Robins
+    /// interval of the simulator's own per-category counts, and the crude ratio of the pooled ones.
+    static func checkAdjustedAnswer(_ result: Result, truth: SimulationGroundTruth, context: String) throws {
+        #expect(result.values("metric").compactMap(\.text) == EngagementMetric.reported.map(\.label), "\(context) metrics")
+        for metric in EngagementMetric.reported {
+            let strata = try truth.categories.map { category in
+                let rich = truth.realized(category: category.name, presentation: .rich)
+                let plain = truth.realized(category: category.name, presentation: .plain)
+                return Stratum(name: category.name,
+                               variant: try Proportion(successes: rich[metric.numerator], trials: rich[.displayed]),
+                               control: try Proportion(successes: plain[metric.numerator], trials: plain[.displayed]))
+            }
+            let comparison = StratifiedComparison(strata: strata)
+            let cell = "\(context) \(metric.label)"
+            guard let row = rows(result, where: "metric", is: metric.label).first else {
+                Issue.record("\(cell): no row")
+                continue
+            }
+            #expect(number(row, result, "categories") == Double(comparison.included.count), "\(cell) categories")
+            #expect(number(row, result, "excluded") == Double(comparison.excluded.count), "\(cell) excluded")
+            guard let expected = try? comparison.mantelHaenszelRiskRatio().greenlandRobinsEstimate() else {
+                #expect(number(row, result, "ratio_lower") == nil, "\(cell): no interval where the report has none")
+                continue
+            }
+            func close(_ name: String, _ value: Double) -> Bool {
+                number(row, result, name).map { abs($0 - value) <= 1e-9 * value } == true
+            }
+            #expect(close("ratio", expected.estimate), "\(cell) ratio")
+            #expect(close("ratio_lower", expected.interval.lower), "\(cell) ratio_lower")
+            #expect(close("ratio_upper", expected.interval.upper), "\(cell) ratio_upper")
+            #expect(row[result.column("significant")!].text == (expected.isSignificant ? "yes" : "no"), "\(cell) significant")
+            let crude = comparison.crude
+            #expect(close("crude_ratio", crude.variant.rate / crude.control.rate), "\(cell) crude ratio")
+            if let katz = try? crude.ratioEstimate(.katzLog) {
+                #expect(close("crude_ratio_lower", katz.interval.lower), "\(cell) crude ratio lower")
+                let disagreement = CrudeAdjustedDisagreement(crude: katz, adjusted: expected)
+                let words = row[result.column("crude_vs_adjusted")!].text ?? ""
+                #expect(words.hasPrefix("DIRECTION") == (disagreement?.direction ?? false), "\(cell) \(words)")
+                #expect(words.contains("SIGNIFICANCE") == (disagreement?.significance ?? false), "\(cell) \(words)")
+            }
         }
     }
 

@@ -284,7 +284,10 @@ struct ReportRecoveryTests {
         for category in truth.categories {
             #expect(table.contains("== \(category.name) =="), "table block of \(category.name)")
         }
-        #expect(table.contains("== all categories =="))
+        #expect(table.contains("== all categories (crude) =="))
+        #expect(table.contains("== ADJUSTED FOR CATEGORY"))
+        #expect(report.stratified.count == ReportMetric.standard.count)
+        #expect(report.stratified.allSatisfy { $0.categories.count == truth.categories.count && $0.riskRatio != nil })
         let lines = table.split(separator: "\n", omittingEmptySubsequences: false)
         let caveatStart = try #require(lines.firstIndex { $0.hasPrefix("CAVEAT: ") })
         let caveatLines = lines[caveatStart...].prefix { !$0.isEmpty }
@@ -322,14 +325,15 @@ struct ReportRecoveryTests {
         let telemetryTotal = try member(json.root, "telemetry_total")
         #expect(json.int64(try member(telemetryTotal, "delivered")) == Int64(truth.notifications))
 
-        // CSV: the header, exactly one caveat row with the caveat in the last field.
+        // CSV: the header, exactly one caveat row with the caveat in the value field.
         let records = RFC4180.parse(report.renderCSV())
-        #expect(records.first?.first == "section" && records.first?.last == "value")
+        let value = try #require(records.first?.firstIndex(of: "value"))
+        #expect(records.first?.first == "section" && records.first == EngagementReport.csvHeader)
         let width = try #require(records.first?.count)
         #expect(records.allSatisfy { $0.count == width }, "every record has the header's number of fields")
         let caveats = records.filter { $0.first == "meta" && $0.count > 4 && $0[4] == "caveat" }
         #expect(caveats.count == 1)
-        #expect(caveats.first?.last == EngagementReport.caveat)
+        #expect(caveats.first?[value] == EngagementReport.caveat)
         #expect(records.filter { $0.first == "group" }.count == truth.categories.count * ReportMetric.standard.count)
 
         // HTML: a page with charts and the caveat (which has nothing to escape).

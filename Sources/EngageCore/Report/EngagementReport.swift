@@ -12,8 +12,12 @@ public struct EngagementReport: Sendable, Hashable {
     public let filters: ReportFilters
     /// One per group, ordered by `ReportGroupKey`.
     public let groups: [ReportGroup]
-    /// All rows that passed the filters, as one group (category nil).
+    /// All rows that passed the filters, as one group (category nil): the crude comparison,
+    /// which pools categories whose mixes of rich and plain differ.
     public let total: ReportGroup
+    /// Per metric of `total`, rich against plain within each category combined across
+    /// categories: the headline (whatever the grouping, its strata are the categories).
+    public let stratified: [StratifiedMetricSummary]
     /// Extension telemetry per category and attachment kind, ordered by category then kind.
     public let telemetry: [TelemetrySummary]
     /// Extension telemetry per attachment kind across categories (category nil).
@@ -36,8 +40,16 @@ public struct EngagementReport: Sendable, Hashable {
     /// What the rates are divided by.
     public static let denominatorNote = "Rates are per displayed notification of the same presentation "
         + "(\(numerators) / displayed); intervals are 95% Wilson, "
-        + "absolute lift rich − plain with a Newcombe interval, relative lift rich / plain − 1 with a "
-        + "delta-method interval, p from a two-sided pooled two-proportion z test."
+        + "absolute lift rich − plain with a Newcombe interval; relative lift rich / plain − 1 with the "
+        + "Miettinen-Nurminen score interval of the ratio, and p and significance from the same score test."
+
+    /// What the adjusted figures are.
+    public static let stratifiedNote = "The adjusted figures compare rich with plain within each category and "
+        + "combine the categories: Mantel-Haenszel risk ratio (Greenland-Robins interval of its log) and risk "
+        + "difference (Sato's variance), each with the p of its own interval; the Cochran-Mantel-Haenszel test of "
+        + "no difference in any category; Cochran's Q on the categories' log ratios for whether they disagree. "
+        + "The crude figures pool all categories and mislead when rich and plain come from different mixes of "
+        + "categories. Adjusting removes confounding by category only; the comparison stays observational."
 
     /// "expanded, actioned, opened, dismissed or replied".
     private static var numerators: String {
@@ -46,13 +58,14 @@ public struct EngagementReport: Sendable, Hashable {
     }
 
     public init(generatedAt: Timestamp, grouping: ReportGrouping, filters: ReportFilters, groups: [ReportGroup],
-                total: ReportGroup, telemetry: [TelemetrySummary], telemetryByAttachment: [TelemetrySummary],
-                telemetryTotal: TelemetrySummary) {
+                total: ReportGroup, stratified: [StratifiedMetricSummary], telemetry: [TelemetrySummary],
+                telemetryByAttachment: [TelemetrySummary], telemetryTotal: TelemetrySummary) {
         self.generatedAt = generatedAt
         self.grouping = grouping
         self.filters = filters
         self.groups = groups
         self.total = total
+        self.stratified = stratified
         self.telemetry = telemetry
         self.telemetryByAttachment = telemetryByAttachment
         self.telemetryTotal = telemetryTotal
@@ -84,18 +97,28 @@ public struct EngagementReport: Sendable, Hashable {
 
         var accumulators: [ReportGroupKey: GroupAccumulator] = [:]
         var totalAccumulator = GroupAccumulator()
+        var categoryAccumulators: [String: GroupAccumulator] = [:]
         for row in engagement {
             let groupKey = key(category: row.category, attachmentKind: row.attachmentKind, day: row.day)
             accumulators[groupKey, default: GroupAccumulator()].add(row)
+            categoryAccumulators[row.category, default: GroupAccumulator()].add(row)
             totalAccumulator.add(row)
         }
         for row in actions {
             let groupKey = key(category: row.category, attachmentKind: row.attachmentKind, day: row.day)
             accumulators[groupKey, default: GroupAccumulator()].add(row)
+            categoryAccumulators[row.category, default: GroupAccumulator()].add(row)
             totalAccumulator.add(row)
         }
         let groups = accumulators.keys.sorted().map { accumulators[$0]!.group(key: $0, grouping: grouping) }
         let total = totalAccumulator.group(key: ReportGroupKey(category: nil), grouping: grouping)
+        let strata = categoryAccumulators.keys.sorted().map { category in
+            (name: category, rich: categoryAccumulators[category]!.rich, plain: categoryAccumulators[category]!.plain)
+        }
+        let stratified = total.metrics.map { comparison in
+            StratifiedMetricSummary(metric: comparison.metric, strata: strata, crude: comparison,
+                                    confidence: Self.confidence)
+        }
 
         struct TelemetryKey: Hashable {
             var category: String
@@ -117,7 +140,7 @@ public struct EngagementReport: Sendable, Hashable {
 
         return EngagementReport(
             generatedAt: generatedAt, grouping: grouping, filters: filters, groups: groups, total: total,
-            telemetry: telemetrySummaries, telemetryByAttachment: kindSummaries,
+            stratified: stratified, telemetry: telemetrySummaries, telemetryByAttachment: kindSummaries,
             telemetryTotal: TelemetrySummary(category: nil, attachmentKind: nil, rows: telemetry))
     }
 }
@@ -156,7 +179,7 @@ private struct GroupAccumulator {
             key: key, rich: rich, plain: plain, notDisplayed: notDisplayed,
             metrics: metrics.map {
                 MetricComparison(metric: $0, rich: rich, plain: plain, notDisplayed: notDisplayed,
-                                 confidence: EngagementReport.confidence, alpha: EngagementReport.alpha)
+                                 confidence: EngagementReport.confidence)
             })
     }
 }

@@ -9,7 +9,11 @@ extension EngagementReport {
     ///     rich_successes,rich_trials,rich_rate,rich_lower,rich_upper,
     ///     plain_successes,plain_trials,plain_rate,plain_lower,plain_upper,not_displayed_count,
     ///     absolute_lift,absolute_lower,absolute_upper,relative_lift,relative_lower,relative_upper,
-    ///     p_value,significant,small_sample,value
+    ///     p_value,significant,small_sample,value,figure,estimate,lower,upper,method
+    ///
+    /// (the last five columns were added for the adjusted answer; rows that predate them leave
+    /// them empty except `group` and `total`, which carry `figure` = `ratio` and the ratio with its
+    /// interval and `method`, the method of `relative_*`, `p_value` and `significant`).
     ///
     /// Rows, one per group and metric:
     ///  - `meta`: `metric` is `generated_at`, `current_as_of:checkpoint_at`, `current_as_of:lag_events`,
@@ -23,12 +27,19 @@ extension EngagementReport {
     ///  - `telemetry` (per category and kind), `telemetry_by_attachment` and `telemetry_total`:
     ///    `metric` is `delivered`, `outcome:<outcome>`, `share:<outcome>`, `time_will_expire`,
     ///    `download_ms_p50` ... `processing_ms_p99`, `cache_hits`, `network_fetches`,
-    ///    `cache_hit_rate`, `bytes_total`, `bytes_reported` or `bytes_mean`, the number in `value`.
+    ///    `cache_hit_rate`, `bytes_total`, `bytes_reported` or `bytes_mean`, the number in `value`;
+    ///  - `stratified` (the adjusted answer, one block per metric, `metric` as in the JSON), `figure`
+    ///    naming the row: `headline` (the sentence in `value`), `risk_ratio` and `risk_difference`
+    ///    (estimate, lower, upper, method, `p_value`, `significant`), `cmh` and `homogeneity`
+    ///    (statistic in `estimate`, `p_value`; `homogeneity`'s `significant` is "categories
+    ///    disagree"), `crude_ratio`, `crude_disagreement` (the words in `value`), `category_ratio`
+    ///    (per category, `category` set, the category's rates in the rich and plain columns),
+    ///    `excluded` (`category` set, the reason in `value`), `unavailable` (why, in `value`).
     public func renderCSV() -> String {
         var csv = CSVWriter()
         csv.row(Self.csvHeader)
         func meta(_ name: String, _ value: String) {
-            csv.row(["meta", "", "", "", name] + Array(repeating: "", count: Self.csvHeader.count - 6) + [value])
+            csv.row(Self.valueRow(["meta", "", "", "", name], value))
         }
         meta("generated_at", generatedAt.rfc3339)
         meta("current_as_of:checkpoint_at", currentAsOf?.checkpointAt?.rfc3339 ?? "")
@@ -60,9 +71,12 @@ extension EngagementReport {
                         metric.relativeLift, metric.relativeInterval?.lower, metric.relativeInterval?.upper,
                         metric.pValue].map(Self.csvNumber)
                 row += [metric.significant.map(String.init) ?? "", String(metric.smallSample), ""]
+                row += metric.ratio.map { ["ratio"] + Self.csvEffect($0) } ?? ["ratio", "", "", "", ""]
                 csv.row(row)
             }
         }
+
+        for summary in stratified { stratifiedCSVRows(summary, into: &csv) }
 
         let telemetrySections = telemetry.map { ("telemetry", $0) }
             + telemetryByAttachment.map { ("telemetry_by_attachment", $0) } + [("telemetry_total", telemetryTotal)]
@@ -85,20 +99,78 @@ extension EngagementReport {
                        ("bytes_total", String(summary.totalBytes)), ("bytes_reported", String(summary.bytesReported)),
                        ("bytes_mean", Self.csvNumber(summary.meanBytes))]
             for (name, value) in values {
-                csv.row([section, summary.category ?? "", summary.attachmentKind ?? "", "", name]
-                        + Array(repeating: "", count: Self.csvHeader.count - 6) + [value])
+                csv.row(Self.valueRow([section, summary.category ?? "", summary.attachmentKind ?? "", "", name], value))
             }
         }
         return csv.text
     }
 
-    static let csvHeader = [
+    /// The CSV's columns, in order.
+    public static let csvHeader = [
         "section", "category", "attachment_kind", "day", "metric",
         "rich_successes", "rich_trials", "rich_rate", "rich_lower", "rich_upper",
         "plain_successes", "plain_trials", "plain_rate", "plain_lower", "plain_upper", "not_displayed_count",
         "absolute_lift", "absolute_lower", "absolute_upper", "relative_lift", "relative_lower", "relative_upper",
-        "p_value", "significant", "small_sample", "value",
+        "p_value", "significant", "small_sample", "value", "figure", "estimate", "lower", "upper", "method",
     ]
+
+    private func stratifiedCSVRows(_ summary: StratifiedMetricSummary, into csv: inout CSVWriter) {
+        let width = Self.csvHeader.count
+        // Columns: section, category, attachment_kind, day, metric | 5 rich | 5 plain | not displayed |
+        // 6 lifts | p_value, significant, small_sample, value | figure, estimate, lower, upper, method.
+        func row(category: String = "", rich: [String] = [], plain: [String] = [], pValue: Double? = nil,
+                 significant: Bool? = nil, value: String = "", figure: String, effect: [String] = []) {
+            var fields = ["stratified", category, "", "", summary.metric.key]
+            fields += rich.isEmpty ? Array(repeating: "", count: 5) : rich
+            fields += plain.isEmpty ? Array(repeating: "", count: 5) : plain
+            fields += Array(repeating: "", count: 7)
+            fields += [Self.csvNumber(pValue), significant.map(String.init) ?? "", "", value, figure]
+            fields += effect.isEmpty ? Array(repeating: "", count: 4) : effect
+            precondition(fields.count == width, "stratified CSV row width")
+            csv.row(fields)
+        }
+        func effectRow(_ figure: String, _ effect: EffectEstimate?, category: String = "", rich: [String] = [],
+                       plain: [String] = []) {
+            guard let effect else { return }
+            row(category: category, rich: rich, plain: plain, pValue: effect.pValue, significant: effect.isSignificant,
+                figure: figure, effect: Self.csvEffect(effect))
+        }
+        row(value: summary.headline, figure: "headline")
+        effectRow("risk_ratio", summary.riskRatio)
+        effectRow("risk_difference", summary.riskDifference)
+        if let test = summary.cochranMantelHaenszel {
+            row(pValue: test.pValue, figure: "cmh", effect: [Self.csvNumber(test.statistic), "", "", "cochran_mantel_haenszel"])
+        }
+        if let homogeneity = summary.homogeneity {
+            row(pValue: homogeneity.test.pValue, significant: summary.categoriesDisagree,
+                value: summary.disagreeing.joined(separator: "|"), figure: "homogeneity",
+                effect: [Self.csvNumber(homogeneity.test.statistic), "", "", "cochran_q_log_ratio"])
+        }
+        effectRow("crude_ratio", summary.crude)
+        if let warning = summary.crudeWarning { row(value: warning, figure: "crude_disagreement") }
+        for category in summary.categories {
+            effectRow("category_ratio", category.ratio, category: category.name, rich: Self.csvFields(category.rich),
+                      plain: Self.csvFields(category.plain))
+        }
+        for excluded in summary.excluded {
+            row(category: excluded.name, value: excluded.reason.rawValue, figure: "excluded")
+        }
+        if let unavailable = summary.unavailable { row(value: unavailable, figure: "unavailable") }
+    }
+
+    /// The five key columns, `value`, every other column empty.
+    private static func valueRow(_ key: [String], _ value: String) -> [String] {
+        let valueColumn = csvHeader.firstIndex(of: "value")!
+        var fields = key + Array(repeating: "", count: csvHeader.count - key.count)
+        fields[valueColumn] = value
+        return fields
+    }
+
+    /// estimate, lower, upper, method.
+    private static func csvEffect(_ effect: EffectEstimate) -> [String] {
+        [csvNumber(effect.estimate), csvNumber(effect.interval.lower), csvNumber(effect.interval.upper),
+         effect.method.rawValue]
+    }
 
     private static func csvFields(_ estimate: RateEstimate) -> [String] {
         [String(estimate.successes), String(estimate.trials), csvNumber(estimate.rate),

@@ -57,6 +57,31 @@ enum ReportFormat {
         return text
     }
 
+    /// A ratio with its interval and significance: `1.06x [0.96, 1.17]`, `*` when significant.
+    static func ratio(_ estimate: EffectEstimate?) -> String {
+        guard let estimate else { return missing }
+        return fixed(estimate.estimate, 2) + "x [" + fixed(estimate.interval.lower, 2) + ", "
+            + fixed(estimate.interval.upper, 2) + "]" + (estimate.isSignificant ? " *" : "")
+    }
+
+    /// A difference of rates in percentage points: `+0.8 pp [-0.7, +2.4]`, `*` when significant.
+    static func difference(_ estimate: EffectEstimate?) -> String {
+        guard let estimate else { return missing }
+        return signed(estimate.estimate * 100, 1) + " pp [" + signed(estimate.interval.lower * 100, 1) + ", "
+            + signed(estimate.interval.upper * 100, 1) + "]" + (estimate.isSignificant ? " *" : "")
+    }
+
+    /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, `DIRECTION and SIGNIFICANCE differ`;
+    /// `missing` without both figures.
+    static func disagreement(_ summary: StratifiedMetricSummary) -> String {
+        guard summary.crude != nil, summary.riskRatio != nil else { return missing }
+        guard let disagreement = summary.crudeDisagreement else { return "agree" }
+        var parts: [String] = []
+        if disagreement.direction { parts.append("DIRECTION") }
+        if disagreement.significance { parts.append("SIGNIFICANCE") }
+        return parts.joined(separator: " and ") + (parts.count == 1 ? " differs" : " differ")
+    }
+
     /// `<0.001`, `0.012`, `1.000`.
     static func pValue(_ p: Double?) -> String {
         guard let p else { return missing }

@@ -2,7 +2,10 @@ extension EngagementReport {
     /// The report as one self-contained HTML page: inline CSS and inline SVG, no scripts, no
     /// external resources. Every text from the data is escaped.
     ///
-    /// From top to bottom: the title with the generation time, grouping and filters; the caveat
+    /// From top to bottom: the title with the generation time, grouping and filters; the adjusted
+    /// answer, one sentence per metric (rich against plain within each category, combined) with
+    /// a forest plot per metric (per category the ratio and its interval, the summary as a
+    /// diamond, a line at no effect) and a table of adjusted and crude figures; the caveat
     /// in a highlighted box; an overview table of every group's absolute lifts; a section per
     /// group (all categories first) with the counts, a chart of rich against plain rates with
     /// their 95% intervals and the lift and p-value beside each, and the funnel delivered →
@@ -29,12 +32,13 @@ extension EngagementReport {
         html += "<dt>Grouping</dt><dd>\(HTMLText.escape(grouping.rawValue))</dd>"
         html += "<dt>Filters</dt><dd>\(HTMLText.escape(filterText))</dd></dl>\n"
         html += "</header>\n"
+        html += stratifiedHTML()
         html += "<aside class=\"caveat\" role=\"note\"><strong>Read this first.</strong> "
             + HTMLText.escape(Self.caveat) + "</aside>\n"
         html += "<p class=\"legend\"><span class=\"swatch\" style=\"background:\(ReportPalette.rich)\"></span>rich "
             + "<span class=\"swatch\" style=\"background:\(ReportPalette.plain)\"></span>plain · "
             + "dots are rates per displayed notification, whiskers their 95% intervals · "
-            + "<b>bold</b> lifts are significant at p &lt; 0.05</p>\n"
+            + "<b>bold</b> lifts are significant (their interval leaves out no effect, p &lt; 0.05)</p>\n"
         html += overviewHTML()
         for group in [total] + groups {
             html += groupHTML(group)
@@ -67,7 +71,42 @@ extension EngagementReport {
     th:first-child,td:first-child{text-align:left}th{background:#f4f4f4}
     td.up{color:#1a7f37;font-weight:600}td.down{color:#b42318;font-weight:600}td.flat{color:#777}
     .scroll{overflow-x:auto}footer{color:#555;font-size:13px;margin-top:24px}
+    .headline{font-size:15px;padding-left:20px}.headline li{margin:0 0 6px}
+    .paradox{color:#b42318;font-weight:600}
     """
+
+    /// The headline: a sentence per metric, the forest plots, the adjusted and crude figures.
+    private func stratifiedHTML() -> String {
+        var html = "<section class=\"adjusted\"><h2>The answer, adjusted for category</h2><ul class=\"headline\">"
+        for summary in stratified {
+            var sentence = HTMLText.escape(summary.headline)
+            if let warning = summary.crudeWarning {
+                let escaped = HTMLText.escape(warning)
+                sentence = sentence.replacing(escaped, with: "<span class=\"paradox\">" + escaped + "</span>")
+            }
+            html += "<li>" + sentence + "</li>"
+        }
+        if stratified.isEmpty { html += "<li>No metrics to compare.</li>" }
+        html += "</ul><div class=\"charts\">"
+        for summary in stratified {
+            html += "<div><h3>\(HTMLText.escape(summary.metric.label)): rich / plain per category</h3>"
+                + ForestPlot(summary: summary).svg + "</div>"
+        }
+        html += "</div><div class=\"scroll\"><table><thead><tr><th>rate</th><th>adjusted rich / plain</th><th>p</th>"
+            + "<th>adjusted rich − plain</th><th>p</th><th>CMH p</th><th>categories Q p</th><th>crude rich / plain</th>"
+            + "<th>crude vs adjusted</th></tr></thead><tbody>"
+        for summary in stratified {
+            let cells = [summary.metric.label, ReportFormat.ratio(summary.riskRatio),
+                         ReportFormat.pValue(summary.riskRatio?.pValue), ReportFormat.difference(summary.riskDifference),
+                         ReportFormat.pValue(summary.riskDifference?.pValue),
+                         ReportFormat.pValue(summary.cochranMantelHaenszel?.pValue),
+                         ReportFormat.pValue(summary.homogeneity?.test.pValue), ReportFormat.ratio(summary.crude),
+                         ReportFormat.disagreement(summary)]
+            html += "<tr>" + cells.map { "<td>" + HTMLText.escape($0) + "</td>" }.joined() + "</tr>"
+        }
+        html += "</tbody></table></div><p>\(HTMLText.escape(Self.stratifiedNote)) * significant at 95%.</p></section>\n"
+        return html
+    }
 
     /// One row per group, one cell per metric: the absolute lift, green or red when significant.
     private func overviewHTML() -> String {

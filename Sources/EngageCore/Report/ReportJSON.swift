@@ -17,10 +17,13 @@ extension EngagementReport {
     ///       "groups": [GROUP, ...], "total": GROUP,
     ///       "telemetry": [TELEMETRY, ...],               // per category and attachment kind
     ///       "telemetry_by_attachment": [TELEMETRY, ...], // category null
-    ///       "telemetry_total": TELEMETRY                 // category and attachment_kind null
+    ///       "telemetry_total": TELEMETRY,                // category and attachment_kind null
+    ///       "stratified_note": "...",
+    ///       "stratified": [SUMMARY, ...]                 // one per metric of "total", the headline
     ///     }
     ///     GROUP = {"category": s | null, "attachment_kind": s | null, "day": "YYYY-MM-DD" | null,
-    ///              "rich": COUNTS, "plain": COUNTS, "not_displayed": COUNTS, "metrics": [METRIC, ...]}
+    ///              "rich": COUNTS, "plain": COUNTS, "not_displayed": COUNTS, "metrics": [METRIC, ...],
+    ///              "crude": bool}                   // true for "total": categories pooled
     ///     COUNTS = {"<stage>": n, ... (`FunnelStage.keptPerBucket`: notifications, delivered,
     ///               displayed, expanded, actioned, opened, dismissed, replied),
     ///               "actions": {"<action id>": n, ...}}
@@ -28,7 +31,21 @@ extension EngagementReport {
     ///               "rich": RATE, "plain": RATE, "not_displayed_count": n,
     ///               "absolute_lift", "absolute_lower", "absolute_upper",
     ///               "relative_lift", "relative_lower", "relative_upper", "p_value": x | null,
-    ///               "significant": bool | null, "small_sample": bool}
+    ///               "significant": bool | null, "small_sample": bool,
+    ///               "method": "miettinen_nurminen_score",   // of relative_*, ratio_*, p_value, significant
+    ///               "ratio", "ratio_lower", "ratio_upper": x | null}
+    ///     SUMMARY = {"metric": .., "headline": s, "categories": [CATEGORY, ...],
+    ///                "excluded": [{"category": s, "reason": "no_trials" | "no_variant_trials" | "no_control_trials"}],
+    ///                "risk_ratio": EFFECT | null, "risk_difference": EFFECT | null,
+    ///                "cmh": {"statistic": x, "df": x, "p_value": x} | null,
+    ///                "homogeneity": {"test": "cochran_q_log_ratio", "statistic": x, "df": x, "p_value": x,
+    ///                                "i_squared": x, "categories_disagree": bool, "disagreeing": [s, ...]} | null,
+    ///                "pointing_other_way": [s, ...], "crude_ratio": EFFECT | null,
+    ///                "crude_disagreement": {"direction": bool, "significance": bool, "text": s} | null,
+    ///                "unavailable": s | null}
+    ///     CATEGORY = {"category": s, "rich": RATE, "plain": RATE, "ratio": EFFECT | null}
+    ///     EFFECT = {"scale": "ratio" | "difference", "method": s, "estimate": x, "lower": x, "upper": x,
+    ///               "p_value": x, "significant": bool}
     ///     RATE = {"successes": n, "trials": n, "rate": x | null, "lower": x | null, "upper": x | null}
     ///     TELEMETRY = {"category": s | null, "attachment_kind": s | null, "delivered": n,
     ///                  "outcomes": {"attached": OUTCOME, "timeout": .., "too_large": ..,
@@ -64,7 +81,7 @@ extension EngagementReport {
         json.beginArray()
         for group in groups { json.group(group) }
         json.endArray()
-        json.key("total"); json.group(total)
+        json.key("total"); json.group(total, crude: true)
         json.key("telemetry")
         json.beginArray()
         for summary in telemetry { json.telemetry(summary) }
@@ -74,6 +91,11 @@ extension EngagementReport {
         for summary in telemetryByAttachment { json.telemetry(summary) }
         json.endArray()
         json.key("telemetry_total"); json.telemetry(telemetryTotal)
+        json.key("stratified_note"); json.string(Self.stratifiedNote)
+        json.key("stratified")
+        json.beginArray()
+        for summary in stratified { json.stratified(summary) }
+        json.endArray()
         json.endObject()
         return json.bytes
     }
@@ -95,7 +117,7 @@ private extension JSONWriter {
         endArray()
     }
 
-    mutating func group(_ group: ReportGroup) {
+    mutating func group(_ group: ReportGroup, crude: Bool = false) {
         beginObject()
         key("category"); optionalString(group.key.category)
         key("attachment_kind"); optionalString(group.key.attachmentKind)
@@ -107,6 +129,7 @@ private extension JSONWriter {
         beginArray()
         for metric in group.metrics { comparison(metric) }
         endArray()
+        key("crude"); bool(crude)
         endObject()
     }
 
@@ -139,7 +162,88 @@ private extension JSONWriter {
         key("p_value"); optionalDouble(metric.pValue)
         key("significant"); optionalBool(metric.significant)
         key("small_sample"); bool(metric.smallSample)
+        key("method"); string(MetricComparison.method.rawValue)
+        key("ratio"); optionalDouble(metric.ratio?.estimate)
+        key("ratio_lower"); optionalDouble(metric.ratio?.interval.lower)
+        key("ratio_upper"); optionalDouble(metric.ratio?.interval.upper)
         endObject()
+    }
+
+    mutating func stratified(_ summary: StratifiedMetricSummary) {
+        beginObject()
+        key("metric"); string(summary.metric.key)
+        key("headline"); string(summary.headline)
+        key("categories")
+        beginArray()
+        for category in summary.categories {
+            beginObject()
+            key("category"); string(category.name)
+            key("rich"); rate(category.rich)
+            key("plain"); rate(category.plain)
+            key("ratio"); effect(category.ratio)
+            endObject()
+        }
+        endArray()
+        key("excluded")
+        beginArray()
+        for excluded in summary.excluded {
+            beginObject()
+            key("category"); string(excluded.name)
+            key("reason"); string(excluded.reason.rawValue)
+            endObject()
+        }
+        endArray()
+        key("risk_ratio"); effect(summary.riskRatio)
+        key("risk_difference"); effect(summary.riskDifference)
+        key("cmh")
+        optionalObject(summary.cochranMantelHaenszel) { json, test in json.chiSquare(test) }
+        key("homogeneity")
+        optionalObject(summary.homogeneity) { json, homogeneity in
+            json.key("test"); json.string("cochran_q_log_ratio")
+            json.chiSquare(homogeneity.test)
+            json.key("i_squared"); json.double(homogeneity.inconsistency)
+            json.key("categories_disagree"); json.bool(summary.categoriesDisagree)
+            json.key("disagreeing"); json.strings(summary.disagreeing)
+        }
+        key("pointing_other_way"); strings(summary.pointingTheOtherWay)
+        key("crude_ratio"); effect(summary.crude)
+        key("crude_disagreement")
+        optionalObject(summary.crudeDisagreement) { json, disagreement in
+            json.key("direction"); json.bool(disagreement.direction)
+            json.key("significance"); json.bool(disagreement.significance)
+            json.key("text"); json.optionalString(summary.crudeWarning)
+        }
+        key("unavailable"); optionalString(summary.unavailable)
+        endObject()
+    }
+
+    /// `{...}` with the members `write` adds, or `null` for nil.
+    mutating func optionalObject<Value>(_ value: Value?, _ write: (inout JSONWriter, Value) -> Void) {
+        guard let value else { return null() }
+        beginObject()
+        write(&self, value)
+        endObject()
+    }
+
+    /// `"statistic"`, `"df"`, `"p_value"`.
+    mutating func chiSquare(_ test: ChiSquareTest) {
+        key("statistic"); double(test.statistic)
+        key("df"); double(test.degreesOfFreedom)
+        key("p_value"); double(test.pValue)
+    }
+
+    mutating func effect(_ effect: EffectEstimate?) {
+        optionalObject(effect) { json, effect in json.effectMembers(effect) }
+    }
+
+    private mutating func effectMembers(_ effect: EffectEstimate) {
+        key("scale"); string(effect.scale.rawValue)
+        key("method"); string(effect.method.rawValue)
+        key("estimate"); double(effect.estimate)
+        key("lower"); double(effect.interval.lower)
+        key("upper"); double(effect.interval.upper)
+        key("p_value"); double(effect.pValue)
+        key("significant"); bool(effect.isSignificant)
     }
 
     mutating func rate(_ estimate: RateEstimate) {

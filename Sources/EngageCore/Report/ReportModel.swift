@@ -70,13 +70,16 @@ public struct RateEstimate: Sendable, Hashable {
 
 /// One rate for rich and plain presentations side by side, and rich against plain.
 ///
+/// The row's one method is the ratio `rich / plain` with Miettinen & Nurminen's score interval
+/// (`ratio`): `relativeLift`, `relativeInterval`, `pValue` and `significant` all come from it, so
+/// the p-value is the test the relative interval inverts and `significant` is read off that
+/// interval (issue 16 points 2 and 3). A ratio interval stays above 0, so the relative interval
+/// never goes below -100%.
+///
 /// Fields that cannot be computed from the data are nil, never NaN:
 ///  - `absoluteLift` (rich − plain) and its Newcombe hybrid score interval need both rates;
-///  - `relativeLift` (rich / plain − 1) also needs a plain rate above 0; its delta-method
-///    interval (`Lift.fixedHorizon`, Welch) also needs both rates strictly between 0 and 1 and
-///    at least two displayed notifications per side;
-///  - `pValue` is the two-sided pooled two-proportion z test of rich == plain; it needs both
-///    rates and a pooled rate strictly between 0 and 1. `significant` is `pValue < alpha`.
+///  - `ratio`, and with it the relative lift, its interval, `pValue` and `significant`, also
+///    need plain successes (a ratio over a plain rate of 0 is undefined).
 public struct MetricComparison: Sendable, Hashable {
     public let metric: ReportMetric
     public let rich: RateEstimate
@@ -85,6 +88,8 @@ public struct MetricComparison: Sendable, Hashable {
     public let notDisplayedCount: Int
     public let absoluteLift: Double?
     public let absoluteInterval: ConfidenceInterval?
+    /// rich / plain with the Miettinen-Nurminen score interval and the p-value of its test.
+    public let ratio: EffectEstimate?
     public let relativeLift: Double?
     public let relativeInterval: ConfidenceInterval?
     public let pValue: Double?
@@ -93,8 +98,11 @@ public struct MetricComparison: Sendable, Hashable {
     /// or fewer than 5 successes or failures. True when a side has none.
     public let smallSample: Bool
 
+    /// The method of `ratio`, `pValue` and `significant`.
+    public static let method = RatioIntervalMethod.miettinenNurminenScore
+
     init(metric: ReportMetric, rich richCounts: PresentationCounts, plain plainCounts: PresentationCounts,
-         notDisplayed: PresentationCounts, confidence: Double, alpha: Double) {
+         notDisplayed: PresentationCounts, confidence: Double) {
         self.metric = metric
         rich = RateEstimate(successes: metric.successes(in: richCounts), trials: metric.trials(in: richCounts),
                             confidence: confidence)
@@ -108,6 +116,7 @@ public struct MetricComparison: Sendable, Hashable {
         else {
             absoluteLift = nil
             absoluteInterval = nil
+            ratio = nil
             relativeLift = nil
             relativeInterval = nil
             pValue = nil
@@ -118,15 +127,11 @@ public struct MetricComparison: Sendable, Hashable {
         let comparison = ProportionComparison(variant: variant, control: control)
         absoluteLift = comparison.absoluteDifference
         absoluteInterval = comparison.newcombeInterval(confidence: confidence)
-        if control.rate > 0 {
-            relativeLift = variant.rate / control.rate - 1
-            relativeInterval = (try? comparison.lift(.relative))?.fixedHorizon(confidence: confidence).interval
-        } else {
-            relativeLift = nil
-            relativeInterval = nil
-        }
-        pValue = try? comparison.pooledZTestPValue()
-        significant = pValue.map { $0 < alpha }
+        ratio = try? comparison.ratioEstimate(Self.method, confidence: confidence)
+        relativeLift = ratio?.relativeLift
+        relativeInterval = ratio?.relativeInterval
+        pValue = ratio?.pValue
+        significant = ratio?.isSignificant
         smallSample = comparison.isSmallSample
     }
 }
@@ -144,9 +149,10 @@ public struct ReportGroupKey: Sendable, Hashable, Comparable {
         self.day = day
     }
 
-    /// `news`, `news · image`, `news · 2026-11-29`, `all categories`.
+    /// `news`, `news · image`, `news · 2026-11-29`, `all categories (crude)`: the total pools
+    /// every category's counts, which the stratified summary does not (`StratifiedMetricSummary`).
     public var label: String {
-        var parts = [category ?? "all categories"]
+        var parts = [category ?? "all categories (crude)"]
         if let attachmentKind { parts.append(attachmentKind) }
         if let day { parts.append(day.description) }
         return parts.joined(separator: " · ")

@@ -11,6 +11,7 @@ extension EngagementReport {
         lines.append("filters    \(filterText)")
         lines.append("")
         lines.append(contentsOf: ReportFormat.wrap("CAVEAT: " + Self.caveat, width: 100))
+        lines.append(contentsOf: stratifiedTableLines())
 
         for group in groups + [total] {
             lines.append("")
@@ -66,8 +67,36 @@ extension EngagementReport {
 
         lines.append("")
         lines.append(contentsOf: ReportFormat.wrap("NOTE: " + Self.denominatorNote, width: 100))
-        lines.append(contentsOf: ReportFormat.wrap("Flags: significant means p < 0.05; small sample means a side "
+        lines.append(contentsOf: ReportFormat.wrap("ADJUSTED: " + Self.stratifiedNote, width: 100))
+        lines.append(contentsOf: ReportFormat.wrap("Flags: significant means the interval leaves out no effect (p < 0.05); small sample means a side "
             + "has fewer than 30 displayed notifications or fewer than 5 successes or failures.", width: 100))
         return lines.joined(separator: "\n") + "\n"
+    }
+}
+
+extension EngagementReport {
+    /// The headline block: a sentence per metric, then the adjusted and crude figures side by side.
+    func stratifiedTableLines() -> [String] {
+        var lines = ["", "== ADJUSTED FOR CATEGORY: rich vs plain within each category, combined =="]
+        guard !stratified.isEmpty else { return lines + ["  no metrics to compare"] }
+        for summary in stratified {
+            lines.append(contentsOf: ReportFormat.wrap(summary.headline, width: 98).enumerated().map { index, line in
+                (index == 0 ? "- " : "  ") + line
+            })
+        }
+        lines.append("")
+        var table = TextTable([.left, .left, .right, .left, .right, .right, .right, .left, .left])
+        table.append(["rate per displayed", "adjusted rich / plain", "p", "adjusted rich − plain", "p", "CMH p",
+                      "categories Q p", "crude rich / plain", "crude vs adjusted"])
+        for summary in stratified {
+            table.append([summary.metric.label, ReportFormat.ratio(summary.riskRatio),
+                          ReportFormat.pValue(summary.riskRatio?.pValue), ReportFormat.difference(summary.riskDifference),
+                          ReportFormat.pValue(summary.riskDifference?.pValue),
+                          ReportFormat.pValue(summary.cochranMantelHaenszel?.pValue),
+                          ReportFormat.pValue(summary.homogeneity?.test.pValue), ReportFormat.ratio(summary.crude),
+                          ReportFormat.disagreement(summary)])
+        }
+        lines.append(contentsOf: table.lines(indent: "  "))
+        return lines
     }
 }

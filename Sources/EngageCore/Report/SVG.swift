@@ -62,6 +62,13 @@ struct SVGCanvas {
         body.append(title == nil ? "<circle \(attributes)/>" : "<circle \(attributes)>\(Self.tooltip(title))</circle>")
     }
 
+    /// A closed shape through `points` (the forest plot's diamond).
+    mutating func polygon(_ points: [(x: Double, y: Double)], fill: String, title: String? = nil) {
+        let list = points.map { Self.number($0.x) + "," + Self.number($0.y) }.joined(separator: " ")
+        let attributes = "points=\"\(list)\" fill=\"\(fill)\""
+        body.append(title == nil ? "<polygon \(attributes)/>" : "<polygon \(attributes)>\(Self.tooltip(title))</polygon>")
+    }
+
     enum Anchor: String { case start, middle, end }
 
     mutating func text(_ text: String, x: Double, y: Double, anchor: Anchor = .start, size: Double = 12,

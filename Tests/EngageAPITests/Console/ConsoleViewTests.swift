@@ -96,6 +96,12 @@ import Testing
         if grouping == .action {
             #expect(page.contains(#"data-metric="action:save""#))
         }
+        // The adjusted answer comes first, each metric's sentence as the report words it.
+        #expect(page.range(of: "Adjusted for category</h2>")!.lowerBound < page.range(of: "id=\"total\"")!.lowerBound)
+        for summary in report.stratified {
+            #expect(page.contains("<li data-metric=\"\(summary.metric.key)\">\(ReportText.html(summary.headline))</li>"),
+                    "\(summary.metric.key)")
+        }
     }
 
     @Test func consolePathsStayOnTheConsole() {

@@ -73,26 +73,31 @@ import Testing
         #expect(expansion.absoluteLift == 81.0 / 263.0 - 0.16)
         #expect(expansion.absoluteInterval == comparison.newcombeInterval())
         #expect(expansion.relativeLift == (81.0 / 263.0) / 0.16 - 1)
-        #expect(expansion.relativeInterval == (try comparison.lift(.relative)).fixedHorizon().interval)
-        #expect(expansion.pValue == (try comparison.pooledZTestPValue()))
+        let ratio = try comparison.ratioEstimate(.miettinenNurminenScore)
+        #expect(expansion.ratio == ratio)
+        #expect(expansion.relativeInterval == ratio.relativeInterval)
+        #expect(expansion.pValue == ratio.pValue)
         #expect(expansion.significant == true)
         #expect(expansion.smallSample == false)
 
-        // Independent values, mpmath at 40 digits: Newcombe's method 10, the delta-method Welch
-        // interval (t quantile on 498.307 degrees of freedom), the pooled z test.
+        // Independent values: Newcombe's method 10 (mpmath at 40 digits); the relative interval and
+        // p from statsmodels 0.15 `confint_proportions_2indep` / `test_proportions_2indep` with
+        // `compare="ratio", method="score"` (Miettinen-Nurminen), the row's one method.
         let absolute = try #require(expansion.absoluteInterval)
         #expect(matches(absolute.lower, 0.07820384243181609, decimals: 12))
         #expect(matches(absolute.upper, 0.21704986738231544, decimals: 12))
         #expect(matches(try #require(expansion.relativeLift), 0.92490494296577947, decimals: 12))
         let relative = try #require(expansion.relativeInterval)
-        #expect(matches(relative.lower, 0.31457831377173896, decimals: 8))
-        #expect(matches(relative.upper, 1.53523157215981997, decimals: 8))
-        #expect(matches(try #require(expansion.pValue), 3.0673656656201676e-05, relative: 1e-9))
+        #expect(matches(relative.lower, 1.4067331036196227 - 1, decimals: 9))
+        #expect(matches(relative.upper, 2.6435778011567064 - 1, decimals: 9))
+        #expect(matches(try #require(expansion.pValue), 3.1175830448526256e-05, relative: 1e-9))
 
         // action: 40/263 against 30/300 is not significant.
         let action = try Self.metric(Self.report().groups[0], .action)
         let actionP = try #require(action.pValue)
-        #expect(actionP > 0.05)
+        #expect(matches(actionP, 0.06186876649545589, relative: 1e-9))
+        #expect(action.significant == false)
+        #expect(try #require(action.relativeInterval).contains(0))
         #expect(action.significant == false)
     }
 
@@ -173,24 +178,29 @@ import Testing
         #expect(try Self.metric(promo, .expansion).rich.rate == 0.15)
     }
 
-    @Test func zeroPlainRateLeavesOnlyTheRelativeLiftUndefined() throws {
+    @Test func zeroPlainRateLeavesTheRatioAndItsTestUndefined() throws {
         let reply = try Self.metric(Self.report().groups[0], .reply)
         #expect(reply.plain.rate == 0)
         #expect(reply.absoluteLift == 5.0 / 263.0)
         #expect(reply.absoluteInterval != nil)
-        #expect(reply.relativeLift == nil && reply.relativeInterval == nil)
-        #expect(reply.pValue != nil)
+        // One method per row: without a ratio there is no interval, so no p and no flag either.
+        #expect(reply.ratio == nil && reply.relativeLift == nil && reply.relativeInterval == nil)
+        #expect(reply.pValue == nil && reply.significant == nil)
         #expect(reply.smallSample)
     }
 
-    @Test func rateOfOneHasARelativeLiftWithoutInterval() throws {
+    @Test func rateOfOneHasAScoreInterval() throws {
         let report = EngagementReport.build(engagement: [
             ReportFixture.engagement("c", .rich, "image", notifications: 40, delivered: 40, displayed: 40, opened: 40),
             ReportFixture.engagement("c", .plain, "none", notifications: 40, delivered: 40, displayed: 40, opened: 20),
         ], generatedAt: ReportFixture.generatedAt)
         let open = try Self.metric(report.groups[0], .open)
         #expect(open.relativeLift == 1)
-        #expect(open.relativeInterval == nil)
+        // statsmodels 0.15, compare="ratio", method="score"; the log interval would be undefined.
+        let relative = try #require(open.relativeInterval)
+        #expect(matches(relative.lower, 1.541174014309935 - 1, decimals: 9))
+        #expect(matches(relative.upper, 2.8478344738616106 - 1, decimals: 9))
+        #expect(matches(try #require(open.pValue), 2.872873258597871e-07, relative: 1e-9))
         #expect(open.absoluteInterval != nil)
     }
 
@@ -209,7 +219,10 @@ import Testing
         #expect(report.telemetryTotal.download.p50 == nil && report.telemetryTotal.timeoutShare == nil)
         let json = try JSON.parse(report.renderJSON())
         #expect(json.count(try #require(json.member(json.root, "groups"))) == 0)
-        #expect(report.renderTable().contains("== all categories =="))
+        #expect(report.renderTable().contains("== all categories (crude) =="))
+        #expect(report.stratified.allSatisfy { $0.riskRatio == nil && $0.unavailable?.hasPrefix("not enough data") == true })
+        #expect(report.renderTable().contains("not enough data"))
+        #expect(!report.renderJSON().contains(Array("NaN".utf8)) && !report.renderTable().contains("nan"))
         #expect(report.renderHTML().contains("No extension telemetry"))
         #expect(report.renderCSV().hasPrefix("section,category,"))
     }

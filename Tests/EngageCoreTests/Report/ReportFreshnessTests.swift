@@ -19,7 +19,7 @@ import Testing
         var meta: [String: String] = [:]
         for line in report.renderCSV().split(separator: "\r\n") {
             let fields = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
-            if fields[0] == "meta" { meta[fields[4]] = fields[fields.count - 1] }
+            if fields[0] == "meta" { meta[fields[4]] = fields[EngagementReport.csvHeader.firstIndex(of: "value")!] }
         }
         #expect(meta["current_as_of:checkpoint_at"] == "2026-11-29T19:59:57Z")
         #expect(meta["current_as_of:lag_events"] == "7")
@@ -27,6 +27,6 @@ import Testing
         #expect(report.renderHTML().contains("<dt>Current as of</dt><dd>2026-11-29T19:59:57Z (7 events behind, oldest 1.5 s)</dd>"))
         report.currentAsOf = nil
         #expect(String(decoding: report.renderJSON(), as: UTF8.self).contains(#""current_as_of":null,"#))
-        #expect(!report.renderTable().contains("as of"))
+        #expect(!report.renderTable().contains("current    as of"))
     }
 }

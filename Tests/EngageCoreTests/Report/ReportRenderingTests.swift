@@ -89,6 +89,7 @@ import Testing
         #expect(Array(json.members(json.root)).map { json.string($0.key) ?? "" } == [
             "report", "version", "generated_at", "current_as_of", "grouping", "filters", "confidence", "alpha", "rate_denominator",
             "caveat", "note", "groups", "total", "telemetry", "telemetry_by_attachment", "telemetry_total",
+            "stratified_note", "stratified",
         ])
         let text = String(decoding: filtered.renderJSON(), as: UTF8.self)
         #expect(text.contains("\"metric\":\"action:save\""))
@@ -184,11 +185,12 @@ import Testing
         #expect(!html.contains("<script") && !html.contains("src=") && !html.contains("http:")
                 && !html.contains("https:") && !html.contains("<link") && !html.contains("@import"))
         #expect(html.contains("&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; co"))
-        // One section per group plus the total, the overview and the extension; two charts per group,
-        // outcomes and latency.
+        // One section per group plus the total, the overview and the extension, then the adjusted
+        // answer's; two charts per group, outcomes and latency, and a forest plot per metric.
         #expect(occurrences("<section>") == 4 + 2)
-        #expect(occurrences("<section>") == occurrences("</section>"))
-        #expect(occurrences("<svg ") == 4 * 2 + 2)
+        #expect(occurrences("<section class=\"adjusted\">") == 1)
+        #expect(occurrences("<section") == occurrences("</section>"))
+        #expect(occurrences("<svg ") == 4 * 2 + 2 + ReportMetric.standard.count)
         #expect(occurrences("<svg ") == occurrences("</svg>"))
         for tag in ["table", "text", "title", "details", "aside", "tr", "td"] {
             #expect(occurrences("<\(tag)>") + occurrences("<\(tag) ") == occurrences("</\(tag)>"), "\(tag)")
@@ -218,7 +220,7 @@ import Testing
             let json = try JSON.parse(report.renderJSON())
             #expect(json.string(try #require(json.member(json.root, "caveat"))) == EngagementReport.caveat)
             let caveatRecord = Self.parseCSV(report.renderCSV()).first { $0[0] == "meta" && $0[4] == "caveat" }
-            #expect(caveatRecord?.last == EngagementReport.caveat)
+            #expect(caveatRecord?[EngagementReport.csvHeader.firstIndex(of: "value")!] == EngagementReport.caveat)
             #expect(report.renderHTML().contains("<aside class=\"caveat\" role=\"note\"><strong>Read this first.</strong> "
                 + HTMLText.escape(EngagementReport.caveat) + "</aside>"))
         }

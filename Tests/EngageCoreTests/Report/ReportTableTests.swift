@@ -39,6 +39,28 @@ import Testing
         networks fall back to plain notifications and may engage differently, so a difference is not
         necessarily caused by the attachment. The randomized comparison comes from experiments.
 
+        == ADJUSTED FOR CATEGORY: rich vs plain within each category, combined ==
+        - Adjusted for category, rich notifications are expanded 1.92x as often as plain ones [1.40, 2.64],
+          significant (p < 0.001; 1 category). Excluded: sport (no plain displays), weather (no rich
+          displays).
+        - Adjusted for category, rich notifications are acted on 1.63x as often as plain ones [0.96, 2.78],
+          not significant (p = 0.072; 1 category). Excluded: sport (no plain displays), weather (no rich
+          displays).
+        - Adjusted for category, rich notifications are opened 1.32x as often as plain ones [0.92, 1.90],
+          not significant (p = 0.136; 1 category). Excluded: sport (no plain displays), weather (no rich
+          displays).
+        - Adjusted for category, rich notifications are dismissed 0.76x as often as plain ones [0.63, 0.92],
+          significant (p = 0.005; 1 category). Excluded: sport (no plain displays), weather (no rich
+          displays).
+        - Adjusted for category, reply: not enough data for risk ratio: no plain successes in any category.
+
+          rate per displayed  adjusted rich / plain       p  adjusted rich − plain          p   CMH p  categories Q p  crude rich / plain    crude vs adjusted
+          expansion           1.92x [1.40, 2.64] *   <0.001  +14.8 pp [+7.8, +21.8] *  <0.001  <0.001               —  2.03x [1.49, 2.77] *  agree
+          any action          1.63x [0.96, 2.78]      0.072  +4.4 pp [-0.4, +9.2]       0.072   0.069               —  1.62x [0.95, 2.74]    agree
+          open                1.32x [0.92, 1.90]      0.136  +4.8 pp [-1.5, +11.1]      0.137   0.135               —  1.33x [0.93, 1.91]    agree
+          dismiss             0.76x [0.63, 0.92] *    0.005  -12.0 pp [-20.1, -3.8] *   0.004   0.004               —  0.75x [0.62, 0.91] *  agree
+          reply               —                           —  +1.5 pp [0.0, +3.0] *      0.044   0.032               —  —                     —
+
         == news ==
                          rich  plain  not displayed
           notifications   270    310              9
@@ -46,11 +68,11 @@ import Testing
           displayed       263    300              0
 
           rate per displayed  rich               plain              rich − plain            relative                     p  flags
-          expansion           30.8% [25.5–36.6]  16.0% [12.3–20.6]  +14.8 pp [+7.8, +21.7]  +92.5% [+31.5, +153.5]  <0.001  significant
-          any action          11.4% [8.1–15.8]   7.0% [4.6–10.5]    +4.4 pp [-0.4, +9.4]    +63.0% [-24.0, +149.9]   0.069  —
-          open                19.8% [15.4–25.0]  15.0% [11.4–19.5]  +4.8 pp [-1.5, +11.1]   +31.8% [-16.2, +79.8]    0.135  —
-          dismiss             38.0% [32.4–44.0]  50.0% [44.4–55.6]  -12.0 pp [-20.0, -3.8]  -24.0% [-38.5, -9.4]     0.004  significant
-          reply               1.5% [0.6–3.8]     0.0% [0.0–1.3]     +1.5 pp [0.0, +3.8]     —                        0.032  significant, small sample
+          expansion           30.8% [25.5–36.6]  16.0% [12.3–20.6]  +14.8 pp [+7.8, +21.7]  +92.5% [+40.7, +164.4]  <0.001  significant
+          any action          11.4% [8.1–15.8]   7.0% [4.6–10.5]    +4.4 pp [-0.4, +9.4]    +63.0% [-3.7, +176.2]    0.069  —
+          open                19.8% [15.4–25.0]  15.0% [11.4–19.5]  +4.8 pp [-1.5, +11.1]   +31.8% [-8.2, +89.3]     0.135  —
+          dismiss             38.0% [32.4–44.0]  50.0% [44.4–55.6]  -12.0 pp [-20.0, -3.8]  -24.0% [-37.4, -8.1]     0.004  significant
+          reply               1.5% [0.6–3.8]     0.0% [0.0–1.3]     +1.5 pp [0.0, +3.8]     —                            —  small sample
 
         == sport ==
                          rich  plain  not displayed
@@ -78,18 +100,18 @@ import Testing
           dismiss             —     0.0% [0.0–56.1]  —             —         —  small sample
           reply               —     0.0% [0.0–56.1]  —             —         —  small sample
 
-        == all categories ==
+        == all categories (crude) ==
                          rich  plain  not displayed
           notifications   275    313              9
           delivered       270    308              5
           displayed       268    303              0
 
           rate per displayed  rich               plain              rich − plain            relative                      p  flags
-          expansion           32.1% [26.8–37.9]  15.8% [12.2–20.4]  +16.2 pp [+9.3, +23.1]  +102.6% [+39.1, +166.0]  <0.001  significant
-          any action          11.2% [8.0–15.5]   6.9% [4.6–10.4]    +4.3 pp [-0.5, +9.2]    +61.5% [-24.8, +147.8]    0.075  —
-          open                19.8% [15.4–25.0]  14.9% [11.3–19.3]  +4.9 pp [-1.3, +11.2]   +33.2% [-15.1, +81.4]     0.119  —
-          dismiss             37.3% [31.7–43.2]  49.5% [43.9–55.1]  -12.2 pp [-20.1, -4.0]  -24.6% [-39.2, -10.1]     0.003  significant
-          reply               1.5% [0.6–3.8]     0.0% [0.0–1.3]     +1.5 pp [-0.1, +3.8]    —                         0.033  significant, small sample
+          expansion           32.1% [26.8–37.9]  15.8% [12.2–20.4]  +16.2 pp [+9.3, +23.1]  +102.6% [+48.6, +177.2]  <0.001  significant
+          any action          11.2% [8.0–15.5]   6.9% [4.6–10.4]    +4.3 pp [-0.5, +9.2]    +61.5% [-4.6, +173.9]     0.075  —
+          open                19.8% [15.4–25.0]  14.9% [11.3–19.3]  +4.9 pp [-1.3, +11.2]   +33.2% [-7.1, +91.0]      0.120  —
+          dismiss             37.3% [31.7–43.2]  49.5% [43.9–55.1]  -12.2 pp [-20.1, -4.0]  -24.6% [-38.0, -8.8]      0.003  significant
+          reply               1.5% [0.6–3.8]     0.0% [0.0–1.3]     +1.5 pp [-0.1, +3.8]    —                             —  small sample
 
         == extension telemetry ==
           category        attachment  delivered     attached    timeout  too large  unsupported  download failed  not requested  time will expire
@@ -104,10 +126,16 @@ import Testing
 
         NOTE: Rates are per displayed notification of the same presentation (expanded, actioned, opened,
         dismissed or replied / displayed); intervals are 95% Wilson, absolute lift rich − plain with a
-        Newcombe interval, relative lift rich / plain − 1 with a delta-method interval, p from a two-sided
-        pooled two-proportion z test.
-        Flags: significant means p < 0.05; small sample means a side has fewer than 30 displayed
-        notifications or fewer than 5 successes or failures.
+        Newcombe interval; relative lift rich / plain − 1 with the Miettinen-Nurminen score interval of the
+        ratio, and p and significance from the same score test.
+        ADJUSTED: The adjusted figures compare rich with plain within each category and combine the
+        categories: Mantel-Haenszel risk ratio (Greenland-Robins interval of its log) and risk difference
+        (Sato's variance), each with the p of its own interval; the Cochran-Mantel-Haenszel test of no
+        difference in any category; Cochran's Q on the categories' log ratios for whether they disagree. The
+        crude figures pool all categories and mislead when rich and plain come from different mixes of
+        categories. Adjusting removes confounding by category only; the comparison stays observational.
+        Flags: significant means the interval leaves out no effect (p < 0.05); small sample means a side has
+        fewer than 30 displayed notifications or fewer than 5 successes or failures.
 
         """
         let table = Self.report().renderTable()

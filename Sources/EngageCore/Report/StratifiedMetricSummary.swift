@@ -1,0 +1,135 @@
+/// One rate of the report compared between rich and plain *within* each category and then
+/// combined across categories: the report's headline wherever it summarises more than one
+/// category (issue 16 point 1). The crude comparison (every category's counts pooled) stays
+/// beside it, labelled crude; when the two disagree in direction or in significance,
+/// `crudeDisagreement` says how and every rendering says so in words (Simpson's paradox).
+///
+/// Figures (docs/report.md, "The adjusted answer"):
+///  - `riskRatio`: Mantel-Haenszel risk ratio with Greenland & Robins' variance of its log, the
+///    headline ("1.06x as often");
+///  - `riskDifference`: Mantel-Haenszel risk difference with Sato's variance;
+///  - `cochranMantelHaenszel`: the CMH test of "no difference in any category";
+///  - `homogeneity`: Cochran's Q on the categories' log ratios (the headline's own scale), with
+///    `disagreeing` the categories whose own ratio interval leaves out the summary ratio.
+///
+/// A category without rich or without plain displays carries no comparison: it is listed in
+/// `excluded` and contributes nothing. With no category left every stratified figure is nil and
+/// `unavailable` says why ("not enough data"); a figure that cannot be computed for the data
+/// (no plain successes anywhere, a variance of 0) is nil with its reason in `unavailable` too.
+public struct StratifiedMetricSummary: Sendable, Hashable {
+    /// One category's own comparison, as a row of the forest plot.
+    public struct Category: Sendable, Hashable {
+        public let name: String
+        public let rich: RateEstimate
+        public let plain: RateEstimate
+        /// rich / plain with the row method of `MetricComparison`; nil without plain successes.
+        public let ratio: EffectEstimate?
+    }
+
+    public let metric: ReportMetric
+    /// Categories with rich and plain displays, by name.
+    public let categories: [Category]
+    /// Categories left out, and why.
+    public let excluded: [ExcludedStratum]
+    public let riskRatio: EffectEstimate?
+    public let riskDifference: EffectEstimate?
+    public let cochranMantelHaenszel: ChiSquareTest?
+    /// Cochran's Q on log ratios; nil with fewer than two categories.
+    public let homogeneity: HomogeneityTest?
+    /// Categories whose ratio interval leaves out the summary ratio.
+    public let disagreeing: [String]
+    /// The pooled counts' ratio with the row method (the total group's `ratio`).
+    public let crude: EffectEstimate?
+    /// Nil when crude and adjusted point the same way with the same significance, or when one is missing.
+    public let crudeDisagreement: CrudeAdjustedDisagreement?
+    /// Why a figure is missing: "not enough data: ..."; nil when every figure is there.
+    public let unavailable: String?
+
+    /// `strata` are the categories' rich and plain counts; `crude` the total's comparison.
+    init(metric: ReportMetric, strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts)],
+         crude: MetricComparison?, confidence: Double) {
+        self.metric = metric
+        let stratified = StratifiedComparison(strata: strata.map { stratum in
+            Stratum(name: stratum.name,
+                    variant: Self.proportion(metric, stratum.rich), control: Self.proportion(metric, stratum.plain))
+        })
+        let included = Set(stratified.included.map(\.name))
+        categories = strata.filter { included.contains($0.name) }.map { stratum in
+            let comparison = MetricComparison(metric: metric, rich: stratum.rich, plain: stratum.plain,
+                                              notDisplayed: PresentationCounts(), confidence: confidence)
+            return Category(name: stratum.name, rich: comparison.rich, plain: comparison.plain, ratio: comparison.ratio)
+        }
+        excluded = stratified.excluded
+        self.crude = crude?.ratio
+
+        var problems: [String] = []
+        func attempt<T>(_ figure: String, _ compute: () throws(StatisticsError) -> T) -> T? {
+            do {
+                return try compute()
+            } catch {
+                problems.append(figure + ": " + Self.reason(error))
+                return nil
+            }
+        }
+        if stratified.included.isEmpty {
+            riskRatio = nil
+            riskDifference = nil
+            cochranMantelHaenszel = nil
+            homogeneity = nil
+            unavailable = "not enough data: no category has both rich and plain displayed notifications"
+        } else {
+            riskRatio = attempt("risk ratio") { () throws(StatisticsError) in
+                try stratified.mantelHaenszelRiskRatio().greenlandRobinsEstimate(confidence: confidence)
+            }
+            riskDifference = attempt("risk difference") { () throws(StatisticsError) in
+                try stratified.mantelHaenszelRiskDifference().satoEstimate(confidence: confidence)
+            }
+            cochranMantelHaenszel = attempt("CMH test") { () throws(StatisticsError) in
+                try stratified.cochranMantelHaenszelTest()
+            }
+            homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity") { () throws(StatisticsError) in
+                try stratified.cochranQ(.ratio)
+            }
+            unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
+        }
+        if let riskRatio {
+            disagreeing = categories.filter { $0.ratio.map { !$0.interval.contains(riskRatio.estimate) } ?? false }
+                .map(\.name)
+        } else {
+            disagreeing = []
+        }
+        if let crude = self.crude, let riskRatio {
+            crudeDisagreement = CrudeAdjustedDisagreement(crude: crude, adjusted: riskRatio)
+        } else {
+            crudeDisagreement = nil
+        }
+    }
+
+    /// Whether the categories disagree beyond chance (Cochran's Q below `alpha`).
+    public var categoriesDisagree: Bool {
+        (homogeneity?.test.pValue).map { $0 < EngagementReport.alpha } ?? false
+    }
+
+    /// Categories whose own ratio points to the other side of "no effect" than the summary.
+    public var pointingTheOtherWay: [String] {
+        guard let direction = riskRatio?.direction, direction != 0 else { return [] }
+        return categories.filter { ($0.ratio?.direction ?? 0) * direction < 0 }.map(\.name)
+    }
+
+    private static func proportion(_ metric: ReportMetric, _ counts: PresentationCounts) -> Proportion {
+        let trials = metric.trials(in: counts)
+        let successes = metric.successes(in: counts)
+        // Counts from the read model hold successes within trials; anything else carries nothing.
+        return (try? Proportion(successes: successes, trials: trials)) ?? Proportion(validatedSuccesses: 0, trials: 0)
+    }
+
+    private static func reason(_ error: StatisticsError) -> String {
+        switch error.code {
+        case .zeroBaseline: "no plain successes in any category"
+        case .undefinedLogRatio: "no rich successes in any category"
+        case .zeroVariance: "no variation (every rate 0 or 1)"
+        case .tooFewStrata: "too few categories"
+        default: error.description
+        }
+    }
+}

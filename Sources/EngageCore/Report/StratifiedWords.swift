@@ -1,0 +1,105 @@
+/// The adjusted answer in words, the same in every rendering: one headline sentence per metric,
+/// and the warning owed when the crude total points elsewhere (Simpson's paradox).
+extension StratifiedMetricSummary {
+    /// "Adjusted for category, rich notifications are expanded 1.06x as often as plain ones
+    /// [0.96, 1.17], not significant (p = 0.277); categories disagree: ..."
+    public var headline: String {
+        guard let riskRatio else {
+            return "Adjusted for category, \(metric.label): " + (unavailable ?? "not enough data") + "."
+        }
+        var text = "Adjusted for category, rich notifications \(verb) " + Self.ratio(riskRatio.estimate)
+            + " as often as plain ones " + Self.interval(riskRatio.interval) + ", "
+            + (riskRatio.isSignificant ? "significant" : "not significant")
+            + " (p \(Self.pText(riskRatio.pValue)); \(categories.count) "
+            + (categories.count == 1 ? "category" : "categories") + ")"
+        if let words = categoryWords { text += "; " + words }
+        text += "."
+        if let warning = crudeWarning { text += " " + warning }
+        if !excluded.isEmpty { text += " " + excludedWords }
+        return text
+    }
+
+    /// "categories disagree (Cochran's Q p = 0.012): promo_sale 0.89x [0.71, 1.11]", or that no
+    /// disagreement shows, naming categories that point the other way; nil with one category.
+    public var categoryWords: String? {
+        guard let homogeneity else { return nil }
+        let q = "Cochran's Q p \(Self.pText(homogeneity.test.pValue))"
+        if categoriesDisagree {
+            let named = disagreeing.isEmpty ? pointingTheOtherWay : disagreeing
+            return "categories disagree (\(q))" + (named.isEmpty ? "" : ": " + describe(named))
+        }
+        let other = pointingTheOtherWay
+        return "no clear disagreement between categories (\(q))"
+            + (other.isEmpty ? "" : ", though " + describe(other) + " "
+               + (other.count == 1 ? "points" : "point") + " the other way")
+    }
+
+    /// Set when crude and adjusted differ in direction or significance: "The crude total, which
+    /// pools categories, says 0.57x [0.53, 0.61], significant: it points the other way
+    /// (Simpson's paradox: the categories' mix differs between rich and plain); trust the adjusted figure."
+    public var crudeWarning: String? {
+        guard let crudeDisagreement, let crude else { return nil }
+        var differences: [String] = []
+        if crudeDisagreement.direction { differences.append("points the other way") }
+        if crudeDisagreement.significance {
+            differences.append(crude.isSignificant ? "is significant where the adjusted figure is not"
+                                                   : "is not significant where the adjusted figure is")
+        }
+        return "The crude total, which pools categories, says " + Self.ratio(crude.estimate) + " "
+            + Self.interval(crude.interval) + ": it " + differences.joined(separator: " and ")
+            + " (Simpson's paradox: rich and plain notifications come from different mixes of categories);"
+            + " trust the adjusted figure."
+    }
+
+    /// "Excluded: news (no plain displays), promo (no rich displays)."
+    public var excludedWords: String {
+        "Excluded: " + excluded.map { $0.name + " (" + Self.reasonText($0.reason) + ")" }.joined(separator: ", ") + "."
+    }
+
+    static func reasonText(_ reason: ExcludedStratum.Reason) -> String {
+        switch reason {
+        case .noTrials: "no displays"
+        case .noVariantTrials: "no rich displays"
+        case .noControlTrials: "no plain displays"
+        case .degenerateMargins: "every notification a success or none"
+        case .zeroCell: "a side with no successes or only successes"
+        }
+    }
+
+    /// "promo_sale 0.89x [0.71, 1.11], news 1.40x [1.10, 1.80]".
+    private func describe(_ names: [String]) -> String {
+        names.map { name in
+            guard let ratio = categories.first(where: { $0.name == name })?.ratio else { return name }
+            return name + " " + Self.ratio(ratio.estimate) + " " + Self.interval(ratio.interval)
+        }.joined(separator: ", ")
+    }
+
+    /// "are expanded", "are acted on", "lead to action “later”".
+    var verb: String {
+        switch metric {
+        case .engagement(let metric):
+            switch metric {
+            case .expansion: "are expanded"
+            case .action: "are acted on"
+            case .open: "are opened"
+            case .reply: "are replied to"
+            case .dismiss: "are dismissed"
+            case .richDisplay: "are displayed rich"
+            }
+        case .customAction(let id): "lead to action “\(id)”"
+        }
+    }
+
+    /// `1.06x`.
+    static func ratio(_ value: Double) -> String { ReportFormat.fixed(value, 2) + "x" }
+
+    /// `[0.96, 1.17]`.
+    static func interval(_ interval: ConfidenceInterval) -> String {
+        "[" + ReportFormat.fixed(interval.lower, 2) + ", " + ReportFormat.fixed(interval.upper, 2) + "]"
+    }
+
+    /// `= 0.277` or `< 0.001`.
+    static func pText(_ p: Double) -> String {
+        p < 0.001 ? "< 0.001" : "= " + ReportFormat.fixed(p, 3)
+    }
+}
