@@ -32,9 +32,9 @@ struct ShutdownTests {
     @Test(.timeLimit(.minutes(4)))
     func sigtermWhilePostgreSQLDoesNotAnswerAnswersEveryRequestAndExitsZero() async throws {
         try await ShutdownRun.with(label: "frozen") { run in
-            try run.signalServer(SIGSTOP)
+            try await run.signalServer(SIGSTOP)
         } recover: { run in
-            try run.signalServer(SIGCONT)
+            try await run.signalServer(SIGCONT)
         }
     }
 }
@@ -106,13 +106,23 @@ struct ShutdownRun {
         return try connection.query(SQL(unsafeSQL: query))[0].decode(0)
     }
 
-    /// Sends `signal` to the postmaster and every process it started.
-    func signalServer(_ signal: Int32) throws {
+    /// Sends `signal` to the postmaster and every process it started. For SIGSTOP, until every
+    /// one of them is stopped: a backend the postmaster forked while the tree was being read
+    /// would otherwise go on committing.
+    func signalServer(_ signal: Int32) async throws {
         let pidFile = try String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8)
         guard let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
             throw FaultTestError("no postmaster pid in \(cluster.dataDirectory)/postmaster.pid")
         }
-        for pid in LocalSystem.processTree(of: postmaster) { Glibc.kill(pid, signal) }
+        var signalled: Set<Int32> = []
+        try await waitFor("every PostgreSQL process to take signal \(signal)") {
+            let tree = LocalSystem.processTree(of: postmaster)
+            for pid in tree where !signalled.contains(pid) {
+                Glibc.kill(pid, signal)
+                signalled.insert(pid)
+            }
+            return signal != SIGSTOP || tree.allSatisfy(LocalSystem.isStopped)
+        }
     }
 
     func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {

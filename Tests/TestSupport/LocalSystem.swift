@@ -34,6 +34,12 @@ public enum LocalSystem {
         stat(of: pid)?.first == "Z"
     }
 
+    /// True when `pid` is stopped by a signal (state T), or gone.
+    public static func isStopped(_ pid: Int32) -> Bool {
+        guard let state = stat(of: pid)?.first else { return true }
+        return state == "T"
+    }
+
     /// Free TCP ports on the loopback interface (held together while chosen, so they differ).
     public static func freePorts(_ count: Int) throws -> [Int] {
         var sockets: [Int32] = []
