@@ -186,3 +186,31 @@ import Testing
         #expect(ExperimentSummaryText(definition: off, latestRun: nil, lifecycle: []).render().contains("  cuped:       off"))
     }
 }
+
+/// `ExperimentCupedSimulation`, which `engage bench cuped` runs at full size.
+@Suite struct ExperimentCupedSimulationTests {
+    @Test func thePropensityMakesCupedNarrowAndNothingElseChanges() async {
+        let simulation = ExperimentCupedSimulation(devices: 2_000, looks: 6, preLooks: 12)
+        let summary = await simulation.run(experiments: 6, workers: 2)
+        #expect(summary.experiments == 6)
+        #expect(summary.medianVarianceReduction > 0.2 && summary.medianWidthRatio < 0.9, "\(summary)")
+        #expect(abs(summary.medianWidthRatio - (1 - summary.medianVarianceReduction).squareRoot()) < 0.1, "\(summary)")
+        // The same seeds give the same figures, whatever the workers.
+        #expect(await simulation.run(experiments: 6, workers: 1) == summary)
+        // Without a persistent propensity or pre-period traffic there is nothing to find.
+        let none = await ExperimentCupedSimulation(devices: 2_000, looks: 6, preLooks: 0).run(experiments: 2)
+        #expect(none.medianVarianceReduction == 0 && none.medianWidthRatio == 1, "\(none)")
+    }
+
+    @Test func mediansOfShippingLooksCountNeverAsOneMoreThanTheLooks() {
+        typealias Outcome = ExperimentCupedSimulation.Outcome
+        let outcomes = [Outcome(widthRatio: 0.5, varianceReduction: 0.7, shipLookWithCuped: 2, shipLookWithout: 5),
+                        Outcome(widthRatio: 0.7, varianceReduction: 0.5, shipLookWithCuped: nil, shipLookWithout: nil),
+                        Outcome(widthRatio: 0.6, varianceReduction: 0.6, shipLookWithCuped: 3, shipLookWithout: nil)]
+        let summary = ExperimentCupedSimulation.Summary(outcomes, looks: 10)
+        #expect(summary.medianWidthRatio == 0.6 && summary.medianVarianceReduction == 0.6)
+        #expect(summary.shippedWithCuped == 2 && summary.shippedWithout == 1)
+        #expect(summary.medianShipLookWithCuped == 3 && summary.medianShipLookWithout == 11)
+        #expect(summary.medianLooksEarlier == 3)
+    }
+}
