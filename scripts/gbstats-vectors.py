@@ -21,6 +21,11 @@ What is computed, per case and treatment arm, for the absolute and relative scal
   variance come from the delta-method linearisation of every device, computed here with numpy
   from those rows (not from moments), and the tests are gbstats' own, run on those statistics.
   With n = n' = 1 for every device this is RegressionAdjustedStatistic exactly (checked below).
+- `cuped_analysis`: `cuped_ratio` again, but what the Swift test feeds is the experiment analysis'
+  own input (per-device funnel counts of the `open` metric in each arm, and each device's
+  notifications in the pre-period window), and each scale also carries the variance reduction
+  1 - Var(adjusted effect) / Var(unadjusted effect), the unadjusted effect from gbstats'
+  RatioStatistic on the same devices.
 - `log_ratio`: the log of the ratio of means with its delta-method variance, which engage uses for
   decisions (not a gbstats scale): gbstats' tests run with the point estimate, variance and
   Welch degrees of freedom replaced by the log-scale ones.
@@ -338,6 +343,33 @@ def cuped_ratio_cases():
     ]
 
 
+def cuped_analysis_cases():
+    def case(name, arms, alpha=0.05, tuning=5000):
+        return {"name": name, "alpha": alpha, "tuning": tuning, "covariate": "ratio", "metric": "open",
+                "arms": [{"devices": rows} for rows in arms]}
+    return [
+        case("analysis_two_arms", [device_rows(21, 80, 1.0), device_rows(22, 76, 1.1)]),
+        case("analysis_sparse_history", [device_rows(23, 50, 1.0, history=0.3),
+                                         device_rows(24, 55, 1.2, history=0.3)], alpha=0.1, tuning=400),
+    ]
+
+
+def with_variance_reductions(case, results):
+    """Adds to each scale 1 - Var(adjusted) / Var(unadjusted), the unadjusted effect from gbstats'
+    RatioStatistic over the same devices (the log ratio's from its delta method, as above)."""
+    arms = [ratio_moments(arm["devices"]) for arm in case["arms"]]
+    for entry in results:
+        def pair():
+            return ratio_statistic(arms[0]), ratio_statistic(arms[entry["arm"]])
+        for scale in entry["scales"]:
+            if scale.get("se") is None:
+                continue
+            unadjusted = run(pair, scale["scale"], case["alpha"], case["tuning"], False, 1)
+            if unadjusted.get("se"):
+                scale["variance_reduction"] = 1 - scale["se"] ** 2 / unadjusted["se"] ** 2
+    return results
+
+
 def risk_cases():
     import mpmath
     mpmath.mp.dps = 50
@@ -391,14 +423,21 @@ def build():
     data = {
         "generator": "scripts/gbstats-vectors.py",
         "versions": {name: importlib.metadata.version(name) for name in ("gbstats", "scipy", "numpy", "mpmath")},
-        "ratio": [], "cuped_mean": [], "cuped_ratio": [], "risk": risk_cases(),
+        "ratio": [], "cuped_mean": [], "cuped_ratio": [], "cuped_analysis": [], "risk": risk_cases(),
         "clopper_pearson": clopper_pearson_cases(),
     }
     for kind, cases in (("ratio", ratio_cases()), ("cuped_mean", cuped_mean_cases()),
                         ("cuped_ratio", cuped_ratio_cases())):
         for case in cases:
             data[kind].append({**case, "results": compute(kind, case)})
+    for case in cuped_analysis_cases():
+        data["cuped_analysis"].append({**case, "results": compute_analysis(case)})
     return data
+
+
+def compute_analysis(case):
+    """The expected results of a `cuped_analysis` case, from its inputs only."""
+    return with_variance_reductions(case, compute("cuped_ratio", case))
 
 
 def swift_source(data):

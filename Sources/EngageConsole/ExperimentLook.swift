@@ -42,6 +42,8 @@ public struct ExperimentLook: Sendable, Equatable {
         public var pValueCorrection: String?
         public var unavailable: String?
         public var guardrailViolated: Bool
+        /// CUPED's variance reduction of the decision's log ratio; nil without CUPED.
+        public var varianceReduction: Double?
     }
 
     public struct Arm: Sendable, Equatable {
@@ -160,7 +162,8 @@ public struct ExperimentLook: Sendable, Equatable {
                        variant: rate(member(node, "variant")), absolute: lift(member(node, "absolute")),
                        relative: lift(member(node, "relative")), logRatio: lift(member(node, "log_ratio")),
                        pValueCorrection: string(node, "p_value_correction"), unavailable: string(node, "unavailable"),
-                       guardrailViolated: member(node, "guardrail_violated").flatMap(json.bool) ?? false)
+                       guardrailViolated: member(node, "guardrail_violated").flatMap(json.bool) ?? false,
+                       varianceReduction: member(node, "cuped").flatMap { double($0, "variance_reduction") })
         }
     }
 }

@@ -182,7 +182,7 @@ public struct ExperimentView: Sendable {
         html += "</tbody></table></div><h3>Every metric, treatment against control</h3>"
         html += "<div class=\"scroll\"><table><thead><tr><th>arm · metric</th><th class=\"left\">role</th><th>control</th><th>treatment</th>"
             + "<th>relative lift</th><th>fixed 95%</th><th>sequential</th><th>p (fixed)</th><th>chance to win</th>"
-            + "<th>decides: sequential, log ratio</th></tr>"
+            + "<th>decides: sequential, log ratio</th><th>CUPED variance reduction</th></tr>"
             + "</thead><tbody>"
         for comparison in look.comparisons {
             let relative = comparison.relative
@@ -199,6 +199,7 @@ public struct ExperimentView: Sendable {
                     Markup.text(ReportText.pValue(relative?.fixed?.pValue) + Self.correction(comparison.pValueCorrection)),
                     Markup.text(ReportText.percent(relative?.chanceToWin)),
                     Markup.text(Self.interval(comparison.logRatio?.sequential)),
+                    Markup.text(ReportText.percent(comparison.varianceReduction)),
                 ]) + "</tr>"
         }
         return html + "</tbody></table></div></section>"

@@ -3,7 +3,8 @@ import EventStore
 import Postgres
 
 /// One analysis of one experiment: replays the experiment's events from the log, folds them per
-/// notification, tallies the notifications by assigned arm and runs `ExperimentAnalysis`.
+/// notification, tallies the notifications by assigned arm, reads CUPED's pre-period covariates
+/// (`PrePeriodReader`) and runs `ExperimentAnalysis`.
 ///
 /// The events are read through cursors ordered by notification, `chunkSize` rows at a time, so
 /// that only one notification's state per connection is in memory besides the tallies. With
@@ -41,11 +42,20 @@ public struct ExperimentRunner: Sendable {
     /// (it numbers the look); `now` is the analysis time.
     public func analyse(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
         let replay = try await replay(definition)
-        var result = ExperimentAnalysis.run(definition: definition, tallies: replay.tallies, now: now)
+        let covariates = try await covariates(definition)
+        var result = ExperimentAnalysis.run(definition: definition, tallies: replay.tallies, covariates: covariates,
+                                            now: now)
         // The analysis needs no memory of earlier runs: their number only names the look.
         result.look = previousRuns + 1
         return Outcome(result: result, tallies: replay.tallies, events: replay.events,
                        notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges)
+    }
+
+    /// CUPED's pre-period covariates (`PrePeriodReader`); nil with CUPED off or before a start.
+    /// The window lies before the experiment, so it needs no snapshot shared with the replay.
+    func covariates(_ definition: ExperimentDefinition) async throws -> ExperimentCovariates? {
+        guard definition.analysis.cupedPrePeriodDays != nil, definition.startAt != nil else { return nil }
+        return try await pool.withConnection { connection in try PrePeriodReader.read(definition, on: connection) }
     }
 
     /// The experiment's tallies as of one snapshot of the log.

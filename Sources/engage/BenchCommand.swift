@@ -16,6 +16,7 @@ enum BenchCommand {
             ReportBenchmark.definition,
             ExperimentBenchmark.definition,
             CalibrationBenchmark.definition,
+            CupedBenchmark.definition,
         ])
 
     /// A database of a benchmark's own on the server of `setup`, created when missing and

@@ -12,25 +12,46 @@ enum ExperimentBenchmark {
     static let rounds = Option("rounds", value: "n", help: "Rounds of each measurement; medians are reported.", default: 5, validate: .range(1...50))
     static let lanes = Option("lanes", value: "n", help: "Connections the split replay reads on.", default: 2, validate: .range(1...16))
     static let chunk = Option("chunk", value: "n", help: "Rows per FETCH.", default: 5_000, validate: .range(100...1_000_000))
+    static let cuped = Option("cuped", value: "days", help: "CUPED's pre-period in days, or off (default: as the definition says). Without a start_at, the experiment starts at its first event.",
+                              default: "definition")
 
     static let definition = Command(
         name: "experiment",
         abstract: "Measure an experiment's analysis against the database alone reading the same rows.",
-        options: CommonOptions.databaseAndLogging + [experiment, rounds, lanes, chunk],
+        options: CommonOptions.databaseAndLogging + [experiment, rounds, lanes, chunk, cuped],
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
         let lanes = arguments[Self.lanes]
+        let days: Int??
+        switch arguments[cuped] {
+        case "definition": days = .none
+        case "off": days = .some(nil)
+        case let text:
+            guard let value = Int(text), (1...ExperimentAnalysisSettings.maximumCupedPrePeriodDays).contains(value) else {
+                throw arguments.usageError(.invalidValue, "--cuped must be off or a number of days from 1 to \(ExperimentAnalysisSettings.maximumCupedPrePeriodDays)")
+            }
+            days = .some(value)
+        }
         try await DatabaseSetup.withPool(arguments, size: lanes, logger: CommonOptions.quietLogger(arguments)) { pool in
-            try await measure(arguments[experiment], rounds: arguments[rounds], lanes: lanes, chunkSize: arguments[chunk], pool: pool)
+            try await measure(arguments[experiment], rounds: arguments[rounds], lanes: lanes, chunkSize: arguments[chunk],
+                              cupedDays: days, pool: pool)
         }
     }
 
-    static func measure(_ id: String, rounds: Int, lanes: Int, chunkSize: Int, pool: ConnectionPool) async throws {
+    /// `cupedDays`: nil to analyse as the definition says; `.some(nil)` for CUPED off.
+    static func measure(_ id: String, rounds: Int, lanes: Int, chunkSize: Int, cupedDays: Int?? = nil,
+                        pool: ConnectionPool) async throws {
         guard let record = try await ExperimentStore(pool: pool).get(id) else {
             throw ExperimentCommandError(detail: "no experiment \(id) in this database (create it with engage experiment create --file Examples/experiments/strategy-full-vs-adaptive.json, then engage simulate --direct appends its traffic)")
         }
-        let definition = record.definition
+        var definition = record.definition
+        if let days = cupedDays {
+            definition.analysis.cupedPrePeriodDays = days
+            if days != nil, definition.startAt == nil {
+                definition.startAt = try await firstEvent(of: definition, pool: pool)
+            }
+        }
         let now = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000))
         let oneLane = ExperimentRunner(pool: pool, chunkSize: chunkSize, lanes: 1)
         let split = ExperimentRunner(pool: pool, chunkSize: chunkSize, lanes: lanes)
@@ -72,10 +93,30 @@ enum ExperimentBenchmark {
         let parallel = BenchCommand.median(splitTimes)
         print("""
             experiment \(id): \(last.events) events, \(last.notifications) notifications, decision \(last.result.decision.code), \(rounds) round(s), FETCH \(chunkSize)
+            \(cupedLine(last.result))
             database only (replay query, rows fetched and dropped, 1 connection): median \(format(database)) s
             analysis (replay + statistics), 1 connection:                       median \(format(single)) s, \(format(single / database))x the database alone; engage CPU \(format(BenchCommand.median(oneLaneCPU))) s
             analysis (replay + statistics), \(lanes) connections on one snapshot:   median \(format(parallel)) s, \(format(parallel / database))x the database alone; engage CPU \(format(BenchCommand.median(splitCPU))) s
             """)
+    }
+
+    /// When the experiment's first event occurred: its start for a definition without one.
+    static func firstEvent(of definition: ExperimentDefinition, pool: ConnectionPool) async throws -> Timestamp? {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT min(occurred_at) FROM events WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
+                """)[0].decode(0, as: PostgresTimestamp?.self).map { Timestamp(microsecondsSinceEpoch: $0.unixMicroseconds) }
+        }
+    }
+
+    static func cupedLine(_ result: ExperimentRunResult) -> String {
+        guard let window = result.cupedWindow else { return "CUPED off (the analysis times include no pre-period read)" }
+        let reductions = result.comparisons.compactMap { comparison in
+            comparison.metrics.first?.cuped?.varianceReduction.map { "\(comparison.arm) \(format($0 * 100))%" }
+        }
+        return "CUPED on: pre-period \(window.days) days before \(window.to.rfc3339), \(window.devicesWithHistory) devices with history, "
+            + "primary variance reduction " + (reductions.isEmpty ? "none" : reductions.joined(separator: ", "))
+            + " (the analysis times include the pre-period read)"
     }
 
     /// User and system CPU time of this process so far.

@@ -23,12 +23,16 @@ enum SimulateCommand {
                                    validate: .fraction)
     static let maxSeconds = Option("max-seconds", value: "s", help: "Stop after this long.", default: 120, validate: .range(1...86_400))
     static let direct = Flag("direct", help: "Append straight to the event log instead of using the API.")
+    static let prePeriod = Flag("pre-period", help: "The same devices' traffic before the experiment: untagged, other notification ids, ending before the experiment's simulated day starts.")
+    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity, kept before and during the experiment.",
+                               default: 0.0, validate: Validation("expected a number from 0 to 10") { (0...10).contains($0) })
 
     static let definition = Command(
         name: "simulate",
         abstract: "Generate seeded notification traffic with known rates and send it to engage.",
-        options: CommonOptions.databaseAndLogging + [url, key, app, notifications, devices, seed, batch, duplicates, outOfOrder, maxSeconds],
-        flags: [direct],
+        options: CommonOptions.databaseAndLogging + [url, key, app, notifications, devices, seed, batch, duplicates, outOfOrder, maxSeconds,
+                                                      spread],
+        flags: [direct, prePeriod],
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -36,12 +40,24 @@ enum SimulateCommand {
         var scenario = SimulationScenario.standard
         scenario.notificationCount = arguments[notifications]
         scenario.deviceCount = arguments[devices]
+        scenario.propensity = DevicePropensity(spread: arguments[spread])
         // The simulated day ends now, so every event is inside the accepted window.
-        let start = SystemTime().wallClock.adding(microseconds: -(scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 - 60_000_000)
+        let day = (scenario.spanSeconds + SimulationScenario.maximumTailSeconds) * 1_000_000 + 60_000_000
+        var start = SystemTime().wallClock.adding(microseconds: -day)
+        var seed = UInt64(arguments[seed])
+        var propensitySeed: UInt64?
+        if arguments[prePeriod] {
+            // The day before, for the same people (their propensities), with ids of their own.
+            scenario.experiment = nil
+            start = start.adding(microseconds: -day)
+            propensitySeed = seed
+            seed |= 1 << 62
+        }
         let simulator: TrafficSimulator
         do {
-            simulator = try TrafficSimulator(scenario: scenario, seed: UInt64(arguments[seed]), start: start,
-                                             options: SimulationOptions(outOfOrderFraction: arguments[outOfOrder], duplicateFraction: arguments[duplicates]))
+            simulator = try TrafficSimulator(scenario: scenario, seed: seed, start: start,
+                                             options: SimulationOptions(outOfOrderFraction: arguments[outOfOrder], duplicateFraction: arguments[duplicates],
+                                                                        propensitySeed: propensitySeed))
         } catch {
             throw arguments.usageError(.invalidValue, "\(error)")
         }

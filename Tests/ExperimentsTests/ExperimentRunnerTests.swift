@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import EngageCore
 import EventStore
 @testable import Experiments
@@ -121,6 +122,123 @@ struct ExperimentRunnerTests {
                 #expect(abs(value - expected) <= 1e-12 * max(1, abs(expected)), "\(scale) figure \(index): \(value) vs \(expected)")
             }
         }
+        await pool.close()
+    }
+
+    /// CUPED over the log: the same 300 devices (a persistent propensity) send notifications in
+    /// the 10 days before the experiment and during it. The analysis with the 14-day pre-period
+    /// narrows the sequential interval against the one with CUPED off, and equals the
+    /// regression adjustment recomputed from per-device sums that SQL takes straight from the log.
+    @Test func cupedNarrowsTheIntervalAndEqualsTheLogsPerDeviceSums() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let start = Fixtures.time("2026-03-01T00:00:00Z")
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = 6_000
+        scenario.deviceCount = 300
+        scenario.propensity = DevicePropensity(spread: 1.2)
+        let simulated = try #require(scenario.experiment)
+        var before = scenario
+        before.experiment = nil
+        let store = EventStore(pool: pool)
+        var history = try TrafficSimulator(scenario: before, seed: 8, start: start.adding(microseconds: -10 * 86_400_000_000),
+                                           options: SimulationOptions(propensitySeed: 7))
+        var experiment = try TrafficSimulator(scenario: scenario, seed: 7, start: start)
+        #expect(history.end < start)
+        while let batch = history.next(batchSize: 5_000) {
+            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
+        }
+        while let batch = experiment.next(batchSize: 5_000) {
+            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
+        }
+        let definition = ExperimentDefinition(
+            id: simulated.id, appID: "demo",
+            arms: simulated.arms.enumerated().map { index, arm in
+                ExperimentArmDefinition(name: arm.name, strategy: arm.strategy, weight: arm.weight, isControl: index == 0)
+            },
+            hashSeed: simulated.seed, primaryMetric: .open, startAt: start)
+        #expect(definition.analysis.cupedPrePeriodDays == 14)
+        var off = definition
+        off.analysis.cupedPrePeriodDays = nil
+        let runner = ExperimentRunner(pool: pool, chunkSize: 1_000)
+        let adjusted = try await runner.analyse(definition, previousRuns: 0, now: experiment.end).result
+        let plain = try await runner.analyse(off, previousRuns: 0, now: experiment.end).result
+        #expect(plain.cupedWindow == nil && plain.comparisons[0].metrics[0].cuped == nil)
+        let window = try #require(adjusted.cupedWindow)
+        #expect(window.to == start && window.days == 14 && window.devicesWithHistory > 250)
+
+        let withCuped = try #require(adjusted.comparisons.first?.metrics.first)
+        let without = try #require(plain.comparisons.first?.metrics.first)
+        let narrow = try #require(withCuped.logRatio?.sequential?.interval)
+        let wide = try #require(without.logRatio?.sequential?.interval)
+        let cuped = try #require(withCuped.cuped)
+        let reduction = try #require(cuped.varianceReduction)
+        #expect(reduction > 0.1, "variance reduction \(reduction)")
+        #expect(narrow.upper - narrow.lower < wide.upper - wide.lower)
+        // Same devices, same counts: only the adjustment differs.
+        #expect(withCuped.control == without.control && withCuped.variant == without.variant)
+
+        // Per device: x, n (opened, displayed) during the experiment by arm, x', n' in the window.
+        let open = ActionDetails.openIdentifier
+        let sums = try await pool.withConnection { connection in
+            try connection.query("""
+                WITH notifications AS (
+                    SELECT notification_id, min(device_id) AS device_id, min(experiment_arm) AS arm,
+                           bool_or(type = 'displayed') AS displayed,
+                           bool_or(type = 'action' AND payload ->> 'action_id' = \(open)) AS opened
+                    FROM events WHERE app_id = 'demo'
+                      AND type IN ('sent', 'delivered', 'displayed', 'expanded', 'action')
+                      AND (experiment_id = \(definition.id)
+                           OR (experiment_id IS NULL AND occurred_at >= \(window.from.postgres)
+                               AND occurred_at < \(window.to.postgres)))
+                    GROUP BY notification_id),
+                during AS (
+                    SELECT arm, device_id, count(*) FILTER (WHERE displayed)::float8 AS n,
+                           count(*) FILTER (WHERE displayed AND opened)::float8 AS x
+                    FROM notifications WHERE arm IS NOT NULL GROUP BY 1, 2),
+                history AS (
+                    SELECT device_id, count(*) FILTER (WHERE displayed)::float8 AS n,
+                           count(*) FILTER (WHERE displayed AND opened)::float8 AS x
+                    FROM notifications WHERE arm IS NULL GROUP BY 1),
+                devices AS (
+                    SELECT d.arm, d.x, d.n, coalesce(h.x, 0) AS xp, coalesce(h.n, 0) AS np
+                    FROM during d LEFT JOIN history h USING (device_id))
+                SELECT arm, count(*)::float8, sum(x), sum(x * x), sum(n), sum(n * n), sum(x * n),
+                       sum(xp), sum(xp * xp), sum(np), sum(np * np), sum(xp * np),
+                       sum(x * xp), sum(x * np), sum(n * xp), sum(n * np)
+                FROM devices GROUP BY arm
+                """)
+        }
+        var moments: [String: AdjustedRatioMoments] = [:]
+        for row in sums.rows {
+            let v = try (1...15).map { try row.decode($0, as: Double.self) }
+            let devices = Int(v[0])
+            moments[try row.decode(0)] = AdjustedRatioMoments(
+                post: RatioMoments(devices: devices, numeratorSum: v[1], numeratorSquares: v[2], denominatorSum: v[3],
+                                   denominatorSquares: v[4], crossProducts: v[5]),
+                pre: RatioMoments(devices: devices, numeratorSum: v[6], numeratorSquares: v[7], denominatorSum: v[8],
+                                  denominatorSquares: v[9], crossProducts: v[10]),
+                numeratorTimesPreNumerator: v[11], numeratorTimesPreDenominator: v[12],
+                denominatorTimesPreNumerator: v[13], denominatorTimesPreDenominator: v[14])
+        }
+        let adjustment = RegressionAdjustment(control: try #require(moments["control"]),
+                                              treatment: try #require(moments["treatment"]))
+        #expect(adjustment.control.devices == withCuped.control.devices)
+        let close = { (value: Double, expected: Double) in abs(value - expected) <= 1e-12 * max(1, abs(expected)) }
+        #expect(close(cuped.theta, adjustment.theta), "theta \(cuped.theta) vs \(adjustment.theta)")
+        let alpha = 1 - withCuped.confidence
+        let tuning = definition.analysis.sequentialTuning
+        let logRatio = try TreatmentEffect(control: adjustment.control, treatment: adjustment.treatment, scale: .logRatio)
+        let unadjusted = try TreatmentEffect(control: adjustment.unadjustedControl, treatment: adjustment.unadjustedTreatment,
+                                             scale: .logRatio)
+        let lift = try #require(withCuped.logRatio)
+        let sequential = logRatio.sequential(alpha: alpha, tuning: tuning)
+        #expect(close(lift.logEstimate, logRatio.estimate) && close(lift.logStandardError, logRatio.standardError))
+        #expect(close(log1p(narrow.lower), sequential.interval.lower) && close(log1p(narrow.upper), sequential.interval.upper))
+        #expect(close(reduction, 1 - logRatio.variance / unadjusted.variance))
+        #expect(close(without.logRatio?.logStandardError ?? .nan, unadjusted.standardError))
+        let relative = try TreatmentEffect(control: adjustment.control, treatment: adjustment.treatment, scale: .relative)
+        #expect(close(try #require(withCuped.relative).estimate, relative.estimate))
+        #expect(close(try #require(withCuped.relative).standardError, relative.standardError))
         await pool.close()
     }
 

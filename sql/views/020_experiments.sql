@@ -86,6 +86,8 @@ WHERE r.status = 'done';
 -- columns are the comparisons' own). Decisions use the sequential interval of the relative lift
 -- read from the log ratio of means (decision_sequential_*, around the same estimate `lift`:
 -- exp(ln(m_t / m_c)) - 1 = m_t / m_c - 1), whose errors split evenly between the sides.
+-- With CUPED every lift is regression-adjusted and cuped_variance_reduction is
+-- 1 - Var(adjusted) / Var(unadjusted) of the decision's log ratio (NULL without CUPED).
 -- New columns are appended at the end, as CREATE OR REPLACE VIEW requires.
 CREATE OR REPLACE VIEW experiment_run_metrics AS
 SELECT e.app_id,
@@ -116,7 +118,8 @@ SELECT e.app_id,
        (m.metric->'relative'->'fixed'->>'p_value_unadjusted')::float8 AS fixed_p_value_unadjusted,
        (m.metric->'log_ratio'->'sequential'->>'lower')::float8 AS decision_sequential_lower,
        (m.metric->'log_ratio'->'sequential'->>'upper')::float8 AS decision_sequential_upper,
-       (m.metric->'log_ratio'->'sequential'->>'p_value')::float8 AS decision_sequential_p_value
+       (m.metric->'log_ratio'->'sequential'->>'p_value')::float8 AS decision_sequential_p_value,
+       (m.metric->'cuped'->>'variance_reduction')::float8 AS cuped_variance_reduction
 FROM experiment_runs r
 JOIN experiments e ON e.id = r.experiment_id
 CROSS JOIN LATERAL jsonb_array_elements(r.result->'intent_to_treat') WITH ORDINALITY AS c(comparison, position)

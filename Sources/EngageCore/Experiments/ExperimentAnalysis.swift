@@ -39,7 +39,11 @@ public enum ExperimentAnalysis {
     /// Sample ratio mismatch p-values below this block every decision (GrowthBook's threshold).
     public static let sampleRatioMismatchThreshold = 0.001
 
+    /// With `covariates` (CUPED), the primary metric and the guardrails are compared with each
+    /// device's same metric in the pre-period as its covariate (`RegressionAdjustment`); without,
+    /// unadjusted. The as-treated comparison is never adjusted.
     public static func run(definition: ExperimentDefinition, tallies: ExperimentTallies,
+                           covariates: ExperimentCovariates? = nil,
                            previous: [ExperimentRunResult] = [], now: Timestamp) -> ExperimentRunResult {
         let empty = ExperimentArmTally()
         let tally = { (name: String) in tallies.arm(named: name) ?? empty }
@@ -64,10 +68,12 @@ public enum ExperimentAnalysis {
             for arm in treatments {
                 let armTally = tally(arm.name)
                 var metrics = [compare(definition.primaryMetric, role: .primary, variant: armTally, control: controlTally,
-                                       confidence: 1 - decisionAlpha, tuning: tuning, correction: correction)]
+                                       confidence: 1 - decisionAlpha, tuning: tuning, correction: correction,
+                                       covariates: covariates)]
                 for guardrail in definition.guardrails {
                     metrics.append(compare(guardrail.metric, role: .guardrail(guardrail.direction), variant: armTally,
-                                           control: controlTally, confidence: 1 - definition.alpha, tuning: tuning))
+                                           control: controlTally, confidence: 1 - definition.alpha, tuning: tuning,
+                                           covariates: covariates))
                 }
                 comparisons.append(ExperimentArmComparison(arm: arm.name, strategy: arm.strategy, metrics: metrics))
             }
@@ -79,6 +85,8 @@ public enum ExperimentAnalysis {
             experimentID: definition.id, analyzedAt: now, look: previous.count + 1, alpha: definition.alpha,
             decisionAlpha: decisionAlpha, sequentialTuning: tuning, primaryMetric: definition.primaryMetric,
             arms: armSummaries, sampleRatioMismatchPValue: srm, comparisons: comparisons,
+            cupedWindow: covariates.map { ExperimentCupedWindow(from: $0.from, to: $0.to, days: $0.days,
+                                                                 devicesWithHistory: $0.devices) },
             asTreated: asTreated(tallies, alpha: definition.alpha),
             excluded: ExperimentExclusions(otherExperiment: tallies.otherExperiment, unknownArm: tallies.unknownArm,
                                            outsideCategories: tallies.outsideCategories),
@@ -90,7 +98,8 @@ public enum ExperimentAnalysis {
     /// `confidence` is the intervals' level, `1 - correction.perComparison(alpha)`.
     static func compare(_ metric: ExperimentMetric, role: ExperimentMetricRole, variant: ExperimentArmTally,
                         control: ExperimentArmTally, confidence: Double, tuning: Double,
-                        correction: MultipleTesting = .none) -> ExperimentMetricComparison {
+                        correction: MultipleTesting = .none,
+                        covariates: ExperimentCovariates? = nil) -> ExperimentMetricComparison {
         var comparison = ExperimentMetricComparison(
             metric: metric, role: role, confidence: confidence, correction: correction,
             control: ExperimentRate(variant: control, metric), variant: ExperimentRate(variant: variant, metric))
@@ -100,8 +109,17 @@ public enum ExperimentAnalysis {
         }
         // gbstats' RatioStatistic over devices (sample moments), its frequentist tests and its
         // Bayesian summary, on both of its scales.
-        let controlEstimate = ArmEstimate(control.ratioMoments(metric))
-        let variantEstimate = ArmEstimate(variant.ratioMoments(metric))
+        var controlEstimate = ArmEstimate(control.ratioMoments(metric))
+        var variantEstimate = ArmEstimate(variant.ratioMoments(metric))
+        var adjustment: RegressionAdjustment?
+        if let covariates {
+            // CUPED: every scale reads the adjusted arms; theta is pooled over this pair (gbstats).
+            let adjusted = RegressionAdjustment(control: control.adjustedMoments(metric, covariates: covariates),
+                                                treatment: variant.adjustedMoments(metric, covariates: covariates))
+            controlEstimate = adjusted.control
+            variantEstimate = adjusted.treatment
+            adjustment = adjusted
+        }
         do {
             let relative = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .relative)
             let absolute = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .absolute)
@@ -113,11 +131,14 @@ public enum ExperimentAnalysis {
             comparison.unavailable = error.code.rawValue
         }
         do {
-            let effect = try ExperimentDecisionLift.effect(variant: variant, control: control, metric: metric)
+            let effect = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .logRatio)
             comparison.logRatio = ExperimentDecisionLift(effect, metric: metric, confidence: confidence, tuning: tuning,
                                                          correction: correction)
         } catch {
             comparison.unavailable = comparison.unavailable ?? error.code.rawValue
+        }
+        if let adjustment {
+            comparison.cuped = ExperimentCupedResult(adjustment, adjusted: (controlEstimate, variantEstimate))
         }
         return comparison
     }
@@ -221,6 +242,8 @@ public struct ExperimentRunResult: Sendable, Equatable {
     public var sampleRatioMismatchPValue: Double
     /// One per treatment arm, in definition order: intent to treat.
     public var comparisons: [ExperimentArmComparison]
+    /// CUPED's pre-experiment window; nil when the analysis ran without covariates.
+    public var cupedWindow: ExperimentCupedWindow?
     /// Rich against plain as shown: observational.
     public var asTreated: ExperimentAsTreatedResult
     public var excluded: ExperimentExclusions
@@ -362,6 +385,8 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     /// Variant over control, minus 1, from the log of the ratio of means: what decisions read
     /// (`ExperimentDecisionLift`).
     public var logRatio: ExperimentDecisionLift?
+    /// What CUPED did to this comparison; nil when it ran without covariates.
+    public var cuped: ExperimentCupedResult?
     /// Why a lift is missing (`StatisticsError.Code` of the first that could not be computed),
     /// nil when all are present.
     public var unavailable: String?

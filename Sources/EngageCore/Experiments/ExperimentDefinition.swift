@@ -138,13 +138,22 @@ public struct ExperimentAnalysisSettings: Sendable, Equatable {
     /// Stop without an effect once every arm has this many notifications in the primary
     /// metric's denominator; nil for no limit.
     public var maximumNotificationsPerArm: Int?
+    /// CUPED's pre-experiment window: the days before `startAt` in which each device's same
+    /// metric is read as its covariate; nil for no adjustment (`"cuped": "off"`).
+    public var cupedPrePeriodDays: Int?
+
+    public static let defaultCupedPrePeriodDays = 14
+    /// The longest window accepted (a year).
+    public static let maximumCupedPrePeriodDays = 366
 
     public init(sequentialTuning: Double = Lift.defaultSequentialTuning, equivalenceMargin: Double = 0.02,
-                minimumDevicesPerArm: Int = 100, maximumNotificationsPerArm: Int? = nil) {
+                minimumDevicesPerArm: Int = 100, maximumNotificationsPerArm: Int? = nil,
+                cupedPrePeriodDays: Int? = Self.defaultCupedPrePeriodDays) {
         self.sequentialTuning = sequentialTuning
         self.equivalenceMargin = equivalenceMargin
         self.minimumDevicesPerArm = minimumDevicesPerArm
         self.maximumNotificationsPerArm = maximumNotificationsPerArm
+        self.cupedPrePeriodDays = cupedPrePeriodDays
     }
 }
 
@@ -221,6 +230,9 @@ extension ExperimentDefinition {
         if analysis.minimumDevicesPerArm < 2 { add("minimum_devices_per_arm", "must be at least 2") }
         if let maximum = analysis.maximumNotificationsPerArm, maximum < 1 {
             add("maximum_notifications_per_arm", "must be positive")
+        }
+        if let days = analysis.cupedPrePeriodDays, !(1...ExperimentAnalysisSettings.maximumCupedPrePeriodDays).contains(days) {
+            add("cuped.pre_period_days", "must lie in [1, \(ExperimentAnalysisSettings.maximumCupedPrePeriodDays)]")
         }
         return found
     }

@@ -7,7 +7,8 @@
 ///      "alpha": x, "schedule": "0 * * * *", "start_at": rfc3339 | null, "stop_at": rfc3339 | null,
 ///      "status": "draft" | "running" | "stopped",
 ///      "analysis": {"sequential_tuning": x, "equivalence_margin": x,
-///                   "minimum_devices_per_arm": n, "maximum_notifications_per_arm": n | null}}
+///                   "minimum_devices_per_arm": n, "maximum_notifications_per_arm": n | null,
+///                   "cuped": {"pre_period_days": n} | "off"}}
 ///
 /// Encoding writes every key, in this order, compactly; equal definitions encode to equal bytes.
 /// Decoding accepts any key order and whitespace; `hash_seed`, `categories`, `coverage`,
@@ -60,6 +61,14 @@ extension ExperimentDefinition {
         w.key("minimum_devices_per_arm"); w.int(analysis.minimumDevicesPerArm)
         w.key("maximum_notifications_per_arm")
         if let maximum = analysis.maximumNotificationsPerArm { w.int(maximum) } else { w.null() }
+        w.key("cuped")
+        if let days = analysis.cupedPrePeriodDays {
+            w.beginObject()
+            w.key("pre_period_days"); w.int(days)
+            w.endObject()
+        } else {
+            w.string("off")
+        }
         w.endObject()
         w.endObject()
         return w.bytes
@@ -131,6 +140,7 @@ private struct DefinitionReader {
         if let node = fields["analysis"] {
             let settings = try object(node, "analysis", known: [
                 "sequential_tuning", "equivalence_margin", "minimum_devices_per_arm", "maximum_notifications_per_arm",
+                "cuped",
             ])
             if let n = settings["sequential_tuning"] {
                 analysis.sequentialTuning = try number(n, "analysis.sequential_tuning")
@@ -143,6 +153,9 @@ private struct DefinitionReader {
             }
             if let n = settings["maximum_notifications_per_arm"] {
                 analysis.maximumNotificationsPerArm = try integer(n, "analysis.maximum_notifications_per_arm")
+            }
+            if let n = settings["cuped"] {
+                analysis.cupedPrePeriodDays = try cuped(n, "analysis.cuped")
             }
         }
         return ExperimentDefinition(
@@ -201,6 +214,22 @@ private struct DefinitionReader {
             throw ExperimentProblem(field: path, problem: "must be an integer")
         }
         return int
+    }
+
+    /// `{"pre_period_days": n}` (the days may be left out for the default) or `"off"`.
+    private func cuped(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Int? {
+        if json.kind(node) == .string {
+            guard json.string(node) == "off" else {
+                throw ExperimentProblem(field: path, problem: "must be \"off\" or an object {\"pre_period_days\": n}")
+            }
+            return nil
+        }
+        guard json.kind(node) == .object else {
+            throw ExperimentProblem(field: path, problem: "must be \"off\" or an object {\"pre_period_days\": n}")
+        }
+        let fields = try object(node, path, known: ["pre_period_days"])
+        return try fields["pre_period_days"].map { (n) throws(ExperimentProblem) in try integer(n, path + ".pre_period_days") }
+            ?? ExperimentAnalysisSettings.defaultCupedPrePeriodDays
     }
 
     private func bool(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Bool {

@@ -9,6 +9,10 @@
 ///      "sample_ratio_mismatch": {"p_value": x, "threshold": 0.001, "mismatch": bool},
 ///      "arms": [{"name", "strategy", "control": bool, "weight", "devices", "counts": COUNTS,
 ///                "processing_ms_p50": x | null, "processing_ms_p95": x | null}, ...],
+///      "cuped": {"pre_period_from": rfc3339, "pre_period_to": rfc3339, "pre_period_days": n,
+///                "devices_with_history": n} | null,
+///         CUPED's pre-experiment window (to = start_at); null when the analysis ran without it
+///         ("cuped": "off", or no start_at). Added with issue 15.
 ///      "intent_to_treat": [{"arm": s, "strategy": s, "metrics": [METRIC, ...]}, ...],
 ///      "as_treated": {"label": s, "rich": COUNTS, "plain": COUNTS, "rich_devices": n,
 ///                     "plain_devices": n, "metrics": [METRIC, ...],
@@ -30,10 +34,16 @@
 ///               "control": RATE, "variant": RATE,
 ///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
 ///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null,
-///               "not_enough_data": bool}
+///               "not_enough_data": bool, "cuped": CUPED | null}
 ///              "not_enough_data" is the named state of a comparison that cannot be analysed
 ///              (an arm under two devices, a variance of 0, a control mean of 0; "unavailable"
 ///              names which): its lifts are null and it decides nothing.
+///     CUPED = {"theta": x, "variance_reduction": x | null, "relative_variance_reduction": x | null,
+///              "absolute_variance_reduction": x | null}
+///              the regression adjustment (gbstats' RegressionAdjustedStatistic on the ratio's
+///              linearisation) and 1 - Var(adjusted effect) / Var(unadjusted effect) on the log
+///              ratio (what decisions read), the relative and the absolute scale; null on the
+///              as-treated comparisons and without CUPED. Every lift above is the adjusted one.
 ///     RATE = {"successes": n, "trials": n, "devices": n, "rate": x | null}
 ///     LIFT = {"estimate": x, "standard_error": x, "fixed": TEST, "sequential": TEST | null,
 ///             "chance_to_win": x, "degrees_of_freedom": x, "credible_interval": {"lower": x, "upper": x},
@@ -94,6 +104,17 @@ extension ExperimentRunResult {
             w.endObject()
         }
         w.endArray()
+        w.key("cuped")
+        if let window = cupedWindow {
+            w.beginObject()
+            w.key("pre_period_from"); w.string(window.from.rfc3339)
+            w.key("pre_period_to"); w.string(window.to.rfc3339)
+            w.key("pre_period_days"); w.int(window.days)
+            w.key("devices_with_history"); w.int(window.devicesWithHistory)
+            w.endObject()
+        } else {
+            w.null()
+        }
         w.key("intent_to_treat")
         w.beginArray()
         for comparison in comparisons {
@@ -225,8 +246,20 @@ private extension JSONWriter {
         key("decision_scale"); string(EffectScale.logRatio.rawValue)
         key("log_ratio"); decisionLift(comparison.logRatio)
         key("not_enough_data"); bool(comparison.isNotEnoughData)
+        key("cuped"); cuped(comparison.cuped)
         endObject()
     }
+
+    mutating func cuped(_ cuped: ExperimentCupedResult?) {
+        guard let cuped else { return null() }
+        beginObject()
+        key("theta"); double(cuped.theta)
+        key("variance_reduction"); optionalDouble(cuped.varianceReduction)
+        key("relative_variance_reduction"); optionalDouble(cuped.relativeVarianceReduction)
+        key("absolute_variance_reduction"); optionalDouble(cuped.absoluteVarianceReduction)
+        endObject()
+    }
+
 
     mutating func decisionLift(_ lift: ExperimentDecisionLift?) {
         guard let lift else { return null() }

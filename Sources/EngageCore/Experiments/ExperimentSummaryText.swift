@@ -1,3 +1,5 @@
+import Foundation
+
 /// The text `engage experiment show` prints: the definition in a few lines, the latest decision
 /// and the lifecycle as the log tells it.
 public struct ExperimentSummaryText: Sendable {
@@ -29,12 +31,17 @@ public struct ExperimentSummaryText: Sendable {
         public var scheduledFor: Timestamp
         public var decision: String
         public var rationale: String?
+        /// "treatment open 23.1%": CUPED's variance reduction on the log ratio per arm and
+        /// metric, empty when the run had no covariate.
+        public var varianceReductions: [String]
 
-        public init(runID: Int64, scheduledFor: Timestamp, decision: String, rationale: String?) {
+        public init(runID: Int64, scheduledFor: Timestamp, decision: String, rationale: String?,
+                    varianceReductions: [String] = []) {
             self.runID = runID
             self.scheduledFor = scheduledFor
             self.decision = decision
             self.rationale = rationale
+            self.varianceReductions = varianceReductions
         }
 
         /// Reads the decision's arm and rationale out of a stored result (`ExperimentRunResult.canonicalJSON`).
@@ -46,7 +53,21 @@ public struct ExperimentSummaryText: Sendable {
                 if let reason = json.member(node, "reason").flatMap(json.string) { decision += " (" + reason + ")" }
                 rationale = json.member(node, "rationale").flatMap(json.string)
             }
-            self.init(runID: runID, scheduledFor: scheduledFor, decision: decision, rationale: rationale)
+            var reductions: [String] = []
+            if let result, let json = try? JSON.parse(result), let arms = json.member(json.root, "intent_to_treat") {
+                for arm in json.elements(arms) {
+                    let name = json.member(arm, "arm").flatMap(json.string) ?? "?"
+                    guard let metrics = json.member(arm, "metrics") else { continue }
+                    for metric in json.elements(metrics) {
+                        guard let cuped = json.member(metric, "cuped"),
+                              let reduction = json.member(cuped, "variance_reduction").flatMap(json.double) else { continue }
+                        let metricName = json.member(metric, "metric").flatMap(json.string) ?? "?"
+                        reductions.append("\(name) \(metricName) \(ExperimentSummaryText.percent(reduction, digits: 1))")
+                    }
+                }
+            }
+            self.init(runID: runID, scheduledFor: scheduledFor, decision: decision, rationale: rationale,
+                      varianceReductions: reductions)
         }
     }
 
@@ -73,9 +94,13 @@ public struct ExperimentSummaryText: Sendable {
         lines.append("  metric:      \(d.primaryMetric.rawValue); guardrails: "
             + (guardrails.isEmpty ? "none" : guardrails.joined(separator: ", ")) + "; alpha \(d.alpha)")
         lines.append("  schedule:    \(d.schedule.expression) (UTC); start \(d.startAt?.rfc3339 ?? "-"); stop \(d.stopAt?.rfc3339 ?? "-")")
+        lines.append("  cuped:       " + (d.analysis.cupedPrePeriodDays.map { "pre-period \($0) days before start" } ?? "off"))
         if let run = latestRun {
             lines.append("  latest run:  \(run.runID), scheduled for \(run.scheduledFor.rfc3339): \(run.decision)")
             if let rationale = run.rationale { lines.append("               " + rationale) }
+            if !run.varianceReductions.isEmpty {
+                lines.append("  CUPED:       variance reduction " + run.varianceReductions.joined(separator: ", "))
+            }
         } else {
             lines.append("  latest run:  none yet")
         }
@@ -84,6 +109,12 @@ public struct ExperimentSummaryText: Sendable {
             lines.append("    \(entry.at.rfc3339)  \(entry.action)" + (entry.reason.map { ": " + $0 } ?? ""))
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `0.2314` as "23.1%".
+    static func percent(_ fraction: Double, digits: Int) -> String {
+        let scale = pow(10, Double(digits))
+        return "\((fraction * 100 * scale).rounded() / scale)%"
     }
 
     static func percent(_ weight: Double) -> String {

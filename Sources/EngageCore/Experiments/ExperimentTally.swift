@@ -76,6 +76,18 @@ public struct ExperimentArmTally: Sendable, Equatable {
                      crossProducts: Double(moments.successesTimesTrials[metric]))
     }
 
+    /// The metric's device-level sums with each device's pre-period sums beside them, for CUPED
+    /// (`RegressionAdjustment`); a device without history has covariate 0.
+    public func adjustedMoments(_ metric: ExperimentMetric, covariates: ExperimentCovariates) -> AdjustedRatioMoments {
+        var moments = AdjustedRatioMoments()
+        for (device, trials) in perDevice {
+            let pre = covariates.trials(device: device, metric)
+            moments.add(numerator: Double(trials.successes[metric]), denominator: Double(trials.trials[metric]),
+                        preNumerator: Double(pre.successes), preDenominator: Double(pre.trials))
+        }
+        return moments
+    }
+
     /// The metric's sums over the devices with trials of it, for `ClusteredProportionComparison`.
     public func deviceMoments(_ metric: ExperimentMetric) -> DeviceMoments {
         var moments = DeviceMoments()

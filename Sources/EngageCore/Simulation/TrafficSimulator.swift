@@ -74,7 +74,8 @@ public struct TrafficSimulator: Sendable {
             var propensity = 0.0
             if scenario.propensity.spread > 0 {
                 // Its own stream, so that the devices' other draws stay what they were without it.
-                var draw = SimulationRandom(seed: seed, stream: Stream.propensity, index: UInt64(index))
+                var draw = SimulationRandom(seed: options.propensitySeed ?? seed, stream: Stream.propensity,
+                                            index: UInt64(index))
                 propensity = scenario.propensity.shift(z: draw.normal())
             }
             devices.append(SimulatedDevice(
@@ -342,11 +343,17 @@ public struct SimulationOptions: Sendable, Equatable {
     /// a batch would; the copy follows 0 ... `maximumDuplicateDelay` events after the original.
     public var duplicateFraction: Double
     public var maximumDuplicateDelay: Int
+    /// The seed the devices' propensities are drawn from; nil for the simulator's own. Another
+    /// simulator's seed gives the same people other notifications (other ids): the traffic of the
+    /// same devices before an experiment, which CUPED reads as the covariate.
+    public var propensitySeed: UInt64?
 
-    public init(outOfOrderFraction: Double = 0, duplicateFraction: Double = 0, maximumDuplicateDelay: Int = 200) {
+    public init(outOfOrderFraction: Double = 0, duplicateFraction: Double = 0, maximumDuplicateDelay: Int = 200,
+                propensitySeed: UInt64? = nil) {
         self.outOfOrderFraction = outOfOrderFraction
         self.duplicateFraction = duplicateFraction
         self.maximumDuplicateDelay = maximumDuplicateDelay
+        self.propensitySeed = propensitySeed
     }
 
     var problem: String? {

@@ -64,7 +64,7 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
 
         let json = String(decoding: result.canonicalJSON, as: UTF8.self)
         #expect(json.hasPrefix(#"{"experiment_id":"strategy-full-vs-adaptive","analyzed_at":"2026-03-10T12:00:00Z","look":1,"alpha":0.05,"decision_alpha":0.05,"sequential_tuning":5000.0,"primary_metric":"open","decision":{"code":"continue","arm":null,"reason":null,"rationale":"no arm is significantly better on open yet"},"sample_ratio_mismatch":{"p_value":1.0,"threshold":0.001,"mismatch":false},"arms":[{"name":"control","strategy":"full","control":true,"weight":0.5,"devices":10000,"counts":{"notifications":10000,"delivered":10000,"displayed":10000,"rich_displayed":10000,"expanded":0,"actioned":0,"opened":1000,"dismissed":500,"replied":0},"processing_ms_p50":null,"processing_ms_p95":null}"#))
-        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":null,"not_enough_data":true}"#))
+        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":null,"not_enough_data":true,"cuped":null}"#))
         #expect(try JSON.parse(result.canonicalJSON).kind(JSON.parse(result.canonicalJSON).root) == .object)
     }
 
@@ -168,7 +168,7 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
                 #expect(result.rationale == "not enough data on open for treatment (\(code)); no decision")
             }
             let json = String(decoding: result.canonicalJSON, as: UTF8.self)
-            #expect(json.contains(#""unavailable":"\#(code)","#) && json.contains(#""not_enough_data":true}"#))
+            #expect(json.contains(#""unavailable":"\#(code)","#) && json.contains(#""not_enough_data":true,"cuped":null}"#))
             #expect(!json.contains("nan") && (try? JSON.parse(result.canonicalJSON)) != nil)
         }
         // One device an arm: too few for any test.

@@ -24,6 +24,8 @@ struct VectorScale: Decodable {
     let ctw, bayesLo, bayesHi, riskCtrl, riskTrt: Double?
     let bonferroniFixedP, bonferroniFixedLo, bonferroniFixedHi: Double?
     let bonferroniSeqP, bonferroniSeqLo, bonferroniSeqHi: Double?
+    /// `cuped_analysis`: 1 - Var(adjusted effect) / Var(unadjusted effect).
+    var varianceReduction: Double?
 }
 
 struct VectorResult: Decodable {
@@ -40,6 +42,8 @@ struct VectorCase: Decodable {
     let inverse: Bool?
     let bonferroni: Bool?
     let covariate: String?
+    /// `cuped_analysis`: the metric the rows count.
+    let metric: String?
     let arms: [VectorArm]
     let results: [VectorResult]
 }
@@ -57,6 +61,7 @@ struct ExperimentStatisticsFixture: Decodable {
     let ratio: [VectorCase]
     let cupedMean: [VectorCase]
     let cupedRatio: [VectorCase]
+    let cupedAnalysis: [VectorCase]
     let risk: [RiskVector]
     let clopperPearson: [ClopperPearsonVector]
 
