@@ -18,25 +18,31 @@ public struct ProjectorLag: Sendable, Equatable {
     public var checkpoint: LogPosition
     /// When the checkpoint last moved (the committing transaction's start); nil before the first batch.
     public var checkpointAt: Timestamp?
+    /// Events the projector has folded so far (the checkpoint row's count; 0 before the first batch).
+    public var eventsProcessed: Int
     public var events: Int
     public var seconds: Double
 
     public static func read(_ projection: String = EngagementStore.projectionName, on connection: Connection) throws -> ProjectorLag {
         let checkpoints = try connection.query("""
-            SELECT transaction_id, position, updated_at FROM projection_checkpoints WHERE projection = \(projection)
+            SELECT transaction_id, position, updated_at, events_processed FROM projection_checkpoints
+            WHERE projection = \(projection)
             """)
         var checkpoint = LogPosition.start
         var checkpointAt: Timestamp?
+        var eventsProcessed = 0
         if let row = checkpoints.rows.first {
             checkpoint = LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
             checkpointAt = Timestamp(microsecondsSinceEpoch: try row.cell(2).unixMicroseconds())
+            eventsProcessed = try row.decode(3)
         }
         let behind = try connection.query("""
             SELECT count(*)::int8, coalesce(greatest(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0), 0)::float8
             FROM events
             WHERE (transaction_id, position) > (\(String(checkpoint.transactionID))::xid8, \(checkpoint.sequence))
             """)[0]
-        return ProjectorLag(checkpoint: checkpoint, checkpointAt: checkpointAt, events: try behind.decode(0),
+        return ProjectorLag(checkpoint: checkpoint, checkpointAt: checkpointAt, eventsProcessed: eventsProcessed,
+                            events: try behind.decode(0),
                             seconds: try behind.decode(1))
     }
 

@@ -172,11 +172,10 @@ extension ConsoleRoutes {
             .map { (field: $0.labels["field"] ?? "", count: Int($0.value)) }
             .sorted { $0.count != $1.count ? $0.count > $1.count : $0.field < $1.field }
         var projector: IngestionHealth.Projector?
-        if let checkpoint = try? await reads.projector() {
+        if let lag = try? await reads.projector() {
             projector = IngestionHealth.Projector(
-                activeHere: gauge("engage_projector_active").map { $0 > 0 }, eventsProcessed: checkpoint.eventsProcessed,
-                checkpointUpdatedAt: checkpoint.lag.checkpointAt, lagEvents: checkpoint.lag.events,
-                lagSeconds: checkpoint.lag.seconds)
+                activeHere: gauge("engage_projector_active").map { $0 > 0 }, eventsProcessed: lag.eventsProcessed,
+                checkpointUpdatedAt: lag.checkpointAt, lagEvents: lag.events, lagSeconds: lag.seconds)
         }
         let metrics = sampler.metrics
         let health = IngestionHealth(

@@ -5,15 +5,15 @@ import Projections
 
 /// What the console reads from the database besides experiments: the report through the same
 /// `ReportQuery` as `GET /v1/report` and `engage report`, the app's categories for the filter,
-/// and the projector's checkpoint. Closures, so that the server decides where each is read.
+/// and the projector's checkpoint and lag (`ProjectorLag`, as `/metrics` reads it). Closures, so that the server decides where each is read.
 public struct ConsoleReads: Sendable {
     public var report: @Sendable (ReportQuery) async throws -> EngagementReport
     public var categories: @Sendable (_ appID: String) async throws -> [String]
-    public var projector: @Sendable () async throws -> ProjectorCheckpoint
+    public var projector: @Sendable () async throws -> ProjectorLag
 
     public init(report: @escaping @Sendable (ReportQuery) async throws -> EngagementReport,
                 categories: @escaping @Sendable (_ appID: String) async throws -> [String],
-                projector: @escaping @Sendable () async throws -> ProjectorCheckpoint) {
+                projector: @escaping @Sendable () async throws -> ProjectorLag) {
         self.report = report
         self.categories = categories
         self.projector = projector
@@ -24,35 +24,16 @@ public struct ConsoleReads: Sendable {
         ConsoleReads(
             report: { query in try await query.run(on: pool, now: now()) },
             categories: { appID in try await pool.withConnection { try ConsoleQueries.categories(appID: appID, on: $0) } },
-            projector: { try await pool.withConnection { try ConsoleQueries.checkpoint(on: $0) } })
+            projector: { try await pool.withConnection { try ProjectorLag.read(on: $0) } })
     }
 }
 
-/// The engagement projection's checkpoint and its lag, as `/metrics` and the report's "current
-/// as of" define it (`ProjectorLag`).
-public struct ProjectorCheckpoint: Sendable, Equatable {
-    public var eventsProcessed: Int
-    public var lag: ProjectorLag
-
-    public init(eventsProcessed: Int, lag: ProjectorLag) {
-        self.eventsProcessed = eventsProcessed
-        self.lag = lag
-    }
-}
-
-/// The console's own two queries.
+/// The console's own query.
 enum ConsoleQueries {
     /// The app's categories in the engagement read model (a few rows per category and day).
     static func categories(appID: String, on connection: Connection) throws -> [String] {
         try connection.query("SELECT DISTINCT category FROM engagement_daily WHERE app_id = \(appID) ORDER BY 1").rows.map {
             try $0.decode(0, as: String.self)
         }
-    }
-
-    static func checkpoint(on connection: Connection) throws -> ProjectorCheckpoint {
-        let processed = try connection.query("""
-            SELECT events_processed FROM projection_checkpoints WHERE projection = \(EngagementStore.projectionName)
-            """).rows.first?.decode(0, as: Int.self) ?? 0
-        return ProjectorCheckpoint(eventsProcessed: processed, lag: try ProjectorLag.read(on: connection))
     }
 }
