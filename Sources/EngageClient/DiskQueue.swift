@@ -377,7 +377,8 @@ struct DiskQueue: Sendable {
         }
         let text = JSONWriter.object {
             $0.string("endpoint", state.endpoint)
-            $0.integer("not_before_ms", Int(state.notBefore.timeIntervalSince1970 * 1000))
+            // Rounded up: a server's Retry-After is a "not before", never to be met early.
+            $0.integer("not_before_ms", Int((state.notBefore.timeIntervalSince1970 * 1000).rounded(.up)))
             $0.integer("failures", state.failures)
         }
         try? QueueFiles.replace(retryPath, with: Array(text.utf8), protection: options.protection)
