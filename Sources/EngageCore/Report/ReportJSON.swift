@@ -111,12 +111,6 @@ private extension JSONWriter {
         endObject()
     }
 
-    mutating func strings(_ values: [String]) {
-        beginArray()
-        for value in values { string(value) }
-        endArray()
-    }
-
     mutating func group(_ group: ReportGroup, crude: Bool = false) {
         beginObject()
         key("category"); optionalString(group.key.category)
@@ -214,14 +208,6 @@ private extension JSONWriter {
             json.key("text"); json.optionalString(summary.crudeWarning)
         }
         key("unavailable"); optionalString(summary.unavailable)
-        endObject()
-    }
-
-    /// `{...}` with the members `write` adds, or `null` for nil.
-    mutating func optionalObject<Value>(_ value: Value?, _ write: (inout JSONWriter, Value) -> Void) {
-        guard let value else { return null() }
-        beginObject()
-        write(&self, value)
         endObject()
     }
 
