@@ -1,6 +1,6 @@
 /// Rich and plain rates of one group as dots with their 95% interval as whiskers, one metric
 /// per row, the lift and p-value written beside each.
-struct RateIntervalChart {
+struct RateIntervalChart: ReportRowChart {
     struct Row {
         var label: String
         var rich: RateEstimate
@@ -12,11 +12,9 @@ struct RateIntervalChart {
     var title: String
     var rows: [Row]
 
-    private let layout = ChartLayout.rateIntervals
+    let layout = ChartLayout.rateIntervals
 
-    var svg: String {
-        let height = layout.height(rows: rows.count)
-        var canvas = SVGCanvas(width: layout.width, height: height, label: title)
+    func draw(on canvas: inout SVGCanvas) {
         let highest = rows.flatMap { [$0.rich.interval?.upper, $0.plain.interval?.upper] }.compactMap { $0 }.max() ?? 0
         let axis = ChartScale(rateCovering: highest)
         let plotBottom = layout.plotBottom(rows: rows.count)
@@ -52,7 +50,6 @@ struct RateIntervalChart {
             canvas.text(row.note, x: layout.plotRight + 12, y: y + layout.rowHeight / 2 + 4,
                         .font(size: 11, fill: row.significant ? "#111" : ReportPalette.muted), bold: row.significant)
         }
-        return canvas.markup
     }
 }
 
@@ -105,7 +102,7 @@ struct FunnelChart {
 }
 
 /// Each row a 100% bar of delivered notifications split by the extension's outcome.
-struct OutcomeBarsChart {
+struct OutcomeBarsChart: ReportRowChart {
     struct Row {
         var label: String
         var summary: TelemetrySummary
@@ -114,11 +111,9 @@ struct OutcomeBarsChart {
     var title: String
     var rows: [Row]
 
-    private let layout = ChartLayout.outcomeBars
+    let layout = ChartLayout.outcomeBars
 
-    var svg: String {
-        let height = layout.height(rows: rows.count)
-        var canvas = SVGCanvas(width: layout.width, height: height, label: title)
+    func draw(on canvas: inout SVGCanvas) {
         var legendX = 0.0
         for outcome in DeliveryOutcome.allCases {
             canvas.rect(x: legendX, y: 6, width: 12, height: 12, .fill(ReportPalette.outcome(outcome)) + .cornerRadius(2))
@@ -145,13 +140,12 @@ struct OutcomeBarsChart {
             }
             canvas.text("\(row.summary.delivered) delivered", x: layout.plotRight + 8, y: y + 15, .mutedText(size: 11))
         }
-        return canvas.markup
     }
 }
 
 /// Download and processing latency per row on a log axis: a bar from p50 to p99 with dots at
 /// p50 and p95 and a tick at p99.
-struct LatencyChart {
+struct LatencyChart: ReportRowChart {
     struct Row {
         var label: String
         var download: LatencyPercentiles
@@ -161,16 +155,14 @@ struct LatencyChart {
     var title: String
     var rows: [Row]
 
-    private let layout = ChartLayout.latency
+    let layout = ChartLayout.latency
 
-    var svg: String {
+    func draw(on canvas: inout SVGCanvas) {
         let values = rows.flatMap { [$0.download.p50, $0.download.p99, $0.processing.p50, $0.processing.p99] }
             .compactMap { $0 }
-        let height = layout.height(rows: rows.count)
-        var canvas = SVGCanvas(width: layout.width, height: height, label: title)
         guard let axis = LogAxis(covering: values) else {
             canvas.text("no latencies recorded", x: layout.labelWidth, y: layout.top, .mutedText(size: 12))
-            return canvas.markup
+            return
         }
         canvas.rect(x: layout.labelWidth, y: 6, width: 12, height: 12, .fill(ReportPalette.download) + .cornerRadius(2))
         canvas.text("download", x: layout.labelWidth + 16, y: 16, .font(size: 11))
@@ -205,6 +197,24 @@ struct LatencyChart {
                             .mutedText(size: 10))
             }
         }
+    }
+}
+
+/// A chart of the report page drawn a row at a time: its canvas is the layout's size for its rows,
+/// titled for screen readers.
+protocol ReportRowChart {
+    associatedtype Row
+    var title: String { get }
+    var rows: [Row] { get }
+    var layout: ChartLayout { get }
+    /// Draws the rows, and the axes and legends around them.
+    func draw(on canvas: inout SVGCanvas)
+}
+
+extension ReportRowChart {
+    var svg: String {
+        var canvas = SVGCanvas(width: layout.width, height: layout.height(rows: rows.count), label: title)
+        draw(on: &canvas)
         return canvas.markup
     }
 }
