@@ -148,3 +148,43 @@ struct IncrementalLookTests {
         }
     }
 }
+
+@Suite("Scheduled incremental looks")
+struct ScheduledIncrementalLookTests {
+    /// Schedulers with `incrementalLooks` keep the experiment's tallies: after every due run the
+    /// stored tallies hold what a replay of the log finds, however the runs fell to the two.
+    @Test(.timeLimit(.minutes(3)))
+    func schedulersWithIncrementalLooksKeepTheTalliesAReplayFinds() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: database, size: 2)
+        var definition = try await ExperimentRunnerTests.loggedExperiment(pool)
+        definition.schedule = try CronSchedule("* * * * *")
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let store = ExperimentStore(pool: pool)
+        _ = try await store.create(definition)
+        definition = try await store.start(definition.id, now: start).definition
+        let clock = ManualTime(wallClock: start)
+        let schedulers = ["scheduler-a", "scheduler-b"].map { owner in
+            Fixtures.scheduler(database, clock: clock, owner: owner) { $0.incrementalLooks = true }
+        }
+        let runner = ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1)
+        for tick in 1...3 {
+            clock.advance(seconds: 60)
+            async let byA = schedulers[0].tick()
+            async let byB = schedulers[1].tick()
+            #expect(try await byA + byB == 1)
+            let replay = try await runner.replay(definition)
+            // What the scheduler's look folded, then the tallies it left.
+            #expect(try await Fixtures.count(pool, """
+                SELECT notifications FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)
+                """) == replay.notifications, "tick \(tick)")
+            let kept = try await ExperimentTallyStore(pool: pool).look(definition)
+            #expect(kept.tallies == replay.tallies && kept.notifications == replay.notifications, "tick \(tick)")
+            try await IncrementalLookTests.appendLateEvents(definition.id) { sql in
+                _ = try await pool.withConnection { connection in try connection.execute(sql) }
+            }
+        }
+        for scheduler in schedulers { await scheduler.pool.close() }
+        await pool.close()
+    }
+}
