@@ -48,7 +48,7 @@ public struct ExperimentRunner: Sendable {
     /// events since the last look are read, and written back with the checkpoint) and analyses
     /// them: the same outcome as `analyse`, which replays everything. Writes, so on the primary.
     public func look(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
-        let tallies = try await ExperimentTallyStore(pool: pool, chunkSize: chunkSize).look(definition)
+        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize)
         return try await analyse(definition, tallies, previousRuns: previousRuns, now: now)
     }
 

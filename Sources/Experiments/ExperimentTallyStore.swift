@@ -21,24 +21,14 @@ import Postgres
 /// notifications that get new ones, instead of keeping a state row for every notification (one
 /// write per notification, tens of millions of rows, for an experiment of ten million); see
 /// docs/experiments.md, "Incremental looks".
-public struct ExperimentTallyStore: Sendable {
-    public let pool: ConnectionPool
-    public var chunkSize: Int
-
-    public init(pool: ConnectionPool, chunkSize: Int = 5_000) {
-        precondition(chunkSize > 0, "chunk size must be positive")
-        self.pool = pool
-        self.chunkSize = chunkSize
-    }
-
+enum ExperimentTallyStore {
     /// Folds the events since the last look and returns the tallies as of now: equal to a full
     /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. `beforeCheckpoint`
     /// runs after the tallies are written and before the checkpoint is (tests: a failure there).
-    func look(_ definition: ExperimentDefinition,
-              beforeCheckpoint: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
-        let chunkSize = chunkSize
-        return try await pool.withTransaction { connection in
-            try Self.fold(definition, chunkSize: chunkSize, beforeCheckpoint: beforeCheckpoint, on: connection)
+    static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000,
+                     beforeCheckpoint: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
+        try await pool.withTransaction { connection in
+            try fold(definition, chunkSize: chunkSize, beforeCheckpoint: beforeCheckpoint, on: connection)
         }
     }
 

@@ -16,7 +16,6 @@ struct IncrementalLookTests {
     func everyLookEqualsTheFullReplayEvenWhenLateEventsChangeTalliedNotifications() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
         let definition = try await ExperimentRunnerTests.loggedExperiment(pool)
-        let store = ExperimentTallyStore(pool: pool, chunkSize: 500)
         let runner = ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1)
         func expectReplayed(_ look: ExperimentReplay, _ label: String) async throws {
             let replay = try await runner.replay(definition)
@@ -28,10 +27,10 @@ struct IncrementalLookTests {
         func execute(_ sql: SQL) async throws {
             _ = try await pool.withConnection { connection in try connection.execute(sql) }
         }
-        let first = try await store.look(definition)
+        let first = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(first, "first look")
         #expect(first.notifications > 2_900 && first.tallies.unknownArm == 1 && first.undecodable == 1)
-        let again = try await store.look(definition)
+        let again = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         #expect(again.tallies == first.tallies && again.events == first.events)
 
         // New notifications (copies of 200 under other ids), and late events for tallied ones.
@@ -46,7 +45,7 @@ struct IncrementalLookTests {
                 SELECT DISTINCT notification_id FROM events WHERE experiment_id = \(id) ORDER BY 1 LIMIT 200)
             """)
         try await Self.appendLateEvents(id, execute)
-        let second = try await store.look(definition)
+        let second = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(second, "after late events")
         #expect(second.notifications == first.notifications + 200)
         #expect(second.undecodable > first.undecodable)
@@ -63,9 +62,9 @@ struct IncrementalLookTests {
             """)
         let before = try await Self.storedRows(id, pool)
         struct Crash: Error {}
-        await #expect(throws: Crash.self) { _ = try await store.look(definition) { throw Crash() } }
+        await #expect(throws: Crash.self) { _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500) { throw Crash() } }
         #expect(try await Self.storedRows(id, pool) == before)
-        let third = try await store.look(definition)
+        let third = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(third, "after a failed fold")
         #expect(try await Self.storedRows(id, pool) != before)
 
@@ -79,7 +78,7 @@ struct IncrementalLookTests {
         // Another definition of the experiment (a category filter) refolds from the start.
         var filtered = definition
         filtered.categories = ["new_photo"]
-        let refolded = try await store.look(filtered)
+        let refolded = try await ExperimentTallyStore.look(filtered, pool: pool, chunkSize: 500)
         #expect(refolded.tallies == (try await runner.replay(filtered)).tallies)
         await pool.close()
     }
@@ -90,16 +89,22 @@ struct IncrementalLookTests {
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                 experiment_id, experiment_arm, payload)
             """
-        // An expansion and an open after the display.
+        // An expansion and an open after the display (notifications ending in 3); a rich display
+        // and a delivery before the earlier events (ending in 5): presentation and processing
+        // time change.
         try await execute("""
             \(unsafeSQL: columns)
             SELECT gen_random_uuid(), 'demo', notification_id, kind, min(category), min(device_id),
-                   max(occurred_at) + interval '1 minute', \(id), min(experiment_arm), body::jsonb
-            FROM events,
-                 (VALUES ('expanded', '{}'), ('action', '{"action_id": "com.apple.UNNotificationDefaultActionIdentifier"}'))
-                     AS late(kind, body)
-            WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%' AND notification_id LIKE '%3'
-            GROUP BY notification_id, kind, body
+                   CASE WHEN late THEN max(occurred_at) + interval '1 minute' ELSE min(occurred_at) - interval '30 seconds' END,
+                   \(id), min(experiment_arm), body::jsonb
+            FROM events JOIN (VALUES
+                    ('%3', true, 'expanded', '{}'),
+                    ('%3', true, 'action', '{"action_id": "com.apple.UNNotificationDefaultActionIdentifier"}'),
+                    ('%5', false, 'displayed', '{"presentation": "rich"}'),
+                    ('%5', false, 'delivered', '{"processing_ms": 4321}')) AS extra(ending, late, kind, body)
+                 ON notification_id LIKE ending
+            WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%'
+            GROUP BY notification_id, late, kind, body
             """)
         // An event before all others, from another device and with the other arm: the notification
         // moves to that device and arm.
@@ -111,17 +116,6 @@ struct IncrementalLookTests {
             FROM events
             WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%' AND notification_id LIKE '%7'
             GROUP BY notification_id
-            """)
-        // A rich display and a delivery before the earlier ones: presentation and processing time change.
-        try await execute("""
-            \(unsafeSQL: columns)
-            SELECT gen_random_uuid(), 'demo', notification_id, kind, min(category), min(device_id),
-                   min(occurred_at) - interval '30 seconds', \(id), min(experiment_arm), body::jsonb
-            FROM events,
-                 (VALUES ('displayed', '{"presentation": "rich"}'), ('delivered', '{"processing_ms": 4321}'))
-                     AS late(kind, body)
-            WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%' AND notification_id LIKE '%5'
-            GROUP BY notification_id, kind, body
             """)
         // A row no client could send, for a tallied notification.
         try await execute("""
@@ -178,7 +172,7 @@ struct ScheduledIncrementalLookTests {
             #expect(try await Fixtures.count(pool, """
                 SELECT notifications FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)
                 """) == replay.notifications, "tick \(tick)")
-            let kept = try await ExperimentTallyStore(pool: pool).look(definition)
+            let kept = try await ExperimentTallyStore.look(definition, pool: pool)
             #expect(kept.tallies == replay.tallies && kept.notifications == replay.notifications, "tick \(tick)")
             try await IncrementalLookTests.appendLateEvents(definition.id) { sql in
                 _ = try await pool.withConnection { connection in try connection.execute(sql) }

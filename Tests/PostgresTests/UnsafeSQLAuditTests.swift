@@ -61,6 +61,15 @@ struct UnsafeSQLAuditTests {
         Allowance(reason: "an Int (FETCH takes no parameters)", file: "Sources/Experiments/ExperimentReplay.swift", lines: [
             #"SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")"#,
         ]),
+        Allowance(reason: "a constant column list", file: "Sources/Experiments/ExperimentReplay.swift", lines: [
+            #"SELECT \(unsafeSQL: columns)"#,
+        ]),
+        Allowance(reason: "a constant column list, and Ints (FETCH takes no parameters)",
+                  file: "Sources/Experiments/ExperimentTallyStore.swift", lines: [
+            #"SELECT \(unsafeSQL: ExperimentReplay.columns), transaction_id >= \(String(from))::xid8"#,
+            #"try connection.repeatUntilEmpty(SQL(unsafeSQL: "FETCH FORWARD 20000 FROM experiment_tallies")) { rows in"#,
+            #"try connection.repeatUntilEmpty(SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_look")) { rows in"#,
+        ]),
         Allowance(reason: "a snapshot id from pg_export_snapshot() on engage's own connection, checked to be hex digits and dashes (SET TRANSACTION SNAPSHOT takes no parameters)",
                   file: "Sources/Experiments/SplitReplay.swift", lines: [
             #"try connection.execute(SQL(unsafeSQL: "SET TRANSACTION SNAPSHOT '\(snapshot)'"))"#,
