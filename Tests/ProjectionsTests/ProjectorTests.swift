@@ -2,7 +2,7 @@ import EngageCore
 import EventStore
 import Foundation
 import Postgres
-import Projections
+@testable import Projections
 import Runtime
 import Testing
 import TestSupport
@@ -137,6 +137,7 @@ struct ProjectorTests {
         #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'")
                 == (try await count("SELECT count(*) FROM events")))
         let rebuilt = try await ReadModelSnapshot.rows(pool)
+        try await expectDeviceMomentsEqualPlainSQLOverTheLog()
         let onlyIncremental = Set(incremental).subtracting(rebuilt), onlyRebuilt = Set(rebuilt).subtracting(incremental)
         #expect(rebuilt.count == incremental.count)
         #expect(onlyIncremental.isEmpty, "only in the incremental model: \(onlyIncremental.sorted().prefix(3))")
@@ -150,6 +151,96 @@ struct ProjectorTests {
         #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 4 * 150 + 10)
         // The dashboard views were recreated by the swap.
         #expect(try await count("SELECT count(*) FROM engagement_rates_by_category") > 0)
+    }
+
+    /// The same columns of `engagement_device_moments` and of `DeviceMomentStore`'s SQL.
+    @Test func theDeviceMomentTablesHaveTheColumnsTheProjectorWrites() async throws {
+        func columns(_ table: String) async throws -> [String] {
+            try await pool.withConnection { connection in
+                try connection.query("""
+                    SELECT column_name::text FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = \(table) AND data_type = 'bigint'
+                    ORDER BY ordinal_position
+                    """).rows.map { try $0.decode(0, as: String.self) }
+            }
+        }
+        #expect(try await columns("engagement_devices") == DeviceMomentStore.deviceColumns)
+        #expect(try await columns("engagement_device_moments") == DeviceMomentStore.momentColumns.map(\.name))
+    }
+
+    /// Each device's displayed rich and plain notifications and their stages, folded from the log
+    /// by plain SQL (one notification: one displayed event here), equal the read model's
+    /// `engagement_devices`, and the moments computed from them equal `engagement_device_moments`.
+    func expectDeviceMomentsEqualPlainSQLOverTheLog() async throws {
+        let perDevice = """
+            WITH n AS (
+                SELECT app_id, notification_id, min(device_id) AS device_id, min(category) AS category,
+                       min(payload->>'presentation') FILTER (WHERE type = 'displayed') AS presentation,
+                       bool_or(type = 'expanded') AS expanded,
+                       bool_or(type = 'action' AND payload->>'action_id' NOT IN
+                               ('com.apple.UNNotificationDefaultActionIdentifier', 'com.apple.UNNotificationDismissActionIdentifier')) AS actioned,
+                       bool_or(type = 'action' AND payload->>'action_id' = 'com.apple.UNNotificationDefaultActionIdentifier') AS opened,
+                       bool_or(type = 'action' AND payload->>'action_id' = 'com.apple.UNNotificationDismissActionIdentifier') AS dismissed,
+                       bool_or(type = 'action' AND payload ? 'text_input_length') AS replied
+                FROM events GROUP BY app_id, notification_id
+            )
+            SELECT app_id, category, device_id,
+                   count(*) FILTER (WHERE presentation = 'rich'),
+                   count(*) FILTER (WHERE presentation = 'rich' AND expanded),
+                   count(*) FILTER (WHERE presentation = 'rich' AND actioned),
+                   count(*) FILTER (WHERE presentation = 'rich' AND opened),
+                   count(*) FILTER (WHERE presentation = 'rich' AND dismissed),
+                   count(*) FILTER (WHERE presentation = 'rich' AND replied),
+                   count(*) FILTER (WHERE presentation = 'plain'),
+                   count(*) FILTER (WHERE presentation = 'plain' AND expanded),
+                   count(*) FILTER (WHERE presentation = 'plain' AND actioned),
+                   count(*) FILTER (WHERE presentation = 'plain' AND opened),
+                   count(*) FILTER (WHERE presentation = 'plain' AND dismissed),
+                   count(*) FILTER (WHERE presentation = 'plain' AND replied)
+            FROM n WHERE presentation IN ('rich', 'plain')
+            GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            """
+        let (fromLog, stored, moments, richDisplayedSquared) = try await pool.withConnection { connection in
+            func lines(_ sql: SQL) throws -> [String] {
+                try connection.query(sql).rows.map { row in
+                    try ((0..<3).map { try row.decode($0, as: String.self) } + (3..<15).map { String(try row.decode($0, as: Int.self)) })
+                        .joined(separator: " ")
+                }
+            }
+            let fromLog = try lines(SQL(unsafeSQL: perDevice))
+            let stored = try lines("""
+                SELECT app_id, category, device_id, rich_displayed, rich_expanded, rich_actioned, rich_opened, rich_dismissed,
+                       rich_replied, plain_displayed, plain_expanded, plain_actioned, plain_opened, plain_dismissed, plain_replied
+                FROM engagement_devices ORDER BY 1, 2, 3
+                """)
+            let moments = try DeviceMomentStore.read(appID: nil, category: nil, on: connection)
+            let columns = (3..<15).map { "c\($0)" }.joined(separator: ", ")
+            let squares = try connection.query(SQL(unsafeSQL: "SELECT category, sum(c3 * c3)::int8 FROM ("
+                + perDevice.replacingOccurrences(of: "ORDER BY 1, 2, 3", with: "")
+                + ") d(app_id, category, device_id, \(columns)) GROUP BY 1 ORDER BY 1")).rows.map { try "\($0.decode(0, as: String.self)) \($0.decode(1, as: Int.self))" }
+            return (fromLog, stored, moments, squares)
+        }
+        #expect(!fromLog.isEmpty)
+        #expect(stored == fromLog)
+        // The sums over devices, computed here from the per-device counts of the log.
+        var devices: [String: [DeviceCategoryCounts]] = [:]
+        for line in fromLog {
+            let fields = line.split(separator: " ").map(String.init)
+            let values = fields[3...].map { Int($0)! }
+            let stages = [FunnelStage.displayed] + FunnelStage.engagements
+            var counts = DeviceCategoryCounts()
+            for (index, stage) in stages.enumerated() {
+                counts.rich[stage] = values[index]
+                counts.plain[stage] = values[stages.count + index]
+            }
+            devices[fields[0] + "/" + fields[1], default: []].append(counts)
+        }
+        let expected = devices.keys.sorted().map { key in
+            let parts = key.split(separator: "/").map(String.init)
+            return CategoryDeviceMoments(appID: parts[0], category: parts[1], devices: devices[key]!)
+        }
+        #expect(moments == expected)
+        #expect(moments.map { "\($0.category) \($0.rich[.expansion]!.trialsSquared)" } == richDisplayedSquared)
     }
 
     @Test(.timeLimit(.minutes(2)))
