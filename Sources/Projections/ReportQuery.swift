@@ -97,7 +97,11 @@ public struct ReportQuery: Sendable {
         if let category { filters.categories = [category] }
         filters.from = from
         filters.through = through
-        return EngagementReport.build(engagement: engagement, actions: actions, telemetry: telemetry,
+        // The device moments span every day: read only for a report over every day. One row per
+        // app and category, so this read costs the same for any size of log.
+        let devices = from == nil && through == nil
+            ? try DeviceMomentStore.read(appID: appID, category: category, on: connection) : []
+        return EngagementReport.build(engagement: engagement, actions: actions, telemetry: telemetry, devices: devices,
                                       grouping: grouping, filters: filters, generatedAt: now)
     }
 
