@@ -1,4 +1,4 @@
-# Sourced by the benchmark scripts (failover.sh, recovery.sh, projector.sh, lag.sh): logging and
+# Sourced by the benchmark scripts (ingest.sh, failover.sh, recovery.sh, projector.sh, lag.sh): logging and
 # argument checks, the engage executable, processes, waiting, and the retrying ingest clients of
 # failover.sh and recovery.sh. Before sourcing, set SCRIPT (the name in log lines) and, optionally,
 # USAGE (the usage line of a refusal; by default a pointer to the script's header).

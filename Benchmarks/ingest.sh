@@ -122,13 +122,10 @@ TARGET_RSS_MB=150
 APP=ingest-bench
 COPY_COLUMNS="event_id, app_id, notification_id, type, category, device_id, occurred_at, experiment_id, experiment_arm, payload"
 
-log() { printf '%s ingest.sh: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-usage_error() { printf 'ingest.sh: %s\nusage: [BUILD=0] [ENGAGE_BIN=path] [DURATION=s] ... Benchmarks/ingest.sh (settings in the header)\n' "$1" >&2; exit 64; }
-
-require_int() { # name value min max
-    [[ $2 =~ ^[0-9]+$ ]] && (( $2 >= $3 && $2 <= $4 )) || usage_error "$1=$2: expected an integer in $3...$4"
-}
+SCRIPT=ingest.sh
+USAGE="[BUILD=0] [ENGAGE_BIN=path] [DURATION=s] ... Benchmarks/ingest.sh (settings in the header)"
+# shellcheck source=Benchmarks/common.sh
+source "$ROOT/Benchmarks/common.sh"
 require_int DURATION "$DURATION" 1 30
 [[ $LOAD == engage || $LOAD == wrk ]] || usage_error "LOAD=$LOAD: expected engage or wrk"
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
@@ -195,21 +192,13 @@ cleanup() {
     exit "$status"
 }
 set -E
-trap 'log "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap_cleanup
 
 # ---------------------------------------------------------------------------------------------
 # Helpers
 
-# Integer with thousands separators.
-grouped() { printf '%.0f' "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
-calc() { awk "BEGIN { printf \"%.6f\", $* }"; }
-fixed() { awk -v v="$1" -v d="$2" 'BEGIN { printf "%.*f", d, v }'; }
 ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'; }
-median() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 now_ns() { date +%s%N; }
 
 verdict() { if [[ $1 == 0 ]]; then echo "met"; else echo "**missed**"; fi; }
@@ -358,8 +347,7 @@ if [[ -z $ENGAGE_BIN ]]; then
 fi
 [[ -x $ENGAGE_BIN ]] || die "no engage executable at $ENGAGE_BIN (run without BUILD=0, or set ENGAGE_BIN)"
 
-WORK=$(mktemp -d "$WORK_PARENT/engage-ingest.XXXXXX")
-chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
+make_work ingest
 log "working in $WORK"
 
 # The projector is off by default so that the ingest path is measured alone (it can run in another

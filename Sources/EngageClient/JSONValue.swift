@@ -40,47 +40,38 @@ struct JSONWriter {
         private var text = "{"
         private var first = true
 
-        private mutating func key(_ name: String) {
+        /// `"name":` and the value `write` appends; nothing at all for nil.
+        private mutating func member<Value>(_ name: String, _ value: Value?, _ write: (Value, inout String) -> Void) {
+            guard let value else { return }
             if !first { text += "," }
             first = false
             JSONWriter.appendString(name, to: &text)
             text += ":"
+            write(value, &text)
         }
 
         mutating func string(_ name: String, _ value: String?) {
-            guard let value else { return }
-            key(name)
-            JSONWriter.appendString(value, to: &text)
+            member(name, value) { JSONWriter.appendString($0, to: &$1) }
         }
 
         mutating func integer(_ name: String, _ value: Int?) {
-            guard let value else { return }
-            key(name)
-            text += String(value)
+            member(name, value) { $1 += String($0) }
         }
 
         mutating func number(_ name: String, _ value: Double?) {
-            guard let value else { return }
-            key(name)
-            JSONWriter.appendNumber(value, to: &text)
+            member(name, value) { JSONWriter.appendNumber($0, to: &$1) }
         }
 
         mutating func bool(_ name: String, _ value: Bool?) {
-            guard let value else { return }
-            key(name)
-            text += value ? "true" : "false"
+            member(name, value) { $1 += $0 ? "true" : "false" }
         }
 
         mutating func raw(_ name: String, _ json: String?) {
-            guard let json else { return }
-            key(name)
-            text += json
+            member(name, json) { $1 += $0 }
         }
 
         mutating func value(_ name: String, _ value: JSONValue?) {
-            guard let value else { return }
-            key(name)
-            JSONWriter.append(value, to: &text)
+            member(name, value) { JSONWriter.append($0, to: &$1) }
         }
 
         fileprivate mutating func finish() -> String {

@@ -182,21 +182,21 @@ struct Sparkline {
     var title: String
     var values: [Double]
 
-    private let width = 360.0
-    private let height = 70.0
+    private let layout = ChartLayout.consoleSparkline
 
     var markup: String {
-        var canvas = ChartCanvas(width: width, height: height + 14, label: title)
-        canvas.line(x1: 0, y1: height, x2: width, y2: height, class: "axis")
+        let (width, height) = (layout.plotWidth, layout.plotBottom(rows: 1))
+        var canvas = SVGCanvas(width: layout.width, height: layout.height(rows: 1), label: title, cssClass: "chart")
+        canvas.line(x1: 0, y1: height, x2: width, y2: height, .cssClass("axis"))
         guard values.count > 1 else {
-            canvas.text("collecting: a point every interval", x: 4, y: height - 6, muted: true)
+            canvas.text("collecting: a point every interval", x: 4, y: height - 6, .cssClass("muted"))
             return canvas.markup
         }
         let top = max(values.max() ?? 0, 1)
         let step = width / Double(values.count - 1)
         canvas.polyline(values.enumerated().map { (Double($0.offset) * step, height - $0.element / top * (height - 6)) })
-        canvas.text("max \(HealthView.rate(values.max()))/s", x: 2, y: height + 12, muted: true)
-        canvas.text("now", x: width, y: height + 12, anchor: .end, muted: true)
+        canvas.text("max \(HealthView.rate(values.max()))/s", x: 2, y: height + 12, .cssClass("muted"))
+        canvas.text("now", x: width, y: height + 12, anchor: .end, .cssClass("muted"))
         return canvas.markup
     }
 }

@@ -8,12 +8,7 @@ struct LiftPerLookView {
     var arm: String
     var metric: String
 
-    private let width = 360.0
-    private let left = 44.0
-    private let right = 8.0
-    private let top = 8.0
-    private let plotHeight = 180.0
-    private let axisHeight = 22.0
+    private let layout = ChartLayout.consoleLiftPerLook
 
     var markup: String {
         let points = looks.compactMap { look in look.comparison(arm: arm, metric: metric).map { (look, $0) } }
@@ -48,34 +43,35 @@ struct LiftPerLookView {
         shown += lifts.flatMap { [$0.sequential?.lower, $0.sequential?.upper].compactMap { $0 } }
             .map { min(max($0, (shown.min() ?? 0) - spread), (shown.max() ?? 0) + spread) }
         let scale = ChartScale(covering: shown, including: [0], ticks: 5)
-        let plotWidth = width - left - right
-        var canvas = ChartCanvas(width: width, height: top + plotHeight + axisHeight,
-                                 label: "Relative lift of \(arm) in \(metric) at each look, with fixed and sequential intervals")
-        func y(_ value: Double) -> Double { top + plotHeight - scale.position(value, from: 0, length: plotHeight) }
+        let (left, right, plotWidth) = (layout.plotLeft, layout.plotRight, layout.plotWidth)
+        let plotBottom = layout.plotBottom(rows: 1)
+        var canvas = SVGCanvas(width: layout.width, height: layout.height(rows: 1), label: "Relative lift of \(arm) in \(metric) at "
+                                   + "each look, with fixed and sequential intervals", cssClass: "chart")
+        func y(_ value: Double) -> Double { plotBottom - scale.position(value, from: 0, length: layout.rowHeight) }
         for tick in scale.ticks {
-            canvas.line(x1: left, y1: y(tick), x2: width - right, y2: y(tick), class: "grid")
-            canvas.text((tick > 1e-12 ? "+" : "") + scale.label(tick, times: 100) + "%", x: left - 4, y: y(tick) + 4, anchor: .end, muted: true)
+            canvas.line(x1: left, y1: y(tick), x2: right, y2: y(tick), .cssClass("grid"))
+            canvas.text((tick > 1e-12 ? "+" : "") + scale.label(tick, times: 100) + "%", x: left - 4, y: y(tick) + 4, anchor: .end, .cssClass("muted"))
         }
-        canvas.line(x1: left, y1: y(0), x2: width - right, y2: y(0), class: "zero")
+        canvas.line(x1: left, y1: y(0), x2: right, y2: y(0), .cssClass("zero"))
         let slot = plotWidth / Double(points.count)
         for (index, (look, comparison)) in points.enumerated() {
             let x = left + slot * (Double(index) + 0.5)
             if points.count <= 12 || index % max(1, points.count / 8) == 0 {
-                canvas.text(String(look.look), x: x, y: top + plotHeight + 15, anchor: .middle, muted: true)
+                canvas.text(String(look.look), x: x, y: plotBottom + 15, anchor: .middle, .cssClass("muted"))
             }
             guard let lift = comparison.relative else { continue }
             if let sequential = lift.sequential {
                 canvas.line(x1: x + min(4, slot / 4), y1: y(sequential.lower), x2: x + min(4, slot / 4), y2: y(sequential.upper),
-                            class: "sequential")
+                            .cssClass("sequential"))
             }
             if let fixed = lift.fixed {
-                canvas.line(x1: x, y1: y(fixed.lower), x2: x, y2: y(fixed.upper), class: "fixed")
+                canvas.line(x1: x, y1: y(fixed.lower), x2: x, y2: y(fixed.upper), .cssClass("fixed"))
             }
-            canvas.circle(cx: x, cy: y(lift.estimate), r: min(3.5, max(1.5, slot / 3)), class: "fixed",
+            canvas.circle(cx: x, cy: y(lift.estimate), r: min(3.5, max(1.5, slot / 3)), .cssClass("fixed"),
                           title: "look \(look.look): \(ReportText.signed(lift.estimate * 100, 1))%, fixed "
                               + ExperimentView.interval(lift.fixed) + ", sequential " + ExperimentView.interval(lift.sequential))
         }
-        canvas.text("look", x: width - right, y: top + plotHeight + 15, anchor: .end, muted: true)
+        canvas.text("look", x: right, y: plotBottom + 15, anchor: .end, .cssClass("muted"))
         return canvas.markup
     }
 }

@@ -104,24 +104,24 @@ struct OutcomeChart {
     var title: String
     var summaries: [TelemetrySummary]
 
-    private let width = 360.0
-    private let rowHeight = 34.0
+    private let layout = ChartLayout.consoleOutcomes
 
     var markup: String {
-        var canvas = ChartCanvas(width: width, height: Double(summaries.count) * rowHeight + 4, label: title)
+        let width = layout.plotWidth
+        var canvas = SVGCanvas(width: layout.width, height: layout.height(rows: summaries.count), label: title, cssClass: "chart")
         for (index, summary) in summaries.enumerated() {
-            let y = Double(index) * rowHeight
+            let y = layout.rowTop(index)
             canvas.text(TelemetryView.label(summary) + " · \(summary.delivered) delivered", x: 0, y: y + 12)
             var x = 0.0
             guard summary.delivered > 0 else {
-                canvas.rect(x: 0, y: y + 16, width: width, height: 12, class: "empty")
+                canvas.rect(x: 0, y: y + 16, width: width, height: 12, .attribute("rx", "2") + .cssClass("empty"))
                 continue
             }
             for outcome in DeliveryOutcome.allCases {
                 let count = summary.outcomes[outcome, default: 0]
                 guard count > 0 else { continue }
                 let share = Double(count) / Double(summary.delivered)
-                canvas.rect(x: x, y: y + 16, width: share * width, height: 12, class: "o-" + outcome.rawValue,
+                canvas.rect(x: x, y: y + 16, width: share * width, height: 12, .attribute("rx", "2") + .cssClass("o-" + outcome.rawValue),
                             title: "\(ReportText.outcome(outcome)): \(count) (\(ReportText.percent(share)))")
                 x += share * width
             }

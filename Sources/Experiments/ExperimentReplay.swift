@@ -28,7 +28,7 @@ struct ExperimentReplay: Sendable {
         try connection.execute(cursor(definition, range: range))
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
-        let reader = RowReader(arms: replay.tallies.armIndex)
+        let reader = ReplayRowReader(arms: replay.tallies.armIndex)
         var fold = ExperimentObservation.Fold()
         // The current notification's first row, kept (with its chunk) to compare ids in place.
         var current: PostgresRow?
@@ -54,16 +54,11 @@ struct ExperimentReplay: Sendable {
     }
 
     /// Declares the cursor `experiment_replay` over the rows of notifications `range`: the columns
-    /// `RowReader` reads, in notification order.
+    /// `ReplayRowReader` reads, in notification order.
     static func cursor(_ definition: ExperimentDefinition, range: NotificationRange) -> SQL {
         var sql: SQL = """
             DECLARE experiment_replay NO SCROLL CURSOR FOR
-            SELECT event_id, notification_id, type, occurred_at, experiment_arm,
-                   CASE type WHEN 'delivered' THEN payload ->> 'processing_ms'
-                             WHEN 'displayed' THEN payload ->> 'presentation'
-                             WHEN 'action' THEN payload ->> 'action_id' END,
-                   type = 'action' AND payload ->> 'text_input_length' IS NOT NULL,
-                   category, device_id
+            SELECT \(unsafeSQL: columns)
             FROM events
             WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
             """
@@ -72,6 +67,17 @@ struct ExperimentReplay: Sendable {
         sql.append(" ORDER BY app_id, experiment_id, notification_id")
         return sql
     }
+
+    /// The columns `ReplayRowReader` reads (0...8): the event's columns and the payload fields the
+    /// fold uses, extracted by PostgreSQL.
+    static let columns = """
+        event_id, notification_id, type, occurred_at, experiment_arm,
+        CASE type WHEN 'delivered' THEN payload ->> 'processing_ms'
+                  WHEN 'displayed' THEN payload ->> 'presentation'
+                  WHEN 'action' THEN payload ->> 'action_id' END,
+        type = 'action' AND payload ->> 'text_input_length' IS NOT NULL,
+        category, device_id
+        """
 
     static func fetch(chunkSize: Int) -> SQL {
         SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_replay")
@@ -132,8 +138,9 @@ struct NotificationRange: Sendable, Equatable {
     static let all = NotificationRange(lower: nil, upper: nil)
 }
 
-/// Turns a replay row into `ExperimentEventFacts`, matching texts as bytes.
-private struct RowReader {
+/// Turns a replay row (`ExperimentReplay.columns`) into `ExperimentEventFacts`, matching texts as
+/// bytes.
+struct ReplayRowReader {
     private let armNames: [[UInt8]]
     private let typeCases = EventType.allCases
     private let types = EventType.allCases.map { Array($0.rawValue.utf8) }

@@ -41,7 +41,19 @@ public struct ExperimentRunner: Sendable {
     /// Replays and analyses. `previousRuns` is the number of completed analyses before this one
     /// (it numbers the look); `now` is the analysis time.
     public func analyse(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
-        let replay = try await replay(definition)
+        try await analyse(definition, try await replay(definition), previousRuns: previousRuns, now: now)
+    }
+
+    /// Brings the experiment's incremental tallies up to date (`ExperimentTallyStore`: only the
+    /// events since the last look are read, and written back with the checkpoint) and analyses
+    /// them: the same outcome as `analyse`, which replays everything. Writes, so on the primary.
+    public func look(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
+        let tallies = try await ExperimentTallyStore(pool: pool, chunkSize: chunkSize).look(definition)
+        return try await analyse(definition, tallies, previousRuns: previousRuns, now: now)
+    }
+
+    private func analyse(_ definition: ExperimentDefinition, _ replay: ExperimentReplay, previousRuns: Int,
+                         now: Timestamp) async throws -> Outcome {
         let covariates = try await covariates(definition)
         var result = ExperimentAnalysis.run(definition: definition, tallies: replay.tallies, covariates: covariates,
                                             now: now)

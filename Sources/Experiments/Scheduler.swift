@@ -38,6 +38,10 @@ public struct Scheduler: Service {
         /// `ENGAGE_FAILPOINTS` makes it crash or throw there, or a test holds the run there.
         public var failpoint: @Sendable (String) async throws -> Void = { _ in }
         public var chunkSize = 5_000
+        /// Analyse with the experiment's incremental tallies (`ExperimentRunner.look`: only the
+        /// events since the last look are read, on the primary, which they are written to)
+        /// instead of replaying the whole experiment (on a replica when configured).
+        public var incrementalLooks = false
 
         public init() {}
     }
@@ -218,12 +222,19 @@ public struct Scheduler: Service {
             }
             let chunkSize = configuration.chunkSize
             (outcome, source) = try await whileRenewingLease(claim) {
-                let read = try await reads.read { pool in
-                    try await ExperimentRunner(pool: pool, chunkSize: chunkSize)
-                        .analyse(record.definition, previousRuns: previous, now: time.wallClock)
+                let analysed: (ExperimentRunner.Outcome, ReadSource)
+                if configuration.incrementalLooks {
+                    analysed = (try await ExperimentRunner(pool: pool, chunkSize: chunkSize)
+                        .look(record.definition, previousRuns: previous, now: time.wallClock), .primary)
+                } else {
+                    let read = try await reads.read { pool in
+                        try await ExperimentRunner(pool: pool, chunkSize: chunkSize)
+                            .analyse(record.definition, previousRuns: previous, now: time.wallClock)
+                    }
+                    analysed = (read.value, read.source)
                 }
                 try await configuration.failpoint("scheduler.after-analysis")
-                return (read.value, read.source)
+                return analysed
             }
             try await configuration.failpoint("scheduler.before-finish")
         } catch is CancellationError {

@@ -14,11 +14,13 @@ enum ExperimentBenchmark {
     static let chunk = Option("chunk", value: "n", help: "Rows per FETCH.", default: 5_000, validate: .range(100...1_000_000))
     static let cuped = Option("cuped", value: "days", help: "CUPED's pre-period in days, or off (default: as the definition says). Without a start_at, the experiment starts at its first event.",
                               default: "definition")
+    static let incremental = Flag("incremental", help: "Also time incremental looks: the first fold of the whole experiment into its tallies, then looks with the tallies current.")
 
     static let definition = Command(
         name: "experiment",
         abstract: "Measure an experiment's analysis against the database alone reading the same rows.",
         options: CommonOptions.databaseAndLogging + [experiment, rounds, lanes, chunk, cuped],
+        flags: [incremental],
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -35,13 +37,13 @@ enum ExperimentBenchmark {
         }
         try await DatabaseSetup.withPool(arguments, size: lanes, logger: CommonOptions.quietLogger(arguments)) { pool in
             try await measure(arguments[experiment], rounds: arguments[rounds], lanes: lanes, chunkSize: arguments[chunk],
-                              cupedDays: days, pool: pool)
+                              cupedDays: days, incremental: arguments[incremental], pool: pool)
         }
     }
 
     /// `cupedDays`: nil to analyse as the definition says; `.some(nil)` for CUPED off.
     static func measure(_ id: String, rounds: Int, lanes: Int, chunkSize: Int, cupedDays: Int?? = nil,
-                        pool: ConnectionPool) async throws {
+                        incremental: Bool = false, pool: ConnectionPool) async throws {
         guard let record = try await ExperimentStore(pool: pool).get(id) else {
             throw ExperimentCommandError(detail: "no experiment \(id) in this database (create it with engage experiment create --file Examples/experiments/strategy-full-vs-adaptive.json, then engage simulate --direct appends its traffic)")
         }
@@ -88,6 +90,7 @@ enum ExperimentBenchmark {
         }
         progress.finish()
         guard let last else { return }
+        let looks = incremental ? try await measureLooks(definition, rounds: rounds, runner: oneLane, replayed: last, now: now) : nil
         let database = BenchCommand.median(databaseTimes)
         let single = BenchCommand.median(oneLaneTimes)
         let parallel = BenchCommand.median(splitTimes)
@@ -98,6 +101,39 @@ enum ExperimentBenchmark {
             analysis (replay + statistics), 1 connection:                       median \(format(single)) s, \(format(single / database))x the database alone; engage CPU \(format(BenchCommand.median(oneLaneCPU))) s
             analysis (replay + statistics), \(lanes) connections on one snapshot:   median \(format(parallel)) s, \(format(parallel / database))x the database alone; engage CPU \(format(BenchCommand.median(splitCPU))) s
             """)
+        if let looks {
+            print("""
+                incremental: first fold of the whole experiment into its tallies (and analysis): \(format(looks.first)) s, \(format(looks.first / parallel))x the full replay
+                incremental look, tallies current (fold of nothing new, tallies read, analysis): median \(format(looks.current)) s, \(format(looks.current / parallel))x the full replay; equal to the replay
+                """)
+        }
+    }
+
+    /// Times `ExperimentRunner.look`: the tallies are dropped, folded from the whole log once, and
+    /// then looked at `rounds` times with nothing new; every result must equal the replay's.
+    static func measureLooks(_ definition: ExperimentDefinition, rounds: Int, runner: ExperimentRunner,
+                             replayed: ExperimentRunner.Outcome, now: Timestamp) async throws -> (first: Double, current: Double) {
+        _ = try await runner.pool.withConnection { connection in
+            try connection.execute("DELETE FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)")
+        }
+        let progress = ProgressLine.standardError("bench experiment")
+        progress.update("incremental: first fold")
+        var stopwatch = Stopwatch()
+        var outcome = try await runner.look(definition, previousRuns: 0, now: now)
+        let first = stopwatch.elapsed.seconds
+        var times: [Double] = []
+        for round in 1...rounds {
+            guard outcome.tallies == replayed.tallies, outcome.events == replayed.events, outcome.result == replayed.result else {
+                throw BenchCommand.BenchError("the incremental look disagrees with the replay: \(outcome.events) events against \(replayed.events)")
+            }
+            progress.update("incremental look \(round)/\(rounds)")
+            stopwatch = Stopwatch()
+            outcome = try await runner.look(definition, previousRuns: 0, now: now)
+            times.append(stopwatch.elapsed.seconds)
+            progress.print(String(format: "incremental look %d: %.2f s", round, times.last!))
+        }
+        progress.finish()
+        return (first, BenchCommand.median(times))
     }
 
     /// When the experiment's first event occurred: its start for a definition without one.

@@ -13,10 +13,15 @@ enum SchedulerCommand {
         help: "Seconds a claimed run stays reserved without renewal (renewed every third of it while it runs); how soon another scheduler retries a crashed one.",
         environment: "ENGAGE_SCHEDULER_LEASE", default: Int(defaults.leaseDuration.components.seconds), validate: .range(3...86_400))
 
+    static let incrementalLooks = Flag(
+        "incremental-looks",
+        help: "Analyse with each experiment's incremental tallies, reading only the events since its last look (on the primary), instead of replaying it whole.")
+
     static let definition = Command(
         name: "scheduler",
         abstract: "Run only the experiment analysis scheduler, until SIGTERM or SIGINT.",
         options: CommonOptions.databaseAndLogging + ReadOptions.all + [poll, lease],
+        flags: [incrementalLooks],
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -24,6 +29,7 @@ enum SchedulerCommand {
         var configuration = Scheduler.Configuration()
         configuration.pollInterval = .seconds(arguments[poll])
         configuration.leaseDuration = .seconds(arguments[lease])
+        configuration.incrementalLooks = arguments[incrementalLooks]
         let failpoints = Failpoints.fromEnvironment()
         configuration.failpoint = { try failpoints.hit($0) }
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in

@@ -8,50 +8,43 @@ import Runtime
 /// `GET /v1/report`: the engagement report as JSON, for read keys, always for the key's own app.
 /// Read on the read replica when one is usable; `read_from` says where, and how stale it may be.
 public struct ReportRoute: Sendable {
-    let authenticator: Authenticator
-    let reads: ReadDatabase
     /// Today, for the report's default range, is the day of its wall clock.
-    let time: any TimeSource
+    let route: ReplicaReadRoute
 
     public init(authenticator: Authenticator, reads: ReadDatabase, time: any TimeSource = SystemTime()) {
-        self.authenticator = authenticator
-        self.reads = reads
-        self.time = time
+        route = ReplicaReadRoute(authenticator: authenticator, reads: reads, time: time)
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {
-        let key: APIKey
-        switch await authenticator.authorize(request, as: .read) {
-        case .success(let found): key = found
-        case .failure(let problem): return problem.response
+        let now = route.time.wallClock
+        return await route.handle(request) { key throws(HTTPProblem) in
+            try Self.query(request, app: key.appID)
+        } read: { query, pool in
+            try await query.run(on: pool, now: now).renderJSON()
         }
-        var query = ReportQuery(appID: key.appID)
+    }
+
+    static func query(_ request: HTTPRequest, app: String) throws(HTTPProblem) -> ReportQuery {
+        var query = ReportQuery(appID: app)
         for item in request.queryItems {
             switch item.name {
             case "category": query.category = item.value
             case "since", "until":
                 guard let day = UTCDay(parsing: item.value) else {
-                    return APIProblems.response(APIProblems.badRequest("\(item.name) must be a date such as 2026-11-29", slug: "bad-query"))
+                    throw APIProblems.badRequest("\(item.name) must be a date such as 2026-11-29", slug: "bad-query")
                 }
                 if item.name == "since" { query.from = day } else { query.through = day }
             case "by":
                 guard let grouping = ReportGrouping(rawValue: item.value) else {
-                    return APIProblems.response(APIProblems.badRequest(
-                        "by must be one of \(ReportGrouping.allCases.map(\.rawValue).joined(separator: ", "))", slug: "bad-query"))
+                    throw APIProblems.badRequest(
+                        "by must be one of \(ReportGrouping.allCases.map(\.rawValue).joined(separator: ", "))", slug: "bad-query")
                 }
                 query.grouping = grouping
             default:
-                return APIProblems.response(APIProblems.badRequest(
-                    "unknown query parameter \(item.name); use category, since, until or by", slug: "bad-query"))
+                throw ReplicaReadRoute.unknown(item, use: "category, since, until or by")
             }
         }
-        do {
-            let (now, query) = (time.wallClock, query)
-            let report = try await reads.read { pool in try await query.run(on: pool, now: now) }
-            return .json(report.source.addingMember(to: report.value.renderJSON()), status: 200)
-        } catch {
-            return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
-        }
+        return query
     }
 }
 

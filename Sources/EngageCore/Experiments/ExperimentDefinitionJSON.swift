@@ -20,39 +20,26 @@ extension ExperimentDefinition {
         w.beginObject()
         w.key("id"); w.string(id)
         w.key("app_id"); w.string(appID)
-        w.key("categories")
-        w.beginArray()
-        for category in categories { w.string(category) }
-        w.endArray()
+        w.key("categories"); w.strings(categories)
         w.key("arms")
-        w.beginArray()
-        for arm in arms {
-            w.beginObject()
+        w.objects(arms) { w, arm in
             w.key("name"); w.string(arm.name)
             w.key("strategy"); w.string(arm.strategy.rawValue)
             w.key("weight"); w.double(arm.weight)
             w.key("control"); w.bool(arm.isControl)
-            w.endObject()
         }
-        w.endArray()
         w.key("hash_seed"); w.string(hashSeed)
         w.key("coverage"); w.double(coverage)
         w.key("primary_metric"); w.string(primaryMetric.rawValue)
         w.key("guardrails")
-        w.beginArray()
-        for guardrail in guardrails {
-            w.beginObject()
+        w.objects(guardrails) { w, guardrail in
             w.key("metric"); w.string(guardrail.metric.rawValue)
             w.key("direction"); w.string(guardrail.direction.rawValue)
-            w.endObject()
         }
-        w.endArray()
         w.key("alpha"); w.double(alpha)
         w.key("schedule"); w.string(schedule.expression)
-        w.key("start_at")
-        if let startAt { w.string(startAt.rfc3339) } else { w.null() }
-        w.key("stop_at")
-        if let stopAt { w.string(stopAt.rfc3339) } else { w.null() }
+        w.key("start_at"); w.optionalString(startAt?.rfc3339)
+        w.key("stop_at"); w.optionalString(stopAt?.rfc3339)
         w.key("status"); w.string(status.rawValue)
         w.key("analysis")
         w.beginObject()

@@ -75,24 +75,22 @@ extension ExperimentRunResult {
         w.key("sequential_tuning"); w.double(sequentialTuning)
         w.key("primary_metric"); w.string(primaryMetric.rawValue)
         w.key("decision")
-        w.beginObject()
-        w.key("code"); w.string(decision.code)
-        w.key("arm")
-        if case .ship(let arm) = decision { w.string(arm) } else { w.null() }
-        w.key("reason")
-        if case .stopNoEffect(let reason) = decision { w.string(reason.rawValue) } else { w.null() }
-        w.key("rationale"); w.string(rationale)
-        w.endObject()
+        w.object { w in
+            w.key("code"); w.string(decision.code)
+            w.key("arm")
+            if case .ship(let arm) = decision { w.string(arm) } else { w.null() }
+            w.key("reason")
+            if case .stopNoEffect(let reason) = decision { w.string(reason.rawValue) } else { w.null() }
+            w.key("rationale"); w.string(rationale)
+        }
         w.key("sample_ratio_mismatch")
-        w.beginObject()
-        w.key("p_value"); w.double(sampleRatioMismatchPValue)
-        w.key("threshold"); w.double(ExperimentAnalysis.sampleRatioMismatchThreshold)
-        w.key("mismatch"); w.bool(hasSampleRatioMismatch)
-        w.endObject()
+        w.object { w in
+            w.key("p_value"); w.double(sampleRatioMismatchPValue)
+            w.key("threshold"); w.double(ExperimentAnalysis.sampleRatioMismatchThreshold)
+            w.key("mismatch"); w.bool(hasSampleRatioMismatch)
+        }
         w.key("arms")
-        w.beginArray()
-        for arm in arms {
-            w.beginObject()
+        w.objects(arms) { w, arm in
             w.key("name"); w.string(arm.name)
             w.key("strategy"); w.string(arm.strategy.rawValue)
             w.key("control"); w.bool(arm.isControl)
@@ -101,64 +99,43 @@ extension ExperimentRunResult {
             w.key("counts"); w.experimentCounts(arm.counts)
             w.key("processing_ms_p50"); w.optionalDouble(arm.processingP50)
             w.key("processing_ms_p95"); w.optionalDouble(arm.processingP95)
-            w.endObject()
         }
-        w.endArray()
         w.key("cuped")
-        if let window = cupedWindow {
-            w.beginObject()
+        w.optionalObject(cupedWindow) { w, window in
             w.key("pre_period_from"); w.string(window.from.rfc3339)
             w.key("pre_period_to"); w.string(window.to.rfc3339)
             w.key("pre_period_days"); w.int(window.days)
             w.key("devices_with_history"); w.int(window.devicesWithHistory)
-            w.endObject()
-        } else {
-            w.null()
         }
         w.key("intent_to_treat")
-        w.beginArray()
-        for comparison in comparisons {
-            w.beginObject()
+        w.objects(comparisons) { w, comparison in
             w.key("arm"); w.string(comparison.arm)
             w.key("strategy"); w.string(comparison.strategy.rawValue)
-            w.key("metrics")
-            w.beginArray()
-            for metric in comparison.metrics { w.metricComparison(metric) }
-            w.endArray()
-            w.endObject()
+            w.key("metrics"); w.array(comparison.metrics) { w, metric in w.metricComparison(metric) }
         }
-        w.endArray()
         w.key("as_treated")
-        w.beginObject()
-        w.key("label"); w.string(ExperimentAsTreatedResult.label)
-        w.key("rich"); w.experimentCounts(asTreated.rich)
-        w.key("plain"); w.experimentCounts(asTreated.plain)
-        w.key("rich_devices"); w.int(asTreated.richDevices)
-        w.key("plain_devices"); w.int(asTreated.plainDevices)
-        w.key("metrics")
-        w.beginArray()
-        for metric in asTreated.metrics { w.metricComparison(metric) }
-        w.endArray()
-        w.key("device_clustered")
-        w.beginArray()
-        for comparison in asTreated.deviceClustered {
-            w.beginObject()
-            w.key("metric"); w.string(comparison.metric.rawValue)
-            w.key("shared_devices"); w.int(comparison.sharedDevices)
-            w.key("difference"); w.clustered(comparison.difference)
-            w.key("ratio"); w.clustered(comparison.ratio)
-            w.key("unavailable")
-            if let unavailable = comparison.unavailable { w.string(unavailable) } else { w.null() }
-            w.endObject()
+        w.object { w in
+            w.key("label"); w.string(ExperimentAsTreatedResult.label)
+            w.key("rich"); w.experimentCounts(asTreated.rich)
+            w.key("plain"); w.experimentCounts(asTreated.plain)
+            w.key("rich_devices"); w.int(asTreated.richDevices)
+            w.key("plain_devices"); w.int(asTreated.plainDevices)
+            w.key("metrics"); w.array(asTreated.metrics) { w, metric in w.metricComparison(metric) }
+            w.key("device_clustered")
+            w.objects(asTreated.deviceClustered) { w, comparison in
+                w.key("metric"); w.string(comparison.metric.rawValue)
+                w.key("shared_devices"); w.int(comparison.sharedDevices)
+                w.key("difference"); w.clustered(comparison.difference)
+                w.key("ratio"); w.clustered(comparison.ratio)
+                w.key("unavailable"); w.optionalString(comparison.unavailable)
+            }
         }
-        w.endArray()
-        w.endObject()
         w.key("excluded")
-        w.beginObject()
-        w.key("other_experiment"); w.int(excluded.otherExperiment)
-        w.key("unknown_arm"); w.int(excluded.unknownArm)
-        w.key("outside_categories"); w.int(excluded.outsideCategories)
-        w.endObject()
+        w.object { w in
+            w.key("other_experiment"); w.int(excluded.otherExperiment)
+            w.key("unknown_arm"); w.int(excluded.unknownArm)
+            w.key("outside_categories"); w.int(excluded.outsideCategories)
+        }
         w.endObject()
         return w.bytes
     }
@@ -166,58 +143,53 @@ extension ExperimentRunResult {
 
 private extension JSONWriter {
     mutating func experimentCounts(_ counts: FunnelCounts) {
-        beginObject()
-        for stage in FunnelStage.allCases {
-            key(stage.name); int(counts[stage])
+        object { w in
+            for stage in FunnelStage.allCases { w.key(stage.name); w.int(counts[stage]) }
         }
-        endObject()
     }
 
     mutating func rate(_ rate: ExperimentRate) {
-        beginObject()
-        key("successes"); int(rate.successes)
-        key("trials"); int(rate.trials)
-        key("devices"); int(rate.devices)
-        key("rate"); optionalDouble(rate.rate)
-        endObject()
+        object { w in
+            w.key("successes"); w.int(rate.successes)
+            w.key("trials"); w.int(rate.trials)
+            w.key("devices"); w.int(rate.devices)
+            w.key("rate"); w.optionalDouble(rate.rate)
+        }
     }
 
     mutating func clustered(_ effect: ClusteredEffect?) {
-        guard let effect else { return null() }
-        beginObject()
-        key("estimate"); double(effect.effect.estimate)
-        key("lower"); double(effect.effect.interval.lower)
-        key("upper"); double(effect.effect.interval.upper)
-        key("p_value"); double(effect.effect.pValue)
-        key("design_effect"); double(effect.designEffect)
-        endObject()
+        optionalObject(effect) { w, effect in
+            w.key("estimate"); w.double(effect.effect.estimate)
+            w.key("lower"); w.double(effect.effect.interval.lower)
+            w.key("upper"); w.double(effect.effect.interval.upper)
+            w.key("p_value"); w.double(effect.effect.pValue)
+            w.key("design_effect"); w.double(effect.designEffect)
+        }
     }
 
     mutating func test(_ test: LiftTestResult?) {
-        guard let test else { return null() }
-        beginObject()
-        key("lower"); double(test.interval.lower)
-        key("upper"); double(test.interval.upper)
-        key("p_value"); double(test.pValue)
-        key("p_value_unadjusted"); double(test.unadjustedPValue)
-        endObject()
+        optionalObject(test) { w, test in
+            w.key("lower"); w.double(test.interval.lower)
+            w.key("upper"); w.double(test.interval.upper)
+            w.key("p_value"); w.double(test.pValue)
+            w.key("p_value_unadjusted"); w.double(test.unadjustedPValue)
+        }
     }
 
     mutating func lift(_ lift: ExperimentLiftResult?) {
-        guard let lift else { return null() }
-        beginObject()
-        key("estimate"); double(lift.estimate)
-        key("standard_error"); double(lift.standardError)
-        tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
-        key("degrees_of_freedom"); double(lift.degreesOfFreedom)
-        key("credible_interval")
-        beginObject()
-        key("lower"); double(lift.credibleInterval.lower)
-        key("upper"); double(lift.credibleInterval.upper)
-        endObject()
-        key("risk_control"); double(lift.controlRisk)
-        key("risk_treatment"); double(lift.treatmentRisk)
-        endObject()
+        optionalObject(lift) { w, lift in
+            w.key("estimate"); w.double(lift.estimate)
+            w.key("standard_error"); w.double(lift.standardError)
+            w.tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
+            w.key("degrees_of_freedom"); w.double(lift.degreesOfFreedom)
+            w.key("credible_interval")
+            w.object { w in
+                w.key("lower"); w.double(lift.credibleInterval.lower)
+                w.key("upper"); w.double(lift.credibleInterval.upper)
+            }
+            w.key("risk_control"); w.double(lift.controlRisk)
+            w.key("risk_treatment"); w.double(lift.treatmentRisk)
+        }
     }
 
     mutating func metricComparison(_ comparison: ExperimentMetricComparison) {
@@ -240,8 +212,7 @@ private extension JSONWriter {
         key("variant"); rate(comparison.variant)
         key("absolute"); lift(comparison.absolute)
         key("relative"); lift(comparison.relative)
-        key("unavailable")
-        if let unavailable = comparison.unavailable { string(unavailable) } else { null() }
+        key("unavailable"); optionalString(comparison.unavailable)
         key("guardrail_violated"); bool(comparison.isGuardrailViolated)
         key("decision_scale"); string(EffectScale.logRatio.rawValue)
         key("log_ratio"); decisionLift(comparison.logRatio)
@@ -251,25 +222,22 @@ private extension JSONWriter {
     }
 
     mutating func cuped(_ cuped: ExperimentCupedResult?) {
-        guard let cuped else { return null() }
-        beginObject()
-        key("theta"); double(cuped.theta)
-        key("variance_reduction"); optionalDouble(cuped.varianceReduction)
-        key("relative_variance_reduction"); optionalDouble(cuped.relativeVarianceReduction)
-        key("absolute_variance_reduction"); optionalDouble(cuped.absoluteVarianceReduction)
-        endObject()
+        optionalObject(cuped) { w, cuped in
+            w.key("theta"); w.double(cuped.theta)
+            w.key("variance_reduction"); w.optionalDouble(cuped.varianceReduction)
+            w.key("relative_variance_reduction"); w.optionalDouble(cuped.relativeVarianceReduction)
+            w.key("absolute_variance_reduction"); w.optionalDouble(cuped.absoluteVarianceReduction)
+        }
     }
 
-
     mutating func decisionLift(_ lift: ExperimentDecisionLift?) {
-        guard let lift else { return null() }
-        beginObject()
-        key("estimate"); double(lift.estimate)
-        key("log_estimate"); double(lift.logEstimate)
-        key("log_standard_error"); double(lift.logStandardError)
-        key("degrees_of_freedom"); double(lift.degreesOfFreedom)
-        tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
-        endObject()
+        optionalObject(lift) { w, lift in
+            w.key("estimate"); w.double(lift.estimate)
+            w.key("log_estimate"); w.double(lift.logEstimate)
+            w.key("log_standard_error"); w.double(lift.logStandardError)
+            w.key("degrees_of_freedom"); w.double(lift.degreesOfFreedom)
+            w.tests(fixed: lift.fixedHorizon, sequential: lift.sequential, chanceToWin: lift.chanceToWin)
+        }
     }
 
     /// The keys every lift has: its two tests and its chance to win.

@@ -33,6 +33,12 @@ public struct ExperimentArmTally: Sendable, Equatable {
         if let processing = observation.processingMS { processingMS.record(Double(processing)) }
     }
 
+    /// A tally of devices' summed counts and the arm's processing times.
+    init(devices: [String: FunnelCounts], processingMS: LatencyHistogram) {
+        for (device, counts) in devices { record(device: device, counts) }
+        self.processingMS = processingMS
+    }
+
     /// Adds the notifications of another tally of the same arm, counted on the same devices as
     /// if they had been added here: the result does not depend on how notifications were split.
     public mutating func merge(_ other: ExperimentArmTally) {
@@ -179,24 +185,50 @@ public struct ExperimentTallies: Sendable, Equatable {
 
     /// Adds one notification; each notification once.
     public mutating func add(_ observation: ExperimentObservation) {
-        if observation.arm == .otherExperiment {
-            otherExperiment += 1
-            return
+        switch Self.destination(of: observation, categories: categories) {
+        case .otherExperiment: otherExperiment += 1
+        case .outsideCategories: outsideCategories += 1
+        case .unknownArm: unknownArm += 1
+        case .arm(let position):
+            armTallies[position].add(observation)
+            switch observation.presentation {
+            case .rich: rich.add(observation)
+            case .plain: plain.add(observation)
+            case .unknown: break
+            }
         }
-        if !categories.isEmpty && !categories.contains(observation.category) {
-            outsideCategories += 1
-            return
+    }
+
+    /// Where a notification counts: in an arm's tally (and, by its presentation, in `rich` or
+    /// `plain`), or in one of the excluded counts.
+    public enum Destination: Sendable, Equatable {
+        case arm(Int)
+        case otherExperiment, outsideCategories, unknownArm
+    }
+
+    public static func destination(of observation: ExperimentObservation, categories: Set<String>) -> Destination {
+        if observation.arm == .otherExperiment { return .otherExperiment }
+        if !categories.isEmpty && !categories.contains(observation.category) { return .outsideCategories }
+        guard case .arm(let position) = observation.arm else { return .unknownArm }
+        return .arm(position)
+    }
+
+    /// The tallies an `ExperimentTallyState` keeps, equal to adding its notifications one by one.
+    public init(definition: ExperimentDefinition, restoring state: ExperimentTallyState) {
+        self.init(definition: definition)
+        for (key, devices) in state.devices {
+            let histogram = state.processing[key].flatMap { try? LatencyHistogram(counts: $0) } ?? LatencyHistogram()
+            let tally = ExperimentArmTally(devices: devices, processingMS: histogram)
+            switch key {
+            case .arm(let position) where armTallies.indices.contains(position): armTallies[position] = tally
+            case .arm: break
+            case .rich: rich = tally
+            case .plain: plain = tally
+            }
         }
-        guard case .arm(let position) = observation.arm else {
-            unknownArm += 1
-            return
-        }
-        armTallies[position].add(observation)
-        switch observation.presentation {
-        case .rich: rich.add(observation)
-        case .plain: plain.add(observation)
-        case .unknown: break
-        }
+        otherExperiment = state.otherExperiment
+        unknownArm = state.unknownArm
+        outsideCategories = state.outsideCategories
     }
 
     /// Adds the notifications of another tally of the same experiment (e.g. of another range of

@@ -58,40 +58,32 @@ extension StrategyReplayResult {
         w.endObject()
 
         w.key("categories")
-        w.beginArray()
-        for category in categories {
-            w.beginObject()
+        w.objects(categories) { w, category in
             w.key("category"); w.string(category.name)
             w.key("deliveries"); w.int(category.recorded.deliveries)
             w.key("recorded_rich_rate"); w.optionalDouble(category.recorded.share)
             w.key("strategy_that_ran_rich_rate"); w.optionalDouble(category.strategyThatRan.share)
             w.key("replayed_rich_rate"); w.optionalDouble(category.replayed.share)
             w.key("label"); w.string(Self.label)
-            w.endObject()
         }
-        w.endArray()
 
         w.key("engagement")
         w.beginObject()
         w.key("label"); w.string(Self.label)
         w.key("method"); w.string(Self.engagementMethod)
         w.key("metrics")
-        w.beginArray()
-        for prediction in engagement {
-            w.beginObject()
+        w.objects(engagement) { w, prediction in
             w.key("metric"); w.string(prediction.metric.rawValue)
             w.key("definition"); w.string(prediction.metric.definition)
             w.key("recorded")
-            w.beginObject()
-            w.key("rate"); w.optionalDouble(prediction.observedRate)
-            w.key("successes"); w.int(prediction.observed.successes)
-            w.key("trials"); w.int(prediction.observed.trials)
-            w.endObject()
+            w.object { w in
+                w.key("rate"); w.optionalDouble(prediction.observedRate)
+                w.key("successes"); w.int(prediction.observed.successes)
+                w.key("trials"); w.int(prediction.observed.trials)
+            }
             w.key("strategy_that_ran"); Self.writePrediction(prediction.strategyThatRan, &w)
             w.key("replayed"); Self.writePrediction(prediction.replayed, &w)
-            w.endObject()
         }
-        w.endArray()
         w.endObject()
 
         w.key("inverse_propensity")
@@ -99,26 +91,18 @@ extension StrategyReplayResult {
         w.key("label"); w.string(Self.label)
         w.key("method"); w.string(Self.propensityMethod)
         w.key("experiments")
-        w.beginArray()
-        for experiment in experiments {
-            w.beginObject()
+        w.objects(experiments) { w, experiment in
             w.key("experiment"); w.string(experiment.experimentID)
             w.key("arms")
-            w.beginArray()
-            for arm in experiment.arms {
-                w.beginObject()
+            w.objects(experiment.arms) { w, arm in
                 w.key("arm"); w.string(arm.name)
-                w.key("strategy"); if let s = arm.strategy { w.string(s.rawValue) } else { w.null() }
+                w.key("strategy"); w.optionalString(arm.strategy?.rawValue)
                 w.key("probability"); w.optionalDouble(arm.probability)
                 w.key("probability_varies"); w.bool(arm.probabilityVaries)
-                w.endObject()
             }
-            w.endArray()
-            w.key("problem"); if let problem = experiment.problem { w.string(problem) } else { w.null() }
+            w.key("problem"); w.optionalString(experiment.problem)
             w.key("metrics")
-            w.beginArray()
-            for estimate in experiment.estimates {
-                w.beginObject()
+            w.objects(experiment.estimates) { w, estimate in
                 w.key("label"); w.string(Self.label)
                 w.key("metric"); w.string(estimate.metric.rawValue)
                 w.key("ips"); w.double(estimate.ips)
@@ -128,12 +112,8 @@ extension StrategyReplayResult {
                 w.key("units"); w.int(estimate.units)
                 w.key("matched"); w.int(estimate.matched)
                 w.key("support"); w.double(estimate.support)
-                w.endObject()
             }
-            w.endArray()
-            w.endObject()
         }
-        w.endArray()
         w.endObject()
         w.endObject()
         return w.bytes
@@ -142,10 +122,7 @@ extension StrategyReplayResult {
     private func writeSettings(_ w: inout JSONWriter) {
         w.beginObject()
         w.key("count_from"); if let from = settings.countFrom { w.string(from.rfc3339) } else { w.null() }
-        w.key("categories")
-        w.beginArray()
-        for category in settings.categories.sorted() { w.string(category) }
-        w.endArray()
+        w.key("categories"); w.strings(settings.categories.sorted())
         w.key("history_limit"); w.int(settings.historyLimit)
         w.key("cache_ttl_seconds"); w.int(settings.limits.cacheTTLSeconds)
         w.key("time_budget_ms"); w.int(settings.limits.timeBudgetMS)
@@ -168,14 +145,10 @@ extension StrategyReplayResult {
         w.key("rich"); w.int(tally.rich)
         w.key("rich_rate"); w.optionalDouble(tally.richRate)
         w.key("handoff_ms")
-        if let p = tally.handoffPercentiles {
-            w.beginObject()
+        w.optionalObject(tally.handoffPercentiles) { w, p in
             w.key("p50"); w.int(p.p50)
             w.key("p90"); w.int(p.p90)
             w.key("p99"); w.int(p.p99)
-            w.endObject()
-        } else {
-            w.null()
         }
         w.key("bytes_transferred"); if let bytes = tally.bytesTransferred { w.int(bytes) } else { w.null() }
         w.key("bytes_per_delivery"); w.optionalDouble(tally.bytesPerDelivery)

@@ -7,76 +7,72 @@ import Foundation
 struct ForestPlot {
     let summary: StratifiedMetricSummary
 
-    private let labelWidth = 150.0
-    private let plotWidth = 360.0
-    private let noteWidth = 190.0
-    private let rowHeight = 24.0
-    private let top = 8.0
-    private let axisHeight = 30.0
+    private let layout = ChartLayout.forestPlot
 
     var svg: String {
         let rows = summary.categories.count + 2
-        let height = top + Double(rows) * rowHeight + axisHeight
-        var canvas = SVGCanvas(width: labelWidth + plotWidth + noteWidth, height: height,
+        let height = layout.height(rows: rows)
+        var canvas = SVGCanvas(width: layout.width, height: height,
                                label: "Forest plot of \(summary.metric.label): rich / plain per category and adjusted")
         let estimates = summary.categories.compactMap(\.ratio) + [summary.riskRatio, summary.crude].compactMap { $0 }
         let axis = RatioAxis(covering: estimates.flatMap { [$0.interval.lower, $0.interval.upper] })
-        let plotLeft = labelWidth
-        let plotBottom = top + Double(rows) * rowHeight
-        func x(_ value: Double) -> Double { axis.position(value, left: plotLeft, width: plotWidth) }
+        let plotBottom = layout.plotBottom(rows: rows)
+        func x(_ value: Double) -> Double { axis.position(value, from: layout.plotLeft, length: layout.plotWidth) }
 
         for tick in axis.ticks {
-            canvas.line(x1: x(tick), y1: top, x2: x(tick), y2: plotBottom, stroke: ReportPalette.grid)
+            canvas.line(x1: x(tick), y1: layout.top, x2: x(tick), y2: plotBottom, .stroke(ReportPalette.grid))
             canvas.text(ReportFormat.fixed(tick, tick < 1 ? 2 : (tick < 10 ? 1 : 0)) + "x", x: x(tick), y: plotBottom + 14,
-                        anchor: .middle, size: 11, fill: ReportPalette.muted)
+                        anchor: .middle, .mutedText(size: 11))
         }
-        canvas.line(x1: x(1), y1: top, x2: x(1), y2: plotBottom, stroke: "#333", dashed: true)
-        canvas.text("← plain higher · rich higher →", x: x(1), y: plotBottom + 27, anchor: .middle, size: 10,
-                    fill: ReportPalette.muted)
+        canvas.line(x1: x(1), y1: layout.top, x2: x(1), y2: plotBottom, .stroke("#333", dashed: true))
+        canvas.text("← plain higher · rich higher →", x: x(1), y: plotBottom + 27, anchor: .middle,
+                    .mutedText(size: 10))
 
         func note(_ estimate: EffectEstimate, _ y: Double, bold: Bool = false) {
             canvas.text(StratifiedMetricSummary.ratio(estimate.estimate) + " "
                         + StratifiedMetricSummary.interval(estimate.interval),
-                        x: plotLeft + plotWidth + 10, y: y + 4, size: 11,
-                        fill: estimate.isSignificant ? "#111" : ReportPalette.muted, bold: bold || estimate.isSignificant)
+                        x: layout.plotRight + 10, y: y + 4,
+                        .font(size: 11, fill: estimate.isSignificant ? "#111" : ReportPalette.muted),
+                        bold: bold || estimate.isSignificant)
         }
         for (index, category) in summary.categories.enumerated() {
-            let y = top + (Double(index) + 0.5) * rowHeight
+            let y = layout.top + (Double(index) + 0.5) * layout.rowHeight
             let flagged = summary.disagreeing.contains(category.name)
-            canvas.text(category.name + (flagged ? " ≠" : ""), x: labelWidth - 10, y: y + 4, anchor: .end, size: 12,
-                        fill: flagged ? "#b42318" : "#222", bold: flagged)
+            canvas.text(category.name + (flagged ? " ≠" : ""), x: layout.labelWidth - 10, y: y + 4, anchor: .end,
+                        .font(size: 12, fill: flagged ? "#b42318" : "#222"), bold: flagged)
             guard let ratio = category.ratio else {
-                canvas.text("no ratio (no plain successes)", x: plotLeft + 6, y: y + 4, size: 10, fill: ReportPalette.muted)
+                canvas.text("no ratio (no plain successes)", x: layout.plotLeft + 6, y: y + 4, .mutedText(size: 10))
                 continue
             }
-            canvas.line(x1: x(ratio.interval.lower), y1: y, x2: x(ratio.interval.upper), y2: y, stroke: "#444", width: 1.5)
+            canvas.line(x1: x(ratio.interval.lower), y1: y, x2: x(ratio.interval.upper), y2: y, .stroke("#444", width: 1.5))
             // Square area grows with the category's displayed notifications, as forest plots weigh.
             let trials = Double(category.rich.trials + category.plain.trials)
             let largest = Double(summary.categories.map { $0.rich.trials + $0.plain.trials }.max() ?? 1)
             let side = 4 + 8 * (trials / max(largest, 1)).squareRoot()
-            canvas.rect(x: x(ratio.estimate) - side / 2, y: y - side / 2, width: side, height: side, fill: ReportPalette.rich,
+            canvas.rect(x: x(ratio.estimate) - side / 2, y: y - side / 2, width: side, height: side,
+                        .fill(ReportPalette.rich),
                         title: "\(category.name): rich \(category.rich.successes)/\(category.rich.trials), "
                             + "plain \(category.plain.successes)/\(category.plain.trials), ratio "
                             + StratifiedMetricSummary.ratio(ratio.estimate) + " " + StratifiedMetricSummary.interval(ratio.interval))
             note(ratio, y)
         }
-        let adjustedY = top + (Double(summary.categories.count) + 0.5) * rowHeight
-        canvas.text("adjusted (MH)", x: labelWidth - 10, y: adjustedY + 4, anchor: .end, size: 12, bold: true)
+        let adjustedY = layout.top + (Double(summary.categories.count) + 0.5) * layout.rowHeight
+        canvas.text("adjusted (MH)", x: layout.labelWidth - 10, y: adjustedY + 4, anchor: .end, .font(size: 12), bold: true)
         if let riskRatio = summary.riskRatio {
             canvas.polygon([(x(riskRatio.interval.lower), adjustedY), (x(riskRatio.estimate), adjustedY - 7),
                             (x(riskRatio.interval.upper), adjustedY), (x(riskRatio.estimate), adjustedY + 7)],
-                           fill: "#111", title: summary.headline)
+                           .fill("#111"), title: summary.headline)
             note(riskRatio, adjustedY, bold: true)
         } else {
-            canvas.text(summary.unavailable ?? "not enough data", x: plotLeft + 6, y: adjustedY + 4, size: 10,
-                        fill: ReportPalette.muted)
+            canvas.text(summary.unavailable ?? "not enough data", x: layout.plotLeft + 6, y: adjustedY + 4,
+                        .mutedText(size: 10))
         }
-        let crudeY = adjustedY + rowHeight
-        canvas.text("crude (pooled)", x: labelWidth - 10, y: crudeY + 4, anchor: .end, size: 12, fill: ReportPalette.muted)
+        let crudeY = adjustedY + layout.rowHeight
+        canvas.text("crude (pooled)", x: layout.labelWidth - 10, y: crudeY + 4, anchor: .end, .mutedText(size: 12))
         if let crude = summary.crude {
             canvas.line(x1: x(crude.interval.lower), y1: crudeY, x2: x(crude.interval.upper), y2: crudeY,
-                        stroke: ReportPalette.muted, width: 1.5, dashed: true)
-            canvas.circle(cx: x(crude.estimate), cy: crudeY, r: 4, fill: "#fff", stroke: ReportPalette.muted,
+                        .stroke(ReportPalette.muted, width: 1.5, dashed: true))
+            canvas.circle(cx: x(crude.estimate), cy: crudeY, r: 4, .fill("#fff", stroke: ReportPalette.muted),
                           title: "crude: every category pooled, " + StratifiedMetricSummary.ratio(crude.estimate))
             note(crude, crudeY)
         }
@@ -102,9 +98,9 @@ struct RatioAxis {
 
     var ticks: [Double] { Self.steps.filter { $0 >= lower && $0 <= upper } }
 
-    func position(_ value: Double, left: Double, width: Double) -> Double {
+    func position(_ value: Double, from start: Double, length: Double) -> Double {
         let clamped = min(max(value, lower), upper)
         let span = log(upper) - log(lower)
-        return left + (span > 0 ? (log(clamped) - log(lower)) / span : 0.5) * width
+        return start + (span > 0 ? (log(clamped) - log(lower)) / span : 0.5) * length
     }
 }

@@ -39,19 +39,19 @@ enum ReportFormat {
 
     /// Absolute lift in percentage points: `+14.8 pp [+8.0, +21.4]`.
     static func absoluteLift(_ comparison: MetricComparison) -> String {
-        guard let lift = comparison.absoluteLift else { return missing }
-        var text = signed(lift * 100, 1) + " pp"
-        if let interval = comparison.absoluteInterval {
-            text += " [" + signed(interval.lower * 100, 1) + ", " + signed(interval.upper * 100, 1) + "]"
-        }
-        return text
+        lift(comparison.absoluteLift, comparison.absoluteInterval, unit: " pp")
     }
 
     /// Relative lift: `+92.5% [+37.3, +147.7]`.
     static func relativeLift(_ comparison: MetricComparison) -> String {
-        guard let lift = comparison.relativeLift else { return missing }
-        var text = signed(lift * 100, 1) + "%"
-        if let interval = comparison.relativeInterval {
+        lift(comparison.relativeLift, comparison.relativeInterval, unit: "%")
+    }
+
+    /// A lift times 100 with its unit, then its interval when there is one.
+    private static func lift(_ lift: Double?, _ interval: ConfidenceInterval?, unit: String) -> String {
+        guard let lift else { return missing }
+        var text = signed(lift * 100, 1) + unit
+        if let interval {
             text += " [" + signed(interval.lower * 100, 1) + ", " + signed(interval.upper * 100, 1) + "]"
         }
         return text

@@ -113,12 +113,6 @@ private extension JSONWriter {
         endObject()
     }
 
-    mutating func strings(_ values: [String]) {
-        beginArray()
-        for value in values { string(value) }
-        endArray()
-    }
-
     mutating func group(_ group: ReportGroup, crude: Bool = false) {
         beginObject()
         key("category"); optionalString(group.key.category)
@@ -224,14 +218,6 @@ private extension JSONWriter {
             json.key("risk_difference"); json.double(effect.riskDifference)
             json.key("risk_ratio"); json.double(effect.riskRatio)
         }
-        endObject()
-    }
-
-    /// `{...}` with the members `write` adds, or `null` for nil.
-    mutating func optionalObject<Value>(_ value: Value?, _ write: (inout JSONWriter, Value) -> Void) {
-        guard let value else { return null() }
-        beginObject()
-        write(&self, value)
         endObject()
     }
 

@@ -5,7 +5,7 @@
 /// expanded notification and a reply is one of the actions, and a notification ends opened,
 /// dismissed or neither. So `replied <= actioned <= expanded` and `opened + dismissed <= 1`;
 /// each rate is then exactly the share of displayed notifications with that engagement.
-public struct EngagementRates: Sendable, Hashable, CustomStringConvertible {
+public struct EngagementRates: EngagementStageValues, Sendable, Hashable, CustomStringConvertible {
     public var expanded: Double
     public var actioned: Double
     public var opened: Double
@@ -40,17 +40,8 @@ public struct EngagementRates: Sendable, Hashable, CustomStringConvertible {
                         replied: replied * lift.replied)
     }
 
-    /// The rate of one stage of `FunnelStage.engagements`; 0 for the other stages.
-    public subscript(stage: FunnelStage) -> Double {
-        switch stage {
-        case .expanded: expanded
-        case .actioned: actioned
-        case .opened: opened
-        case .dismissed: dismissed
-        case .replied: replied
-        default: 0
-        }
-    }
+    /// The rate of the stages outside `FunnelStage.engagements`.
+    public static let otherStages = 0.0
 
     public var description: String {
         FunnelStage.engagements.map { "\($0.name)=\(self[$0])" }.joined(separator: " ")
@@ -59,7 +50,7 @@ public struct EngagementRates: Sendable, Hashable, CustomStringConvertible {
 
 /// How much more (or less) often a rich notification gets each engagement than a plain one of the
 /// same category: the rich rate is the plain rate times the factor.
-public struct EngagementLift: Sendable, Hashable {
+public struct EngagementLift: EngagementStageValues, Sendable, Hashable {
     public var expanded: Double
     public var actioned: Double
     public var opened: Double
@@ -78,7 +69,22 @@ public struct EngagementLift: Sendable, Hashable {
     /// Rich and plain engage alike.
     public static let none = EngagementLift()
 
-    /// The factor of one stage of `FunnelStage.engagements`; 1 for the other stages.
+    /// The factor of the stages outside `FunnelStage.engagements`.
+    public static let otherStages = 1.0
+}
+
+/// A value for each stage of `FunnelStage.engagements` (a rate, a lift factor), read by stage.
+public protocol EngagementStageValues {
+    var expanded: Double { get }
+    var actioned: Double { get }
+    var opened: Double { get }
+    var dismissed: Double { get }
+    var replied: Double { get }
+    /// What the stages outside `FunnelStage.engagements` read as.
+    static var otherStages: Double { get }
+}
+
+extension EngagementStageValues {
     public subscript(stage: FunnelStage) -> Double {
         switch stage {
         case .expanded: expanded
@@ -86,7 +92,7 @@ public struct EngagementLift: Sendable, Hashable {
         case .opened: opened
         case .dismissed: dismissed
         case .replied: replied
-        default: 1
+        default: Self.otherStages
         }
     }
 }

@@ -1,0 +1,250 @@
+import EngageCore
+import Postgres
+
+/// Incremental experiment looks (issue 19): an experiment's tallies kept in PostgreSQL between
+/// looks (`sql/migrations/012_experiment_tallies.sql`), brought up to date by folding only the
+/// events appended since the last look.
+///
+/// A fold runs in one READ COMMITTED transaction that holds the experiment's checkpoint row
+/// locked (two schedulers fold one after the other, never the same events twice): it reads the
+/// stored per-device tallies, takes as its bound the oldest transaction still running
+/// (`pg_snapshot_xmin`; every event of an older transaction is committed or never will be), and
+/// reads every event of the experiment's notifications that have an event between the checkpoint
+/// and that bound, the earlier ones included. Each such notification is folded twice, without
+/// and with its new events, and its old observation is replaced by the new one
+/// (`ExperimentTallyState.replace`): a late expansion, or an earlier event with another device or
+/// arm, moves the notification's counts as a replay would. The changed devices, the histograms
+/// and the checkpoint are written in the same transaction, so a fold that fails or dies before its
+/// commit leaves the tallies and the checkpoint as they were.
+///
+/// Re-deriving a touched notification from its events costs a read of the earlier events of
+/// notifications that get new ones, instead of keeping a state row for every notification (one
+/// write per notification, tens of millions of rows, for an experiment of ten million); see
+/// docs/experiments.md, "Incremental looks".
+public struct ExperimentTallyStore: Sendable {
+    public let pool: ConnectionPool
+    public var chunkSize: Int
+
+    public init(pool: ConnectionPool, chunkSize: Int = 5_000) {
+        precondition(chunkSize > 0, "chunk size must be positive")
+        self.pool = pool
+        self.chunkSize = chunkSize
+    }
+
+    /// Folds the events since the last look and returns the tallies as of now: equal to a full
+    /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. `beforeCheckpoint`
+    /// runs after the tallies are written and before the checkpoint is (tests: a failure there).
+    func look(_ definition: ExperimentDefinition,
+              beforeCheckpoint: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
+        let chunkSize = chunkSize
+        return try await pool.withTransaction { connection in
+            try Self.fold(definition, chunkSize: chunkSize, beforeCheckpoint: beforeCheckpoint, on: connection)
+        }
+    }
+
+    /// The app, categories and arms tallies are kept for.
+    static func definitionKey(_ definition: ExperimentDefinition) -> String {
+        [definition.appID, definition.categories.sorted().joined(separator: ","),
+         ExperimentArmIndex(definition).names.joined(separator: ",")].joined(separator: "\n")
+    }
+
+    private struct Checkpoint {
+        var foldedBelow: UInt64 = 0
+        var events = 0, notifications = 0, undecodable = 0
+    }
+
+    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, beforeCheckpoint: () throws -> Void,
+                     on connection: Connection) throws -> ExperimentReplay {
+        var (checkpoint, state) = try load(definition, on: connection)
+        let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
+        var replay = ExperimentReplay(definition: definition)
+        replay.ranges = 1
+        if bound > checkpoint.foldedBelow {
+            let (events, undecodable) = try foldNew(definition, from: checkpoint.foldedBelow, below: bound,
+                                                    chunkSize: chunkSize, into: &state, on: connection)
+            checkpoint.events += events
+            checkpoint.undecodable += undecodable
+            checkpoint.foldedBelow = bound
+            try store(definition, state, on: connection)
+            try beforeCheckpoint()
+            try connection.execute("""
+                UPDATE experiment_tally_checkpoints
+                SET folded_below = \(String(bound))::xid8, events = \(checkpoint.events),
+                    notifications = \(state.notifications), undecodable = \(checkpoint.undecodable),
+                    other_experiment = \(state.otherExperiment), unknown_arm = \(state.unknownArm),
+                    outside_categories = \(state.outsideCategories), folded_at = now()
+                WHERE experiment_id = \(definition.id)
+                """)
+        }
+        replay.tallies = ExperimentTallies(definition: definition, restoring: state)
+        replay.events = checkpoint.events
+        replay.notifications = state.notifications
+        replay.undecodable = checkpoint.undecodable
+        return replay
+    }
+
+    /// Locks the experiment's checkpoint (made empty on its first look, or when the definition
+    /// changed what the tallies count) and reads its tallies.
+    private static func load(_ definition: ExperimentDefinition,
+                             on connection: Connection) throws -> (Checkpoint, ExperimentTallyState) {
+        let key = definitionKey(definition)
+        try connection.execute("""
+            INSERT INTO experiment_tally_checkpoints (experiment_id, definition_key, folded_below, events, notifications,
+                                                      undecodable, other_experiment, unknown_arm, outside_categories)
+            VALUES (\(definition.id), \(key), '0', 0, 0, 0, 0, 0, 0)
+            ON CONFLICT (experiment_id) DO NOTHING
+            """)
+        let row = try connection.query("""
+            SELECT definition_key, folded_below, events, notifications, undecodable, other_experiment, unknown_arm,
+                   outside_categories
+            FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id) FOR UPDATE
+            """)[0]
+        var state = ExperimentTallyState(definition: definition)
+        guard try row.decode(0, as: String.self) == key else {
+            try connection.execute("DELETE FROM experiment_device_tallies WHERE experiment_id = \(definition.id)")
+            try connection.execute("DELETE FROM experiment_tally_histograms WHERE experiment_id = \(definition.id)")
+            try connection.execute("""
+                UPDATE experiment_tally_checkpoints
+                SET definition_key = \(key), folded_below = '0', events = 0, notifications = 0, undecodable = 0,
+                    other_experiment = 0, unknown_arm = 0, outside_categories = 0
+                WHERE experiment_id = \(definition.id)
+                """)
+            return (Checkpoint(), state)
+        }
+        let checkpoint = Checkpoint(foldedBelow: try row.decode(1), events: try row.decode(2),
+                                    notifications: try row.decode(3), undecodable: try row.decode(4))
+        state.notifications = checkpoint.notifications
+        state.otherExperiment = try row.decode(5)
+        state.unknownArm = try row.decode(6)
+        state.outsideCategories = try row.decode(7)
+        try connection.execute("""
+            DECLARE experiment_tallies NO SCROLL CURSOR FOR
+            SELECT tally, device_id, counts FROM experiment_device_tallies WHERE experiment_id = \(definition.id)
+            """)
+        try connection.repeatUntilEmpty(SQL(unsafeSQL: "FETCH FORWARD 20000 FROM experiment_tallies")) { rows in
+            for index in 0..<rows.rowCount {
+                let row = rows[index]
+                guard let tally = ExperimentTallyState.Key(code: try row.decode(0)) else {
+                    throw PostgresError(kind: .decoding, message: "experiment_device_tallies: unknown tally")
+                }
+                state.load(tally, device: try row.decode(1), counts: try counts(row.decode(2)))
+            }
+        }
+        try connection.execute("CLOSE experiment_tallies")
+        for row in try connection.query("""
+            SELECT tally, counts FROM experiment_tally_histograms WHERE experiment_id = \(definition.id)
+            """).rows {
+            guard let tally = ExperimentTallyState.Key(code: try row.decode(0)) else {
+                throw PostgresError(kind: .decoding, message: "experiment_tally_histograms: unknown tally")
+            }
+            state.load(tally, processingCounts: try row.decode(1))
+        }
+        return (checkpoint, state)
+    }
+
+    /// Stored counts by stage raw value.
+    private static func counts(_ stored: [Int64]) throws -> FunnelCounts {
+        let stages = FunnelStage.allCases
+        guard stored.count == stages.count else {
+            throw PostgresError(kind: .decoding, message: "experiment_device_tallies: \(stored.count) counts for \(stages.count) stages")
+        }
+        var counts = FunnelCounts()
+        for (stage, count) in zip(stages, stored) { counts[stage] = Int(count) }
+        return counts
+    }
+
+    /// Folds the notifications with events in `[from, below)` (transaction ids): every event of
+    /// theirs below `below`, the ones before `from` making the observation already tallied.
+    /// Returns the new events read and how many of them were undecodable.
+    private static func foldNew(_ definition: ExperimentDefinition, from: UInt64, below: UInt64, chunkSize: Int,
+                                into state: inout ExperimentTallyState,
+                                on connection: Connection) throws -> (events: Int, undecodable: Int) {
+        var sql: SQL = """
+            DECLARE experiment_look NO SCROLL CURSOR FOR
+            SELECT \(unsafeSQL: ExperimentReplay.columns), transaction_id >= \(String(from))::xid8
+            FROM events
+            WHERE app_id = \(definition.appID) AND experiment_id = \(definition.id)
+              AND transaction_id < \(String(below))::xid8
+            """
+        if from > 0 {
+            // The notifications with new events; the log-order index finds the new events.
+            sql.append("""
+                 AND notification_id IN (
+                    SELECT notification_id FROM events
+                    WHERE transaction_id >= \(String(from))::xid8 AND transaction_id < \(String(below))::xid8
+                      AND app_id = \(definition.appID) AND experiment_id = \(definition.id))
+                """)
+        }
+        sql.append(" ORDER BY app_id, experiment_id, notification_id")
+        try connection.execute(sql)
+        let reader = ReplayRowReader(arms: ExperimentArmIndex(definition))
+        var events = 0, undecodable = 0
+        // The notification's fold without its new events (what is tallied) and with them.
+        var tallied = ExperimentObservation.Fold(), current = ExperimentObservation.Fold()
+        var first: PostgresRow?
+        try connection.repeatUntilEmpty(SQL(unsafeSQL: "FETCH FORWARD \(chunkSize) FROM experiment_look")) { rows in
+            for index in 0..<rows.rowCount {
+                let row = rows[index]
+                if first.map({ !row.cell(1).hasSameBytes(as: $0.cell(1)) }) ?? true {
+                    state.replace(tallied.observation, with: current.observation)
+                    tallied = ExperimentObservation.Fold()
+                    current = ExperimentObservation.Fold()
+                    first = row
+                }
+                let isNew = try row.cell(9).bool()
+                if isNew { events += 1 }
+                guard let facts = try reader.facts(row) else {
+                    if isNew { undecodable += 1 }
+                    continue
+                }
+                let origin = { (try row.decode(7, as: String.self), try row.decode(8, as: String.self)) }
+                if !isNew { try tallied.apply(facts, origin: origin) }
+                try current.apply(facts, origin: origin)
+            }
+        }
+        state.replace(tallied.observation, with: current.observation)
+        try connection.execute("CLOSE experiment_look")
+        return (events, undecodable)
+    }
+
+    /// Writes the devices and histograms the fold changed.
+    private static func store(_ definition: ExperimentDefinition, _ state: ExperimentTallyState,
+                              on connection: Connection) throws {
+        var keptTallies: [Int] = [], keptDevices: [String] = [], keptCounts: [String] = []
+        var goneTallies: [Int] = [], goneDevices: [String] = []
+        let stages = FunnelStage.allCases
+        for changed in state.changedDevices {
+            if let counts = state.devices[changed.tally]?[changed.deviceID] {
+                keptTallies.append(changed.tally.code)
+                keptDevices.append(changed.deviceID)
+                keptCounts.append("{" + stages.map { String(counts[$0]) }.joined(separator: ",") + "}")
+            } else {
+                goneTallies.append(changed.tally.code)
+                goneDevices.append(changed.deviceID)
+            }
+        }
+        if !goneDevices.isEmpty {
+            try connection.execute("""
+                DELETE FROM experiment_device_tallies
+                WHERE experiment_id = \(definition.id)
+                  AND (tally, device_id) IN (SELECT t::int2, d FROM unnest(\(goneTallies)::int8[], \(goneDevices)::text[]) AS u(t, d))
+                """)
+        }
+        if !keptDevices.isEmpty {
+            try connection.execute("""
+                INSERT INTO experiment_device_tallies (experiment_id, tally, device_id, counts)
+                SELECT \(definition.id), t::int2, d, c::int8[]
+                FROM unnest(\(keptTallies)::int8[], \(keptDevices)::text[], \(keptCounts)::text[]) AS u(t, d, c)
+                ON CONFLICT (experiment_id, tally, device_id) DO UPDATE SET counts = EXCLUDED.counts
+                """)
+        }
+        for tally in state.changedHistograms {
+            let counts = state.processing[tally] ?? []
+            try connection.execute("""
+                INSERT INTO experiment_tally_histograms (experiment_id, tally, counts)
+                VALUES (\(definition.id), \(tally.code)::int2, \(counts)::int8[])
+                ON CONFLICT (experiment_id, tally) DO UPDATE SET counts = EXCLUDED.counts
+                """)
+        }
+    }
+}

@@ -1,0 +1,190 @@
+import EngageCore
+import EventStore
+@testable import Experiments
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("Incremental experiment looks")
+struct IncrementalLookTests {
+    /// The tallies kept between looks equal a full replay of the log at every look: after new
+    /// notifications, after late events for notifications already tallied (an expansion or an open
+    /// after the display, an earlier event that moves the notification to another device and arm,
+    /// an earlier rich display, an earlier delivery with another processing time, an undecodable
+    /// row), and after a fold that failed between writing the tallies and the checkpoint.
+    @Test(.timeLimit(.minutes(3)))
+    func everyLookEqualsTheFullReplayEvenWhenLateEventsChangeTalliedNotifications() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let definition = try await ExperimentRunnerTests.loggedExperiment(pool)
+        let store = ExperimentTallyStore(pool: pool, chunkSize: 500)
+        let runner = ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1)
+        func expectReplayed(_ look: ExperimentReplay, _ label: String) async throws {
+            let replay = try await runner.replay(definition)
+            #expect(look.tallies == replay.tallies, "\(label): tallies")
+            #expect(look.events == replay.events, "\(label): \(look.events) events against \(replay.events)")
+            #expect(look.notifications == replay.notifications, "\(label): notifications")
+            #expect(look.undecodable == replay.undecodable, "\(label): undecodable")
+        }
+        func execute(_ sql: SQL) async throws {
+            _ = try await pool.withConnection { connection in try connection.execute(sql) }
+        }
+        let first = try await store.look(definition)
+        try await expectReplayed(first, "first look")
+        #expect(first.notifications > 2_900 && first.tallies.unknownArm == 1 && first.undecodable == 1)
+        let again = try await store.look(definition)
+        #expect(again.tallies == first.tallies && again.events == first.events)
+
+        // New notifications (copies of 200 under other ids), and late events for tallied ones.
+        let id = definition.id
+        try await execute("""
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                                experiment_id, experiment_arm, payload)
+            SELECT gen_random_uuid(), app_id, 'copy-' || notification_id, type, category, device_id,
+                   occurred_at + interval '1 day', experiment_id, experiment_arm, payload
+            FROM events
+            WHERE experiment_id = \(id) AND notification_id IN (
+                SELECT DISTINCT notification_id FROM events WHERE experiment_id = \(id) ORDER BY 1 LIMIT 200)
+            """)
+        try await Self.appendLateEvents(id, execute)
+        let second = try await store.look(definition)
+        try await expectReplayed(second, "after late events")
+        #expect(second.notifications == first.notifications + 200)
+        #expect(second.undecodable > first.undecodable)
+        #expect(second.tallies != first.tallies)
+
+        // A fold that fails before its checkpoint leaves tallies and checkpoint as they were.
+        try await execute("""
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                                experiment_id, experiment_arm, payload)
+            SELECT gen_random_uuid(), 'demo', notification_id, 'expanded', min(category), min(device_id),
+                   max(occurred_at) + interval '2 minutes', \(id), min(experiment_arm), '{}'
+            FROM events WHERE experiment_id = \(id) AND notification_id LIKE '%1'
+            GROUP BY notification_id
+            """)
+        let before = try await Self.storedRows(id, pool)
+        struct Crash: Error {}
+        await #expect(throws: Crash.self) { _ = try await store.look(definition) { throw Crash() } }
+        #expect(try await Self.storedRows(id, pool) == before)
+        let third = try await store.look(definition)
+        try await expectReplayed(third, "after a failed fold")
+        #expect(try await Self.storedRows(id, pool) != before)
+
+        // The look's analysis is the replay's.
+        let now = Fixtures.time("2026-03-03T00:00:00Z")
+        let looked = try await runner.look(definition, previousRuns: 2, now: now)
+        let replayed = try await runner.analyse(definition, previousRuns: 2, now: now)
+        #expect(looked.result == replayed.result)
+        #expect(looked.tallies == replayed.tallies)
+
+        // Another definition of the experiment (a category filter) refolds from the start.
+        var filtered = definition
+        filtered.categories = ["new_photo"]
+        let refolded = try await store.look(filtered)
+        #expect(refolded.tallies == (try await runner.replay(filtered)).tallies)
+        await pool.close()
+    }
+
+    /// Late events for notifications of the experiment already tallied, chosen by their ids.
+    static func appendLateEvents(_ id: String, _ execute: (SQL) async throws -> Void) async throws {
+        let columns = """
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
+                                experiment_id, experiment_arm, payload)
+            """
+        // An expansion and an open after the display.
+        try await execute("""
+            \(unsafeSQL: columns)
+            SELECT gen_random_uuid(), 'demo', notification_id, kind, min(category), min(device_id),
+                   max(occurred_at) + interval '1 minute', \(id), min(experiment_arm), body::jsonb
+            FROM events,
+                 (VALUES ('expanded', '{}'), ('action', '{"action_id": "com.apple.UNNotificationDefaultActionIdentifier"}'))
+                     AS late(kind, body)
+            WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%' AND notification_id LIKE '%3'
+            GROUP BY notification_id, kind, body
+            """)
+        // An event before all others, from another device and with the other arm: the notification
+        // moves to that device and arm.
+        try await execute("""
+            \(unsafeSQL: columns)
+            SELECT gen_random_uuid(), 'demo', notification_id, 'sent', min(category), 'moved-' || notification_id,
+                   min(occurred_at) - interval '1 minute', \(id),
+                   CASE min(experiment_arm) WHEN 'control' THEN 'treatment' ELSE 'control' END, '{}'
+            FROM events
+            WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%' AND notification_id LIKE '%7'
+            GROUP BY notification_id
+            """)
+        // A rich display and a delivery before the earlier ones: presentation and processing time change.
+        try await execute("""
+            \(unsafeSQL: columns)
+            SELECT gen_random_uuid(), 'demo', notification_id, kind, min(category), min(device_id),
+                   min(occurred_at) - interval '30 seconds', \(id), min(experiment_arm), body::jsonb
+            FROM events,
+                 (VALUES ('displayed', '{"presentation": "rich"}'), ('delivered', '{"processing_ms": 4321}'))
+                     AS late(kind, body)
+            WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%' AND notification_id LIKE '%5'
+            GROUP BY notification_id, kind, body
+            """)
+        // A row no client could send, for a tallied notification.
+        try await execute("""
+            \(unsafeSQL: columns)
+            SELECT gen_random_uuid(), 'demo', min(notification_id), 'bogus', 'new_photo', 'device-1', now(), \(id),
+                   'control', '{}'
+            FROM events WHERE experiment_id = \(id) AND notification_id LIKE 'sim-%'
+            """)
+    }
+
+    /// The stored tallies and checkpoint of experiment `id`, as text.
+    static func storedRows(_ id: String, _ pool: ConnectionPool) async throws -> [String] {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT format('%s %s %s %s', folded_below, events, notifications, undecodable)
+                FROM experiment_tally_checkpoints WHERE experiment_id = \(id)
+                UNION ALL
+                (SELECT format('%s %s %s', tally, device_id, counts) FROM experiment_device_tallies
+                 WHERE experiment_id = \(id) ORDER BY tally, device_id)
+                UNION ALL
+                (SELECT format('%s %s', tally, counts) FROM experiment_tally_histograms
+                 WHERE experiment_id = \(id) ORDER BY tally)
+                """).rows.map { try $0.decode(0) }
+        }
+    }
+}
+
+@Suite("Scheduled incremental looks")
+struct ScheduledIncrementalLookTests {
+    /// Schedulers with `incrementalLooks` keep the experiment's tallies: after every due run the
+    /// stored tallies hold what a replay of the log finds, however the runs fell to the two.
+    @Test(.timeLimit(.minutes(3)))
+    func schedulersWithIncrementalLooksKeepTheTalliesAReplayFinds() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: database, size: 2)
+        var definition = try await ExperimentRunnerTests.loggedExperiment(pool)
+        definition.schedule = try CronSchedule("* * * * *")
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let store = ExperimentStore(pool: pool)
+        _ = try await store.create(definition)
+        definition = try await store.start(definition.id, now: start).definition
+        let clock = ManualTime(wallClock: start)
+        let schedulers = ["scheduler-a", "scheduler-b"].map { owner in
+            Fixtures.scheduler(database, clock: clock, owner: owner) { $0.incrementalLooks = true }
+        }
+        let runner = ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1)
+        for tick in 1...3 {
+            clock.advance(seconds: 60)
+            async let byA = schedulers[0].tick()
+            async let byB = schedulers[1].tick()
+            #expect(try await byA + byB == 1)
+            let replay = try await runner.replay(definition)
+            // What the scheduler's look folded, then the tallies it left.
+            #expect(try await Fixtures.count(pool, """
+                SELECT notifications FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)
+                """) == replay.notifications, "tick \(tick)")
+            let kept = try await ExperimentTallyStore(pool: pool).look(definition)
+            #expect(kept.tallies == replay.tallies && kept.notifications == replay.notifications, "tick \(tick)")
+            try await IncrementalLookTests.appendLateEvents(definition.id) { sql in
+                _ = try await pool.withConnection { connection in try connection.execute(sql) }
+            }
+        }
+        for scheduler in schedulers { await scheduler.pool.close() }
+        await pool.close()
+    }
+}

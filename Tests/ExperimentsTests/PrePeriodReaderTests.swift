@@ -1,0 +1,108 @@
+import EngageCore
+import EventStore
+@testable import Experiments
+import Postgres
+import Testing
+import TestSupport
+
+@Suite("CUPED's pre-period read")
+struct PrePeriodReaderTests {
+    /// The covariates the query sums equal those of folding every notification of the window in
+    /// event order, including notifications whose events disagree on the device, the category or
+    /// the presentation (which the query folds by the sorting path) and events out of order or
+    /// repeated (which the simulator sends).
+    @Test func theCovariatesEqualTheFoldOfEveryNotificationInTheWindow() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let start = Fixtures.time("2026-03-01T00:00:00Z")
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = 2_000
+        scenario.deviceCount = 200
+        scenario.experiment = nil
+        var history = try TrafficSimulator(scenario: scenario, seed: 11, start: start.adding(microseconds: -3 * 86_400_000_000),
+                                           options: SimulationOptions(outOfOrderFraction: 0.2, duplicateFraction: 0.1))
+        let store = EventStore(pool: pool)
+        while let batch = history.next(batchSize: 2_000) {
+            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
+        }
+        // Disagreeing notifications: the first event in event order is never the least value.
+        // d-1's first event is on device-z (later: device-a); d-2's first is category zz_first
+        // (later: new_photo); d-3's first display is rich (later: plain); d-4 is like d-1 but
+        // each event is opened or displayed so that every stage column is exercised.
+        _ = try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
+                VALUES
+                  (gen_random_uuid(), 'demo', 'd-1', 'sent', 'new_photo', 'device-z', \(start.adding(microseconds: -9_000_000).postgres), '{}'),
+                  (gen_random_uuid(), 'demo', 'd-1', 'displayed', 'new_photo', 'device-a', \(start.adding(microseconds: -8_000_000).postgres), '{"presentation": "rich"}'),
+                  (gen_random_uuid(), 'demo', 'd-2', 'displayed', 'zz_first', 'device-b', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "plain"}'),
+                  (gen_random_uuid(), 'demo', 'd-2', 'expanded', 'new_photo', 'device-b', \(start.adding(microseconds: -8_000_000).postgres), '{}'),
+                  (gen_random_uuid(), 'demo', 'd-3', 'delivered', 'new_photo', 'device-c', \(start.adding(microseconds: -9_000_000).postgres), '{"processing_ms": 5}'),
+                  (gen_random_uuid(), 'demo', 'd-3', 'displayed', 'new_photo', 'device-c', \(start.adding(microseconds: -8_000_000).postgres), '{"presentation": "rich"}'),
+                  (gen_random_uuid(), 'demo', 'd-3', 'displayed', 'new_photo', 'device-c', \(start.adding(microseconds: -7_000_000).postgres), '{"presentation": "plain"}'),
+                  (gen_random_uuid(), 'demo', 'd-4', 'displayed', 'new_photo', 'device-z', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "plain"}'),
+                  (gen_random_uuid(), 'demo', 'd-4', 'action', 'new_photo', 'device-a', \(start.adding(microseconds: -8_000_000).postgres), \(#"{"action_id": "reply", "text_input_length": 3}"#)::jsonb),
+                  (gen_random_uuid(), 'demo', 'd-4', 'action', 'new_photo', 'device-a', \(start.adding(microseconds: -7_000_000).postgres), \(#"{"action_id": "com.apple.UNNotificationDefaultActionIdentifier"}"#)::jsonb)
+                """)
+        }
+        let arm = ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true)
+        for categories in [[String](), ["new_photo"]] {
+            let definition = ExperimentDefinition(
+                id: "pre", appID: "demo", categories: categories,
+                arms: [arm, ExperimentArmDefinition(name: "thumbnail", strategy: .thumbnail, weight: 0.5)],
+                primaryMetric: .open, startAt: start)
+            let covariates = try await pool.withConnection { connection in
+                try #require(try PrePeriodReader.read(definition, on: connection))
+            }
+            let expected = try await Self.foldedWindow(definition, covariates, pool)
+            #expect(covariates == expected, "categories \(categories): \(covariates.devices) against \(expected.devices) devices")
+            #expect(covariates.devices > 150)
+            // d-1 and d-4 count on device-z, their first event's device.
+            #expect(covariates.trials(device: "device-z", .open) == (1, 2))
+            #expect(covariates.trials(device: "device-a", .open) == (0, 0))
+            #expect(covariates.trials(device: "device-c", .richDisplay).successes == 1) // d-3 was rich first
+        }
+        await pool.close()
+    }
+
+    /// Every notification of the window folded by `ExperimentObservation.Fold` (which equals
+    /// `NotificationState`'s fold, ExperimentObservationTests) from each event's columns and payload
+    /// fields, its device, category and stages summed as the covariates sum them.
+    static func foldedWindow(_ definition: ExperimentDefinition, _ window: ExperimentCovariates,
+                             _ pool: ConnectionPool) async throws -> ExperimentCovariates {
+        let rows = try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT event_id, notification_id, type, category, device_id, occurred_at,
+                       payload ->> 'presentation', payload ->> 'action_id', payload ? 'text_input_length'
+                FROM events
+                WHERE app_id = \(definition.appID) AND occurred_at >= \(window.from.postgres) AND occurred_at < \(window.to.postgres)
+                """)
+        }
+        var folds: [String: ExperimentObservation.Fold] = [:]
+        for row in rows.rows {
+            let kind: ExperimentEventFacts.Kind
+            switch try row.decode(2, as: String.self) {
+            case "sent": kind = .sent
+            case "delivered": kind = .delivered(processingMS: 0)
+            case "displayed": kind = .displayed(try #require(Presentation(rawValue: try row.decode(6))))
+            case "expanded": kind = .expanded
+            case "action":
+                let action: String = try row.decode(7)
+                kind = .action(action == ActionDetails.openIdentifier ? .open : action == ActionDetails.dismissIdentifier ? .dismiss : .custom,
+                               replied: try row.decode(8))
+            default: continue
+            }
+            let facts = ExperimentEventFacts(eventID: try #require(EventID(bytes: try row.cell(0).uuidBytes())),
+                                             occurredAt: Timestamp(microsecondsSinceEpoch: try row.cell(5).unixMicroseconds()),
+                                             arm: nil, kind: kind)
+            let origin: (String, String) = (try row.decode(3), try row.decode(4))
+            folds[try row.decode(1), default: ExperimentObservation.Fold()].apply(facts) { origin }
+        }
+        var covariates = ExperimentCovariates(days: window.days, before: window.to)
+        for fold in folds.values {
+            guard let observation = fold.observation,
+                  definition.categories.isEmpty || definition.categories.contains(observation.category) else { continue }
+            covariates.add(device: observation.deviceID, reached: observation.stages)
+        }
+        return covariates
+    }
+}
