@@ -26,18 +26,21 @@ enum ReportCoverageBenchmark {
         let results = study.run(datasets: arguments[datasets], seed: UInt64(arguments[seed]))
         print("datasets \(arguments[datasets]), devices \(study.devices), notifications per device \(study.notificationsPerDevice), "
             + "spread \(study.propensity.spread) [\(String(format: "%.1f", stopwatch.elapsed.seconds)) s]")
-        print("metric      deff  | device: diff   ratio  adj.diff adj.ratio | naive: diff   ratio  adj.diff adj.ratio")
+        print("metric      deff  | device: diff   ratio  adj.diff adj.ratio | categories apart: adj.diff adj.ratio "
+            + "| naive: diff   ratio  adj.diff adj.ratio")
         var covered = true
         func percent(_ coverage: ReportCoverageStudy.Coverage) -> String {
             coverage.intervals == 0 ? "     —" : String(format: "%5.1f%%", 100 * coverage.rate)
         }
         for result in results {
             let device = [result.deviceDifference, result.deviceRatio, result.deviceAdjustedDifference, result.deviceAdjustedRatio]
+            let apart = [result.separateAdjustedDifference, result.separateAdjustedRatio]
             let naive = [result.naiveDifference, result.naiveRatio, result.naiveAdjustedDifference, result.naiveAdjustedRatio]
             covered = covered && device.allSatisfy { $0.intervals == 0 || $0.rate >= 0.93 }
             print(result.metric.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0)
                 + String(format: " %5.2f |        ", result.meanDesignEffect)
-                + device.map(percent).joined(separator: "  ") + " |        " + naive.map(percent).joined(separator: "  "))
+                + device.map(percent).joined(separator: "  ") + " |                    " + apart.map(percent).joined(separator: "  ")
+                + " |        " + naive.map(percent).joined(separator: "  "))
         }
         print("intervals per cell: \(results.first?.deviceDifference.intervals ?? 0) category rows, "
             + "\(results.first?.deviceAdjustedDifference.intervals ?? 0) adjusted figures")

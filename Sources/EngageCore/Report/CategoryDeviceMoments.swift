@@ -7,8 +7,8 @@
 /// holds: a person's propensity to engage persists from day to day, so a device's days are not
 /// independent. Devices of different apps are different clusters, so the moments of an app's
 /// category add across apps (`merged`). A device with notifications in several categories is a
-/// cluster per category here: the stratified summary's covariance between categories is left out
-/// (docs/report.md, "Intervals").
+/// cluster per category here; the adjusted answer counts it once across categories with
+/// `CategoryPairDeviceMoments` when they are given (docs/report.md, "The device as the unit").
 public struct CategoryDeviceMoments: Sendable, Hashable {
     public var appID: String
     public var category: String
@@ -147,6 +147,9 @@ public struct DeviceMomentFold: Sendable {
             CategoryDeviceMoments(appID: key.appID, category: key.category, devices: byCategory[key]!.map(\.value))
         }
     }
+
+    /// The cross moments of every two categories of each app, ordered by app then categories.
+    public var pairMoments: [CategoryPairDeviceMoments] { CategoryPairDeviceMoments.pairs(of: devices) }
 
     private struct CategoryKey: Hashable {
         var appID: String

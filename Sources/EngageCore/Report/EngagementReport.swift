@@ -80,9 +80,12 @@ public struct EngagementReport: Sendable, Hashable {
     /// any action through the rows' `actioned` count). `devices` are the read model's device
     /// moments per app and category (over all days and attachment kinds): with them, and no day
     /// or attachment-kind filter, the categories' comparisons and the adjusted answer take the
-    /// device as the unit (`InferenceUnit`).
+    /// device as the unit (`InferenceUnit`). `devicePairs` are the cross moments of two
+    /// categories' devices: with them the adjusted answer's variance counts a device once across
+    /// categories; without them each category's devices are taken as distinct.
     public static func build(engagement: [EngagementRow], actions: [ActionCountRow] = [],
                              telemetry: [TelemetryRow] = [], devices: [CategoryDeviceMoments] = [],
+                             devicePairs: [CategoryPairDeviceMoments] = [],
                              grouping: ReportGrouping = .category,
                              filters: ReportFilters = ReportFilters(), generatedAt: Timestamp) -> EngagementReport {
         let engagement = engagement.filter {
@@ -121,13 +124,19 @@ public struct EngagementReport: Sendable, Hashable {
         // Device moments cover every day and attachment kind of a category: they describe a
         // category's counts only when neither is filtered.
         let clusters: [String: CategoryDeviceMoments]
+        let clusterPairs: [CategoryPairDeviceMoments]
         if filters.from == nil && filters.through == nil && filters.attachmentKinds.isEmpty {
             let admitted = devices.filter { filters.appIDs.isEmpty || filters.appIDs.contains($0.appID) }
             clusters = Dictionary(grouping: admitted, by: \.category).mapValues { parts in
                 CategoryDeviceMoments.merged(parts, category: parts[0].category)
             }
+            let admittedPairs = devicePairs.filter { filters.appIDs.isEmpty || filters.appIDs.contains($0.appID) }
+            clusterPairs = Dictionary(grouping: admittedPairs) { [$0.first, $0.second] }
+                .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+                .compactMap { CategoryPairDeviceMoments.merged($0.value) }
         } else {
             clusters = [:]
+            clusterPairs = []
         }
         let groups = accumulators.keys.sorted().map { key in
             let devices = key.attachmentKind == nil && key.day == nil ? key.category.flatMap { clusters[$0] } : nil
@@ -139,7 +148,7 @@ public struct EngagementReport: Sendable, Hashable {
              devices: clusters[category])
         }
         let stratified = total.metrics.map { comparison in
-            StratifiedMetricSummary(metric: comparison.metric, strata: strata, crude: comparison,
+            StratifiedMetricSummary(metric: comparison.metric, strata: strata, pairs: clusterPairs, crude: comparison,
                                     confidence: Self.confidence)
         }
 

@@ -58,16 +58,17 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     }
 
     /// `strata` are the categories' rich and plain counts and device moments (nil: none kept);
-    /// `crude` the total's comparison.
+    /// `pairs` the cross moments of two categories' devices (none: each category's devices taken
+    /// as distinct); `crude` the total's comparison.
     init(metric: ReportMetric,
          strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
-         crude: MetricComparison?, confidence: Double) {
+         pairs: [CategoryPairDeviceMoments] = [], crude: MetricComparison?, confidence: Double) {
         self.metric = metric
         let stratified = StratifiedComparison(strata: strata.map { stratum in
             Stratum(name: stratum.name,
                     variant: Self.proportion(metric, stratum.rich), control: Self.proportion(metric, stratum.plain))
         })
-        let clustered = Self.clustered(metric, strata)
+        let clustered = Self.clustered(metric, strata, pairs)
         let included = Set(stratified.included.map(\.name))
         categories = strata.filter { included.contains($0.name) }.map { stratum in
             let comparison = MetricComparison(metric: metric, rich: stratum.rich, plain: stratum.plain,
@@ -160,7 +161,8 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     /// counts; nil otherwise (then notifications are the unit of every figure).
     private static func clustered(
         _ metric: ReportMetric,
-        _ strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)]
+        _ strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
+        _ pairs: [CategoryPairDeviceMoments]
     ) -> ClusteredStratifiedComparison? {
         var clustered: [ClusteredStratum] = []
         var shared: [SharedDeviceMoments] = []
@@ -173,6 +175,13 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
                 shared.append(SharedDeviceMoments(first: BucketReference(stratum: stratum.name, arm: .variant),
                                                   second: BucketReference(stratum: stratum.name, arm: .control),
                                                   moments: moments))
+            }
+        }
+        // A device in two categories is one cluster: its contributions to both covary.
+        if case .engagement(let engagement) = metric {
+            let names = Set(strata.map(\.name))
+            for pair in pairs where names.contains(pair.first) && names.contains(pair.second) && pair.first != pair.second {
+                if let cross = pair.cross[engagement] { shared += cross.shared(first: pair.first, second: pair.second) }
             }
         }
         return clustered.isEmpty ? nil : try? ClusteredStratifiedComparison(strata: clustered, sharedDevices: shared)

@@ -1,8 +1,9 @@
 /// How often the report's 95% intervals cover the truth when devices differ persistently in how
 /// readily they engage (issue 16 point 4): many simulated datasets, each folded in memory into
 /// the read model's per-category counts and device moments (`DeviceMomentFold`'s
-/// `CategoryDeviceMoments`), reported once with the device as the unit and once with
-/// notifications as the unit (today's naive intervals), and each interval checked against the
+/// `CategoryDeviceMoments`, and the categories' `CategoryPairDeviceMoments`), reported with the
+/// device as the unit (with and without the pairs) and with notifications as the unit (the
+/// naive intervals), and each interval checked against the
 /// simulator's true difference and ratio.
 ///
 /// A dataset: `devices` devices, each with a propensity drawn once (`DevicePropensity`), a
@@ -53,13 +54,17 @@ public struct ReportCoverageStudy: Sendable {
     }
 
     /// One metric's coverage: the categories' rows (difference and ratio) and the adjusted
-    /// figures (Mantel-Haenszel risk difference and ratio), with each unit; and the mean design
-    /// effect of the categories' differences.
+    /// figures (Mantel-Haenszel risk difference and ratio), with each unit (and for the device,
+    /// with and without the cross moments of categories); and the mean design effect of the
+    /// categories' differences.
     public struct MetricCoverage: Sendable, Hashable {
         public var metric: EngagementMetric
         public var deviceDifference = Coverage(), deviceRatio = Coverage()
         public var naiveDifference = Coverage(), naiveRatio = Coverage()
+        /// Each device counted once across categories (with the categories' pair moments).
         public var deviceAdjustedDifference = Coverage(), deviceAdjustedRatio = Coverage()
+        /// Each category's devices taken as distinct (without pair moments).
+        public var separateAdjustedDifference = Coverage(), separateAdjustedRatio = Coverage()
         public var naiveAdjustedDifference = Coverage(), naiveAdjustedRatio = Coverage()
         public var designEffectSum = 0.0
         public var designEffects = 0
@@ -72,8 +77,10 @@ public struct ReportCoverageStudy: Sendable {
         var results = EngagementMetric.reported.map { MetricCoverage(metric: $0) }
         let truth = truths()
         for dataset in 0..<datasets {
-            let (rows, moments) = simulate(seed: seed, dataset: UInt64(dataset))
-            let clustered = EngagementReport.build(engagement: rows, devices: moments, generatedAt: Timestamp(microsecondsSinceEpoch: 0))
+            let (rows, moments, pairs) = simulate(seed: seed, dataset: UInt64(dataset))
+            let clustered = EngagementReport.build(engagement: rows, devices: moments, devicePairs: pairs,
+                                                   generatedAt: Timestamp(microsecondsSinceEpoch: 0))
+            let separate = EngagementReport.build(engagement: rows, devices: moments, generatedAt: Timestamp(microsecondsSinceEpoch: 0))
             let naive = EngagementReport.build(engagement: rows, generatedAt: Timestamp(microsecondsSinceEpoch: 0))
             for (index, metric) in EngagementMetric.reported.enumerated() {
                 for category in categories where truth.categories[category.name]![metric] != nil {
@@ -92,9 +99,13 @@ public struct ReportCoverageStudy: Sendable {
                 if let (difference, ratio) = truth.adjusted[metric] {
                     let device = clustered.stratified.first { $0.metric == .engagement(metric) }
                     let plain = naive.stratified.first { $0.metric == .engagement(metric) }
+                    let apart = separate.stratified.first { $0.metric == .engagement(metric) }
                     results[index].deviceAdjustedDifference.record(device?.unit == .device ? device?.riskDifference?.interval : nil,
                                                                    truth: difference)
                     results[index].deviceAdjustedRatio.record(device?.unit == .device ? device?.riskRatio?.interval : nil, truth: ratio)
+                    results[index].separateAdjustedDifference.record(apart?.unit == .device ? apart?.riskDifference?.interval : nil,
+                                                                     truth: difference)
+                    results[index].separateAdjustedRatio.record(apart?.unit == .device ? apart?.riskRatio?.interval : nil, truth: ratio)
                     results[index].naiveAdjustedDifference.record(plain?.riskDifference?.interval, truth: difference)
                     results[index].naiveAdjustedRatio.record(plain?.riskRatio?.interval, truth: ratio)
                 }
@@ -103,12 +114,15 @@ public struct ReportCoverageStudy: Sendable {
         return results
     }
 
-    /// One dataset's read-model rows (one per category and presentation) and device moments.
-    public func simulate(seed: UInt64, dataset: UInt64) -> (rows: [EngagementRow], moments: [CategoryDeviceMoments]) {
+    /// One dataset's read-model rows (one per category and presentation), device moments and
+    /// cross moments of every two categories.
+    public func simulate(seed: UInt64, dataset: UInt64)
+        -> (rows: [EngagementRow], moments: [CategoryDeviceMoments], pairs: [CategoryPairDeviceMoments]) {
         var random = SimulationRandom(seed: seed, stream: 11, index: dataset)
         let weights = categories.map(\.weight)
         var perCategory: [[DeviceCategoryCounts]] = Array(repeating: [], count: categories.count)
-        for _ in 0..<devices {
+        var perDevice: [DeviceMomentFold.Key: DeviceCategoryCounts] = [:]
+        for device in 0..<devices {
             let shift = propensity.shift(z: random.normal())
             let richFactor = random.chance(0.5) ? 1 : slowRichFactor
             var counts = Array(repeating: DeviceCategoryCounts(), count: categories.count)
@@ -129,7 +143,10 @@ public struct ReportCoverageStudy: Sendable {
                 if resolution < rates.opened { reached[.opened] = 1 } else if resolution < rates.opened + rates.dismissed { reached[.dismissed] = 1 }
                 counts[k].add(FunnelCounts(reached), presentation: rich ? .rich : .plain)
             }
-            for k in categories.indices where !counts[k].isZero { perCategory[k].append(counts[k]) }
+            for k in categories.indices where !counts[k].isZero {
+                perCategory[k].append(counts[k])
+                perDevice[DeviceMomentFold.Key(appID: "simulated", category: categories[k].name, deviceID: String(device))] = counts[k]
+            }
         }
         var rows: [EngagementRow] = []
         var moments: [CategoryDeviceMoments] = []
@@ -142,7 +159,7 @@ public struct ReportCoverageStudy: Sendable {
             }
             moments.append(CategoryDeviceMoments(appID: "simulated", category: category.name, devices: perCategory[k]))
         }
-        return (rows, moments)
+        return (rows, moments, CategoryPairDeviceMoments.pairs(of: perDevice))
     }
 
     /// The true difference and ratio rich against plain per category and metric (a rate of 0
