@@ -7,7 +7,8 @@ import Postgres
 /// variance needs (`engagement_device_moments`). The projector applies a batch's per-device
 /// changes in one statement, in the batch's transaction: each changed device's row is updated,
 /// and its old terms (its counts before the change) are subtracted from the category's sums and
-/// its new terms added, so the sums equal a fold from scratch whatever the order of events.
+/// its new terms added, so the sums equal a fold from scratch whatever the order of events. The
+/// sums across two categories (`DevicePairMomentStore`) are updated first, in the same transaction.
 enum DeviceMomentStore {
     /// The per-device count columns of one presentation: displayed (`n`), then one per
     /// engagement stage (`x` of each per-displayed metric).
@@ -68,6 +69,8 @@ enum DeviceMomentStore {
                 counts[stages.count + index].append(Int64(change.plain[stage]))
             }
         }
+        try DevicePairMomentStore.apply(apps: apps, categories: categories, devices: devices, counts: counts,
+                                        tables: tables, on: connection)
         let columns = SQL.list(deviceColumns.map { "\(identifier: $0)" })
         let sums = SQL.list(momentColumns.map { column -> SQL in
             switch column.term {

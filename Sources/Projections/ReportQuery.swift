@@ -101,8 +101,11 @@ public struct ReportQuery: Sendable {
         // app and category, so this read costs the same for any size of log.
         let devices = from == nil && through == nil
             ? try DeviceMomentStore.read(appID: appID, category: category, on: connection) : []
+        // Pairs of categories matter only to an adjusted answer over several categories.
+        let devicePairs = from == nil && through == nil && category == nil
+            ? try DevicePairMomentStore.read(appID: appID, on: connection) : []
         return EngagementReport.build(engagement: engagement, actions: actions, telemetry: telemetry, devices: devices,
-                                      grouping: grouping, filters: filters, generatedAt: now)
+                                      devicePairs: devicePairs, grouping: grouping, filters: filters, generatedAt: now)
     }
 
     private func filterSQL() -> SQL {

@@ -166,11 +166,13 @@ struct ProjectorTests {
         }
         #expect(try await columns("engagement_devices") == DeviceMomentStore.deviceColumns)
         #expect(try await columns("engagement_device_moments") == DeviceMomentStore.momentColumns.map(\.name))
+        #expect(try await columns("engagement_device_pair_moments") == DevicePairMomentStore.columns.map(\.name))
     }
 
     /// Each device's displayed rich and plain notifications and their stages, folded from the log
     /// by plain SQL (one notification: one displayed event here), equal the read model's
-    /// `engagement_devices`, and the moments computed from them equal `engagement_device_moments`.
+    /// `engagement_devices`, and the moments computed from them equal `engagement_device_moments`
+    /// and `engagement_device_pair_moments`.
     func expectDeviceMomentsEqualPlainSQLOverTheLog() async throws {
         let perDevice = """
             WITH n AS (
@@ -200,7 +202,7 @@ struct ProjectorTests {
             FROM n WHERE presentation IN ('rich', 'plain')
             GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
             """
-        let (fromLog, stored, moments, richDisplayedSquared) = try await pool.withConnection { connection in
+        let (fromLog, stored, moments, pairs, richDisplayedSquared) = try await pool.withConnection { connection in
             func lines(_ sql: SQL) throws -> [String] {
                 try connection.query(sql).rows.map { row in
                     try ((0..<3).map { try row.decode($0, as: String.self) } + (3..<15).map { String(try row.decode($0, as: Int.self)) })
@@ -214,16 +216,18 @@ struct ProjectorTests {
                 FROM engagement_devices ORDER BY 1, 2, 3
                 """)
             let moments = try DeviceMomentStore.read(appID: nil, category: nil, on: connection)
+            let pairs = try DevicePairMomentStore.read(appID: nil, on: connection)
             let columns = (3..<15).map { "c\($0)" }.joined(separator: ", ")
             let squares = try connection.query(SQL(unsafeSQL: "SELECT category, sum(c3 * c3)::int8 FROM ("
                 + perDevice.replacingOccurrences(of: "ORDER BY 1, 2, 3", with: "")
                 + ") d(app_id, category, device_id, \(columns)) GROUP BY 1 ORDER BY 1")).rows.map { try "\($0.decode(0, as: String.self)) \($0.decode(1, as: Int.self))" }
-            return (fromLog, stored, moments, squares)
+            return (fromLog, stored, moments, pairs, squares)
         }
         #expect(!fromLog.isEmpty)
         #expect(stored == fromLog)
         // The sums over devices, computed here from the per-device counts of the log.
         var devices: [String: [DeviceCategoryCounts]] = [:]
+        var countsByDevice: [DeviceMomentFold.Key: DeviceCategoryCounts] = [:]
         for line in fromLog {
             let fields = line.split(separator: " ").map(String.init)
             let values = fields[3...].map { Int($0)! }
@@ -234,12 +238,16 @@ struct ProjectorTests {
                 counts.plain[stage] = values[stages.count + index]
             }
             devices[fields[0] + "/" + fields[1], default: []].append(counts)
+            countsByDevice[DeviceMomentFold.Key(appID: fields[0], category: fields[1], deviceID: fields[2])] = counts
         }
         let expected = devices.keys.sorted().map { key in
             let parts = key.split(separator: "/").map(String.init)
             return CategoryDeviceMoments(appID: parts[0], category: parts[1], devices: devices[key]!)
         }
         #expect(moments == expected)
+        // The sums across two categories, from the same per-device counts.
+        #expect(!pairs.isEmpty, "devices with notifications in two categories")
+        #expect(pairs == CategoryPairDeviceMoments.pairs(of: countsByDevice))
         #expect(moments.map { "\($0.category) \($0.rich[.expansion]!.trialsSquared)" } == richDisplayedSquared)
     }
 
