@@ -74,27 +74,18 @@ public struct CategoryPairDeviceMoments: Sendable, Hashable {
     /// The pairs of every two categories of each app, from each device's counts per category
     /// (keyed by app, device and category): what the read model's pair sums must hold.
     public static func pairs(of devices: [DeviceMomentFold.Key: DeviceCategoryCounts]) -> [CategoryPairDeviceMoments] {
-        struct Device: Hashable {
-            var appID: String
-            var deviceID: String
-        }
-        struct Pair: Hashable {
-            var appID: String
-            var first: String
-            var second: String
-        }
-        var pairs: [Pair: [(first: DeviceCategoryCounts, second: DeviceCategoryCounts)]] = [:]
-        for (_, categories) in Dictionary(grouping: devices, by: { Device(appID: $0.key.appID, deviceID: $0.key.deviceID) }) {
+        // Keyed by [app, device], then by [app, first category, second category].
+        var pairs: [[String]: [(first: DeviceCategoryCounts, second: DeviceCategoryCounts)]] = [:]
+        for (_, categories) in Dictionary(grouping: devices, by: { [$0.key.appID, $0.key.deviceID] }) {
             let sorted = categories.sorted { $0.key.category < $1.key.category }
             for (i, a) in sorted.enumerated() {
                 for b in sorted[(i + 1)...] {
-                    pairs[Pair(appID: a.key.appID, first: a.key.category, second: b.key.category), default: []]
-                        .append((a.value, b.value))
+                    pairs[[a.key.appID, a.key.category, b.key.category], default: []].append((a.value, b.value))
                 }
             }
         }
-        return pairs.keys.sorted { ($0.appID, $0.first, $0.second) < ($1.appID, $1.first, $1.second) }.map { pair in
-            CategoryPairDeviceMoments(appID: pair.appID, first: pair.first, second: pair.second, devices: pairs[pair]!)
+        return pairs.keys.sorted { $0.lexicographicallyPrecedes($1) }.map { key in
+            CategoryPairDeviceMoments(appID: key[0], first: key[1], second: key[2], devices: pairs[key]!)
         }
     }
 
