@@ -249,6 +249,29 @@ struct ProjectorTests {
         #expect(!pairs.isEmpty, "devices with notifications in two categories")
         #expect(pairs == CategoryPairDeviceMoments.pairs(of: countsByDevice))
         #expect(moments.map { "\($0.category) \($0.rich[.expansion]!.trialsSquared)" } == richDisplayedSquared)
+
+        // The report reads the pairs: its adjusted answer is the one built from the same devices'
+        // counts with them, and not the one without.
+        let at = Timestamp(microsecondsSinceEpoch: 0)
+        let report = try await ReportQuery().run(on: pool, now: at)
+        let rows = Dictionary(grouping: countsByDevice, by: { [$0.key.appID, $0.key.category] }).flatMap { key, devices in
+            let total = devices.map(\.value).reduce(DeviceCategoryCounts(), +)
+            return [(ObservedPresentation.rich, total.rich), (.plain, total.plain)].map { presentation, counts in
+                EngagementRow(appID: key[0], category: key[1], presentation: presentation, attachmentKind: "none",
+                              day: UTCDay(daysSinceEpoch: 0), counts: counts)
+            }
+        }
+        func difference(_ report: EngagementReport) throws -> EffectEstimate {
+            let summary = try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+            #expect(summary.unit == .device)
+            return try #require(summary.riskDifference)
+        }
+        let read = try difference(report)
+        let expectedDifference = try difference(EngagementReport.build(engagement: rows, devices: expected, devicePairs: pairs, generatedAt: at))
+        let apart = try difference(EngagementReport.build(engagement: rows, devices: expected, generatedAt: at))
+        #expect(abs(read.interval.lower - expectedDifference.interval.lower) < 1e-12)
+        #expect(abs(read.interval.upper - expectedDifference.interval.upper) < 1e-12)
+        #expect(abs(read.interval.lower - apart.interval.lower) > 1e-9)
     }
 
     @Test(.timeLimit(.minutes(2)))
