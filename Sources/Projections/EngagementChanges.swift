@@ -44,6 +44,8 @@ public struct EngagementChanges: Sendable {
     public internal(set) var engagement: [EngagementKey: EngagementContribution.Counters] = [:]
     public internal(set) var actions: [ActionKey: Int] = [:]
     public internal(set) var telemetry: [TelemetryKey: TelemetryDelta] = [:]
+    /// Signed changes of each device's counts per category (`engagement_devices`).
+    public internal(set) var devices: [DeviceMomentFold.Key: DeviceCategoryCounts] = [:]
     public internal(set) var eventCount = 0
     /// Events whose stored payload could not be decoded (never expected; counted, not fatal).
     public internal(set) var undecodable = 0
@@ -85,6 +87,7 @@ public struct EngagementChanges: Sendable {
             if known[key] == nil { changes.created.insert(key) }
             changes.add(EngagementContribution.difference(from: oldState.engagementContribution, to: newState.engagementContribution),
                         app: key.appID)
+            changes.addDevices(app: key.appID, from: oldState, to: newState)
             changes.add(TelemetryContribution.difference(from: oldState.telemetryContribution, to: newState.telemetryContribution),
                         app: key.appID)
         }
@@ -98,6 +101,15 @@ public struct EngagementChanges: Sendable {
             for (actionID, count) in delta.counters.actions where count != 0 {
                 actions[ActionKey(appID: app, bucket: delta.bucket, actionID: actionID), default: 0] += count
             }
+        }
+    }
+
+    /// The notification's old contribution leaves its device's counts, its new one joins them.
+    private mutating func addDevices(app: String, from old: NotificationState, to new: NotificationState) {
+        let before = old.engagementContribution.map { (device: old.deviceID ?? "", contribution: $0) }
+        let after = new.engagementContribution.map { (device: new.deviceID ?? "", contribution: $0) }
+        for change in DeviceMomentFold.changes(appID: app, from: before, to: after) {
+            devices[change.key] = (devices[change.key] ?? DeviceCategoryCounts()) + change.counts
         }
     }
 

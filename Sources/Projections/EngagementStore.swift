@@ -66,6 +66,7 @@ public enum EngagementStore {
         try applyEngagement(changes.engagement, tables: tables, on: connection)
         try applyActions(changes.actions, tables: tables, on: connection)
         try applyTelemetry(changes.telemetry, tables: tables, on: connection)
+        try DeviceMomentStore.apply(changes.devices, tables: tables, on: connection)
     }
 
     /// Writes `states`: those in `created` (no stored state yet) by binary COPY straight into the

@@ -97,8 +97,15 @@ public struct ReportQuery: Sendable {
         if let category { filters.categories = [category] }
         filters.from = from
         filters.through = through
-        return EngagementReport.build(engagement: engagement, actions: actions, telemetry: telemetry,
-                                      grouping: grouping, filters: filters, generatedAt: now)
+        // The device moments span every day: read only for a report over every day. One row per
+        // app and category, so this read costs the same for any size of log.
+        let devices = from == nil && through == nil
+            ? try DeviceMomentStore.read(appID: appID, category: category, on: connection) : []
+        // Pairs of categories matter only to an adjusted answer over several categories.
+        let devicePairs = from == nil && through == nil && category == nil
+            ? try DevicePairMomentStore.read(appID: appID, on: connection) : []
+        return EngagementReport.build(engagement: engagement, actions: actions, telemetry: telemetry, devices: devices,
+                                      devicePairs: devicePairs, grouping: grouping, filters: filters, generatedAt: now)
     }
 
     private func filterSQL() -> SQL {

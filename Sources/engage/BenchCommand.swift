@@ -16,6 +16,7 @@ enum BenchCommand {
             ReportBenchmark.definition,
             ExperimentBenchmark.definition,
             CalibrationBenchmark.definition,
+            ReportCoverageBenchmark.definition,
             CupedBenchmark.definition,
         ])
 

@@ -98,7 +98,7 @@ enum ProjectorBenchmark {
 
     static func resetReadModel(_ pool: ConnectionPool) async throws {
         try await pool.withConnection { connection in
-            try connection.execute("TRUNCATE notification_states, engagement_daily, engagement_actions_daily, extension_telemetry_daily")
+            try connection.execute("TRUNCATE notification_states, engagement_daily, engagement_actions_daily, extension_telemetry_daily, engagement_devices, engagement_device_moments, engagement_device_pair_moments")
             try connection.execute("DELETE FROM projection_checkpoints")
             try connection.execute("CHECKPOINT")
         }

@@ -57,17 +57,20 @@ enum ReportBenchmark {
             let buckets = try await pool.withConnection { try $0.query("SELECT count(*) FROM engagement_daily")[0].decode(0, as: Int.self) }
             // The same work as `engage report`: one connection, the query, every format's input.
             let connection = try Connection(configuration: configuration)
+            let devices = try await pool.withConnection { try $0.query("SELECT count(*) FROM engagement_devices")[0].decode(0, as: Int.self) }
             var times: [Double] = []
+            var unit = InferenceUnit.notification
             for _ in 0..<repeats {
                 let stopwatch = Stopwatch()
                 let report = try ReportQuery().run(on: connection, now: SystemTime().wallClock)
                 _ = report.renderTable()
                 times.append(stopwatch.elapsed.seconds * 1000)
+                unit = report.stratified.first?.unit ?? .notification
             }
             connection.close()
             let sorted = times.sorted()
-            let line = String(format: "log %d events (%d buckets): report median %.1f ms, p90 %.1f ms (fill %.0f s, projector catch-up %.0f s)",
-                              logged, buckets, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 9 / 10)], filled, caughtUp)
+            let line = String(format: "log %d events (%d buckets, %d device rows not read, unit %@): report median %.1f ms, p90 %.1f ms (fill %.0f s, projector catch-up %.0f s)",
+                              logged, buckets, devices, unit.rawValue, sorted[sorted.count / 2], sorted[min(sorted.count - 1, sorted.count * 9 / 10)], filled, caughtUp)
             progress.print(line)
             lines.append(line)
             projecting.cancel()

@@ -59,6 +59,7 @@ struct ReportBody: Decodable, Sendable {
     var stratified: [Stratified]
 
     struct Effect: Decodable, Sendable {
+        var method: String
         var estimate: Double
         var lower: Double
         var upper: Double
@@ -71,6 +72,13 @@ struct ReportBody: Decodable, Sendable {
         var headline: String
         var risk_ratio: Effect?
         var risk_difference: Effect?
+        var unit: String
+        var design_effect: DesignEffect?
+    }
+
+    struct DesignEffect: Decodable, Sendable {
+        var risk_difference: Double
+        var risk_ratio: Double
     }
 }
 
@@ -136,7 +144,9 @@ struct ReportRouteTests {
         return try JSONDecoder().decode(ReportBody.self, from: Data(response.body))
     }
 
-    /// The headline over HTTP is the Mantel-Haenszel ratio of the simulator's own per-category counts.
+    /// The headline over HTTP is the Mantel-Haenszel ratio of the simulator's own per-category counts,
+    /// with the device as the unit: its log interval is the large-strata one widened by the design
+    /// effect the report states (clustered variance = design effect x binomial variance).
     static func checkAdjustedAnswer(_ report: ReportBody, _ truth: SimulationGroundTruth,
                                     sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(report.stratified.map(\.metric) == ["expansion", "action", "open", "dismiss", "reply"],
@@ -149,11 +159,16 @@ struct ReportRouteTests {
                            variant: try Proportion(successes: rich[.expanded], trials: rich[.displayed]),
                            control: try Proportion(successes: plain[.expanded], trials: plain[.displayed]))
         }
-        let expected = try StratifiedComparison(strata: strata).mantelHaenszelRiskRatio().greenlandRobinsEstimate()
+        let summary = try StratifiedComparison(strata: strata).mantelHaenszelRiskRatio()
         let ratio = try #require(expansion.risk_ratio, sourceLocation: sourceLocation)
-        #expect(abs(ratio.estimate - expected.estimate) <= 1e-12 * expected.estimate, sourceLocation: sourceLocation)
-        #expect(abs(ratio.lower - expected.interval.lower) <= 1e-12, sourceLocation: sourceLocation)
-        #expect(ratio.significant == expected.isSignificant, sourceLocation: sourceLocation)
+        #expect(expansion.unit == "device", sourceLocation: sourceLocation)
+        #expect(ratio.method == "mantel_haenszel_device_clustered", sourceLocation: sourceLocation)
+        let designEffect = try #require(expansion.design_effect, sourceLocation: sourceLocation).risk_ratio
+        #expect(designEffect > 0.5 && designEffect < 3, sourceLocation: sourceLocation)
+        let lower = exp(log(summary.estimate) - 1.959963984540054 * (designEffect * summary.largeStrataLogVariance).squareRoot())
+        #expect(abs(ratio.estimate - summary.estimate) <= 1e-12 * summary.estimate, sourceLocation: sourceLocation)
+        #expect(abs(ratio.lower - lower) <= 1e-9, sourceLocation: sourceLocation)
+        #expect(ratio.significant == (ratio.lower > 1 || ratio.upper < 1), sourceLocation: sourceLocation)
         #expect(expansion.headline.hasPrefix("Adjusted for category, rich notifications are expanded "),
                 sourceLocation: sourceLocation)
     }

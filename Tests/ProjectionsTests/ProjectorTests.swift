@@ -2,7 +2,7 @@ import EngageCore
 import EventStore
 import Foundation
 import Postgres
-import Projections
+@testable import Projections
 import Runtime
 import Testing
 import TestSupport
@@ -137,6 +137,7 @@ struct ProjectorTests {
         #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'")
                 == (try await count("SELECT count(*) FROM events")))
         let rebuilt = try await ReadModelSnapshot.rows(pool)
+        try await expectDeviceMomentsEqualPlainSQLOverTheLog()
         let onlyIncremental = Set(incremental).subtracting(rebuilt), onlyRebuilt = Set(rebuilt).subtracting(incremental)
         #expect(rebuilt.count == incremental.count)
         #expect(onlyIncremental.isEmpty, "only in the incremental model: \(onlyIncremental.sorted().prefix(3))")
@@ -150,6 +151,127 @@ struct ProjectorTests {
         #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 4 * 150 + 10)
         // The dashboard views were recreated by the swap.
         #expect(try await count("SELECT count(*) FROM engagement_rates_by_category") > 0)
+    }
+
+    /// The same columns of `engagement_device_moments` and of `DeviceMomentStore`'s SQL.
+    @Test func theDeviceMomentTablesHaveTheColumnsTheProjectorWrites() async throws {
+        func columns(_ table: String) async throws -> [String] {
+            try await pool.withConnection { connection in
+                try connection.query("""
+                    SELECT column_name::text FROM information_schema.columns
+                    WHERE table_schema = current_schema() AND table_name = \(table) AND data_type = 'bigint'
+                    ORDER BY ordinal_position
+                    """).rows.map { try $0.decode(0, as: String.self) }
+            }
+        }
+        #expect(try await columns("engagement_devices") == DeviceMomentStore.deviceColumns)
+        #expect(try await columns("engagement_device_moments") == DeviceMomentStore.momentColumns.map(\.name))
+        #expect(try await columns("engagement_device_pair_moments") == DevicePairMomentStore.columns.map(\.name))
+    }
+
+    /// Each device's displayed rich and plain notifications and their stages, folded from the log
+    /// by plain SQL (one notification: one displayed event here), equal the read model's
+    /// `engagement_devices`, and the moments computed from them equal `engagement_device_moments`
+    /// and `engagement_device_pair_moments`.
+    func expectDeviceMomentsEqualPlainSQLOverTheLog() async throws {
+        let perDevice = """
+            WITH n AS (
+                SELECT app_id, notification_id, min(device_id) AS device_id, min(category) AS category,
+                       min(payload->>'presentation') FILTER (WHERE type = 'displayed') AS presentation,
+                       bool_or(type = 'expanded') AS expanded,
+                       bool_or(type = 'action' AND payload->>'action_id' NOT IN
+                               ('com.apple.UNNotificationDefaultActionIdentifier', 'com.apple.UNNotificationDismissActionIdentifier')) AS actioned,
+                       bool_or(type = 'action' AND payload->>'action_id' = 'com.apple.UNNotificationDefaultActionIdentifier') AS opened,
+                       bool_or(type = 'action' AND payload->>'action_id' = 'com.apple.UNNotificationDismissActionIdentifier') AS dismissed,
+                       bool_or(type = 'action' AND payload ? 'text_input_length') AS replied
+                FROM events GROUP BY app_id, notification_id
+            )
+            SELECT app_id, category, device_id,
+                   count(*) FILTER (WHERE presentation = 'rich'),
+                   count(*) FILTER (WHERE presentation = 'rich' AND expanded),
+                   count(*) FILTER (WHERE presentation = 'rich' AND actioned),
+                   count(*) FILTER (WHERE presentation = 'rich' AND opened),
+                   count(*) FILTER (WHERE presentation = 'rich' AND dismissed),
+                   count(*) FILTER (WHERE presentation = 'rich' AND replied),
+                   count(*) FILTER (WHERE presentation = 'plain'),
+                   count(*) FILTER (WHERE presentation = 'plain' AND expanded),
+                   count(*) FILTER (WHERE presentation = 'plain' AND actioned),
+                   count(*) FILTER (WHERE presentation = 'plain' AND opened),
+                   count(*) FILTER (WHERE presentation = 'plain' AND dismissed),
+                   count(*) FILTER (WHERE presentation = 'plain' AND replied)
+            FROM n WHERE presentation IN ('rich', 'plain')
+            GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+            """
+        let (fromLog, stored, moments, pairs, richDisplayedSquared) = try await pool.withConnection { connection in
+            func lines(_ sql: SQL) throws -> [String] {
+                try connection.query(sql).rows.map { row in
+                    try ((0..<3).map { try row.decode($0, as: String.self) } + (3..<15).map { String(try row.decode($0, as: Int.self)) })
+                        .joined(separator: " ")
+                }
+            }
+            let fromLog = try lines(SQL(unsafeSQL: perDevice))
+            let stored = try lines("""
+                SELECT app_id, category, device_id, rich_displayed, rich_expanded, rich_actioned, rich_opened, rich_dismissed,
+                       rich_replied, plain_displayed, plain_expanded, plain_actioned, plain_opened, plain_dismissed, plain_replied
+                FROM engagement_devices ORDER BY 1, 2, 3
+                """)
+            let moments = try DeviceMomentStore.read(appID: nil, category: nil, on: connection)
+            let pairs = try DevicePairMomentStore.read(appID: nil, on: connection)
+            let columns = (3..<15).map { "c\($0)" }.joined(separator: ", ")
+            let squares = try connection.query(SQL(unsafeSQL: "SELECT category, sum(c3 * c3)::int8 FROM ("
+                + perDevice.replacingOccurrences(of: "ORDER BY 1, 2, 3", with: "")
+                + ") d(app_id, category, device_id, \(columns)) GROUP BY 1 ORDER BY 1")).rows.map { try "\($0.decode(0, as: String.self)) \($0.decode(1, as: Int.self))" }
+            return (fromLog, stored, moments, pairs, squares)
+        }
+        #expect(!fromLog.isEmpty)
+        #expect(stored == fromLog)
+        // The sums over devices, computed here from the per-device counts of the log.
+        var devices: [String: [DeviceCategoryCounts]] = [:]
+        var countsByDevice: [DeviceMomentFold.Key: DeviceCategoryCounts] = [:]
+        for line in fromLog {
+            let fields = line.split(separator: " ").map(String.init)
+            let values = fields[3...].map { Int($0)! }
+            let stages = [FunnelStage.displayed] + FunnelStage.engagements
+            var counts = DeviceCategoryCounts()
+            for (index, stage) in stages.enumerated() {
+                counts.rich[stage] = values[index]
+                counts.plain[stage] = values[stages.count + index]
+            }
+            devices[fields[0] + "/" + fields[1], default: []].append(counts)
+            countsByDevice[DeviceMomentFold.Key(appID: fields[0], category: fields[1], deviceID: fields[2])] = counts
+        }
+        let expected = devices.keys.sorted().map { key in
+            let parts = key.split(separator: "/").map(String.init)
+            return CategoryDeviceMoments(appID: parts[0], category: parts[1], devices: devices[key]!)
+        }
+        #expect(moments == expected)
+        // The sums across two categories, from the same per-device counts.
+        #expect(!pairs.isEmpty, "devices with notifications in two categories")
+        #expect(pairs == CategoryPairDeviceMoments.pairs(of: countsByDevice))
+        #expect(moments.map { "\($0.category) \($0.rich[.expansion]!.trialsSquared)" } == richDisplayedSquared)
+
+        // The report reads the pairs: its adjusted answer is the one built from the same devices'
+        // counts with them, and not the one without.
+        let at = Timestamp(microsecondsSinceEpoch: 0)
+        let report = try await ReportQuery().run(on: pool, now: at)
+        let rows = Dictionary(grouping: countsByDevice, by: { [$0.key.appID, $0.key.category] }).flatMap { key, devices in
+            let total = devices.map(\.value).reduce(DeviceCategoryCounts(), +)
+            return [(ObservedPresentation.rich, total.rich), (.plain, total.plain)].map { presentation, counts in
+                EngagementRow(appID: key[0], category: key[1], presentation: presentation, attachmentKind: "none",
+                              day: UTCDay(daysSinceEpoch: 0), counts: counts)
+            }
+        }
+        func difference(_ report: EngagementReport) throws -> EffectEstimate {
+            let summary = try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+            #expect(summary.unit == .device)
+            return try #require(summary.riskDifference)
+        }
+        let read = try difference(report)
+        let expectedDifference = try difference(EngagementReport.build(engagement: rows, devices: expected, devicePairs: pairs, generatedAt: at))
+        let apart = try difference(EngagementReport.build(engagement: rows, devices: expected, generatedAt: at))
+        #expect(abs(read.interval.lower - expectedDifference.interval.lower) < 1e-12)
+        #expect(abs(read.interval.upper - expectedDifference.interval.upper) < 1e-12)
+        #expect(abs(read.interval.lower - apart.interval.lower) > 1e-9)
     }
 
     @Test(.timeLimit(.minutes(2)))

@@ -12,7 +12,10 @@ public enum ReadModelSnapshot {
             for (table, order) in [("engagement_daily", "app_id, category, presentation, attachment_kind, day"),
                                    ("engagement_actions_daily", "app_id, category, presentation, attachment_kind, day, action_id"),
                                    ("extension_telemetry_daily", "app_id, category, attachment_kind, day"),
-                                   ("notification_states", "app_id, notification_id")] {
+                                   ("notification_states", "app_id, notification_id"),
+                                   ("engagement_devices", "app_id, category, device_id"),
+                                   ("engagement_device_moments", "app_id, category"),
+                                   ("engagement_device_pair_moments", "app_id, first_category, second_category")] {
                 let rows = try connection.query(SQL(unsafeSQL: "SELECT t::text FROM \(table) t ORDER BY \(order)"))
                 for row in rows.rows { lines.append(table + " " + (try row.decode(0, as: String.self))) }
             }

@@ -39,9 +39,13 @@ public struct EngagementReport: Sendable, Hashable {
 
     /// What the rates are divided by.
     public static let denominatorNote = "Rates are per displayed notification of the same presentation "
-        + "(\(numerators) / displayed); intervals are 95% Wilson, "
-        + "absolute lift rich − plain with a Newcombe interval; relative lift rich / plain − 1 with the "
-        + "Miettinen-Nurminen score interval of the ratio, and p and significance from the same score test."
+        + "(\(numerators) / displayed); intervals are 95% Wilson. Comparisons take the device as the unit where "
+        + "the read model keeps device moments (a category's rows without a day or attachment-kind filter, and the "
+        + "adjusted figures): absolute lift rich − plain and relative lift rich / plain − 1 with Wald intervals of "
+        + "the device-clustered variance (delta method over devices; the design effect is that variance over the "
+        + "binomial one), p and significance from the same test. Elsewhere notifications are the unit: absolute "
+        + "lift with a Newcombe interval; relative lift with the Miettinen-Nurminen score interval of the ratio, "
+        + "and p and significance from the same score test."
 
     /// What the adjusted figures are.
     public static let stratifiedNote = "The adjusted figures compare rich with plain within each category and "
@@ -73,9 +77,16 @@ public struct EngagementReport: Sendable, Hashable {
 
     /// Builds the report from read-model rows. Rows that the filters reject are left out
     /// everywhere. `actions` are used by the `.action` grouping only (the other groupings count
-    /// any action through the rows' `actioned` count).
+    /// any action through the rows' `actioned` count). `devices` are the read model's device
+    /// moments per app and category (over all days and attachment kinds): with them, and no day
+    /// or attachment-kind filter, the categories' comparisons and the adjusted answer take the
+    /// device as the unit (`InferenceUnit`). `devicePairs` are the cross moments of two
+    /// categories' devices: with them the adjusted answer's variance counts a device once across
+    /// categories; without them each category's devices are taken as distinct.
     public static func build(engagement: [EngagementRow], actions: [ActionCountRow] = [],
-                             telemetry: [TelemetryRow] = [], grouping: ReportGrouping = .category,
+                             telemetry: [TelemetryRow] = [], devices: [CategoryDeviceMoments] = [],
+                             devicePairs: [CategoryPairDeviceMoments] = [],
+                             grouping: ReportGrouping = .category,
                              filters: ReportFilters = ReportFilters(), generatedAt: Timestamp) -> EngagementReport {
         let engagement = engagement.filter {
             filters.admits(appID: $0.appID, category: $0.category, attachmentKind: $0.attachmentKind, day: $0.day)
@@ -110,13 +121,34 @@ public struct EngagementReport: Sendable, Hashable {
             categoryAccumulators[row.category, default: GroupAccumulator()].add(row)
             totalAccumulator.add(row)
         }
-        let groups = accumulators.keys.sorted().map { accumulators[$0]!.group(key: $0, grouping: grouping) }
+        // Device moments cover every day and attachment kind of a category: they describe a
+        // category's counts only when neither is filtered.
+        let clusters: [String: CategoryDeviceMoments]
+        let clusterPairs: [CategoryPairDeviceMoments]
+        if filters.from == nil && filters.through == nil && filters.attachmentKinds.isEmpty {
+            let admitted = devices.filter { filters.appIDs.isEmpty || filters.appIDs.contains($0.appID) }
+            clusters = Dictionary(grouping: admitted, by: \.category).mapValues { parts in
+                CategoryDeviceMoments.merged(parts, category: parts[0].category)
+            }
+            let admittedPairs = devicePairs.filter { filters.appIDs.isEmpty || filters.appIDs.contains($0.appID) }
+            clusterPairs = Dictionary(grouping: admittedPairs) { [$0.first, $0.second] }
+                .sorted { $0.key.lexicographicallyPrecedes($1.key) }
+                .compactMap { CategoryPairDeviceMoments.merged($0.value) }
+        } else {
+            clusters = [:]
+            clusterPairs = []
+        }
+        let groups = accumulators.keys.sorted().map { key in
+            let devices = key.attachmentKind == nil && key.day == nil ? key.category.flatMap { clusters[$0] } : nil
+            return accumulators[key]!.group(key: key, grouping: grouping, devices: devices)
+        }
         let total = totalAccumulator.group(key: ReportGroupKey(category: nil), grouping: grouping)
         let strata = categoryAccumulators.keys.sorted().map { category in
-            (name: category, rich: categoryAccumulators[category]!.rich, plain: categoryAccumulators[category]!.plain)
+            (name: category, rich: categoryAccumulators[category]!.rich, plain: categoryAccumulators[category]!.plain,
+             devices: clusters[category])
         }
         let stratified = total.metrics.map { comparison in
-            StratifiedMetricSummary(metric: comparison.metric, strata: strata, crude: comparison,
+            StratifiedMetricSummary(metric: comparison.metric, strata: strata, pairs: clusterPairs, crude: comparison,
                                     confidence: Self.confidence)
         }
 
@@ -167,7 +199,7 @@ private struct GroupAccumulator {
         }
     }
 
-    func group(key: ReportGroupKey, grouping: ReportGrouping) -> ReportGroup {
+    func group(key: ReportGroupKey, grouping: ReportGrouping, devices: CategoryDeviceMoments? = nil) -> ReportGroup {
         let metrics: [ReportMetric]
         if grouping == .action {
             let ids = Set(rich.actions.keys).union(plain.actions.keys).union(notDisplayed.actions.keys)
@@ -178,7 +210,7 @@ private struct GroupAccumulator {
         return ReportGroup(
             key: key, rich: rich, plain: plain, notDisplayed: notDisplayed,
             metrics: metrics.map {
-                MetricComparison(metric: $0, rich: rich, plain: plain, notDisplayed: notDisplayed,
+                MetricComparison(metric: $0, rich: rich, plain: plain, notDisplayed: notDisplayed, devices: devices,
                                  confidence: EngagementReport.confidence)
             })
     }

@@ -34,7 +34,10 @@ extension EngagementReport {
     ///    (statistic in `estimate`, `p_value`; `homogeneity`'s `significant` is "categories
     ///    disagree"), `crude_ratio`, `crude_disagreement` (the words in `value`), `category_ratio`
     ///    (per category, `category` set, the category's rates in the rich and plain columns),
-    ///    `excluded` (`category` set, the reason in `value`), `unavailable` (why, in `value`).
+    ///    `excluded` (`category` set, the reason in `value`), `unavailable` (why, in `value`),
+    ///    `design_effect` with the device as the unit (in `estimate`; `method` names the figure:
+    ///    `risk_difference` or `risk_ratio`). `group` rows with the device as the unit carry their
+    ///    design effect in `value` (empty otherwise) and `device_clustered` as `method`.
     public func renderCSV() -> String {
         var csv = CSVWriter()
         csv.row(Self.csvHeader)
@@ -70,7 +73,8 @@ extension EngagementReport {
                 row += [metric.absoluteLift, metric.absoluteInterval?.lower, metric.absoluteInterval?.upper,
                         metric.relativeLift, metric.relativeInterval?.lower, metric.relativeInterval?.upper,
                         metric.pValue].map(Self.csvNumber)
-                row += [metric.significant.map(String.init) ?? "", String(metric.smallSample), ""]
+                row += [metric.significant.map(String.init) ?? "", String(metric.smallSample),
+                        Self.csvNumber(metric.designEffect)]
                 row += metric.ratio.map { ["ratio"] + Self.csvEffect($0) } ?? ["ratio", "", "", "", ""]
                 csv.row(row)
             }
@@ -156,6 +160,10 @@ extension EngagementReport {
             row(category: excluded.name, value: excluded.reason.rawValue, figure: "excluded")
         }
         if let unavailable = summary.unavailable { row(value: unavailable, figure: "unavailable") }
+        if let designEffect = summary.designEffect {
+            row(figure: "design_effect", effect: [Self.csvNumber(designEffect.riskDifference), "", "", "risk_difference"])
+            row(figure: "design_effect", effect: [Self.csvNumber(designEffect.riskRatio), "", "", "risk_ratio"])
+        }
     }
 
     /// The five key columns, `value`, every other column empty.

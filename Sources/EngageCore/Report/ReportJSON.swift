@@ -32,8 +32,9 @@ extension EngagementReport {
     ///               "absolute_lift", "absolute_lower", "absolute_upper",
     ///               "relative_lift", "relative_lower", "relative_upper", "p_value": x | null,
     ///               "significant": bool | null, "small_sample": bool,
-    ///               "method": "miettinen_nurminen_score",   // of relative_*, ratio_*, p_value, significant
-    ///               "ratio", "ratio_lower", "ratio_upper": x | null}
+    ///               "method": "miettinen_nurminen_score" | "device_clustered",   // of relative_*, ratio_*, p_value, significant
+    ///               "ratio", "ratio_lower", "ratio_upper": x | null,
+    ///               "unit": "device" | "notification", "design_effect": x | null}
     ///     SUMMARY = {"metric": .., "headline": s, "categories": [CATEGORY, ...],
     ///                "excluded": [{"category": s, "reason": "no_trials" | "no_variant_trials" | "no_control_trials"}],
     ///                "risk_ratio": EFFECT | null, "risk_difference": EFFECT | null,
@@ -42,7 +43,8 @@ extension EngagementReport {
     ///                                "i_squared": x, "categories_disagree": bool, "disagreeing": [s, ...]} | null,
     ///                "pointing_other_way": [s, ...], "crude_ratio": EFFECT | null,
     ///                "crude_disagreement": {"direction": bool, "significance": bool, "text": s} | null,
-    ///                "unavailable": s | null}
+    ///                "unavailable": s | null, "unit": "device" | "notification",
+    ///                "design_effect": {"risk_difference": x, "risk_ratio": x} | null}
     ///     CATEGORY = {"category": s, "rich": RATE, "plain": RATE, "ratio": EFFECT | null}
     ///     EFFECT = {"scale": "ratio" | "difference", "method": s, "estimate": x, "lower": x, "upper": x,
     ///               "p_value": x, "significant": bool}
@@ -156,10 +158,12 @@ private extension JSONWriter {
         key("p_value"); optionalDouble(metric.pValue)
         key("significant"); optionalBool(metric.significant)
         key("small_sample"); bool(metric.smallSample)
-        key("method"); string(MetricComparison.method.rawValue)
+        key("method"); string(metric.ratio?.method.rawValue ?? MetricComparison.method.rawValue)
         key("ratio"); optionalDouble(metric.ratio?.estimate)
         key("ratio_lower"); optionalDouble(metric.ratio?.interval.lower)
         key("ratio_upper"); optionalDouble(metric.ratio?.interval.upper)
+        key("unit"); string(metric.unit.rawValue)
+        key("design_effect"); optionalDouble(metric.designEffect)
         endObject()
     }
 
@@ -208,6 +212,12 @@ private extension JSONWriter {
             json.key("text"); json.optionalString(summary.crudeWarning)
         }
         key("unavailable"); optionalString(summary.unavailable)
+        key("unit"); string(summary.unit.rawValue)
+        key("design_effect")
+        optionalObject(summary.designEffect) { json, effect in
+            json.key("risk_difference"); json.double(effect.riskDifference)
+            json.key("risk_ratio"); json.double(effect.riskRatio)
+        }
         endObject()
     }
 

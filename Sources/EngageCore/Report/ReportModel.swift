@@ -70,11 +70,16 @@ public struct RateEstimate: Sendable, Hashable {
 
 /// One rate for rich and plain presentations side by side, and rich against plain.
 ///
-/// The row's one method is the ratio `rich / plain` with Miettinen & Nurminen's score interval
-/// (`ratio`): `relativeLift`, `relativeInterval`, `pValue` and `significant` all come from it, so
-/// the p-value is the test the relative interval inverts and `significant` is read off that
-/// interval (issue 16 points 2 and 3). A ratio interval stays above 0, so the relative interval
-/// never goes below -100%.
+/// The row's one method is the ratio `rich / plain` (`ratio`): `relativeLift`,
+/// `relativeInterval`, `pValue` and `significant` all come from it, so the p-value is the test
+/// the relative interval inverts and `significant` is read off that interval (issue 16 points 2
+/// and 3). A ratio interval stays above 0, so the relative interval never goes below -100%.
+///
+/// With the device as the unit (`unit == .device`, the read model's device moments of the
+/// group, issue 16 point 4) the ratio is a Wald interval on its log and the absolute lift a Wald
+/// interval, both with the device-clustered variance (`ClusteredProportionComparison`), and
+/// `designEffect` says how much larger that variance is than the binomial one. Otherwise the
+/// ratio has Miettinen & Nurminen's score interval and the absolute lift Newcombe's.
 ///
 /// Fields that cannot be computed from the data are nil, never NaN:
 ///  - `absoluteLift` (rich − plain) and its Newcombe hybrid score interval need both rates;
@@ -97,12 +102,19 @@ public struct MetricComparison: Sendable, Hashable {
     /// `ProportionComparison.isSmallSample`: a side with fewer than 30 displayed notifications,
     /// or fewer than 5 successes or failures. True when a side has none.
     public let smallSample: Bool
+    /// What the intervals and the p-value take as independent.
+    public let unit: InferenceUnit
+    /// With the device as the unit: the clustered variance of the difference rich − plain over
+    /// its binomial variance (1: devices behave like independent notifications); else nil.
+    public let designEffect: Double?
 
-    /// The method of `ratio`, `pValue` and `significant`.
+    /// The method of `ratio`, `pValue` and `significant` with notifications as the unit.
     public static let method = RatioIntervalMethod.miettinenNurminenScore
 
+    /// `devices`: the group's device moments (nil: notifications are the unit); used only when
+    /// they describe the same notifications as the counts.
     init(metric: ReportMetric, rich richCounts: PresentationCounts, plain plainCounts: PresentationCounts,
-         notDisplayed: PresentationCounts, confidence: Double) {
+         notDisplayed: PresentationCounts, devices: CategoryDeviceMoments? = nil, confidence: Double) {
         self.metric = metric
         rich = RateEstimate(successes: metric.successes(in: richCounts), trials: metric.trials(in: richCounts),
                             confidence: confidence)
@@ -122,17 +134,30 @@ public struct MetricComparison: Sendable, Hashable {
             pValue = nil
             significant = nil
             smallSample = true
+            unit = .notification
+            designEffect = nil
             return
         }
         let comparison = ProportionComparison(variant: variant, control: control)
         absoluteLift = comparison.absoluteDifference
-        absoluteInterval = comparison.newcombeInterval(confidence: confidence)
-        ratio = try? comparison.ratioEstimate(Self.method, confidence: confidence)
+        smallSample = comparison.isSmallSample
+        let clustered = devices?.comparison(metric, rich: richCounts, plain: plainCounts)
+        if let clustered, let difference = try? clustered.difference(confidence: confidence),
+           let clusteredRatio = try? clustered.ratio(confidence: confidence) {
+            absoluteInterval = difference.effect.interval
+            ratio = clusteredRatio.effect
+            unit = .device
+            designEffect = difference.designEffect
+        } else {
+            absoluteInterval = comparison.newcombeInterval(confidence: confidence)
+            ratio = try? comparison.ratioEstimate(Self.method, confidence: confidence)
+            unit = .notification
+            designEffect = nil
+        }
         relativeLift = ratio?.relativeLift
         relativeInterval = ratio?.relativeInterval
         pValue = ratio?.pValue
         significant = ratio?.isSignificant
-        smallSample = comparison.isSmallSample
     }
 }
 

@@ -44,19 +44,36 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     public let crudeDisagreement: CrudeAdjustedDisagreement?
     /// Why a figure is missing: "not enough data: ..."; nil when every figure is there.
     public let unavailable: String?
+    /// What the risk ratio, risk difference, Cochran's Q and the categories' ratios take as
+    /// independent: devices when every category has device moments matching its counts.
+    public let unit: InferenceUnit
+    /// With the device as the unit: the clustered variance of the Mantel-Haenszel risk
+    /// difference and of the log risk ratio over their binomial variances.
+    public let designEffect: DesignEffect?
 
-    /// `strata` are the categories' rich and plain counts; `crude` the total's comparison.
-    init(metric: ReportMetric, strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts)],
-         crude: MetricComparison?, confidence: Double) {
+    /// Clustered over binomial variance of the adjusted figures.
+    public struct DesignEffect: Sendable, Hashable {
+        public let riskDifference: Double
+        public let riskRatio: Double
+    }
+
+    /// `strata` are the categories' rich and plain counts and device moments (nil: none kept);
+    /// `pairs` the cross moments of two categories' devices (none: each category's devices taken
+    /// as distinct); `crude` the total's comparison.
+    init(metric: ReportMetric,
+         strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
+         pairs: [CategoryPairDeviceMoments] = [], crude: MetricComparison?, confidence: Double) {
         self.metric = metric
         let stratified = StratifiedComparison(strata: strata.map { stratum in
             Stratum(name: stratum.name,
                     variant: Self.proportion(metric, stratum.rich), control: Self.proportion(metric, stratum.plain))
         })
+        let clustered = Self.clustered(metric, strata, pairs)
         let included = Set(stratified.included.map(\.name))
         categories = strata.filter { included.contains($0.name) }.map { stratum in
             let comparison = MetricComparison(metric: metric, rich: stratum.rich, plain: stratum.plain,
-                                              notDisplayed: PresentationCounts(), confidence: confidence)
+                                              notDisplayed: PresentationCounts(),
+                                              devices: clustered == nil ? nil : stratum.devices, confidence: confidence)
             return Category(name: stratum.name, rich: comparison.rich, plain: comparison.plain, ratio: comparison.ratio)
         }
         excluded = stratified.excluded
@@ -77,6 +94,28 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             cochranMantelHaenszel = nil
             homogeneity = nil
             unavailable = "not enough data: no category has both rich and plain displayed notifications"
+            unit = .notification
+            designEffect = nil
+        } else if let clustered {
+            let ratio = attempt("risk ratio") { () throws(StatisticsError) in
+                try clustered.mantelHaenszelRiskRatio(confidence: confidence)
+            }
+            let difference = attempt("risk difference") { () throws(StatisticsError) in
+                try clustered.mantelHaenszelRiskDifference(confidence: confidence)
+            }
+            riskRatio = ratio?.effect
+            riskDifference = difference?.effect
+            cochranMantelHaenszel = attempt("CMH test") { () throws(StatisticsError) in
+                try stratified.cochranMantelHaenszelTest()
+            }
+            homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity") { () throws(StatisticsError) in
+                try clustered.homogeneityTest(.ratio)
+            }
+            unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
+            unit = .device
+            designEffect = ratio.flatMap { ratio in
+                difference.map { DesignEffect(riskDifference: $0.designEffect, riskRatio: ratio.designEffect) }
+            }
         } else {
             riskRatio = attempt("risk ratio") { () throws(StatisticsError) in
                 try stratified.mantelHaenszelRiskRatio().greenlandRobinsEstimate(confidence: confidence)
@@ -91,6 +130,8 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
                 try stratified.cochranQ(.ratio)
             }
             unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
+            unit = .notification
+            designEffect = nil
         }
         if let riskRatio {
             disagreeing = categories.filter { $0.ratio.map { !$0.interval.contains(riskRatio.estimate) } ?? false }
@@ -114,6 +155,36 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     public var pointingTheOtherWay: [String] {
         guard let direction = riskRatio?.direction, direction != 0 else { return [] }
         return categories.filter { ($0.ratio?.direction ?? 0) * direction < 0 }.map(\.name)
+    }
+
+    /// The strata with the device as the unit, when every category's device moments describe its
+    /// counts; nil otherwise (then notifications are the unit of every figure).
+    private static func clustered(
+        _ metric: ReportMetric,
+        _ strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
+        _ pairs: [CategoryPairDeviceMoments]
+    ) -> ClusteredStratifiedComparison? {
+        var clustered: [ClusteredStratum] = []
+        var shared: [SharedDeviceMoments] = []
+        for stratum in strata {
+            guard let comparison = stratum.devices?.comparison(metric, rich: stratum.rich, plain: stratum.plain) else {
+                return nil
+            }
+            clustered.append(ClusteredStratum(name: stratum.name, variant: comparison.variant, control: comparison.control))
+            if let moments = comparison.sharedDevices {
+                shared.append(SharedDeviceMoments(first: BucketReference(stratum: stratum.name, arm: .variant),
+                                                  second: BucketReference(stratum: stratum.name, arm: .control),
+                                                  moments: moments))
+            }
+        }
+        // A device in two categories is one cluster: its contributions to both covary.
+        if case .engagement(let engagement) = metric {
+            let names = Set(strata.map(\.name))
+            for pair in pairs where names.contains(pair.first) && names.contains(pair.second) && pair.first != pair.second {
+                if let cross = pair.cross[engagement] { shared += cross.shared(first: pair.first, second: pair.second) }
+            }
+        }
+        return clustered.isEmpty ? nil : try? ClusteredStratifiedComparison(strata: clustered, sharedDevices: shared)
     }
 
     private static func proportion(_ metric: ReportMetric, _ counts: PresentationCounts) -> Proportion {

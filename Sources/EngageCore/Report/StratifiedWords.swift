@@ -11,12 +11,20 @@ extension StratifiedMetricSummary {
             + " as often as plain ones " + Self.interval(riskRatio.interval) + ", "
             + (riskRatio.isSignificant ? "significant" : "not significant")
             + " (p \(Self.pText(riskRatio.pValue)); \(categories.count) "
-            + (categories.count == 1 ? "category" : "categories") + ")"
+            + (categories.count == 1 ? "category" : "categories") + unitWords + ")"
         if let words = categoryWords { text += "; " + words }
         text += "."
         if let warning = crudeWarning { text += " " + warning }
         if !excluded.isEmpty { text += " " + excludedWords }
         return text
+    }
+
+    /// "; devices as the unit, design effect 1.52" (of the risk difference), or nothing when
+    /// notifications are the unit.
+    var unitWords: String {
+        guard unit == .device else { return "" }
+        return "; devices as the unit"
+            + (designEffect.map { ", design effect " + ReportFormat.fixed($0.riskDifference, 2) } ?? "")
     }
 
     /// "categories disagree (Cochran's Q p = 0.012): promo_sale 0.89x [0.71, 1.11]", or that no

@@ -103,6 +103,7 @@ struct DeviceClusteredRates {
     func binomialVariance(_ coefficients: [(bucket: Int, coefficient: Double)]) -> Double {
         var sums: [Int: Double] = [:]
         for entry in coefficients { sums[entry.bucket, default: 0] += entry.coefficient }
-        return sums.reduce(0) { total, entry in total + entry.value * entry.value * buckets[entry.key].binomialRateVariance }
+        // In bucket order: a dictionary's order would change the last digit from one run to the next.
+        return sums.keys.sorted().reduce(0) { total, bucket in total + sums[bucket]! * sums[bucket]! * buckets[bucket].binomialRateVariance }
     }
 }

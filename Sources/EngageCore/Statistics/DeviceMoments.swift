@@ -93,6 +93,18 @@ public struct DeviceMoments: Hashable, Sendable {
         return clusteredRateVariance / binomial
     }
 
+    /// The moments of two buckets with no device in common (one category of two apps).
+    public static func + (a: DeviceMoments, b: DeviceMoments) -> DeviceMoments {
+        var sum = a
+        sum.devices += b.devices
+        sum.successes += b.successes
+        sum.trials += b.trials
+        sum.successesSquared += b.successesSquared
+        sum.trialsSquared += b.trialsSquared
+        sum.successesTimesTrials += b.successesTimesTrials
+        return sum
+    }
+
     private static let absent = Proportion(summing: [])
 }
 
@@ -136,6 +148,16 @@ public struct DeviceCrossMoments: Hashable, Sendable {
         firstSuccessesSecondTrials += new.first.successes * new.second.trials - old.first.successes * old.second.trials
         firstTrialsSecondSuccesses += new.first.trials * new.second.successes - old.first.trials * old.second.successes
         trialsProduct += new.first.trials * new.second.trials - old.first.trials * old.second.trials
+    }
+
+    /// The cross moments of two pairs of buckets with no device in common.
+    public static func + (a: DeviceCrossMoments, b: DeviceCrossMoments) -> DeviceCrossMoments {
+        var sum = a
+        sum.successesProduct += b.successesProduct
+        sum.firstSuccessesSecondTrials += b.firstSuccessesSecondTrials
+        sum.firstTrialsSecondSuccesses += b.firstTrialsSecondSuccesses
+        sum.trialsProduct += b.trialsProduct
+        return sum
     }
 
     /// The same sums with the buckets' roles swapped.

@@ -125,9 +125,13 @@ import Testing
           all categories  all kinds           100 / 907 / 907          252 / 252 / 29445           20.0%     48.8 MiB   200.0 KiB
 
         NOTE: Rates are per displayed notification of the same presentation (expanded, actioned, opened,
-        dismissed or replied / displayed); intervals are 95% Wilson, absolute lift rich − plain with a
-        Newcombe interval; relative lift rich / plain − 1 with the Miettinen-Nurminen score interval of the
-        ratio, and p and significance from the same score test.
+        dismissed or replied / displayed); intervals are 95% Wilson. Comparisons take the device as the unit
+        where the read model keeps device moments (a category's rows without a day or attachment-kind
+        filter, and the adjusted figures): absolute lift rich − plain and relative lift rich / plain − 1
+        with Wald intervals of the device-clustered variance (delta method over devices; the design effect
+        is that variance over the binomial one), p and significance from the same test. Elsewhere
+        notifications are the unit: absolute lift with a Newcombe interval; relative lift with the
+        Miettinen-Nurminen score interval of the ratio, and p and significance from the same score test.
         ADJUSTED: The adjusted figures compare rich with plain within each category and combine the
         categories: Mantel-Haenszel risk ratio (Greenland-Robins interval of its log) and risk difference
         (Sato's variance), each with the p of its own interval; the Cochran-Mantel-Haenszel test of no
