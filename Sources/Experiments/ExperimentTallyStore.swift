@@ -5,8 +5,11 @@ import Postgres
 /// looks (`sql/migrations/012_experiment_tallies.sql`), brought up to date by folding only the
 /// events appended since the last look.
 ///
-/// A fold runs in one READ COMMITTED transaction that holds the experiment's checkpoint row
-/// locked (two schedulers fold one after the other, never the same events twice): it reads the
+/// A fold runs in one READ COMMITTED transaction that holds the experiment's advisory
+/// transaction lock (two schedulers fold one after the other, never the same events twice). The
+/// lock, not a row lock, because a row lock or any write would give the fold's transaction an id
+/// for as long as it reads, and every reader bounded by the oldest running transaction (the
+/// projector, the projector's lag) would stall behind it: all writes come last. It reads the
 /// stored per-device tallies, takes as its bound the oldest transaction still running
 /// (`pg_snapshot_xmin`; every event of an older transaction is committed or never will be), and
 /// reads every event of the experiment's notifications that have an event between the checkpoint
@@ -23,29 +26,47 @@ import Postgres
 /// docs/experiments.md, "Incremental looks".
 enum ExperimentTallyStore {
     /// Folds the events since the last look and returns the tallies as of now: equal to a full
-    /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. `beforeCheckpoint`
-    /// runs after the tallies are written and before the checkpoint is (tests: a failure there).
+    /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. Test seams:
+    /// `afterReading` runs on the fold's connection once everything is read and nothing written,
+    /// `beforeCommit` once the checkpoint and the tallies are written, before the commit.
     static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000,
-                     beforeCheckpoint: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
+                     afterReading: @escaping @Sendable (Connection) throws -> Void = { _ in },
+                     beforeCommit: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
         try await pool.withTransaction { connection in
-            try fold(definition, chunkSize: chunkSize, beforeCheckpoint: beforeCheckpoint, on: connection)
+            try fold(definition, chunkSize: chunkSize, afterReading: afterReading, beforeCommit: beforeCommit,
+                     on: connection)
         }
     }
 
-    /// The app, categories and arms tallies are kept for.
+    /// What the stored tallies were folded for: the fold's rules (its version, the stages, the
+    /// histogram's layout) and the app, categories and arms. Any change refolds from the start.
+    /// Names are length-prefixed, so no two definitions share a key whatever their names hold.
     static func definitionKey(_ definition: ExperimentDefinition) -> String {
-        [definition.appID, definition.categories.sorted().joined(separator: ","),
-         ExperimentArmIndex(definition).names.joined(separator: ",")].joined(separator: "\n")
+        func field(_ name: String) -> String { "\(name.utf8.count):\(name)" }
+        let rules = "fold \(foldVersion) stages \(FunnelStage.allCases.count) "
+            + "histogram \(LatencyHistogram.Layout.standard.countsLength)"
+        return [rules, field(definition.appID), definition.categories.sorted().map(field).joined(),
+                ExperimentArmIndex(definition).names.map(field).joined()].joined(separator: "\n")
     }
+
+    /// Raised whenever `ExperimentObservation.Fold` changes what it makes of a notification.
+    static let foldVersion = 1
+
+    /// The advisory lock namespace of experiment looks ("look" in ASCII); the experiment's id is
+    /// the second key.
+    static let lockNamespace: Int32 = 0x6C6F_6F6B
 
     private struct Checkpoint {
         var foldedBelow: UInt64 = 0
         var events = 0, notifications = 0, undecodable = 0
     }
 
-    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, beforeCheckpoint: () throws -> Void,
-                     on connection: Connection) throws -> ExperimentReplay {
-        var (checkpoint, state) = try load(definition, on: connection)
+    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, afterReading: (Connection) throws -> Void = { _ in },
+                     beforeCommit: () throws -> Void, on connection: Connection) throws -> ExperimentReplay {
+        try connection.execute("""
+            SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(String(definition.id))))
+            """)
+        var (checkpoint, state, stale) = try load(definition, on: connection)
         let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
@@ -55,16 +76,29 @@ enum ExperimentTallyStore {
             checkpoint.events += events
             checkpoint.undecodable += undecodable
             checkpoint.foldedBelow = bound
-            try store(definition, state, on: connection)
-            try beforeCheckpoint()
+            try afterReading(connection)
+            // The writes (the checkpoint first: the tallies refer to it): from here on the transaction
+            // has an id, for as short a time as it can.
             try connection.execute("""
-                UPDATE experiment_tally_checkpoints
-                SET folded_below = \(String(bound))::xid8, events = \(checkpoint.events),
-                    notifications = \(state.notifications), undecodable = \(checkpoint.undecodable),
-                    other_experiment = \(state.otherExperiment), unknown_arm = \(state.unknownArm),
-                    outside_categories = \(state.outsideCategories), folded_at = now()
-                WHERE experiment_id = \(definition.id)
+                INSERT INTO experiment_tally_checkpoints (experiment_id, definition_key, folded_below, events,
+                                                          notifications, undecodable, other_experiment, unknown_arm,
+                                                          outside_categories, folded_at)
+                VALUES (\(definition.id), \(definitionKey(definition)), \(String(bound))::xid8, \(checkpoint.events),
+                        \(state.notifications), \(checkpoint.undecodable), \(state.otherExperiment),
+                        \(state.unknownArm), \(state.outsideCategories), now())
+                ON CONFLICT (experiment_id) DO UPDATE
+                SET definition_key = EXCLUDED.definition_key, folded_below = EXCLUDED.folded_below,
+                    events = EXCLUDED.events, notifications = EXCLUDED.notifications,
+                    undecodable = EXCLUDED.undecodable, other_experiment = EXCLUDED.other_experiment,
+                    unknown_arm = EXCLUDED.unknown_arm, outside_categories = EXCLUDED.outside_categories,
+                    folded_at = EXCLUDED.folded_at
                 """)
+            if stale {
+                try connection.execute("DELETE FROM experiment_device_tallies WHERE experiment_id = \(definition.id)")
+                try connection.execute("DELETE FROM experiment_tally_histograms WHERE experiment_id = \(definition.id)")
+            }
+            try store(definition, state, on: connection)
+            try beforeCommit()
         }
         replay.tallies = ExperimentTallies(definition: definition, restoring: state)
         replay.events = checkpoint.events
@@ -73,33 +107,20 @@ enum ExperimentTallyStore {
         return replay
     }
 
-    /// Locks the experiment's checkpoint (made empty on its first look, or when the definition
-    /// changed what the tallies count) and reads its tallies.
+    /// Reads the experiment's checkpoint and tallies (none on its first look); `stale` when the
+    /// stored tallies were folded for another definition or fold, to be replaced by a full fold.
     private static func load(_ definition: ExperimentDefinition,
-                             on connection: Connection) throws -> (Checkpoint, ExperimentTallyState) {
-        let key = definitionKey(definition)
-        try connection.execute("""
-            INSERT INTO experiment_tally_checkpoints (experiment_id, definition_key, folded_below, events, notifications,
-                                                      undecodable, other_experiment, unknown_arm, outside_categories)
-            VALUES (\(definition.id), \(key), '0', 0, 0, 0, 0, 0, 0)
-            ON CONFLICT (experiment_id) DO NOTHING
-            """)
-        let row = try connection.query("""
+                             on connection: Connection) throws -> (Checkpoint, ExperimentTallyState, stale: Bool) {
+        let rows = try connection.query("""
             SELECT definition_key, folded_below, events, notifications, undecodable, other_experiment, unknown_arm,
                    outside_categories
-            FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id) FOR UPDATE
-            """)[0]
+            FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)
+            """)
         var state = ExperimentTallyState(definition: definition)
-        guard try row.decode(0, as: String.self) == key else {
-            try connection.execute("DELETE FROM experiment_device_tallies WHERE experiment_id = \(definition.id)")
-            try connection.execute("DELETE FROM experiment_tally_histograms WHERE experiment_id = \(definition.id)")
-            try connection.execute("""
-                UPDATE experiment_tally_checkpoints
-                SET definition_key = \(key), folded_below = '0', events = 0, notifications = 0, undecodable = 0,
-                    other_experiment = 0, unknown_arm = 0, outside_categories = 0
-                WHERE experiment_id = \(definition.id)
-                """)
-            return (Checkpoint(), state)
+        guard rows.rowCount > 0 else { return (Checkpoint(), state, false) }
+        let row = rows[0]
+        guard try row.decode(0, as: String.self) == definitionKey(definition) else {
+            return (Checkpoint(), state, true)
         }
         let checkpoint = Checkpoint(foldedBelow: try row.decode(1), events: try row.decode(2),
                                     notifications: try row.decode(3), undecodable: try row.decode(4))
@@ -127,9 +148,13 @@ enum ExperimentTallyStore {
             guard let tally = ExperimentTallyState.Key(code: try row.decode(0)) else {
                 throw PostgresError(kind: .decoding, message: "experiment_tally_histograms: unknown tally")
             }
-            state.load(tally, processingCounts: try row.decode(1))
+            do {
+                try state.load(tally, processingCounts: try row.decode(1))
+            } catch {
+                throw PostgresError(kind: .decoding, message: "experiment_tally_histograms: \(error)")
+            }
         }
-        return (checkpoint, state)
+        return (checkpoint, state, false)
     }
 
     /// Stored counts by stage raw value.

@@ -1,3 +1,4 @@
+import Synchronization
 import EngageCore
 import EventStore
 @testable import Experiments
@@ -7,11 +8,38 @@ import TestSupport
 
 @Suite("Incremental experiment looks")
 struct IncrementalLookTests {
+    /// A look reads without a transaction id (an advisory lock, not a row lock, and every write
+    /// last): while it reads, the oldest running transaction is not the look's, so the projector
+    /// and its lag, bounded by that, do not wait for a long fold. Checked on a first look, a look
+    /// after new events and a look that refolds because the stored tallies are stale.
+    @Test(.timeLimit(.minutes(3)))
+    func aLookHoldsNoTransactionIDWhileItReads() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let definition = try await ExperimentRunnerTests.loggedExperiment(pool)
+        let reads = Mutex<[Bool]>([])
+        let check: @Sendable (Connection) throws -> Void = { connection in
+            let unassigned: Bool = try connection.query("SELECT pg_current_xact_id_if_assigned() IS NULL")[0].decode(0)
+            reads.withLock { $0.append(unassigned) }
+        }
+        _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: check)
+        try await Self.appendLateEvents(definition.id) { sql in
+            _ = try await pool.withConnection { connection in try connection.execute(sql) }
+        }
+        _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: check)
+        _ = try await pool.withConnection { connection in
+            try connection.execute("UPDATE experiment_tally_checkpoints SET definition_key = 'stale' WHERE experiment_id = \(definition.id)")
+        }
+        let refolded = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: check)
+        #expect(reads.withLock { $0 } == [true, true, true])
+        let replay = try await ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1).replay(definition)
+        #expect(refolded.tallies == replay.tallies && refolded.events == replay.events)
+    }
+
     /// The tallies kept between looks equal a full replay of the log at every look: after new
     /// notifications, after late events for notifications already tallied (an expansion or an open
     /// after the display, an earlier event that moves the notification to another device and arm,
     /// an earlier rich display, an earlier delivery with another processing time, an undecodable
-    /// row), and after a fold that failed between writing the tallies and the checkpoint.
+    /// row), and after a fold that failed after writing, before its commit.
     @Test(.timeLimit(.minutes(3)))
     func everyLookEqualsTheFullReplayEvenWhenLateEventsChangeTalliedNotifications() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
@@ -51,7 +79,7 @@ struct IncrementalLookTests {
         #expect(second.undecodable > first.undecodable)
         #expect(second.tallies != first.tallies)
 
-        // A fold that fails before its checkpoint leaves tallies and checkpoint as they were.
+        // A fold that fails before its commit leaves tallies and checkpoint as they were.
         try await execute("""
             INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                                 experiment_id, experiment_arm, payload)
@@ -62,7 +90,7 @@ struct IncrementalLookTests {
             """)
         let before = try await Self.storedRows(id, pool)
         struct Crash: Error {}
-        await #expect(throws: Crash.self) { _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500) { throw Crash() } }
+        await #expect(throws: Crash.self) { _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, beforeCommit: { throw Crash() }) }
         #expect(try await Self.storedRows(id, pool) == before)
         let third = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(third, "after a failed fold")

@@ -57,9 +57,10 @@ public struct ExperimentTallyState: Sendable, Equatable {
         devices[tally, default: [:]][device] = counts
     }
 
-    /// Sets a stored histogram (loading; not a change).
-    public mutating func load(_ tally: Key, processingCounts counts: [Int64]) {
-        processing[tally] = counts
+    /// Sets a stored histogram (loading; not a change), refused unless it has the standard
+    /// layout's length and no negative count.
+    public mutating func load(_ tally: Key, processingCounts counts: [Int64]) throws(StatisticsError) {
+        processing[tally] = try LatencyHistogram(counts: counts).counts
     }
 
     /// Replaces a notification's contribution: `old` is what it was tallied as (nil: not yet),
