@@ -84,10 +84,16 @@ enum DevicePairMomentStore {
             WHERE (\(appID)::text IS NULL OR app_id = \(appID))
             ORDER BY app_id, first_category COLLATE "C", second_category COLLATE "C"
             """)
-        return try rows.rows.map { row in
+        return try rows.rows.compactMap { row in
             var values: [String: Int] = [:]
             for (index, column) in columns.enumerated() { values[column.name] = try row.decode(3 + index, as: Int.self) }
-            return try moments(appID: try row.decode(0), first: try row.decode(1), second: try row.decode(2), values)
+            // As for a category's moments: sums no set of devices has (before the rebuild that
+            // follows an upgrade) are left out rather than failing the report.
+            do {
+                return try moments(appID: try row.decode(0), first: try row.decode(1), second: try row.decode(2), values)
+            } catch is StatisticsError {
+                return nil
+            }
         }
     }
 

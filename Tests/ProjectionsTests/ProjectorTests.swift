@@ -272,6 +272,25 @@ struct ProjectorTests {
         #expect(abs(read.interval.lower - expectedDifference.interval.lower) < 1e-12)
         #expect(abs(read.interval.upper - expectedDifference.interval.upper) < 1e-12)
         #expect(abs(read.interval.lower - apart.interval.lower) > 1e-9)
+
+        // Sums no set of devices has (an upgraded database before its rebuild) are left out: the
+        // report still answers, with the notification as the unit, instead of failing.
+        let spoiled = try #require(expected.first).category
+        let spoil: (Int) async throws -> Void = { devices in
+            _ = try await self.pool.withConnection { connection in
+                try connection.execute("""
+                    UPDATE engagement_device_moments SET rich_devices = rich_devices + \(devices) WHERE category = \(spoiled)
+                    """)
+            }
+        }
+        try await spoil(-1_000_000)
+        let readSpoiled = try await pool.withConnection { connection in
+            try DeviceMomentStore.read(appID: nil, category: nil, on: connection)
+        }
+        #expect(readSpoiled.map(\.category) == expected.map(\.category).filter { $0 != spoiled })
+        let fallback = try await ReportQuery().run(on: pool, now: at)
+        #expect(try #require(fallback.stratified.first { $0.metric == .engagement(.expansion) }).unit == .notification)
+        try await spoil(1_000_000)
     }
 
     @Test(.timeLimit(.minutes(2)))

@@ -68,8 +68,10 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             Stratum(name: stratum.name,
                     variant: Self.proportion(metric, stratum.rich), control: Self.proportion(metric, stratum.plain))
         })
-        let clustered = Self.clustered(metric, strata, pairs)
         let included = Set(stratified.included.map(\.name))
+        // Only the categories the summary includes need device moments: one without rich or
+        // plain displays contributes nothing, and must not turn the device unit off for the rest.
+        let clustered = Self.clustered(metric, strata.filter { included.contains($0.name) }, pairs)
         categories = strata.filter { included.contains($0.name) }.map { stratum in
             let comparison = MetricComparison(metric: metric, rich: stratum.rich, plain: stratum.plain,
                                               notDisplayed: PresentationCounts(),
