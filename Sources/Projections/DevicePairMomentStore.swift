@@ -52,12 +52,13 @@ enum DevicePairMomentStore {
                 SELECT * FROM \(unsafeSQL: tables.devices)
                 WHERE (app_id, device_id) IN (SELECT app_id, device_id FROM d)
             ), c AS (
-                SELECT app_id, category, device_id, \(fragment: oldAndNew)
+                SELECT app_id, category, device_id, d.device_id IS NOT NULL AS changed, \(fragment: oldAndNew)
                 FROM t FULL JOIN d USING (app_id, category, device_id)
             )
             INSERT INTO \(unsafeSQL: tables.devicePairMoments) AS m (app_id, first_category, second_category, \(fragment: columnNames))
             SELECT a.app_id, a.category, b.category, \(fragment: sums)
             FROM c a JOIN c b ON a.app_id = b.app_id AND a.device_id = b.device_id AND a.category < b.category COLLATE "C"
+            WHERE a.changed OR b.changed  -- a pair of two unchanged categories keeps its products
             GROUP BY a.app_id, a.category, b.category
             ON CONFLICT (app_id, first_category, second_category) DO UPDATE SET
             """
@@ -70,7 +71,7 @@ enum DevicePairMomentStore {
         }
         try connection.execute("""
             DELETE FROM \(unsafeSQL: tables.devicePairMoments) t
-            USING unnest(\(apps)::text[], \(categories)::text[]) AS k(app_id, category)
+            USING (SELECT DISTINCT * FROM unnest(\(apps)::text[], \(categories)::text[])) AS k(app_id, category)
             WHERE t.app_id = k.app_id AND (t.first_category = k.category OR t.second_category = k.category)
               AND \(fragment: empty)
             """)
