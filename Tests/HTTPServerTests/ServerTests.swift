@@ -271,6 +271,9 @@ func withServer<T: Sendable>(
                 return false
             } catch RawHTTPClient.Failure.connect(errno: ECONNREFUSED) {
                 return true
+            } catch RawHTTPClient.Failure.connect(errno: ECONNRESET) {
+                // Queued on the listener as it closed: the next attempt is refused.
+                return false
             }
         }
         #expect(probe.current == 1)
