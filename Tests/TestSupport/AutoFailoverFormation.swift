@@ -171,7 +171,15 @@ public final class AutoFailoverFormation: Sendable {
             let rows = try connection.query("""
                 SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming' AND sync_state IN ('sync', 'quorum')
                 """)
-            return try rows[0].decode(0, as: Int.self) > 0 && !(try connection.query("SHOW synchronous_standby_names")[0].decode(0, as: String.self)).isEmpty
+            guard try rows[0].decode(0, as: Int.self) > 0,
+                  !(try connection.query("SHOW synchronous_standby_names")[0].decode(0, as: String.self)).isEmpty
+            else { return false }
+            // Commits wait for the standby only once the checkpointer has taken the reloaded
+            // setting (it publishes "synchronous standbys defined" to every backend); a backend's
+            // SHOW sees the setting before that. A CHECKPOINT returns after the checkpointer
+            // processed its pending reload, so from here on commits really wait.
+            try connection.execute("CHECKPOINT")
+            return true
         }
     }
 
