@@ -100,7 +100,8 @@ public struct MetricComparison: Sendable, Hashable {
     public let pValue: Double?
     public let significant: Bool?
     /// `ProportionComparison.isSmallSample`: a side with fewer than 30 displayed notifications,
-    /// or fewer than 5 successes or failures. True when a side has none.
+    /// or fewer than 5 successes or failures; with the device as the unit also a side with fewer
+    /// than 30 devices (`ClusteredProportionComparison.isSmallSample`). True when a side has none.
     public let smallSample: Bool
     /// What the intervals and the p-value take as independent.
     public let unit: InferenceUnit
@@ -140,7 +141,6 @@ public struct MetricComparison: Sendable, Hashable {
         }
         let comparison = ProportionComparison(variant: variant, control: control)
         absoluteLift = comparison.absoluteDifference
-        smallSample = comparison.isSmallSample
         let clustered = devices?.comparison(metric, rich: richCounts, plain: plainCounts)
         if let clustered, let difference = try? clustered.difference(confidence: confidence),
            let clusteredRatio = try? clustered.ratio(confidence: confidence) {
@@ -148,11 +148,13 @@ public struct MetricComparison: Sendable, Hashable {
             ratio = clusteredRatio.effect
             unit = .device
             designEffect = difference.designEffect
+            smallSample = clustered.isSmallSample
         } else {
             absoluteInterval = comparison.newcombeInterval(confidence: confidence)
             ratio = try? comparison.ratioEstimate(Self.method, confidence: confidence)
             unit = .notification
             designEffect = nil
+            smallSample = comparison.isSmallSample
         }
         relativeLift = ratio?.relativeLift
         relativeInterval = ratio?.relativeInterval

@@ -28,6 +28,16 @@ public struct ClusteredProportionComparison: Hashable, Sendable {
         ProportionComparison(variant: variant.proportion, control: control.proportion)
     }
 
+    /// The counts' small-sample rule, or fewer than `minimumDevices` devices on a side: a
+    /// variance taken over a handful of devices is rough however many notifications they got.
+    public var isSmallSample: Bool {
+        counts.isSmallSample || min(variant.devices, control.devices) < Self.minimumDevices
+    }
+
+    /// The fewest devices on a side for the clustered variance to be trusted (the usual rule of
+    /// thumb for cluster-robust variances asks for a few dozen clusters).
+    public static let minimumDevices = 30
+
     /// `p1 - p2 +- z sqrt(Var)` and the p-value of the same Wald statistic; the binomial variance
     /// beside it is `p1 q1 / n1 + p2 q2 / n2`. Throws `tooFewUnits` when a side has no trials and
     /// `zeroVariance` when the clustered variance is 0.

@@ -125,6 +125,39 @@ struct DeviceUnitReportTests {
         #expect(abs((apart.interval.upper - apart.interval.lower) / 2 - halfWidth) > 1e-6)
     }
 
+    /// Many notifications from a few devices are a small sample when the device is the unit: the
+    /// clustered variance has only the devices to go on. With every device contributing as many
+    /// notifications, enough devices make the same row an ordinary one.
+    @Test func fewDevicesMakeASmallSampleHoweverManyNotifications() throws {
+        func expansion(devicesPerSide: Int, displaysPerDevice: Int) throws -> (devices: MetricComparison, naive: MetricComparison) {
+            var counts: [DeviceCategoryCounts] = []
+            for j in 0..<devicesPerSide {
+                let expanded = (j % 4 + 1) * displaysPerDevice / 8
+                counts.append(DeviceCategoryCounts(rich: Self.displays(shown: displaysPerDevice, expanded: expanded, rich: true)))
+                counts.append(DeviceCategoryCounts(plain: Self.displays(shown: displaysPerDevice, expanded: expanded / 2, rich: false)))
+            }
+            let total = counts.reduce(DeviceCategoryCounts(), +)
+            let rows = [(ObservedPresentation.rich, total.rich), (.plain, total.plain)].map { presentation, funnel in
+                EngagementRow(appID: "app", category: "news", presentation: presentation,
+                              attachmentKind: presentation == .rich ? "image" : "none", day: Self.day, counts: funnel)
+            }
+            let moments = [CategoryDeviceMoments(appID: "app", category: "news", devices: counts)]
+            let at = Timestamp(microsecondsSinceEpoch: 0)
+            func first(_ report: EngagementReport) throws -> MetricComparison {
+                try #require(report.groups.first { $0.key.category == "news" }?.metrics.first { $0.metric == .engagement(.expansion) })
+            }
+            return (try first(EngagementReport.build(engagement: rows, devices: moments, generatedAt: at)),
+                    try first(EngagementReport.build(engagement: rows, generatedAt: at)))
+        }
+        let few = try expansion(devicesPerSide: 8, displaysPerDevice: 200)
+        #expect(few.devices.unit == .device)
+        #expect(few.devices.smallSample, "1,600 notifications a side from 8 devices")
+        #expect(!few.naive.smallSample, "as independent notifications they are plenty")
+        let many = try expansion(devicesPerSide: 40, displaysPerDevice: 200)
+        #expect(many.devices.unit == .device)
+        #expect(!many.devices.smallSample)
+    }
+
     /// A report built with device moments takes the device as the unit for a category's rows and
     /// the adjusted answer, with the design effect; with a day filter it falls back to notifications.
     @Test func theCategoryRowsAndTheHeadlineUseTheDevicesWhenTheMomentsMatchTheCounts() throws {
