@@ -5,10 +5,11 @@ import Postgres
 /// and device its rich and plain displayed notifications with the stages they reached
 /// (`engagement_devices`), and per app and category the sums over devices that a cluster-robust
 /// variance needs (`engagement_device_moments`). The projector applies a batch's per-device
-/// changes in one statement, in the batch's transaction: each changed device's row is updated,
-/// and its old terms (its counts before the change) are subtracted from the category's sums and
-/// its new terms added, so the sums equal a fold from scratch whatever the order of events. The
-/// sums across two categories (`DevicePairMomentStore`) are updated first, in the same transaction.
+/// changes in the batch's transaction: it reads the changed devices' rows once, folds the batch
+/// in memory (`DeviceMomentDeltas`: each changed device's old terms, its counts before the
+/// change, subtracted from the category's sums and its new terms added, so the sums equal a fold
+/// from scratch whatever the order of events), and writes the rows and the sums' changes. The
+/// sums across two categories (`DevicePairMomentStore`) come from the same fold.
 enum DeviceMomentStore {
     /// The per-device count columns of one presentation: displayed (`n`), then one per
     /// engagement stage (`x` of each per-displayed metric).
@@ -52,73 +53,132 @@ enum DeviceMomentStore {
         return columns
     }()
 
-    /// Applies the per-device changes of a batch (keys unique) to both tables.
+    /// Applies the per-device changes of a batch (keys unique) to the three tables: reads the
+    /// changed devices' stored rows once, folds the batch in memory (`DeviceMomentDeltas`), then
+    /// writes the devices' rows by binary COPY and the sums' changes with one upsert per table.
+    /// Runs in the batch's transaction, after the checkpoint's row lock: nobody else writes
+    /// these tables meanwhile, so the rows read stay the rows stored until the batch commits.
     static func apply(_ changes: [DeviceMomentFold.Key: DeviceCategoryCounts], tables: ReadModelTables,
                       on connection: Connection) throws {
         let changed = changes.filter { !$0.value.isZero }
         if changed.isEmpty { return }
-        var apps: [String] = [], categories: [String] = [], devices: [String] = []
-        var counts: [[Int64]] = Array(repeating: [], count: deviceColumns.count)
-        let stages = [FunnelStage.displayed] + FunnelStage.engagements
-        for (key, change) in changed {
+        let stored = try storedRows(ofDevicesIn: changed.keys, tables: tables, on: connection)
+        let deltas = DeviceMomentDeltas(changes: changed, stored: stored)
+        try write(deltas.rows, tables: tables, on: connection)
+        try addMoments(deltas.moments, tables: tables, on: connection)
+        try DevicePairMomentStore.add(deltas.pairs, tables: tables, on: connection)
+    }
+
+    /// Every stored row, in any category, of the devices of `keys` (the pair sums need a changed
+    /// device's unchanged categories too); found by the index `engagement_devices_by_device`, one
+    /// probe per device. (`OFFSET 0` keeps the lookup a probe per key: as a plain join the planner
+    /// hashes a seq scan of the whole table once it is a few times the batch, measured twice as
+    /// slow at 50,000 rows, and slower the more devices the table holds.)
+    static func storedRows(ofDevicesIn keys: some Collection<DeviceMomentFold.Key>, tables: ReadModelTables,
+                           on connection: Connection) throws -> [DeviceMomentFold.Key: DeviceMomentDeltas.Row] {
+        var seen = Set<DeviceMomentDeltas.DeviceKey>(minimumCapacity: keys.count)
+        var apps: [String] = [], devices: [String] = []
+        for key in keys where seen.insert(DeviceMomentDeltas.DeviceKey(appID: key.appID, deviceID: key.deviceID)).inserted {
+            apps.append(key.appID)
+            devices.append(key.deviceID)
+        }
+        let result = try connection.query("""
+            SELECT t.app_id, t.category, t.device_id, \(fragment: SQL.list(deviceColumns.map { "t.\(identifier: $0)" }))
+            FROM unnest(\(apps)::text[], \(devices)::text[]) AS k(app_id, device_id)
+            CROSS JOIN LATERAL (
+                SELECT * FROM \(unsafeSQL: tables.devices) d WHERE d.app_id = k.app_id AND d.device_id = k.device_id OFFSET 0
+            ) t
+            """)
+        var rows: [DeviceMomentFold.Key: DeviceMomentDeltas.Row] = [:]
+        rows.reserveCapacity(result.rowCount)
+        for row in result.rows {
+            let key = DeviceMomentFold.Key(appID: try row.decode(0), category: try row.decode(1), deviceID: try row.decode(2))
+            rows[key] = try (0..<deviceColumns.count).map { try row.cell(3 + $0).int64() }
+        }
+        return rows
+    }
+
+    /// Writes the changed devices' rows: new ones by binary COPY straight into the table, stored
+    /// ones through a staging table and one upsert, and removes the rows every notification has
+    /// left, so the model does not depend on the order in which events arrived (a rebuild equals
+    /// it row for row).
+    static func write(_ rows: [DeviceMomentDeltas.ChangedRow], tables: ReadModelTables, on connection: Connection) throws {
+        var inserted = BinaryCopyEncoder(reservingCapacity: rows.count * 160)
+        var updated = BinaryCopyEncoder(reservingCapacity: 0)
+        var removedApps: [String] = [], removedCategories: [String] = [], removedDevices: [String] = []
+        for row in rows {
+            if row.isZero {
+                // Only a stored row can return to 0: a new one is the change itself, never 0.
+                removedApps.append(row.key.appID)
+                removedCategories.append(row.key.category)
+                removedDevices.append(row.key.deviceID)
+                continue
+            }
+            func append(_ copy: inout BinaryCopyEncoder) {
+                copy.beginRow(columnCount: 3 + deviceColumns.count)
+                copy.appendText(row.key.appID)
+                copy.appendText(row.key.category)
+                copy.appendText(row.key.deviceID)
+                for value in row.counts { copy.appendInt64(value) }
+            }
+            if row.wasStored { append(&updated) } else { append(&inserted) }
+        }
+        let columns = SQL.list(deviceColumns.map { "\(identifier: $0)" })
+        if inserted.rowCount > 0 {
+            try connection.copyIn("""
+                COPY \(unsafeSQL: tables.devices) (app_id, category, device_id, \(fragment: columns)) FROM STDIN (FORMAT binary)
+                """, data: inserted.finish())
+        }
+        if updated.rowCount > 0 {
+            try connection.execute("""
+                CREATE TEMP TABLE IF NOT EXISTS staged_devices (app_id text, category text, device_id text,
+                    \(fragment: SQL.list(deviceColumns.map { "\(identifier: $0) bigint" }))) ON COMMIT DELETE ROWS
+                """)
+            try connection.copyIn("COPY staged_devices FROM STDIN (FORMAT binary)", data: updated.finish())
+            try connection.execute("""
+                INSERT INTO \(unsafeSQL: tables.devices) AS t (app_id, category, device_id, \(fragment: columns))
+                SELECT app_id, category, device_id, \(fragment: columns) FROM staged_devices
+                ON CONFLICT (app_id, category, device_id) DO UPDATE SET
+                    \(fragment: SQL.list(deviceColumns.map { "\(identifier: $0) = EXCLUDED.\(identifier: $0)" }))
+                """)
+            // Several batches can share one transaction (a rebuild's last catch-up).
+            try connection.execute("TRUNCATE staged_devices")
+        }
+        if !removedApps.isEmpty {
+            try connection.execute("""
+                DELETE FROM \(unsafeSQL: tables.devices) t
+                USING unnest(\(removedApps)::text[], \(removedCategories)::text[], \(removedDevices)::text[]) AS k(app_id, category, device_id)
+                WHERE t.app_id = k.app_id AND t.category = k.category AND t.device_id = k.device_id
+                """)
+        }
+    }
+
+    /// Adds the changes of the per-category sums; a category left with no device is removed.
+    static func addMoments(_ deltas: [DeviceMomentDeltas.CategoryKey: DeviceMomentDeltas.Row], tables: ReadModelTables,
+                           on connection: Connection) throws {
+        if deltas.isEmpty { return }
+        var apps: [String] = [], categories: [String] = []
+        var sums: [[Int64]] = Array(repeating: [], count: momentColumns.count)
+        for (key, row) in deltas {
             apps.append(key.appID)
             categories.append(key.category)
-            devices.append(key.deviceID)
-            for (index, stage) in stages.enumerated() {
-                counts[index].append(Int64(change.rich[stage]))
-                counts[stages.count + index].append(Int64(change.plain[stage]))
-            }
+            for (index, value) in row.enumerated() { sums[index].append(value) }
         }
-        try DevicePairMomentStore.apply(apps: apps, categories: categories, devices: devices, counts: counts,
-                                        tables: tables, on: connection)
-        let columns = SQL.list(deviceColumns.map { "\(identifier: $0)" })
-        let sums = SQL.list(momentColumns.map { column -> SQL in
-            switch column.term {
-            case .devices(let n):
-                "sum((\(identifier: "new_" + n) > 0)::int4 - (\(identifier: "old_" + n) > 0)::int4)::int8"
-            case .sum(let x):
-                "sum(\(identifier: "new_" + x) - \(identifier: "old_" + x))::int8"
-            case .product(let a, let b):
-                "sum(\(identifier: "new_" + a) * \(identifier: "new_" + b) - \(identifier: "old_" + a) * \(identifier: "old_" + b))::int8"
-            }
-        })
-        let newAndOld = SQL.list(deviceColumns.flatMap { column -> [SQL] in
-            ["u.\(identifier: column) AS \(identifier: "new_" + column)",
-             "u.\(identifier: column) - d.\(identifier: column) AS \(identifier: "old_" + column)"]
-        })
-        let momentNames = momentColumns.map(\.name)
+        let names = momentColumns.map(\.name)
         var statement: SQL = """
-            WITH d (app_id, category, device_id, \(fragment: columns)) AS (
-                SELECT * FROM unnest(\(apps)::text[], \(categories)::text[], \(devices)::text[],
-                                     \(fragment: SQL.list(counts.map { "\($0)::int8[]" })))
-            ), u AS (
-                INSERT INTO \(unsafeSQL: tables.devices) AS t (app_id, category, device_id, \(fragment: columns))
-                SELECT * FROM d
-                ON CONFLICT (app_id, category, device_id) DO UPDATE SET
-                    \(fragment: SQL.list(deviceColumns.map { "\(identifier: $0) = t.\(identifier: $0) + EXCLUDED.\(identifier: $0)" }))
-                RETURNING t.*
-            ), terms AS (
-                SELECT u.app_id, u.category, \(fragment: newAndOld)
-                FROM u JOIN d ON u.app_id = d.app_id AND u.category = d.category AND u.device_id = d.device_id
-            )
-            INSERT INTO \(unsafeSQL: tables.deviceMoments) AS m (app_id, category, \(fragment: SQL.list(momentNames.map { "\(identifier: $0)" })))
-            SELECT app_id, category, \(fragment: sums) FROM terms GROUP BY app_id, category
+            INSERT INTO \(unsafeSQL: tables.deviceMoments) AS m (app_id, category, \(fragment: SQL.list(names.map { "\(identifier: $0)" })))
+            SELECT * FROM unnest(\(apps)::text[], \(categories)::text[], \(fragment: SQL.list(sums.map { "\($0)::int8[]" })))
             ON CONFLICT (app_id, category) DO UPDATE SET
             """
-        statement.append(SQL.list(momentNames.map { "\(identifier: $0) = m.\(identifier: $0) + EXCLUDED.\(identifier: $0)" }))
-        try connection.execute(statement)
-        // Rows every notification has left are removed, so the model does not depend on the order
-        // in which events arrived (a rebuild equals it row for row).
-        try connection.execute("""
-            DELETE FROM \(unsafeSQL: tables.devices) t
-            USING unnest(\(apps)::text[], \(categories)::text[], \(devices)::text[]) AS k(app_id, category, device_id)
-            WHERE t.app_id = k.app_id AND t.category = k.category AND t.device_id = k.device_id
-              AND (\(fragment: SQL.list(deviceColumns.map { "t.\(identifier: $0)" }))) = (\(fragment: SQL.list(deviceColumns.map { _ in "0" })))
-            """)
+        statement.append(SQL.list(names.map { "\(identifier: $0) = m.\(identifier: $0) + EXCLUDED.\(identifier: $0)" }))
+        statement.append(" RETURNING m.app_id, m.category, m.rich_devices = 0 AND m.plain_devices = 0")
+        let empty = try connection.query(statement).rows.filter { try $0.decode(2, as: Bool.self) }
+        if empty.isEmpty { return }
+        let emptyApps: [String] = try empty.map { try $0.decode(0) }, emptyCategories: [String] = try empty.map { try $0.decode(1) }
         try connection.execute("""
             DELETE FROM \(unsafeSQL: tables.deviceMoments) t
-            USING unnest(\(apps)::text[], \(categories)::text[]) AS k(app_id, category)
-            WHERE t.app_id = k.app_id AND t.category = k.category AND t.rich_devices = 0 AND t.plain_devices = 0
+            USING unnest(\(emptyApps)::text[], \(emptyCategories)::text[]) AS k(app_id, category)
+            WHERE t.app_id = k.app_id AND t.category = k.category
             """)
     }
 

@@ -5,9 +5,9 @@ import Postgres
 /// (sql/migrations/013_device_pair_moments.sql, `engagement_device_pair_moments`): what the
 /// adjusted answer needs to count a device once across categories. A device's change in one
 /// category changes its products with every other category it has notifications in, so the
-/// projector applies a batch's changes with all of the changed devices' categories: for each
-/// pair of them, the device's old products are subtracted and its new ones added. It runs before
-/// `DeviceMomentStore` writes the batch, while `engagement_devices` still holds the old counts.
+/// batch's fold (`DeviceMomentDeltas`) takes all of the changed devices' categories: for each
+/// pair of them with a change, the device's old products are subtracted and its new ones added;
+/// this store adds those changes.
 enum DevicePairMomentStore {
     static let presentations = DeviceMomentStore.presentations
 
@@ -28,52 +28,41 @@ enum DevicePairMomentStore {
         return columns
     }()
 
-    /// Applies the per-device changes of a batch (keys unique, none zero) to the pair sums.
-    /// `apps`, `categories`, `devices` and `counts` are the changes as `DeviceMomentStore`
-    /// sends them (one array per column of `engagement_devices`).
-    static func apply(apps: [String], categories: [String], devices: [String], counts: [[Int64]],
-                      tables: ReadModelTables, on connection: Connection) throws {
-        let deviceColumns = DeviceMomentStore.deviceColumns
-        let names = SQL.list(deviceColumns.map { "\(identifier: $0)" })
-        // Every category of each changed device, with its counts before and after the batch.
-        let oldAndNew = SQL.list(deviceColumns.flatMap { column -> [SQL] in
-            ["coalesce(t.\(identifier: column), 0) AS \(identifier: "old_" + column)",
-             "coalesce(t.\(identifier: column), 0) + coalesce(d.\(identifier: column), 0) AS \(identifier: "new_" + column)"]
-        })
-        let sums = SQL.list(columns.map { column -> SQL in
-            "sum(a.\(identifier: "new_" + column.first) * b.\(identifier: "new_" + column.second) - a.\(identifier: "old_" + column.first) * b.\(identifier: "old_" + column.second))::int8"
-        })
+    /// Adds the changes of the pairs' sums (`DeviceMomentDeltas.pairs`); a pair left with no
+    /// device that has displays in both categories (every product 0, as x <= n) is removed.
+    static func add(_ deltas: [DeviceMomentDeltas.PairKey: DeviceMomentDeltas.Row], tables: ReadModelTables,
+                    on connection: Connection) throws {
+        if deltas.isEmpty { return }
+        var apps: [String] = [], firsts: [String] = [], seconds: [String] = []
+        var sums: [[Int64]] = Array(repeating: [], count: columns.count)
+        for (key, row) in deltas {
+            apps.append(key.appID)
+            firsts.append(key.first)
+            seconds.append(key.second)
+            for (index, value) in row.enumerated() { sums[index].append(value) }
+        }
         let columnNames = SQL.list(columns.map { "\(identifier: $0.name)" })
         var statement: SQL = """
-            WITH d (app_id, category, device_id, \(fragment: names)) AS (
-                SELECT * FROM unnest(\(apps)::text[], \(categories)::text[], \(devices)::text[],
-                                     \(fragment: SQL.list(counts.map { "\($0)::int8[]" })))
-            ), t AS (
-                SELECT * FROM \(unsafeSQL: tables.devices)
-                WHERE (app_id, device_id) IN (SELECT app_id, device_id FROM d)
-            ), c AS (
-                SELECT app_id, category, device_id, d.device_id IS NOT NULL AS changed, \(fragment: oldAndNew)
-                FROM t FULL JOIN d USING (app_id, category, device_id)
-            )
             INSERT INTO \(unsafeSQL: tables.devicePairMoments) AS m (app_id, first_category, second_category, \(fragment: columnNames))
-            SELECT a.app_id, a.category, b.category, \(fragment: sums)
-            FROM c a JOIN c b ON a.app_id = b.app_id AND a.device_id = b.device_id AND a.category < b.category COLLATE "C"
-            WHERE a.changed OR b.changed  -- a pair of two unchanged categories keeps its products
-            GROUP BY a.app_id, a.category, b.category
+            SELECT * FROM unnest(\(apps)::text[], \(firsts)::text[], \(seconds)::text[],
+                                 \(fragment: SQL.list(sums.map { "\($0)::int8[]" })))
             ON CONFLICT (app_id, first_category, second_category) DO UPDATE SET
             """
         statement.append(SQL.list(columns.map { "\(identifier: $0.name) = m.\(identifier: $0.name) + EXCLUDED.\(identifier: $0.name)" }))
-        try connection.execute(statement)
-        // No device left with displays in both categories: every product is 0 (x <= n).
         var empty: SQL = "true"
         for a in presentations {
-            for b in presentations { empty.append(" AND t.\(identifier: a.rawValue + "_x_" + b.rawValue + "_displayed") = 0") }
+            for b in presentations { empty.append(" AND m.\(identifier: a.rawValue + "_x_" + b.rawValue + "_displayed") = 0") }
         }
+        statement.append(" RETURNING m.app_id, m.first_category, m.second_category, ")
+        statement.append(empty)
+        let emptied = try connection.query(statement).rows.filter { try $0.decode(3, as: Bool.self) }
+        if emptied.isEmpty { return }
+        let emptyApps: [String] = try emptied.map { try $0.decode(0) }
+        let emptyFirsts: [String] = try emptied.map { try $0.decode(1) }, emptySeconds: [String] = try emptied.map { try $0.decode(2) }
         try connection.execute("""
             DELETE FROM \(unsafeSQL: tables.devicePairMoments) t
-            USING (SELECT DISTINCT * FROM unnest(\(apps)::text[], \(categories)::text[])) AS k(app_id, category)
-            WHERE t.app_id = k.app_id AND (t.first_category = k.category OR t.second_category = k.category)
-              AND \(fragment: empty)
+            USING unnest(\(emptyApps)::text[], \(emptyFirsts)::text[], \(emptySeconds)::text[]) AS k(app_id, first_category, second_category)
+            WHERE t.app_id = k.app_id AND t.first_category = k.first_category AND t.second_category = k.second_category
             """)
     }
 

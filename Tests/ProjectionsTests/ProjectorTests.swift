@@ -153,6 +153,56 @@ struct ProjectorTests {
         #expect(try await count("SELECT count(*) FROM engagement_rates_by_category") > 0)
     }
 
+    /// A late event that moves a notification to another device and category (its earliest
+    /// event names them) empties the old device's row and the pair it made: both are removed, and
+    /// the model kept batch by batch equals a rebuild row for row.
+    @Test(.timeLimit(.minutes(3)))
+    func aNotificationMovedToAnotherDeviceLeavesNoRowBehind() async throws {
+        let projector = makeProjector()
+        let running = Task { try await projector.run() }
+        let at = ProjectionFixtures.start
+        var serial: UInt64 = 0
+        func displayed(_ notification: String, device: String, category: String, rich: Bool, seconds: Int64) -> [AppendItem] {
+            func event(_ offset: Int64, _ details: EventDetails) -> AppendItem {
+                serial += 1
+                return AppendItem(appID: "app-1", event: Event(
+                    eventID: ProjectionFixtures.id(98, serial), notificationID: notification, deviceID: device, category: category,
+                    occurredAt: at.adding(microseconds: (seconds + offset) * 1_000_000), details: details))
+            }
+            return [event(0, .displayed(DisplayedDetails(presentation: rich ? .rich : .plain, attachmentKind: rich ? .image : .noAttachment))),
+                    event(3, .expanded)]
+        }
+        // d1 alone has breaking_news and chat_message; d3 keeps chat_message with new_photo.
+        _ = try await store.append(displayed("n1", device: "d1", category: "breaking_news", rich: true, seconds: 100)
+            + displayed("n2", device: "d1", category: "chat_message", rich: false, seconds: 100)
+            + displayed("n3", device: "d3", category: "new_photo", rich: true, seconds: 100)
+            + displayed("n4", device: "d3", category: "chat_message", rich: false, seconds: 100))
+        try await waitUntilCaughtUp()
+        let pairsSQL: SQL = "SELECT count(*)::int8 FROM engagement_device_pair_moments WHERE first_category = 'breaking_news' AND second_category = 'chat_message'"
+        #expect(try await count("SELECT count(*)::int8 FROM engagement_devices WHERE device_id = 'd1'") == 2)
+        #expect(try await count(pairsSQL) == 1)
+
+        // An earlier event of n2 arrives: n2 was d2's, in promo_sale.
+        serial += 1
+        _ = try await store.append([AppendItem(appID: "app-1", event: Event(
+            eventID: ProjectionFixtures.id(98, serial), notificationID: "n2", deviceID: "d2", category: "promo_sale",
+            occurredAt: at.adding(microseconds: 10 * 1_000_000),
+            details: .sent(SentDetails(media: [], strategy: .full, payloadBytes: 100))))])
+        try await waitUntilCaughtUp()
+        #expect(try await count("SELECT count(*)::int8 FROM engagement_devices WHERE device_id = 'd1'") == 1)
+        #expect(try await count("SELECT count(*)::int8 FROM engagement_devices WHERE device_id = 'd2' AND category = 'promo_sale' AND plain_displayed = 1") == 1)
+        #expect(try await count(pairsSQL) == 0)
+        #expect(try await count("SELECT count(*)::int8 FROM engagement_device_pair_moments") == 1)
+        #expect(try await count("SELECT plain_devices FROM engagement_device_moments WHERE category = 'chat_message'") == 1)
+
+        let incremental = try await ReadModelSnapshot.rows(pool)
+        try await EngagementRebuild(pool: pool).run()
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+        #expect(try await ReadModelSnapshot.rows(pool) == incremental)
+    }
+
     /// The same columns of `engagement_device_moments` and of `DeviceMomentStore`'s SQL.
     @Test func theDeviceMomentTablesHaveTheColumnsTheProjectorWrites() async throws {
         func columns(_ table: String) async throws -> [String] {
