@@ -1,3 +1,4 @@
+import Foundation
 import JSONText
 import Testing
 @testable import EngageCore
@@ -176,6 +177,30 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
     @Test func escapedKeysAndValuesAreUnderstood() {
         let text = Fixture.delivered(replacing: #""outcome":"attached""#, with: #""\u006futcome":"att\u0061ched""#)
         #expect(Fixture.decode(text) == .success(Fixture.deliveredEvent))
+    }
+
+    /// PostgreSQL compares identifiers as bytes, Swift's `String` as canonically equivalent text:
+    /// a decomposed "é" (escaped or not) is composed as it is decoded, so the two agree.
+    @Test func identifiersAreComposedToTheSameBytes() throws {
+        let precomposed = "caf\u{E9}-\u{212B}"            // é, and the Angstrom sign (a singleton)
+        let expected = Array("caf\u{E9}-\u{C5}".utf8)
+        for written in [#""caf\u0065\u0301-\u212b""#, "\"cafe\u{301}-\u{212B}\"", "\"\(precomposed)\""] {
+            var text = Fixture.delivered(replacing: #""category":"new_photo""#, with: #""category":"# + written)
+            text = text.replacingOccurrences(of: #""device_id":"dev-42""#, with: #""device_id":"# + written)
+            guard case .success(let event) = Fixture.decode(text) else {
+                Issue.record("expected \(written) to decode")
+                continue
+            }
+            #expect(Array(event.category.utf8) == expected, "category \(written)")
+            #expect(Array(event.deviceID.utf8) == expected, "device_id \(written)")
+        }
+        // U+0958 composes to two scalars (six bytes): the limit applies to what is kept.
+        let grown = String(repeating: "\u{958}", count: 30)  // 90 bytes as sent, 180 composed
+        let text = Fixture.delivered(replacing: #""category":"new_photo""#, with: "\"category\":\"\(grown)\"")
+        #expect(Fixture.decode(text) == .failure(EventProblem(field: "category", problem: "must be 1 to 100 bytes long")))
+        let short = String(repeating: "\u{958}", count: 16)   // 48 bytes sent, 96 composed
+        let fits = Fixture.delivered(replacing: #""category":"new_photo""#, with: "\"category\":\"\(short)\"")
+        #expect(try Fixture.decode(fits).get().category.utf8.count == 96)
     }
 
     @Test func integersUpToTwoToThe53AreAccepted() {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Decoding and validation of v1 events, from the wire object and from the stored payload.
 ///
 /// Checks run in a fixed order and the first problem wins:
@@ -406,13 +408,15 @@ struct EventReader {
         return value
     }
 
-    /// A required string of 1...maxBytes UTF-8 bytes without control characters.
+    /// A required string of 1...maxBytes UTF-8 bytes (in NFC) without control characters.
     func text(_ node: JSON.Node?, _ field: @autoclosure () -> String, maxBytes: Int) throws(EventProblem) -> String {
         let (content, range) = try stringContent(node, field())
-        guard range.count >= 1 && range.count <= maxBytes else {
-            throw EventProblem(field: field(), problem: "must be 1 to \(maxBytes) bytes long")
-        }
-        return try controlFreeText(content, range, field())
+        let length = EventProblem(field: field(), problem: "must be 1 to \(maxBytes) bytes long")
+        guard range.count >= 1 && range.count <= maxBytes else { throw length }
+        let value = try controlFreeText(content, range, field())
+        // A few characters grow when composed (U+0958 becomes two scalars).
+        guard value.utf8.count <= maxBytes else { throw length }
+        return value
     }
 
     /// The UTF-8 bytes of a required string node: unescaped, or in place in the document.
@@ -426,18 +430,27 @@ struct EventReader {
         return (json.bytes, json.contentRange(json.token(node)))
     }
 
-    /// The text of `content[range]`, refused if it holds a control character.
+    /// The text of `content[range]` in Unicode normalization form C, refused if it holds a
+    /// control character.
+    ///
+    /// Identifiers are compared as bytes by PostgreSQL and as canonically equivalent text by
+    /// Swift's `String`: "é" written precomposed and as "e" with a combining accent would be one
+    /// key in the projector's memory and two rows in the read model. Composing every identifier
+    /// as it is decoded (from the wire and from the stored payload) makes the two agree.
     private func controlFreeText(_ content: [UInt8], _ range: Range<Int>, _ field: @autoclosure () -> String) throws(EventProblem) -> String {
         var i = range.lowerBound
+        var ascii = true
         while i < range.upperBound {
             let b = content[i]
             // C0 controls and DEL; C1 controls are U+0080...U+009F, encoded C2 80...C2 9F.
             if b < 0x20 || b == 0x7F || (b == 0xC2 && content[i + 1] < 0xA0) {
                 throw EventProblem(field: field(), problem: "must not contain control characters")
             }
+            if b >= 0x80 { ascii = false }
             i += 1
         }
-        return String(decoding: content[range], as: UTF8.self)
+        let text = String(decoding: content[range], as: UTF8.self)
+        return ascii ? text : text.precomposedStringWithCanonicalMapping
     }
 
     func integer(_ node: JSON.Node, _ field: @autoclosure () -> String) throws(EventProblem) -> Int {
