@@ -1,3 +1,5 @@
+import EngageCore
+
 /// A whole console page: the document, the stylesheet, the bar with the sections and the session,
 /// an optional notice, and the page's own markup. Without a viewer (signed out), only the body.
 public struct ConsolePage: Sendable {
@@ -54,21 +56,12 @@ public struct ConsolePage: Sendable {
     public static var contentSecurityPolicy: String { ConsoleStyle.contentSecurityPolicy }
 
     public func render() -> String {
-        var html = """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="color-scheme" content="light dark">
-        <meta name="referrer" content="no-referrer">
-        <link rel="icon" href="data:,">
-        <title>\(Markup.text(title)) · engage</title>
-        <style>\(ConsoleStyle.stylesheet)</style>
-        </head>
-        <body>
-        <header class="top"><span class="brand">engage</span>
-        """
+        var html = HTMLPage.opening(title: "\(title) · engage", stylesheet: ConsoleStyle.stylesheet, headElements: [
+            "<meta name=\"color-scheme\" content=\"light dark\">",
+            "<meta name=\"referrer\" content=\"no-referrer\">",
+            "<link rel=\"icon\" href=\"data:,\">",
+        ])
+        html += "<header class=\"top\"><span class=\"brand\">engage</span>"
         if let viewer {
             html += navigation(viewer)
         }

@@ -58,7 +58,7 @@ enum ReplayBenchmark {
             var replay = StrategyReplay(strategy: strategy)
             for event in events { replay.feed(event) }
             let result = replay.finish()
-            replayRates.append(Double(result.deliveries) / stopwatch.elapsed.seconds)
+            replayRates.append(Double(result.counts.deliveries) / stopwatch.elapsed.seconds)
             last = result
 
             let modelStopwatch = Stopwatch()
@@ -75,8 +75,8 @@ enum ReplayBenchmark {
             strategy replay (adaptive): median %.0f deliveries/s on one core (%d events, %d deliveries, %d devices, %d rounds)
             pipeline model alone on the same pushes (typical networks): median %.0f deliveries/s (%.1f%% rich); replay / model %.3f
             agreement with the recorded outcomes: %.4f of %d; predicted rich display rate %.1f%% (model-based estimates)
-            """, replayRate, result.events, result.deliveries, result.devices, rounds,
+            """, replayRate, result.counts.events, result.counts.deliveries, result.counts.devices, rounds,
             modelRate, 100 * Double(modelRich) / Double(max(inputs.count, 1)), replayRate / modelRate,
-            result.agreement.rate ?? 0, result.agreement.total, 100 * (result.replayed.richRate ?? 0)))
+            result.counts.agreement.rate ?? 0, result.counts.agreement.total, 100 * (result.counts.replayed.richRate ?? 0)))
     }
 }

@@ -48,27 +48,27 @@ struct StrategyReplayReaderTests {
         let result = outcome.result
         #expect(outcome.undecodable == 0)
         #expect(outcome.rows == truth.events)
-        #expect(result.events == truth.events)
-        #expect(result.devices <= scenario.deviceCount)
-        #expect(result.notifications == scenario.notificationCount)
-        #expect(result.deliveries == scenario.notificationCount)
-        #expect(result.deliveredWithoutSent == 0)
-        #expect(result.withoutStrategy == 0)
+        #expect(result.counts.events == truth.events)
+        #expect(result.counts.devices <= scenario.deviceCount)
+        #expect(result.counts.notifications == scenario.notificationCount)
+        #expect(result.counts.deliveries == scenario.notificationCount)
+        #expect(result.counts.deliveredWithoutSent == 0)
+        #expect(result.counts.withoutStrategy == 0)
         // The recorded outcomes are the simulator's.
         for outcome in DeliveryOutcome.allCases {
             let expected = truth.outcomesByCategory.values.reduce(0) { $0 + $1[outcome] }
-            #expect(result.recorded.outcomes[outcome] ?? 0 == expected, "\(outcome)")
+            #expect(result.counts.recorded.outcomes[outcome] ?? 0 == expected, "\(outcome)")
         }
 
-        let rate = try #require(result.agreement.rate)
-        #expect(result.agreement.total == scenario.notificationCount)
+        let rate = try #require(result.counts.agreement.rate)
+        #expect(result.counts.agreement.total == scenario.notificationCount)
         #expect(rate >= 0.95, "\(rate)")
         for strategy in [AttachmentStrategy.full, .adaptive] {
-            #expect(try #require(result.agreementByStrategy[strategy]?.rate) >= 0.95, "\(strategy)")
+            #expect(try #require(result.counts.agreementByStrategy[strategy]?.rate) >= 0.95, "\(strategy)")
         }
         // Replaying `full` predicts the control arm's rich share within a few points.
         let control = try #require(truth.arms["control"])
-        let predictedRich = try #require(result.replayed.richRate)
+        let predictedRich = try #require(result.counts.replayed.richRate)
         #expect(abs(predictedRich - control.outcomes.richShare) < 0.05,
                 "predicted \(predictedRich), control arm \(control.outcomes.richShare)")
         await pool.close()
@@ -86,11 +86,11 @@ struct StrategyReplayReaderTests {
         #expect(result.strategy == "thumbnail")
         #expect(result.categories.map(\.name) == ["breaking_news", "new_photo"])
         // About half the day's notifications of half the traffic (weights 0.4 and 0.1).
-        #expect(result.notifications > 2_000 && result.notifications < 3_000, "\(result.notifications)")
-        #expect(result.deliveries == result.notifications)
+        #expect(result.counts.notifications > 2_000 && result.counts.notifications < 3_000, "\(result.counts.notifications)")
+        #expect(result.counts.deliveries == result.counts.notifications)
         // Thumbnails are small: more of them arrive in time than originals do.
-        #expect(try #require(result.replayed.richRate) > (try #require(result.recorded.richRate)))
-        #expect(try #require(result.replayed.bytesPerDelivery) < (try #require(result.strategyThatRan.bytesPerDelivery)))
+        #expect(try #require(result.counts.replayed.richRate) > (try #require(result.counts.recorded.richRate)))
+        #expect(try #require(result.counts.replayed.bytesPerDelivery) < (try #require(result.counts.strategyThatRan.bytesPerDelivery)))
 
         for prediction in result.engagement {
             #expect(prediction.replayed.rate != nil, "\(prediction.metric)")

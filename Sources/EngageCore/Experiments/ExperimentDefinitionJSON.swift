@@ -186,21 +186,23 @@ private struct DefinitionReader {
         return Array(json.elements(node))
     }
 
-    private func string(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> String {
-        guard let value = json.string(node) else { throw ExperimentProblem(field: path, problem: "must be a string") }
+    /// `value`, or the problem at `path` when the node did not read as one (nil).
+    private func expect<Value>(_ value: Value?, _ path: String,
+                               _ problem: @autoclosure () -> String) throws(ExperimentProblem) -> Value {
+        guard let value else { throw ExperimentProblem(field: path, problem: problem()) }
         return value
+    }
+
+    private func string(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> String {
+        try expect(json.string(node), path, "must be a string")
     }
 
     private func number(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Double {
-        guard let value = json.double(node) else { throw ExperimentProblem(field: path, problem: "must be a number") }
-        return value
+        try expect(json.double(node), path, "must be a number")
     }
 
     private func integer(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Int {
-        guard let value = json.int64(node), let int = Int(exactly: value) else {
-            throw ExperimentProblem(field: path, problem: "must be an integer")
-        }
-        return int
+        try expect(json.int64(node).flatMap { Int(exactly: $0) }, path, "must be an integer")
     }
 
     /// `{"pre_period_days": n}` (the days may be left out for the default) or `"off"`.
@@ -220,22 +222,15 @@ private struct DefinitionReader {
     }
 
     private func bool(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Bool {
-        guard let value = json.bool(node) else { throw ExperimentProblem(field: path, problem: "must be true or false") }
-        return value
+        try expect(json.bool(node), path, "must be true or false")
     }
 
     private func timestamp(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Timestamp {
-        guard let text = json.string(node), let value = Timestamp(rfc3339: text) else {
-            throw ExperimentProblem(field: path, problem: "must be an RFC 3339 timestamp with a time zone")
-        }
-        return value
+        try expect(json.string(node).flatMap { Timestamp(rfc3339: $0) }, path, "must be an RFC 3339 timestamp with a time zone")
     }
 
     private func enumeration<Value: RawRepresentable & CaseIterable>(_ node: JSON.Node, _ path: String) throws(ExperimentProblem) -> Value
     where Value.RawValue == String {
-        guard let text = json.string(node), let value = Value(rawValue: text) else {
-            throw ExperimentProblem(field: path, problem: Value.mustBeOneOf)
-        }
-        return value
+        try expect(json.string(node).flatMap { Value(rawValue: $0) }, path, Value.mustBeOneOf)
     }
 }

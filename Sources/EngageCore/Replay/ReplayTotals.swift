@@ -1,22 +1,6 @@
 /// Everything a strategy replay counts, before the estimates are computed.
 struct ReplayTotals: Sendable {
-    var events = 0
-    var devices = 0
-    /// Counted notifications (in the time window and categories).
-    var notifications = 0
-    var deliveredWithoutSent = 0
-    var sentWithoutDelivery = 0
-    /// Deliveries whose `delivered` and `sent` name no strategy, or one the catalog lacks.
-    var withoutStrategy = 0
-    /// Deliveries read from the cache although the device's history shows no such download
-    /// (prefetched by the app, or received before the log starts).
-    var unexplainedCacheReads = 0
-
-    var agreement = PipelineAgreement.Accumulator()
-    var agreementByStrategy: [AttachmentStrategy: PipelineAgreement.Accumulator] = [:]
-    var recorded: DeliveryTally
-    var strategyThatRan: DeliveryTally
-    var replayed: DeliveryTally
+    var counts: ReplayCounts
     /// Per category: rich displays recorded, predicted for the strategy that ran, and predicted
     /// for the replayed strategy.
     var categories: [String: CategoryReplay] = [:]
@@ -27,35 +11,33 @@ struct ReplayTotals: Sendable {
     var experiments: [String: PropensityTally] = [:]
 
     init(maximumHandoffMS: Int) {
-        recorded = DeliveryTally(maximumMS: maximumHandoffMS, countsBytes: false)
-        strategyThatRan = DeliveryTally(maximumMS: maximumHandoffMS, countsBytes: true)
-        replayed = DeliveryTally(maximumMS: maximumHandoffMS, countsBytes: true)
+        counts = ReplayCounts(maximumHandoffMS: maximumHandoffMS)
     }
 
     /// One counted delivery's recorded and predicted outcomes.
     mutating func record(category: String, delivered: DeliveredDetails, ran: AttachmentStrategy?, ranKnown: Bool,
                          ranOutcome: PipelineOutcome?, outcome: PipelineOutcome, cacheReadUnexplained: Bool) {
-        recorded.record(delivered)
-        replayed.record(outcome)
+        counts.recorded.record(delivered)
+        counts.replayed.record(outcome)
         // One lookup for the three shares.
         categories[category, default: CategoryReplay(name: category)].add(
             recorded: delivered.outcome == .attached, strategyThatRan: ranOutcome.map { $0.presentation == .rich },
             replayed: outcome.presentation == .rich)
-        if cacheReadUnexplained { unexplainedCacheReads += 1 }
+        if cacheReadUnexplained { counts.unexplainedCacheReads += 1 }
         guard let ran, let ranOutcome else {
-            withoutStrategy += 1
+            counts.withoutStrategy += 1
             return
         }
-        agreement.record(recorded: delivered, predicted: ranOutcome)
-        agreementByStrategy[ran, default: PipelineAgreement.Accumulator()].record(recorded: delivered, predicted: ranOutcome)
-        strategyThatRan.record(ranOutcome)
+        counts.agreement.record(recorded: delivered, predicted: ranOutcome)
+        counts.agreementByStrategy[ran, default: PipelineAgreement.Accumulator()].record(recorded: delivered, predicted: ranOutcome)
+        counts.strategyThatRan.record(ranOutcome)
     }
 
     /// One counted notification, once all its device's events were seen.
     mutating func count(_ notification: PendingNotification) {
-        notifications += 1
-        if notification.delivered != nil && notification.sent == nil { deliveredWithoutSent += 1 }
-        if notification.sent != nil && notification.delivered == nil { sentWithoutDelivery += 1 }
+        counts.notifications += 1
+        if notification.delivered != nil && notification.sent == nil { counts.deliveredWithoutSent += 1 }
+        if notification.sent != nil && notification.delivered == nil { counts.sentWithoutDelivery += 1 }
         guard let presentation = notification.presentation else { return }
         let reached = FunnelStageSet(delivered: notification.delivered != nil,
                                      presentation: ObservedPresentation(presentation), engaged: notification.engagement)

@@ -37,11 +37,11 @@ public struct StrategyReplay: Sendable {
 
     /// Takes the next event (see the ordering above).
     public mutating func feed(_ event: Event) {
-        totals.events += 1
+        totals.counts.events += 1
         if device?.id != event.deviceID {
             finishDevice()
             device = DeviceReplay(id: event.deviceID, historyLimit: settings.historyLimit)
-            totals.devices += 1
+            totals.counts.devices += 1
         }
         var pending = device!.notifications.removeValue(forKey: event.notificationID)
             ?? PendingNotification(category: event.category, firstSeenAt: event.occurredAt)

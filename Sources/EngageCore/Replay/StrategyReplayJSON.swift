@@ -10,24 +10,24 @@ extension StrategyReplayResult {
         w.key("settings"); writeSettings(&w)
         w.key("log")
         w.beginObject()
-        w.key("events"); w.int(events)
-        w.key("devices"); w.int(devices)
-        w.key("notifications"); w.int(notifications)
-        w.key("deliveries"); w.int(deliveries)
-        w.key("delivered_without_sent"); w.int(deliveredWithoutSent)
-        w.key("sent_without_delivery"); w.int(sentWithoutDelivery)
-        w.key("without_strategy"); w.int(withoutStrategy)
-        w.key("unexplained_cache_reads"); w.int(unexplainedCacheReads)
+        w.key("events"); w.int(counts.events)
+        w.key("devices"); w.int(counts.devices)
+        w.key("notifications"); w.int(counts.notifications)
+        w.key("deliveries"); w.int(counts.deliveries)
+        w.key("delivered_without_sent"); w.int(counts.deliveredWithoutSent)
+        w.key("sent_without_delivery"); w.int(counts.sentWithoutDelivery)
+        w.key("without_strategy"); w.int(counts.withoutStrategy)
+        w.key("unexplained_cache_reads"); w.int(counts.unexplainedCacheReads)
         w.endObject()
 
         w.key("agreement")
         w.beginObject()
         w.key("description"); w.string("the pipeline model under the strategy that ran, against the recorded outcomes")
-        Self.writeAgreement(agreement, &w)
+        Self.writeAgreement(counts.agreement, &w)
         w.key("by_strategy")
         w.beginObject()
         for name in AttachmentStrategy.allCases {
-            guard let tally = agreementByStrategy[name] else { continue }
+            guard let tally = counts.agreementByStrategy[name] else { continue }
             w.key(name.rawValue)
             w.beginObject()
             Self.writeAgreement(tally, &w)
@@ -38,7 +38,7 @@ extension StrategyReplayResult {
         w.beginArray()
         for recorded in DeliveryOutcome.allCases {
             for predicted in DeliveryOutcome.allCases {
-                let count = agreement.count(recorded: recorded, predicted: predicted)
+                let count = counts.agreement.count(recorded: recorded, predicted: predicted)
                 guard count > 0 else { continue }
                 w.beginObject()
                 w.key("recorded"); w.string(recorded.rawValue)
@@ -52,9 +52,9 @@ extension StrategyReplayResult {
 
         w.key("deliveries")
         w.beginObject()
-        w.key("recorded"); Self.writeTally(recorded, label: nil, strategy: nil, &w)
-        w.key("strategy_that_ran"); Self.writeTally(strategyThatRan, label: Self.label, strategy: nil, &w)
-        w.key("replayed"); Self.writeTally(replayed, label: Self.label, strategy: strategy, &w)
+        w.key("recorded"); Self.writeTally(counts.recorded, label: nil, strategy: nil, &w)
+        w.key("strategy_that_ran"); Self.writeTally(counts.strategyThatRan, label: Self.label, strategy: nil, &w)
+        w.key("replayed"); Self.writeTally(counts.replayed, label: Self.label, strategy: strategy, &w)
         w.endObject()
 
         w.key("categories")

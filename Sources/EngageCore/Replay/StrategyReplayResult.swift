@@ -10,25 +10,8 @@ public struct StrategyReplayResult: Sendable {
     public let strategy: String
     public let settings: StrategyReplaySettings
 
-    public let events: Int
-    public let devices: Int
-    /// Notifications counted (in the time window and categories).
-    public let notifications: Int
-    public let deliveredWithoutSent: Int
-    public let sentWithoutDelivery: Int
-    /// Counted deliveries whose strategy is unknown: not in the agreement or `strategyThatRan`.
-    public let withoutStrategy: Int
-    public let unexplainedCacheReads: Int
-
-    /// The model under the strategy that ran against the recorded outcomes.
-    public let agreement: PipelineAgreement.Accumulator
-    public let agreementByStrategy: [AttachmentStrategy: PipelineAgreement.Accumulator]
-    /// What devices recorded.
-    public let recorded: DeliveryTally
-    /// The model's prediction under the strategy that ran.
-    public let strategyThatRan: DeliveryTally
-    /// The model's prediction under the replayed strategy.
-    public let replayed: DeliveryTally
+    /// The log and its deliveries, as counted.
+    public let counts: ReplayCounts
     /// Per category, by name.
     public let categories: [CategoryReplay]
     /// Per metric of `metrics`.
@@ -36,24 +19,10 @@ public struct StrategyReplayResult: Sendable {
     /// Per experiment found in the log, by id.
     public let experiments: [ExperimentPropensity]
 
-    /// Counted deliveries (both `sent` and `delivered` seen).
-    public var deliveries: Int { recorded.deliveries }
-
     init(strategy: String, settings: StrategyReplaySettings, totals: ReplayTotals) {
         self.strategy = strategy
         self.settings = settings
-        events = totals.events
-        devices = totals.devices
-        notifications = totals.notifications
-        deliveredWithoutSent = totals.deliveredWithoutSent
-        sentWithoutDelivery = totals.sentWithoutDelivery
-        withoutStrategy = totals.withoutStrategy
-        unexplainedCacheReads = totals.unexplainedCacheReads
-        agreement = totals.agreement
-        agreementByStrategy = totals.agreementByStrategy
-        recorded = totals.recorded
-        strategyThatRan = totals.strategyThatRan
-        replayed = totals.replayed
+        counts = totals.counts
         categories = totals.categories.values.sorted { $0.name < $1.name }
         let confidence = settings.confidence
         let ranShares = totals.categories.mapValues(\.strategyThatRan)

@@ -24,27 +24,27 @@ extension StrategyReplayResult {
         let window = settings.countFrom.map { "since \($0.rfc3339)" } ?? "whole log"
         let categoryFilter = settings.categories.isEmpty ? "all categories" : settings.categories.sorted().joined(separator: ", ")
         lines.append("counted    \(window); \(categoryFilter)")
-        lines.append("log        \(events) events, \(devices) devices, \(notifications) notifications, \(deliveries) deliveries replayed")
+        lines.append("log        \(counts.events) events, \(counts.devices) devices, \(counts.notifications) notifications, \(counts.deliveries) deliveries replayed")
         var gaps: [String] = []
-        if deliveredWithoutSent > 0 { gaps.append("\(deliveredWithoutSent) delivered without sent") }
-        if sentWithoutDelivery > 0 { gaps.append("\(sentWithoutDelivery) sent without delivery") }
-        if withoutStrategy > 0 { gaps.append("\(withoutStrategy) deliveries without a known strategy") }
-        if unexplainedCacheReads > 0 { gaps.append("\(unexplainedCacheReads) cache reads the history does not explain") }
+        if counts.deliveredWithoutSent > 0 { gaps.append("\(counts.deliveredWithoutSent) delivered without sent") }
+        if counts.sentWithoutDelivery > 0 { gaps.append("\(counts.sentWithoutDelivery) sent without delivery") }
+        if counts.withoutStrategy > 0 { gaps.append("\(counts.withoutStrategy) deliveries without a known strategy") }
+        if counts.unexplainedCacheReads > 0 { gaps.append("\(counts.unexplainedCacheReads) cache reads the history does not explain") }
         if !gaps.isEmpty { lines.append("not used   " + gaps.joined(separator: "; ")) }
 
         lines.append("")
         lines.append("AGREEMENT: the model under the strategy that ran reproduces the recorded outcome of "
-            + "\(ReportFormat.percent(agreement.rate)) of \(agreement.total) deliveries")
+            + "\(ReportFormat.percent(counts.agreement.rate)) of \(counts.agreement.total) deliveries")
         var byStrategy: [String] = []
         for name in AttachmentStrategy.allCases {
-            guard let tally = agreementByStrategy[name] else { continue }
+            guard let tally = counts.agreementByStrategy[name] else { continue }
             byStrategy.append("\(name.rawValue) \(ReportFormat.percent(tally.rate)) of \(tally.total)")
         }
         if !byStrategy.isEmpty { lines.append("  by strategy: " + byStrategy.joined(separator: ", ")) }
         var misses: [(String, Int)] = []
         for recordedOutcome in DeliveryOutcome.allCases {
             for predicted in DeliveryOutcome.allCases where predicted != recordedOutcome {
-                let count = agreement.count(recorded: recordedOutcome, predicted: predicted)
+                let count = counts.agreement.count(recorded: recordedOutcome, predicted: predicted)
                 if count > 0 { misses.append(("\(recordedOutcome.rawValue) predicted \(predicted.rawValue)", count)) }
             }
         }
@@ -57,7 +57,7 @@ extension StrategyReplayResult {
         lines.append("DELIVERIES (model columns are model-based estimates)")
         var table = TextTable([.left, .right, .right, .right])
         table.append(["", "recorded", "model: strategy that ran", model])
-        let columns = [recorded, strategyThatRan, replayed]
+        let columns = [counts.recorded, counts.strategyThatRan, counts.replayed]
         table.append(["deliveries"] + columns.map { String($0.deliveries) })
         table.append(["rich display rate"] + columns.map { ReportFormat.percent($0.richRate) })
         table.append(["hand-off p50 / p90 / p99 ms"] + columns.map { tally in

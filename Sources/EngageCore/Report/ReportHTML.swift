@@ -13,16 +13,8 @@ extension EngagementReport {
     /// shares as stacked bars per category and attachment kind, download and processing latency
     /// percentiles, and a table of cache hit rate, bytes and timeouts; finally the notes.
     public func renderHTML() -> String {
-        var html = """
-        <!DOCTYPE html>
-        <html lang="en">
-        <head>
-        <meta charset="utf-8">
-        <meta name="viewport" content="width=device-width, initial-scale=1">
-        <title>Rich vs plain notification engagement</title>
-        <style>\(Self.stylesheet)</style>
-        </head>
-        <body>
+        var html = HTMLPage.opening(title: "Rich vs plain notification engagement", stylesheet: Self.stylesheet)
+        html += """
         <header>
         <h1>Rich vs plain notification engagement</h1>
 

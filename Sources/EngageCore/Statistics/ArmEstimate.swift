@@ -24,6 +24,11 @@ public struct ArmEstimate: Hashable, Sendable {
         self.centredMean = centredMean ?? mean
     }
 
+    /// A group's summary, unadjusted, with its units as devices.
+    public init(_ summary: MetricSummary) {
+        self.init(devices: summary.count, mean: summary.mean, unadjustedMean: summary.mean, variance: summary.variance)
+    }
+
     /// A device-clustered ratio metric `sum x / sum n` with its delta-method variance over
     /// devices, from sample moments (divisor `D - 1`), as gbstats' `RatioStatistic`:
     ///

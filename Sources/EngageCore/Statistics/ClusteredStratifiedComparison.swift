@@ -1,17 +1,6 @@
 import Foundation
 
-/// One stratum's buckets of device moments.
-public struct ClusteredStratum: Hashable, Sendable {
-    public let name: String
-    public let variant: DeviceMoments
-    public let control: DeviceMoments
-
-    public init(name: String, variant: DeviceMoments, control: DeviceMoments) {
-        self.name = name
-        self.variant = variant
-        self.control = control
-    }
-
+extension ComparedStratum where Group == DeviceMoments {
     /// The pooled counts, as if notifications were independent.
     public var counts: Stratum {
         Stratum(name: name, variant: variant.proportion, control: control.proportion)

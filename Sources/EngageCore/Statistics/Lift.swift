@@ -20,6 +20,13 @@ public enum LiftScale: String, Hashable, Sendable, CaseIterable {
     case relative
     /// `m1 - m2`.
     case absolute
+
+    var effectScale: EffectScale {
+        switch self {
+        case .relative: .relative
+        case .absolute: .absolute
+        }
+    }
 }
 
 /// An interval and a two-sided p-value for `lift == 0`, the p-value the interval's: below alpha
@@ -41,6 +48,11 @@ public struct LiftTestResult: Hashable, Sendable {
         self.correction = correction
     }
 
+    /// An uncorrected test of `estimate`.
+    init(estimate: Double, _ test: IntervalTest) {
+        self.init(estimate: estimate, interval: test.interval, pValue: test.pValue)
+    }
+
     /// This test with its p-value adjusted by `correction`; the interval must already be at
     /// `correction.perComparison(alpha)`.
     public func adjusted(by correction: MultipleTesting) -> LiftTestResult {
@@ -55,56 +67,35 @@ public struct LiftTestResult: Hashable, Sendable {
 ///  - relative: `d = m1 / m2 - 1` and, by the delta method on the ratio of two independent means,
 ///    `Var d = s1^2 / (m2^2 n1) + s2^2 m1^2 / (m2^4 n2)`.
 ///
-/// From that one estimate and variance it gives the fixed-horizon test (Welch), the sequential
-/// always-valid test and the Bayesian chance to win.
+/// That is `TreatmentEffect` on two summaries, with units for devices; this type gives its
+/// fixed-horizon test (Welch), sequential always-valid test and Bayesian chance to win at a
+/// confidence level, as reports ask for them.
 public struct Lift: Hashable, Sendable {
     public let scale: LiftScale
-    public let estimate: Double
-    /// Variance of `estimate`.
-    public let variance: Double
-    /// Welch-Satterthwaite degrees of freedom of the two groups.
-    public let degreesOfFreedom: Double
-    /// Units in both groups, `n1 + n2`, the sample size of the sequential test.
-    public let totalCount: Int
+    /// The estimate, its variance and Welch-Satterthwaite degrees of freedom; its `devices` are
+    /// the units in both groups, `n1 + n2`, the sample size of the sequential test.
+    let effect: TreatmentEffect
 
-    public var standardError: Double { variance.squareRoot() }
+    public var estimate: Double { effect.estimate }
+    public var standardError: Double { effect.standardError }
 
     /// Throws `tooFewUnits` when a group has fewer than two units, `zeroBaseline` for a
     /// relative lift over a control mean of 0, and `zeroVariance` when either group's variance
     /// is 0 (gbstats declines the same cases; use `ProportionComparison.newcombeInterval` there).
     public init(variant: MetricSummary, control: MetricSummary, scale: LiftScale) throws(StatisticsError) {
-        guard variant.count >= 2, control.count >= 2 else {
-            throw StatisticsError(.tooFewUnits, detail: "n1=\(variant.count) n2=\(control.count)")
-        }
-        if scale == .relative, control.mean == 0 {
-            throw StatisticsError(.zeroBaseline)
-        }
-        guard variant.variance > 0, control.variance > 0 else {
-            throw StatisticsError(.zeroVariance, detail: "var1=\(variant.variance) var2=\(control.variance)")
-        }
-        let moments = TreatmentEffect.differenceMoments(
-            control: ArmEstimate(devices: control.count, mean: control.mean, unadjustedMean: control.mean,
-                                 variance: control.variance),
-            treatment: ArmEstimate(devices: variant.count, mean: variant.mean, unadjustedMean: variant.mean,
-                                   variance: variant.variance),
-            relative: scale == .relative)
-        estimate = moments.estimate
-        variance = moments.variance
-        degreesOfFreedom = moments.degreesOfFreedom
-        totalCount = variant.count + control.count
+        effect = try TreatmentEffect(control: ArmEstimate(control), treatment: ArmEstimate(variant),
+                                     scale: scale.effectScale, zeroBaselineOnEveryScale: false)
         self.scale = scale
     }
 
     // MARK: Fixed horizon
 
     /// Welch's two-sided t test, valid when the sample size was fixed in advance and the data
-    /// are looked at once: `t = d / se` on `degreesOfFreedom`, interval `d +- t_{1-a/2} se`.
+    /// are looked at once: `t = d / se` on the degrees of freedom, interval `d +- t_{1-a/2} se`.
     /// Matches gbstats' `TwoSidedTTest` (see `EffectInference.welch`).
     public func fixedHorizon(confidence: Double = 0.95) -> LiftTestResult {
         precondition(confidence > 0 && confidence < 1, "confidence must be in (0, 1)")
-        let test = EffectInference.welch(estimate: estimate, variance: variance,
-                                         degreesOfFreedom: degreesOfFreedom, alpha: 1 - confidence)
-        return LiftTestResult(estimate: estimate, interval: test.interval, pValue: test.pValue)
+        return LiftTestResult(estimate: estimate, effect.fixedHorizon(alpha: 1 - confidence))
     }
 
     // MARK: Sequential
@@ -118,9 +109,7 @@ public struct Lift: Hashable, Sendable {
     /// The formulas are in `EffectInference.confidenceSequence`.
     public func sequential(confidence: Double = 0.95, tuning: Double = Lift.defaultSequentialTuning) -> LiftTestResult {
         precondition(confidence > 0 && confidence < 1, "confidence must be in (0, 1)")
-        let test = EffectInference.confidenceSequence(estimate: estimate, variance: variance, units: totalCount,
-                                                      alpha: 1 - confidence, tuning: tuning)
-        return LiftTestResult(estimate: estimate, interval: test.interval, pValue: test.pValue)
+        return LiftTestResult(estimate: estimate, effect.sequential(alpha: 1 - confidence, tuning: tuning))
     }
 
     // MARK: Bayesian

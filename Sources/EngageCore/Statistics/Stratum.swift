@@ -1,16 +1,24 @@
 /// One stratum (a category) of a stratified comparison: the variant's (rich) and the control's
-/// (plain) successes out of trials.
-public struct Stratum: Hashable, Sendable {
+/// (plain) notifications, summarised as `Group`.
+public struct ComparedStratum<Group: Hashable & Sendable>: Hashable, Sendable {
     public let name: String
-    public let variant: Proportion
-    public let control: Proportion
+    public let variant: Group
+    public let control: Group
 
-    public init(name: String, variant: Proportion, control: Proportion) {
+    public init(name: String, variant: Group, control: Group) {
         self.name = name
         self.variant = variant
         self.control = control
     }
+}
 
+/// A stratum's successes out of trials on each side.
+public typealias Stratum = ComparedStratum<Proportion>
+
+/// A stratum's buckets of device moments on each side (see `counts` for its pooled counts).
+public typealias ClusteredStratum = ComparedStratum<DeviceMoments>
+
+extension ComparedStratum where Group == Proportion {
     /// Why it cannot contribute, or nil when both groups have trials.
     var exclusion: ExcludedStratum.Reason? {
         ExcludedStratum.Reason(variantTrials: variant.trials, controlTrials: control.trials)

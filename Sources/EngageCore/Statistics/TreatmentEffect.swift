@@ -89,11 +89,20 @@ public struct TreatmentEffect: Hashable, Sendable {
     /// an arm's variance is 0, and for the log ratio `nonPositiveMean` when an adjusted mean is not
     /// above 0.
     public init(control: ArmEstimate, treatment: ArmEstimate, scale: EffectScale) throws(StatisticsError) {
+        try self.init(control: control, treatment: treatment, scale: scale, zeroBaselineOnEveryScale: true)
+    }
+
+    /// With `zeroBaselineOnEveryScale` false, a control mean of 0 is refused only on the scales
+    /// that divide by it (relative, log ratio), as `Lift` does for rates.
+    init(control: ArmEstimate, treatment: ArmEstimate, scale: EffectScale,
+         zeroBaselineOnEveryScale: Bool) throws(StatisticsError) {
         guard control.devices >= 2, treatment.devices >= 2 else {
             throw StatisticsError(.tooFewUnits, detail: "control=\(control.devices) treatment=\(treatment.devices)")
         }
-        guard control.mean != 0, control.unadjustedMean != 0 else {
-            throw StatisticsError(.zeroBaseline)
+        if zeroBaselineOnEveryScale || scale != .absolute {
+            guard control.mean != 0, control.unadjustedMean != 0 else {
+                throw StatisticsError(.zeroBaseline)
+            }
         }
         guard control.variance > 0, treatment.variance > 0 else {
             throw StatisticsError(.zeroVariance, detail: "control=\(control.variance) treatment=\(treatment.variance)")

@@ -20,12 +20,12 @@ import Testing
         log.push("b", category: "counted", at: 100, media: Self.bigPhoto,
                  delivered: ReplayLog.plain(.timeout, bytes: 9_000_000, processingMS: 28_000))
         let result = log.replay(FullStrategy(), settings: Self.counted)
-        #expect(result.deliveries == 1)
-        #expect(result.strategyThatRan.outcomes == [.timeout: 1])
-        #expect(result.strategyThatRan.failures == [.deadlineExpired: 1])
-        #expect(result.agreement.total == 1 && result.agreement.agreed == 1)
+        #expect(result.counts.deliveries == 1)
+        #expect(result.counts.strategyThatRan.outcomes == [.timeout: 1])
+        #expect(result.counts.strategyThatRan.failures == [.deadlineExpired: 1])
+        #expect(result.counts.agreement.total == 1 && result.counts.agreement.agreed == 1)
         // 28,000 ms into a 100,000 B/s download after 40 ms of latency, less the 50 ms overhead.
-        #expect(result.strategyThatRan.bytesTransferred == 2_791_000)
+        #expect(result.counts.strategyThatRan.bytesTransferred == 2_791_000)
     }
 
     @Test func laterDeliveriesAreNeverUsed() {
@@ -36,10 +36,10 @@ import Testing
         log.push("c", category: "other", at: 200, media: ReplayLog.photo(original: 1_000_000, thumbnail: nil),
                  delivered: Self.slowDownload)
         let result = log.replay(FullStrategy(), settings: Self.counted)
-        #expect(result.strategyThatRan.outcomes == [.attached: 1])
-        #expect(result.strategyThatRan.handoffPercentiles?.p50 == 3_090)
-        #expect(result.agreement.total == 1 && result.agreement.agreed == 0)
-        #expect(result.agreement.count(recorded: .timeout, predicted: .attached) == 1)
+        #expect(result.counts.strategyThatRan.outcomes == [.attached: 1])
+        #expect(result.counts.strategyThatRan.handoffPercentiles?.p50 == 3_090)
+        #expect(result.counts.agreement.total == 1 && result.counts.agreement.agreed == 0)
+        #expect(result.counts.agreement.count(recorded: .timeout, predicted: .attached) == 1)
     }
 
     @Test func aDeliveryLoggedBeforeItsSentMeetsTheDeviceAsItWasAtDelivery() {
@@ -54,10 +54,10 @@ import Testing
                  delivered: ReplayLog.attached(3_000_000, downloadMS: 100))
         log.add("b", category: "counted", at: 102, .sent(SentDetails(media: Self.bigPhoto, strategy: .full)))
         let result = log.replay(FullStrategy(), settings: Self.counted)
-        #expect(result.deliveries == 1)
-        #expect(result.deliveredWithoutSent == 0)
-        #expect(result.strategyThatRan.outcomes == [.timeout: 1])
-        #expect(result.agreement.agreed == 1)
+        #expect(result.counts.deliveries == 1)
+        #expect(result.counts.deliveredWithoutSent == 0)
+        #expect(result.counts.strategyThatRan.outcomes == [.timeout: 1])
+        #expect(result.counts.agreement.agreed == 1)
     }
 
     @Test func theCacheServesMediaReceivedWithinTheTTL() {
@@ -76,15 +76,15 @@ import Testing
                  delivered: ReplayLog.attached(777_777, downloadMS: 2, source: .cache, strategy: .cached))
         let result = log.replay(CachedStrategy())
 
-        #expect(result.agreement.total == 4)
-        #expect(result.agreement.agreed == 4)
-        #expect(result.strategyThatRan.cacheReads == 1)
-        #expect(result.unexplainedCacheReads == 1)
+        #expect(result.counts.agreement.total == 4)
+        #expect(result.counts.agreement.agreed == 4)
+        #expect(result.counts.strategyThatRan.cacheReads == 1)
+        #expect(result.counts.unexplainedCacheReads == 1)
         // The replayed `cached` strategy builds its own cache: it downloads a's thumbnail, reads
         // it back for b, downloads c's thumbnail again (expired) and d's original (never received).
-        #expect(result.replayed.cacheReads == 1)
-        #expect(result.replayed.bytesTransferred == 40_000 + 0 + 40_000 + 777_777)
-        #expect(result.recorded.cacheReads == 2)
+        #expect(result.counts.replayed.cacheReads == 1)
+        #expect(result.counts.replayed.bytesTransferred == 40_000 + 0 + 40_000 + 777_777)
+        #expect(result.counts.recorded.cacheReads == 2)
     }
 
     @Test func agreementIsCountedPerDeliveryAndStrategy() {
@@ -107,23 +107,23 @@ import Testing
                  delivered: ReplayLog.attached(500_000, downloadMS: 207, strategy: nil))
         let result = log.replay(ThumbnailStrategy())
 
-        #expect(result.deliveries == 5)
-        #expect(result.withoutStrategy == 1)
-        #expect(result.agreement.total == 4)
-        #expect(result.agreement.agreed == 3)
-        #expect(result.agreement.count(recorded: .notRequested, predicted: .notRequested) == 2)
-        #expect(result.agreement.count(recorded: .tooLarge, predicted: .tooLarge) == 1)
-        #expect(result.agreement.count(recorded: .timeout, predicted: .attached) == 1)
-        #expect(result.agreementByStrategy[.full]?.total == 3)
-        #expect(result.agreementByStrategy[.full]?.agreed == 2)
-        #expect(result.agreementByStrategy[.noAttachment]?.agreed == 1)
-        #expect(result.strategyThatRan.failures == [.exceedsSizeCap: 1])
+        #expect(result.counts.deliveries == 5)
+        #expect(result.counts.withoutStrategy == 1)
+        #expect(result.counts.agreement.total == 4)
+        #expect(result.counts.agreement.agreed == 3)
+        #expect(result.counts.agreement.count(recorded: .notRequested, predicted: .notRequested) == 2)
+        #expect(result.counts.agreement.count(recorded: .tooLarge, predicted: .tooLarge) == 1)
+        #expect(result.counts.agreement.count(recorded: .timeout, predicted: .attached) == 1)
+        #expect(result.counts.agreementByStrategy[.full]?.total == 3)
+        #expect(result.counts.agreementByStrategy[.full]?.agreed == 2)
+        #expect(result.counts.agreementByStrategy[.noAttachment]?.agreed == 1)
+        #expect(result.counts.strategyThatRan.failures == [.exceedsSizeCap: 1])
         // Thumbnails for the two pushes offering one, the original for those without. Both offer
         // the same thumbnail (same size and dimensions): the second reads it from the cache.
-        #expect(result.replayed.outcomes == [.notRequested: 1, .tooLarge: 1, .attached: 3])
-        #expect(result.replayed.bytesTransferred == 12_000_000 + 500_000 + 40_000 + 0)
-        #expect(result.replayed.cacheReads == 1)
-        #expect(result.recorded.outcomes == [.notRequested: 2, .tooLarge: 1, .timeout: 1, .attached: 1])
+        #expect(result.counts.replayed.outcomes == [.notRequested: 1, .tooLarge: 1, .attached: 3])
+        #expect(result.counts.replayed.bytesTransferred == 12_000_000 + 500_000 + 40_000 + 0)
+        #expect(result.counts.replayed.cacheReads == 1)
+        #expect(result.counts.recorded.outcomes == [.notRequested: 2, .tooLarge: 1, .timeout: 1, .attached: 1])
     }
 
     @Test func countingWindowAndCategoriesLeaveOtherNotificationsOut() {
@@ -134,9 +134,9 @@ import Testing
         let settings = StrategyReplaySettings(countFrom: ReplayLog.start.adding(microseconds: 3_600_000_000),
                                               categories: ["photo"])
         let result = log.replay(FullStrategy(), settings: settings)
-        #expect(result.notifications == 1)
-        #expect(result.deliveries == 1)
-        #expect(result.events == 6)
+        #expect(result.counts.notifications == 1)
+        #expect(result.counts.deliveries == 1)
+        #expect(result.counts.events == 6)
         #expect(result.categories.map(\.name) == ["photo"])
     }
 
