@@ -31,6 +31,9 @@ public struct ExperimentRunner: Sendable {
         public var tallies: ExperimentTallies
         /// Events replayed, undecodable ones included.
         public var events: Int
+        /// Events read from the log by this analysis: `events` for a replay, only the new events
+        /// folded for an incremental look.
+        public var eventsRead: Int
         public var notifications: Int
         /// Stored events whose fields did not read as a valid event's (never expected; skipped).
         public var undecodable: Int
@@ -61,7 +64,7 @@ public struct ExperimentRunner: Sendable {
                                             now: now)
         // The analysis needs no memory of earlier runs: their number only names the look.
         result.look = previousRuns + 1
-        return Outcome(result: result, tallies: replay.tallies, events: replay.events,
+        return Outcome(result: result, tallies: replay.tallies, events: replay.events, eventsRead: replay.eventsRead,
                        notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges)
     }
 

@@ -101,6 +101,7 @@ public enum ExperimentTallyStore {
             let (events, undecodable) = try foldNew(definition, from: checkpoint.foldedBelow, below: bound,
                                                     chunkSize: chunkSize, into: &state, on: connection)
             checkpoint.events += events
+            replay.eventsRead = events
             checkpoint.undecodable += undecodable
             checkpoint.foldedBelow = bound
             try afterReading(connection)
