@@ -13,6 +13,9 @@ struct ExperimentReplay: Sendable {
     var tallies: ExperimentTallies
     /// Rows read, undecodable ones included.
     var events = 0
+    /// Events this replay itself read from the log: all of them, or for an incremental look only
+    /// the new events it folded (`events` counts those of earlier looks too).
+    var eventsRead = 0
     var notifications = 0
     var undecodable = 0
     /// Ranges of notifications read (and merged) to make this replay.
@@ -49,6 +52,7 @@ struct ExperimentReplay: Sendable {
             }
         }
         replay.add(fold)
+        replay.eventsRead = replay.events
         try connection.execute("CLOSE experiment_replay")
         return replay
     }
@@ -124,6 +128,7 @@ struct ExperimentReplay: Sendable {
     mutating func merge(_ other: ExperimentReplay) {
         tallies.merge(other.tallies)
         events += other.events
+        eventsRead += other.eventsRead
         notifications += other.notifications
         undecodable += other.undecodable
         ranges += other.ranges

@@ -4,7 +4,7 @@ import Postgres
 
 /// One analysis of one experiment: replays the experiment's events from the log, folds them per
 /// notification, tallies the notifications by assigned arm, reads CUPED's pre-period covariates
-/// (`PrePeriodReader`) and runs `ExperimentAnalysis`.
+/// (`PrePeriodReader`, at the same time) and runs `ExperimentAnalysis`.
 ///
 /// The events are read through cursors ordered by notification, `chunkSize` rows at a time, so
 /// that only one notification's state per connection is in memory besides the tallies. With
@@ -31,6 +31,9 @@ public struct ExperimentRunner: Sendable {
         public var tallies: ExperimentTallies
         /// Events replayed, undecodable ones included.
         public var events: Int
+        /// Events read from the log by this analysis: `events` for a replay, only the new events
+        /// folded for an incremental look.
+        public var eventsRead: Int
         public var notifications: Int
         /// Stored events whose fields did not read as a valid event's (never expected; skipped).
         public var undecodable: Int
@@ -41,30 +44,34 @@ public struct ExperimentRunner: Sendable {
     /// Replays and analyses. `previousRuns` is the number of completed analyses before this one
     /// (it numbers the look); `now` is the analysis time.
     public func analyse(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
-        try await analyse(definition, try await replay(definition), previousRuns: previousRuns, now: now)
+        async let covariates = covariates(definition)
+        let replay = try await replay(definition)
+        return analyse(definition, replay, covariates: try await covariates, previousRuns: previousRuns, now: now)
     }
 
     /// Brings the experiment's incremental tallies up to date (`ExperimentTallyStore`: only the
     /// events since the last look are read, and written back with the checkpoint) and analyses
     /// them: the same outcome as `analyse`, which replays everything. Writes, so on the primary.
     public func look(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
+        async let covariates = covariates(definition)
         let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize)
-        return try await analyse(definition, tallies, previousRuns: previousRuns, now: now)
+        return analyse(definition, tallies, covariates: try await covariates, previousRuns: previousRuns, now: now)
     }
 
-    private func analyse(_ definition: ExperimentDefinition, _ replay: ExperimentReplay, previousRuns: Int,
-                         now: Timestamp) async throws -> Outcome {
-        let covariates = try await covariates(definition)
+    private func analyse(_ definition: ExperimentDefinition, _ replay: ExperimentReplay, covariates: ExperimentCovariates?,
+                         previousRuns: Int, now: Timestamp) -> Outcome {
         var result = ExperimentAnalysis.run(definition: definition, tallies: replay.tallies, covariates: covariates,
                                             now: now)
         // The analysis needs no memory of earlier runs: their number only names the look.
         result.look = previousRuns + 1
-        return Outcome(result: result, tallies: replay.tallies, events: replay.events,
+        return Outcome(result: result, tallies: replay.tallies, events: replay.events, eventsRead: replay.eventsRead,
                        notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges)
     }
 
     /// CUPED's pre-period covariates (`PrePeriodReader`); nil with CUPED off or before a start.
-    /// The window lies before the experiment, so it needs no snapshot shared with the replay.
+    /// The window lies before the experiment, so it needs no snapshot shared with the replay, and
+    /// it is read at the same time as the replay, on a connection of its own: with a pool of two,
+    /// beside the replay's first lane, the second lane joining once the pre-period is read.
     func covariates(_ definition: ExperimentDefinition) async throws -> ExperimentCovariates? {
         guard definition.analysis.cupedPrePeriodDays != nil, definition.startAt != nil else { return nil }
         return try await pool.withConnection { connection in try PrePeriodReader.read(definition, on: connection) }

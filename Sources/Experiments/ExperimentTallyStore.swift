@@ -24,7 +24,7 @@ import Postgres
 /// notifications that get new ones, instead of keeping a state row for every notification (one
 /// write per notification, tens of millions of rows, for an experiment of ten million); see
 /// docs/experiments.md, "Incremental looks".
-enum ExperimentTallyStore {
+public enum ExperimentTallyStore {
     /// Folds the events since the last look and returns the tallies as of now: equal to a full
     /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. Test seams:
     /// `afterReading` runs on the fold's connection once everything is read and nothing written,
@@ -35,6 +35,33 @@ enum ExperimentTallyStore {
         try await pool.withTransaction { connection in
             try fold(definition, chunkSize: chunkSize, afterReading: afterReading, beforeCommit: beforeCommit,
                      on: connection)
+        }
+    }
+
+    /// Drops the stored tallies of one experiment (nil: of every experiment), so that its next look
+    /// folds the log as it is from the start. Needed whenever events leave the log (`engage log
+    /// prune`) or come back with their old transaction ids (`engage log restore`), which a
+    /// checkpoint cannot see. Takes each experiment's look lock, so a fold under way commits first
+    /// and is dropped with the rest, and a later one starts from nothing. Returns the experiments
+    /// whose tallies were dropped.
+    @discardableResult
+    public static func reset(experimentID: String? = nil, pool: ConnectionPool) async throws -> Int {
+        try await pool.withTransaction { connection in
+            if let experimentID {
+                try connection.execute("SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(experimentID)))")
+                // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
+                return try connection.query("""
+                    WITH dropped AS (DELETE FROM experiment_tally_checkpoints WHERE experiment_id = \(experimentID) RETURNING 1)
+                    SELECT count(*)::int8 FROM dropped
+                    """)[0].decode(0, as: Int.self)
+            }
+            try connection.execute("""
+                SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(experiment_id))
+                FROM (SELECT experiment_id FROM experiment_tally_checkpoints ORDER BY experiment_id) AS experiments
+                """)
+            return try connection.query("""
+                WITH dropped AS (DELETE FROM experiment_tally_checkpoints RETURNING 1) SELECT count(*)::int8 FROM dropped
+                """)[0].decode(0, as: Int.self)
         }
     }
 
@@ -74,6 +101,7 @@ enum ExperimentTallyStore {
             let (events, undecodable) = try foldNew(definition, from: checkpoint.foldedBelow, below: bound,
                                                     chunkSize: chunkSize, into: &state, on: connection)
             checkpoint.events += events
+            replay.eventsRead = events
             checkpoint.undecodable += undecodable
             checkpoint.foldedBelow = bound
             try afterReading(connection)

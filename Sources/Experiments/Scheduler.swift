@@ -255,7 +255,7 @@ public struct Scheduler: Service {
         if stored {
             metrics.done.increment()
             metrics.runSeconds.observe(stopwatch.elapsed)
-            metrics.events.increment(by: outcome.events)
+            metrics.events.increment(by: outcome.eventsRead)
             logger.info("scheduler.run.done", [
                 "experiment": claim.experimentID, "run.id": String(claim.runID), "scheduled.for": claim.scheduledFor.rfc3339,
                 "decision": outcome.result.decision.code, "event.count": String(outcome.events),

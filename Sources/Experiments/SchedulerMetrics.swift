@@ -18,6 +18,7 @@ public struct SchedulerMetrics: Sendable {
         leaseLost = registry.counter(runs, help: help, labels: ["outcome": "lease_lost"])
         runSeconds = registry.histogram("engage_scheduler_run_seconds", help: "Time from claim to stored result of a run.",
                                         buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300])
-        events = registry.counter("engage_scheduler_events_replayed_total", help: "Log events replayed by analysis runs.")
+        events = registry.counter("engage_scheduler_events_replayed_total",
+                                  help: "Log events read by analysis runs (by an incremental look: only the new events it folded).")
     }
 }

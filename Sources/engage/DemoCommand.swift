@@ -18,6 +18,7 @@ enum DemoCommand {
         name: "demo",
         abstract: "Run engage on its local PostgreSQL, simulate a day of traffic, show the report, serve until Ctrl-C.",
         options: CommonOptions.databaseAndLogging + ServerOptions.all + [notifications, reportFile],
+        flags: ServerOptions.flags,
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {

@@ -113,9 +113,7 @@ enum ExperimentBenchmark {
     /// then looked at `rounds` times with nothing new; every result must equal the replay's.
     static func measureLooks(_ definition: ExperimentDefinition, rounds: Int, runner: ExperimentRunner,
                              replayed: ExperimentRunner.Outcome, now: Timestamp) async throws -> (first: Double, current: Double) {
-        _ = try await runner.pool.withConnection { connection in
-            try connection.execute("DELETE FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)")
-        }
+        try await ExperimentTallyStore.reset(experimentID: definition.id, pool: runner.pool)
         let progress = ProgressLine.standardError("bench experiment")
         progress.update("incremental: first fold")
         var stopwatch = Stopwatch()

@@ -68,6 +68,8 @@ enum LogCommand {
             let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
             printReport(report)
+            // Even with nothing pruned now: a prune interrupted after its drops is rerun to finish.
+            printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
         }
     }
 
@@ -164,10 +166,20 @@ enum LogCommand {
                 print("the read model was rebuilt without \(rebuiltWithout.count) of these days after they were pruned: "
                     + "engage projections rebuild counts them again")
             }
+            if report.restored > 0 {
+                printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
+            }
         }
     }
 
     // MARK: Output
+
+    /// Incremental experiment tallies cannot see events leave the log or come back with their old
+    /// transaction ids: they are dropped, and each experiment's next look folds the log again.
+    static func printTalliesReset(_ experiments: Int) {
+        guard experiments > 0 else { return }
+        print("dropped the incremental tallies of \(experiments) experiment(s): their next look folds the log as it is now")
+    }
 
     static func day(_ time: Timestamp) -> String { String(time.rfc3339.prefix(10)) }
 

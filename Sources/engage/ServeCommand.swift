@@ -10,6 +10,7 @@ enum ServeCommand {
         name: "serve",
         abstract: "Run engage's HTTP API on the database (local unless --database) until SIGTERM or SIGINT.",
         options: CommonOptions.databaseAndLogging + ServerOptions.all + TLSOptions.all,
+        flags: ServerOptions.flags,
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
@@ -100,6 +101,9 @@ enum ServerOptions {
         maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
     ] + ReadOptions.all
 
+    /// The server's flags: the in-process scheduler's as `engage scheduler` declares them.
+    static let flags = [SchedulerCommand.incrementalLooks]
+
     /// The server's configuration from the options; usage errors for what no single option shows.
     static func configuration(_ arguments: ParsedArguments) throws(UsageError) -> EngageServer.Configuration {
         var server = EngageServer.Configuration()
@@ -139,6 +143,7 @@ enum ServerOptions {
         server.runProjector = arguments[projector] == .on
         server.projector.failpoints = Failpoints.fromEnvironment()
         server.runScheduler = arguments[scheduler] == .on
+        server.scheduler.incrementalLooks = arguments[SchedulerCommand.incrementalLooks]
         server.console = arguments[console] == .on
         let failpoints = server.projector.failpoints
         server.scheduler.failpoint = { try failpoints.hit($0) }

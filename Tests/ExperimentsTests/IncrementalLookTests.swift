@@ -58,8 +58,11 @@ struct IncrementalLookTests {
         let first = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(first, "first look")
         #expect(first.notifications > 2_900 && first.tallies.unknownArm == 1 && first.undecodable == 1)
+        #expect(first.eventsRead == first.events)
         let again = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         #expect(again.tallies == first.tallies && again.events == first.events)
+        // What engage_scheduler_events_replayed_total counts: only the events a look folds.
+        #expect(again.eventsRead == 0)
 
         // New notifications (copies of 200 under other ids), and late events for tallied ones.
         let id = definition.id
@@ -75,6 +78,7 @@ struct IncrementalLookTests {
         try await Self.appendLateEvents(id, execute)
         let second = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(second, "after late events")
+        #expect(second.eventsRead == second.events - first.events)
         #expect(second.notifications == first.notifications + 200)
         #expect(second.undecodable > first.undecodable)
         #expect(second.tallies != first.tallies)

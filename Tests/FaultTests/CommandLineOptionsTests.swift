@@ -49,6 +49,7 @@ struct CommandLineOptionsTests {
             "(default: \(defaults.ingest.limits.event.maxFuture.components.seconds / 60)) (env: ENGAGE_MAX_FUTURE_MINUTES)",
             "or off. (default: off) (env: ENGAGE_RATE_LIMIT)",
             "Least severe log level written: trace, debug, info, notice, warning or error. (default: info) (env: ENGAGE_LOG_LEVEL)",
+            "--incremental-looks",
         ] {
             #expect(help.contains(expected), "missing: \(expected)")
         }
