@@ -36,6 +36,15 @@ struct ProjectorTests {
         Issue.record("projector did not catch up")
     }
 
+    /// Runs a new projector (its cache empty: states come from the table) until it caught up.
+    func catchUpWithFreshProjector() async throws {
+        let projector = makeProjector()
+        let running = Task { try await projector.run() }
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+    }
+
     func count(_ sql: SQL) async throws -> Int {
         try await pool.withConnection { try $0.query(sql)[0].decode(0, as: Int.self) }
     }
@@ -179,11 +188,7 @@ struct ProjectorTests {
                                                              outcome: .attached, processingMS: 300, timeWillExpire: false))),
                      event(2, 1, .displayed(DisplayedDetails(presentation: .rich, attachmentKind: .image)))]
         _ = try await store.append(first)
-        var projector = makeProjector()
-        var running = Task { try await projector.run() }
-        try await waitUntilCaughtUp()
-        running.cancel()
-        _ = try? await running.value
+        try await catchUpWithFreshProjector()
         let json = String(decoding: NotificationState(folding: first.map(\.event)).encodedJSON(), as: UTF8.self)
         try await pool.withConnection { connection in
             try connection.execute("UPDATE notification_states SET state = convert_to(\(json), 'UTF8') WHERE notification_id = 'old'")
@@ -191,11 +196,7 @@ struct ProjectorTests {
         #expect(try await count("SELECT count(*) FROM notification_states WHERE get_byte(state, 0) = ascii('{')") == 1)
 
         _ = try await store.append([event(3, 5, .expanded)])
-        projector = makeProjector()
-        running = Task { try await projector.run() }
-        try await waitUntilCaughtUp()
-        running.cancel()
-        _ = try? await running.value
+        try await catchUpWithFreshProjector()
         #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 1)
         #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily WHERE presentation = 'rich'") == 1)
         #expect(try await count("SELECT sum(delivered)::int8 FROM extension_telemetry_daily") == 1)
