@@ -68,6 +68,12 @@ public struct BinaryCopyEncoder: Sendable {
         bytes += utf8
     }
 
+    /// `bytea`: the bytes as they are.
+    public mutating func appendBytea(_ value: [UInt8]) {
+        appendInt32(Int32(value.count))
+        bytes += value
+    }
+
     /// `uuid`: exactly 16 bytes.
     public mutating func appendUUID(_ sixteenBytes: [UInt8]) {
         precondition(sixteenBytes.count == 16, "a uuid has 16 bytes")

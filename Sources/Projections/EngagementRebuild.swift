@@ -112,9 +112,10 @@ public struct EngagementRebuild: Sendable {
     }
 
     static func createShadowTables(on connection: Connection) throws {
+        // INCLUDING STORAGE keeps the states' column uncompressed (migration 014) in the copy.
         for (live, shadow) in zip(ReadModelTables.live.all, ReadModelTables.rebuild.all) {
             try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: shadow)")
-            try connection.execute("CREATE TABLE \(unsafeSQL: shadow) (LIKE \(unsafeSQL: live) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)")
+            try connection.execute("CREATE TABLE \(unsafeSQL: shadow) (LIKE \(unsafeSQL: live) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE)")
         }
     }
 

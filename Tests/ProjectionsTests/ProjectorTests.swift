@@ -1,4 +1,4 @@
-import EngageCore
+@testable import EngageCore
 import EventStore
 import Foundation
 import Postgres
@@ -34,6 +34,15 @@ struct ProjectorTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         Issue.record("projector did not catch up")
+    }
+
+    /// Runs a new projector (its cache empty: states come from the table) until it caught up.
+    func catchUpWithFreshProjector() async throws {
+        let projector = makeProjector()
+        let running = Task { try await projector.run() }
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
     }
 
     func count(_ sql: SQL) async throws -> Int {
@@ -143,6 +152,18 @@ struct ProjectorTests {
         #expect(onlyIncremental.isEmpty, "only in the incremental model: \(onlyIncremental.sorted().prefix(3))")
         #expect(onlyRebuilt.isEmpty, "only in the rebuilt model: \(onlyRebuilt.sorted().prefix(3))")
 
+        // The rebuilt tables keep migration 014's uncompressed storage of the rewritten columns.
+        let storage = try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT attrelid::regclass::text || '.' || attname::text, attstorage::text FROM pg_attribute
+                WHERE attrelid IN ('notification_states'::regclass, 'extension_telemetry_daily'::regclass)
+                  AND attname IN ('state', 'download_ms_histogram', 'processing_ms_histogram')
+                ORDER BY 1
+                """).rows.map { "\(try $0.decode(0, as: String.self))=\(try $0.decode(1, as: String.self))" }
+        }
+        #expect(storage == ["extension_telemetry_daily.download_ms_histogram=e", "extension_telemetry_daily.processing_ms_histogram=e",
+                            "notification_states.state=e"])
+
         // After the swap the live projector continues from the rebuilt checkpoint without double counting.
         _ = try await store.append(ProjectionFixtures.events(notifications: 10, seed: 77))
         try await waitUntilCaughtUp()
@@ -201,6 +222,52 @@ struct ProjectorTests {
         running.cancel()
         _ = try? await running.value
         #expect(try await ReadModelSnapshot.rows(pool) == incremental)
+    }
+
+    /// A database migrated from before 014 holds states in the JSON form: the projector reads
+    /// them, counts a later event of their notification once, and writes the state back binary.
+    @Test(.timeLimit(.minutes(2)))
+    func statesStoredAsJSONBeforeMigration14AreReadAndRewrittenBinary() async throws {
+        let at = ProjectionFixtures.start
+        func event(_ n: UInt64, _ seconds: Int64, _ details: EventDetails) -> AppendItem {
+            AppendItem(appID: "app-1", event: Event(eventID: ProjectionFixtures.id(98, n), notificationID: "old", deviceID: "d",
+                                                    category: "new_photo", occurredAt: at.adding(microseconds: seconds * 1_000_000), details: details))
+        }
+        let first = [event(1, 0, .delivered(DeliveredDetails(attachment: DeliveredAttachment(kind: .image, format: .jpeg, bytes: 1_000,
+                                                                                             source: .network, downloadMS: 120),
+                                                             outcome: .attached, processingMS: 300, timeWillExpire: false))),
+                     event(2, 1, .displayed(DisplayedDetails(presentation: .rich, attachmentKind: .image)))]
+        _ = try await store.append(first)
+        try await catchUpWithFreshProjector()
+        let json = String(decoding: NotificationState(folding: first.map(\.event)).encodedJSON(), as: UTF8.self)
+        try await pool.withConnection { connection in
+            try connection.execute("UPDATE notification_states SET state = convert_to(\(json), 'UTF8') WHERE notification_id = 'old'")
+        }
+        #expect(try await count("SELECT count(*) FROM notification_states WHERE get_byte(state, 0) = ascii('{')") == 1)
+
+        _ = try await store.append([event(3, 5, .expanded)])
+        try await catchUpWithFreshProjector()
+        #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_daily") == 1)
+        #expect(try await count("SELECT sum(expanded)::int8 FROM engagement_daily WHERE presentation = 'rich'") == 1)
+        #expect(try await count("SELECT sum(delivered)::int8 FROM extension_telemetry_daily") == 1)
+        #expect(try await count("SELECT count(*) FROM notification_states WHERE get_byte(state, 0) = 1") == 1)
+    }
+
+    /// The projector adds histogram changes to the stored arrays itself: the same sums as
+    /// `engage_add_counts`, which it did before and reports and dashboards still use.
+    @Test func histogramSumsEqualEngageAddCounts() async throws {
+        var random = SimulationRandom(seed: 19)
+        for _ in 0..<200 {
+            let stored = (0..<Int(random.next() % 6)).map { _ in Int64(random.next() % 7) - 2 }
+            var buckets: [Int: Int64] = [:]
+            for _ in 0..<Int(random.next() % 4) { buckets[Int(random.next() % 8)] = Int64(random.next() % 5) - 2 }
+            let delta = EngagementStore.arrayLiteral(adding: buckets, to: [])
+            let mine = EngagementStore.arrayLiteral(adding: buckets, to: stored)
+            let theirs = try await pool.withConnection { connection in
+                try connection.query("SELECT engage_add_counts(\(stored)::int8[], \(delta)::int8[])::text")[0].decode(0, as: String.self)
+            }
+            #expect(mine == theirs, "stored \(stored), changes \(buckets)")
+        }
     }
 
     /// The same columns of `engagement_device_moments` and of `DeviceMomentStore`'s SQL.

@@ -1,11 +1,28 @@
-/// A compact JSON form of `NotificationState`, so a projector can keep each notification's state
+/// The stored form of `NotificationState`, so a projector can keep each notification's state
 /// between batches and across restarts. Decoding what `encoded()` wrote gives an equal state.
+///
+/// `encoded()` writes the binary form (`NotificationStateBinaryCodec`); `init(encoded:)` also
+/// reads the JSON form below, which engage stored before migration 014, so the states of an
+/// existing database stay readable and turn binary as their notifications are next written.
 extension NotificationState {
     public struct DecodingError: Error, Sendable, Equatable, CustomStringConvertible {
         public var description: String
     }
 
     public func encoded() -> [UInt8] {
+        encodedBinary()
+    }
+
+    public init(encoded bytes: [UInt8]) throws {
+        if bytes.first == UInt8(ascii: "{") {
+            try self.init(json: bytes)
+        } else {
+            try self.init(binary: bytes)
+        }
+    }
+
+    /// The JSON form stored before migration 014.
+    func encodedJSON() -> [UInt8] {
         var w = JSONWriter(capacity: 256 + eventIDs.count * 40)
         w.beginObject()
         w.key("ids"); w.beginArray(); for id in eventIDs { w.eventID(id) }; w.endArray()
@@ -77,7 +94,7 @@ extension NotificationState {
         return w.bytes
     }
 
-    public init(encoded bytes: [UInt8]) throws {
+    init(json bytes: [UInt8]) throws {
         let json: JSON
         do { json = try JSON.parse(bytes, maxDepth: 8) } catch { throw DecodingError(description: "state is not JSON: \(error.reason)") }
         let reader = StateReader(json: json)

@@ -110,6 +110,46 @@ func redelivered(_ events: [Event], _ random: inout StreamRandom) -> [Event] {
         #expect(throws: NotificationState.DecodingError.self) { try NotificationState(encoded: Array("{}".utf8)) }
     }
 
+    /// Rows stored before migration 014 hold the JSON form: they must still decode, to the same state.
+    @Test func jsonFormStoredBeforeTheBinaryOneStillDecodes() throws {
+        for seed in UInt64(1)...500 {
+            var random = StreamRandom(seed: seed)
+            let state = NotificationState(folding: randomStream(&random))
+            let json = state.encodedJSON()
+            #expect(json.first == UInt8(ascii: "{"))
+            guard try NotificationState(encoded: json) == state else {
+                Issue.record("seed \(seed): the JSON form decoded to another state")
+                return
+            }
+        }
+    }
+
+    @Test func binaryFormIsDeterministicAndSmallerThanJSON() throws {
+        var binaryBytes = 0, jsonBytes = 0
+        for seed in UInt64(1)...500 {
+            var random = StreamRandom(seed: seed)
+            let events = randomStream(&random)
+            let state = NotificationState(folding: events)
+            // The same events folded in another order give an equal state and the same bytes.
+            let reversed = NotificationState(folding: events.reversed())
+            #expect(reversed.encoded() == state.encoded())
+            binaryBytes += state.encoded().count
+            jsonBytes += state.encodedJSON().count
+        }
+        #expect(binaryBytes * 2 < jsonBytes)
+    }
+
+    @Test func damagedBinaryStatesAreRefusedNotTrusted() {
+        var random = StreamRandom(seed: 7)
+        let encoded = NotificationState(folding: randomStream(&random)).encoded()
+        #expect(encoded.count > 20)
+        for length in [0, 1, 5, encoded.count - 1] {
+            #expect(throws: NotificationState.DecodingError.self) { try NotificationState(encoded: Array(encoded.prefix(length))) }
+        }
+        #expect(throws: NotificationState.DecodingError.self) { try NotificationState(encoded: encoded + [0]) }
+        #expect(throws: NotificationState.DecodingError.self) { try NotificationState(encoded: [9] + encoded.dropFirst()) }
+    }
+
     @Test func anyOrderAndAnyDuplicationGiveTheSameState() {
         for seed in UInt64(1)...3000 {
             var random = StreamRandom(seed: seed)
