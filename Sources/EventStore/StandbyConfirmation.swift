@@ -38,7 +38,10 @@ public enum StandbyConfirmation {
     /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far.
     static let beforeCommit: SQL = "SELECT set_config('engage.pre_commit_lsn', pg_current_wal_insert_lsn()::text, false)"
 
-    /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values.
+    /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values. The
+    /// number of standbys required is the setting's `ANY n (...)` or `FIRST n (...)` or `n (...)`,
+    /// else 1. No backslash: a server with standard_conforming_strings off would warn about one,
+    /// and a warning fails the commit.
     static let afterCommit: SQL = """
         SELECT CASE
             WHEN current_setting('synchronous_standby_names') = ''
@@ -52,7 +55,7 @@ public enum StandbyConfirmation {
                             WHEN 'remote_apply' THEN s.replay_lsn
                             ELSE s.flush_lsn END >= current_setting('engage.pre_commit_lsn')::pg_lsn)
                  >= coalesce((regexp_match(current_setting('synchronous_standby_names'),
-                                           '^\\s*(?:any\\s+|first\\s+)?(\\d+)\\s*\\(', 'i'))[1]::int, 1)
+                                           '^[[:space:]]*(?:any[[:space:]]+|first[[:space:]]+)?([0-9]+)[[:space:]]*[(]', 'i'))[1]::int, 1)
               THEN 'confirmed'
             ELSE 'unconfirmed'
         END::text

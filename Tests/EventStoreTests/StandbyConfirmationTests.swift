@@ -32,7 +32,8 @@ struct StandbyConfirmationTests {
     @Test func commitsTheStandbyFlushedAreAcknowledgedHoweverManyRace() async throws {
         let replication = try await Self.replication()
         let (database, _) = try await offPool { try replication.freshDatabase() }
-        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
+        // In pg_auto_failover's form: ANY 1 of the list.
+        try await offPool { try replication.synchronousStandby("ANY 1 (\(StreamingReplication.standbyName))") }
         defer { try? replication.synchronousStandby(nil) }
         let appenders = 8, rounds = 25
         // Each appender its own connection, fast path (new ids) and careful path (a resend) in turn.
@@ -136,16 +137,13 @@ struct StandbyConfirmationTests {
 
     // MARK: Helpers
 
+    // One connection per call, as UnconfirmedCommitTests use them.
     static func append(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {
-        let connection = try Connection(configuration: database)
-        defer { connection.close() }
-        return try EventStore.append(items, on: connection)
+        try UnconfirmedCommitTests.appendOnce(items, database)
     }
 
     static func storedCount(_ database: PostgresConfiguration) throws -> Int {
-        let connection = try Connection(configuration: database)
-        defer { connection.close() }
-        return try connection.query("SELECT count(*) FROM events").rows[0].decode(0)
+        try UnconfirmedCommitTests.storedCount(database)
     }
 
     /// The check's verdict for a commit that wrote nothing, on a new session.

@@ -145,8 +145,15 @@ struct FailoverTests {
             try await run.waitFor("commits on the old primary refused after the promotion") {
                 (try await EngageProcess.metric("engage_ingest_commit_unconfirmed_total", port: run.port) ?? 0) > before
             }
-            run.formation.thaw(keeper + [checkpointer])
+            // The window closes (the checkpointer takes the reload: commits wait again), then the
+            // keeper stops its server.
+            run.formation.thaw([checkpointer])
+            try await offPool { try run.formation.checkpoint(primary) }
+            run.formation.thaw(keeper)
             frozen = false
+            // The keeper's fast shutdown of this server did not finish here (see
+            // `stopServerImmediately`); stopped at once instead, the node rejoins.
+            try await offPool { try run.formation.stopServerImmediately(primary) }
             let settled = try await offPool { try run.formation.waitUntilSettled() }
             #expect(settled == promoted, "the old primary rejoined as secondary")
             try await run.expectServicesCarryOn(round: "1")
@@ -188,7 +195,7 @@ struct FailoverRun {
             load.stop()
             await clients
             _ = try? await server.terminate()
-            throw FaultTestError("\(error)\nload: \(load.summary)\n\(formation.keeperLogs())", log: server.log)
+            throw FaultTestError("\(error)\nload: \(load.summary)\n\(formation.diagnostics())", log: server.log)
         }
         load.stop()
         await clients

@@ -223,12 +223,19 @@ public final class AutoFailoverFormation: Sendable {
         try connection.execute("SELECT pgautofailover.perform_failover()")
     }
 
-    /// Freezes `node`'s pg_autoctl processes (SIGSTOP), not its PostgreSQL server: the server
-    /// goes on taking commits, but nothing stops it when the monitor demotes the node (a keeper
-    /// that hangs, a machine too busy to run it). Returns what to `thaw`.
+    /// Freezes `node`'s keeper loop (its `pg_autoctl: node active` service, SIGSTOP), not its
+    /// supervisor, its PostgreSQL controller or its server: the server goes on taking commits,
+    /// but nothing stops it when the monitor demotes the node (a keeper that hangs, a machine too
+    /// busy to run it). Returns what to `thaw`. (Freezing every pg_autoctl process of the node
+    /// left its server unable to stop once thawed: `pg_ctl stop --mode fast` timed out.)
     public func freezeKeeper(_ node: Node) throws -> [Int32] {
         guard let keeper = keepers.withLock({ $0[node.name] }) else { throw FormationError("\(node) has no keeper running") }
-        let frozen = LocalSystem.processTree(of: keeper.pid).filter { LocalSystem.executable(of: $0)?.hasSuffix("/pg_autoctl") == true }
+        let frozen = LocalSystem.processTree(of: keeper.pid).filter { pid in
+            guard LocalSystem.executable(of: pid)?.hasSuffix("/pg_autoctl") == true,
+                  let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8) else { return false }
+            return command.contains("node active") || command.contains("node-active")
+        }
+        guard !frozen.isEmpty else { throw FormationError("\(node)'s keeper has no node-active service to freeze") }
         for pid in frozen { Glibc.kill(pid, SIGSTOP) }
         return frozen
     }
@@ -254,6 +261,20 @@ public final class AutoFailoverFormation: Sendable {
             try setSynchronousStandbyNames(names, on: node)
             return checkpointer
         }
+    }
+
+    /// Stops `node`'s server at once (`pg_ctl stop -m immediate`), as a keeper that demotes it
+    /// would stop it, without the fast shutdown that an old primary left running past the
+    /// promotion did not finish in these tests (over a minute, then `pg_ctl` gave up).
+    public func stopServerImmediately(_ node: Node) throws {
+        let stop = [binaryDirectory + "/pg_ctl", "stop", "-D", node.dataDirectory, "-m", "immediate", "-w"]
+        let outcome = try ProcessRunner.run(stop, asUser: geteuid() == 0 ? Self.serverUser : nil)
+        guard outcome.status == 0 else { throw FormationError("could not stop \(node)'s server: \(outcome.output.suffix(2000))") }
+    }
+
+    /// `CHECKPOINT` on `node`: returns once its checkpointer has taken every reload before it.
+    public func checkpoint(_ node: Node) throws {
+        try withPrimaryConnection(node, database: "postgres") { _ = try $0.execute("CHECKPOINT") }
     }
 
     /// `ALTER SYSTEM` and a reload; returns once a new session reads the value.
@@ -411,7 +432,9 @@ public final class AutoFailoverFormation: Sendable {
             let newest = ((try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []).sorted().last
             let path = newest.map { logDirectory + "/" + $0 } ?? dataDirectory + "/startup.log"
             let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log at \(path))"
-            parts.append("--- \(name) server log \(path)\n" + text.split(separator: "\n").suffix(lines).joined(separator: "\n"))
+            // Refused connections during a shutdown repeat every half second and hide the rest.
+            let telling = text.split(separator: "\n").filter { !$0.hasSuffix("the database system is shutting down") }
+            parts.append("--- \(name) server log \(path)\n" + telling.suffix(lines * 3).joined(separator: "\n"))
         }
         return parts.joined(separator: "\n")
     }
