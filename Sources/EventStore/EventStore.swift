@@ -3,7 +3,8 @@ import Postgres
 
 /// The append-only event log in PostgreSQL.
 ///
-/// `append` is all-or-nothing and durable when it returns (synchronous_commit stays on). Event ids
+/// `append` is all-or-nothing and durable when it returns (synchronous_commit stays on, and a
+/// commit the configured synchronous standbys do not have is a failure: `StandbyConfirmation`). Event ids
 /// are the idempotency key: an id already in the log is reported as a duplicate and not stored
 /// again, even when two appends with the same ids race. The log is partitioned by the week events
 /// were recorded in, so the key lives in `event_ids`, which every append writes in the same
@@ -98,8 +99,9 @@ public struct EventStore: Sendable {
             do {
                 // A warning during the commit, which travels with the second COPY (a cancelled wait
                 // for a synchronous standby), means stored on the primary alone: a failure, retried
-                // by the client.
-                try connection.failingOnWarnings { try copyIDsAndRows(rows, of: batches, on: $0) }
+                // by the client. So does a commit the synchronous standbys do not have.
+                let verdict = try connection.failingOnWarnings { try copyIDsAndRows(rows, of: batches, on: $0) }
+                try StandbyConfirmation.requireAcknowledgeable(verdict)
                 return batches.map { batch in
                     AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
                 }
@@ -107,12 +109,25 @@ public struct EventStore: Sendable {
                 // Fall through to the careful path.
             }
         }
-        return try connection.transaction { connection in try appendCarefully(batches, on: connection) }
+        try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        do {
+            let results = try appendCarefully(batches, on: connection)
+            let verdict = try connection.failingOnWarnings { connection in
+                try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.commit))
+            }
+            try StandbyConfirmation.requireAcknowledgeable(verdict)
+            return results
+        } catch {
+            if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
+            throw error
+        }
     }
 
-    /// `BEGIN` and the ids' COPY in one round trip, then the events' COPY and `COMMIT` in another.
-    private static func copyIDsAndRows(_ rows: [RowRef], of batches: [PreparedBatch], on connection: Connection) throws {
-        guard !rows.isEmpty else { return }
+    /// `BEGIN` and the ids' COPY in one round trip, then the events' COPY, `COMMIT` and the
+    /// standbys' check (`StandbyConfirmation`) in another; returns the check's verdict.
+    private static func copyIDsAndRows(_ rows: [RowRef], of batches: [PreparedBatch], on connection: Connection) throws
+        -> StandbyConfirmation.Verdict {
+        guard !rows.isEmpty else { return .notRequired }
         do {
             var ids = BinaryCopyEncoder(reservingCapacity: BinaryCopyEncoder.header.count + rows.count * 22 + 2)
             for row in rows {
@@ -120,7 +135,7 @@ public struct EventStore: Sendable {
                 ids.appendUUID(row.id.bytes)
             }
             try connection.copyIn(beginAndCopyIDsStatement, data: ids.finish())
-            try copy(rows, of: batches, into: copyAndCommitStatement, on: connection)
+            return try StandbyConfirmation.verdict(from: copy(rows, of: batches, into: copyAndCommitStatement, on: connection))
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
@@ -210,26 +225,28 @@ public struct EventStore: Sendable {
         return rows.sorted { $0.id < $1.id }
     }
 
-    /// Sends the rows in one COPY, in the order given.
-    private static func copy(_ rows: [RowRef], of batches: [PreparedBatch], into statement: SQL, on connection: Connection) throws {
-        guard !rows.isEmpty else { return }
+    /// Sends the rows in one COPY, in the order given; returns the rows of the statement's last
+    /// query, if it has one after the COPY.
+    @discardableResult
+    private static func copy(_ rows: [RowRef], of batches: [PreparedBatch], into statement: SQL, on connection: Connection) throws
+        -> QueryResult? {
+        guard !rows.isEmpty else { return nil }
         let bytes = rows.reduce(0) { $0 + batches[$1.batch].rowRanges[$1.row].count }
         var data: [UInt8] = []
         data.reserveCapacity(BinaryCopyEncoder.header.count + bytes + BinaryCopyEncoder.trailer.count)
         data += BinaryCopyEncoder.header
         for row in rows { data += batches[row.batch].rows[batches[row.batch].rowRanges[row.row]] }
         data += BinaryCopyEncoder.trailer
-        try connection.copyIn(statement, data: data)
+        return try connection.copyInReturningRows(statement, data: data)
     }
 
     static let beginAndCopyIDsStatement: SQL = "BEGIN; COPY event_ids (event_id) FROM STDIN (FORMAT binary)"
 
-    static let copyAndCommitStatement: SQL = """
+    static let copyAndCommitStatement = StandbyConfirmation.committing(after: """
         COPY events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                      experiment_id, experiment_arm, payload)
-        FROM STDIN (FORMAT binary);
-        COMMIT
-        """
+        FROM STDIN (FORMAT binary)
+        """)
 
     static let stagingCopyStatement: SQL = """
         COPY engage_append_staging_v1 (event_id, app_id, notification_id, type, category, device_id, occurred_at,

@@ -127,13 +127,40 @@ public final class Connection {
     public func executeScript(unsafeSQL script: String) throws {
         let handle = try requireHandle()
         guard PQsendQuery(handle, script) == 1 else { throw connectionError(handle) }
+        _ = try collectResults(handle)
+    }
+
+    /// Runs several statements without parameters (`...; COMMIT; SELECT ...`) in one round trip
+    /// (simple query protocol) and returns the rows of the last statement that returned any kind
+    /// of result set. Those rows come in text format: read their cells as strings (`text` columns).
+    /// The first error stops the rest of the statements and is thrown.
+    public func queryScript(_ sql: SQL) throws -> QueryResult? {
+        let handle = try requireHandle()
+        guard sql.parameters.isEmpty else {
+            throw PostgresError(kind: .encoding, message: "a script takes no parameters")
+        }
+        guard PQsendQuery(handle, sql.text) == 1 else { throw connectionError(handle) }
+        return try collectResults(handle).lastRows
+    }
+
+    /// Reads every result of what was sent, to the end, so that the connection can be used
+    /// again; throws the first error once all are read.
+    private func collectResults(_ handle: OpaquePointer) throws -> (first: QueryResult?, lastRows: QueryResult?) {
+        var first: QueryResult?
+        var lastRows: QueryResult?
         var firstError: PostgresError?
         while let result = PQgetResult(handle) {
-            do { _ = try check(result, handle: handle) } catch let error as PostgresError {
+            let returnedRows = PQresultStatus(result) == PGRES_TUPLES_OK
+            do {
+                let checked = try check(result, handle: handle)
+                if first == nil { first = checked }
+                if returnedRows { lastRows = checked }
+            } catch let error as PostgresError {
                 if firstError == nil { firstError = error }
             }
         }
         if let firstError { throw firstError }
+        return (first, lastRows)
     }
 
     /// Runs `body` inside BEGIN/COMMIT; rolls back if it throws. A WARNING during the COMMIT
@@ -223,6 +250,17 @@ public final class Connection {
     /// they run in the same round trips, and the count returned is the COPY's.
     @discardableResult
     public func copyIn(_ sql: SQL, produce: ((([UInt8]) throws -> Void)) throws -> Void) throws -> Int {
+        try copyInResults(sql, produce: produce).copied
+    }
+
+    /// Streams `data` to a COPY whose text ends with a statement returning rows
+    /// (`COPY ... FROM STDIN; COMMIT; SELECT ...`): returns those rows, in text format (see
+    /// `queryScript`), or nil if no statement returned any.
+    public func copyInReturningRows(_ sql: SQL, data: [UInt8]) throws -> QueryResult? {
+        try copyInResults(sql) { send in try send(data) }.lastRows
+    }
+
+    private func copyInResults(_ sql: SQL, produce: ((([UInt8]) throws -> Void)) throws -> Void) throws -> (copied: Int, lastRows: QueryResult?) {
         let handle = try requireHandle()
         guard sql.parameters.isEmpty else {
             throw PostgresError(kind: .encoding, message: "COPY statements cannot take parameters")
@@ -247,19 +285,14 @@ public final class Connection {
         }
         let ended = producerError == nil ? PQputCopyEnd(handle, nil) : PQputCopyEnd(handle, "aborted by client")
         if ended != 1 { throw connectionError(handle) }
-        var copied: Int?
-        var serverError: PostgresError?
-        while let result = PQgetResult(handle) {
-            do {
-                let rows = try check(result, handle: handle).affectedRows
-                if copied == nil { copied = rows }
-            } catch let error as PostgresError {
-                if serverError == nil { serverError = error }
-            }
+        let results: (first: QueryResult?, lastRows: QueryResult?)
+        do {
+            results = try collectResults(handle)
+        } catch {
+            throw producerError ?? error
         }
         if let producerError { throw producerError }
-        if let serverError { throw serverError }
-        return copied ?? 0
+        return (results.first?.affectedRows ?? 0, results.lastRows)
     }
 
     /// Runs `COPY ... TO STDOUT` and hands the data to `receive` in chunks of whole rows (of about

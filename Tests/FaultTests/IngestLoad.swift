@@ -99,19 +99,23 @@ final class IngestLoad: Sendable {
     /// The log holds every acknowledged id exactly once, and nothing of this app that was never
     /// sent; after `halt()`, when the last batches stay unacknowledged. No answer broke the contract.
     func expectAcknowledgedStoredOnce(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
-        try await expectAcknowledgedStoredOnce(snapshot, pool, app: app, sourceLocation: sourceLocation)
+        _ = try await expectAcknowledgedStoredOnce(snapshot, pool, app: app, sourceLocation: sourceLocation)
     }
 
     /// The log holds every acknowledged id exactly once and nothing else of this app; every id
     /// sent was acknowledged in the end; no answer broke the contract.
-    func expectLogMatches(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    /// Returns whether every expectation held.
+    @discardableResult
+    func expectLogMatches(_ pool: ConnectionPool, app: String, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Bool {
         let ledger = snapshot
+        let allAnswered = ledger.abandoned.isEmpty && ledger.sent == ledger.acknowledged
         #expect(ledger.abandoned.isEmpty, "\(ledger.abandoned.count) events never acknowledged", sourceLocation: sourceLocation)
         #expect(ledger.sent == ledger.acknowledged, sourceLocation: sourceLocation)
-        try await expectAcknowledgedStoredOnce(ledger, pool, app: app, sourceLocation: sourceLocation)
+        return try await expectAcknowledgedStoredOnce(ledger, pool, app: app, sourceLocation: sourceLocation) && allAnswered
     }
 
-    private func expectAcknowledgedStoredOnce(_ ledger: Ledger, _ pool: ConnectionPool, app: String, sourceLocation: SourceLocation) async throws {
+    private func expectAcknowledgedStoredOnce(_ ledger: Ledger, _ pool: ConnectionPool, app: String, sourceLocation: SourceLocation) async throws
+        -> Bool {
         let stored = try await pool.withConnection { connection in
             try connection.query("SELECT event_id::text FROM events WHERE app_id = \(app)").rows.map { try $0.decode(0, as: String.self) }
         }
@@ -122,6 +126,7 @@ final class IngestLoad: Sendable {
         #expect(lost.isEmpty, "\(lost.count) acknowledged events are not in the log, e.g. \(lost.prefix(3))", sourceLocation: sourceLocation)
         let extra = storedSet.subtracting(ledger.sent)
         #expect(extra.isEmpty, "\(extra.count) stored events were never sent", sourceLocation: sourceLocation)
+        return ledger.unexpected.isEmpty && stored.count == storedSet.count && lost.isEmpty && extra.isEmpty
     }
 
     // MARK: Clients

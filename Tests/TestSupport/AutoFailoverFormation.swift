@@ -127,9 +127,7 @@ public final class AutoFailoverFormation: Sendable {
 
     /// The nodes as the monitor sees them.
     public func states() throws -> [NodeState] {
-        let connection = try Connection(configuration: PostgresConfiguration(
-            connectionString: "postgresql://\(Self.serverUser)@127.0.0.1:\(monitorPort)/pg_auto_failover?connect_timeout=2",
-            connectTimeoutSeconds: 2))
+        let connection = try Connection(configuration: monitorDatabase)
         defer { connection.close() }
         return try connection.query("SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node ORDER BY nodeid")
             .rows.map { NodeState(name: try $0.decode(0), reported: try $0.decode(1), assigned: try $0.decode(2)) }
@@ -215,6 +213,83 @@ public final class AutoFailoverFormation: Sendable {
         try run(["perform", "switchover", "--pgdata", directory + "/monitor", "--wait", "120"], what: "perform a switchover")
     }
 
+    // MARK: Split brain
+
+    /// Starts a switchover and returns at once, as `pg_autoctl perform switchover` does before it
+    /// waits: the monitor sets the primary to `draining` and the secondary to `prepare_promotion`.
+    public func startSwitchover() throws {
+        let connection = try Connection(configuration: monitorDatabase)
+        defer { connection.close() }
+        try connection.execute("SELECT pgautofailover.perform_failover()")
+    }
+
+    /// Freezes `node`'s keeper loop (its `pg_autoctl: node active` service, SIGSTOP), not its
+    /// supervisor, its PostgreSQL controller or its server: the server goes on taking commits,
+    /// but nothing stops it when the monitor demotes the node (a keeper that hangs, a machine too
+    /// busy to run it). Returns what to `thaw`. (Freezing every pg_autoctl process of the node
+    /// left its server unable to stop once thawed: `pg_ctl stop --mode fast` timed out.)
+    public func freezeKeeper(_ node: Node) throws -> [Int32] {
+        guard let keeper = keepers.withLock({ $0[node.name] }) else { throw FormationError("\(node) has no keeper running") }
+        let frozen = LocalSystem.processTree(of: keeper.pid).filter { pid in
+            guard LocalSystem.executable(of: pid)?.hasSuffix("/pg_autoctl") == true,
+                  let command = try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8) else { return false }
+            return command.contains("node active") || command.contains("node-active")
+        }
+        guard !frozen.isEmpty else { throw FormationError("\(node)'s keeper has no node-active service to freeze") }
+        for pid in frozen { Glibc.kill(pid, SIGSTOP) }
+        return frozen
+    }
+
+    public func thaw(_ pids: [Int32]) {
+        for pid in pids { Glibc.kill(pid, SIGCONT) }
+    }
+
+    /// Makes `node`'s (the primary's) commits skip their wait for the synchronous standby while
+    /// every session still reads the setting that names it, as after pg_auto_failover turns
+    /// synchronous replication back on and before the checkpointer publishes it: the setting is
+    /// emptied (and the checkpointer takes that), the checkpointer frozen (SIGSTOP), the setting
+    /// restored. Returns the checkpointer, to `thaw` (it then takes the reload and commits wait
+    /// again).
+    public func skipSynchronousWaits(on node: Node) throws -> Int32 {
+        try withPrimaryConnection(node, database: "postgres") { connection in
+            let names: String = try connection.query("SHOW synchronous_standby_names")[0].decode(0)
+            guard !names.isEmpty else { throw FormationError("\(node) has no synchronous standby to skip") }
+            try setSynchronousStandbyNames("", on: node)
+            try connection.execute("CHECKPOINT")
+            let checkpointer: Int32 = try connection.query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")[0].decode(0)
+            Glibc.kill(checkpointer, SIGSTOP)
+            try setSynchronousStandbyNames(names, on: node)
+            return checkpointer
+        }
+    }
+
+    /// Stops `node`'s server at once (`pg_ctl stop -m immediate`), as a keeper that demotes it
+    /// would stop it, without the fast shutdown that an old primary left running past the
+    /// promotion did not finish in these tests (over a minute, then `pg_ctl` gave up).
+    public func stopServerImmediately(_ node: Node) throws {
+        let stop = [binaryDirectory + "/pg_ctl", "stop", "-D", node.dataDirectory, "-m", "immediate", "-w"]
+        let outcome = try ProcessRunner.run(stop, asUser: geteuid() == 0 ? Self.serverUser : nil)
+        guard outcome.status == 0 else { throw FormationError("could not stop \(node)'s server: \(outcome.output.suffix(2000))") }
+    }
+
+    /// `CHECKPOINT` on `node`: returns once its checkpointer has taken every reload before it.
+    public func checkpoint(_ node: Node) throws {
+        try withPrimaryConnection(node, database: "postgres") { _ = try $0.execute("CHECKPOINT") }
+    }
+
+    /// `ALTER SYSTEM` and a reload; returns once a new session reads the value.
+    private func setSynchronousStandbyNames(_ names: String, on node: Node) throws {
+        try withPrimaryConnection(node, database: "postgres") { connection in
+            let literal = "'" + names.replacingOccurrences(of: "'", with: "''") + "'"
+            try connection.execute(SQL(unsafeSQL: "ALTER SYSTEM SET synchronous_standby_names = \(literal)"))
+            try connection.execute("SELECT pg_reload_conf()")
+        }
+        try Self.retrying(for: .seconds(30), "reload synchronous_standby_names on \(node)") {
+            let seen: String = try withPrimaryConnection(node, database: "postgres") { try $0.query("SHOW synchronous_standby_names")[0].decode(0) }
+            guard seen == names else { throw FormationError("\(node) still reads '\(seen)'") }
+        }
+    }
+
     // MARK: Building
 
     /// The binaries of the newest installed PostgreSQL that has the monitor's extension.
@@ -240,11 +315,13 @@ public final class AutoFailoverFormation: Sendable {
         }
     }
 
+    private var monitorDatabase: PostgresConfiguration {
+        PostgresConfiguration(connectionString: "postgresql://\(Self.serverUser)@127.0.0.1:\(monitorPort)/pg_auto_failover?connect_timeout=2",
+                              connectTimeoutSeconds: 2)
+    }
+
     private func configureMonitor() throws {
-        let configuration = PostgresConfiguration(
-            connectionString: "postgresql://\(Self.serverUser)@127.0.0.1:\(monitorPort)/pg_auto_failover?connect_timeout=2",
-            connectTimeoutSeconds: 2)
-        let connection = try Self.retrying(for: .seconds(60), "connect to the monitor") { try Connection(configuration: configuration) }
+        let connection = try Self.retrying(for: .seconds(60), "connect to the monitor") { try Connection(configuration: monitorDatabase) }
         defer { connection.close() }
         for (name, value) in settings.monitor.sorted(by: { $0.key < $1.key }) {
             try connection.execute(SQL(unsafeSQL: "ALTER SYSTEM SET pgautofailover.\(name) = \(value)"))
@@ -329,6 +406,37 @@ public final class AutoFailoverFormation: Sendable {
             let text = (try? String(contentsOfFile: directory + "/" + file, encoding: .utf8)) ?? ""
             return "--- \(file)\n" + text.split(separator: "\n").suffix(lines).joined(separator: "\n")
         }.joined(separator: "\n")
+    }
+
+    /// What explains a failure after the fact (the formation's directory is deleted with the test
+    /// process): the monitor's last state changes, oldest first, with their times; the last lines
+    /// of every keeper's output; and the last lines of each server's own log.
+    public func diagnostics(lines: Int = 80) -> String {
+        var parts: [String] = []
+        do {
+            let monitor = try Connection(configuration: monitorDatabase)
+            defer { monitor.close() }
+            let events = try monitor.query("""
+                SELECT eventtime::text, nodename::text, reportedstate::text, goalstate::text, description::text
+                FROM pgautofailover.event ORDER BY eventid DESC LIMIT \(lines)
+                """).rows.reversed().map { row in
+                    try (0..<5).map { try row.decode($0, as: String.self) }.joined(separator: " | ")
+                }
+            parts.append("--- monitor events\n" + events.joined(separator: "\n"))
+        } catch {
+            parts.append("--- monitor events unavailable: \(error)")
+        }
+        parts.append(keeperLogs(lines: lines))
+        for (name, dataDirectory) in [("monitor", directory + "/monitor")] + nodes.map({ ($0.name, $0.dataDirectory) }) {
+            let logDirectory = dataDirectory + "/log"
+            let newest = ((try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []).sorted().last
+            let path = newest.map { logDirectory + "/" + $0 } ?? dataDirectory + "/startup.log"
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? "(no log at \(path))"
+            // Refused connections during a shutdown repeat every half second and hide the rest.
+            let telling = text.split(separator: "\n").filter { !$0.hasSuffix("the database system is shutting down") }
+            parts.append("--- \(name) server log \(path)\n" + telling.suffix(lines * 3).joined(separator: "\n"))
+        }
+        return parts.joined(separator: "\n")
     }
 
     /// A detached shell that, once this process is gone, kills every process of the formation

@@ -30,6 +30,11 @@ public enum LocalSystem {
         stat(of: pid).flatMap { $0.count > 1 ? Int32($0[1]) : nil }
     }
 
+    /// The program `pid` runs (/proc/PID/exe), whatever it calls itself.
+    public static func executable(of pid: Int32) -> String? {
+        try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
+    }
+
     public static func isZombie(_ pid: Int32) -> Bool {
         stat(of: pid)?.first == "Z"
     }

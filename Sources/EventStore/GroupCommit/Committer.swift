@@ -97,6 +97,9 @@ public struct Committer: Service {
                 if let error = error as? PostgresError, error.kind == .interrupted, !queue.isClosed {
                     metrics.commitTimeouts.increment()
                     logger.warning("ingest.commit-timeout", ["timeout.s": "\(commitTimeout.components.seconds)", "requests": String(group.count)])
+                } else if let error = error as? PostgresError, error.kind == .unconfirmedCommit {
+                    metrics.commitsUnconfirmed.increment()
+                    logger.warning("ingest.commit-unconfirmed", ["error": "\(error)", "requests": String(group.count)])
                 } else {
                     logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
                 }

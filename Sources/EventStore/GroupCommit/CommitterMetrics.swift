@@ -6,6 +6,7 @@ public struct CommitterMetrics: Sendable {
     public let commitSeconds: Histogram
     public let commitFailures: Counter
     public let commitTimeouts: Counter
+    public let commitsUnconfirmed: Counter
 
     public init(registry: MetricsRegistry) {
         groupEvents = registry.histogram("engage_ingest_commit_events", help: "Events per group-commit transaction.",
@@ -15,5 +16,8 @@ public struct CommitterMetrics: Sendable {
         commitFailures = registry.counter("engage_ingest_commit_failures_total", help: "Group commits that failed (answered 503).")
         commitTimeouts = registry.counter("engage_ingest_commit_timeouts_total",
                                           help: "Group commits interrupted after the commit timeout (answered 503; also counted as failures).")
+        commitsUnconfirmed = registry.counter("engage_ingest_commit_unconfirmed_total",
+                                              help: "Group commits the configured synchronous standbys were not known to have (a warning during the commit, "
+                                                  + "or the standbys' positions after it): answered 503, also counted as failures.")
     }
 }

@@ -3,6 +3,7 @@ import EngageCore
 import EventStore
 import Foundation
 import HTTPServer
+import Postgres
 import Testing
 import TestSupport
 
@@ -253,6 +254,13 @@ struct IngestRouteTests {
                 detail: "nothing from this request was stored; retry on another instance or later"), retryAfter: "5")
             server.events.setFailure(CommitFailed())
             try expectProblem(try await server.post(events.array, key: key), .databaseUnavailable, retryAfter: "5")
+            // A commit the synchronous standbys do not have (StandbyConfirmation): not acknowledged.
+            for verdict in [StandbyConfirmation.Verdict.unconfirmed, .unverifiable] {
+                let refusal = #expect(throws: PostgresError.self) { try StandbyConfirmation.requireAcknowledgeable(verdict) }
+                #expect(refusal?.kind == .unconfirmedCommit)
+                server.events.setFailure(refusal)
+                try expectProblem(try await server.post(events.array, key: key), .databaseUnavailable, retryAfter: "5")
+            }
             #expect(server.events.storedIDs.isEmpty)
             // The retry, once the log takes events again, stores them.
             server.events.setFailure(nil)

@@ -1,0 +1,95 @@
+import Postgres
+
+/// Whether an append's commit reached the synchronous standbys the primary is configured to wait
+/// for, checked in the commit's own round trip.
+///
+/// A commit on a primary with `synchronous_standby_names` set normally returns only once enough
+/// standbys have flushed it. It returns at once, though, while the checkpointer has not yet taken
+/// a reload that turned synchronous replication on (commits read its shared flag; a session's
+/// `SHOW` sees the new setting earlier): pg_auto_failover turns it on when a standby comes back
+/// (`wait_primary` to `primary`) and may start a switchover or failover right after. If the
+/// standby is then promoted, the old primary's commits it never received are lost, although
+/// they were committed "as configured" on the primary. So before a commit is acknowledged the
+/// session records where the transaction's WAL ends before its commit record, and after the
+/// COMMIT asks whether as many standbys as the setting requires (`ANY n`/`FIRST n`, 1 for a plain
+/// list) report themselves synchronous and flushed past that point (written, or replayed, under
+/// `synchronous_commit = remote_write` or `remote_apply`). A commit that really waited always
+/// passes: the standby's reported position is what released it. Reading the standbys' positions
+/// needs `pg_read_all_stats` (or `pg_monitor`, or a superuser); without it nothing can be
+/// confirmed, and commits are refused while synchronous replication is configured.
+///
+/// Not checked: the commit record itself, after the recorded point (a standby promoted in the
+/// instant between receiving a transaction's rows and its commit record, while that commit
+/// skipped its wait, is not noticed); commits of `appendInOpenTransaction`, which its caller
+/// makes.
+public enum StandbyConfirmation {
+    /// Why a commit is not acknowledged.
+    public enum Verdict: String, Sendable, Equatable {
+        /// No synchronous standby is configured (or commits do not wait for one): nothing to check.
+        case notRequired = "not required"
+        /// Enough synchronous standbys flushed the transaction.
+        case confirmed
+        /// Fewer synchronous standbys than required have the transaction.
+        case unconfirmed
+        /// This database role cannot see the standbys' positions.
+        case unverifiable
+    }
+
+    /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far.
+    static let beforeCommit: SQL = "SELECT set_config('engage.pre_commit_lsn', pg_current_wal_insert_lsn()::text, false)"
+
+    /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values. The
+    /// number of standbys required is the setting's `ANY n (...)` or `FIRST n (...)` or `n (...)`,
+    /// else 1. No backslash: a server with standard_conforming_strings off would warn about one,
+    /// and a warning fails the commit.
+    static let afterCommit: SQL = """
+        SELECT CASE
+            WHEN current_setting('synchronous_standby_names') = ''
+              OR current_setting('synchronous_commit') NOT IN ('on', 'remote_write', 'remote_apply')
+              OR current_setting('max_wal_senders')::int = 0 THEN 'not required'
+            WHEN NOT pg_has_role('pg_read_all_stats', 'USAGE') THEN 'unverifiable'
+            WHEN (SELECT count(*) FROM pg_stat_get_wal_senders() s
+                  WHERE s.sync_state IN ('sync', 'quorum')
+                    AND CASE current_setting('synchronous_commit')
+                            WHEN 'remote_write' THEN s.write_lsn
+                            WHEN 'remote_apply' THEN s.replay_lsn
+                            ELSE s.flush_lsn END >= current_setting('engage.pre_commit_lsn')::pg_lsn)
+                 >= coalesce((regexp_match(current_setting('synchronous_standby_names'),
+                                           '^[[:space:]]*(?:any[[:space:]]+|first[[:space:]]+)?([0-9]+)[[:space:]]*[(]', 'i'))[1]::int, 1)
+              THEN 'confirmed'
+            ELSE 'unconfirmed'
+        END::text
+        """
+
+    /// The COMMIT between the two, as one text for one round trip.
+    static let commit = SQL(unsafeSQL: "\(beforeCommit.text);\nCOMMIT;\n\(afterCommit.text)")
+
+    /// `statement` (the transaction's last work), then `commit`, as one text.
+    static func committing(after statement: SQL) -> SQL {
+        SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
+    }
+
+    /// The check's answer, from the rows the committing text returned.
+    public static func verdict(from rows: QueryResult?) throws -> Verdict {
+        guard let rows, rows.rowCount == 1, rows.columnCount == 1,
+              let verdict = Verdict(rawValue: try rows[0].decode(0, as: String.self))
+        else {
+            throw PostgresError(kind: .protocolViolation, message: "the commit's standby check returned no verdict")
+        }
+        return verdict
+    }
+
+    /// Throws `.unconfirmedCommit` unless the verdict lets the commit be acknowledged.
+    public static func requireAcknowledgeable(_ verdict: Verdict) throws {
+        switch verdict {
+        case .notRequired, .confirmed: return
+        case .unconfirmed:
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
+                                message: "committed, but fewer synchronous standbys than configured have the transaction")
+        case .unverifiable:
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
+                                message: "committed, but the database role cannot see whether the synchronous standbys have it "
+                                    + "(grant it pg_read_all_stats or pg_monitor)")
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import EngageCore
+@testable import EventStore
+import Foundation
+import Glibc
+import Postgres
+import Testing
+import TestSupport
+
+/// An append is acknowledged only when the synchronous standbys the primary is configured to wait
+/// for have its commit (`StandbyConfirmation`), on a primary and a real streaming standby of this
+/// suite's own: commits that waited are confirmed, however many race; a commit that returned
+/// without waiting while the setting asked for a standby (the checkpointer had not taken the
+/// reload yet, as after pg_auto_failover turns synchronous replication back on) is refused,
+/// although the primary holds it; a role that cannot see the standbys cannot confirm anything.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct StandbyConfirmationTests {
+    static let pair = Result { try StreamingReplication(label: "confirm") }
+
+    static func replication() async throws -> StreamingReplication {
+        try await offPool { try pair.get() }
+    }
+
+    @Test func verdictsThatLetACommitBeAcknowledged() throws {
+        try StandbyConfirmation.requireAcknowledgeable(.notRequired)
+        try StandbyConfirmation.requireAcknowledgeable(.confirmed)
+        for verdict in [StandbyConfirmation.Verdict.unconfirmed, .unverifiable] {
+            #expect((#expect(throws: PostgresError.self) { try StandbyConfirmation.requireAcknowledgeable(verdict) })?.kind
+                == .unconfirmedCommit)
+        }
+    }
+
+    @Test func commitsTheStandbyFlushedAreAcknowledgedHoweverManyRace() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        // In pg_auto_failover's form: ANY 1 of the list.
+        try await offPool { try replication.synchronousStandby("ANY 1 (\(StreamingReplication.standbyName))") }
+        defer { try? replication.synchronousStandby(nil) }
+        let appenders = 8, rounds = 25
+        // Each appender its own connection, fast path (new ids) and careful path (a resend) in turn.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for appender in 0..<appenders {
+                group.addTask {
+                    try await offPool {
+                        let connection = try Connection(configuration: database)
+                        defer { connection.close() }
+                        for round in 0..<rounds {
+                            let items = EventFactory.items(3, notificationPrefix: "race-\(appender)-\(round)")
+                            #expect(try EventStore.append(items, on: connection).storedCount == 3)
+                            #expect(try EventStore.append(items, on: connection).duplicateCount == 3)
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(try Self.storedCount(database) == appenders * rounds * 3)
+        // The check ran with a standby to confirm (not "not required").
+        try await pollUntil(every: .milliseconds(20)) { try Self.verdictNow(database) == .confirmed }
+    }
+
+    @Test func aCommitThatSkippedItsWaitForTheStandbyIsRefusedThenItsResendConfirmedOnceTheStandbyHasIt() async throws {
+        let replication = try await Self.replication()
+        let (database, replicaDatabase) = try await offPool { try replication.freshDatabase() }
+        // The checkpointer publishes "synchronous standbys defined" to commits; frozen before the
+        // reload that names the standby, it leaves commits not waiting while every session's
+        // setting says they do: the window after pg_auto_failover turns synchronous replication on.
+        let checkpointer = try replication.withPrimary { connection in
+            try connection.query("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'")[0].decode(0, as: Int32.self)
+        }
+        kill(checkpointer, SIGSTOP)
+        var checkpointerStopped = true
+        defer { if checkpointerStopped { kill(checkpointer, SIGCONT) } }
+        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
+        defer { try? replication.synchronousStandby(nil) }
+        // The standby still counts as synchronous and streaming, but receives nothing more.
+        let receiver = try replication.withReplica { connection in
+            try connection.query("SELECT pid FROM pg_stat_wal_receiver")[0].decode(0, as: Int32.self)
+        }
+        kill(receiver, SIGSTOP)
+        var receiverStopped = true
+        defer { if receiverStopped { kill(receiver, SIGCONT) } }
+
+        let items = EventFactory.items(4, notificationPrefix: "skipped")
+        let refused = #expect(throws: PostgresError.self) { try Self.append(items, database) }
+        #expect(refused?.kind == .unconfirmedCommit, "\(String(describing: refused))")
+        // The commit did not wait: the primary holds the events, the standby does not.
+        #expect(try Self.storedCount(database) == 4)
+        #expect(try Self.storedCount(replicaDatabase) == 0)
+        #expect(try replication.commitsWaitingForStandby() == 0)
+        // The resend finds them and is refused too while the standby lacks them...
+        #expect((#expect(throws: PostgresError.self) { try Self.append(items, database) })?.kind == .unconfirmedCommit)
+
+        // ...and is acknowledged, as duplicates, once the standby streams again and commits wait
+        // for it (the checkpointer took the reload): the resend's commit waits for the standby
+        // to have everything up to it, the first attempt included.
+        kill(receiver, SIGCONT)
+        receiverStopped = false
+        kill(checkpointer, SIGCONT)
+        checkpointerStopped = false
+        var outcome: AppendResult?
+        try await pollUntil(every: .milliseconds(20)) {
+            outcome = try? Self.append(items, database)
+            return outcome != nil
+        }
+        #expect(outcome?.outcomes == [.duplicate, .duplicate, .duplicate, .duplicate])
+        #expect(try Self.storedCount(database) == 4)
+    }
+
+    @Test func aRoleThatCannotSeeTheStandbysGetsNoCommitAcknowledgedUntilGranted() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        let role = "engage_unprivileged_\(UUID().uuidString.prefix(6).lowercased())"
+        let name = try Self.databaseName(database)
+        let admin = try Connection(configuration: database)
+        defer { admin.close() }
+        try admin.execute("CREATE ROLE \(identifier: role) LOGIN")
+        try admin.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
+        try admin.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \(identifier: role)")
+        try admin.execute("GRANT ALL ON SCHEMA public TO \(identifier: role)")
+        try admin.execute("GRANT TEMPORARY ON DATABASE \(identifier: name) TO \(identifier: role)")
+        let asRole = PostgresConfiguration.unixSocket(directory: replication.primary.socketDirectory, port: replication.primary.options.port,
+                                                      user: role, database: name)
+        // Without synchronous replication there is nothing to see.
+        #expect(try Self.append(EventFactory.items(1, notificationPrefix: "alone"), asRole).storedCount == 1)
+
+        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
+        defer { try? replication.synchronousStandby(nil) }
+        let blind = EventFactory.items(2, notificationPrefix: "blind")
+        let refused = #expect(throws: PostgresError.self) { try Self.append(blind, asRole) }
+        #expect(refused?.kind == .unconfirmedCommit)
+        #expect(refused?.message.contains("pg_read_all_stats") == true)
+
+        try admin.execute("GRANT pg_read_all_stats TO \(identifier: role)")
+        // The resend finds both (the refused commit had stored them) and reports them.
+        #expect(try Self.append(blind, asRole).duplicateCount == 2)
+    }
+
+    // MARK: Helpers
+
+    // One connection per call, as UnconfirmedCommitTests use them.
+    static func append(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {
+        try UnconfirmedCommitTests.appendOnce(items, database)
+    }
+
+    static func storedCount(_ database: PostgresConfiguration) throws -> Int {
+        try UnconfirmedCommitTests.storedCount(database)
+    }
+
+    /// The check's verdict for a commit that wrote nothing, on a new session.
+    static func verdictNow(_ database: PostgresConfiguration) throws -> StandbyConfirmation.Verdict {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        try connection.execute("BEGIN")
+        return try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.commit))
+    }
+
+    static func databaseName(_ database: PostgresConfiguration) throws -> String {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try connection.query("SELECT current_database()::text")[0].decode(0)
+    }
+}
