@@ -166,7 +166,8 @@ enum LogCommand {
                 print("the read model was rebuilt without \(rebuiltWithout.count) of these days after they were pruned: "
                     + "engage projections rebuild counts them again")
             }
-            if report.restored > 0 {
+            // Also when every event was already back: a rerun after a reset that failed finishes it.
+            if report.restored + report.present > 0 {
                 printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
             }
         }

@@ -74,15 +74,39 @@ struct LogCommandTests {
                 "\(refused.output)")
         #expect(refused.output.contains("restore their archive first (engage log restore DIR), or rebuild from the events kept with --discard-pruned"))
 
+        try await Self.storeTallies("exp-old", pool)
         let restored = try await engage(["log", "restore", archive])
         #expect(restored.status == 0, "\(restored.output)")
         #expect(restored.output.contains("restored 20 events (0 already in the log)"), "\(restored.output)")
+        #expect(restored.output.contains(Self.talliesDropped), "\(restored.output)")
+        #expect(try await Self.storedTallies(pool) == 0)
+        // A rerun (after a reset that failed, say) restores nothing and still drops the tallies.
+        try await Self.storeTallies("exp-old", pool)
         let again = try await engage(["log", "restore", archive])
         #expect(again.output.contains("restored 0 events (20 already in the log)"), "\(again.output)")
+        #expect(again.output.contains(Self.talliesDropped), "\(again.output)")
+        #expect(try await Self.storedTallies(pool) == 0)
         #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) } == 27)
 
         let rebuilt = try await engage(["projections", "rebuild"])
         #expect(rebuilt.status == 0, "\(rebuilt.output)")
         #expect(rebuilt.output.contains("rebuilt engagement from 27 events"), "\(rebuilt.output)")
+    }
+
+    static let talliesDropped = "dropped the incremental tallies of 1 experiment(s): their next look folds the log as it is now"
+
+    /// A checkpoint row as an incremental look leaves it (what `ExperimentTallyStore.reset` drops).
+    static func storeTallies(_ experimentID: String, _ pool: ConnectionPool) async throws {
+        _ = try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO experiment_tally_checkpoints (experiment_id, definition_key, folded_below, events, notifications,
+                                                          undecodable, other_experiment, unknown_arm, outside_categories)
+                VALUES (\(experimentID), 'key', pg_snapshot_xmin(pg_current_snapshot()), 20, 20, 0, 0, 0, 0)
+                """)
+        }
+    }
+
+    static func storedTallies(_ pool: ConnectionPool) async throws -> Int {
+        try await pool.withConnection { try $0.query("SELECT count(*) FROM experiment_tally_checkpoints")[0].decode(0, as: Int.self) }
     }
 }
