@@ -62,8 +62,11 @@ struct LogCommandTests {
         #expect(plan.output.contains("archived into \(archive)"))
         #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) } == 27)
 
+        try await Self.storeTallies("exp-old", pool)
         let pruned = try await engage(["log", "prune", "--older-than", "31d", "--archive", archive, "--include-running-experiments"])
         #expect(pruned.status == 0, "\(pruned.output)")
+        #expect(pruned.output.contains(Self.talliesDropped), "\(pruned.output)")
+        #expect(try await Self.storedTallies(pool) == 0)
         #expect(pruned.output.contains("\(day)      20  events-\(day).tsv.gz"), "\(pruned.output)")
         #expect(pruned.output.contains("pruned 20 events recorded before"))
         #expect(FileManager.default.fileExists(atPath: archive + "/manifest.json"))
