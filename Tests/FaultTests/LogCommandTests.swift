@@ -70,6 +70,13 @@ struct LogCommandTests {
         #expect(pruned.output.contains("\(day)      20  events-\(day).tsv.gz"), "\(pruned.output)")
         #expect(pruned.output.contains("pruned 20 events recorded before"))
         #expect(FileManager.default.fileExists(atPath: archive + "/manifest.json"))
+        // A prune that removes nothing keeps the tallies: looks stay incremental under a daily prune.
+        try await Self.storeTallies("exp-old", pool)
+        let nothing = try await engage(["log", "prune", "--older-than", "31d", "--include-running-experiments"])
+        #expect(nothing.status == 0, "\(nothing.output)")
+        #expect(nothing.output.contains("nothing to prune"), "\(nothing.output)")
+        #expect(!nothing.output.contains("dropped the incremental tallies"), "\(nothing.output)")
+        #expect(try await Self.storedTallies(pool) == 1)
 
         let refused = try await engage(["projections", "rebuild"])
         #expect(refused.status == 1)
@@ -105,6 +112,7 @@ struct LogCommandTests {
                 INSERT INTO experiment_tally_checkpoints (experiment_id, definition_key, folded_below, events, notifications,
                                                           undecodable, other_experiment, unknown_arm, outside_categories)
                 VALUES (\(experimentID), 'key', pg_snapshot_xmin(pg_current_snapshot()), 20, 20, 0, 0, 0, 0)
+                ON CONFLICT (experiment_id) DO NOTHING
                 """)
         }
     }
