@@ -41,26 +41,24 @@ public enum ExperimentTallyStore {
     /// Drops the stored tallies of one experiment (nil: of every experiment), so that its next look
     /// folds the log as it is from the start. Needed whenever events leave the log (`engage log
     /// prune`) or come back with their old transaction ids (`engage log restore`), which a
-    /// checkpoint cannot see. Takes each experiment's look lock, so a fold under way commits first
-    /// and is dropped with the rest, and a later one starts from nothing. Returns the experiments
-    /// whose tallies were dropped.
+    /// checkpoint cannot see. One experiment: takes its look lock. Every experiment: takes the
+    /// reset lock exclusively, which every fold holds shared, so it also waits for a first fold that
+    /// has no checkpoint row yet. Either way a fold under way commits first and is dropped with the
+    /// rest, and a later one starts from nothing. Returns the experiments whose tallies were dropped.
     @discardableResult
     public static func reset(experimentID: String? = nil, pool: ConnectionPool) async throws -> Int {
         try await pool.withTransaction { connection in
             if let experimentID {
                 try connection.execute("SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(experimentID)))")
-                // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
-                return try connection.query("""
-                    WITH dropped AS (DELETE FROM experiment_tally_checkpoints WHERE experiment_id = \(experimentID) RETURNING 1)
-                    SELECT count(*)::int8 FROM dropped
-                    """)[0].decode(0, as: Int.self)
+            } else {
+                try connection.execute("SELECT pg_advisory_xact_lock(\(resetLockNamespace)::int4, 0)")
             }
-            try connection.execute("""
-                SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(experiment_id))
-                FROM (SELECT experiment_id FROM experiment_tally_checkpoints ORDER BY experiment_id) AS experiments
-                """)
+            // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
             return try connection.query("""
-                WITH dropped AS (DELETE FROM experiment_tally_checkpoints RETURNING 1) SELECT count(*)::int8 FROM dropped
+                WITH dropped AS (
+                    DELETE FROM experiment_tally_checkpoints WHERE \(experimentID)::text IS NULL OR experiment_id = \(experimentID)
+                    RETURNING 1)
+                SELECT count(*)::int8 FROM dropped
                 """)[0].decode(0, as: Int.self)
         }
     }
@@ -83,6 +81,11 @@ public enum ExperimentTallyStore {
     /// the second key.
     static let lockNamespace: Int32 = 0x6C6F_6F6B
 
+    /// The advisory lock (with second key 0) every fold holds shared and a reset of every
+    /// experiment exclusively ("tall" in ASCII): its own namespace, so no experiment's
+    /// `hashtext` can collide with it.
+    static let resetLockNamespace: Int32 = 0x7461_6C6C
+
     private struct Checkpoint {
         var foldedBelow: UInt64 = 0
         var events = 0, notifications = 0, undecodable = 0
@@ -90,6 +93,9 @@ public enum ExperimentTallyStore {
 
     static func fold(_ definition: ExperimentDefinition, chunkSize: Int, afterReading: (Connection) throws -> Void = { _ in },
                      beforeCommit: () throws -> Void, on connection: Connection) throws -> ExperimentReplay {
+        // Shared first (a reset of every experiment waits for this fold, even a first one), then
+        // the experiment's own lock.
+        try connection.execute("SELECT pg_advisory_xact_lock_shared(\(resetLockNamespace)::int4, 0)")
         try connection.execute("""
             SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(String(definition.id))))
             """)

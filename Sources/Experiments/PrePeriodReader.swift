@@ -40,10 +40,7 @@ enum PrePeriodReader {
         }
         // One snapshot for both statements: a disagreeing notification is folded from the same events.
         try connection.transaction(isolation: .repeatableRead) { connection in
-            _ = try connection.query("""
-                SELECT set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true),
-                       set_config('work_mem', \(groupingMemory), true)
-                """)
+            try configureTransaction(on: connection)
             var disagreeing: [String] = []
             try add(try connection.query(query(definition, covariates)), disagreeing: &disagreeing)
             guard !disagreeing.isEmpty else { return }
@@ -53,10 +50,20 @@ enum PrePeriodReader {
         return covariates
     }
 
-    /// What the grouping of the window's notifications may hold in memory (PostgreSQL's
+    /// What the grouping of the window's notifications may hold in memory at least (PostgreSQL's
     /// `work_mem`; a hash table may use `hash_mem_multiplier` times it, 2 by default): about a
     /// million notifications, beyond which it spills to disk in batches and slows down.
     static let groupingMemory = "256MB"
+
+    /// The transaction's settings: no JIT, no parallel workers, and `work_mem` raised to
+    /// `groupingMemory` unless the server's (or the role's) is already higher: never lowered.
+    static func configureTransaction(on connection: Connection) throws {
+        _ = try connection.query("""
+            SELECT set_config('jit', 'off', true), set_config('max_parallel_workers_per_gather', '0', true),
+                   set_config('work_mem', CASE WHEN pg_size_bytes(current_setting('work_mem')) >= pg_size_bytes(\(groupingMemory))
+                                               THEN current_setting('work_mem') ELSE \(groupingMemory) END, true)
+            """)
+    }
 
     /// The bits of the queries' `stages` column.
     static let deliveredBit = 1

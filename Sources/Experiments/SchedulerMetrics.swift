@@ -1,6 +1,6 @@
 import Runtime
 
-/// The scheduler's metrics: analysis runs by outcome, their duration and the events replayed.
+/// The scheduler's metrics: analysis runs by outcome, their duration and the events folded.
 public struct SchedulerMetrics: Sendable {
     public let done: Counter
     public let retried: Counter
@@ -19,6 +19,6 @@ public struct SchedulerMetrics: Sendable {
         runSeconds = registry.histogram("engage_scheduler_run_seconds", help: "Time from claim to stored result of a run.",
                                         buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300])
         events = registry.counter("engage_scheduler_events_replayed_total",
-                                  help: "Log events read by analysis runs (by an incremental look: only the new events it folded).")
+                                  help: "Experiment events folded by analysis runs (by an incremental look: only the new ones; pre-period events not counted).")
     }
 }

@@ -68,6 +68,9 @@ public struct LogPruner: Sendable {
         public var plan: Plan
         public var days: [Day]
         public var seconds: Double
+        /// Partitions an earlier, interrupted prune had taken out of the log (or begun to) that
+        /// this one finished detaching or dropped: their events left the log since that prune.
+        public var finishedDetaches = 0
         public var events: Int { days.reduce(0) { $0 + $1.events } }
     }
 
@@ -103,7 +106,7 @@ public struct LogPruner: Sendable {
         try await pool.withConnection { connection in
             try RetentionLock.holding(on: connection) {
                 let stopwatch = Stopwatch()
-                try finishInterruptedDetaches(on: connection)
+                let finishedDetaches = try finishInterruptedDetaches(on: connection)
                 let plan = try makePlan(on: connection)
                 try runChecks(plan, on: connection)
                 var archive = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
@@ -118,7 +121,7 @@ public struct LogPruner: Sendable {
                         days += try pruneLegacy(target.partition, before: plan.cut, archive: &archive, counter: &counter, on: connection)
                     }
                 }
-                let report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds)
+                let report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds, finishedDetaches: finishedDetaches)
                 logger.info("log.pruned", ["events": String(report.events), "days": String(days.count),
                                            "recorded.before": plan.cut.rfc3339, "seconds": String(format: "%.1f", report.seconds)])
                 return report
@@ -292,8 +295,9 @@ public struct LogPruner: Sendable {
     // MARK: Steps
 
     /// A detach that a crash cut short leaves its partition pending: finish it. A detached
-    /// partition that was not dropped yet has no ids left in `event_ids`: drop it.
-    private func finishInterruptedDetaches(on connection: Connection) throws {
+    /// partition that was not dropped yet has no ids left in `event_ids`: drop it. Returns how
+    /// many partitions it finished or dropped.
+    private func finishInterruptedDetaches(on connection: Connection) throws -> Int {
         let pending = try connection.query("""
             SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
             WHERE i.inhparent = 'events'::regclass AND i.inhdetachpending
@@ -311,6 +315,7 @@ public struct LogPruner: Sendable {
             logger.notice("log.detached-partition-dropped", ["partition": name])
             try connection.execute("DROP TABLE \(identifier: name)")
         }
+        return Set(pending + detached).count
     }
 
     private func rest() throws {

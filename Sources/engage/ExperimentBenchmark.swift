@@ -98,7 +98,7 @@ enum ExperimentBenchmark {
             experiment \(id): \(last.events) events, \(last.notifications) notifications, decision \(last.result.decision.code), \(rounds) round(s), FETCH \(chunkSize)
             \(cupedLine(last.result))
             database only (replay query, rows fetched and dropped, 1 connection): median \(format(database)) s
-            analysis (replay + statistics), 1 connection:                       median \(format(single)) s, \(format(single / database))x the database alone; engage CPU \(format(BenchCommand.median(oneLaneCPU))) s
+            analysis (replay + statistics), 1 replay connection (+1 for CUPED):  median \(format(single)) s, \(format(single / database))x the database alone; engage CPU \(format(BenchCommand.median(oneLaneCPU))) s
             analysis (replay + statistics), \(lanes) connections on one snapshot:   median \(format(parallel)) s, \(format(parallel / database))x the database alone; engage CPU \(format(BenchCommand.median(splitCPU))) s
             """)
         if let looks {

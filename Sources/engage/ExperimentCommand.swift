@@ -90,7 +90,8 @@ enum ExperimentCommand {
     static func run(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
         let logger = CommonOptions.quietLogger(arguments)
-        let run = try await withStore(arguments) { _, pool in
+        // As engage scheduler's: the analysis holds up to three, the lease renewal needs a fourth.
+        let run = try await withStore(arguments, connections: 4) { _, pool in
             var configuration = Scheduler.Configuration()
             let failpoints = Failpoints.fromEnvironment()
             configuration.failpoint = { try failpoints.hit($0) }
@@ -117,10 +118,10 @@ enum ExperimentCommand {
 
     /// Runs `body` on the experiment store of the command's database; a store's refusal becomes
     /// an `ExperimentCommandError`.
-    private static func withStore<T: Sendable>(_ arguments: ParsedArguments,
+    private static func withStore<T: Sendable>(_ arguments: ParsedArguments, connections: Int = 2,
                                                _ body: (ExperimentStore, ConnectionPool) async throws -> T) async throws -> T {
         do {
-            return try await DatabaseSetup.withPool(arguments, size: 2, logger: CommonOptions.quietLogger(arguments)) { pool in
+            return try await DatabaseSetup.withPool(arguments, size: connections, logger: CommonOptions.quietLogger(arguments)) { pool in
                 try await body(ExperimentStore(pool: pool), pool)
             }
         } catch let error as ExperimentStoreError {

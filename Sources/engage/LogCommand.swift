@@ -68,8 +68,11 @@ enum LogCommand {
             let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
             printReport(report)
-            // Even with nothing pruned now: a prune interrupted after its drops is rerun to finish.
-            printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
+            // Only when events left the log: now, or by a detach an interrupted prune left (its
+            // rerun finishes it). A prune that removes nothing keeps every look incremental.
+            if report.events > 0 || report.finishedDetaches > 0 {
+                printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
+            }
         }
     }
 
@@ -166,7 +169,8 @@ enum LogCommand {
                 print("the read model was rebuilt without \(rebuiltWithout.count) of these days after they were pruned: "
                     + "engage projections rebuild counts them again")
             }
-            if report.restored > 0 {
+            // Also when every event was already back: a rerun after a reset that failed finishes it.
+            if report.restored + report.present > 0 {
                 printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
             }
         }

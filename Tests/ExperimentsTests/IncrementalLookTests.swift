@@ -35,6 +35,42 @@ struct IncrementalLookTests {
         #expect(refolded.tallies == replay.tallies && refolded.events == replay.events)
     }
 
+    /// A reset of every experiment waits for a fold under way, even an experiment's first one
+    /// (no checkpoint row yet): the fold commits first and its tallies are dropped with the rest.
+    /// The fold, once it has read everything, waits until the reset waits for a lock (or, were
+    /// the reset not to wait, has finished).
+    @Test(.timeLimit(.minutes(3)))
+    func aResetOfEveryExperimentWaitsForAFirstFoldUnderWay() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let definition = try await ExperimentRunnerTests.loggedExperiment(pool)
+        let resetDone = Mutex(false)
+        let waitForTheReset: @Sendable (Connection) throws -> Void = { connection in
+            while !resetDone.withLock({ $0 }) {
+                let waiting: Bool = try connection.query("""
+                    SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                                   WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database())
+                    """)[0].decode(0)
+                if waiting { return }
+                try connection.execute("SELECT pg_sleep(0.01)")
+            }
+        }
+        async let looked = ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: waitForTheReset)
+        // The reset starts once the look holds a lock (its checkpoint row does not exist yet).
+        while try await Fixtures.count(pool, """
+            SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+            WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()
+            """) == 0 {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let dropped = try await ExperimentTallyStore.reset(pool: pool)
+        resetDone.withLock { $0 = true }
+        _ = try await looked
+        #expect(dropped == 1)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_tally_checkpoints") == 0)
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_device_tallies") == 0)
+        await pool.close()
+    }
+
     /// The tallies kept between looks equal a full replay of the log at every look: after new
     /// notifications, after late events for notifications already tallied (an expansion or an open
     /// after the display, an earlier event that moves the notification to another device and arm,

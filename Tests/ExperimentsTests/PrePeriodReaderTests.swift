@@ -7,6 +7,24 @@ import TestSupport
 
 @Suite("CUPED's pre-period read")
 struct PrePeriodReaderTests {
+    /// The read raises `work_mem` to what its grouping needs, and keeps a higher one an operator
+    /// set: the setting inside the read's transaction, from a low and from a high session value.
+    @Test func theReadRaisesWorkMemAndNeverLowersIt() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let settings = try await pool.withConnection { connection in
+            try ["4MB", "1GB"].map { session in
+                try connection.execute("SELECT set_config('work_mem', \(session), false)")
+                return try connection.transaction { connection in
+                    try PrePeriodReader.configureTransaction(on: connection)
+                    return try connection.query("SELECT current_setting('work_mem') || ' ' || current_setting('jit')")[0]
+                        .decode(0, as: String.self)
+                }
+            }
+        }
+        #expect(settings == ["256MB off", "1GB off"])
+        await pool.close()
+    }
+
     /// The covariates the query sums equal those of folding every notification of the window in
     /// event order, including notifications whose events disagree on the device, the category or
     /// the presentation (which the query folds by the sorting path) and events out of order or

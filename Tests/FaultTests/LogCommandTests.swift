@@ -62,11 +62,21 @@ struct LogCommandTests {
         #expect(plan.output.contains("archived into \(archive)"))
         #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) } == 27)
 
+        try await Self.storeTallies("exp-old", pool)
         let pruned = try await engage(["log", "prune", "--older-than", "31d", "--archive", archive, "--include-running-experiments"])
         #expect(pruned.status == 0, "\(pruned.output)")
+        #expect(pruned.output.contains(Self.talliesDropped), "\(pruned.output)")
+        #expect(try await Self.storedTallies(pool) == 0)
         #expect(pruned.output.contains("\(day)      20  events-\(day).tsv.gz"), "\(pruned.output)")
         #expect(pruned.output.contains("pruned 20 events recorded before"))
         #expect(FileManager.default.fileExists(atPath: archive + "/manifest.json"))
+        // A prune that removes nothing keeps the tallies: looks stay incremental under a daily prune.
+        try await Self.storeTallies("exp-old", pool)
+        let nothing = try await engage(["log", "prune", "--older-than", "31d", "--include-running-experiments"])
+        #expect(nothing.status == 0, "\(nothing.output)")
+        #expect(nothing.output.contains("nothing to prune"), "\(nothing.output)")
+        #expect(!nothing.output.contains("dropped the incremental tallies"), "\(nothing.output)")
+        #expect(try await Self.storedTallies(pool) == 1)
 
         let refused = try await engage(["projections", "rebuild"])
         #expect(refused.status == 1)
@@ -74,15 +84,40 @@ struct LogCommandTests {
                 "\(refused.output)")
         #expect(refused.output.contains("restore their archive first (engage log restore DIR), or rebuild from the events kept with --discard-pruned"))
 
+        try await Self.storeTallies("exp-old", pool)
         let restored = try await engage(["log", "restore", archive])
         #expect(restored.status == 0, "\(restored.output)")
         #expect(restored.output.contains("restored 20 events (0 already in the log)"), "\(restored.output)")
+        #expect(restored.output.contains(Self.talliesDropped), "\(restored.output)")
+        #expect(try await Self.storedTallies(pool) == 0)
+        // A rerun (after a reset that failed, say) restores nothing and still drops the tallies.
+        try await Self.storeTallies("exp-old", pool)
         let again = try await engage(["log", "restore", archive])
         #expect(again.output.contains("restored 0 events (20 already in the log)"), "\(again.output)")
+        #expect(again.output.contains(Self.talliesDropped), "\(again.output)")
+        #expect(try await Self.storedTallies(pool) == 0)
         #expect(try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) } == 27)
 
         let rebuilt = try await engage(["projections", "rebuild"])
         #expect(rebuilt.status == 0, "\(rebuilt.output)")
         #expect(rebuilt.output.contains("rebuilt engagement from 27 events"), "\(rebuilt.output)")
+    }
+
+    static let talliesDropped = "dropped the incremental tallies of 1 experiment(s): their next look folds the log as it is now"
+
+    /// A checkpoint row as an incremental look leaves it (what `ExperimentTallyStore.reset` drops).
+    static func storeTallies(_ experimentID: String, _ pool: ConnectionPool) async throws {
+        _ = try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO experiment_tally_checkpoints (experiment_id, definition_key, folded_below, events, notifications,
+                                                          undecodable, other_experiment, unknown_arm, outside_categories)
+                VALUES (\(experimentID), 'key', pg_snapshot_xmin(pg_current_snapshot()), 20, 20, 0, 0, 0, 0)
+                ON CONFLICT (experiment_id) DO NOTHING
+                """)
+        }
+    }
+
+    static func storedTallies(_ pool: ConnectionPool) async throws -> Int {
+        try await pool.withConnection { try $0.query("SELECT count(*) FROM experiment_tally_checkpoints")[0].decode(0, as: Int.self) }
     }
 }
