@@ -35,13 +35,25 @@ public enum StandbyConfirmation {
         case unverifiable
     }
 
-    /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far.
-    static let beforeCommit: SQL = "SELECT set_config('engage.pre_commit_lsn', pg_current_wal_insert_lsn()::text, false)"
+    /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far,
+    /// or '' when no synchronous standby is configured. Only then is the WAL function called:
+    /// managed servers that restrict WAL functions (Aurora) reject `pg_current_wal_insert_lsn()`,
+    /// and every commit would fail there.
+    static let beforeCommit: SQL = """
+        SELECT set_config('engage.pre_commit_lsn',
+            CASE WHEN current_setting('synchronous_standby_names') <> ''
+                  AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+                 THEN pg_current_wal_insert_lsn()::text
+                 ELSE '' END,
+            false)
+        """
 
     /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values. The
     /// number of standbys required is the setting's `ANY n (...)` or `FIRST n (...)` or `n (...)`,
-    /// else 1. No backslash: a server with standard_conforming_strings off would warn about one,
-    /// and a warning fails the commit.
+    /// else 1. No point recorded before the COMMIT (synchronous replication was off then, and a
+    /// reload turned it on in between) confirms nothing: no standby counts ('unconfirmed'), and
+    /// '' is never cast. No backslash: a server with standard_conforming_strings off would warn
+    /// about one, and a warning fails the commit.
     static let afterCommit: SQL = """
         SELECT CASE
             WHEN current_setting('synchronous_standby_names') = ''
@@ -53,7 +65,7 @@ public enum StandbyConfirmation {
                     AND CASE current_setting('synchronous_commit')
                             WHEN 'remote_write' THEN s.write_lsn
                             WHEN 'remote_apply' THEN s.replay_lsn
-                            ELSE s.flush_lsn END >= current_setting('engage.pre_commit_lsn')::pg_lsn)
+                            ELSE s.flush_lsn END >= nullif(current_setting('engage.pre_commit_lsn', true), '')::pg_lsn)
                  >= coalesce((regexp_match(current_setting('synchronous_standby_names'),
                                            '^[[:space:]]*(?:any[[:space:]]+|first[[:space:]]+)?([0-9]+)[[:space:]]*[(]', 'i'))[1]::int, 1)
               THEN 'confirmed'

@@ -120,8 +120,12 @@ struct StandbyConfirmationTests {
         try admin.execute("GRANT TEMPORARY ON DATABASE \(identifier: name) TO \(identifier: role)")
         let asRole = PostgresConfiguration.unixSocket(directory: replication.primary.socketDirectory, port: replication.primary.options.port,
                                                       user: role, database: name)
-        // Without synchronous replication there is nothing to see.
-        #expect(try Self.append(EventFactory.items(1, notificationPrefix: "alone"), asRole).storedCount == 1)
+        // Without synchronous replication there is nothing to see (and no point is recorded
+        // before the commit).
+        let alone = EventFactory.items(1, notificationPrefix: "alone")
+        #expect(try Self.append(alone, asRole).storedCount == 1)
+        // The resend takes the careful path's commit.
+        #expect(try Self.append(alone, asRole).duplicateCount == 1)
 
         try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
         defer { try? replication.synchronousStandby(nil) }
