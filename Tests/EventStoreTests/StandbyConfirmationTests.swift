@@ -70,7 +70,7 @@ struct StandbyConfirmationTests {
         kill(checkpointer, SIGSTOP)
         var checkpointerStopped = true
         defer { if checkpointerStopped { kill(checkpointer, SIGCONT) } }
-        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
+        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName, checkpoint: false) }
         defer { try? replication.synchronousStandby(nil) }
         // The standby still counts as synchronous and streaming, but receives nothing more.
         let receiver = try replication.withReplica { connection in
