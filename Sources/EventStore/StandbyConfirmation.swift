@@ -13,7 +13,8 @@ import Postgres
 /// session records where the transaction's WAL ends before its commit record, and after the
 /// COMMIT asks whether as many standbys as the setting requires (`ANY n`/`FIRST n`, 1 for a plain
 /// list) report themselves synchronous and flushed past that point (written, or replayed, under
-/// `synchronous_commit = remote_write` or `remote_apply`). A commit that really waited always
+/// `synchronous_commit = remote_write` or `remote_apply`); if not, it asks again for a few
+/// seconds (`awaitingStandbys`) before refusing. A commit that really waited always
 /// passes: the standby's reported position is what released it. Reading the standbys' positions
 /// needs `pg_read_all_stats` (or `pg_monitor`, or a superuser); without it nothing can be
 /// confirmed, and commits are refused while synchronous replication is configured.
@@ -75,6 +76,28 @@ public enum StandbyConfirmation {
 
     /// The COMMIT between the two, as one text for one round trip.
     static let commit = SQL(unsafeSQL: "\(beforeCommit.text);\nCOMMIT;\n\(afterCommit.text)")
+
+    /// The check again after a short pause, on the session that committed (its recorded point).
+    static let recheck = SQL(unsafeSQL: "SELECT pg_sleep(0.02);\n\(afterCommit.text)")
+
+    /// How many times `recheck` runs at most before an unconfirmed commit is refused: about 3 s
+    /// of pauses, within the ingest commit timeout (10 s by default) whose interrupter cancels
+    /// the pause like any statement.
+    static let rechecks = 150
+
+    /// `verdict`, or, when it is `.unconfirmed`, the check's answer once the standbys caught up
+    /// or `rechecks` ran out: the wait for the standbys that PostgreSQL skipped for this commit.
+    /// Refusing at once would make the whole window an ingest outage: the check runs just after
+    /// a COMMIT that did not wait, and a resend is checked the same way.
+    public static func awaitingStandbys(_ verdict: Verdict, on connection: Connection) throws -> Verdict {
+        var verdict = verdict
+        var attempts = 0
+        while verdict == .unconfirmed && attempts < rechecks {
+            verdict = try self.verdict(from: connection.queryScript(recheck))
+            attempts += 1
+        }
+        return verdict
+    }
 
     /// `statement` (the transaction's last work), then `commit`, as one text.
     static func committing(after statement: SQL) -> SQL {

@@ -72,6 +72,12 @@ struct StandbyConfirmationTests {
         defer { if checkpointerStopped { kill(checkpointer, SIGCONT) } }
         try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName, checkpoint: false) }
         defer { try? replication.synchronousStandby(nil) }
+        // A commit that did not wait is acknowledged once the streaming standby has it: the check
+        // waits for the standby as the commit did not.
+        let unwaited = EventFactory.items(2, notificationPrefix: "unwaited")
+        #expect(try Self.append(unwaited, database).storedCount == 2)
+        #expect(try replication.commitsWaitingForStandby() == 0)
+        try await pollUntil(every: .milliseconds(20)) { try Self.storedCount(replicaDatabase) == 2 }
         // The standby still counts as synchronous and streaming, but receives nothing more.
         let receiver = try replication.withReplica { connection in
             try connection.query("SELECT pid FROM pg_stat_wal_receiver")[0].decode(0, as: Int32.self)
@@ -83,9 +89,10 @@ struct StandbyConfirmationTests {
         let items = EventFactory.items(4, notificationPrefix: "skipped")
         let refused = #expect(throws: PostgresError.self) { try Self.append(items, database) }
         #expect(refused?.kind == .unconfirmedCommit, "\(String(describing: refused))")
-        // The commit did not wait: the primary holds the events, the standby does not.
-        #expect(try Self.storedCount(database) == 4)
-        #expect(try Self.storedCount(replicaDatabase) == 0)
+        // The commit did not wait, nor did the check get it confirmed: the primary holds the
+        // events, the standby does not.
+        #expect(try Self.storedCount(database) == 6)
+        #expect(try Self.storedCount(replicaDatabase) == 2)
         #expect(try replication.commitsWaitingForStandby() == 0)
         // The resend finds them and is refused too while the standby lacks them...
         #expect((#expect(throws: PostgresError.self) { try Self.append(items, database) })?.kind == .unconfirmedCommit)
@@ -103,7 +110,7 @@ struct StandbyConfirmationTests {
             return outcome != nil
         }
         #expect(outcome?.outcomes == [.duplicate, .duplicate, .duplicate, .duplicate])
-        #expect(try Self.storedCount(database) == 4)
+        #expect(try Self.storedCount(database) == 6)
     }
 
     @Test func aRoleThatCannotSeeTheStandbysGetsNoCommitAcknowledgedUntilGranted() async throws {
