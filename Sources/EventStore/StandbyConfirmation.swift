@@ -77,6 +77,19 @@ public enum StandbyConfirmation {
     /// The COMMIT between the two, as one text for one round trip.
     static let commit = SQL(unsafeSQL: "\(beforeCommit.text);\nCOMMIT;\n\(afterCommit.text)")
 
+    /// Whether synchronous replication is configured and this role cannot read the standbys'
+    /// positions: then every commit is refused (`.unverifiable`), which readiness reports.
+    public static func roleCannotConfirm(on connection: Connection) throws -> Bool {
+        try connection.query(roleCannotConfirmStatement)[0].decode(0, as: Bool.self)
+    }
+
+    static let roleCannotConfirmStatement: SQL = """
+        SELECT current_setting('synchronous_standby_names') <> ''
+           AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+           AND current_setting('max_wal_senders')::int > 0
+           AND NOT pg_has_role('pg_read_all_stats', 'USAGE')
+        """
+
     /// The check again after a short pause, on the session that committed (its recorded point).
     static let recheck = SQL(unsafeSQL: "SELECT pg_sleep(0.02);\n\(afterCommit.text)")
 
@@ -114,6 +127,10 @@ public enum StandbyConfirmation {
         return verdict
     }
 
+    /// The SQLSTATE (insufficient_privilege) of the `.unconfirmedCommit` thrown for `.unverifiable`:
+    /// the role lacks `pg_read_all_stats`.
+    public static let insufficientPrivilege = "42501"
+
     /// Throws `.unconfirmedCommit` unless the verdict lets the commit be acknowledged.
     public static func requireAcknowledgeable(_ verdict: Verdict) throws {
         switch verdict {
@@ -122,7 +139,7 @@ public enum StandbyConfirmation {
             throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
                                 message: "committed, but fewer synchronous standbys than configured have the transaction")
         case .unverifiable:
-            throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: insufficientPrivilege,
                                 message: "committed, but the database role cannot see whether the synchronous standbys have it "
                                     + "(grant it pg_read_all_stats or pg_monitor)")
         }

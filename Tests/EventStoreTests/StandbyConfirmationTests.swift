@@ -133,15 +133,24 @@ struct StandbyConfirmationTests {
         #expect(try Self.append(alone, asRole).storedCount == 1)
         // The resend takes the careful path's commit.
         #expect(try Self.append(alone, asRole).duplicateCount == 1)
+        let beforeReplication = try Connection(configuration: asRole)
+        #expect(try !StandbyConfirmation.roleCannotConfirm(on: beforeReplication))
+        beforeReplication.close()
 
         try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
         defer { try? replication.synchronousStandby(nil) }
+        // Readiness sees it: synchronous replication configured, the standbys unreadable.
+        let roleConnection = try Connection(configuration: asRole)
+        defer { roleConnection.close() }
+        #expect(try StandbyConfirmation.roleCannotConfirm(on: roleConnection))
+        #expect(try !StandbyConfirmation.roleCannotConfirm(on: admin))
         let blind = EventFactory.items(2, notificationPrefix: "blind")
         let refused = #expect(throws: PostgresError.self) { try Self.append(blind, asRole) }
         #expect(refused?.kind == .unconfirmedCommit)
         #expect(refused?.message.contains("pg_read_all_stats") == true)
 
         try admin.execute("GRANT pg_read_all_stats TO \(identifier: role)")
+        #expect(try !StandbyConfirmation.roleCannotConfirm(on: roleConnection))
         // The resend finds both (the refused commit had stored them) and reports them.
         #expect(try Self.append(blind, asRole).duplicateCount == 2)
     }
