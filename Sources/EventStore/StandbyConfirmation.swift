@@ -14,8 +14,8 @@ import Postgres
 /// COMMIT asks whether as many standbys as the setting requires (`ANY n`/`FIRST n`, 1 for a plain
 /// list) report themselves synchronous and flushed past that point (written, or replayed, under
 /// `synchronous_commit = remote_write` or `remote_apply`); if not, it asks again for a few
-/// seconds (`awaitingStandbys`) before refusing. A commit that really waited always
-/// passes: the standby's reported position is what released it. Reading the standbys' positions
+/// seconds (`awaitingStandbys`) before refusing. A commit that really waited normally passes
+/// (the standby's reported position released it), not always: docs/design.md, "Durability". Reading the standbys' positions
 /// needs `pg_read_all_stats` (or `pg_monitor`, or a superuser); without it nothing can be
 /// confirmed, and commits are refused while synchronous replication is configured.
 ///
