@@ -113,8 +113,10 @@ public enum StandbyConfirmation {
     }
 
     /// `statement` (the transaction's last work), then `commit`, as one text.
+    /// `statement` takes no `$n` parameters: the text is sent as a script, which has none.
     static func committing(after statement: SQL) -> SQL {
-        SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
+        precondition(statement.parameters.isEmpty, "a statement committed with the standby check takes no parameters")
+        return SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
     }
 
     /// The check's answer, from the rows the committing text returned.
