@@ -45,6 +45,22 @@ enum APIProblems {
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
+    /// A commit the synchronous standbys were not seen to have (`PostgresError.Kind.unconfirmedCommit`):
+    /// stored on the primary, not acknowledged; the resend with the same ids is reported once
+    /// they have it.
+    static func unconfirmedCommit(roleCannotSeeStandbys: Bool) -> HTTPProblem {
+        HTTPProblem(status: 503, slug: "commit-unconfirmed", title: "The commit is not confirmed on the synchronous standbys",
+                    detail: roleCannotSeeStandbys
+                        ? "committed but not confirmed on the synchronous standbys: the database role cannot read their positions "
+                            + "(GRANT pg_read_all_stats TO the role engage connects as); resend with the same event ids"
+                        : "committed but not confirmed on the synchronous standbys; resend with the same event ids")
+    }
+
+    static let standbysUnverifiable = HTTPProblem(
+        status: 503, slug: "standbys-unverifiable", title: "Commits cannot be confirmed on the synchronous standbys",
+        detail: "synchronous_standby_names is set but the database role cannot read the standbys' positions, so every ingest "
+            + "request is refused: GRANT pg_read_all_stats TO the role engage connects as")
+
     static let shuttingDown = HTTPProblem(status: 503, slug: "shutting-down", title: "The server is shutting down",
                                           detail: "nothing from this request was stored; retry on another instance or later")
 

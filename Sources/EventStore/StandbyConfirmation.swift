@@ -13,8 +13,9 @@ import Postgres
 /// session records where the transaction's WAL ends before its commit record, and after the
 /// COMMIT asks whether as many standbys as the setting requires (`ANY n`/`FIRST n`, 1 for a plain
 /// list) report themselves synchronous and flushed past that point (written, or replayed, under
-/// `synchronous_commit = remote_write` or `remote_apply`). A commit that really waited always
-/// passes: the standby's reported position is what released it. Reading the standbys' positions
+/// `synchronous_commit = remote_write` or `remote_apply`); if not, it asks again for a few
+/// seconds (`awaitingStandbys`) before refusing. A commit that really waited normally passes
+/// (the standby's reported position released it), not always: docs/design.md, "Durability". Reading the standbys' positions
 /// needs `pg_read_all_stats` (or `pg_monitor`, or a superuser); without it nothing can be
 /// confirmed, and commits are refused while synchronous replication is configured.
 ///
@@ -35,13 +36,25 @@ public enum StandbyConfirmation {
         case unverifiable
     }
 
-    /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far.
-    static let beforeCommit: SQL = "SELECT set_config('engage.pre_commit_lsn', pg_current_wal_insert_lsn()::text, false)"
+    /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far,
+    /// or '' when no synchronous standby is configured. Only then is the WAL function called:
+    /// managed servers that restrict WAL functions (Aurora) reject `pg_current_wal_insert_lsn()`,
+    /// and every commit would fail there.
+    static let beforeCommit: SQL = """
+        SELECT set_config('engage.pre_commit_lsn',
+            CASE WHEN current_setting('synchronous_standby_names') <> ''
+                  AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+                 THEN pg_current_wal_insert_lsn()::text
+                 ELSE '' END,
+            false)
+        """
 
     /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values. The
     /// number of standbys required is the setting's `ANY n (...)` or `FIRST n (...)` or `n (...)`,
-    /// else 1. No backslash: a server with standard_conforming_strings off would warn about one,
-    /// and a warning fails the commit.
+    /// else 1. No point recorded before the COMMIT (synchronous replication was off then, and a
+    /// reload turned it on in between) confirms nothing: no standby counts ('unconfirmed'), and
+    /// '' is never cast. No backslash: a server with standard_conforming_strings off would warn
+    /// about one, and a warning fails the commit.
     static let afterCommit: SQL = """
         SELECT CASE
             WHEN current_setting('synchronous_standby_names') = ''
@@ -53,7 +66,7 @@ public enum StandbyConfirmation {
                     AND CASE current_setting('synchronous_commit')
                             WHEN 'remote_write' THEN s.write_lsn
                             WHEN 'remote_apply' THEN s.replay_lsn
-                            ELSE s.flush_lsn END >= current_setting('engage.pre_commit_lsn')::pg_lsn)
+                            ELSE s.flush_lsn END >= nullif(current_setting('engage.pre_commit_lsn', true), '')::pg_lsn)
                  >= coalesce((regexp_match(current_setting('synchronous_standby_names'),
                                            '^[[:space:]]*(?:any[[:space:]]+|first[[:space:]]+)?([0-9]+)[[:space:]]*[(]', 'i'))[1]::int, 1)
               THEN 'confirmed'
@@ -64,9 +77,46 @@ public enum StandbyConfirmation {
     /// The COMMIT between the two, as one text for one round trip.
     static let commit = SQL(unsafeSQL: "\(beforeCommit.text);\nCOMMIT;\n\(afterCommit.text)")
 
+    /// Whether synchronous replication is configured and this role cannot read the standbys'
+    /// positions: then every commit is refused (`.unverifiable`), which readiness reports.
+    public static func roleCannotConfirm(on connection: Connection) throws -> Bool {
+        try connection.query(roleCannotConfirmStatement)[0].decode(0, as: Bool.self)
+    }
+
+    static let roleCannotConfirmStatement: SQL = """
+        SELECT current_setting('synchronous_standby_names') <> ''
+           AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+           AND current_setting('max_wal_senders')::int > 0
+           AND NOT pg_has_role('pg_read_all_stats', 'USAGE')
+        """
+
+    /// The check again after a short pause, on the session that committed (its recorded point).
+    static let recheck = SQL(unsafeSQL: "SELECT pg_sleep(0.02);\n\(afterCommit.text)")
+
+    /// How many times `recheck` runs at most before an unconfirmed commit is refused: about 3 s
+    /// of pauses, within the ingest commit timeout (10 s by default) whose interrupter cancels
+    /// the pause like any statement.
+    static let rechecks = 150
+
+    /// `verdict`, or, when it is `.unconfirmed`, the check's answer once the standbys caught up
+    /// or `rechecks` ran out: the wait for the standbys that PostgreSQL skipped for this commit.
+    /// Refusing at once would make the whole window an ingest outage: the check runs just after
+    /// a COMMIT that did not wait, and a resend is checked the same way.
+    public static func awaitingStandbys(_ verdict: Verdict, on connection: Connection) throws -> Verdict {
+        var verdict = verdict
+        var attempts = 0
+        while verdict == .unconfirmed && attempts < rechecks {
+            verdict = try self.verdict(from: connection.queryScript(recheck))
+            attempts += 1
+        }
+        return verdict
+    }
+
     /// `statement` (the transaction's last work), then `commit`, as one text.
+    /// `statement` takes no `$n` parameters: the text is sent as a script, which has none.
     static func committing(after statement: SQL) -> SQL {
-        SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
+        precondition(statement.parameters.isEmpty, "a statement committed with the standby check takes no parameters")
+        return SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
     }
 
     /// The check's answer, from the rows the committing text returned.
@@ -79,6 +129,10 @@ public enum StandbyConfirmation {
         return verdict
     }
 
+    /// The SQLSTATE (insufficient_privilege) of the `.unconfirmedCommit` thrown for `.unverifiable`:
+    /// the role lacks `pg_read_all_stats`.
+    public static let insufficientPrivilege = "42501"
+
     /// Throws `.unconfirmedCommit` unless the verdict lets the commit be acknowledged.
     public static func requireAcknowledgeable(_ verdict: Verdict) throws {
         switch verdict {
@@ -87,7 +141,7 @@ public enum StandbyConfirmation {
             throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
                                 message: "committed, but fewer synchronous standbys than configured have the transaction")
         case .unverifiable:
-            throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: insufficientPrivilege,
                                 message: "committed, but the database role cannot see whether the synchronous standbys have it "
                                     + "(grant it pg_read_all_stats or pg_monitor)")
         }

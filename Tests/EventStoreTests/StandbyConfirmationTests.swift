@@ -70,8 +70,14 @@ struct StandbyConfirmationTests {
         kill(checkpointer, SIGSTOP)
         var checkpointerStopped = true
         defer { if checkpointerStopped { kill(checkpointer, SIGCONT) } }
-        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
+        try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName, checkpoint: false) }
         defer { try? replication.synchronousStandby(nil) }
+        // A commit that did not wait is acknowledged once the streaming standby has it: the check
+        // waits for the standby as the commit did not.
+        let unwaited = EventFactory.items(2, notificationPrefix: "unwaited")
+        #expect(try Self.append(unwaited, database).storedCount == 2)
+        #expect(try replication.commitsWaitingForStandby() == 0)
+        try await pollUntil(every: .milliseconds(20)) { try Self.storedCount(replicaDatabase) == 2 }
         // The standby still counts as synchronous and streaming, but receives nothing more.
         let receiver = try replication.withReplica { connection in
             try connection.query("SELECT pid FROM pg_stat_wal_receiver")[0].decode(0, as: Int32.self)
@@ -83,9 +89,10 @@ struct StandbyConfirmationTests {
         let items = EventFactory.items(4, notificationPrefix: "skipped")
         let refused = #expect(throws: PostgresError.self) { try Self.append(items, database) }
         #expect(refused?.kind == .unconfirmedCommit, "\(String(describing: refused))")
-        // The commit did not wait: the primary holds the events, the standby does not.
-        #expect(try Self.storedCount(database) == 4)
-        #expect(try Self.storedCount(replicaDatabase) == 0)
+        // The commit did not wait, nor did the check get it confirmed: the primary holds the
+        // events, the standby does not.
+        #expect(try Self.storedCount(database) == 6)
+        #expect(try Self.storedCount(replicaDatabase) == 2)
         #expect(try replication.commitsWaitingForStandby() == 0)
         // The resend finds them and is refused too while the standby lacks them...
         #expect((#expect(throws: PostgresError.self) { try Self.append(items, database) })?.kind == .unconfirmedCommit)
@@ -103,7 +110,7 @@ struct StandbyConfirmationTests {
             return outcome != nil
         }
         #expect(outcome?.outcomes == [.duplicate, .duplicate, .duplicate, .duplicate])
-        #expect(try Self.storedCount(database) == 4)
+        #expect(try Self.storedCount(database) == 6)
     }
 
     @Test func aRoleThatCannotSeeTheStandbysGetsNoCommitAcknowledgedUntilGranted() async throws {
@@ -120,17 +127,30 @@ struct StandbyConfirmationTests {
         try admin.execute("GRANT TEMPORARY ON DATABASE \(identifier: name) TO \(identifier: role)")
         let asRole = PostgresConfiguration.unixSocket(directory: replication.primary.socketDirectory, port: replication.primary.options.port,
                                                       user: role, database: name)
-        // Without synchronous replication there is nothing to see.
-        #expect(try Self.append(EventFactory.items(1, notificationPrefix: "alone"), asRole).storedCount == 1)
+        // Without synchronous replication there is nothing to see (and no point is recorded
+        // before the commit).
+        let alone = EventFactory.items(1, notificationPrefix: "alone")
+        #expect(try Self.append(alone, asRole).storedCount == 1)
+        // The resend takes the careful path's commit.
+        #expect(try Self.append(alone, asRole).duplicateCount == 1)
+        let beforeReplication = try Connection(configuration: asRole)
+        #expect(try !StandbyConfirmation.roleCannotConfirm(on: beforeReplication))
+        beforeReplication.close()
 
         try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
         defer { try? replication.synchronousStandby(nil) }
+        // Readiness sees it: synchronous replication configured, the standbys unreadable.
+        let roleConnection = try Connection(configuration: asRole)
+        defer { roleConnection.close() }
+        #expect(try StandbyConfirmation.roleCannotConfirm(on: roleConnection))
+        #expect(try !StandbyConfirmation.roleCannotConfirm(on: admin))
         let blind = EventFactory.items(2, notificationPrefix: "blind")
         let refused = #expect(throws: PostgresError.self) { try Self.append(blind, asRole) }
         #expect(refused?.kind == .unconfirmedCommit)
         #expect(refused?.message.contains("pg_read_all_stats") == true)
 
         try admin.execute("GRANT pg_read_all_stats TO \(identifier: role)")
+        #expect(try !StandbyConfirmation.roleCannotConfirm(on: roleConnection))
         // The resend finds both (the refused commit had stored them) and reports them.
         #expect(try Self.append(blind, asRole).duplicateCount == 2)
     }

@@ -146,14 +146,15 @@ struct FailoverTests {
                 (try await EngageProcess.metric("engage_ingest_commit_unconfirmed_total", port: run.port) ?? 0) > before
             }
             // The window closes (the checkpointer takes the reload: commits wait again), then the
-            // keeper stops its server.
+            // server stops. The keeper's fast shutdown of it did not finish here (see
+            // `stopServerImmediately`); stopped at once instead, the node rejoins. Stopped before
+            // the keeper thaws: a thawed keeper may stop or restart it first, and the stop would
+            // then find no server and fail.
             run.formation.thaw([checkpointer])
             try await offPool { try run.formation.checkpoint(primary) }
+            try await offPool { try run.formation.stopServerImmediately(primary) }
             run.formation.thaw(keeper)
             frozen = false
-            // The keeper's fast shutdown of this server did not finish here (see
-            // `stopServerImmediately`); stopped at once instead, the node rejoins.
-            try await offPool { try run.formation.stopServerImmediately(primary) }
             let settled = try await offPool { try run.formation.waitUntilSettled() }
             #expect(settled == promoted, "the old primary rejoined as secondary")
             try await run.expectServicesCarryOn(round: "1")

@@ -120,8 +120,11 @@ public final class StreamingReplication: Sendable {
 
     /// Makes the primary wait for the standby at each commit (`synchronous_standby_names`), or
     /// for a standby that does not exist (`nobody`: every commit waits until this is undone);
-    /// nil undoes it. Returns once the primary runs with the setting.
-    public func synchronousStandby(_ name: String?) throws {
+    /// nil undoes it. Returns once the primary runs with the setting: a new session shows it, and,
+    /// when it names this pair's standby, the standby reports itself synchronous and (unless
+    /// `checkpoint` is false, for a test that froze the checkpointer) a CHECKPOINT made sure the
+    /// checkpointer took the reload, so commits really wait for the standby.
+    public func synchronousStandby(_ name: String?, checkpoint: Bool = true) throws {
         try withPrimary { connection in
             if let name {
                 try connection.execute(SQL(unsafeSQL: "ALTER SYSTEM SET synchronous_standby_names = '\(name)'"))
@@ -133,6 +136,16 @@ public final class StreamingReplication: Sendable {
         try waitUntil(timeout: .seconds(30), "the primary to reload synchronous_standby_names") {
             try withPrimary { try $0.query("SHOW synchronous_standby_names")[0].decode(0, as: String.self) == (name ?? "") }
         }
+        guard let name, name.contains(Self.standbyName) else { return }
+        try waitUntil(timeout: .seconds(30), "the standby to report itself synchronous") {
+            try withPrimary { connection in
+                try connection.query("""
+                    SELECT count(*) FROM pg_stat_replication
+                    WHERE application_name = \(Self.standbyName) AND sync_state IN ('sync', 'quorum')
+                    """)[0].decode(0, as: Int.self) == 1
+            }
+        }
+        if checkpoint { try withPrimary { _ = try $0.execute("CHECKPOINT") } }
     }
 
     /// Backends of the primary waiting for a synchronous standby to confirm their commit.

@@ -4,8 +4,8 @@ import Postgres
 import Projections
 import Runtime
 
-/// `/healthz` (the process answers), `/readyz` (the database answers and its migrations are
-/// current) and `/metrics` (Prometheus text).
+/// `/healthz` (the process answers), `/readyz` (the database answers, its migrations are
+/// current, and commits can be confirmed on the synchronous standbys it is configured with) and `/metrics` (Prometheus text).
 public struct HealthRoutes: Sendable {
     let pool: ConnectionPool
     let migrator: Migrator
@@ -26,10 +26,15 @@ public struct HealthRoutes: Sendable {
     func readyz(_ request: HTTPRequest) async -> HTTPResponse {
         let migrator = self.migrator
         do {
-            let problem = try await pool.withConnection { connection in try migrator.pendingProblem(connection) }
+            let (problem, cannotConfirm) = try await pool.withConnection { connection in
+                (try migrator.pendingProblem(connection), try StandbyConfirmation.roleCannotConfirm(on: connection))
+            }
             if let problem {
                 return APIProblems.response(HTTPProblem(status: 503, slug: "migrations-pending", title: "The database schema is not current",
                                                         detail: problem), retryAfter: 5)
+            }
+            if cannotConfirm {
+                return APIProblems.response(APIProblems.standbysUnverifiable, retryAfter: 5)
             }
             return .json(#"{"status":"ready","database":"ok","migrations":"current"}"#, status: 200)
         } catch {

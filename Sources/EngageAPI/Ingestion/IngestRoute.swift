@@ -1,6 +1,7 @@
 import EngageCore
 import EventStore
 import HTTPServer
+import Postgres
 import Runtime
 
 /// `POST /v1/events`: validates each event on its own, stores the valid ones durably through
@@ -146,6 +147,9 @@ public struct IngestRoute: Sendable {
         switch error {
         case IngestQueue.Refusal.full: APIProblems.response(APIProblems.queueFull, retryAfter: 1)
         case IngestQueue.Refusal.closed: APIProblems.response(APIProblems.shuttingDown, retryAfter: 5)
+        case let error as PostgresError where error.kind == .unconfirmedCommit:
+            APIProblems.response(APIProblems.unconfirmedCommit(
+                roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
         default: APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
     }

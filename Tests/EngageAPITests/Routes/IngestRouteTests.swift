@@ -255,11 +255,13 @@ struct IngestRouteTests {
             server.events.setFailure(CommitFailed())
             try expectProblem(try await server.post(events.array, key: key), .databaseUnavailable, retryAfter: "5")
             // A commit the synchronous standbys do not have (StandbyConfirmation): not acknowledged.
-            for verdict in [StandbyConfirmation.Verdict.unconfirmed, .unverifiable] {
+            // Its own problem, naming the missing privilege when that is why.
+            for (verdict, expected) in [(StandbyConfirmation.Verdict.unconfirmed, Problem.unconfirmedCommit),
+                                        (.unverifiable, Problem.unverifiableCommit)] {
                 let refusal = #expect(throws: PostgresError.self) { try StandbyConfirmation.requireAcknowledgeable(verdict) }
                 #expect(refusal?.kind == .unconfirmedCommit)
                 server.events.setFailure(refusal)
-                try expectProblem(try await server.post(events.array, key: key), .databaseUnavailable, retryAfter: "5")
+                try expectProblem(try await server.post(events.array, key: key), expected, retryAfter: "5")
             }
             #expect(server.events.storedIDs.isEmpty)
             // The retry, once the log takes events again, stores them.

@@ -144,6 +144,15 @@ struct Problem: Decodable, Equatable, Sendable {
         "database-unavailable", status: 503, title: "The event log is unreachable",
         detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
 
+    static let unconfirmedCommit = Problem(
+        "commit-unconfirmed", status: 503, title: "The commit is not confirmed on the synchronous standbys",
+        detail: "committed but not confirmed on the synchronous standbys; resend with the same event ids")
+
+    static let unverifiableCommit = Problem(
+        "commit-unconfirmed", status: 503, title: "The commit is not confirmed on the synchronous standbys",
+        detail: "committed but not confirmed on the synchronous standbys: the database role cannot read their positions "
+            + "(GRANT pg_read_all_stats TO the role engage connects as); resend with the same event ids")
+
     static let contentTypeDetail = #"send Content-Type: application/json (an array or {"events": [...]}) or application/x-ndjson"#
 }
 
