@@ -37,8 +37,9 @@ extension EngagementReport {
         }
         html += telemetryHTML()
         html += "<footer><p>\(HTMLText.escape(Self.denominatorNote))</p>"
-        html += "<p>Small sample: a side has fewer than 30 displayed notifications, or fewer than 5 successes or "
-            + "failures; its normal approximations (relative interval, p-value) are rough.</p></footer>\n"
+        html += "<p>Small sample: a side has fewer than 30 displayed notifications (with the device as the unit, also "
+            + "fewer than 30 devices), or fewer than 5 successes or failures; its normal approximations (relative "
+            + "interval, p-value) are rough.</p></footer>\n"
         html += "</body>\n</html>\n"
         return html
     }

@@ -69,7 +69,8 @@ extension EngagementReport {
         lines.append(contentsOf: ReportFormat.wrap("NOTE: " + Self.denominatorNote, width: 100))
         lines.append(contentsOf: ReportFormat.wrap("ADJUSTED: " + Self.stratifiedNote, width: 100))
         lines.append(contentsOf: ReportFormat.wrap("Flags: significant means the interval leaves out no effect (p < 0.05); small sample means a side "
-            + "has fewer than 30 displayed notifications or fewer than 5 successes or failures.", width: 100))
+            + "has fewer than 30 displayed notifications (with the device as the unit, also fewer than 30 devices) or fewer "
+            + "than 5 successes or failures.", width: 100))
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -139,7 +139,8 @@ import Testing
         crude figures pool all categories and mislead when rich and plain come from different mixes of
         categories. Adjusting removes confounding by category only; the comparison stays observational.
         Flags: significant means the interval leaves out no effect (p < 0.05); small sample means a side has
-        fewer than 30 displayed notifications or fewer than 5 successes or failures.
+        fewer than 30 displayed notifications (with the device as the unit, also fewer than 30 devices) or
+        fewer than 5 successes or failures.
 
         """
         let table = Self.report().renderTable()
