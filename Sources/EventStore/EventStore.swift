@@ -101,7 +101,7 @@ public struct EventStore: Sendable {
                 // for a synchronous standby), means stored on the primary alone: a failure, retried
                 // by the client. So does a commit the synchronous standbys do not have.
                 let verdict = try connection.failingOnWarnings { try copyIDsAndRows(rows, of: batches, on: $0) }
-                try StandbyConfirmation.requireAcknowledgeable(StandbyConfirmation.awaitingStandbys(verdict, on: connection))
+                try StandbyConfirmation.acknowledge(verdict, on: connection)
                 return batches.map { batch in
                     AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
                 }
@@ -115,7 +115,7 @@ public struct EventStore: Sendable {
             let verdict = try connection.failingOnWarnings { connection in
                 try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.commit))
             }
-            try StandbyConfirmation.requireAcknowledgeable(StandbyConfirmation.awaitingStandbys(verdict, on: connection))
+            try StandbyConfirmation.acknowledge(verdict, on: connection)
             return results
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }

@@ -134,6 +134,12 @@ public enum StandbyConfirmation {
     public static let insufficientPrivilege = "42501"
 
     /// Throws `.unconfirmedCommit` unless the verdict lets the commit be acknowledged.
+    /// What the append does with a commit's verdict: waits for the standbys when they are behind
+    /// (`awaitingStandbys`), then throws unless the commit may be acknowledged.
+    static func acknowledge(_ verdict: Verdict, on connection: Connection) throws {
+        try requireAcknowledgeable(awaitingStandbys(verdict, on: connection))
+    }
+
     public static func requireAcknowledgeable(_ verdict: Verdict) throws {
         switch verdict {
         case .notRequired, .confirmed: return
