@@ -146,10 +146,10 @@ struct FailoverTests {
                 (try await EngageProcess.metric("engage_ingest_commit_unconfirmed_total", port: run.port) ?? 0) > before
             }
             // The window closes (the checkpointer takes the reload: commits wait again), then the
-            // server stops. The keeper's fast shutdown of it did not finish here (see
-            // `stopServerImmediately`); stopped at once instead, the node rejoins. Stopped before
-            // the keeper thaws: a thawed keeper may stop or restart it first, and the stop would
-            // then find no server and fail.
+            // server stops at once, as a demoting keeper would stop it (its controller may start
+            // it again as a primary whose commits wait for a standby that is gone: engage refuses
+            // them). Stopped before the keeper thaws: a thawed keeper may stop it first, and the
+            // stop would then find no server and fail. Thawed, the keeper demotes it and it rejoins.
             run.formation.thaw([checkpointer])
             try await offPool { try run.formation.checkpoint(primary) }
             try await offPool { try run.formation.stopServerImmediately(primary) }

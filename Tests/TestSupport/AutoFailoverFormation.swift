@@ -226,8 +226,7 @@ public final class AutoFailoverFormation: Sendable {
     /// Freezes `node`'s keeper loop (its `pg_autoctl: node active` service, SIGSTOP), not its
     /// supervisor, its PostgreSQL controller or its server: the server goes on taking commits,
     /// but nothing stops it when the monitor demotes the node (a keeper that hangs, a machine too
-    /// busy to run it). Returns what to `thaw`. (Freezing every pg_autoctl process of the node
-    /// left its server unable to stop once thawed: `pg_ctl stop --mode fast` timed out.)
+    /// busy to run it). Returns what to `thaw`.
     public func freezeKeeper(_ node: Node) throws -> [Int32] {
         guard let keeper = keepers.withLock({ $0[node.name] }) else { throw FormationError("\(node) has no keeper running") }
         let frozen = LocalSystem.processTree(of: keeper.pid).filter { pid in
@@ -264,12 +263,22 @@ public final class AutoFailoverFormation: Sendable {
     }
 
     /// Stops `node`'s server at once (`pg_ctl stop -m immediate`), as a keeper that demotes it
-    /// would stop it, without the fast shutdown that an old primary left running past the
-    /// promotion did not finish in these tests (over a minute, then `pg_ctl` gave up).
+    /// would stop it, and returns once that postmaster has exited. `pg_ctl -w` is not what waits:
+    /// it waits for `postmaster.pid` to go, and the node's PostgreSQL controller (not frozen)
+    /// restarts a server that stopped while the node should be running, sometimes before
+    /// `pg_ctl` looked again; `pg_ctl` then waited a minute for the new server and gave up (CI,
+    /// once). The server the controller may start is the keeper's to demote once thawed.
     public func stopServerImmediately(_ node: Node) throws {
-        let stop = [binaryDirectory + "/pg_ctl", "stop", "-D", node.dataDirectory, "-m", "immediate", "-w"]
+        let pidFile = node.dataDirectory + "/postmaster.pid"
+        guard let postmaster = (try? String(contentsOfFile: pidFile, encoding: .utf8))?.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw FormationError("\(node) has no running server (no readable \(pidFile))")
+        }
+        let stop = [binaryDirectory + "/pg_ctl", "stop", "-D", node.dataDirectory, "-m", "immediate", "-W"]
         let outcome = try ProcessRunner.run(stop, asUser: geteuid() == 0 ? Self.serverUser : nil)
         guard outcome.status == 0 else { throw FormationError("could not stop \(node)'s server: \(outcome.output.suffix(2000))") }
+        try Self.retrying(for: .seconds(60), "see \(node)'s postmaster \(postmaster) exit") {
+            guard !LocalSystem.isRunning(postmaster) else { throw FormationError("postmaster \(postmaster) still runs") }
+        }
     }
 
     /// `CHECKPOINT` on `node`: returns once its checkpointer has taken every reload before it.

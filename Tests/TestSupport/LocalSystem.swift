@@ -39,6 +39,12 @@ public enum LocalSystem {
         stat(of: pid)?.first == "Z"
     }
 
+    /// True while `pid` exists and has not exited (a zombie has exited).
+    public static func isRunning(_ pid: Int32) -> Bool {
+        guard let state = stat(of: pid)?.first else { return false }
+        return state != "Z" && state != "X"
+    }
+
     /// True when `pid` is stopped by a signal (state T), or gone.
     public static func isStopped(_ pid: Int32) -> Bool {
         guard let state = stat(of: pid)?.first else { return true }
