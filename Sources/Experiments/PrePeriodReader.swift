@@ -3,19 +3,20 @@ import Postgres
 
 /// Reads CUPED's covariates: each device's notifications in the pre-experiment window, folded
 /// per notification as the analysis folds them (device and category of the first event in event
-/// order, presentation of the first `displayed`, flags from any event), summed per device by
-/// PostgreSQL. Only the events that occurred in the window count.
+/// order, presentation of the first `displayed`, flags from any event), summed per device.
+/// Only the events that occurred in the window count.
 ///
 /// "First in event order" needs each notification's events sorted, which made this read cost
 /// more than the experiment's own replay (issue 15 point 7). The grouping query avoids those
-/// sorts: it extracts each event's one payload field once, into a bit of a small integer, and
-/// takes a notification's device, category and presentation as the least of its values, which is
-/// the first event's whenever its events agree, as every client's do. It names the notifications
-/// whose events disagree (none, unless a client misbehaves) instead of counting them, and a
-/// second statement, run only when there are some, folds just those in event order, so the
-/// covariates stay exactly those of the fold.
+/// sorts and every aggregate over text (each of which copies a value per event): it groups the
+/// events by notification, device and category, with the stages and the presentation as bits,
+/// so a notification whose events agree, as every client's do, is one row whose values are its
+/// first event's. A notification in more than one row (its events disagree on the device or the
+/// category) or with more than one presentation bit is not counted from those rows; a second
+/// statement, run only when there are some, folds just those in event order, so the covariates
+/// stay exactly those of the fold.
 ///
-/// The grouping holds every notification of the window in one hash table (about 450 bytes each),
+/// The grouping holds every notification of the window in one hash table (about 240 bytes each),
 /// so the transaction lets it have the memory (`groupingMemory`) rather than spill to disk, and
 /// turns off JIT compilation (about a second of compiling at every look, for a query that runs
 /// once) and parallel workers (whose partial groups would not shrink, each notification's events
@@ -25,27 +26,36 @@ enum PrePeriodReader {
         guard let days = definition.analysis.cupedPrePeriodDays, let start = definition.startAt else { return nil }
         var covariates = ExperimentCovariates(days: days, before: start)
         let categories = Set(definition.categories)
-        func add(_ rows: QueryResult, disagreeing: inout [String]) throws {
-            for index in 0..<rows.rowCount {
-                let row = rows[index]
-                if let notification = try row.decode(4, as: String?.self) {
-                    disagreeing.append(notification)
-                    continue
-                }
-                let category: String = try row.decode(1)
-                guard categories.isEmpty || categories.contains(category) else { continue }
-                covariates.add(device: try row.decode(0), reached: stages(bits: try row.decode(2), presentation: try row.decode(3)),
-                               count: try row.decode(5))
-            }
+        func add(device: String, category: String, stages: FunnelStageSet) {
+            guard categories.isEmpty || categories.contains(category) else { return }
+            covariates.add(device: device, reached: stages)
         }
         // One snapshot for both statements: a disagreeing notification is folded from the same events.
         try connection.transaction(isolation: .repeatableRead) { connection in
             try configureTransaction(on: connection)
-            var disagreeing: [String] = []
-            try add(try connection.query(query(definition, covariates)), disagreeing: &disagreeing)
+            let groups = try connection.query(query(definition, covariates))
+            // Notifications in more than one row, found by hashes of their ids: a collision only
+            // sends a notification through the exact second statement.
+            let hashes = (0..<groups.rowCount).map { groups[$0].cell(0).bytesHash }
+            var seen = Set<Int>(minimumCapacity: hashes.count), repeated = Set<Int>()
+            for hash in hashes where !seen.insert(hash).inserted { repeated.insert(hash) }
+            var disagreeing = Set<String>()
+            for index in 0..<groups.rowCount {
+                let row = groups[index]
+                let presentationBits: Int = try row.decode(4)
+                guard presentationBits & (presentationBits - 1) == 0, !repeated.contains(hashes[index]) else {
+                    disagreeing.insert(try row.decode(0))
+                    continue
+                }
+                add(device: try row.decode(1), category: try row.decode(2),
+                    stages: stages(bits: try row.decode(3), presentation: presentation(bits: presentationBits)))
+            }
             guard !disagreeing.isEmpty else { return }
-            var none: [String] = []
-            try add(try connection.query(orderedQuery(definition, covariates, notifications: disagreeing)), disagreeing: &none)
+            let folded = try connection.query(orderedQuery(definition, covariates, notifications: disagreeing.sorted()))
+            for row in folded.rows {
+                add(device: try row.decode(0), category: try row.decode(1),
+                    stages: stages(bits: try row.decode(2), presentation: (try row.decode(3, as: String?.self)).flatMap(Presentation.init(rawValue:))))
+            }
         }
         return covariates
     }
@@ -69,38 +79,41 @@ enum PrePeriodReader {
     static let deliveredBit = 1
     static let engagedBits: [(Int, FunnelStage)] = [(2, .expanded), (4, .opened), (8, .dismissed), (16, .actioned), (32, .replied)]
 
-    static func stages(bits: Int, presentation: String?) -> FunnelStageSet {
+    static func stages(bits: Int, presentation: Presentation?) -> FunnelStageSet {
         var engaged = FunnelStageSet()
         for (bit, stage) in engagedBits where bits & bit != 0 { engaged.insert(stage) }
         return FunnelStageSet(delivered: bits & deliveredBit != 0,
-                              presentation: ObservedPresentation(presentation.flatMap(Presentation.init(rawValue:))),
+                              presentation: ObservedPresentation(presentation),
                               engaged: engaged)
     }
 
-    /// Notifications of the window by device, category, stages (bits) and presentation, with
-    /// their number; a notification whose events disagree on the device, the category or the
-    /// presentation comes alone, named in the fifth column.
+    /// The bit of each presentation in the query's `presentation` column (1, 2, ...), and the bit
+    /// after them for a displayed event whose presentation is none of them (or missing).
+    static let presentationBits: [(Int, Presentation)] = Presentation.allCases.enumerated().map { (1 << $0.offset, $0.element) }
+    static let otherPresentationBit = 1 << Presentation.allCases.count
+
+    /// The presentation of a notification whose `displayed` events set `bits` (at most one bit):
+    /// nil for none, or for one that is not a presentation.
+    static func presentation(bits: Int) -> Presentation? {
+        presentationBits.first { $0.0 == bits }?.1
+    }
+
+    /// The window's notifications, one row per notification, device and category: the
+    /// notification's id, device, category, stages (bits) and presentations (bits).
     static func query(_ definition: ExperimentDefinition, _ covariates: ExperimentCovariates) -> SQL {
         """
-        SELECT device_id, category, stages, presentation, CASE WHEN NOT agreeing THEN notification_id END, count(*)::int8
-        FROM (
-            SELECT notification_id,
-                   min(device_id) = max(device_id) AND min(category) = max(category)
-                       AND min(presentation) IS NOT DISTINCT FROM max(presentation) AS agreeing,
-                   min(device_id) AS device_id, min(category) AS category, bit_or(stages) AS stages,
-                   min(presentation) AS presentation
-            FROM (\(fragment: windowEvents(definition, covariates))) AS window_events
-            GROUP BY notification_id
-        ) AS notifications
-        GROUP BY 1, 2, 3, 4, 5
+        SELECT notification_id, device_id, category, bit_or(stages), bit_or(presentation_bit)
+        FROM (\(fragment: windowEvents(definition, covariates))) AS window_events
+        GROUP BY notification_id, device_id, category
         """
     }
 
-    /// The same columns for `notifications`, each folded in event order.
+    /// For `notifications`, each folded in event order: device, category, stages (bits) and
+    /// presentation, with the number of notifications.
     static func orderedQuery(_ definition: ExperimentDefinition, _ covariates: ExperimentCovariates,
                              notifications: [String]) -> SQL {
         """
-        SELECT device_id, category, stages, presentation, NULL::text, count(*)::int8
+        SELECT device_id, category, stages, presentation, count(*)::int8
         FROM (
             SELECT (array_agg(device_id ORDER BY occurred_at, event_id))[1] AS device_id,
                    (array_agg(category ORDER BY occurred_at, event_id))[1] AS category,
@@ -115,7 +128,13 @@ enum PrePeriodReader {
     }
 
     /// The window's events that a fold reads (of `notifications` only, if given), each with its
-    /// stages (bits) and, if displayed, its presentation.
+    /// stages (bits) and, if displayed, its presentation (and its bit).
+    private static var presentationCases: SQL {
+        var cases: SQL = ""
+        for (bit, presentation) in presentationBits { cases.append(" WHEN detail = \(presentation.rawValue) THEN \(bit)") }
+        return cases
+    }
+
     private static func windowEvents(_ definition: ExperimentDefinition, _ covariates: ExperimentCovariates,
                                      only notifications: [String]? = nil) -> SQL {
         var events: SQL = """
@@ -138,7 +157,8 @@ enum PrePeriodReader {
                                                  ELSE 16 END
                                             | CASE WHEN replied THEN 32 ELSE 0 END
                          ELSE 0 END AS stages,
-               CASE WHEN type = 'displayed' THEN detail END AS presentation
+               CASE WHEN type = 'displayed' THEN detail END AS presentation,
+               CASE WHEN type <> 'displayed' THEN 0\(fragment: presentationCases) ELSE \(otherPresentationBit) END AS presentation_bit
         FROM (\(fragment: events)) AS window_rows
         """
     }

@@ -26,6 +26,17 @@ extension PostgresCell {
         }
     }
 
+    /// A hash of the value's bytes (NULL hashes as no bytes), to find repeated values among
+    /// millions without making a `String` of each. Equal bytes hash equally within one process;
+    /// different bytes may collide.
+    public var bytesHash: Int {
+        result.withCellBytes(row: row, column: column) { bytes in
+            var hasher = Hasher()
+            hasher.combine(bytes: bytes)
+            return hasher.finalize()
+        }
+    }
+
     /// A `uuid` as its bytes 0-7 and 8-15, big-endian.
     public func uuidHalves() throws -> (high: UInt64, low: UInt64) {
         guard typeOID == PostgresType.uuid else { throw mismatch("a uuid") }
