@@ -45,7 +45,8 @@ struct PrePeriodReaderTests {
         // Disagreeing notifications: the first event in event order is never the least value.
         // d-1's first event is on device-z (later: device-a); d-2's first is category zz_first
         // (later: new_photo); d-3's first display is rich (later: plain); d-4 is like d-1 but
-        // each event is opened or displayed so that every stage column is exercised.
+        // each event is opened or displayed so that every stage column is exercised; d-5 and d-6
+        // are two notifications like d-3 on one device, folded to the same row in event order.
         _ = try await pool.withConnection { connection in
             try connection.execute("""
                 INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
@@ -59,7 +60,13 @@ struct PrePeriodReaderTests {
                   (gen_random_uuid(), 'demo', 'd-3', 'displayed', 'new_photo', 'device-c', \(start.adding(microseconds: -7_000_000).postgres), '{"presentation": "plain"}'),
                   (gen_random_uuid(), 'demo', 'd-4', 'displayed', 'new_photo', 'device-z', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "plain"}'),
                   (gen_random_uuid(), 'demo', 'd-4', 'action', 'new_photo', 'device-a', \(start.adding(microseconds: -8_000_000).postgres), \(#"{"action_id": "reply", "text_input_length": 3}"#)::jsonb),
-                  (gen_random_uuid(), 'demo', 'd-4', 'action', 'new_photo', 'device-a', \(start.adding(microseconds: -7_000_000).postgres), \(#"{"action_id": "com.apple.UNNotificationDefaultActionIdentifier"}"#)::jsonb)
+                  (gen_random_uuid(), 'demo', 'd-4', 'action', 'new_photo', 'device-a', \(start.adding(microseconds: -7_000_000).postgres), \(#"{"action_id": "com.apple.UNNotificationDefaultActionIdentifier"}"#)::jsonb),
+                  (gen_random_uuid(), 'demo', 'd-5', 'delivered', 'new_photo', 'device-d', \(start.adding(microseconds: -10_000_000).postgres), '{"processing_ms": 5}'),
+                  (gen_random_uuid(), 'demo', 'd-5', 'displayed', 'new_photo', 'device-d', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "rich"}'),
+                  (gen_random_uuid(), 'demo', 'd-5', 'displayed', 'new_photo', 'device-d', \(start.adding(microseconds: -8_000_000).postgres), '{"presentation": "plain"}'),
+                  (gen_random_uuid(), 'demo', 'd-6', 'delivered', 'new_photo', 'device-d', \(start.adding(microseconds: -10_000_000).postgres), '{"processing_ms": 5}'),
+                  (gen_random_uuid(), 'demo', 'd-6', 'displayed', 'new_photo', 'device-d', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "rich"}'),
+                  (gen_random_uuid(), 'demo', 'd-6', 'displayed', 'new_photo', 'device-d', \(start.adding(microseconds: -8_000_000).postgres), '{"presentation": "plain"}')
                 """)
         }
         let arm = ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true)
@@ -78,6 +85,7 @@ struct PrePeriodReaderTests {
             #expect(covariates.trials(device: "device-z", .open) == (1, 2))
             #expect(covariates.trials(device: "device-a", .open) == (0, 0))
             #expect(covariates.trials(device: "device-c", .richDisplay).successes == 1) // d-3 was rich first
+            #expect(covariates.trials(device: "device-d", .richDisplay) == (2, 2)) // d-5 and d-6, both rich first
         }
         await pool.close()
     }

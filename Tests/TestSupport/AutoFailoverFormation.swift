@@ -226,7 +226,9 @@ public final class AutoFailoverFormation: Sendable {
     /// Freezes `node`'s keeper loop (its `pg_autoctl: node active` service, SIGSTOP), not its
     /// supervisor, its PostgreSQL controller or its server: the server goes on taking commits,
     /// but nothing stops it when the monitor demotes the node (a keeper that hangs, a machine too
-    /// busy to run it). Returns what to `thaw`.
+    /// busy to run it). Returns what to `thaw`. (Freezing every pg_autoctl process of the node was
+    /// tried first: its server then could not be stopped once thawed, `pg_ctl stop --mode fast`
+    /// timing out, likely the controller's restart that `stopServerImmediately` describes.)
     public func freezeKeeper(_ node: Node) throws -> [Int32] {
         guard let keeper = keepers.withLock({ $0[node.name] }) else { throw FormationError("\(node) has no keeper running") }
         let frozen = LocalSystem.processTree(of: keeper.pid).filter { pid in

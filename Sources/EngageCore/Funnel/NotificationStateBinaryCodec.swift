@@ -7,6 +7,11 @@
 /// Layout: the format byte, the ids (count, then 16 bytes each), a presence mask, then each
 /// present part in mask order. Enumerations are written as their raw values, so adding a case
 /// never changes what an old row means.
+///
+/// Decoding accepts only what encoding writes (every state decoded re-encodes to the same bytes):
+/// ids in ascending order, no mask bit this version does not know, numbers in their shortest
+/// form, valid UTF-8, a fact's id by its index whenever the ids hold it. Anything else is a
+/// damaged row and is refused rather than read as some other state.
 extension NotificationState {
     /// First byte of the binary form; the JSON form starts with `{`.
     static let binaryFormat: UInt8 = 1
@@ -80,6 +85,9 @@ extension NotificationState {
         return w.bytes
     }
 
+    /// The parts the presence mask can name (origin ... custom action ids).
+    static let binaryParts = 11
+
     /// A fact's time and event: the event as its index among the state's ids plus one, or 0 and
     /// the id itself (a state folded from events always holds its facts' ids).
     private func stamp(_ at: Timestamp, _ id: EventID, _ w: inout StateByteWriter) {
@@ -99,9 +107,13 @@ extension NotificationState {
         let count = try r.count()
         var ids: [EventID] = []
         ids.reserveCapacity(count)
-        for _ in 0..<count { ids.append(try r.eventID()) }
+        for _ in 0..<count {
+            let id = try r.eventID()
+            guard ids.last.map({ $0 < id }) ?? true else { throw DecodingError(description: "state's event ids are not in order") }
+            ids.append(id)
+        }
         eventIDs = ids
-        let mask = try r.unsigned()
+        let mask = try r.mask(bits: Self.binaryParts)
         func has(_ bit: Int) -> Bool { mask & (1 << UInt64(bit)) != 0 }
         if has(0) {
             let (at, id) = try r.stamp(ids)
@@ -109,7 +121,7 @@ extension NotificationState {
         }
         if has(1) {
             let (at, id) = try r.stamp(ids)
-            let present = try r.optionals()
+            let present = try r.optionals(2)
             let strategy: AttachmentStrategy? = present[0] ? try r.value() : nil
             let payloadBytes = present[1] ? try r.signed() : nil
             var media: [MediaVariant] = []
@@ -118,7 +130,7 @@ extension NotificationState {
                 let kind: AttachmentKind = try r.value()
                 let format: MediaFormat = try r.value()
                 let size = try r.signed()
-                let sizes = try r.optionals()
+                let sizes = try r.optionals(3)
                 media.append(MediaVariant(variant: variant, kind: kind, format: format, bytes: size,
                                           width: sizes[0] ? try r.signed() : nil, height: sizes[1] ? try r.signed() : nil,
                                           durationMS: sizes[2] ? try r.signed() : nil))
@@ -128,7 +140,7 @@ extension NotificationState {
         if has(2) {
             let (at, id) = try r.stamp(ids)
             let kind: AttachmentKind = try r.value()
-            let present = try r.optionals()
+            let present = try r.optionals(8)
             let format: MediaFormat? = present[0] ? try r.value() : nil
             let size = present[1] ? try r.signed() : nil
             let source: MediaSource? = present[2] ? try r.value() : nil
@@ -147,7 +159,7 @@ extension NotificationState {
         if has(4) {
             let (at, id) = try r.stamp(ids)
             let experiment = try r.string(), arm = try r.string()
-            let probability = try r.optionals()[0] ? Double(bitPattern: try r.fixed64()) : nil
+            let probability = try r.optionals(1)[0] ? Double(bitPattern: try r.fixed64()) : nil
             tagged = TaggedExperiment(at: at, eventID: id, tag: ExperimentTag(id: experiment, arm: arm, probability: probability))
         }
         func time(_ bit: Int) throws(DecodingError) -> Timestamp? {
@@ -160,7 +172,12 @@ extension NotificationState {
         repliedAt = try time(9)
         if has(10) {
             var actionIDs: [String] = []
-            for _ in 0..<(try r.count()) { actionIDs.append(try r.string()) }
+            for _ in 0..<(try r.count()) {
+                let id = try r.string()
+                guard actionIDs.last.map({ $0 < id }) ?? true else { throw DecodingError(description: "state's action ids are not in order") }
+                actionIDs.append(id)
+            }
+            guard !actionIDs.isEmpty else { throw DecodingError(description: "state holds an empty part") }
             customActionIDs = actionIDs
         }
         guard r.isAtEnd else { throw DecodingError(description: "state has trailing bytes") }
@@ -243,14 +260,18 @@ private struct StateByteReader {
         return bytes[offset]
     }
 
+    /// LEB128 in its shortest form: no final zero byte after the first, nothing past 64 bits.
     mutating func unsigned() throws(Failure) -> UInt64 {
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {
             let next = try byte()
-            guard shift < 64 else { throw Failure(description: "state holds an oversized number") }
+            guard shift < 64, shift < 63 || next <= 1 else { throw Failure(description: "state holds an oversized number") }
             value |= UInt64(next & 0x7F) << shift
-            if next & 0x80 == 0 { return value }
+            if next & 0x80 == 0 {
+                guard next != 0 || shift == 0 else { throw Failure(description: "state holds a number in a longer form than written") }
+                return value
+            }
             shift += 7
         }
     }
@@ -282,7 +303,10 @@ private struct StateByteReader {
     mutating func string() throws(Failure) -> String {
         let length = try count()
         defer { offset += length }
-        return String(decoding: bytes[offset..<(offset + length)], as: UTF8.self)
+        guard let text = String(validating: bytes[offset..<(offset + length)], as: UTF8.self) else {
+            throw Failure(description: "state holds text that is not UTF-8")
+        }
+        return text
     }
 
     mutating func value<Value: RawRepresentable>() throws(Failure) -> Value where Value.RawValue == String {
@@ -291,14 +315,25 @@ private struct StateByteReader {
         return value
     }
 
-    mutating func optionals() throws(Failure) -> PresentValues {
-        PresentValues(mask: try unsigned())
+    /// A mask of `bits` bits (more set is a part this version does not know).
+    mutating func mask(bits: Int) throws(Failure) -> UInt64 {
+        let mask = try unsigned()
+        guard mask >> UInt64(bits) == 0 else { throw Failure(description: "state names parts this version does not know") }
+        return mask
+    }
+
+    mutating func optionals(_ count: Int) throws(Failure) -> PresentValues {
+        PresentValues(mask: try mask(bits: count))
     }
 
     mutating func stamp(_ ids: [EventID]) throws(Failure) -> (Timestamp, EventID) {
         let at = Timestamp(microsecondsSinceEpoch: Int64(try signed()))
         let index = try unsigned()
-        if index == 0 { return (at, try eventID()) }
+        if index == 0 {
+            let id = try eventID()
+            guard binarySearch(ids, id) == nil else { throw Failure(description: "state names an event by id that it holds") }
+            return (at, id)
+        }
         guard index <= UInt64(ids.count) else { throw Failure(description: "state names a missing event") }
         return (at, ids[Int(index) - 1])
     }
