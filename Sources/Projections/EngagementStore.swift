@@ -61,7 +61,10 @@ public enum EngagementStore {
 
     // MARK: Applying changes
 
-    public static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, on connection: Connection) throws {
+    /// Writes one batch's changes. Only inside the caller's transaction, the one that also moves
+    /// the checkpoint (the batcher's, the rebuild's): on its own a failure half way would leave
+    /// some tables counted and the checkpoint behind, and the retry would count them twice.
+    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, on connection: Connection) throws {
         try saveStates(changes.states, created: changes.created, tables: tables, on: connection)
         try applyEngagement(changes.engagement, tables: tables, on: connection)
         try applyActions(changes.actions, tables: tables, on: connection)
