@@ -197,7 +197,10 @@ struct LiveServerTests {
 
         clock.advance(by: 1.1)
         let late = await survivor.flush(budget: .seconds(5))
-        #expect(late == .init(ending: .drained, requests: 1, accepted: 0, duplicates: 4, dropped: 0))
+        // Resent once; a request is bounded by the 1 s lease in real time, so on a busy machine
+        // one that times out is sent again: how many requests it took is not what this checks.
+        #expect(late.ending == .drained && late.requests >= 1, "\(late)")
+        #expect(late.accepted == 0 && late.duplicates == 4 && late.dropped == 0, "\(late)")
         #expect(survivor.pending == (0, 0, 0))
         #expect(try await stored(server, ids) == 4)
         await server.stop()
