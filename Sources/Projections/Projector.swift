@@ -73,8 +73,9 @@ public struct Projector: Service {
         }
     }
 
-    /// Folds batch after batch; while one batch is folded and committed, the next is read on
-    /// another connection, so reading the log overlaps folding and writing the read model.
+    /// Folds batch after batch; while one batch is merged into the stored states and committed,
+    /// the next is read on another connection and folded per notification (`FoldedEvents`), so
+    /// reading and decoding the log overlap writing the read model.
     private func runActive(lockHolder: Int32) async throws {
         let initial = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
         let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
@@ -98,7 +99,7 @@ public struct Projector: Service {
                 continue
             }
             let stopwatch = Stopwatch()
-            async let following = read(after: last.position)
+            async let following = read(after: last)
             let batch = events
             do {
                 let processed = try await pool.withConnection { connection in
@@ -122,9 +123,12 @@ public struct Projector: Service {
         }
     }
 
-    private func read(after position: LogPosition) async throws -> [StoredEvent] {
+    /// The events after `position`, folded per notification once the read's connection is back
+    /// in the pool.
+    private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
-        return try await pool.withConnection { connection in try EventStore.read(after: position, limit: limit, on: connection) }
+        let events = try await pool.withConnection { connection in try EventStore.read(after: position, limit: limit, on: connection) }
+        return FoldedEvents(events)
     }
 }
 
