@@ -123,12 +123,14 @@ public struct Projector: Service {
         }
     }
 
-    /// The events after `position`, folded per notification once the read's connection is back
-    /// in the pool.
+    /// The events after `position`, folded per notification on the read's connection thread, as
+    /// the batch's own work is, so that a fold of tenths of a second never holds one of the
+    /// few threads of Swift's cooperative pool that the rest of the process shares.
     private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
-        let events = try await pool.withConnection { connection in try EventStore.read(after: position, limit: limit, on: connection) }
-        return FoldedEvents(events)
+        return try await pool.withConnection { connection in
+            FoldedEvents(try EventStore.read(after: position, limit: limit, on: connection))
+        }
     }
 }
 
