@@ -35,24 +35,25 @@ struct EngagementBatcher: Sendable {
     }
 
     /// Processes one batch in its own transaction: `prefetched`, the events after `position` read
-    /// beforehand on another connection (any read below the visibility horizon stays the log's
-    /// next events, and the fence proves the checkpoint is still `position`), or, when nil, the
-    /// events read here. Returns how many events it folded (0: caught up).
-    mutating func process(prefetched: [StoredEvent]?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
+    /// and folded per notification beforehand, on another connection and task (any read below the
+    /// visibility horizon stays the log's next events, and the fence proves the checkpoint is
+    /// still `position`), or, when nil, the events read here. Returns how many events it folded
+    /// (0: caught up).
+    mutating func process(prefetched: FoldedEvents?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
         let batchSize = self.batchSize
         let (count, newPosition, states) = try connection.transaction { connection -> (Int, LogPosition, [NotificationKey: NotificationState]) in
             let checkpoint = try EngagementStore.lockCheckpoint(checkpointName, on: connection)
             guard checkpoint == position else { throw Fenced() }
-            let events = try prefetched ?? EventStore.read(after: checkpoint, limit: batchSize, on: connection)
+            let events = try prefetched ?? FoldedEvents(EventStore.read(after: checkpoint, limit: batchSize, on: connection))
             guard let last = events.last else { return (0, checkpoint, [:]) }
             try failpoints.hit("projector.after-read")
             let changes = try fold(events, on: connection)
             try failpoints.hit("projector.after-fold")
             try EngagementStore.apply(changes, tables: tables, on: connection)
             try failpoints.hit("projector.after-apply")
-            try EngagementStore.moveCheckpoint(checkpointName, to: last.position, events: events.count, on: connection)
+            try EngagementStore.moveCheckpoint(checkpointName, to: last, events: events.eventCount, on: connection)
             try failpoints.hit("projector.before-commit")
-            return (events.count, last.position, changes.states)
+            return (events.eventCount, last, changes.states)
         }
         try failpoints.hit("projector.after-commit")
         position = newPosition
@@ -71,18 +72,15 @@ struct EngagementBatcher: Sendable {
         cacheIsComplete = nil
     }
 
-    private mutating func fold(_ events: [StoredEvent], on connection: Connection) throws -> EngagementChanges {
+    private mutating func fold(_ events: FoldedEvents, on connection: Connection) throws -> EngagementChanges {
         if cacheIsComplete == nil {
             let empty = try EngagementStore.statesAreEmpty(tables: tables, on: connection)
             cacheIsComplete = cache.isEmpty && empty
         }
         var known: [NotificationKey: NotificationState] = [:]
-        known.reserveCapacity(events.count / 2)
+        known.reserveCapacity(events.states.count)
         var missing: [NotificationKey] = []
-        var seen = Set<NotificationKey>(minimumCapacity: events.count / 2)
-        for event in events {
-            let key = NotificationKey(appID: event.appID, notificationID: event.notificationID)
-            guard seen.insert(key).inserted else { continue }
+        for key in events.states.keys {
             if let state = cache[key] { known[key] = state } else { missing.append(key) }
         }
         if !missing.isEmpty && cacheIsComplete != true {

@@ -56,42 +56,51 @@ public struct EngagementChanges: Sendable {
     /// every stored state of the batch's notifications, so that one absent is new) and
     /// accumulates the resulting bucket changes.
     public static func compute(_ events: [StoredEvent], known: [NotificationKey: NotificationState]) -> EngagementChanges {
-        var changes = EngagementChanges()
-        var before: [NotificationKey: NotificationState] = [:]
-        var after: [NotificationKey: NotificationState] = [:]
-        before.reserveCapacity(known.count + 16)
-        after.reserveCapacity(known.count + 16)
-        changes.states.reserveCapacity(known.count + 16)
-        for stored in events {
-            changes.eventCount += 1
-            guard let type = EventType(rawValue: stored.type),
-                  let event = try? Event(eventID: stored.eventID, type: type, notificationID: stored.notificationID,
-                                         deviceID: stored.deviceID, category: stored.category, occurredAt: stored.occurredAt,
-                                         payloadJSON: stored.payload) else {
-                // Experiment lifecycle and decisions share the log but are no notification's events.
-                if ExperimentLogEntry.action(ofType: stored.type) == nil { changes.undecodable += 1 }
-                continue
-            }
-            let key = NotificationKey(appID: stored.appID, notificationID: stored.notificationID)
-            if after[key] == nil {
-                let existing = known[key] ?? NotificationState()
-                before[key] = existing
-                after[key] = existing
-            }
-            after[key]!.apply(event)
-        }
-        for (key, newState) in after {
-            let oldState = before[key]!
-            guard newState != oldState else { continue }
-            changes.states[key] = newState
-            if known[key] == nil { changes.created.insert(key) }
-            changes.add(EngagementContribution.difference(from: oldState.engagementContribution, to: newState.engagementContribution),
-                        app: key.appID)
-            changes.addDevices(app: key.appID, from: oldState, to: newState)
-            changes.add(TelemetryContribution.difference(from: oldState.telemetryContribution, to: newState.telemetryContribution),
-                        app: key.appID)
+        compute(FoldedEvents(events), known: known)
+    }
+
+    /// Merges a batch folded per notification into the states before it (`known`, as above) and
+    /// accumulates the resulting bucket changes.
+    ///
+    /// Starts from the batch's changes as if every notification were new (computed with the
+    /// fold, before the stored states were known) and corrects only the notifications that have
+    /// a stored state: the counters are signed sums, so taking back a notification's changes as
+    /// new and adding those from its stored state to the merged one gives the same sums.
+    public static func compute(_ batch: FoldedEvents, known: [NotificationKey: NotificationState]) -> EngagementChanges {
+        var changes = batch.changesIfNew
+        let empty = NotificationState()
+        for (key, stored) in known {
+            guard let folded = batch.states[key] else { continue }
+            changes.created.remove(key)
+            changes.states[key] = nil
+            changes.addContributions(app: key.appID, from: folded, to: empty)
+            let merged = stored.merging(folded)
+            guard merged != stored else { continue }
+            changes.states[key] = merged
+            changes.addContributions(app: key.appID, from: stored, to: merged)
         }
         return changes
+    }
+
+    /// The changes of `states` if none of them had a stored state.
+    static func ifNew(_ states: [NotificationKey: NotificationState], eventCount: Int, undecodable: Int) -> EngagementChanges {
+        var changes = EngagementChanges()
+        changes.eventCount = eventCount
+        changes.undecodable = undecodable
+        changes.states = states
+        changes.created = Set(states.keys)
+        let empty = NotificationState()
+        for (key, state) in states {
+            changes.addContributions(app: key.appID, from: empty, to: state)
+        }
+        return changes
+    }
+
+    /// A notification's contributions at `old` leave the counters and those at `new` join them.
+    private mutating func addContributions(app: String, from old: NotificationState, to new: NotificationState) {
+        add(EngagementContribution.difference(from: old.engagementContribution, to: new.engagementContribution), app: app)
+        addDevices(app: app, from: old, to: new)
+        add(TelemetryContribution.difference(from: old.telemetryContribution, to: new.telemetryContribution), app: app)
     }
 
     private mutating func add(_ deltas: [EngagementContribution.Delta], app: String) {

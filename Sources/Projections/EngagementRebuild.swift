@@ -116,6 +116,14 @@ public struct EngagementRebuild: Sendable {
         for (live, shadow) in zip(ReadModelTables.live.all, ReadModelTables.rebuild.all) {
             try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: shadow)")
             try connection.execute("CREATE TABLE \(unsafeSQL: shadow) (LIKE \(unsafeSQL: live) INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES INCLUDING STORAGE)")
+            // LIKE copies no storage parameters: engagement_devices' fillfactor (migration 016).
+            let fillfactor = try connection.query("""
+                SELECT option_value::int FROM pg_class, pg_options_to_table(reloptions)
+                WHERE pg_class.oid = \(live)::regclass AND option_name = 'fillfactor'
+                """).rows.first.map { try $0.decode(0, as: Int.self) }
+            if let fillfactor {
+                try connection.execute("ALTER TABLE \(unsafeSQL: shadow) SET (fillfactor = \(unsafeSQL: String(fillfactor)))")
+            }
         }
     }
 

@@ -73,8 +73,9 @@ public struct Projector: Service {
         }
     }
 
-    /// Folds batch after batch; while one batch is folded and committed, the next is read on
-    /// another connection, so reading the log overlaps folding and writing the read model.
+    /// Folds batch after batch; while one batch is merged into the stored states and committed,
+    /// the next is read on another connection and folded per notification (`FoldedEvents`), so
+    /// reading and decoding the log overlap writing the read model.
     private func runActive(lockHolder: Int32) async throws {
         let initial = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
         let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
@@ -98,7 +99,7 @@ public struct Projector: Service {
                 continue
             }
             let stopwatch = Stopwatch()
-            async let following = read(after: last.position)
+            async let following = read(after: last)
             let batch = events
             do {
                 let processed = try await pool.withConnection { connection in
@@ -122,9 +123,14 @@ public struct Projector: Service {
         }
     }
 
-    private func read(after position: LogPosition) async throws -> [StoredEvent] {
+    /// The events after `position`, folded per notification on the read's connection thread, as
+    /// the batch's own work is, so that a fold of tenths of a second never holds one of the
+    /// few threads of Swift's cooperative pool that the rest of the process shares.
+    private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
-        return try await pool.withConnection { connection in try EventStore.read(after: position, limit: limit, on: connection) }
+        return try await pool.withConnection { connection in
+            FoldedEvents(try EventStore.read(after: position, limit: limit, on: connection))
+        }
     }
 }
 

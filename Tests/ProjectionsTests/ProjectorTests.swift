@@ -163,6 +163,12 @@ struct ProjectorTests {
         }
         #expect(storage == ["extension_telemetry_daily.download_ms_histogram=e", "extension_telemetry_daily.processing_ms_histogram=e",
                             "notification_states.state=e"])
+        // ... and migration 016's fillfactor of the device rows.
+        let options = try await pool.withConnection { connection in
+            try connection.query("SELECT array_to_string(reloptions, ',') FROM pg_class WHERE oid = 'engagement_devices'::regclass")[0]
+                .decode(0, as: String?.self)
+        }
+        #expect(options == "fillfactor=50")
 
         // After the swap the live projector continues from the rebuilt checkpoint without double counting.
         _ = try await store.append(ProjectionFixtures.events(notifications: 10, seed: 77))
