@@ -7,10 +7,14 @@ struct NumberedArmTally: Sendable {
     var moments = MetricMoments()
     /// Distinct devices counted.
     private(set) var devices = 0
-    /// By device number; zero for a device not counted here.
-    private var trials: [MetricTrials] = []
-    /// By device number: whether the device is counted here (a device can be counted with no trials).
-    private var counted: [Bool] = []
+    /// By device number. Side by side so that a notification touches one place in memory.
+    private var slots: [Slot] = []
+
+    private struct Slot {
+        var trials = MetricTrials()
+        /// Counted here (a device can be counted with no trials).
+        var counted = false
+    }
 
     /// Adds one notification of device `number`.
     mutating func add(_ observation: ExperimentObservation, number: Int) {
@@ -26,20 +30,14 @@ struct NumberedArmTally: Sendable {
     }
 
     mutating func record(number: Int, _ added: MetricTrials) {
-        if number >= trials.count {
-            let missing = number + 1 - trials.count
-            trials.append(contentsOf: repeatElement(MetricTrials(), count: missing))
-            counted.append(contentsOf: repeatElement(false, count: missing))
+        if number >= slots.count {
+            slots.append(contentsOf: repeatElement(Slot(), count: number + 1 - slots.count))
         }
-        let isNewDevice = !counted[number]
-        if isNewDevice {
-            counted[number] = true
-            devices += 1
-        }
-        let old = trials[number]
-        let new = old + added
-        trials[number] = new
-        moments.update(from: old, to: new, isNewDevice: isNewDevice)
+        let old = slots[number]
+        let new = old.trials + added
+        slots[number] = Slot(trials: new, counted: true)
+        if !old.counted { devices += 1 }
+        moments.update(from: old.trials, to: new, isNewDevice: !old.counted)
     }
 
     /// Adds another tally's counts, its device numbers turned into this one's by `numbers`.
@@ -51,11 +49,11 @@ struct NumberedArmTally: Sendable {
 
     /// The trials of device `number`; nil when it is not counted here.
     func trials(number: Int) -> MetricTrials? {
-        number < counted.count && counted[number] ? trials[number] : nil
+        number < slots.count && slots[number].counted ? slots[number].trials : nil
     }
 
     /// Calls `body` with each counted device's number and trials, in number order.
     func forEachDevice(_ body: (Int, MetricTrials) throws -> Void) rethrows {
-        for number in counted.indices where counted[number] { try body(number, trials[number]) }
+        for number in slots.indices where slots[number].counted { try body(number, slots[number].trials) }
     }
 }
