@@ -5,18 +5,18 @@
 /// id instead of one per tally it counts in, and merging the tallies of two replay lanes
 /// renumbers each device once instead of once per tally. Ids match as Swift strings match
 /// (canonically equivalent ids are one device), as the dictionaries keyed by id did before.
-public struct DeviceIndex: Sendable {
+struct DeviceIndex: Sendable {
     /// By number.
-    public private(set) var ids: [String] = []
+    private(set) var ids: [String] = []
     private var numbers: [String: Int] = [:]
 
-    public init() {}
+    init() {}
 
     /// Devices numbered.
-    public var count: Int { ids.count }
+    var count: Int { ids.count }
 
     /// The number of `id`, the next free one if it is new.
-    public mutating func number(of id: String) -> Int {
+    mutating func number(of id: String) -> Int {
         let next = ids.count
         // One hash lookup: the `default:` accessor stores `next` when the id is new.
         let number = Self.read(&numbers[id, default: next])
@@ -25,7 +25,7 @@ public struct DeviceIndex: Sendable {
     }
 
     /// The number of `id`; nil if it has none.
-    public func existingNumber(of id: String) -> Int? {
+    func existingNumber(of id: String) -> Int? {
         numbers[id]
     }
 

@@ -51,7 +51,7 @@ public struct ExperimentArmTally: Sendable, Equatable {
     }
 
     /// The device's successes and trials of every metric; nil when it has no notification here.
-    public func trials(device: String) -> MetricTrials? {
+    func trials(device: String) -> MetricTrials? {
         index.existingNumber(of: device).flatMap { counts.trials(number: $0) }
     }
 
@@ -224,13 +224,13 @@ public struct ExperimentTallies: Sendable, Equatable {
     public init(definition: ExperimentDefinition, restoring state: ExperimentTallyState) {
         self.init(definition: definition)
         for (key, devices) in state.devices {
+            // A position the definition does not have numbers none of its devices.
+            if case .arm(let position) = key, !armTallies.indices.contains(position) { continue }
             let histogram = state.processing[key].flatMap { try? LatencyHistogram(counts: $0) } ?? LatencyHistogram()
-            var tally = NumberedArmTally()
+            var tally = NumberedArmTally(processingMS: histogram)
             for (device, counts) in devices { tally.record(number: deviceIndex.number(of: device), counts) }
-            tally.processingMS = histogram
             switch key {
-            case .arm(let position) where armTallies.indices.contains(position): armTallies[position] = tally
-            case .arm: break
+            case .arm(let position): armTallies[position] = tally
             case .rich: richTally = tally
             case .plain: plainTally = tally
             }

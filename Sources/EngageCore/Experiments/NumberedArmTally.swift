@@ -1,20 +1,29 @@
 /// The counts of an `ExperimentArmTally` with its devices by number in a `DeviceIndex` kept
 /// elsewhere: `ExperimentTallies` keeps one index for all its tallies, so a notification's device
 /// id is hashed once however many tallies count it.
+///
+/// Only the devices counted here have a slot: an experiment's index numbers every device of every
+/// arm, and a slot per number in each tally would cost each of them (some 144 bytes of trials) once
+/// per tally, and make every pass over a tally walk all of them. A tally keeps 4 bytes per
+/// numbered device (`slotOfNumber`) and its trials for its own devices only.
 struct NumberedArmTally: Sendable {
-    var totals = FunnelCounts()
-    var processingMS = LatencyHistogram()
-    var moments = MetricMoments()
-    /// Distinct devices counted.
-    private(set) var devices = 0
-    /// By device number. Side by side so that a notification touches one place in memory.
-    private var slots: [Slot] = []
+    private(set) var totals = FunnelCounts()
+    private(set) var processingMS: LatencyHistogram
+    private(set) var moments = MetricMoments()
+    /// By device number: the device's place in `slots`, or -1 when it is not counted here
+    /// (a device can be counted with no trials). Int32: the whole index costs 4 bytes a device.
+    private var slotOfNumber: [Int32] = []
+    /// The counted devices' trials, in the order they were first counted.
+    private var slots: [MetricTrials] = []
+    /// The device number of each slot.
+    private var numbers: [Int32] = []
 
-    private struct Slot {
-        var trials = MetricTrials()
-        /// Counted here (a device can be counted with no trials).
-        var counted = false
+    init(processingMS: LatencyHistogram = LatencyHistogram()) {
+        self.processingMS = processingMS
     }
+
+    /// Distinct devices counted.
+    var devices: Int { moments.devices }
 
     /// Adds one notification of device `number`.
     mutating func add(_ observation: ExperimentObservation, number: Int) {
@@ -30,14 +39,21 @@ struct NumberedArmTally: Sendable {
     }
 
     mutating func record(number: Int, _ added: MetricTrials) {
-        if number >= slots.count {
-            slots.append(contentsOf: repeatElement(Slot(), count: number + 1 - slots.count))
+        if number >= slotOfNumber.count {
+            slotOfNumber.append(contentsOf: repeatElement(-1, count: number + 1 - slotOfNumber.count))
         }
-        let old = slots[number]
-        let new = old.trials + added
-        slots[number] = Slot(trials: new, counted: true)
-        if !old.counted { devices += 1 }
-        moments.update(from: old.trials, to: new, isNewDevice: !old.counted)
+        let slot = Int(slotOfNumber[number])
+        if slot < 0 {
+            slotOfNumber[number] = Int32(slots.count)
+            slots.append(added)
+            numbers.append(Int32(number))
+            moments.update(from: MetricTrials(), to: added, isNewDevice: true)
+        } else {
+            let old = slots[slot]
+            let new = old + added
+            slots[slot] = new
+            moments.update(from: old, to: new, isNewDevice: false)
+        }
     }
 
     /// Adds another tally's counts, its device numbers turned into this one's by `numbers`.
@@ -49,11 +65,13 @@ struct NumberedArmTally: Sendable {
 
     /// The trials of device `number`; nil when it is not counted here.
     func trials(number: Int) -> MetricTrials? {
-        number < slots.count && slots[number].counted ? slots[number].trials : nil
+        guard number < slotOfNumber.count else { return nil }
+        let slot = Int(slotOfNumber[number])
+        return slot < 0 ? nil : slots[slot]
     }
 
-    /// Calls `body` with each counted device's number and trials, in number order.
+    /// Calls `body` with each counted device's number and trials, in the order first counted.
     func forEachDevice(_ body: (Int, MetricTrials) throws -> Void) rethrows {
-        for number in slots.indices where slots[number].counted { try body(number, slots[number].trials) }
+        for slot in slots.indices { try body(Int(numbers[slot]), slots[slot]) }
     }
 }
