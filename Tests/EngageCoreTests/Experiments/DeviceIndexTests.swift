@@ -74,6 +74,85 @@ import Testing
         #expect(changed.devices == 41)
     }
 
+    /// Random notifications over three arms and every presentation, split into parts folded
+    /// separately and merged in a shuffled order, against a fold of each tally's devices into a
+    /// dictionary keyed by id: what the tallies computed before devices were numbered.
+    @Test(arguments: [1, 2, 3, 7] as [Int])
+    func mergedPartsEqualAFoldKeyedByDeviceId(parts: Int) {
+        let definition = ExperimentDefinition(
+            id: "thumbs-v1", appID: "app-1", categories: [],
+            arms: [ExperimentArmDefinition(name: "full", strategy: .full, weight: 0.4, isControl: true),
+                   ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.3),
+                   ExperimentArmDefinition(name: "thumbnail", strategy: .thumbnail, weight: 0.3)],
+            primaryMetric: .open)
+        var random = StreamRandom(seed: 0x5EED &+ UInt64(parts))
+        let observations = (0..<600).map { _ in
+            ExperimentObservation(
+                arm: .arm(random.below(3)), category: "news", deviceID: "device-\(random.below(80))",
+                stages: FunnelStageSet(bits: UInt16(random.below(FunnelStageSet.combinations))).withinDenominators,
+                presentation: random.pick(ObservedPresentation.allCases), processingMS: random.maybe(random.below(900)))
+        }
+        var covariates = ExperimentCovariates(days: 14, before: UTCDay(year: 2026, month: 11, day: 30)!.start)
+        for device in 0..<100 where random.oneIn(2) {
+            covariates.add(device: "device-\(device)",
+                           reached: FunnelStageSet(bits: UInt16(random.below(FunnelStageSet.combinations))).withinDenominators,
+                           count: 1 + random.below(4))
+        }
+
+        // Reference: each tally's devices by id.
+        var byArm = [[String: MetricTrials]](repeating: [:], count: 3)
+        var rich: [String: MetricTrials] = [:], plain: [String: MetricTrials] = [:]
+        for observation in observations {
+            guard case .arm(let position) = observation.arm else { continue }
+            let trials = MetricTrials(reached: observation.stages)
+            byArm[position][observation.deviceID, default: MetricTrials()] = byArm[position][observation.deviceID, default: MetricTrials()] + trials
+            switch observation.presentation {
+            case .rich: rich[observation.deviceID, default: MetricTrials()] = rich[observation.deviceID, default: MetricTrials()] + trials
+            case .plain: plain[observation.deviceID, default: MetricTrials()] = plain[observation.deviceID, default: MetricTrials()] + trials
+            case .unknown: break
+            }
+        }
+
+        var split = [ExperimentTallies](repeating: ExperimentTallies(definition: definition), count: parts)
+        for observation in observations { split[random.below(parts)].add(observation) }
+        random.shuffle(&split)
+        var merged = split[0]
+        for part in split.dropFirst() { merged.merge(part) }
+
+        let tallies = [merged.arm(named: "full")!, merged.arm(named: "poster")!, merged.arm(named: "thumbnail")!,
+                       merged.rich, merged.plain]
+        let references = byArm + [rich, plain]
+        for (tally, reference) in zip(tallies, references) {
+            #expect(tally.devices == reference.count)
+            for metric in ExperimentMetric.allCases {
+                var adjusted = AdjustedRatioMoments(), device = DeviceMoments()
+                for id in reference.keys.sorted() {
+                    let trials = reference[id]!, pre = covariates.trials(device: id, metric)
+                    adjusted.add(numerator: Double(trials.successes[metric]), denominator: Double(trials.trials[metric]),
+                                 preNumerator: Double(pre.successes), preDenominator: Double(pre.trials))
+                    if trials.trials[metric] > 0 {
+                        device.add(Proportion(validatedSuccesses: trials.successes[metric], trials: trials.trials[metric]))
+                    }
+                }
+                #expect(tally.adjustedMoments(metric, covariates: covariates) == adjusted, "\(metric)")
+                #expect(tally.deviceMoments(metric) == device, "\(metric)")
+            }
+        }
+        for metric in ExperimentMetric.allCases {
+            var cross = DeviceCrossMoments(), shared = 0
+            for id in rich.keys.sorted() {
+                guard let mine = rich[id], mine.trials[metric] > 0, let theirs = plain[id], theirs.trials[metric] > 0 else { continue }
+                shared += 1
+                cross.add(first: Proportion(validatedSuccesses: mine.successes[metric], trials: mine.trials[metric]),
+                          second: Proportion(validatedSuccesses: theirs.successes[metric], trials: theirs.trials[metric]))
+            }
+            let sharedDevices = merged.rich.sharedDevices(with: merged.plain, metric)
+            #expect(sharedDevices.devices == shared, "\(metric)")
+            #expect(sharedDevices.moments == cross, "\(metric)")
+        }
+        #expect(rich.count > 0 && plain.count > 0 && byArm.allSatisfy { $0.count > 20 })
+    }
+
     @Test func aDeviceOfAnotherTallyIsNotCountedInThisOne() {
         let definition = ExperimentObservationTests.definition()
         var tallies = ExperimentTallies(definition: definition)
