@@ -28,33 +28,42 @@ struct ExperimentReplay: Sendable {
     /// The replay of notifications `range` of the experiment, in an open transaction.
     static func read(_ definition: ExperimentDefinition, range: NotificationRange = .all, chunkSize: Int,
                      on connection: Connection) throws -> ExperimentReplay {
-        try connection.execute(cursor(definition, range: range))
         var replay = ExperimentReplay(definition: definition)
-        replay.ranges = 1
-        let reader = ReplayRowReader(arms: replay.tallies.armIndex)
+        try replay.read(definition, range: range, chunkSize: chunkSize, on: connection)
+        return replay
+    }
+
+    /// Adds the replay of notifications `range` of the experiment, in an open transaction: a lane
+    /// of `SplitReplay` reads all its ranges into one replay, which is cheaper than merging a
+    /// replay per range (no range overlaps another, so none of its notifications is here yet).
+    mutating func read(_ definition: ExperimentDefinition, range: NotificationRange, chunkSize: Int,
+                       on connection: Connection) throws {
+        try connection.execute(Self.cursor(definition, range: range))
+        ranges += 1
+        let eventsBefore = events
+        let reader = ReplayRowReader(arms: tallies.armIndex)
         var fold = ExperimentObservation.Fold()
         // The current notification's first row, kept (with its chunk) to compare ids in place.
         var current: PostgresRow?
-        try connection.repeatUntilEmpty(fetch(chunkSize: chunkSize)) { rows in
+        try connection.repeatUntilEmpty(Self.fetch(chunkSize: chunkSize)) { rows in
             for index in 0..<rows.rowCount {
                 let row = rows[index]
-                replay.events += 1
+                events += 1
                 if current.map({ !row.cell(1).hasSameBytes(as: $0.cell(1)) }) ?? true {
-                    replay.add(fold)
+                    add(fold)
                     fold = ExperimentObservation.Fold()
                     current = row
                 }
                 guard let facts = try reader.facts(row) else {
-                    replay.undecodable += 1
+                    undecodable += 1
                     continue
                 }
                 try fold.apply(facts) { (try row.decode(7), try row.decode(8)) }
             }
         }
-        replay.add(fold)
-        replay.eventsRead = replay.events
+        add(fold)
+        eventsRead += events - eventsBefore
         try connection.execute("CLOSE experiment_replay")
-        return replay
     }
 
     /// Declares the cursor `experiment_replay` over the rows of notifications `range`: the columns

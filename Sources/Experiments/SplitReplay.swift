@@ -86,7 +86,7 @@ enum SplitReplay {
                                     on connection: Connection) throws -> ExperimentReplay {
         var replay = ExperimentReplay(definition: definition)
         while let range = shared.claim() {
-            replay.merge(try ExperimentReplay.read(definition, range: range, chunkSize: chunkSize, on: connection))
+            try replay.read(definition, range: range, chunkSize: chunkSize, on: connection)
         }
         return replay
     }

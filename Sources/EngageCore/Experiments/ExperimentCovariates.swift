@@ -22,8 +22,13 @@ public struct ExperimentCovariates: Sendable, Equatable {
     /// as the experiment counts them).
     public mutating func add(device: String, reached stages: FunnelStageSet, count: Int = 1) {
         let one = MetricTrials(reached: stages.withinDenominators)
-        perDevice[device, default: MetricTrials()] = perDevice[device, default: MetricTrials()]
-            + MetricTrials(successes: one.successes &* count, trials: one.trials &* count)
+        // One hash lookup: the device's sums are updated in place.
+        Self.accumulate(&perDevice[device, default: MetricTrials()],
+                        MetricTrials(successes: one.successes &* count, trials: one.trials &* count))
+    }
+
+    private static func accumulate(_ stored: inout MetricTrials, _ added: MetricTrials) {
+        stored = stored + added
     }
 
     /// The device's pre-period successes and trials of `metric`; 0 and 0 without history.

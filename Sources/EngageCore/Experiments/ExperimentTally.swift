@@ -12,59 +12,58 @@
 /// With one notification per device this is exactly the binomial `p (1 - p) / n`.
 /// The moments are updated as each device's counts change, so analysis does not revisit devices.
 public struct ExperimentArmTally: Sendable, Equatable {
-    /// Sums over all the arm's notifications.
-    public private(set) var totals = FunnelCounts()
-    /// `processing_ms` of the delivered notifications.
-    public private(set) var processingMS = LatencyHistogram()
-    /// Sums over devices of the squares and products of every metric's successes and trials.
-    public private(set) var moments = MetricMoments()
-    /// Each device's successes and trials of every metric.
-    private var perDevice: [String: MetricTrials] = [:]
+    /// The ids of the devices `counts` numbers; shared with the other tallies of an experiment
+    /// (`ExperimentTallies`), so it may number devices this tally does not count.
+    private var index = DeviceIndex()
+    private var counts = NumberedArmTally()
 
     public init() {}
 
+    init(index: DeviceIndex, counts: NumberedArmTally) {
+        self.index = index
+        self.counts = counts
+    }
+
+    /// Sums over all the arm's notifications.
+    public var totals: FunnelCounts { counts.totals }
+    /// `processing_ms` of the delivered notifications.
+    public var processingMS: LatencyHistogram { counts.processingMS }
+    /// Sums over devices of the squares and products of every metric's successes and trials.
+    public var moments: MetricMoments { counts.moments }
+
     /// Distinct devices with at least one notification.
-    public var devices: Int { perDevice.count }
+    public var devices: Int { counts.devices }
 
     /// Adds one notification (each notification once: tallies are rebuilt for every analysis).
     public mutating func add(_ observation: ExperimentObservation) {
-        totals = totals + observation.counts
-        record(device: observation.deviceID, MetricTrials(reached: observation.stages))
-        if let processing = observation.processingMS { processingMS.record(Double(processing)) }
-    }
-
-    /// A tally of devices' summed counts and the arm's processing times.
-    init(devices: [String: FunnelCounts], processingMS: LatencyHistogram) {
-        for (device, counts) in devices { record(device: device, counts) }
-        self.processingMS = processingMS
+        counts.add(observation, number: index.number(of: observation.deviceID))
     }
 
     /// Adds the notifications of another tally of the same arm, counted on the same devices as
     /// if they had been added here: the result does not depend on how notifications were split.
     public mutating func merge(_ other: ExperimentArmTally) {
-        totals = totals + other.totals
-        for (device, trials) in other.perDevice { record(device: device, trials) }
-        processingMS.merge(other.processingMS)
+        counts.merge(other.counts, numbers: index.renumber(other.index))
     }
 
     /// Adds counts for a device directly (tests and simulations; `add(_:)` for real states).
     public mutating func record(device: String, _ counts: FunnelCounts) {
-        totals = totals + counts
-        record(device: device, counts.metricTrials)
+        self.counts.record(number: index.number(of: device), counts)
     }
 
-    private mutating func record(device: String, _ trials: MetricTrials) {
-        let known = perDevice.count
-        // One hash lookup: read the old counts and store the new ones in place.
-        let old = Self.accumulate(&perDevice[device, default: MetricTrials()], trials)
-        moments.update(from: old, to: old + trials, isNewDevice: perDevice.count != known)
+    /// The device's successes and trials of every metric; nil when it has no notification here.
+    func trials(device: String) -> MetricTrials? {
+        index.existingNumber(of: device).flatMap { counts.trials(number: $0) }
     }
 
-    /// Adds `trials` to `stored` and returns the trials before.
-    private static func accumulate(_ stored: inout MetricTrials, _ trials: MetricTrials) -> MetricTrials {
-        let old = stored
-        stored = old + trials
-        return old
+    /// Equal counts on the same device ids, however the devices were numbered.
+    public static func == (a: ExperimentArmTally, b: ExperimentArmTally) -> Bool {
+        guard a.totals == b.totals, a.processingMS == b.processingMS, a.moments == b.moments,
+              a.devices == b.devices else { return false }
+        var equal = true
+        a.counts.forEachDevice { number, trials in
+            if equal, b.trials(device: a.index.ids[number]) != trials { equal = false }
+        }
+        return equal
     }
 
     /// The metric's successes over trials, summed over notifications.
@@ -86,8 +85,8 @@ public struct ExperimentArmTally: Sendable, Equatable {
     /// (`RegressionAdjustment`); a device without history has covariate 0.
     public func adjustedMoments(_ metric: ExperimentMetric, covariates: ExperimentCovariates) -> AdjustedRatioMoments {
         var moments = AdjustedRatioMoments()
-        for (device, trials) in perDevice {
-            let pre = covariates.trials(device: device, metric)
+        counts.forEachDevice { number, trials in
+            let pre = covariates.trials(device: index.ids[number], metric)
             moments.add(numerator: Double(trials.successes[metric]), denominator: Double(trials.trials[metric]),
                         preNumerator: Double(pre.successes), preDenominator: Double(pre.trials))
         }
@@ -97,7 +96,8 @@ public struct ExperimentArmTally: Sendable, Equatable {
     /// The metric's sums over the devices with trials of it, for `ClusteredProportionComparison`.
     public func deviceMoments(_ metric: ExperimentMetric) -> DeviceMoments {
         var moments = DeviceMoments()
-        for trials in perDevice.values where trials.trials[metric] > 0 {
+        counts.forEachDevice { _, trials in
+            guard trials.trials[metric] > 0 else { return }
             moments.add(Proportion(validatedSuccesses: trials.successes[metric], trials: trials.trials[metric]))
         }
         return moments
@@ -108,8 +108,9 @@ public struct ExperimentArmTally: Sendable, Equatable {
     public func sharedDevices(with other: ExperimentArmTally, _ metric: ExperimentMetric) -> (devices: Int, moments: DeviceCrossMoments) {
         var moments = DeviceCrossMoments()
         var devices = 0
-        for (device, mine) in perDevice {
-            guard let theirs = other.perDevice[device], mine.trials[metric] > 0, theirs.trials[metric] > 0 else { continue }
+        counts.forEachDevice { number, mine in
+            guard mine.trials[metric] > 0, let theirs = other.trials(device: index.ids[number]),
+                  theirs.trials[metric] > 0 else { return }
             devices += 1
             moments.add(first: Proportion(validatedSuccesses: mine.successes[metric], trials: mine.trials[metric]),
                         second: Proportion(validatedSuccesses: theirs.successes[metric], trials: theirs.trials[metric]))
@@ -142,12 +143,12 @@ public struct ExperimentTallies: Sendable, Equatable {
     public let categories: Set<String>
     /// What `ObservedArm` positions point into.
     public let armIndex: ExperimentArmIndex
+    /// The devices of every tally below, numbered once.
+    private var deviceIndex = DeviceIndex()
     /// By position in `armIndex`.
-    private var armTallies: [ExperimentArmTally]
-    /// Displayed rich, all arms together.
-    public private(set) var rich = ExperimentArmTally()
-    /// Displayed plain, all arms together.
-    public private(set) var plain = ExperimentArmTally()
+    private var armTallies: [NumberedArmTally]
+    private var richTally = NumberedArmTally()
+    private var plainTally = NumberedArmTally()
     /// Notifications tagged with another experiment, or with none.
     public private(set) var otherExperiment = 0
     /// Tagged with this experiment but an arm it does not have.
@@ -158,19 +159,24 @@ public struct ExperimentTallies: Sendable, Equatable {
     public init(definition: ExperimentDefinition) {
         categories = Set(definition.categories)
         armIndex = ExperimentArmIndex(definition)
-        armTallies = Array(repeating: ExperimentArmTally(), count: armIndex.names.count)
+        armTallies = Array(repeating: NumberedArmTally(), count: armIndex.names.count)
     }
+
+    /// Displayed rich, all arms together.
+    public var rich: ExperimentArmTally { ExperimentArmTally(index: deviceIndex, counts: richTally) }
+    /// Displayed plain, all arms together.
+    public var plain: ExperimentArmTally { ExperimentArmTally(index: deviceIndex, counts: plainTally) }
 
     public var experimentID: String { armIndex.experimentID }
 
     /// By assigned arm name.
     public var arms: [String: ExperimentArmTally] {
-        Dictionary(uniqueKeysWithValues: zip(armIndex.names, armTallies))
+        Dictionary(uniqueKeysWithValues: zip(armIndex.names, armTallies.indices.map(arm(at:))))
     }
 
     /// The tally of the arm named `name`, nil for an arm the experiment does not have.
     public func arm(named name: String) -> ExperimentArmTally? {
-        armIndex.position(of: name).map { armTallies[$0] }
+        armIndex.position(of: name).map(arm(at:))
     }
 
     /// Adds one notification's state; each notification once.
@@ -190,10 +196,11 @@ public struct ExperimentTallies: Sendable, Equatable {
         case .outsideCategories: outsideCategories += 1
         case .unknownArm: unknownArm += 1
         case .arm(let position):
-            armTallies[position].add(observation)
+            let number = deviceIndex.number(of: observation.deviceID)
+            armTallies[position].add(observation, number: number)
             switch observation.presentation {
-            case .rich: rich.add(observation)
-            case .plain: plain.add(observation)
+            case .rich: richTally.add(observation, number: number)
+            case .plain: plainTally.add(observation, number: number)
             case .unknown: break
             }
         }
@@ -217,13 +224,15 @@ public struct ExperimentTallies: Sendable, Equatable {
     public init(definition: ExperimentDefinition, restoring state: ExperimentTallyState) {
         self.init(definition: definition)
         for (key, devices) in state.devices {
+            // A position the definition does not have numbers none of its devices.
+            if case .arm(let position) = key, !armTallies.indices.contains(position) { continue }
             let histogram = state.processing[key].flatMap { try? LatencyHistogram(counts: $0) } ?? LatencyHistogram()
-            let tally = ExperimentArmTally(devices: devices, processingMS: histogram)
+            var tally = NumberedArmTally(processingMS: histogram)
+            for (device, counts) in devices { tally.record(number: deviceIndex.number(of: device), counts) }
             switch key {
-            case .arm(let position) where armTallies.indices.contains(position): armTallies[position] = tally
-            case .arm: break
-            case .rich: rich = tally
-            case .plain: plain = tally
+            case .arm(let position): armTallies[position] = tally
+            case .rich: richTally = tally
+            case .plain: plainTally = tally
             }
         }
         otherExperiment = state.otherExperiment
@@ -235,12 +244,25 @@ public struct ExperimentTallies: Sendable, Equatable {
     /// notifications); the result equals adding all of them to one tally.
     public mutating func merge(_ other: ExperimentTallies) {
         precondition(other.armIndex == armIndex && other.categories == categories, "tallies of different experiments")
-        for position in armTallies.indices { armTallies[position].merge(other.armTallies[position]) }
-        rich.merge(other.rich)
-        plain.merge(other.plain)
+        let numbers = deviceIndex.renumber(other.deviceIndex)
+        for position in armTallies.indices { armTallies[position].merge(other.armTallies[position], numbers: numbers) }
+        richTally.merge(other.richTally, numbers: numbers)
+        plainTally.merge(other.plainTally, numbers: numbers)
         otherExperiment += other.otherExperiment
         unknownArm += other.unknownArm
         outsideCategories += other.outsideCategories
+    }
+
+    /// Equal counts on the same device ids, however the devices were numbered.
+    public static func == (a: ExperimentTallies, b: ExperimentTallies) -> Bool {
+        a.categories == b.categories && a.armIndex == b.armIndex && a.otherExperiment == b.otherExperiment
+            && a.unknownArm == b.unknownArm && a.outsideCategories == b.outsideCategories
+            && a.rich == b.rich && a.plain == b.plain
+            && a.armIndex.names.indices.allSatisfy { a.arm(at: $0) == b.arm(at: $0) }
+    }
+
+    private func arm(at position: Int) -> ExperimentArmTally {
+        ExperimentArmTally(index: deviceIndex, counts: armTallies[position])
     }
 
     /// Adds counts for a device of an arm directly (tests and simulations); false for an arm
@@ -248,15 +270,15 @@ public struct ExperimentTallies: Sendable, Equatable {
     @discardableResult
     public mutating func record(arm: String, device: String, _ counts: FunnelCounts) -> Bool {
         guard let position = armIndex.position(of: arm) else { return false }
-        armTallies[position].record(device: device, counts)
+        armTallies[position].record(number: deviceIndex.number(of: device), counts)
         return true
     }
 
     /// Adds as-treated counts directly (tests and simulations).
     public mutating func recordAsTreated(_ presentation: Presentation, device: String, _ counts: FunnelCounts) {
         switch presentation {
-        case .rich: rich.record(device: device, counts)
-        case .plain: plain.record(device: device, counts)
+        case .rich: richTally.record(number: deviceIndex.number(of: device), counts)
+        case .plain: plainTally.record(number: deviceIndex.number(of: device), counts)
         }
     }
 }
