@@ -64,12 +64,20 @@ public enum EngagementStore {
     /// Writes one batch's changes. Only inside the caller's transaction, the one that also moves
     /// the checkpoint (the batcher's, the rebuild's): on its own a failure half way would leave
     /// some tables counted and the checkpoint behind, and the retry would count them twice.
-    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, on connection: Connection) throws {
+    /// `deviceRows` (nil: none) gives the stored device rows it knows; returns the changed
+    /// devices' rows after the batch, for the caller's cache once the batch committed.
+    @discardableResult
+    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, deviceRows: DeviceRowCache? = nil,
+                      on connection: Connection) throws -> [DeviceRowCache.DeviceKey: DeviceRowCache.DeviceRows] {
         try saveStates(changes.states, created: changes.created, tables: tables, on: connection)
         try applyEngagement(changes.engagement, tables: tables, on: connection)
         try applyActions(changes.actions, tables: tables, on: connection)
         try applyTelemetry(changes.telemetry, tables: tables, on: connection)
-        try DeviceMomentStore.apply(changes.devices, tables: tables, on: connection)
+        return try DeviceMomentStore.apply(changes.devices, tables: tables, cache: deviceRows, on: connection)
+    }
+
+    public static func devicesAreEmpty(tables: ReadModelTables = .live, on connection: Connection) throws -> Bool {
+        try connection.query("SELECT NOT EXISTS (SELECT 1 FROM \(unsafeSQL: tables.devices))")[0].decode(0, as: Bool.self)
     }
 
     /// Writes `states`: those in `created` (no stored state yet) by binary COPY straight into the
