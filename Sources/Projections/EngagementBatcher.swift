@@ -16,8 +16,9 @@ struct EngagementBatcher: Sendable {
     /// evicted): then a notification missing from the cache is new and needs no lookup.
     /// Nil until checked.
     private var cacheIsComplete: Bool?
-    /// The device rows of the devices folded lately (nil until the table was checked for rows).
-    private var deviceRows: DeviceRowCache?
+    /// The device rows and telemetry histograms written lately (nil until their tables were
+    /// checked for rows).
+    private var caches: (devices: DeviceRowCache, histograms: TelemetryHistogramCache)?
 
     /// Someone else moved the checkpoint (another projector, or a rebuild swapped the model in).
     struct Fenced: Error {}
@@ -43,26 +44,28 @@ struct EngagementBatcher: Sendable {
     /// (0: caught up).
     mutating func process(prefetched: FoldedEvents?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
         let batchSize = self.batchSize
-        let (count, newPosition, states, devices) = try connection.transaction { connection in
+        let (count, newPosition, states, written) = try connection.transaction { connection in
             let checkpoint = try EngagementStore.lockCheckpoint(checkpointName, on: connection)
             guard checkpoint == position else { throw Fenced() }
             let events = try prefetched ?? FoldedEvents(EventStore.read(after: checkpoint, limit: batchSize, on: connection))
-            guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), [DeviceRowCache.DeviceKey: DeviceRowCache.DeviceRows]()) }
+            guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), EngagementStore.Written()) }
             try failpoints.hit("projector.after-read")
             let changes = try fold(events, on: connection)
             try failpoints.hit("projector.after-fold")
-            if deviceRows == nil {
-                deviceRows = DeviceRowCache(limit: cacheLimit, isComplete: try EngagementStore.devicesAreEmpty(tables: tables, on: connection))
+            if caches == nil {
+                caches = (DeviceRowCache(limit: cacheLimit, isComplete: try EngagementStore.isEmpty(tables.devices, on: connection)),
+                          TelemetryHistogramCache(limit: cacheLimit, isComplete: try EngagementStore.isEmpty(tables.telemetry, on: connection)))
             }
-            let devices = try EngagementStore.apply(changes, tables: tables, deviceRows: deviceRows, on: connection)
+            let written = try EngagementStore.apply(changes, tables: tables, caches: caches, on: connection)
             try failpoints.hit("projector.after-apply")
             try EngagementStore.moveCheckpoint(checkpointName, to: last, events: events.eventCount, on: connection)
             try failpoints.hit("projector.before-commit")
-            return (events.eventCount, last, changes.states, devices)
+            return (events.eventCount, last, changes.states, written)
         }
         try failpoints.hit("projector.after-commit")
         position = newPosition
-        deviceRows?.record(devices)
+        caches?.devices.record(written.devices)
+        caches?.histograms.record(written.histograms)
         if cache.count + states.count > cacheLimit {
             cache.removeAll(keepingCapacity: true)
             cacheIsComplete = false
@@ -76,7 +79,7 @@ struct EngagementBatcher: Sendable {
         position = try EngagementStore.checkpoint(checkpointName, on: connection)
         cache.removeAll()
         cacheIsComplete = nil
-        deviceRows = nil
+        caches = nil
     }
 
     private mutating func fold(_ events: FoldedEvents, on connection: Connection) throws -> EngagementChanges {
