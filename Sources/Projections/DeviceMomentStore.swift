@@ -58,15 +58,42 @@ enum DeviceMomentStore {
     /// writes the devices' rows by binary COPY and the sums' changes with one upsert per table.
     /// Runs in the batch's transaction, after the checkpoint's row lock: nobody else writes
     /// these tables meanwhile, so the rows read stay the rows stored until the batch commits.
+    /// `cache` (nil: none) gives the stored rows of the devices it knows; the others are read.
+    /// Returns every row of each changed device after the batch, for the caller to record in its
+    /// cache once the batch committed.
+    @discardableResult
     static func apply(_ changes: [DeviceMomentFold.Key: DeviceCategoryCounts], tables: ReadModelTables,
-                      on connection: Connection) throws {
+                      cache: DeviceRowCache? = nil, on connection: Connection) throws -> [DeviceRowCache.DeviceKey: DeviceRowCache.DeviceRows] {
         let changed = changes.filter { !$0.value.isZero }
-        if changed.isEmpty { return }
-        let stored = try storedRows(ofDevicesIn: changed.keys, tables: tables, on: connection)
+        if changed.isEmpty { return [:] }
+        let stored = try cache?.storedRows(ofDevicesIn: changed.keys) { missing in
+            try storedRows(ofDevices: missing, tables: tables, on: connection)
+        } ?? storedRows(ofDevicesIn: changed.keys, tables: tables, on: connection)
         let deltas = DeviceMomentDeltas(changes: changed, stored: stored)
         try write(deltas.rows, tables: tables, on: connection)
         try addMoments(deltas.moments, tables: tables, on: connection)
         try DevicePairMomentStore.add(deltas.pairs, tables: tables, on: connection)
+        return rowsAfter(deltas.rows, stored: stored)
+    }
+
+    /// Every row of each changed device after the batch: its stored rows with the changed ones
+    /// replaced and those back at 0 removed (an empty set: the device has no rows left).
+    static func rowsAfter(_ changed: [DeviceMomentDeltas.ChangedRow],
+                          stored: [DeviceMomentFold.Key: DeviceMomentDeltas.Row]) -> [DeviceRowCache.DeviceKey: DeviceRowCache.DeviceRows] {
+        var devices: [DeviceRowCache.DeviceKey: DeviceRowCache.DeviceRows] = [:]
+        devices.reserveCapacity(changed.count)
+        for row in changed {
+            devices[DeviceRowCache.DeviceKey(appID: row.key.appID, deviceID: row.key.deviceID)] = [:]
+        }
+        for (key, row) in stored {
+            let device = DeviceRowCache.DeviceKey(appID: key.appID, deviceID: key.deviceID)
+            devices[device]?[key.category] = row
+        }
+        for row in changed {
+            devices[DeviceRowCache.DeviceKey(appID: row.key.appID, deviceID: row.key.deviceID)]?[row.key.category] =
+                row.isZero ? nil : row.counts
+        }
+        return devices
     }
 
     /// Every stored row, in any category, of the devices of `keys` (the pair sums need a changed
@@ -77,11 +104,14 @@ enum DeviceMomentStore {
     static func storedRows(ofDevicesIn keys: some Collection<DeviceMomentFold.Key>, tables: ReadModelTables,
                            on connection: Connection) throws -> [DeviceMomentFold.Key: DeviceMomentDeltas.Row] {
         var seen = Set<DeviceMomentDeltas.DeviceKey>(minimumCapacity: keys.count)
-        var apps: [String] = [], devices: [String] = []
-        for key in keys where seen.insert(DeviceMomentDeltas.DeviceKey(appID: key.appID, deviceID: key.deviceID)).inserted {
-            apps.append(key.appID)
-            devices.append(key.deviceID)
-        }
+        let devices = keys.map { DeviceMomentDeltas.DeviceKey(appID: $0.appID, deviceID: $0.deviceID) }.filter { seen.insert($0).inserted }
+        return try storedRows(ofDevices: devices, tables: tables, on: connection)
+    }
+
+    /// Every stored row, in any category, of `devices` (unique).
+    static func storedRows(ofDevices keys: [DeviceMomentDeltas.DeviceKey], tables: ReadModelTables,
+                           on connection: Connection) throws -> [DeviceMomentFold.Key: DeviceMomentDeltas.Row] {
+        let apps = keys.map(\.appID), devices = keys.map(\.deviceID)
         let result = try connection.query("""
             SELECT t.app_id, t.category, t.device_id, \(fragment: SQL.list(deviceColumns.map { "t.\(identifier: $0)" }))
             FROM unnest(\(apps)::text[], \(devices)::text[]) AS k(app_id, device_id)

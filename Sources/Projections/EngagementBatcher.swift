@@ -16,6 +16,9 @@ struct EngagementBatcher: Sendable {
     /// evicted): then a notification missing from the cache is new and needs no lookup.
     /// Nil until checked.
     private var cacheIsComplete: Bool?
+    /// The device rows and telemetry histograms written lately (nil until their tables were
+    /// checked for rows).
+    private var caches: (devices: DeviceRowCache, histograms: TelemetryHistogramCache)?
 
     /// Someone else moved the checkpoint (another projector, or a rebuild swapped the model in).
     struct Fenced: Error {}
@@ -41,22 +44,28 @@ struct EngagementBatcher: Sendable {
     /// (0: caught up).
     mutating func process(prefetched: FoldedEvents?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
         let batchSize = self.batchSize
-        let (count, newPosition, states) = try connection.transaction { connection -> (Int, LogPosition, [NotificationKey: NotificationState]) in
+        let (count, newPosition, states, written) = try connection.transaction { connection in
             let checkpoint = try EngagementStore.lockCheckpoint(checkpointName, on: connection)
             guard checkpoint == position else { throw Fenced() }
             let events = try prefetched ?? FoldedEvents(EventStore.read(after: checkpoint, limit: batchSize, on: connection))
-            guard let last = events.last else { return (0, checkpoint, [:]) }
+            guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), EngagementStore.Written()) }
             try failpoints.hit("projector.after-read")
             let changes = try fold(events, on: connection)
             try failpoints.hit("projector.after-fold")
-            try EngagementStore.apply(changes, tables: tables, on: connection)
+            if caches == nil {
+                caches = (DeviceRowCache(limit: cacheLimit, isComplete: try EngagementStore.isEmpty(tables.devices, on: connection)),
+                          TelemetryHistogramCache(limit: cacheLimit, isComplete: try EngagementStore.isEmpty(tables.telemetry, on: connection)))
+            }
+            let written = try EngagementStore.apply(changes, tables: tables, caches: caches, on: connection)
             try failpoints.hit("projector.after-apply")
             try EngagementStore.moveCheckpoint(checkpointName, to: last, events: events.eventCount, on: connection)
             try failpoints.hit("projector.before-commit")
-            return (events.eventCount, last, changes.states)
+            return (events.eventCount, last, changes.states, written)
         }
         try failpoints.hit("projector.after-commit")
         position = newPosition
+        caches?.devices.record(written.devices)
+        caches?.histograms.record(written.histograms)
         if cache.count + states.count > cacheLimit {
             cache.removeAll(keepingCapacity: true)
             cacheIsComplete = false
@@ -70,6 +79,7 @@ struct EngagementBatcher: Sendable {
         position = try EngagementStore.checkpoint(checkpointName, on: connection)
         cache.removeAll()
         cacheIsComplete = nil
+        caches = nil
     }
 
     private mutating func fold(_ events: FoldedEvents, on connection: Connection) throws -> EngagementChanges {

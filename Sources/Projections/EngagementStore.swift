@@ -38,7 +38,7 @@ public enum EngagementStore {
     // MARK: States
 
     public static func statesAreEmpty(tables: ReadModelTables = .live, on connection: Connection) throws -> Bool {
-        try connection.query("SELECT NOT EXISTS (SELECT 1 FROM \(unsafeSQL: tables.states))")[0].decode(0, as: Bool.self)
+        try isEmpty(tables.states, on: connection)
     }
 
     public static func loadStates(_ keys: [NotificationKey], tables: ReadModelTables = .live,
@@ -64,12 +64,29 @@ public enum EngagementStore {
     /// Writes one batch's changes. Only inside the caller's transaction, the one that also moves
     /// the checkpoint (the batcher's, the rebuild's): on its own a failure half way would leave
     /// some tables counted and the checkpoint behind, and the retry would count them twice.
-    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, on connection: Connection) throws {
+    /// `caches` (nil: none) give the stored device rows and histograms they know; returns what
+    /// they record once the batch committed.
+    @discardableResult
+    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, caches: (devices: DeviceRowCache, histograms: TelemetryHistogramCache)? = nil,
+                      on connection: Connection) throws -> Written {
         try saveStates(changes.states, created: changes.created, tables: tables, on: connection)
         try applyEngagement(changes.engagement, tables: tables, on: connection)
         try applyActions(changes.actions, tables: tables, on: connection)
-        try applyTelemetry(changes.telemetry, tables: tables, on: connection)
-        try DeviceMomentStore.apply(changes.devices, tables: tables, on: connection)
+        let histograms = try applyTelemetry(changes.telemetry, tables: tables, cache: caches?.histograms, on: connection)
+        let devices = try DeviceMomentStore.apply(changes.devices, tables: tables, cache: caches?.devices, on: connection)
+        return Written(devices: devices, histograms: histograms)
+    }
+
+    /// What `apply` wrote that the batcher's caches record once the batch committed.
+    struct Written {
+        var devices: [DeviceRowCache.DeviceKey: DeviceRowCache.DeviceRows] = [:]
+        /// Nil: the batch removed a telemetry row.
+        var histograms: [EngagementChanges.TelemetryKey: TelemetryHistogramCache.Histograms]? = [:]
+    }
+
+    /// True when `table` (one of `ReadModelTables`' names) has no rows.
+    static func isEmpty(_ table: String, on connection: Connection) throws -> Bool {
+        try connection.query("SELECT NOT EXISTS (SELECT 1 FROM \(unsafeSQL: table))")[0].decode(0, as: Bool.self)
     }
 
     /// Writes `states`: those in `created` (no stored state yet) by binary COPY straight into the
@@ -173,10 +190,15 @@ public enum EngagementStore {
             """)
     }
 
+    /// `cache` (nil: none) gives the stored histograms it knows; the others are read. Returns the
+    /// histograms written, for the caller's cache once the batch committed, or nil when the batch
+    /// removed a row (the cache must forget).
+    @discardableResult
     static func applyTelemetry(_ deltas: [EngagementChanges.TelemetryKey: EngagementChanges.TelemetryDelta],
-                               tables: ReadModelTables, on connection: Connection) throws {
+                               tables: ReadModelTables, cache: TelemetryHistogramCache? = nil,
+                               on connection: Connection) throws -> [EngagementChanges.TelemetryKey: TelemetryHistogramCache.Histograms]? {
         let changed = Array(deltas.filter { $0.value != EngagementChanges.TelemetryDelta() })
-        if changed.isEmpty { return }
+        if changed.isEmpty { return [:] }
         var apps: [String] = [], categories: [String] = [], kinds: [String] = [], days: [String] = []
         var counts: [[Int64]] = Array(repeating: [], count: 12)
         var downloads: [String] = [], processing: [String] = []
@@ -186,15 +208,26 @@ public enum EngagementStore {
             kinds.append(key.bucket.attachmentKind.rawValue)
             days.append(key.bucket.day.description)
         }
-        let stored = try storedHistograms(apps: apps, categories: categories, kinds: kinds, days: days, tables: tables, on: connection)
-        for (index, (_, delta)) in changed.enumerated() {
+        let stored = try cache.map { cache in
+            let (known, unknown) = cache.lookup(changed.map(\.key))
+            if unknown.isEmpty { return known }
+            let read = try storedHistograms(apps: unknown.map { apps[$0] }, categories: unknown.map { categories[$0] },
+                                            kinds: unknown.map { kinds[$0] }, days: unknown.map { days[$0] }, tables: tables, on: connection)
+            return known.merging(read.map { (unknown[$0.key], $0.value) }) { cached, _ in cached }
+        } ?? storedHistograms(apps: apps, categories: categories, kinds: kinds, days: days, tables: tables, on: connection)
+        var written: [EngagementChanges.TelemetryKey: TelemetryHistogramCache.Histograms] = [:]
+        for (index, (key, delta)) in changed.enumerated() {
             let c = delta.counters
             let values = [c.delivered, c.outcomes[.attached] ?? 0, c.outcomes[.timeout] ?? 0, c.outcomes[.tooLarge] ?? 0,
                           c.outcomes[.unsupportedFormat] ?? 0, c.outcomes[.downloadFailed] ?? 0, c.outcomes[.notRequested] ?? 0,
                           c.timeWillExpire, c.cacheHits, c.networkFetches, c.bytes, c.bytesReported]
             for (index, value) in values.enumerated() { counts[index].append(Int64(value)) }
-            downloads.append(arrayLiteral(adding: delta.downloadBuckets, to: stored[index]?.downloads ?? []))
-            processing.append(arrayLiteral(adding: delta.processingBuckets, to: stored[index]?.processing ?? []))
+            let histograms = TelemetryHistogramCache.Histograms(
+                downloads: adding(delta.downloadBuckets, to: stored[index]?.downloads ?? []),
+                processing: adding(delta.processingBuckets, to: stored[index]?.processing ?? []))
+            written[key] = histograms
+            downloads.append(arrayLiteral(histograms.downloads))
+            processing.append(arrayLiteral(histograms.processing))
         }
         try connection.execute("""
             INSERT INTO \(unsafeSQL: tables.telemetry) AS t
@@ -225,12 +258,13 @@ public enum EngagementStore {
                 download_ms_histogram = EXCLUDED.download_ms_histogram,
                 processing_ms_histogram = EXCLUDED.processing_ms_histogram
             """)
-        try connection.execute("""
+        let removed = try connection.execute("""
             DELETE FROM \(unsafeSQL: tables.telemetry) t
             USING unnest(\(apps)::text[], \(categories)::text[], \(kinds)::text[], \(days)::date[]) AS k(app_id, category, attachment_kind, day)
             WHERE t.app_id = k.app_id AND t.category = k.category AND t.attachment_kind = k.attachment_kind
               AND t.day = k.day AND t.delivered = 0
             """)
+        return removed == 0 ? written : nil
     }
 
     /// The stored histograms of the given telemetry rows, by the rows' index in the arrays, locked
@@ -241,7 +275,7 @@ public enum EngagementStore {
     /// the rewritten rows cost about 0.3 s a batch on the benchmark's log, as much as the rest of
     /// the batch's writes.
     static func storedHistograms(apps: [String], categories: [String], kinds: [String], days: [String],
-                                 tables: ReadModelTables, on connection: Connection) throws -> [Int: (downloads: [Int64], processing: [Int64])] {
+                                 tables: ReadModelTables, on connection: Connection) throws -> [Int: TelemetryHistogramCache.Histograms] {
         let rows = try connection.query("""
             SELECT k.n, t.download_ms_histogram, t.processing_ms_histogram
             FROM \(unsafeSQL: tables.telemetry) t
@@ -250,22 +284,26 @@ public enum EngagementStore {
               USING (app_id, category, attachment_kind, day)
             FOR UPDATE OF t
             """)
-        var stored: [Int: (downloads: [Int64], processing: [Int64])] = [:]
+        var stored: [Int: TelemetryHistogramCache.Histograms] = [:]
         for row in rows.rows {
-            stored[try row.decode(0, as: Int.self) - 1] = (try row.decode(1), try row.decode(2))
+            stored[try row.decode(0, as: Int.self) - 1] = TelemetryHistogramCache.Histograms(downloads: try row.decode(1), processing: try row.decode(2))
         }
         return stored
     }
 
-    /// `stored` plus the dense counts up to the highest bucket `buckets` uses, as an array literal
-    /// (`{0,0,3,-1}`): as long as the longer of the two, as `engage_add_counts` adds them.
-    static func arrayLiteral(adding buckets: [Int: Int64], to stored: [Int64]) -> String {
+    /// `stored` plus the dense counts up to the highest bucket `buckets` uses: as long as the
+    /// longer of the two, as `engage_add_counts` adds them.
+    static func adding(_ buckets: [Int: Int64], to stored: [Int64]) -> [Int64] {
         let used = buckets.filter { $0.value != 0 }
         let length = max(stored.count, (used.keys.max() ?? -1) + 1)
-        if length == 0 { return "{}" }
         var dense = stored + [Int64](repeating: 0, count: length - stored.count)
         for (index, count) in used { dense[index] += count }
-        return "{" + dense.map(String.init).joined(separator: ",") + "}"
+        return dense
+    }
+
+    /// An array literal (`{0,0,3,-1}`).
+    static func arrayLiteral(_ counts: [Int64]) -> String {
+        "{" + counts.map(String.init).joined(separator: ",") + "}"
     }
 }
 

@@ -267,8 +267,8 @@ struct ProjectorTests {
             let stored = (0..<Int(random.next() % 6)).map { _ in Int64(random.next() % 7) - 2 }
             var buckets: [Int: Int64] = [:]
             for _ in 0..<Int(random.next() % 4) { buckets[Int(random.next() % 8)] = Int64(random.next() % 5) - 2 }
-            let delta = EngagementStore.arrayLiteral(adding: buckets, to: [])
-            let mine = EngagementStore.arrayLiteral(adding: buckets, to: stored)
+            let delta = EngagementStore.arrayLiteral(EngagementStore.adding(buckets, to: []))
+            let mine = EngagementStore.arrayLiteral(EngagementStore.adding(buckets, to: stored))
             let theirs = try await pool.withConnection { connection in
                 try connection.query("SELECT engage_add_counts(\(stored)::int8[], \(delta)::int8[])::text")[0].decode(0, as: String.self)
             }
