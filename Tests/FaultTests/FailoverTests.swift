@@ -161,6 +161,24 @@ struct FailoverTests {
             try await run.expectServicesCarryOn(round: "1")
         }
     }
+
+    /// A formation a test left stuck (here the secondary's keeper frozen: it never reports
+    /// again, so the formation is never stable) is not waited on by the next test: that one gets
+    /// a new formation, stable, and the stuck one's processes and directory are gone.
+    @Test(.timeLimit(.minutes(8)))
+    func aFormationLeftStuckIsRebuiltForTheNextTest() async throws {
+        let stuck = try await offPool { try AutoFailoverFormation.stableShared() }
+        let primary = try await offPool { try stuck.waitUntilStable() }
+        let secondary = try #require(stuck.nodes.first { $0 != primary })
+        _ = try await offPool { try stuck.freezeKeeper(secondary) }
+        #expect(!stuck.processes().isEmpty)
+        let next = try await offPool { try AutoFailoverFormation.stableShared(timeout: .seconds(30)) }
+        #expect(next !== stuck && next.directory != stuck.directory)
+        #expect(stuck.processes().isEmpty, "processes of the stuck formation still run")
+        #expect(!FileManager.default.fileExists(atPath: stuck.directory))
+        #expect(try await offPool { try AutoFailoverFormation.shared() } === next)
+        #expect(!next.processes().isEmpty)
+    }
 }
 
 /// One test's engage serve (projector and scheduler on) and its load, on the shared formation.

@@ -581,17 +581,23 @@ public final class AutoFailoverFormation: Sendable {
         }.joined(separator: "\n")
     }
 
+    /// The running processes of the formation: keepers, their services, the servers they
+    /// started, recognised by the environment ``command(_:)`` gives them all.
+    public func processes() -> [Int32] {
+        let marker = "XDG_RUNTIME_DIR=\(directory)/run"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
+            pid != getpid() && LocalSystem.isRunning(pid)
+                && ((FileHandle(forReadingAtPath: "/proc/\(pid)/environ")?.readDataToEndOfFile())
+                    .map { $0.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == marker } } ?? false)
+        }
+    }
+
     /// Stops every process of the formation now (found as ``watchForExit()`` finds them) and
     /// deletes its directory.
     func tearDown() {
         keepers.withLock { $0.removeAll() }
-        let marker = "XDG_RUNTIME_DIR=\(directory)/run"
         for _ in 0..<10 {
-            let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
-                pid != getpid() && LocalSystem.isRunning(pid)
-                    && ((FileHandle(forReadingAtPath: "/proc/\(pid)/environ")?.readDataToEndOfFile())
-                        .map { $0.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == marker } } ?? false)
-            }
+            let pids = processes()
             if pids.isEmpty { break }
             for pid in pids { Glibc.kill(pid, SIGSTOP) }
             for pid in pids { Glibc.kill(pid, SIGKILL) }
