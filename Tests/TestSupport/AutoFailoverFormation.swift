@@ -293,11 +293,12 @@ public final class AutoFailoverFormation: Sendable {
     /// stable again. Blocking.
     ///
     /// A switchover that fails is not the end: the monitor refuses one while it is busy with a
-    /// failover, and `pg_autoctl` exits non-zero when its own wait fails (2.0 exits 12,
-    /// `EXIT_CODE_INTERNAL_ERROR`, after its `get_nodes` call with an empty group and no
-    /// notification of the new primary within `--wait`) even where the monitor goes on and
-    /// completes it. So it waits until the formation is stable again; the primary changed means
-    /// done, the same primary means it is asked again, all within `timeout`.
+    /// failover (`pg_autoctl` 2.0 exits 6, `EXIT_CODE_MONITOR`), and `pg_autoctl` exits 12
+    /// (`EXIT_CODE_INTERNAL_ERROR`) when its own wait fails (its `get_nodes` call with an empty
+    /// group errors, and no notification of the new primary came within `--wait`), whether or
+    /// not the monitor completes it (cli_perform.c). So it waits until the formation is stable
+    /// again; the primary changed means done, the same primary means it is asked again, all
+    /// within `timeout`.
     @discardableResult
     public func switchover(timeout: Duration = .seconds(300)) throws -> Node {
         let deadline = ContinuousClock.now + timeout
@@ -316,7 +317,8 @@ public final class AutoFailoverFormation: Sendable {
             let after: Node
             do { after = try waitUntilStable(timeout: remaining()) } catch {
                 throw FormationError("the switchover from \(before) did not leave a stable formation within \(timeout) "
-                                     + "(attempt \(attempt), pg_autoctl exit \(outcome.status)):\n\(outcome.output.suffix(3000))\n\(error)")
+                                     + "(attempt \(attempt), pg_autoctl exit \(outcome.status)):\n\(outcome.output.suffix(3000))\n"
+                                     + "\(serverProcesses())\n\(error)")
             }
             if after != before { return after }
             guard remaining() > .zero else {
