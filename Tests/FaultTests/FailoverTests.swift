@@ -25,7 +25,7 @@ struct FailoverTests {
     func aKilledPrimaryFailsOverAndBackUnderLoadWithNothingLost() async throws {
         try await FailoverRun.with(label: "failover") { run in
             for round in 1...2 {
-                let primary = try await offPool { try run.formation.waitUntilSettled() }
+                let primary = try await offPool { try run.formation.waitUntilStable() }
                 try await offPool { try run.formation.kill(primary) }
                 let killed = ContinuousClock.now
                 try await run.load.waitForAcknowledgements(1, timeout: .seconds(120))
@@ -46,7 +46,7 @@ struct FailoverTests {
     @Test(.timeLimit(.minutes(8)))
     func losingTheSecondaryTimesCommitsOutThenTheyResume() async throws {
         try await FailoverRun.with(label: "secondary", options: ["--commit-timeout", "1"]) { run in
-            let primary = try await offPool { try run.formation.waitUntilSettled() }
+            let primary = try await offPool { try run.formation.waitUntilStable() }
             let secondary = try #require(run.formation.nodes.first { $0 != primary })
             try await offPool { try run.formation.kill(secondary) }
             try await run.waitFor("commits to time out while the primary waits for its lost standby") {
@@ -67,7 +67,7 @@ struct FailoverTests {
     /// writers commit out of order on the primary, and reads there say so.
     @Test(.timeLimit(.minutes(6)))
     func theSecondaryIsReadGaplesslyAndSaysSo() async throws {
-        let formation = try await offPool { try AutoFailoverFormation.shared() }
+        let formation = try await offPool { try AutoFailoverFormation.stableShared() }
         let primary = try await offPool { try formation.waitUntilSettled() }
         let secondary = try #require(formation.nodes.first { $0 != primary })
         let writer = ConnectionPool(configuration: formation.database, size: 1)
@@ -112,14 +112,15 @@ struct FailoverTests {
         await readerPool.close()
     }
 
-    /// `pg_autoctl perform switchover` while the load runs.
+    /// `pg_autoctl perform switchover` while the load runs, from a stable formation (asked again
+    /// if the monitor refuses it or undoes it: ``AutoFailoverFormation/switchover(timeout:)``).
     @Test(.timeLimit(.minutes(8)))
     func aPlannedSwitchoverUnderLoadLosesNothing() async throws {
         try await FailoverRun.with(label: "switchover") { run in
-            let primary = try await offPool { try run.formation.waitUntilSettled() }
-            try await offPool { try run.formation.switchover() }
+            let primary = try await offPool { try run.formation.waitUntilStable() }
+            let promoted = try await offPool { try run.formation.switchover() }
             let settled = try await offPool { try run.formation.waitUntilSettled() }
-            #expect(settled != primary, "\(primary) is still primary after the switchover")
+            #expect(settled == promoted && settled != primary, "\(primary) is still primary after the switchover")
             try await run.expectServicesCarryOn(round: "1")
         }
     }
@@ -133,7 +134,7 @@ struct FailoverTests {
     @Test(.timeLimit(.minutes(8)))
     func aSwitchoverWhileTheOldPrimaryStillTakesCommitsThatSkipTheirWaitLosesNothing() async throws {
         try await FailoverRun.with(label: "split") { run in
-            let primary = try await offPool { try run.formation.waitUntilSettled() }
+            let primary = try await offPool { try run.formation.waitUntilStable() }
             let checkpointer = try await offPool { try run.formation.skipSynchronousWaits(on: primary) }
             let keeper = try await offPool { try run.formation.freezeKeeper(primary) }
             var frozen = true
@@ -160,6 +161,24 @@ struct FailoverTests {
             try await run.expectServicesCarryOn(round: "1")
         }
     }
+
+    /// A formation a test left stuck (here the secondary's keeper frozen: it never reports
+    /// again, so the formation is never stable) is not waited on by the next test: that one gets
+    /// a new formation, stable, and the stuck one's processes and directory are gone.
+    @Test(.timeLimit(.minutes(8)))
+    func aFormationLeftStuckIsRebuiltForTheNextTest() async throws {
+        let stuck = try await offPool { try AutoFailoverFormation.stableShared() }
+        let primary = try await offPool { try stuck.waitUntilStable() }
+        let secondary = try #require(stuck.nodes.first { $0 != primary })
+        _ = try await offPool { try stuck.freezeKeeper(secondary) }
+        #expect(!stuck.processes().isEmpty)
+        let next = try await offPool { try AutoFailoverFormation.stableShared(timeout: .seconds(30)) }
+        #expect(next !== stuck && next.directory != stuck.directory)
+        #expect(stuck.processes().isEmpty, "processes of the stuck formation still run")
+        #expect(!FileManager.default.fileExists(atPath: stuck.directory))
+        #expect(try await offPool { try AutoFailoverFormation.shared() } === next)
+        #expect(!next.processes().isEmpty)
+    }
 }
 
 /// One test's engage serve (projector and scheduler on) and its load, on the shared formation.
@@ -176,8 +195,7 @@ struct FailoverRun {
     /// Starts engage and the load, runs `body`, then stops both and checks the log against what
     /// the clients were told.
     static func with(label: String, options: [String] = [], _ body: (FailoverRun) async throws -> Void) async throws {
-        let formation = try await offPool { try AutoFailoverFormation.shared() }
-        _ = try await offPool { try formation.waitUntilSettled() }
+        let formation = try await offPool { try AutoFailoverFormation.stableShared() }
         let workspace = try FaultWorkspace(label)
         defer { workspace.remove() }
         let pool = ConnectionPool(configuration: formation.database, size: 2)

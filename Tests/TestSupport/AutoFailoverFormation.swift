@@ -50,8 +50,17 @@ public final class AutoFailoverFormation: Sendable {
         public var name: String
         public var reported: String
         public var assigned: String
+        /// The monitor's last health check of the node connected (`health = 1`).
+        public var healthy: Bool
+        /// When the monitor last checked the node's health, and when its keeper last reported
+        /// (the monitor's clock, as text: only compared, never read as a time).
+        var checkedAt: String
+        var reportedAt: String
 
-        public var description: String { "\(name) \(reported)/\(assigned)" }
+        public var description: String { "\(name) \(reported)/\(assigned)\(healthy ? "" : " (unhealthy)")" }
+
+        /// Everything but the times: what must not change while the formation is stable.
+        var role: [String] { [name, reported, assigned, String(healthy)] }
     }
 
     public static let databaseName = "engage"
@@ -64,22 +73,46 @@ public final class AutoFailoverFormation: Sendable {
     let binaryDirectory: String
     private let keepers = Mutex<[String: ChildProcess]>([:])
 
-    private static let instance = Mutex<Result<AutoFailoverFormation, Error>?>(nil)
+    private static let instance = Mutex<(formation: Result<AutoFailoverFormation, Error>?, builds: Int)>((nil, 0))
 
     /// The formation of this test process, built on first use (blocking: call it off the pool).
     public static func shared() throws -> AutoFailoverFormation {
         try instance.withLock { instance in
-            if instance == nil { instance = Result { try AutoFailoverFormation(settings: Settings()) } }
-            return try instance!.get()
+            if instance.formation == nil { instance = (Result { try AutoFailoverFormation(settings: Settings()) }, 1) }
+            return try instance.formation!.get()
         }
     }
 
-    /// Builds and starts a formation; returns once its primary has a synchronous secondary and the
-    /// engage database is migrated.
-    public init(settings: Settings) throws {
+    /// The formation of this test process, stable (``waitUntilStable(observations:timeout:)``),
+    /// for a test to start from. One that does not get stable within `timeout` (a previous test
+    /// left it stuck: a node that never converges to its assigned state) is torn down and a new
+    /// one built in its place; the test log says which happened. Blocking.
+    public static func stableShared(timeout: Duration = .seconds(120)) throws -> AutoFailoverFormation {
+        let formation = try shared()
+        do {
+            try formation.waitUntilStable(timeout: timeout)
+            return formation
+        } catch {
+            print("formation: not stable within \(timeout), rebuilding it; \(error)\n\(formation.diagnostics())")
+        }
+        return try instance.withLock { instance in
+            if case .success(let current) = instance.formation, current === formation {
+                formation.tearDown()
+                let builds = instance.builds + 1
+                instance = (Result { try AutoFailoverFormation(settings: Settings(), directory: "/tmp/engage-paf-\(getpid())-\(builds)") }, builds)
+            }
+            let rebuilt = try instance.formation!.get()
+            print("formation: rebuilt in \(rebuilt.directory)")
+            return rebuilt
+        }
+    }
+
+    /// Builds and starts a formation in `directory` (deleted first); returns once its primary has
+    /// a synchronous secondary and the engage database is migrated.
+    public init(settings: Settings, directory: String = "/tmp/engage-paf-\(getpid())") throws {
         self.settings = settings
         binaryDirectory = try Self.serverWithExtension()
-        directory = "/tmp/engage-paf-\(getpid())"
+        self.directory = directory
         let ports = try LocalSystem.freePorts(3)
         monitorPort = ports[0]
         nodes = [Node(name: "node1", port: ports[1], dataDirectory: directory + "/node1"),
@@ -129,8 +162,13 @@ public final class AutoFailoverFormation: Sendable {
     public func states() throws -> [NodeState] {
         let connection = try Connection(configuration: monitorDatabase)
         defer { connection.close() }
-        return try connection.query("SELECT nodename, reportedstate::text, goalstate::text FROM pgautofailover.node ORDER BY nodeid")
-            .rows.map { NodeState(name: try $0.decode(0), reported: try $0.decode(1), assigned: try $0.decode(2)) }
+        return try connection.query("""
+            SELECT nodename, reportedstate::text, goalstate::text, health = 1, healthchecktime::text, reporttime::text
+            FROM pgautofailover.node ORDER BY nodeid
+            """).rows.map { row in
+                NodeState(name: try row.decode(0), reported: try row.decode(1), assigned: try row.decode(2),
+                          healthy: try row.decode(3), checkedAt: try row.decode(4), reportedAt: try row.decode(5))
+            }
     }
 
     /// Waits until one node is primary and the other its synchronous secondary, both as reported
@@ -140,15 +178,58 @@ public final class AutoFailoverFormation: Sendable {
     public func waitUntilSettled(primary expected: Node? = nil, timeout: Duration = .seconds(180)) throws -> Node {
         var primary: Node?
         try waitForStates(timeout: timeout) { states in
-            guard let found = states.first(where: { $0.reported == "primary" && $0.assigned == "primary" }),
-                  states.contains(where: { $0.reported == "secondary" && $0.assigned == "secondary" }),
-                  let node = self.node(named: found.name), expected == nil || expected == node,
+            guard let node = settledPrimary(states), expected == nil || expected == node,
                   (try? self.hasSynchronousStandby(node)) == true
             else { return false }
             primary = node
             return true
         }
         return primary!
+    }
+
+    /// Waits until the formation is settled (``waitUntilSettled(primary:timeout:)``) and has
+    /// stayed so, every node healthy and in its assigned state, with no change at all, for
+    /// `observations` health checks of every node by the monitor and at least one report of
+    /// every keeper; returns the primary. Settled alone is a single look: on a starved machine
+    /// the monitor may be about to act on a late health check or a silent keeper, and a planned
+    /// operation (a switchover, a kill) started then meets a failover under way. Counting the
+    /// monitor's own checks waits for its pace, whatever the machine's. Blocking.
+    @discardableResult
+    public func waitUntilStable(observations: Int = 3, timeout: Duration = .seconds(180)) throws -> Node {
+        let started = ContinuousClock.now
+        var quiet: (roles: [[String]], checks: [String: Set<String>], reports: [String: Set<String>])?
+        var primary: Node?
+        try waitForStates(timeout: timeout) { states in
+            guard let node = settledPrimary(states), states.allSatisfy({ $0.healthy && $0.reported == $0.assigned }) else {
+                quiet = nil
+                return false
+            }
+            if quiet?.roles != states.map(\.role) { quiet = (states.map(\.role), [:], [:]) }
+            for state in states {
+                quiet!.checks[state.name, default: []].insert(state.checkedAt)
+                quiet!.reports[state.name, default: []].insert(state.reportedAt)
+            }
+            // The first look's times were set before the quiet stretch began: one more of each.
+            guard states.allSatisfy({ quiet!.checks[$0.name]!.count > observations && quiet!.reports[$0.name]!.count > 1 }) else {
+                return false
+            }
+            guard (try? self.hasSynchronousStandby(node)) == true else {
+                quiet = nil
+                return false
+            }
+            primary = node
+            return true
+        }
+        print("formation: stable with \(primary!) primary (\(observations) health checks unchanged) after \(ContinuousClock.now - started)")
+        return primary!
+    }
+
+    /// The node that is primary, reported and assigned, beside a secondary, reported and assigned.
+    private func settledPrimary(_ states: [NodeState]) -> Node? {
+        guard let found = states.first(where: { $0.reported == "primary" && $0.assigned == "primary" }),
+              states.contains(where: { $0.reported == "secondary" && $0.assigned == "secondary" })
+        else { return nil }
+        return node(named: found.name)
     }
 
     /// Waits until the monitor has made a node other than `previous` primary and the node says
@@ -207,10 +288,44 @@ public final class AutoFailoverFormation: Sendable {
         try startKeeper(name: node.name, ["run", "--pgdata", node.dataDirectory])
     }
 
-    /// `pg_autoctl perform switchover`: the monitor makes the secondary primary and the primary
-    /// its secondary. Blocking until the monitor reports it done.
-    public func switchover() throws {
-        try run(["perform", "switchover", "--pgdata", directory + "/monitor", "--wait", "120"], what: "perform a switchover")
+    /// `pg_autoctl perform switchover` from a stable formation: the monitor makes the secondary
+    /// primary and the primary its secondary. Returns the new primary once the formation is
+    /// stable again. Blocking.
+    ///
+    /// A switchover that fails is not the end: the monitor refuses one while it is busy with a
+    /// failover (`pg_autoctl` 2.0 exits 6, `EXIT_CODE_MONITOR`), and `pg_autoctl` exits 12
+    /// (`EXIT_CODE_INTERNAL_ERROR`) when its own wait fails (its `get_nodes` call with an empty
+    /// group errors, and no notification of the new primary came within `--wait`), whether or
+    /// not the monitor completes it (cli_perform.c). So it waits until the formation is stable
+    /// again; the primary changed means done, the same primary means it is asked again, all
+    /// within `timeout`.
+    @discardableResult
+    public func switchover(timeout: Duration = .seconds(300)) throws -> Node {
+        let deadline = ContinuousClock.now + timeout
+        func remaining() -> Duration { max(deadline - ContinuousClock.now, .zero) }
+        let before = try waitUntilStable(timeout: remaining())
+        var attempt = 0
+        while true {
+            attempt += 1
+            let wait = max(1, min(120, Int(remaining().components.seconds)))
+            let outcome = try ProcessRunner.run(["/usr/bin/timeout", String(wait + 30)]
+                                                + command(["perform", "switchover", "--pgdata", directory + "/monitor", "--wait", String(wait)]))
+            if outcome.status != 0 {
+                let said = outcome.output.split(separator: "\n").filter { $0.contains("ERROR") }.suffix(3).joined(separator: " / ")
+                print("formation: switchover attempt \(attempt) from \(before) exited \(outcome.status) (\(said)); waiting for it to be stable")
+            }
+            let after: Node
+            do { after = try waitUntilStable(timeout: remaining()) } catch {
+                throw FormationError("the switchover from \(before) did not leave a stable formation within \(timeout) "
+                                     + "(attempt \(attempt), pg_autoctl exit \(outcome.status)):\n\(outcome.output.suffix(3000))\n"
+                                     + "\(serverProcesses())\n\(error)")
+            }
+            if after != before { return after }
+            guard remaining() > .zero else {
+                throw FormationError("\(before) still primary after \(attempt) switchover attempts within \(timeout):\n\(outcome.output.suffix(3000))")
+            }
+            print("formation: \(before) still primary after switchover attempt \(attempt); asking again")
+        }
     }
 
     // MARK: Split brain
@@ -438,6 +553,7 @@ public final class AutoFailoverFormation: Sendable {
             parts.append("--- monitor events unavailable: \(error)")
         }
         parts.append(keeperLogs(lines: lines))
+        parts.append(serverProcesses())
         for (name, dataDirectory) in [("monitor", directory + "/monitor")] + nodes.map({ ($0.name, $0.dataDirectory) }) {
             let logDirectory = dataDirectory + "/log"
             let newest = ((try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []).sorted().last
@@ -448,6 +564,48 @@ public final class AutoFailoverFormation: Sendable {
             parts.append("--- \(name) server log \(path)\n" + telling.suffix(lines * 3).joined(separator: "\n"))
         }
         return parts.joined(separator: "\n")
+    }
+
+    /// Each node's postmaster and its children with their state (R running, S sleeping, D
+    /// uninterruptible, T stopped) and process title: what a server that does not shut down
+    /// waits for.
+    func serverProcesses() -> String {
+        nodes.map { node in
+            let pidFile = node.dataDirectory + "/postmaster.pid"
+            guard let postmaster = (try? String(contentsOfFile: pidFile, encoding: .utf8))?.split(separator: "\n").first.flatMap({ Int32($0) }),
+                  LocalSystem.isRunning(postmaster) else { return "--- \(node.name) processes: no running postmaster" }
+            let lines = LocalSystem.processTree(of: postmaster).map { pid in
+                let title = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
+                    .replacingOccurrences(of: "\0", with: " ") ?? "?"
+                return "\(pid) \(LocalSystem.state(of: pid) ?? "gone") \(title)"
+            }
+            return "--- \(node.name) processes\n" + lines.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// The running processes of the formation: keepers, their services, the servers they
+    /// started, recognised by the environment ``command(_:)`` gives them all.
+    public func processes() -> [Int32] {
+        let marker = "XDG_RUNTIME_DIR=\(directory)/run"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
+            pid != getpid() && LocalSystem.isRunning(pid)
+                && ((FileHandle(forReadingAtPath: "/proc/\(pid)/environ")?.readDataToEndOfFile())
+                    .map { $0.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == marker } } ?? false)
+        }
+    }
+
+    /// Stops every process of the formation now (found as ``watchForExit()`` finds them) and
+    /// deletes its directory.
+    func tearDown() {
+        keepers.withLock { $0.removeAll() }
+        for _ in 0..<10 {
+            let pids = processes()
+            if pids.isEmpty { break }
+            for pid in pids { Glibc.kill(pid, SIGSTOP) }
+            for pid in pids { Glibc.kill(pid, SIGKILL) }
+            for _ in 0..<100 where pids.contains(where: LocalSystem.isRunning) { usleep(10_000) }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// A detached shell that, once this process is gone, kills every process of the formation

@@ -35,6 +35,11 @@ public enum LocalSystem {
         try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")
     }
 
+    /// The one-letter state of /proc/PID/stat (R, S, D, T, Z...), nil once gone.
+    public static func state(of pid: Int32) -> String? {
+        stat(of: pid)?.first.map(String.init)
+    }
+
     public static func isZombie(_ pid: Int32) -> Bool {
         stat(of: pid)?.first == "Z"
     }
