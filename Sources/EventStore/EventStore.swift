@@ -199,15 +199,19 @@ public struct EventStore: Sendable {
         try connection.execute("SELECT pg_logical_emit_message(true, 'engage', 'duplicates found')")
     }
 
-    /// Created once per session (the database role needs the TEMPORARY privilege, which PUBLIC
-    /// has unless revoked); its rows last until the transaction ends. The version in the name
-    /// keeps a session shared by two engage versions (through a pooler) from reusing a layout.
+    /// Created in the transaction that uses it and dropped when it commits (the database role
+    /// needs the TEMPORARY privilege, which PUBLIC has unless revoked). No session may end holding
+    /// a temporary table: PostgreSQL drops what is left in a transaction of its own as the session
+    /// ends, that commit waits for the synchronous standby like any other, and once the standby
+    /// has been promoted (a switchover) the old primary's backend never exits, so its shutdown
+    /// never finishes. The version in the name keeps two engage versions sharing a session
+    /// (through a pooler) from reusing a layout.
     static let createStaging: SQL = """
         CREATE TEMPORARY TABLE IF NOT EXISTS engage_append_staging_v1 (
             ordinal bigint GENERATED ALWAYS AS IDENTITY,
             event_id uuid, app_id text, notification_id text, type text, category text, device_id text,
             occurred_at timestamptz, experiment_id text, experiment_arm text, payload jsonb
-        ) ON COMMIT DELETE ROWS
+        ) ON COMMIT DROP
         """
 
     private typealias RowRef = (id: EventID, batch: Int, row: Int)

@@ -72,7 +72,6 @@ public struct LogRestorer: Sendable {
                 let stopwatch = Stopwatch()
                 try connection.execute("SET DateStyle = 'ISO, YMD'")
                 defer { _ = try? connection.execute("RESET DateStyle") }
-                try connection.execute(Self.createStaging)
                 var counter = ProgressCounter(total: total, report: progress)
                 var days: [Day] = []
                 for entry in manifest.days {
@@ -139,6 +138,9 @@ public struct LogRestorer: Sendable {
                            on connection: Connection) throws -> (rows: Int, candidates: Int, stored: Int) {
         let dayEnd = day.adding(microseconds: Timestamp.microsecondsPerDay)
         return try connection.transaction { connection in
+            // Made per transaction, as the event store's staging is: a session ending with a
+            // temporary table can hang (EventStore's `createStaging`).
+            try connection.execute(Self.createStaging)
             let copied = try connection.copyIn(Self.stagingCopy, data: rows)
             let outside = try connection.query("""
                 SELECT count(*) FROM engage_restore_staging_v1
@@ -181,7 +183,7 @@ public struct LogRestorer: Sendable {
             position bigint, transaction_id xid8, event_id uuid, app_id text, notification_id text, type text,
             category text, device_id text, occurred_at timestamptz, recorded_at timestamptz, experiment_id text,
             experiment_arm text, payload jsonb
-        ) ON COMMIT DELETE ROWS
+        ) ON COMMIT DROP
         """
 
     static let stagingCopy: SQL = """

@@ -160,9 +160,11 @@ enum DeviceMomentStore {
                 """, data: inserted.finish())
         }
         if updated.rowCount > 0 {
+            // Dropped when the transaction commits, never left to the session's end (EventStore's
+            // `createStaging` says why).
             try connection.execute("""
                 CREATE TEMP TABLE IF NOT EXISTS staged_devices (app_id text, category text, device_id text,
-                    \(fragment: SQL.list(deviceColumns.map { "\(identifier: $0) bigint" }))) ON COMMIT DELETE ROWS
+                    \(fragment: SQL.list(deviceColumns.map { "\(identifier: $0) bigint" }))) ON COMMIT DROP
                 """)
             try connection.copyIn("COPY staged_devices FROM STDIN (FORMAT binary)", data: updated.finish())
             try connection.execute("""

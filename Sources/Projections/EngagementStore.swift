@@ -115,10 +115,11 @@ public enum EngagementStore {
                                   data: inserted.finish())
         }
         if updates == 0 { return }
-        // Binary COPY into a per-session staging table, then one upsert: no array literals to build
-        // or parse for what is the largest part of each batch.
+        // Binary COPY into a staging table, then one upsert: no array literals to build or parse for
+        // what is the largest part of each batch. The table lasts until the transaction commits,
+        // never the session (EventStore's `createStaging` says why).
         try connection.execute("""
-            CREATE TEMP TABLE IF NOT EXISTS staged_states_v2 (app_id text, notification_id text, state bytea) ON COMMIT DELETE ROWS
+            CREATE TEMP TABLE IF NOT EXISTS staged_states_v2 (app_id text, notification_id text, state bytea) ON COMMIT DROP
             """)
         try connection.copyIn("COPY staged_states_v2 FROM STDIN (FORMAT binary)", data: updated.finish())
         try connection.execute("""

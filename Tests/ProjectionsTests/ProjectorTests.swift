@@ -96,6 +96,30 @@ struct ProjectorTests {
         #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'") == items.count)
     }
 
+    /// A session that ends holding a temporary table drops it in a transaction of its own, whose
+    /// commit waits for the synchronous standby; once a switchover has promoted that standby, the
+    /// old primary's backend never exits and its shutdown hangs. So the projector's staging tables
+    /// and the careful append's last only until their transaction commits. Checked while the
+    /// sessions are still open: `pg_class` lists every session's temporary tables.
+    @Test(.timeLimit(.minutes(2)))
+    func noSessionKeepsATemporaryTableBeyondItsTransaction() async throws {
+        let items = ProjectionFixtures.scrambled(ProjectionFixtures.events(notifications: 120, seed: 5), seed: 6)
+        let projector = makeProjector()
+        let running = Task { try await projector.run() }
+        // Small batches rewrite stored states and device rows (the staged upserts); the resent
+        // batch takes the append's careful path (its staging table).
+        for chunk in stride(from: 0, to: items.count, by: 40).map({ Array(items[$0..<min($0 + 40, items.count)]) }) {
+            _ = try await store.append(chunk)
+            try await waitUntilCaughtUp()
+        }
+        let resent = try await store.append(Array(items.prefix(40)))
+        #expect(resent.duplicateCount == 40)
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+        #expect(try await count("SELECT count(*) FROM pg_class WHERE relpersistence = 't'") == 0)
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func actionBeforeDisplayMovesTheNotificationFromUnknownToRich() async throws {
         let projector = makeProjector()
