@@ -144,10 +144,14 @@ public struct EventStore: Sendable {
 
     /// Inside a transaction the caller opened and commits.
     public static func appendInOpenTransaction(_ items: [AppendItem], on connection: Connection) throws -> AppendResult {
-        try appendCarefully([PreparedBatch(items)], on: connection)[0]
+        // Outside a transaction the staging table would be dropped as soon as it was made.
+        guard !connection.isIdle else {
+            throw PostgresError(kind: .misuse, message: "appendInOpenTransaction(_:on:) needs an open transaction; use append(_:on:)")
+        }
+        return try appendCarefully([PreparedBatch(items)], on: connection)[0]
     }
 
-    /// Stages the rows (the first of the group carrying each id) in a session-local table, then
+    /// Stages the rows (the first of the group carrying each id) in a transaction's table, then
     /// moves into the log those whose id it does not hold yet, in staging order. Within the
     /// group, the first batch (and first item) carrying an id wins.
     private static func appendCarefully(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {

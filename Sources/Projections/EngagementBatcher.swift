@@ -19,8 +19,11 @@ struct EngagementBatcher: Sendable {
     /// The device rows and telemetry histograms written lately (nil until their tables were
     /// checked for rows).
     private var caches: (devices: DeviceRowCache, histograms: TelemetryHistogramCache)?
+    /// The states table's oid when the caches were filled: a rebuild swaps in new tables, at the
+    /// projector's own position when it was caught up, so the checkpoint alone cannot tell.
+    private var model: Int64?
 
-    /// Someone else moved the checkpoint (another projector, or a rebuild swapped the model in).
+    /// Someone else moved the checkpoint (another projector), or a rebuild swapped the model in.
     struct Fenced: Error {}
 
     init(tables: ReadModelTables, checkpointName: String, batchSize: Int, cacheLimit: Int = 300_000, position: LogPosition) {
@@ -47,6 +50,10 @@ struct EngagementBatcher: Sendable {
         let (count, newPosition, states, written) = try connection.transaction { connection in
             let checkpoint = try EngagementStore.lockCheckpoint(checkpointName, on: connection)
             guard checkpoint == position else { throw Fenced() }
+            // After the lock: a swap commits with the checkpoint's update, which the lock waited for.
+            let model = try EngagementStore.tableIdentity(tables.states, on: connection)
+            guard self.model == nil || self.model == model else { throw Fenced() }
+            self.model = model
             let events = try prefetched ?? FoldedEvents(EventStore.read(after: checkpoint, limit: batchSize, on: connection))
             guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), EngagementStore.Written()) }
             try failpoints.hit("projector.after-read")
@@ -80,6 +87,7 @@ struct EngagementBatcher: Sendable {
         cache.removeAll()
         cacheIsComplete = nil
         caches = nil
+        model = nil
     }
 
     private mutating func fold(_ events: FoldedEvents, on connection: Connection) throws -> EngagementChanges {

@@ -5,8 +5,9 @@ import Runtime
 
 /// Replays the whole log into fresh copies of the read-model tables, then swaps them in within
 /// one transaction: readers see the old model until the swap commits and the new one after, never
-/// a half-built one. The live projector may keep running; the swap moves its checkpoint under the
-/// row lock, which the projector notices (it is fenced and resynchronizes).
+/// a half-built one. The live projector may keep running; the swap replaces its tables (and sets
+/// the checkpoint under the row lock), which the projector notices by the states table's oid even
+/// when the checkpoint stays where it was (it is fenced and resynchronizes).
 ///
 /// After `engage log prune` the log no longer holds the pruned days, while the live read model
 /// still counts their notifications: a rebuild would drop them. It refuses unless told to

@@ -18,6 +18,11 @@ public enum EngagementStore {
         return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
     }
 
+    /// The table's oid: a rebuild's swap replaces the live tables by new ones, under the same names.
+    static func tableIdentity(_ table: String, on connection: Connection) throws -> Int64 {
+        try connection.query("SELECT \(table)::regclass::oid::int8")[0].decode(0, as: Int64.self)
+    }
+
     public static func checkpoint(_ name: String, on connection: Connection) throws -> LogPosition {
         let rows = try connection.query("SELECT transaction_id, position FROM projection_checkpoints WHERE projection = \(name)")
         guard let row = rows.rows.first else { return .start }

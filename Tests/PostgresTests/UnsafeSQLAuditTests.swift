@@ -140,6 +140,26 @@ struct UnsafeSQLAuditTests {
         }
     }
 
+    /// A session that ends holding a temporary table drops it in a transaction whose commit waits
+    /// for the synchronous standby, which may have been promoted meanwhile: the old primary's
+    /// shutdown then never finishes (docs/high-availability.md). Every temporary table engage
+    /// makes is dropped when its transaction commits.
+    @Test func everyTemporaryTableIsDroppedWhenItsTransactionCommits() throws {
+        var statements = 0
+        for (path, text) in try Self.sources() {
+            var rest = Substring(text)
+            while let start = rest.range(of: "CREATE TEMP", options: .caseInsensitive) {
+                let end = rest[start.upperBound...].range(of: "\"\"\"")?.lowerBound ?? rest.endIndex
+                let statement = rest[start.lowerBound..<end]
+                statements += 1
+                #expect(statement.range(of: "ON COMMIT DROP", options: .caseInsensitive) != nil,
+                        "\(path): a temporary table not dropped at commit: \(statement.prefix(80))")
+                rest = rest[start.upperBound...]
+            }
+        }
+        #expect(statements >= 4, "the audit found \(statements) temporary tables: is the root right? \(Self.root.path)")
+    }
+
     @Test func onlyThePostgresModuleReachesLibpq() throws {
         for (path, text) in try Self.sources() where !path.hasPrefix("Sources/Postgres/") {
             #expect(!text.contains("import CLibPQ"), "\(path) imports libpq")

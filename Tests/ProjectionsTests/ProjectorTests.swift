@@ -254,6 +254,54 @@ struct ProjectorTests {
         #expect(try await ReadModelSnapshot.rows(pool) == incremental)
     }
 
+    /// A rebuild swaps new tables in at the live projector's own position when it is caught up,
+    /// so the checkpoint does not move: the projector must still forget what it cached of the
+    /// old tables (states, device rows, histograms), or its next batch writes stale rows over the
+    /// rebuilt ones. The old device rows here are partial (the tables emptied, as just after the
+    /// upgrade that added them, and the rebuild run to fill them), so a stale cache shows.
+    @Test(.timeLimit(.minutes(3)))
+    func aRebuildAtTheProjectorsOwnPositionReplacesWhatItCached() async throws {
+        let at = ProjectionFixtures.start
+        var serial: UInt64 = 0
+        func displayed(_ notification: String, seconds: Int64) -> [AppendItem] {
+            func event(_ offset: Int64, _ details: EventDetails) -> AppendItem {
+                serial += 1
+                return AppendItem(appID: "app-1", event: Event(
+                    eventID: ProjectionFixtures.id(97, serial), notificationID: notification, deviceID: "d1", category: "breaking_news",
+                    occurredAt: at.adding(microseconds: (seconds + offset) * 1_000_000), details: details))
+            }
+            return [event(0, .displayed(DisplayedDetails(presentation: .rich, attachmentKind: .image))), event(3, .expanded)]
+        }
+        func runProjector() -> Task<Void, any Error> {
+            let projector = makeProjector()
+            return Task { try await projector.run() }
+        }
+        let displayedSQL: SQL = "SELECT rich_displayed FROM engagement_devices WHERE device_id = 'd1'"
+        var running = runProjector()
+        _ = try await store.append(displayed("n1", seconds: 100) + displayed("n2", seconds: 200) + displayed("n3", seconds: 300))
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+        _ = try await pool.withConnection { connection in
+            try connection.execute("TRUNCATE engagement_devices, engagement_device_moments, engagement_device_pair_moments")
+        }
+
+        running = runProjector()
+        _ = try await store.append(displayed("n4", seconds: 400))
+        try await waitUntilCaughtUp()
+        #expect(try await count(displayedSQL) == 1)
+        try await EngagementRebuild(pool: pool).run()
+        #expect(try await count(displayedSQL) == 4)
+        _ = try await store.append(displayed("n5", seconds: 500))
+        try await waitUntilCaughtUp()
+        #expect(try await count(displayedSQL) == 5)
+        let incremental = try await ReadModelSnapshot.rows(pool)
+        running.cancel()
+        _ = try? await running.value
+        try await EngagementRebuild(pool: pool).run()
+        #expect(try await ReadModelSnapshot.rows(pool) == incremental)
+    }
+
     /// A database migrated from before 014 holds states in the JSON form: the projector reads
     /// them, counts a later event of their notification once, and writes the state back binary.
     @Test(.timeLimit(.minutes(2)))

@@ -312,6 +312,11 @@ public final class AutoFailoverFormation: Sendable {
                                                 + command(["perform", "switchover", "--pgdata", directory + "/monitor", "--wait", String(wait)]))
             if outcome.status != 0 {
                 let said = outcome.output.split(separator: "\n").filter { $0.contains("ERROR") }.suffix(3).joined(separator: " / ")
+                // Anything but the monitor's refusal (6), pg_autoctl's failed wait (12) or
+                // timeout's (124) is a mistake of the call itself: asking again cannot help.
+                guard [6, 12, 124].contains(outcome.status) else {
+                    throw FormationError("pg_autoctl perform switchover exited \(outcome.status) (\(said)):\n\(outcome.output.suffix(3000))")
+                }
                 print("formation: switchover attempt \(attempt) from \(before) exited \(outcome.status) (\(said)); waiting for it to be stable")
             }
             let after: Node
