@@ -141,8 +141,7 @@ public struct EngagementChanges: Sendable {
     }
 
     /// The notification's old contribution leaves its device's counts, its new one joins them.
-    private mutating func addDevices(app: String, from old: (device: String, contribution: EngagementContribution)?,
-                                     to new: (device: String, contribution: EngagementContribution)?) {
+    private mutating func addDevices(app: String, from old: DeviceMomentFold.Side, to new: DeviceMomentFold.Side) {
         for change in DeviceMomentFold.changes(appID: app, from: old, to: new) {
             devices[change.key] = (devices[change.key] ?? DeviceCategoryCounts()) + change.counts
         }

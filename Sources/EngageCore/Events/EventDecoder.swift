@@ -116,7 +116,9 @@ struct FieldNodes {
     private var nodes = SIMD32<Int32>(repeating: -1)
     private(set) var present: UInt32 = 0
 
-    init() {}
+    init() {
+        assert(WireField.allCases.count <= nodes.scalarCount, "a WireField beyond the inline positions and the 32-bit mask")
+    }
 
     subscript(field: WireField) -> JSON.Node? {
         get {

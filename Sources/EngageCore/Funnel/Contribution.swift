@@ -116,8 +116,9 @@ public struct TelemetryContribution: BucketContribution {
     /// Numbers of delivered notifications, and multisets of durations for histograms.
     public struct Counters: Sendable, Hashable, AdditiveArithmetic {
         public var delivered: Int
-        /// Notifications per outcome; outcomes with 0 are left out.
-        public var outcomes: [DeliveryOutcome: Int]
+        /// Notifications per outcome; outcomes with 0 are left out. The maps are written only by
+        /// `init` and `add`, which keep that true: `+` and `add` no longer filter their left side.
+        public internal(set) var outcomes: [DeliveryOutcome: Int]
         /// The extension ran out of time (`serviceExtensionTimeWillExpire`).
         public var timeWillExpire: Int
         /// The attachment came from the device's cache.
@@ -128,9 +129,9 @@ public struct TelemetryContribution: BucketContribution {
         public var bytes: Int
         public var bytesReported: Int
         /// Download times: milliseconds -> number of notifications; 0 counts are left out.
-        public var downloadMS: [Int: Int]
+        public internal(set) var downloadMS: [Int: Int]
         /// Extension running times: milliseconds -> number of notifications; 0 counts are left out.
-        public var processingMS: [Int: Int]
+        public internal(set) var processingMS: [Int: Int]
 
         public init(delivered: Int = 0, outcomes: [DeliveryOutcome: Int] = [:], timeWillExpire: Int = 0,
                     cacheHits: Int = 0, networkFetches: Int = 0, bytes: Int = 0, bytesReported: Int = 0,

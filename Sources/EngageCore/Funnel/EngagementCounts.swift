@@ -3,8 +3,9 @@
 /// a report group.
 public struct EngagementCounts: Sendable, Hashable, AdditiveArithmetic {
     public var funnel: FunnelCounts
-    /// Notifications per app-defined action ID; IDs with 0 are left out.
-    public var actions: [String: Int]
+    /// Notifications per app-defined action ID; IDs with 0 are left out (written only here and in
+    /// EngageCore, which keep that true: `add` does not filter its left side).
+    public internal(set) var actions: [String: Int]
 
     public init(funnel: FunnelCounts = FunnelCounts(), actions: [String: Int] = [:]) {
         self.funnel = funnel
@@ -24,7 +25,7 @@ public struct EngagementCounts: Sendable, Hashable, AdditiveArithmetic {
 
     /// `self + other` in place, without copying the actions of a bucket's running sum.
     public mutating func add(_ other: EngagementCounts) {
-        funnel = funnel + other.funnel
+        funnel += other.funnel
         addCounts(&actions, other.actions, sign: 1)
     }
 

@@ -95,6 +95,7 @@ public struct NotificationState: Sendable, Equatable, Hashable {
         }
     }
 
+    /// Merges a one-event state on purpose, not `apply`: the tests compare the two paths.
     public func applying(_ event: Event) -> NotificationState {
         merging(NotificationState(event))
     }
