@@ -264,10 +264,11 @@ public struct EventStore: Sendable {
 
     // MARK: Read
 
-    static let columns = """
-        position, transaction_id, event_id, app_id, notification_id, type, category, device_id,
-        occurred_at, recorded_at, experiment_id, experiment_arm, payload
+    /// The columns a fold reads, then the rest of a `StoredEvent`'s.
+    static let foldableColumns = """
+        position, transaction_id, event_id, app_id, notification_id, type, category, device_id, occurred_at, payload
         """
+    static let columns = foldableColumns + ", recorded_at, experiment_id, experiment_arm"
 
     /// Up to `limit` events after `position`, in log order. Only events of transactions older than
     /// every transaction still running are returned, so nothing can later appear before them.
@@ -276,7 +277,18 @@ public struct EventStore: Sendable {
     }
 
     public static func read(after position: LogPosition, limit: Int, on connection: Connection) throws -> [StoredEvent] {
-        let rows = try connection.query("""
+        try readColumns(columns, after: position, limit: limit, on: connection).rows.map(decode)
+    }
+
+    /// `read(after:limit:on:)` with only the columns a fold reads (the projector's catch-up).
+    public static func readFoldable(after position: LogPosition, limit: Int, on connection: Connection) throws -> [FoldableEvent] {
+        try readColumns(foldableColumns, after: position, limit: limit, on: connection).rows.map(decodeFoldable)
+    }
+
+    /// The rows of `columns` of up to `limit` visible events after `position`, in log order.
+    private static func readColumns(_ columns: String, after position: LogPosition, limit: Int,
+                                    on connection: Connection) throws -> QueryResult {
+        try connection.query("""
             SELECT \(unsafeSQL: columns)
             FROM events
             WHERE (transaction_id, position) > (\(String(position.transactionID))::xid8, \(position.sequence))
@@ -284,7 +296,6 @@ public struct EventStore: Sendable {
             ORDER BY transaction_id, position
             LIMIT \(limit)
             """)
-        return try rows.rows.map(decode)
     }
 
     /// Every event of one notification (one stream), in log order.
@@ -313,11 +324,11 @@ public struct EventStore: Sendable {
         }
     }
 
-    static func decode(_ row: PostgresRow) throws -> StoredEvent {
+    static func decodeFoldable(_ row: PostgresRow) throws -> FoldableEvent {
         guard let eventID = EventID(bytes: try row.cell(2).uuidBytes()) else {
             throw PostgresError(kind: .decoding, message: "bad event id")
         }
-        return StoredEvent(
+        return FoldableEvent(
             position: LogPosition(transactionID: try row.decode(1), sequence: try row.decode(0)),
             eventID: eventID,
             appID: try row.decode(3),
@@ -326,9 +337,17 @@ public struct EventStore: Sendable {
             category: try row.decode(6),
             deviceID: try row.decode(7),
             occurredAt: Timestamp(microsecondsSinceEpoch: try row.cell(8).unixMicroseconds()),
-            recordedAt: Timestamp(microsecondsSinceEpoch: try row.cell(9).unixMicroseconds()),
-            experimentID: try row.decode(10),
-            experimentArm: try row.decode(11),
-            payload: try row.cell(12).utf8Bytes())
+            payload: try row.cell(9).utf8Bytes())
+    }
+
+    static func decode(_ row: PostgresRow) throws -> StoredEvent {
+        let event = try decodeFoldable(row)
+        return StoredEvent(
+            position: event.position, eventID: event.eventID, appID: event.appID, notificationID: event.notificationID,
+            type: event.type, category: event.category, deviceID: event.deviceID, occurredAt: event.occurredAt,
+            recordedAt: Timestamp(microsecondsSinceEpoch: try row.cell(10).unixMicroseconds()),
+            experimentID: try row.decode(11),
+            experimentArm: try row.decode(12),
+            payload: event.payload)
     }
 }

@@ -95,9 +95,15 @@ struct DeviceMomentDeltas {
 
     /// A device's counts as a row.
     static func row(_ counts: DeviceCategoryCounts) -> Row {
-        let stages = [FunnelStage.displayed] + FunnelStage.engagements
-        return stages.map { Int64(counts.rich[$0]) } + stages.map { Int64(counts.plain[$0]) }
+        var row = Row()
+        row.reserveCapacity(2 * rowStages.count)
+        for stage in rowStages { row.append(Int64(counts.rich[stage])) }
+        for stage in rowStages { row.append(Int64(counts.plain[stage])) }
+        return row
     }
+
+    /// The stages of a row, rich then plain (built once: `row` runs for every changed device).
+    private static let rowStages = [FunnelStage.displayed] + FunnelStage.engagements
 
     /// How one column of the per-category sums is computed from a device's row.
     enum Term {

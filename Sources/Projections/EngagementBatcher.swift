@@ -54,7 +54,7 @@ struct EngagementBatcher: Sendable {
             let model = try EngagementStore.tableIdentity(tables.states, on: connection)
             guard self.model == nil || self.model == model else { throw Fenced() }
             self.model = model
-            let events = try prefetched ?? FoldedEvents(EventStore.read(after: checkpoint, limit: batchSize, on: connection))
+            let events = try prefetched ?? FoldedEvents(EventStore.readFoldable(after: checkpoint, limit: batchSize, on: connection))
             guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), EngagementStore.Written()) }
             try failpoints.hit("projector.after-read")
             let changes = try fold(events, on: connection)

@@ -36,6 +36,18 @@ public struct EngagementChanges: Sendable {
         public var counters = TelemetryContribution.Counters()
         public var downloadBuckets: [Int: Int64] = [:]
         public var processingBuckets: [Int: Int64] = [:]
+
+        /// Adds a notification's signed telemetry, in place (the sums grow with the batch).
+        mutating func add(_ delta: TelemetryContribution.Counters) {
+            let layout = LatencyHistogram.Layout.standard
+            counters.add(delta)
+            for (milliseconds, count) in delta.downloadMS {
+                downloadBuckets[layout.index(of: Double(milliseconds)), default: 0] += Int64(count)
+            }
+            for (milliseconds, count) in delta.processingMS {
+                processingBuckets[layout.index(of: Double(milliseconds)), default: 0] += Int64(count)
+            }
+        }
     }
 
     public internal(set) var states: [NotificationKey: NotificationState] = [:]
@@ -89,52 +101,53 @@ public struct EngagementChanges: Sendable {
         changes.undecodable = undecodable
         changes.states = states
         changes.created = Set(states.keys)
-        let empty = NotificationState()
         for (key, state) in states {
-            changes.addContributions(app: key.appID, from: empty, to: state)
+            changes.addContributions(app: key.appID, ofNew: state)
         }
         return changes
     }
 
-    /// A notification's contributions at `old` leave the counters and those at `new` join them.
-    private mutating func addContributions(app: String, from old: NotificationState, to new: NotificationState) {
-        add(EngagementContribution.difference(from: old.engagementContribution, to: new.engagementContribution), app: app)
-        addDevices(app: app, from: old, to: new)
-        add(TelemetryContribution.difference(from: old.telemetryContribution, to: new.telemetryContribution), app: app)
+    /// A new notification's contributions join the counters: `addContributions(from: empty, to:)`
+    /// without differences against nothing, for every notification of a catch-up.
+    private mutating func addContributions(app: String, ofNew state: NotificationState) {
+        if let engagement = state.engagementContribution {
+            add(engagement.counters, to: engagement.bucket, app: app)
+            addDevices(app: app, from: nil, to: (device: state.deviceID ?? "", contribution: engagement))
+        }
+        if let telemetry = state.telemetryContribution {
+            add(telemetry.counters, to: telemetry.bucket, app: app)
+        }
     }
 
-    private mutating func add(_ deltas: [EngagementContribution.Delta], app: String) {
-        for delta in deltas {
-            let key = EngagementKey(appID: app, bucket: delta.bucket)
-            engagement[key, default: .zero] += delta.counters
-            for (actionID, count) in delta.counters.actions where count != 0 {
-                actions[ActionKey(appID: app, bucket: delta.bucket, actionID: actionID), default: 0] += count
-            }
+    /// A notification's contributions at `old` leave the counters and those at `new` join them.
+    private mutating func addContributions(app: String, from old: NotificationState, to new: NotificationState) {
+        // Built once per state: a contribution is a few allocations (bucket, funnel, actions).
+        let before = old.engagementContribution, after = new.engagementContribution
+        for delta in EngagementContribution.difference(from: before, to: after) {
+            add(delta.counters, to: delta.bucket, app: app)
+        }
+        addDevices(app: app, from: before.map { (device: old.deviceID ?? "", contribution: $0) },
+                   to: after.map { (device: new.deviceID ?? "", contribution: $0) })
+        for delta in TelemetryContribution.difference(from: old.telemetryContribution, to: new.telemetryContribution) {
+            add(delta.counters, to: delta.bucket, app: app)
+        }
+    }
+
+    private mutating func add(_ counters: EngagementContribution.Counters, to bucket: EngagementContribution.Bucket, app: String) {
+        engagement[EngagementKey(appID: app, bucket: bucket), default: .zero].add(counters)
+        for (actionID, count) in counters.actions where count != 0 {
+            actions[ActionKey(appID: app, bucket: bucket, actionID: actionID), default: 0] += count
         }
     }
 
     /// The notification's old contribution leaves its device's counts, its new one joins them.
-    private mutating func addDevices(app: String, from old: NotificationState, to new: NotificationState) {
-        let before = old.engagementContribution.map { (device: old.deviceID ?? "", contribution: $0) }
-        let after = new.engagementContribution.map { (device: new.deviceID ?? "", contribution: $0) }
-        for change in DeviceMomentFold.changes(appID: app, from: before, to: after) {
+    private mutating func addDevices(app: String, from old: DeviceMomentFold.Side, to new: DeviceMomentFold.Side) {
+        for change in DeviceMomentFold.changes(appID: app, from: old, to: new) {
             devices[change.key] = (devices[change.key] ?? DeviceCategoryCounts()) + change.counts
         }
     }
 
-    private mutating func add(_ deltas: [TelemetryContribution.Delta], app: String) {
-        let layout = LatencyHistogram.Layout.standard
-        for delta in deltas {
-            let key = TelemetryKey(appID: app, bucket: delta.bucket)
-            var entry = telemetry[key] ?? TelemetryDelta()
-            entry.counters += delta.counters
-            for (milliseconds, count) in delta.counters.downloadMS {
-                entry.downloadBuckets[layout.index(of: Double(milliseconds)), default: 0] += Int64(count)
-            }
-            for (milliseconds, count) in delta.counters.processingMS {
-                entry.processingBuckets[layout.index(of: Double(milliseconds)), default: 0] += Int64(count)
-            }
-            telemetry[key] = entry
-        }
+    private mutating func add(_ counters: TelemetryContribution.Counters, to bucket: TelemetryContribution.Bucket, app: String) {
+        telemetry[TelemetryKey(appID: app, bucket: bucket), default: TelemetryDelta()].add(counters)
     }
 }

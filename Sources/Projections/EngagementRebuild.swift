@@ -85,13 +85,12 @@ public struct EngagementRebuild: Sendable {
                 var tail = 0
                 var position = try EngagementStore.checkpoint(shadowName, on: connection)
                 while true {
-                    let events = try EventStore.read(after: position, limit: batchSize, on: connection)
+                    let events = FoldedEvents(try EventStore.readFoldable(after: position, limit: batchSize, on: connection))
                     guard let last = events.last else { break }
-                    let keys = Array(Set(events.map { NotificationKey(appID: $0.appID, notificationID: $0.notificationID) }))
-                    let known = try EngagementStore.loadStates(keys, tables: .rebuild, on: connection)
+                    let known = try EngagementStore.loadStates(Array(events.states.keys), tables: .rebuild, on: connection)
                     try EngagementStore.apply(EngagementChanges.compute(events, known: known), tables: .rebuild, on: connection)
-                    position = last.position
-                    tail += events.count
+                    position = last
+                    tail += events.eventCount
                 }
                 try Self.swapIn(on: connection)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }

@@ -307,9 +307,17 @@ public enum EngagementStore {
         return dense
     }
 
-    /// An array literal (`{0,0,3,-1}`).
+    /// An array literal (`{0,0,3,-1}`), written byte by byte: a histogram is hundreds of counts,
+    /// most of them 0, twice for every telemetry row of every batch.
     static func arrayLiteral(_ counts: [Int64]) -> String {
-        "{" + counts.map(String.init).joined(separator: ",") + "}"
+        var text: [UInt8] = [UInt8(ascii: "{")]
+        text.reserveCapacity(2 + 2 * counts.count)
+        for (index, count) in counts.enumerated() {
+            if index > 0 { text.append(UInt8(ascii: ",")) }
+            if count == 0 { text.append(UInt8(ascii: "0")) } else { text.append(contentsOf: String(count).utf8) }
+        }
+        text.append(UInt8(ascii: "}"))
+        return String(decoding: text, as: UTF8.self)
     }
 }
 

@@ -24,6 +24,10 @@ public struct FoldedEvents: Sendable {
     let changesIfNew: EngagementChanges
 
     public init(_ events: [StoredEvent]) {
+        self.init(events.map(FoldableEvent.init))
+    }
+
+    public init(_ events: [FoldableEvent]) {
         states.reserveCapacity(events.count / 2)
         last = events.last?.position
         eventCount = events.count

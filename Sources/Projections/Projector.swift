@@ -129,7 +129,7 @@ public struct Projector: Service {
     private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
         return try await pool.withConnection { connection in
-            FoldedEvents(try EventStore.read(after: position, limit: limit, on: connection))
+            FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
         }
     }
 }

@@ -80,6 +80,13 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
 }
 
 @Suite struct EventDecoderTests {
+    /// The decoder keeps each field's position inline and its presence in a 32-bit mask: a field
+    /// beyond 32 would overflow both.
+    @Test func everyWireFieldHasAnInlinePositionAndABit() {
+        #expect(WireField.allCases.count <= 32)
+        #expect(Set(WireField.allCases.map(\.bit)).count == WireField.allCases.count)
+    }
+
     @Test(arguments: Fixture.all.indices)
     func decodesACompleteExampleOfEachType(_ i: Int) throws {
         let (text, expected) = Fixture.all[i]

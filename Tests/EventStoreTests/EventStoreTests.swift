@@ -53,6 +53,31 @@ struct EventStoreTests {
         #expect(withoutProperties == event)
     }
 
+    /// The projector's lean read is the full read without the columns its fold never uses: the
+    /// same events in the same order, every remaining field equal, and `recorded_at` (which only
+    /// the full read returns) the append's time, not another timestamp column.
+    @Test func theProjectorsReadEqualsTheFullReadWithoutItsUnusedColumns() async throws {
+        func now() -> Timestamp { Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000)) }
+        let before = now()
+        var tagged = EventFactory.delivered(notification: "apns-lean")
+        tagged.experiment = ExperimentTag(id: "thumbs-v1", arm: "thumbnail", probability: 0.5)
+        let items = EventFactory.items(30) + [AppendItem(appID: "app-2", event: tagged)]
+        _ = try await store.append(items)
+        let after = now()
+
+        let full = try await store.read(after: .start, limit: 100)
+        let lean = try await pool.withConnection { try EventStore.readFoldable(after: .start, limit: 100, on: $0) }
+        #expect(full.count == items.count)
+        #expect(lean == full.map(FoldableEvent.init))
+        let positions = full.map(\.position)
+        #expect(positions == positions.sorted())
+        for stored in full {
+            #expect(stored.recordedAt >= before.adding(microseconds: -1_000_000) && stored.recordedAt <= after.adding(microseconds: 1_000_000))
+        }
+        let taggedRow = try #require(full.first { $0.eventID == tagged.eventID })
+        #expect(taggedRow.experimentID == "thumbs-v1" && taggedRow.experimentArm == "thumbnail" && taggedRow.appID == "app-2")
+    }
+
     @Test func retriedBatchStoresNothingTwice() async throws {
         let items = EventFactory.items(50)
         let first = try await store.append(items)

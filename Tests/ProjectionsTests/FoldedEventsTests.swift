@@ -94,6 +94,12 @@ struct FoldedEventsTests {
             corrected += known.count
             let changes = EngagementChanges.compute(batch, known: known)
             #expect(changes.created.isDisjoint(with: known.keys))
+            // Sums are added in place: an entry that came to 0 must still be removed, as `+` does.
+            #expect(changes.engagement.values.allSatisfy { !$0.actions.values.contains(0) })
+            #expect(changes.telemetry.values.allSatisfy { delta in
+                [delta.counters.outcomes.values.contains(0), delta.counters.downloadMS.values.contains(0),
+                 delta.counters.processingMS.values.contains(0)].allSatisfy { !$0 }
+            })
             sums.add(changes)
             states.merge(changes.states) { _, new in new }
         }

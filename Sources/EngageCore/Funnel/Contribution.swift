@@ -116,8 +116,9 @@ public struct TelemetryContribution: BucketContribution {
     /// Numbers of delivered notifications, and multisets of durations for histograms.
     public struct Counters: Sendable, Hashable, AdditiveArithmetic {
         public var delivered: Int
-        /// Notifications per outcome; outcomes with 0 are left out.
-        public var outcomes: [DeliveryOutcome: Int]
+        /// Notifications per outcome; outcomes with 0 are left out. The maps are written only by
+        /// `init` and `add`, which keep that true: `+` and `add` no longer filter their left side.
+        public internal(set) var outcomes: [DeliveryOutcome: Int]
         /// The extension ran out of time (`serviceExtensionTimeWillExpire`).
         public var timeWillExpire: Int
         /// The attachment came from the device's cache.
@@ -128,22 +129,22 @@ public struct TelemetryContribution: BucketContribution {
         public var bytes: Int
         public var bytesReported: Int
         /// Download times: milliseconds -> number of notifications; 0 counts are left out.
-        public var downloadMS: [Int: Int]
+        public internal(set) var downloadMS: [Int: Int]
         /// Extension running times: milliseconds -> number of notifications; 0 counts are left out.
-        public var processingMS: [Int: Int]
+        public internal(set) var processingMS: [Int: Int]
 
         public init(delivered: Int = 0, outcomes: [DeliveryOutcome: Int] = [:], timeWillExpire: Int = 0,
                     cacheHits: Int = 0, networkFetches: Int = 0, bytes: Int = 0, bytesReported: Int = 0,
                     downloadMS: [Int: Int] = [:], processingMS: [Int: Int] = [:]) {
             self.delivered = delivered
-            self.outcomes = outcomes.filter { $0.value != 0 }
+            self.outcomes = withoutZeros(outcomes)
             self.timeWillExpire = timeWillExpire
             self.cacheHits = cacheHits
             self.networkFetches = networkFetches
             self.bytes = bytes
             self.bytesReported = bytesReported
-            self.downloadMS = downloadMS.filter { $0.value != 0 }
-            self.processingMS = processingMS.filter { $0.value != 0 }
+            self.downloadMS = withoutZeros(downloadMS)
+            self.processingMS = withoutZeros(processingMS)
         }
 
         public static let zero = Counters()
@@ -152,15 +153,23 @@ public struct TelemetryContribution: BucketContribution {
         public static func - (a: Counters, b: Counters) -> Counters { combine(a, b, sign: -1) }
 
         private static func combine(_ a: Counters, _ b: Counters, sign: Int) -> Counters {
-            Counters(delivered: a.delivered + sign * b.delivered,
-                     outcomes: addCounts(a.outcomes, b.outcomes, sign: sign),
-                     timeWillExpire: a.timeWillExpire + sign * b.timeWillExpire,
-                     cacheHits: a.cacheHits + sign * b.cacheHits,
-                     networkFetches: a.networkFetches + sign * b.networkFetches,
-                     bytes: a.bytes + sign * b.bytes,
-                     bytesReported: a.bytesReported + sign * b.bytesReported,
-                     downloadMS: addCounts(a.downloadMS, b.downloadMS, sign: sign),
-                     processingMS: addCounts(a.processingMS, b.processingMS, sign: sign))
+            var sum = a
+            sum.add(b, sign: sign)
+            return sum
+        }
+
+        /// `self + sign * other` in place: a batch's sums hold one entry per distinct duration,
+        /// which `+=` would copy for every notification added.
+        public mutating func add(_ other: Counters, sign: Int = 1) {
+            delivered += sign * other.delivered
+            addCounts(&outcomes, other.outcomes, sign: sign)
+            timeWillExpire += sign * other.timeWillExpire
+            cacheHits += sign * other.cacheHits
+            networkFetches += sign * other.networkFetches
+            bytes += sign * other.bytes
+            bytesReported += sign * other.bytesReported
+            addCounts(&downloadMS, other.downloadMS, sign: sign)
+            addCounts(&processingMS, other.processingMS, sign: sign)
         }
     }
 
@@ -186,9 +195,20 @@ public struct TelemetryContribution: BucketContribution {
 /// `a + sign * b` key by key, without the keys that come to 0.
 func addCounts<Key>(_ a: [Key: Int], _ b: [Key: Int], sign: Int) -> [Key: Int] {
     var sum = a
+    addCounts(&sum, b, sign: sign)
+    return sum
+}
+
+/// `sum += sign * b` key by key, removing the keys that come to 0.
+func addCounts<Key>(_ sum: inout [Key: Int], _ b: [Key: Int], sign: Int) {
     for (key, count) in b {
         let total = sum[key, default: 0] + sign * count
         sum[key] = total == 0 ? nil : total
     }
-    return sum
+}
+
+/// The counts without those of 0; the same dictionary, not a filtered copy, when none is 0
+/// (the common case, one allocation saved per contribution).
+func withoutZeros<Key>(_ counts: [Key: Int]) -> [Key: Int] {
+    counts.values.contains(0) ? counts.filter { $0.value != 0 } : counts
 }

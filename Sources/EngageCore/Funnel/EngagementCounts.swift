@@ -3,12 +3,13 @@
 /// a report group.
 public struct EngagementCounts: Sendable, Hashable, AdditiveArithmetic {
     public var funnel: FunnelCounts
-    /// Notifications per app-defined action ID; IDs with 0 are left out.
-    public var actions: [String: Int]
+    /// Notifications per app-defined action ID; IDs with 0 are left out (written only here and in
+    /// EngageCore, which keep that true: `add` does not filter its left side).
+    public internal(set) var actions: [String: Int]
 
     public init(funnel: FunnelCounts = FunnelCounts(), actions: [String: Int] = [:]) {
         self.funnel = funnel
-        self.actions = actions.filter { $0.value != 0 }
+        self.actions = withoutZeros(actions)
     }
 
     public subscript(stage: FunnelStage) -> Int {
@@ -20,6 +21,12 @@ public struct EngagementCounts: Sendable, Hashable, AdditiveArithmetic {
 
     public static func + (a: EngagementCounts, b: EngagementCounts) -> EngagementCounts {
         EngagementCounts(funnel: a.funnel + b.funnel, actions: addCounts(a.actions, b.actions, sign: 1))
+    }
+
+    /// `self + other` in place, without copying the actions of a bucket's running sum.
+    public mutating func add(_ other: EngagementCounts) {
+        funnel += other.funnel
+        addCounts(&actions, other.actions, sign: 1)
     }
 
     public static func - (a: EngagementCounts, b: EngagementCounts) -> EngagementCounts {

@@ -48,38 +48,8 @@ public struct NotificationState: Sendable, Equatable, Hashable {
 
     /// The state of one event.
     public init(_ event: Event) {
-        let at = event.occurredAt
-        let id = event.eventID
-        eventIDs = [id]
-        origin = Origin(at: at, eventID: id, category: event.category, deviceID: event.deviceID)
-        if let tag = event.experiment {
-            tagged = TaggedExperiment(at: at, eventID: id, tag: tag)
-        }
-        switch event.details {
-        case .sent(let details):
-            sent = SentFacts(at: at, eventID: id, strategy: details.strategy, media: details.media,
-                             payloadBytes: details.payloadBytes)
-        case .delivered(let details):
-            let attachment = details.attachment
-            delivered = DeliveredFacts(
-                at: at, eventID: id, attachmentKind: attachment.kind, format: attachment.format,
-                bytes: attachment.bytes, source: attachment.source, downloadMS: attachment.downloadMS,
-                variant: attachment.variant, outcome: details.outcome, processingMS: details.processingMS,
-                timeWillExpire: details.timeWillExpire, network: details.network, strategy: details.strategy)
-        case .displayed(let details):
-            displayed = DisplayedFacts(at: at, eventID: id, presentation: details.presentation,
-                                       attachmentKind: details.attachmentKind)
-        case .expanded:
-            expandedAt = at
-        case .action(let details):
-            if details.isOpen { openedAt = at }
-            if details.isDismiss { dismissedAt = at }
-            if details.isCustom {
-                customActionAt = at
-                customActionIDs = [details.actionID]
-            }
-            if details.textInputLength != nil { repliedAt = at }
-        }
+        self.init()
+        apply(event)
     }
 
     /// The state of `events`, in any order and with any repeats.
@@ -88,10 +58,44 @@ public struct NotificationState: Sendable, Equatable, Hashable {
         for event in events { apply(event) }
     }
 
+    /// `merge(NotificationState(event))` in place: a fold applies every event of the log, and a
+    /// state of one event is two arrays to allocate and merge.
     public mutating func apply(_ event: Event) {
-        merge(NotificationState(event))
+        let at = event.occurredAt
+        let id = event.eventID
+        insertSorted(id, into: &eventIDs)
+        origin = .earlier(origin, Origin(at: at, eventID: id, category: event.category, deviceID: event.deviceID))
+        if let tag = event.experiment {
+            tagged = .earlier(tagged, TaggedExperiment(at: at, eventID: id, tag: tag))
+        }
+        switch event.details {
+        case .sent(let details):
+            sent = .earlier(sent, SentFacts(at: at, eventID: id, strategy: details.strategy, media: details.media,
+                                            payloadBytes: details.payloadBytes))
+        case .delivered(let details):
+            let attachment = details.attachment
+            delivered = .earlier(delivered, DeliveredFacts(
+                at: at, eventID: id, attachmentKind: attachment.kind, format: attachment.format,
+                bytes: attachment.bytes, source: attachment.source, downloadMS: attachment.downloadMS,
+                variant: attachment.variant, outcome: details.outcome, processingMS: details.processingMS,
+                timeWillExpire: details.timeWillExpire, network: details.network, strategy: details.strategy))
+        case .displayed(let details):
+            displayed = .earlier(displayed, DisplayedFacts(at: at, eventID: id, presentation: details.presentation,
+                                                           attachmentKind: details.attachmentKind))
+        case .expanded:
+            expandedAt = earliest(expandedAt, at)
+        case .action(let details):
+            if details.isOpen { openedAt = earliest(openedAt, at) }
+            if details.isDismiss { dismissedAt = earliest(dismissedAt, at) }
+            if details.isCustom {
+                customActionAt = earliest(customActionAt, at)
+                insertSorted(details.actionID, into: &customActionIDs)
+            }
+            if details.textInputLength != nil { repliedAt = earliest(repliedAt, at) }
+        }
     }
 
+    /// Merges a one-event state on purpose, not `apply`: the tests compare the two paths.
     public func applying(_ event: Event) -> NotificationState {
         merging(NotificationState(event))
     }
@@ -255,6 +259,17 @@ private func earliest(_ a: Timestamp?, _ b: Timestamp?) -> Timestamp? {
     guard let a else { return b }
     guard let b else { return a }
     return min(a, b)
+}
+
+/// Adds `element` to an ascending array without repeats, keeping it so (`sortedUnion` with one
+/// element, without a new array).
+private func insertSorted<Element: Comparable>(_ element: Element, into array: inout [Element]) {
+    var low = 0, high = array.count
+    while low < high {
+        let middle = (low + high) / 2
+        if array[middle] < element { low = middle + 1 } else { high = middle }
+    }
+    if low == array.count || array[low] != element { array.insert(element, at: low) }
 }
 
 /// The union of two ascending arrays without repeats, ascending without repeats.

@@ -110,13 +110,16 @@ public struct DeviceMomentFold: Sendable {
         }
     }
 
+    /// One side of a notification's change: the device it counts on and its contribution there
+    /// (nil: not counted).
+    public typealias Side = (device: String, contribution: EngagementContribution)?
+
     public private(set) var devices: [Key: DeviceCategoryCounts] = [:]
 
     public init() {}
 
-    /// A notification of `appID` changed from `old` (on `oldDevice`) to `new` (on `newDevice`).
-    public mutating func apply(appID: String, from old: (device: String, contribution: EngagementContribution)?,
-                               to new: (device: String, contribution: EngagementContribution)?) {
+    /// A notification of `appID` changed from `old` to `new`, each on its own device.
+    public mutating func apply(appID: String, from old: Side, to new: Side) {
         for change in Self.changes(appID: appID, from: old, to: new) {
             let counts = (devices[change.key] ?? DeviceCategoryCounts()) + change.counts
             devices[change.key] = counts.isZero ? nil : counts
@@ -124,11 +127,9 @@ public struct DeviceMomentFold: Sendable {
     }
 
     /// The signed per-device changes of one notification's change (what the projector adds).
-    public static func changes(appID: String, from old: (device: String, contribution: EngagementContribution)?,
-                               to new: (device: String, contribution: EngagementContribution)?)
-        -> [(key: Key, counts: DeviceCategoryCounts)] {
+    public static func changes(appID: String, from old: Side, to new: Side) -> [(key: Key, counts: DeviceCategoryCounts)] {
         var result: [(key: Key, counts: DeviceCategoryCounts)] = []
-        func add(_ side: (device: String, contribution: EngagementContribution)?, sign: Int) {
+        func add(_ side: Side, sign: Int) {
             guard let side, side.contribution.bucket.presentation != .unknown else { return }
             let funnel = side.contribution.counters.funnel
             var counts = DeviceCategoryCounts()
