@@ -74,34 +74,6 @@ import Testing
         #expect(changed.devices == 41)
     }
 
-    /// Per-device trials are stored in 32-bit lanes; counts beyond them are kept whole, exactly.
-    @Test func countsBeyondThirtyTwoBitsStayExact() {
-        let half = 1_500_000_000, big = FunnelCounts([.delivered: half, .displayed: half, .opened: 7])
-        var tally = ExperimentArmTally()
-        tally.record(device: "phone-a", big)
-        tally.record(device: "phone-b", FunnelCounts([.delivered: 2, .displayed: 1]))
-        #expect(tally.trials(device: "phone-a") == big.metricTrials, "1.5e9 still fits 32 bits")
-        tally.record(device: "phone-a", big)
-        let doubled = big + big
-        #expect(tally.trials(device: "phone-a") == doubled.metricTrials)
-        #expect(tally.trials(device: "phone-a")!.trials[EngagementMetric.open] == 3_000_000_000)
-        #expect(tally.trials(device: "phone-b") == FunnelCounts([.delivered: 2, .displayed: 1]).metricTrials)
-        #expect(tally.moments.trialsSquared[EngagementMetric.open] == 3_000_000_000 * 3_000_000_000 + 1)
-
-        var once = ExperimentArmTally()
-        once.record(device: "phone-b", FunnelCounts([.delivered: 2, .displayed: 1]))
-        once.record(device: "phone-a", doubled)
-        #expect(once == tally)
-        var merged = ExperimentArmTally()
-        merged.record(device: "phone-a", big)
-        var other = ExperimentArmTally()
-        other.record(device: "phone-b", FunnelCounts([.delivered: 2, .displayed: 1]))
-        other.record(device: "phone-a", big)
-        merged.merge(other)
-        #expect(merged == tally)
-        #expect(merged.trials(device: "phone-a") == doubled.metricTrials)
-    }
-
     /// Random notifications over three arms and every presentation, split into parts folded
     /// separately and merged in a shuffled order, against a fold of each tally's devices into a
     /// dictionary keyed by id: what the tallies computed before devices were numbered.
