@@ -18,7 +18,7 @@ struct EngagementBatcher: Sendable {
     private var cacheIsComplete: Bool?
     /// The device rows and telemetry histograms written lately (nil until their tables were
     /// checked for rows).
-    private var caches: (devices: DeviceRowCache, histograms: TelemetryHistogramCache)?
+    private var caches: EngagementStore.Caches?
     /// The states table's oid when the caches were filled: a rebuild swaps in new tables, at the
     /// projector's own position when it was caught up, so the checkpoint alone cannot tell.
     private var model: Int64?

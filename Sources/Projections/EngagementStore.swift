@@ -18,6 +18,10 @@ public enum EngagementStore {
         return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
     }
 
+    /// The stored device rows and telemetry histograms the batcher remembers (`DeviceRowCache`,
+    /// `TelemetryHistogramCache`), which `apply` reads instead of the tables.
+    typealias Caches = (devices: DeviceRowCache, histograms: TelemetryHistogramCache)
+
     /// The table's oid: a rebuild's swap replaces the live tables by new ones, under the same names.
     static func tableIdentity(_ table: String, on connection: Connection) throws -> Int64 {
         try connection.query("SELECT \(table)::regclass::oid::int8")[0].decode(0, as: Int64.self)
@@ -72,7 +76,7 @@ public enum EngagementStore {
     /// `caches` (nil: none) give the stored device rows and histograms they know; returns what
     /// they record once the batch committed.
     @discardableResult
-    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, caches: (devices: DeviceRowCache, histograms: TelemetryHistogramCache)? = nil,
+    static func apply(_ changes: EngagementChanges, tables: ReadModelTables = .live, caches: Caches? = nil,
                       on connection: Connection) throws -> Written {
         try saveStates(changes.states, created: changes.created, tables: tables, on: connection)
         try applyEngagement(changes.engagement, tables: tables, on: connection)
