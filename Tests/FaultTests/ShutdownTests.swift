@@ -32,9 +32,13 @@ struct ShutdownTests {
     @Test(.timeLimit(.minutes(4)))
     func sigtermWhilePostgreSQLDoesNotAnswerAnswersEveryRequestAndExitsZero() async throws {
         try await ShutdownRun.with(label: "frozen") { run in
-            try await run.signalServer(SIGSTOP)
+            try await run.freezeServer()
         } recover: { run in
-            try await run.signalServer(SIGCONT)
+            // A process of the tree that ran on would void the test: engage rightly acknowledges
+            // whatever it manages to commit.
+            let running = try run.serverProcesses().filter { !ProcessTreeFreeze.cannotRun($0) }
+            #expect(running.isEmpty, "PostgreSQL processes ran while the test took PostgreSQL for frozen (the answers then say nothing of engage): \(running.map(LocalSystem.describe))")
+            try run.continueServer()
         }
     }
 }
@@ -106,23 +110,29 @@ struct ShutdownRun {
         return try connection.query(SQL(unsafeSQL: query))[0].decode(0)
     }
 
-    /// Sends `signal` to the postmaster and every process it started. For SIGSTOP, until every
-    /// one of them is stopped: a backend the postmaster forked while the tree was being read
-    /// would otherwise go on committing.
-    func signalServer(_ signal: Int32) async throws {
+    /// Stops the postmaster and every process it started (SIGSTOP), including any it forks
+    /// meanwhile: see `ProcessTreeFreeze`.
+    func freezeServer() async throws {
+        var freeze = ProcessTreeFreeze(root: try postmaster())
+        try await waitFor("every PostgreSQL process to stop") { freeze.step() }
+    }
+
+    /// Lets every process `freezeServer()` stopped go on (SIGCONT).
+    func continueServer() throws {
+        for pid in try serverProcesses() { Glibc.kill(pid, SIGCONT) }
+    }
+
+    /// The postmaster and every process it started.
+    func serverProcesses() throws -> [Int32] {
+        LocalSystem.processTree(of: try postmaster())
+    }
+
+    private func postmaster() throws -> Int32 {
         let pidFile = try String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8)
         guard let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
             throw FaultTestError("no postmaster pid in \(cluster.dataDirectory)/postmaster.pid")
         }
-        var signalled: Set<Int32> = []
-        try await waitFor("every PostgreSQL process to take signal \(signal)") {
-            let tree = LocalSystem.processTree(of: postmaster)
-            for pid in tree where !signalled.contains(pid) {
-                Glibc.kill(pid, signal)
-                signalled.insert(pid)
-            }
-            return signal != SIGSTOP || tree.allSatisfy(LocalSystem.isStopped)
-        }
+        return postmaster
     }
 
     func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {

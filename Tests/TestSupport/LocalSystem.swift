@@ -40,6 +40,14 @@ public enum LocalSystem {
         stat(of: pid)?.first.map(String.init)
     }
 
+    /// "PID STATE command line" for a failure message: which process, doing what (PostgreSQL
+    /// backends show their role and state in their command line).
+    public static func describe(_ pid: Int32) -> String {
+        let commandLine = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))
+            .map { $0.split(separator: "\0").joined(separator: " ") } ?? ""
+        return "\(pid) \(state(of: pid) ?? "gone") \(commandLine.trimmingCharacters(in: .whitespaces))"
+    }
+
     public static func isZombie(_ pid: Int32) -> Bool {
         stat(of: pid)?.first == "Z"
     }
