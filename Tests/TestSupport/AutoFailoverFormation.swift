@@ -493,14 +493,54 @@ public final class AutoFailoverFormation: Sendable {
     private func waitForStates(timeout: Duration, _ condition: ([NodeState]) throws -> Bool) throws {
         let deadline = ContinuousClock.now + timeout
         var last: [NodeState] = []
+        var hurried = ContinuousClock.now
         while ContinuousClock.now < deadline {
             if let states = try? states() {
                 last = states
                 if try condition(states) { return }
+                if ContinuousClock.now - hurried >= .seconds(1) {
+                    hurryBaseBackups(states)
+                    hurried = ContinuousClock.now
+                }
             }
             usleep(100_000)
         }
         throw FormationError("the formation did not reach the expected state within \(timeout); last seen: \(last)\n" + keeperLogs())
+    }
+
+    /// A `CHECKPOINT` on the node that takes writes while a keeper of this formation runs
+    /// pg_basebackup, as an operator would do for a node that rejoins by a base backup.
+    ///
+    /// A demoted primary rejoins by pg_rewind, and by a base backup when pg_rewind fails
+    /// (pg_autoctl 2.0's `fsm_rewind_or_init`). After a primary stopped at once (the split-brain
+    /// test), pg_rewind fails now and then: pg_autoctl first runs the server through crash
+    /// recovery, stops it with SIGTERM and, its wait loop testing a status never set, starts
+    /// pg_rewind without waiting for the server to exit (`postgres_maybe_do_crash_recovery`,
+    /// primary_standby.c; traced here: pg_rewind started 110 ms before the postmaster exited). A
+    /// pg_rewind that reads pg_control before the shutdown restartpoint wrote it (state "in
+    /// archive recovery") runs crash recovery itself in single-user mode, which the postmaster's
+    /// lock file refuses: "postgres single-user mode in target cluster failed". The base backup
+    /// then waits for a spread checkpoint on the primary, as pg_autoctl runs pg_basebackup
+    /// without `--checkpoint=fast` (pgctl.c): paced to end at 0.9 × checkpoint_timeout (4.5
+    /// minutes) once the load has dirtied enough buffers, the node down all along, longer than
+    /// the waits here allow (56 s for a young formation here; in CI a node once stayed
+    /// `demoted` past 180 s). An immediate checkpoint requested meanwhile makes the one in
+    /// progress finish at once (1 s here); ``createNode`` does the same for the first copy.
+    private func hurryBaseBackups(_ states: [NodeState]) {
+        let keepers = keepers.withLock { Array($0.values) }
+        let copying = keepers.contains { keeper in
+            LocalSystem.processTree(of: keeper.pid).contains { LocalSystem.executable(of: $0)?.hasSuffix("/pg_basebackup") == true }
+        }
+        guard copying else { return }
+        for state in states where ["primary", "wait_primary", "single"].contains(state.reported) {
+            guard let node = node(named: state.name) else { continue }
+            do {
+                try checkpoint(node)
+                print("formation: a keeper runs pg_basebackup; asked \(node) for a checkpoint")
+            } catch {
+                print("formation: a keeper runs pg_basebackup; \(node) refused a checkpoint: \(error)")
+            }
+        }
     }
 
     // MARK: Processes
@@ -558,7 +598,9 @@ public final class AutoFailoverFormation: Sendable {
             parts.append("--- monitor events unavailable: \(error)")
         }
         parts.append(keeperLogs(lines: lines))
+        parts.append(keeperTransitions(lines: lines))
         parts.append(serverProcesses())
+        parts.append(controlStates())
         for (name, dataDirectory) in [("monitor", directory + "/monitor")] + nodes.map({ ($0.name, $0.dataDirectory) }) {
             let logDirectory = dataDirectory + "/log"
             let newest = ((try? FileManager.default.contentsOfDirectory(atPath: logDirectory)) ?? []).sorted().last
@@ -569,6 +611,39 @@ public final class AutoFailoverFormation: Sendable {
             parts.append("--- \(name) server log \(path)\n" + telling.suffix(lines * 3).joined(separator: "\n"))
         }
         return parts.joined(separator: "\n")
+    }
+
+    /// Each node keeper's state changes and what it said about them, rewinds and base backups
+    /// included (pg_rewind's own messages, which pg_autoctl logs one fragment a line), from the
+    /// whole log: a keeper that retries a failing transition fills its last lines with the retries,
+    /// and what failed first, and why, is further up.
+    func keeperTransitions(lines: Int) -> String {
+        let telling = ["FSM transition", "Transition complete", "Monitor assigned", "rewind", "basebackup", "crash recovery",
+                       "single-user", "shut down", "checkpoint", "ERROR", "FATAL", "fatal", "error:", "WARN"]
+        let noise = ["monitor database", "current version for extension", "goal state from the monitor", "Failed to connect to \"postgres"]
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix("node") && $0.hasSuffix(".log") && !$0.contains("-create") }.sorted()
+        return files.map { file in
+            let text = (try? String(contentsOfFile: directory + "/" + file, encoding: .utf8)) ?? ""
+            let kept = text.split(separator: "\n").filter { line in
+                telling.contains { line.contains($0) } && !noise.contains { line.contains($0) }
+            }
+            return "--- \(file): transitions, rewinds, base backups, errors\n" + kept.suffix(lines).joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
+    /// Each node's `pg_controldata` cluster state and timeline: pg_rewind needs a target shut
+    /// down cleanly ("shut down" or "shut down in recovery"), and says so only in the keeper's log.
+    func controlStates() -> String {
+        nodes.map { node in
+            let outcome = try? ProcessRunner.run([binaryDirectory + "/pg_controldata", "-D", node.dataDirectory],
+                                                asUser: geteuid() == 0 ? Self.serverUser : nil)
+            let kept = (outcome?.output ?? "pg_controldata did not run").split(separator: "\n").filter {
+                $0.hasPrefix("Database cluster state") || $0.contains("TimeLineID") || $0.hasPrefix("Latest checkpoint location")
+                    || $0.hasPrefix("Minimum recovery ending location") || $0.hasPrefix("wal_log_hints") || $0.hasPrefix("Data page checksum")
+            }
+            return "--- \(node.name) pg_controldata\n" + kept.joined(separator: "\n")
+        }.joined(separator: "\n")
     }
 
     /// Each node's postmaster and its children with their state (R running, S sleeping, D
