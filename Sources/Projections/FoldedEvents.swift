@@ -32,10 +32,11 @@ public struct FoldedEvents: Sendable {
         last = events.last?.position
         eventCount = events.count
         for stored in events {
+            // Payloads in the log passed ingestion's checks: the trusted path skips them.
             guard let type = EventType(rawValue: stored.type),
                   let event = try? Event(eventID: stored.eventID, type: type, notificationID: stored.notificationID,
                                          deviceID: stored.deviceID, category: stored.category, occurredAt: stored.occurredAt,
-                                         payloadJSON: stored.payload) else {
+                                         trustedPayloadJSON: stored.payload) else {
                 // Experiment lifecycle and decisions share the log but are no notification's events.
                 if ExperimentLogEntry.action(ofType: stored.type) == nil { undecodable += 1 }
                 continue

@@ -1,4 +1,4 @@
-import EngageCore
+@testable import EngageCore
 import EventStore
 import Foundation
 import Postgres
@@ -19,6 +19,17 @@ struct EventStoreTests {
     private func count(_ table: String) async throws -> Int {
         try await pool.withConnection { connection in
             try connection.query("SELECT count(*) FROM \(identifier: table)")[0].decode(0, as: Int.self)
+        }
+    }
+
+    /// Waits until `count` events are visible to a log reader. A reader sees only transactions
+    /// older than every one still running in the cluster, and the other suites' tests append in
+    /// databases of the same cluster: right after an append its events may not be visible yet.
+    private func waitUntilVisible(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while try await pool.withConnection({ try EventStore.readFoldable(after: .start, limit: count + 1, on: $0) }).count < count {
+            guard ContinuousClock.now < deadline else { throw CancellationError() }
+            try await Task.sleep(for: .milliseconds(5))
         }
     }
 
@@ -64,6 +75,7 @@ struct EventStoreTests {
         let items = EventFactory.items(30) + [AppendItem(appID: "app-2", event: tagged)]
         _ = try await store.append(items)
         let after = now()
+        try await waitUntilVisible(items.count)
 
         let full = try await store.read(after: .start, limit: 100)
         let lean = try await pool.withConnection { try EventStore.readFoldable(after: .start, limit: 100, on: $0) }
@@ -76,6 +88,52 @@ struct EventStoreTests {
         }
         let taggedRow = try #require(full.first { $0.eventID == tagged.eventID })
         #expect(taggedRow.experimentID == "thumbs-v1" && taggedRow.experimentArm == "thumbnail" && taggedRow.appID == "app-2")
+    }
+
+    /// Payloads as PostgreSQL's `jsonb` renders them (keys reordered, spacing, its own escapes)
+    /// decode to the same event by the projector's trusted path as by the full decoder, and by the
+    /// fast path itself, not its fallback.
+    @Test func storedPayloadsDecodeTheSameByTheTrustedPathAsByTheFullDecoder() async throws {
+        let tag = ExperimentTag(id: "thumbs-\"v1\"", arm: "tête\\à\\tête", probability: 0.125)
+        let shapes: [EventDetails] = [
+            .sent(SentDetails(media: [
+                MediaVariant(variant: "original", kind: .image, format: .jpeg, bytes: 2_400_000, width: 4032, height: 3024),
+                MediaVariant(variant: "通知/👍🏽", kind: .video, format: .mp4, bytes: 9_007_199_254_740_992, durationMS: 15_000),
+            ], strategy: .adaptive, payloadBytes: 2890)),
+            .sent(SentDetails(media: [])),
+            .delivered(DeliveredDetails(
+                attachment: DeliveredAttachment(kind: .gif, format: .gif, bytes: 1, source: .cache, downloadMS: 0,
+                                                variant: "e\u{301}", httpStatus: 404),
+                outcome: .downloadFailed, processingMS: 0, timeWillExpire: true, network: .cellular, strategy: .poster)),
+            .delivered(DeliveredDetails(attachment: DeliveredAttachment(kind: .noAttachment), outcome: .notRequested,
+                                        processingMS: 12, timeWillExpire: false)),
+            .displayed(DisplayedDetails(presentation: .plain, attachmentKind: .noAttachment)),
+            .expanded,
+            .action(ActionDetails(actionID: ActionDetails.openIdentifier, textInputLength: 12)),
+            .action(ActionDetails(actionID: "répondre \"vite\" \\ now")),
+        ]
+        var events: [Event] = []
+        for (i, details) in shapes.enumerated() {
+            var event = EventFactory.event(notification: "apns-trusted-\(i)", details: details)
+            if i % 2 == 0 { event.experiment = tag }
+            if i % 3 == 0 { event.properties = Array(#"{"tab":"a\tb","nested":{"list":[1,2.5e3,"\u00e9",null,true]},"q":"\"\\"}"#.utf8) }
+            events.append(event)
+        }
+        _ = try await store.append(events.map { AppendItem(appID: "app-1", event: $0) })
+        try await waitUntilVisible(events.count)
+
+        let read = try await pool.withConnection { try EventStore.readFoldable(after: .start, limit: 100, on: $0) }
+        #expect(read.count == events.count)
+        for stored in read {
+            let type = try #require(EventType(rawValue: stored.type))
+            let full = try Event(eventID: stored.eventID, type: type, notificationID: stored.notificationID, deviceID: stored.deviceID,
+                                 category: stored.category, occurredAt: stored.occurredAt, payloadJSON: stored.payload)
+            let trusted = try Event(eventID: stored.eventID, type: type, notificationID: stored.notificationID, deviceID: stored.deviceID,
+                                    category: stored.category, occurredAt: stored.occurredAt, trustedPayloadJSON: stored.payload)
+            #expect(trusted == full)
+            #expect(trusted.details == events.first { $0.eventID == stored.eventID }?.details)
+            #expect(TrustedPayloadReader.read(type: type, stored.payload) != nil, "\(String(decoding: stored.payload, as: UTF8.self))")
+        }
     }
 
     @Test func retriedBatchStoresNothingTwice() async throws {
