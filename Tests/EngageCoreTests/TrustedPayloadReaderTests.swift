@@ -84,6 +84,21 @@ import Testing
         #expect(trusted == full)
     }
 
+    /// A payload stored before ingestion composed text to NFC, whose text grows when composed
+    /// (U+0958 is excluded from composition: 3 bytes stored, 6 once normalized) past a limit the
+    /// full decoder checks after composing: the trusted path must not accept what it refuses.
+    @Test func textThatGrowsWhenComposedIsTheFullDecodersCall() {
+        let event = Fixture.deliveredEvent
+        let grown = String(repeating: "\u{0958}", count: 33)
+        let delivered = #"{"attachment": {"kind": "image"}, "outcome": "attached", "processing_ms": 1, "time_will_expire": true, "#
+        let payload = Array((delivered + #""experiment": {"id": "\#(grown)", "arm": "a", "probability": 0.5}}"#).utf8)
+        #expect(grown.utf8.count <= 100 && grown.precomposedStringWithCanonicalMapping.utf8.count > 100)
+        let (full, trusted) = Self.decodeBoth(event, payload)
+        #expect(!full.isSuccess, "the full decoder takes the experiment id once composed (198 bytes)")
+        #expect(trusted == full)
+        #expect(TrustedPayloadReader.read(type: event.type, payload) == nil)
+    }
+
     /// Every truncation and a few thousand random damages of stored payloads: a damaged payload
     /// is an error (the full decoder's) or, where only a skipped check would refuse it, an event;
     /// whenever the full decoder accepts one, both agree.

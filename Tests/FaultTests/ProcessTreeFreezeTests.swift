@@ -19,10 +19,21 @@ struct ProcessTreeFreezeTests {
         let workspace = try FaultWorkspace("freeze")
         defer { workspace.remove() }
         for round in 0..<12 {
-            // Bounded, and ends by waiting for its children: nothing is left for init to reap
-            // (which it does not here).
-            let shell = try ChildProcess(["/bin/sh", "-c", "i=0; while [ $i -lt 60 ]; do sleep 0.3 & sleep 0.01; i=$((i+1)); done; wait"],
-                                         environment: ["PATH": "/usr/bin:/bin"], outputPath: workspace.file("shell-\(round).log"))
+            // Forks until told to stop (or for a minute at most), then waits for its children:
+            // nothing is left for init to reap (which it does not here), and however late this
+            // task runs on a busy machine, the shell is still forking when it looks. Every child
+            // is started in the background: dash starts a foreground command with vfork, and a
+            // vfork child stopped before its exec leaves its parent waiting uninterruptibly, never
+            // stopped (PostgreSQL's postmaster forks).
+            let stop = workspace.file("stop-\(round)")
+            let script = "i=0; while [ ! -e '\(stop)' ] && [ $i -lt 6000 ]; do sleep 0.3 & sleep 0.01 & wait $!; i=$((i+1)); done; wait"
+            let shell = try ChildProcess(["/bin/sh", "-c", script], environment: ["PATH": "/usr/bin:/bin"],
+                                         outputPath: workspace.file("shell-\(round).log"))
+            // Whatever happens, the tree runs on and the shell stops forking and ends.
+            defer {
+                FileManager.default.createFile(atPath: stop, contents: nil)
+                for pid in LocalSystem.processTree(of: shell.pid) { Glibc.kill(pid, SIGCONT) }
+            }
             try await waitFor("the shell to be forking") { LocalSystem.processTree(of: shell.pid).count >= 4 }
             var freeze = ProcessTreeFreeze(root: shell.pid)
             try await waitFor("the tree to stop") { freeze.step() }
@@ -30,6 +41,7 @@ struct ProcessTreeFreezeTests {
             let running = LocalSystem.processTree(of: shell.pid).filter { !ProcessTreeFreeze.cannotRun($0) }
             #expect(running.isEmpty, "round \(round): processes ran on after the freeze: \(running.map(LocalSystem.describe))")
 
+            FileManager.default.createFile(atPath: stop, contents: nil)
             for pid in LocalSystem.processTree(of: shell.pid) { Glibc.kill(pid, SIGCONT) }
             #expect(await shell.waitForExit(timeout: .seconds(30)) == 0, "the shell did not finish: \(shell.output)")
         }

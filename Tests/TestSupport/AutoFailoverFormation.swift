@@ -535,7 +535,12 @@ public final class AutoFailoverFormation: Sendable {
         for state in states where ["primary", "wait_primary", "single"].contains(state.reported) {
             guard let node = node(named: state.name) else { continue }
             do {
-                try checkpoint(node)
+                // Bounded: a server whose checkpointer a test stopped would never answer, and
+                // this runs inside a wait that checks its deadline only between calls.
+                try withPrimaryConnection(node, database: "postgres") { connection in
+                    try connection.execute("SET statement_timeout = '5s'")
+                    try connection.execute("CHECKPOINT")
+                }
                 print("formation: a keeper runs pg_basebackup; asked \(node) for a checkpoint")
             } catch {
                 print("formation: a keeper runs pg_basebackup; \(node) refused a checkpoint: \(error)")

@@ -11,12 +11,18 @@ import Glibc
 /// that listing. So the tree counts as stopped only once every process signalled so far was seen
 /// stopped (or exited) *before* a fresh listing, and that listing holds nobody new: a stopped
 /// process forks nothing more, so no process of the tree can be missing from it.
+///
+/// It assumes what holds for PostgreSQL: only processes that stay alive fork (a child of one that
+/// exits before it is seen stopped is re-parented out of the tree), each process has one thread,
+/// and none forks with vfork (a parent waiting for a vfork child stopped before its exec never
+/// stops).
 public struct ProcessTreeFreeze {
     public let root: Int32
     /// Every process sent SIGSTOP so far.
     public private(set) var signalled: Set<Int32> = []
 
     public init(root: Int32) {
+        precondition(root > 0, "kill(\(root), ...) would signal a process group")
         self.root = root
     }
 

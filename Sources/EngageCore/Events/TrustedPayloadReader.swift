@@ -5,8 +5,8 @@ extension Event {
     /// validated before appending it. Equal to `init(eventID:type:...:payloadJSON:)`, which it
     /// falls back on (with the same `EventProblem` for a payload that does not decode), at a
     /// fraction of the CPU: see `TrustedPayloadReader`.
-    public init(eventID: EventID, type: EventType, notificationID: String, deviceID: String,
-                category: String, occurredAt: Timestamp, trustedPayloadJSON payload: [UInt8]) throws(EventProblem) {
+    package init(eventID: EventID, type: EventType, notificationID: String, deviceID: String,
+                 category: String, occurredAt: Timestamp, trustedPayloadJSON payload: [UInt8]) throws(EventProblem) {
         guard let (details, experiment, properties) = TrustedPayloadReader.read(type: type, payload) else {
             try self.init(eventID: eventID, type: type, notificationID: notificationID, deviceID: deviceID,
                           category: category, occurredAt: occurredAt, payloadJSON: payload)
@@ -29,15 +29,18 @@ extension Event {
 /// values, integers in 0...2^53, the probability's range.
 ///
 /// Anything it does not expect (an unknown key, a missing field, a wrong value, a `null`, which
-/// the encoder never writes, an escaped key, malformed or truncated JSON) makes it give up, and
+/// the encoder never writes, an escaped key, truncated JSON, most malformed JSON) makes it give up, and
 /// `Event.init(trustedPayloadJSON:)` decodes the payload again with the full decoder, which throws
 /// the same `EventProblem` as before. Every byte read is bounds-checked: damaged input gives up,
 /// it never traps.
 ///
 /// Not checked here, on the grounds above: strings' lengths and control characters, UTF-8
 /// validity (`String(decoding:)` repairs, it does not trap), duplicate keys (the last wins), and
-/// the number grammar beyond what reading the value needs. Text that is not ASCII is still put in
-/// Unicode normalization form C, as the full decoder does, so both give the same bytes.
+/// the number grammar beyond what reading the value needs, and the grammar of `properties`, which
+/// is kept as bytes. So only what `jsonb` renders is guaranteed to decode as the full decoder
+/// decodes it: bytes from anywhere else (an import, a restore) must take the full decoder. Text
+/// that is not ASCII must already be in Unicode normalization form C, as ingestion stores it, or
+/// the reader gives up (see `composed`).
 struct TrustedPayloadReader {
     /// The reader met something a payload written by ingestion would not hold.
     struct Unexpected: Error {}
@@ -416,10 +419,19 @@ struct TrustedPayloadReader {
         let token = try stringToken()
         if token.escaped {
             let text = String(decoding: JSON.unescape(bytes, token.content), as: UTF8.self)
-            return text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCanonicalMapping
+            return text.utf8.allSatisfy { $0 < 0x80 } ? text : try composed(text)
         }
         let text = String(decoding: bytes[token.content], as: UTF8.self)
-        return token.ascii ? text : text.precomposedStringWithCanonicalMapping
+        return token.ascii ? text : try composed(text)
+    }
+
+    /// Text ingestion stored is in NFC already. A payload stored before ingestion composed its
+    /// text may grow when composed (U+0958 takes 3 bytes decomposed, 6 composed) past a length
+    /// the full decoder checks after composing: it decides, so this reader gives up.
+    private func composed(_ text: String) throws(Unexpected) -> String {
+        let composed = text.precomposedStringWithCanonicalMapping
+        guard composed.utf8.elementsEqual(text.utf8) else { throw Unexpected() }
+        return composed
     }
 
     private mutating func enumeration<E: RawRepresentable>() throws(Unexpected) -> E where E.RawValue == String {
