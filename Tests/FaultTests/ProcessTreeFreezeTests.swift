@@ -31,7 +31,7 @@ struct ProcessTreeFreezeTests {
                                          outputPath: workspace.file("shell-\(round).log"))
             // Whatever happens, the tree runs on and the shell stops forking and ends.
             defer {
-                FileManager.default.createFile(atPath: stop, contents: nil)
+                _ = FileManager.default.createFile(atPath: stop, contents: nil)
                 for pid in LocalSystem.processTree(of: shell.pid) { Glibc.kill(pid, SIGCONT) }
             }
             try await waitFor("the shell to be forking") { LocalSystem.processTree(of: shell.pid).count >= 4 }
@@ -41,7 +41,7 @@ struct ProcessTreeFreezeTests {
             let running = LocalSystem.processTree(of: shell.pid).filter { !ProcessTreeFreeze.cannotRun($0) }
             #expect(running.isEmpty, "round \(round): processes ran on after the freeze: \(running.map(LocalSystem.describe))")
 
-            FileManager.default.createFile(atPath: stop, contents: nil)
+            _ = FileManager.default.createFile(atPath: stop, contents: nil)
             for pid in LocalSystem.processTree(of: shell.pid) { Glibc.kill(pid, SIGCONT) }
             #expect(await shell.waitForExit(timeout: .seconds(30)) == 0, "the shell did not finish: \(shell.output)")
         }
