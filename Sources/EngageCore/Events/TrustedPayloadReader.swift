@@ -310,12 +310,7 @@ struct TrustedPayloadReader {
 
     @inline(__always)
     private mutating func skipWhitespace() {
-        while pos < end {
-            switch bytes[pos] {
-            case 0x20, 0x0A, 0x0D, 0x09: pos += 1
-            default: return
-            }
-        }
+        pos = JSON.skippingWhitespace(bytes, from: pos, end: end)
     }
 
     private mutating func literal(_ text: StaticString) throws(Unexpected) {

@@ -347,6 +347,18 @@ extension JSON {
         return v
     }
 
+    /// The first position at or after `position` that is not JSON whitespace, or `end`.
+    @inline(__always) static func skippingWhitespace(_ bytes: [UInt8], from position: Int, end: Int) -> Int {
+        var position = position
+        while position < end {
+            switch bytes[position] {
+            case 0x20, 0x0A, 0x0D, 0x09: position += 1
+            default: return position
+            }
+        }
+        return position
+    }
+
     /// 0...15, or 0xFF for a non-hex byte.
     @inlinable static func hexDigit(_ b: UInt8) -> UInt8 {
         switch b {

@@ -146,12 +146,7 @@ extension JSON {
 
         @inline(__always)
         private mutating func skipWhitespace() {
-            while pos < end {
-                switch bytes[pos] {
-                case 0x20, 0x0A, 0x0D, 0x09: pos += 1
-                default: return
-                }
-            }
+            pos = JSON.skippingWhitespace(bytes, from: pos, end: end)
         }
 
         private mutating func parseLiteral(_ text: StaticString, _ tag: Token.Tag) throws(JSONError) {
