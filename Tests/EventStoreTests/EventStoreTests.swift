@@ -26,10 +26,8 @@ struct EventStoreTests {
     /// older than every one still running in the cluster, and the other suites' tests append in
     /// databases of the same cluster: right after an append its events may not be visible yet.
     private func waitUntilVisible(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while try await pool.withConnection({ try EventStore.readFoldable(after: .start, limit: count + 1, on: $0) }).count < count {
-            guard ContinuousClock.now < deadline else { throw CancellationError() }
-            try await Task.sleep(for: .milliseconds(5))
+        try await pollUntil(every: .milliseconds(5)) {
+            try await pool.withConnection { try EventStore.readFoldable(after: .start, limit: count + 1, on: $0) }.count >= count
         }
     }
 
@@ -67,7 +65,7 @@ struct EventStoreTests {
     /// The projector's lean read is the full read without the columns its fold never uses: the
     /// same events in the same order, every remaining field equal, and `recorded_at` (which only
     /// the full read returns) the append's time, not another timestamp column.
-    @Test func theProjectorsReadEqualsTheFullReadWithoutItsUnusedColumns() async throws {
+    @Test(.timeLimit(.minutes(1))) func theProjectorsReadEqualsTheFullReadWithoutItsUnusedColumns() async throws {
         func now() -> Timestamp { Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000)) }
         let before = now()
         var tagged = EventFactory.delivered(notification: "apns-lean")
@@ -93,7 +91,7 @@ struct EventStoreTests {
     /// Payloads as PostgreSQL's `jsonb` renders them (keys reordered, spacing, its own escapes)
     /// decode to the same event by the projector's trusted path as by the full decoder, and by the
     /// fast path itself, not its fallback.
-    @Test func storedPayloadsDecodeTheSameByTheTrustedPathAsByTheFullDecoder() async throws {
+    @Test(.timeLimit(.minutes(1))) func storedPayloadsDecodeTheSameByTheTrustedPathAsByTheFullDecoder() async throws {
         let tag = ExperimentTag(id: "thumbs-\"v1\"", arm: "tête\\à\\tête", probability: 0.125)
         // jsonb renders a small probability in plain decimals (0.00000025), never with an exponent.
         let rareTag = ExperimentTag(id: "rare", arm: "thumbnail", probability: 2.5e-7)
