@@ -33,7 +33,7 @@
 #   WINDOW=2          seconds of each load run; BEFORE=10 and AFTER=5 windows around the prune
 #   MAX_SECONDS=10    seconds of the unpaced run that measures the maximum
 #   CONNECTIONS=16 BATCH=100      load as phase A
-#   PRUNE_FLAGS=      more engage log prune flags (e.g. '--pause 5 --batch 5000')
+#   PRUNE_FLAGS=      more engage log prune flags (e.g. '--pace 100' unpaced, '--nice 0', '--batch 5000')
 #   BUILD=1           run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN        engage executable (default: the package's release build)
 #   WORK_PARENT=/var/tmp  KEEP_WORK=0  PSQL=psql

@@ -7,8 +7,9 @@ import Postgres
 /// events, and each file's size and SHA-256. docs/retention.md describes the format.
 ///
 /// Each file is a gzip stream of PostgreSQL's COPY text format (columns as `columns` lists them,
-/// timestamps in ISO 8601 with a UTC offset), one event per line in log order. A prune adds its
-/// days to the manifest already in the directory; a day archived again replaces its entry.
+/// timestamps in ISO 8601 with a UTC offset), one event per line in the order the rows lay in
+/// their partition (`PartitionReader`). A prune adds its days to the manifest already in the
+/// directory; a day archived again replaces its entry.
 struct ArchiveManifest: Codable, Equatable {
     static let fileName = "manifest.json"
     static let formatName = "engage-log-archive"

@@ -41,12 +41,16 @@ final class GzipFileWriter {
     }
 
     func write(_ bytes: [UInt8]) throws(LogRetentionError) {
+        try deflate(bytes[...], flush: Z_NO_FLUSH)
+    }
+
+    func write(_ bytes: ArraySlice<UInt8>) throws(LogRetentionError) {
         try deflate(bytes, flush: Z_NO_FLUSH)
     }
 
     /// Ends the stream, syncs the file and moves it into place; returns its size and SHA-256.
     func finish() throws(LogRetentionError) -> (bytes: Int, sha256: String) {
-        try deflate([], flush: Z_FINISH)
+        try deflate([][...], flush: Z_FINISH)
         guard fsync(descriptor) == 0 else { throw .io(path: partialPath, problem: "fsync failed: \(String(cString: strerror(errno)))") }
         close(descriptor)
         descriptor = -1
@@ -55,7 +59,7 @@ final class GzipFileWriter {
         return (compressedBytes, Hex.encode(hasher.finalize()))
     }
 
-    private func deflate(_ input: [UInt8], flush: Int32) throws(LogRetentionError) {
+    private func deflate(_ input: ArraySlice<UInt8>, flush: Int32) throws(LogRetentionError) {
         var problem: LogRetentionError?
         input.withUnsafeBufferPointer { input in
             stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress)

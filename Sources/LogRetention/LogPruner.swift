@@ -7,7 +7,8 @@ import Runtime
 /// Removes the oldest weeks of the log (`engage log prune`): every partition wholly recorded
 /// before the UTC midnight that starts the day `olderThan` ago, its days archived first if asked.
 ///
-/// A partition goes whole: its ids leave `event_ids` in batches, then it is detached
+/// A partition goes whole: read once in the order its rows lie (archived or counted by day), its
+/// ids leave `event_ids` in batches, then it is detached
 /// concurrently (appends and readers of other weeks never wait for it) and dropped, so nothing
 /// is left for vacuum in the log itself. A week that straddles the cut stays until the next
 /// prune. The legacy partition of a log from before migration 010 is deleted from in batches
@@ -17,6 +18,8 @@ import Runtime
 /// event could otherwise be stored again. Checks given by the caller (the read models have folded
 /// what goes; no running experiment loses events) run first; any reason they give stops the prune.
 /// Every step can be repeated: a prune cut short is finished by the next.
+/// Reads and deletions go in batches with rests between (`DutyCycle`): on a machine ingestion keeps
+/// busy, the prune takes longer rather than taking ingestion's cores.
 public struct LogPruner: Sendable {
     /// Reasons the prune must not remove events recorded before the cut (empty: none).
     public typealias Check = @Sendable (_ connection: Connection, _ recordedBefore: Timestamp) throws -> [String]
@@ -29,8 +32,9 @@ public struct LogPruner: Sendable {
         public var checks: [Check] = []
         /// Rows (ids, or the legacy partition's events) removed per transaction.
         public var batchRows = 20_000
-        /// Rest between batches, leaving the database to the appends.
-        public var pause: Duration = .zero
+        /// How hard the prune works: the share of the time it spends on batches (archive reads and
+        /// id deletions alike), resting in between to leave the machine to ingestion.
+        public var pace: DutyCycle = .standard
 
         public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {
             self.olderThan = olderThan
@@ -182,20 +186,13 @@ public struct LogPruner: Sendable {
     private func pruneWhole(_ partition: EventPartitions.Partition, archive: inout ArchiveManifest?, counter: inout ProgressCounter,
                             on connection: Connection) throws -> [Day] {
         let name = partition.name
-        let days: [Timestamp]
-        if let lower = partition.lower {
-            days = Array(stride(from: lower.microsecondsSinceEpoch, to: partition.upper.microsecondsSinceEpoch, by: Int(Timestamp.microsecondsPerDay))
-                .map(Timestamp.init(microsecondsSinceEpoch:)))
-        } else {
-            days = try Self.daysHoldingEvents(of: name, before: partition.upper, on: connection)
-        }
-        let pruned = try days.compactMap { day in try archiveOrCount(day: day, of: name, archive: &archive, counter: &counter, on: connection) }
+        let lastBlock = try Self.blockCount(of: name, on: connection)
+        let pruned = try readDays(of: name, before: partition.upper, blocks: lastBlock, archive: &archive, counter: &counter, on: connection)
         counter.step = "prune \(name)"
         // The ids first: event_ids never holds an id whose event is gone, so a restore can trust it.
-        let lastBlock = try Self.blockCount(of: name, on: connection)
         var block: Int64 = 0
-        let blocksPerBatch = Int64(max(1, configuration.batchRows / 20))
         while block < lastBlock {
+            let stopwatch = Stopwatch()
             // An array, not IN (...): the planner would hash the batch and scan all of event_ids
             // for it; an array is looked up in the primary key, id by id.
             let deleted = try connection.execute("""
@@ -205,7 +202,7 @@ public struct LogPruner: Sendable {
                 """)
             block += blocksPerBatch
             counter.advance(by: deleted)
-            try rest()
+            configuration.pace.rest(afterWorking: stopwatch.elapsed)
         }
         try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) CONCURRENTLY")
         try connection.execute("DROP TABLE \(identifier: name)")
@@ -217,20 +214,17 @@ public struct LogPruner: Sendable {
 
     private func pruneLegacy(_ partition: EventPartitions.Partition, before cut: Timestamp, archive: inout ArchiveManifest?,
                              counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
-        let days = try Self.daysHoldingEvents(of: partition.name, before: cut, on: connection)
-        let pruned = try days.compactMap { day in
-            try archiveOrCount(day: day, of: partition.name, archive: &archive, counter: &counter, on: connection)
-        }
-        counter.step = "prune \(partition.name) before \(ArchiveManifest.dayText(cut))"
         // Rows lie in the order they were recorded: walk the blocks up to the last old row, each
         // batch taking its rows before the cut and their ids together.
         let lastBlock = try connection.query("""
             SELECT coalesce(max((ctid::text::point)[0])::int8 + 1, 0) FROM \(identifier: partition.name)
             WHERE recorded_at < \(PostgresTimestamp(cut))
             """)[0].decode(0, as: Int64.self)
+        let pruned = try readDays(of: partition.name, before: cut, blocks: lastBlock, archive: &archive, counter: &counter, on: connection)
+        counter.step = "prune \(partition.name) before \(ArchiveManifest.dayText(cut))"
         var block: Int64 = 0
-        let blocksPerBatch = Int64(max(1, configuration.batchRows / 20))
         while block < lastBlock {
+            let stopwatch = Stopwatch()
             let deleted = try connection.execute("""
                 WITH gone AS (
                     DELETE FROM \(identifier: partition.name)
@@ -242,55 +236,39 @@ public struct LogPruner: Sendable {
                 """)
             block += blocksPerBatch
             counter.advance(by: deleted)
-            try rest()
+            configuration.pace.rest(afterWorking: stopwatch.elapsed)
         }
         logger.info("log.legacy-pruned", ["recorded.before": cut.rfc3339, "days": String(pruned.count)])
         return pruned
     }
 
-    /// One UTC day of a partition: archived (when asked) and recorded in `log_pruned_days`
-    /// before its events go; nil for a day without events.
-    private func archiveOrCount(day: Timestamp, of partition: String, archive: inout ArchiveManifest?, counter: inout ProgressCounter,
-                                on connection: Connection) throws -> Day? {
-        try connection.execute("SELECT set_config('engage.prune_from', \(day.rfc3339), false)")
-        try connection.execute("SELECT set_config('engage.prune_to', \(day.adding(microseconds: Timestamp.microsecondsPerDay).rfc3339), false)")
-        var result = Day(day: day, events: 0)
-        var sha256: String?
+    /// The partition's days recorded before `bound`, read in one pass over its first `blocks`
+    /// blocks: archived when asked (every file synced and in the manifest) and recorded in
+    /// `log_pruned_days`, before any of their events go.
+    private func readDays(of partition: String, before bound: Timestamp, blocks: Int64, archive: inout ArchiveManifest?,
+                          counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
+        let reader = PartitionReader(partition: partition, recordedBefore: bound, blocks: blocks, blocksPerBatch: blocksPerBatch,
+                                     pace: configuration.pace)
+        let read: [PartitionReader.DayRead]
         if let directory = configuration.archiveDirectory, archive != nil {
-            counter.step = "archive \(ArchiveManifest.dayText(day))"
-            let select: SQL = """
-                SELECT \(fragment: ArchiveManifest.columnsSQL) FROM \(identifier: partition)
-                WHERE recorded_at >= current_setting('engage.prune_from')::timestamptz
-                  AND recorded_at < current_setting('engage.prune_to')::timestamptz
-                ORDER BY transaction_id, position
-                """
-            guard let written = try ArchiveWriter.write(select, day: day, directory: directory, on: connection) else { return nil }
-            archive?.record(written.entry)
+            counter.step = "archive \(partition)"
+            counter.advance(by: 0)
+            read = try reader.archive(into: directory, on: connection)
+            for day in read { archive?.record(day.entry!) }
             try archive?.save(to: directory)
-            result.events = written.entry.events
-            result.archiveFile = written.entry.file
-            result.archiveBytes = written.entry.bytes
-            sha256 = written.entry.sha256
         } else {
-            result.events = try connection.query("""
-                SELECT count(*) FROM \(identifier: partition)
-                WHERE recorded_at >= current_setting('engage.prune_from')::timestamptz
-                  AND recorded_at < current_setting('engage.prune_to')::timestamptz
-                """)[0].decode(0, as: Int.self)
-            if result.events == 0 { return nil }
+            counter.step = "count \(partition)"
+            read = try reader.countByDay(on: connection)
         }
-        try PrunedDays.record(day: day, events: result.events, archiveFile: result.archiveFile, archiveSHA256: sha256, on: connection)
-        return result
+        for day in read {
+            try PrunedDays.record(day: day.day, events: day.events, archiveFile: day.entry?.file, archiveSHA256: day.entry?.sha256,
+                                  on: connection)
+        }
+        return read.map { Day(day: $0.day, events: $0.events, archiveFile: $0.entry?.file, archiveBytes: $0.entry?.bytes) }
     }
 
-    /// The UTC days of the partition's events recorded before `bound`, oldest first.
-    private static func daysHoldingEvents(of partition: String, before bound: Timestamp, on connection: Connection) throws -> [Timestamp] {
-        try connection.query("""
-            SELECT DISTINCT date_trunc('day', recorded_at AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'
-            FROM \(identifier: partition) WHERE recorded_at < \(PostgresTimestamp(bound))
-            ORDER BY 1
-            """).rows.map { Timestamp(microsecondsSinceEpoch: try $0.decode(0, as: PostgresTimestamp.self).unixMicroseconds) }
-    }
+    /// Blocks of a partition read or cleared per batch: about `batchRows` rows.
+    private var blocksPerBatch: Int64 { Int64(max(1, configuration.batchRows / 20)) }
 
     // MARK: Steps
 
@@ -316,12 +294,6 @@ public struct LogPruner: Sendable {
             try connection.execute("DROP TABLE \(identifier: name)")
         }
         return Set(pending + detached).count
-    }
-
-    private func rest() throws {
-        guard configuration.pause > .zero else { return }
-        let (seconds, attoseconds) = configuration.pause.components
-        usleep(UInt32(clamping: seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
     }
 
     static func blockCount(of table: String, on connection: Connection) throws -> Int64 {

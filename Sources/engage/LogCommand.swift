@@ -16,8 +16,14 @@ enum LogCommand {
         "archive", value: "dir", help: "Archive each pruned day into this directory first (made if missing); engage log restore loads it back.")
     static let batch = Option("batch", value: "rows", help: "Ids (or legacy events) removed per transaction.",
                               default: 20_000, validate: .range(100...1_000_000))
-    static let pause = Option("pause", value: "ms", help: "Rest between batches, leaving the database to ingestion.",
+    static let pause = Option("pause", value: "ms", help: "A further fixed rest after every batch, leaving the database to ingestion.",
                               default: 0, validate: .range(0...60_000))
+    static let pace = Option("pace", value: "percent",
+                             help: "Share of the time the prune works (archive reads and id deletions), resting in between: 25 rests 3 s for each 1 s of work; 100 never rests.",
+                             default: 25, validate: .range(1...100))
+    static let nice = Option("nice", value: "niceness",
+                             help: "CPU priority of the prune's own process (archive compression), 0-19: higher yields more to ingestion on the same machine.",
+                             default: 10, validate: .range(0...19))
     static let dryRun = Flag("dry-run", help: "Show what would be pruned and run the checks, without pruning.")
     static let includeRunningExperiments = Flag(
         "include-running-experiments", help: "Prune events of running experiments too (their analyses then see only what is kept).")
@@ -29,7 +35,7 @@ enum LogCommand {
         subcommands: [
             Command(name: "prune", abstract: "Drop the weeks of the log recorded before a day, archiving their days first with --archive.",
                     options: CommonOptions.databaseAndLogging
-                        + [olderThan, archive, ServerOptions.maxPastDays, ServerOptions.maxFutureMinutes, batch, pause],
+                        + [olderThan, archive, ServerOptions.maxPastDays, ServerOptions.maxFutureMinutes, batch, pace, pause, nice],
                     flags: [dryRun, includeRunningExperiments], run: prune),
             Command(name: "restore", abstract: "Load an archive written by engage log prune back into the log; what the log holds is skipped.",
                     options: CommonOptions.databaseAndLogging, arguments: [directory], run: restore),
@@ -51,13 +57,14 @@ enum LogCommand {
         }
         var configuration = LogPruner.Configuration(olderThan: olderThan.duration, window: window)
         configuration.batchRows = arguments[batch]
-        configuration.pause = .milliseconds(arguments[pause])
+        configuration.pace = DutyCycle(share: Double(arguments[pace]) / 100, pause: .milliseconds(arguments[pause]))
         if let directory = arguments[archive] {
             configuration.archiveDirectory = try archiveDirectory(directory, arguments)
         }
         let includeRunning = arguments[includeRunningExperiments]
         configuration.checks = [projectionsCheck] + (includeRunning ? [] : [experimentsCheck])
         let logger = CommonOptions.quietLogger(arguments)
+        ProcessPriority.lower(to: Int32(arguments[nice]))
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             let pruner = LogPruner(pool: pool, configuration: configuration, logger: logger)
             if arguments[dryRun] {
@@ -67,7 +74,7 @@ enum LogCommand {
             let line = ProgressLine.standardError("prune")
             let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
-            printReport(report)
+            printReport(report, pace: configuration.pace)
             // Only when events left the log: now, or by a detach an interrupted prune left (its
             // rerun finishes it). A prune that removes nothing keeps every look incremental.
             if report.events > 0 || report.finishedDetaches > 0 {
@@ -125,7 +132,7 @@ enum LogCommand {
             + (archive.map { ", archived into \($0)" } ?? ", without an archive"))
     }
 
-    static func printReport(_ report: LogPruner.Report) {
+    static func printReport(_ report: LogPruner.Report, pace: DutyCycle) {
         guard !report.days.isEmpty else {
             print("nothing to prune: no event was recorded before \(day(report.plan.cut))")
             return
@@ -138,7 +145,7 @@ enum LogCommand {
         print(table.render())
         let rate = report.seconds > 0 ? Double(report.events) / report.seconds : 0
         print("pruned \(report.events) events recorded before \(day(report.plan.cut)) in \(String(format: "%.1f", report.seconds)) s "
-            + "(\(Int(rate)) events/s)")
+            + "(\(Int(rate)) events/s, \(pace.description))")
     }
 
     // MARK: restore

@@ -86,6 +86,10 @@ struct CommandLineOptionsTests {
          "error: option '--older-than' 45d is inside the idempotency window of 90 days 1 hour 10 minutes (90d1h10m)"),
         (["log", "prune", "--older-than", "31d", "--archive", "/proc/engage-archive"], [:],
          "error: option '--archive': cannot make the directory /proc/engage-archive\nusage: engage log prune [--database"),
+        (["log", "prune", "--older-than", "31d", "--pace", "0"], [:],
+         "error: invalid value '0' for option '--pace': expected an integer from 1 to 100\nusage: engage log prune [--database"),
+        (["log", "prune", "--older-than", "31d", "--nice", "20"], [:],
+         "error: invalid value '20' for option '--nice': expected an integer from 0 to 19\nusage: engage log prune [--database"),
         (["log", "restore", "/nonexistent/archive"], [:], "error: argument '<dir>': /nonexistent/archive is not a directory"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
