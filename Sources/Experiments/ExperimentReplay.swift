@@ -38,7 +38,6 @@ struct ExperimentReplay: Sendable {
     /// replay per range (no range overlaps another, so none of its notifications is here yet).
     mutating func read(_ definition: ExperimentDefinition, range: NotificationRange, chunkSize: Int,
                        on connection: Connection) throws {
-        try Self.configureTransaction(on: connection)
         try connection.execute(Self.cursor(definition, range: range))
         ranges += 1
         let eventsBefore = events
@@ -65,14 +64,6 @@ struct ExperimentReplay: Sendable {
         add(fold)
         eventsRead += events - eventsBefore
         try connection.execute("CLOSE experiment_replay")
-    }
-
-    /// The replay's settings for the rest of its transaction: no JIT compilation. The cursor's
-    /// plan costs enough to be compiled (with inlining and optimization for a whole experiment of
-    /// a million notifications: about 0.3 s of the database's CPU at every analysis, issue 15
-    /// point 7), for expressions that are simple column reads and one `CASE`.
-    static func configureTransaction(on connection: Connection) throws {
-        _ = try connection.query("SELECT set_config('jit', 'off', true)")
     }
 
     /// Declares the cursor `experiment_replay` over the rows of notifications `range`: the columns

@@ -97,7 +97,6 @@ public struct ExperimentRunner: Sendable {
     public func readRowsOnly(_ definition: ExperimentDefinition) async throws -> Int {
         let chunkSize = chunkSize
         return try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
-            try ExperimentReplay.configureTransaction(on: connection)
             try connection.execute(ExperimentReplay.cursor(definition, range: .all))
             var rows = 0
             try connection.repeatUntilEmpty(ExperimentReplay.fetch(chunkSize: chunkSize)) { rows += $0.rowCount }

@@ -338,25 +338,6 @@ struct ExperimentRunnerTests {
         await pool.close()
     }
 
-    /// The replay's cursor is planned without JIT compilation (about 0.3 s of the database's CPU
-    /// per analysis of a million notifications), for its transaction only: the session's setting
-    /// is what it was afterwards.
-    @Test(.timeLimit(.minutes(2)))
-    func theReplayTurnsJITOffForItsTransactionOnly() async throws {
-        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
-        let settings = try await pool.withConnection { connection in
-            try connection.execute("SET jit = on")
-            let inside = try connection.transaction { connection in
-                try ExperimentReplay.configureTransaction(on: connection)
-                return try connection.query("SELECT current_setting('jit')")[0].decode(0, as: String.self)
-            }
-            let after = try connection.query("SELECT current_setting('jit')")[0].decode(0, as: String.self)
-            return [inside, after]
-        }
-        #expect(settings == ["off", "on"])
-        await pool.close()
-    }
-
     @Test(.timeLimit(.minutes(2)))
     func aSplitReplayFinishesAloneWhenThePoolHasNoConnectionForTheOtherLane() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)

@@ -45,6 +45,7 @@ struct PrePeriodReaderTests {
             try connection.execute("""
                 INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
                 VALUES
+                  (gen_random_uuid(), 'demo', 'd-1', 'delivered', 'new_photo', 'device-x', \(start.adding(microseconds: -10_000_000).postgres), '{"processing_ms": 5}'),
                   (gen_random_uuid(), 'demo', 'd-1', 'displayed', 'new_photo', 'device-x', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "rich"}'),
                   (gen_random_uuid(), 'demo', 'd-1', 'displayed', 'new_photo', 'device-x', \(start.adding(microseconds: -8_000_000).postgres), '{"presentation": "plain"}')
                 """)
