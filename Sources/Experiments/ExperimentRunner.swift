@@ -71,10 +71,13 @@ public struct ExperimentRunner: Sendable {
     /// CUPED's pre-period covariates (`PrePeriodReader`); nil with CUPED off or before a start.
     /// The window lies before the experiment, so it needs no snapshot shared with the replay, and
     /// it is read at the same time as the replay, on a connection of its own: with a pool of two,
-    /// beside the replay's first lane, the second lane joining once the pre-period is read.
+    /// beside the replay's first lane, the second lane joining once the pre-period is read. The
+    /// rows are summed per device after the connection is back in the pool, so that the second
+    /// lane does not wait for that.
     func covariates(_ definition: ExperimentDefinition) async throws -> ExperimentCovariates? {
         guard definition.analysis.cupedPrePeriodDays != nil, definition.startAt != nil else { return nil }
-        return try await pool.withConnection { connection in try PrePeriodReader.read(definition, on: connection) }
+        let rows = try await pool.withConnection { connection in try PrePeriodReader.rows(definition, on: connection) }
+        return try rows?.covariates()
     }
 
     /// The experiment's tallies as of one snapshot of the log.

@@ -27,42 +27,39 @@ import Postgres
 /// being spread over the workers, and which would compete with the replay read at the same time).
 enum PrePeriodReader {
     static func read(_ definition: ExperimentDefinition, on connection: Connection) throws -> ExperimentCovariates? {
+        try rows(definition, on: connection)?.covariates()
+    }
+
+    /// The window's rows, read in one snapshot; summing them per device (`PrePeriodRows.covariates`)
+    /// needs no connection, so the caller can return it to the pool first: with a pool of two, the
+    /// replay's second lane starts while the pre-period is summed (issue 15 point 7).
+    static func rows(_ definition: ExperimentDefinition, on connection: Connection) throws -> PrePeriodRows? {
         guard let days = definition.analysis.cupedPrePeriodDays, let start = definition.startAt else { return nil }
-        var covariates = ExperimentCovariates(days: days, before: start)
-        let categories = Set(definition.categories)
-        func add(device: String, category: String, stages: FunnelStageSet, count: Int = 1) {
-            guard categories.isEmpty || categories.contains(category) else { return }
-            covariates.add(device: device, reached: stages, count: count)
-        }
+        let window = ExperimentCovariates(days: days, before: start)
         // One snapshot for both statements: a disagreeing notification is folded from the same events.
-        try connection.transaction(isolation: .repeatableRead) { connection in
+        return try connection.transaction(isolation: .repeatableRead) { connection in
             try configureTransaction(on: connection)
-            let groups = try connection.query(query(definition, covariates))
+            let groups = try connection.query(query(definition, window))
             // Notifications in more than one row, found by hashes of their ids: a collision only
             // sends a notification through the exact second statement.
             let hashes = (0..<groups.rowCount).map { groups[$0].cell(0).bytesHash }
             var seen = Set<Int>(minimumCapacity: hashes.count), repeated = Set<Int>()
             for hash in hashes where !seen.insert(hash).inserted { repeated.insert(hash) }
             var disagreeing = Set<String>()
+            var skipped = [Bool](repeating: false, count: groups.rowCount)
             for index in 0..<groups.rowCount {
-                let row = groups[index]
-                let presentationBits: Int = try row.decode(4)
+                let presentationBits: Int = try groups[index].decode(4)
                 guard presentationBits & (presentationBits - 1) == 0, !repeated.contains(hashes[index]) else {
-                    disagreeing.insert(try row.decode(0))
+                    disagreeing.insert(try groups[index].decode(0))
+                    skipped[index] = true
                     continue
                 }
-                add(device: try row.decode(1), category: try row.decode(2),
-                    stages: stages(bits: try row.decode(3), presentation: presentation(bits: presentationBits)))
             }
-            guard !disagreeing.isEmpty else { return }
-            let folded = try connection.query(orderedQuery(definition, covariates, notifications: disagreeing.sorted()))
-            for row in folded.rows {
-                add(device: try row.decode(0), category: try row.decode(1),
-                    stages: stages(bits: try row.decode(2), presentation: (try row.decode(3, as: String?.self)).flatMap(Presentation.init(rawValue:))),
-                    count: try row.decode(4))
-            }
+            let folded = disagreeing.isEmpty
+                ? nil : try connection.query(orderedQuery(definition, window, notifications: disagreeing.sorted()))
+            return PrePeriodRows(window: window, categories: Set(definition.categories), groups: groups,
+                                 skipped: skipped, folded: folded)
         }
-        return covariates
     }
 
     /// What the grouping of the window's notifications may hold in memory at least (PostgreSQL's
@@ -166,5 +163,37 @@ enum PrePeriodReader {
                CASE WHEN type <> 'displayed' THEN 0\(fragment: presentationCases) ELSE \(otherPresentationBit) END AS presentation_bit
         FROM (\(fragment: events)) AS window_rows
         """
+    }
+}
+
+/// The pre-period's rows as `PrePeriodReader.rows` read them: the grouping's rows (those of
+/// disagreeing notifications marked skipped) and the disagreeing notifications folded in event
+/// order. Results of libpq live apart from their connection, so these outlive its transaction.
+struct PrePeriodRows: @unchecked Sendable {
+    let window: ExperimentCovariates
+    let categories: Set<String>
+    let groups: QueryResult
+    let skipped: [Bool]
+    let folded: QueryResult?
+
+    /// Each device's notifications, summed.
+    func covariates() throws -> ExperimentCovariates {
+        var covariates = window
+        func add(device: String, category: String, stages: FunnelStageSet, count: Int = 1) {
+            guard categories.isEmpty || categories.contains(category) else { return }
+            covariates.add(device: device, reached: stages, count: count)
+        }
+        for index in 0..<groups.rowCount where !skipped[index] {
+            let row = groups[index]
+            add(device: try row.decode(1), category: try row.decode(2),
+                stages: PrePeriodReader.stages(bits: try row.decode(3),
+                                               presentation: PrePeriodReader.presentation(bits: try row.decode(4))))
+        }
+        for row in folded?.rows ?? [] {
+            add(device: try row.decode(0), category: try row.decode(1),
+                stages: PrePeriodReader.stages(bits: try row.decode(2), presentation: (try row.decode(3, as: String?.self)).flatMap(Presentation.init(rawValue:))),
+                count: try row.decode(4))
+        }
+        return covariates
     }
 }

@@ -25,6 +25,46 @@ struct PrePeriodReaderTests {
         await pool.close()
     }
 
+    /// The rows are summed per device after their connection is back in the pool (so the replay's
+    /// second lane can take it): results outlive their connection, and summing them later, after
+    /// the pool has closed every connection, gives the covariates of reading and summing at once,
+    /// a notification whose displays disagree (folded by the second statement) included.
+    @Test func theRowsSummedAfterTheirConnectionClosedGiveTheSameCovariates() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let start = Fixtures.time("2026-03-01T00:00:00Z")
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = 300
+        scenario.deviceCount = 40
+        scenario.experiment = nil
+        var history = try TrafficSimulator(scenario: scenario, seed: 5, start: start.adding(microseconds: -86_400_000_000))
+        let store = EventStore(pool: pool)
+        while let batch = history.next(batchSize: 2_000) {
+            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
+        }
+        _ = try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
+                VALUES
+                  (gen_random_uuid(), 'demo', 'd-1', 'delivered', 'new_photo', 'device-x', \(start.adding(microseconds: -10_000_000).postgres), '{"processing_ms": 5}'),
+                  (gen_random_uuid(), 'demo', 'd-1', 'displayed', 'new_photo', 'device-x', \(start.adding(microseconds: -9_000_000).postgres), '{"presentation": "rich"}'),
+                  (gen_random_uuid(), 'demo', 'd-1', 'displayed', 'new_photo', 'device-x', \(start.adding(microseconds: -8_000_000).postgres), '{"presentation": "plain"}')
+                """)
+        }
+        let definition = ExperimentDefinition(
+            id: "pre", appID: "demo",
+            arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true),
+                   ExperimentArmDefinition(name: "thumbnail", strategy: .thumbnail, weight: 0.5)],
+            primaryMetric: .open, startAt: start)
+        let atOnce = try await pool.withConnection { connection in try #require(try PrePeriodReader.read(definition, on: connection)) }
+        let rows = try await pool.withConnection { connection in try #require(try PrePeriodReader.rows(definition, on: connection)) }
+        #expect(rows.folded?.rowCount == 1)
+        await pool.close()
+        let later = try rows.covariates()
+        #expect(later == atOnce)
+        #expect(later.devices > 30)
+        #expect(later.trials(device: "device-x", .richDisplay) == (1, 1))
+    }
+
     /// The covariates the query sums equal those of folding every notification of the window in
     /// event order, including notifications whose events disagree on the device, the category or
     /// the presentation (which the query folds by the sorting path) and events out of order or
