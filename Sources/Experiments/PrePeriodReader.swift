@@ -169,7 +169,7 @@ enum PrePeriodReader {
 /// The pre-period's rows as `PrePeriodReader.rows` read them: the grouping's rows (those of
 /// disagreeing notifications marked skipped) and the disagreeing notifications folded in event
 /// order. Results of libpq live apart from their connection, so these outlive its transaction.
-struct PrePeriodRows: @unchecked Sendable {
+struct PrePeriodRows: Sendable {
     let window: ExperimentCovariates
     let categories: Set<String>
     let groups: QueryResult

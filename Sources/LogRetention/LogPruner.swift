@@ -30,11 +30,16 @@ public struct LogPruner: Sendable {
         /// Directory the pruned days are archived to first; nil prunes without an archive.
         public var archiveDirectory: String?
         public var checks: [Check] = []
-        /// Rows (ids, or the legacy partition's events) removed per transaction.
+        /// Rows (ids, or the legacy partition's events) removed per transaction; also sets the blocks
+        /// the archive reads per batch.
         public var batchRows = 20_000
         /// How hard the prune works: the share of the time it spends on batches (archive reads and
         /// id deletions alike), resting in between to leave the machine to ingestion.
         public var pace: DutyCycle = .standard
+        /// Days of the legacy partition archived in one pass over it: a pass keeps a gzip file (a
+        /// descriptor and about half a megabyte) open for each of its days, and a legacy partition
+        /// can hold years of them.
+        public var legacyDaysPerPass = 31
 
         public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {
             self.olderThan = olderThan
@@ -214,6 +219,23 @@ public struct LogPruner: Sendable {
 
     private func pruneLegacy(_ partition: EventPartitions.Partition, before cut: Timestamp, archive: inout ArchiveManifest?,
                              counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
+        var pruned: [Day] = []
+        // Oldest days first, at most `legacyDaysPerPass` UTC days a pass; each pass removes every
+        // row before its own cut, so the next pass starts on a later day.
+        while let oldest = try connection.query("""
+            SELECT min(recorded_at) FROM \(identifier: partition.name) WHERE recorded_at < \(PostgresTimestamp(cut))
+            """)[0].decode(0, as: PostgresTimestamp?.self) {
+            let microsPerDay: Int64 = 86_400_000_000
+            let micros = oldest.unixMicroseconds
+            let midnight = micros - ((micros % microsPerDay) + microsPerDay) % microsPerDay
+            let passCut = Timestamp(microsecondsSinceEpoch: midnight + Int64(max(configuration.legacyDaysPerPass, 1)) * microsPerDay)
+            pruned += try pruneLegacyPass(partition, before: min(passCut, cut), archive: &archive, counter: &counter, on: connection)
+        }
+        return pruned
+    }
+
+    private func pruneLegacyPass(_ partition: EventPartitions.Partition, before cut: Timestamp, archive: inout ArchiveManifest?,
+                                 counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
         // Rows lie in the order they were recorded: walk the blocks up to the last old row, each
         // batch taking its rows before the cut and their ids together.
         let lastBlock = try connection.query("""

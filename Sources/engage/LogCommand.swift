@@ -14,7 +14,7 @@ enum LogCommand {
         help: "Prune the weeks recorded before the UTC day that began this long ago (e.g. 90d); at least the idempotency window (--max-past-days, --max-future-minutes, plus 1h).")
     static let archive = Option<String?>(
         "archive", value: "dir", help: "Archive each pruned day into this directory first (made if missing); engage log restore loads it back.")
-    static let batch = Option("batch", value: "rows", help: "Ids (or legacy events) removed per transaction.",
+    static let batch = Option("batch", value: "rows", help: "Ids (or legacy events) removed per transaction; also sizes the archive's read batches.",
                               default: 20_000, validate: .range(100...1_000_000))
     static let pause = Option("pause", value: "ms", help: "A further fixed rest after every batch, leaving the database to ingestion.",
                               default: 0, validate: .range(0...60_000))

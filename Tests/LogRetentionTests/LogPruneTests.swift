@@ -180,7 +180,10 @@ struct LogPruneTests {
         #expect(try await fixtures.pool.withConnection { try PrunedDays.all(on: $0) }.isEmpty)
     }
 
-    @Test func aLogFromBeforeTheUpgradeLosesItsOldRowsInBatchesIntoTheArchive() async throws {
+    /// Also a day per pass over the legacy partition (`legacyDaysPerPass`), as a partition with
+    /// years of days is pruned: the same days, archive and restore.
+    @Test(arguments: [31, 1])
+    func aLogFromBeforeTheUpgradeLosesItsOldRowsInBatchesIntoTheArchive(daysPerPass: Int) async throws {
         // Migration 9, events recorded 40, 39 and 2 days ago, then the upgrade.
         let configuration = try TestPostgres.freshDatabase(migrated: false)
         let connection = try Connection(configuration: configuration)
@@ -202,9 +205,10 @@ struct LogPruneTests {
         let plan = try await fixtures.pruner(olderThan: 31).plan()
         #expect(plan.partitions.map(\.partition.name) == ["events_legacy"])
         #expect(plan.partitions.map(\.whole) == [false])
-        let report = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        let report = try await fixtures.pruner(olderThan: 31, archive: directory, legacyDaysPerPass: daysPerPass).run()
 
         #expect(report.days.map(\.events) == [100, 100])
+        #expect(Set(report.days.map(\.day)).count == 2)
         #expect(try await fixtures.count("SELECT count(*) FROM events_legacy") == 100)
         #expect(try await fixtures.count("SELECT count(*) FROM event_ids") == 100)
         let restored = try await fixtures.restorer(directory).run()

@@ -55,10 +55,15 @@ struct RetentionFixtures {
         try await pool.withConnection { try $0.query(sql)[0].decode(0, as: Int.self) }
     }
 
-    func pruner(olderThan days: Int, archive: String? = nil, checks: [LogPruner.Check] = []) -> LogPruner {
+    /// Unpaced: the tests would otherwise rest three times as long as they work (the default pace
+    /// is covered by the command's tests).
+    func pruner(olderThan days: Int, archive: String? = nil, checks: [LogPruner.Check] = [],
+                legacyDaysPerPass: Int = 31) -> LogPruner {
         var configuration = LogPruner.Configuration(olderThan: .seconds(86_400 * Int64(days)), window: IdempotencyWindow(), archiveDirectory: archive)
         configuration.checks = checks
         configuration.batchRows = 100
+        configuration.pace = .unpaced
+        configuration.legacyDaysPerPass = legacyDaysPerPass
         return LogPruner(pool: pool, configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
     }
 
