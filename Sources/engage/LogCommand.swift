@@ -64,8 +64,9 @@ enum LogCommand {
         let includeRunning = arguments[includeRunningExperiments]
         configuration.checks = [projectionsCheck] + (includeRunning ? [] : [experimentsCheck])
         let logger = CommonOptions.quietLogger(arguments)
-        ProcessPriority.lower(to: Int32(arguments[nice]))
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
+            // Once the database is open: a local PostgreSQL this command starts must not inherit it.
+            ProcessPriority.lower(to: Int32(arguments[nice]))
             let pruner = LogPruner(pool: pool, configuration: configuration, logger: logger)
             if arguments[dryRun] {
                 printPlan(try await pruner.plan(), archive: configuration.archiveDirectory)

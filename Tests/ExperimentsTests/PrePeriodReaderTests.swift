@@ -32,15 +32,7 @@ struct PrePeriodReaderTests {
     @Test func theRowsSummedAfterTheirConnectionClosedGiveTheSameCovariates() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
         let start = Fixtures.time("2026-03-01T00:00:00Z")
-        var scenario = SimulationScenario.standard
-        scenario.notificationCount = 300
-        scenario.deviceCount = 40
-        scenario.experiment = nil
-        var history = try TrafficSimulator(scenario: scenario, seed: 5, start: start.adding(microseconds: -86_400_000_000))
-        let store = EventStore(pool: pool)
-        while let batch = history.next(batchSize: 2_000) {
-            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
-        }
+        try await Self.appendHistory(pool, notifications: 300, devices: 40, seed: 5, days: 1, before: start)
         _ = try await pool.withConnection { connection in
             try connection.execute("""
                 INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
@@ -72,16 +64,8 @@ struct PrePeriodReaderTests {
     @Test func theCovariatesEqualTheFoldOfEveryNotificationInTheWindow() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
         let start = Fixtures.time("2026-03-01T00:00:00Z")
-        var scenario = SimulationScenario.standard
-        scenario.notificationCount = 2_000
-        scenario.deviceCount = 200
-        scenario.experiment = nil
-        var history = try TrafficSimulator(scenario: scenario, seed: 11, start: start.adding(microseconds: -3 * 86_400_000_000),
-                                           options: SimulationOptions(outOfOrderFraction: 0.2, duplicateFraction: 0.1))
-        let store = EventStore(pool: pool)
-        while let batch = history.next(batchSize: 2_000) {
-            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
-        }
+        try await Self.appendHistory(pool, notifications: 2_000, devices: 200, seed: 11, days: 3, before: start,
+                                     options: SimulationOptions(outOfOrderFraction: 0.2, duplicateFraction: 0.1))
         // Disagreeing notifications: the first event in event order is never the least value.
         // d-1's first event is on device-z (later: device-a); d-2's first is category zz_first
         // (later: new_photo); d-3's first display is rich (later: plain); d-4 is like d-1 but
@@ -170,5 +154,20 @@ struct PrePeriodReaderTests {
             covariates.add(device: observation.deviceID, reached: observation.stages)
         }
         return covariates
+    }
+
+    /// Simulated traffic without an experiment, starting `days` before `start`, appended as app `demo`.
+    static func appendHistory(_ pool: ConnectionPool, notifications: Int, devices: Int, seed: UInt64, days: Int64,
+                              before start: Timestamp, options: SimulationOptions = SimulationOptions()) async throws {
+        var scenario = SimulationScenario.standard
+        scenario.notificationCount = notifications
+        scenario.deviceCount = devices
+        scenario.experiment = nil
+        var history = try TrafficSimulator(scenario: scenario, seed: seed, start: start.adding(microseconds: -days * 86_400_000_000),
+                                           options: options)
+        let store = EventStore(pool: pool)
+        while let batch = history.next(batchSize: 2_000) {
+            _ = try await store.append(batch.map { AppendItem(appID: "demo", event: $0) })
+        }
     }
 }
