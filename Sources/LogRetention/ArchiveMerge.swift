@@ -68,12 +68,10 @@ enum ArchiveMerge {
         defer {
             for path in passFiles + uncommitted { unlink(path) }
         }
+        let apart = read.compactMap { day in day.entry.flatMap { listed[$0.day] } }
+        passFiles = apart.map { directory + "/" + $0.file + passSuffix }
         // Every old file checked before any is merged: a refusal leaves the archive as it was.
-        for day in read {
-            guard let entry = day.entry, let old = listed[entry.day] else { continue }
-            passFiles.append(directory + "/" + entry.file + passSuffix)
-            try verify(old, in: directory)
-        }
+        for old in apart { try verify(old, in: directory) }
         var days = read
         var added: [String: Int] = [:]
         for index in days.indices {
