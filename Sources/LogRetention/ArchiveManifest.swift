@@ -9,7 +9,8 @@ import Postgres
 /// Each file is a gzip stream of PostgreSQL's COPY text format (columns as `columns` lists them,
 /// timestamps in ISO 8601 with a UTC offset), one event per line in the order the rows lay in
 /// their partition (`PartitionReader`). A prune adds its days to the manifest already in the
-/// directory; a day archived again replaces its entry.
+/// directory; a day of a week archived again replaces its entry, one of the legacy partition
+/// keeps its events and gains those it lacks (`ArchiveMerge`).
 struct ArchiveManifest: Codable, Equatable {
     static let fileName = "manifest.json"
     static let formatName = "engage-log-archive"

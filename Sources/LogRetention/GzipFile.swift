@@ -48,6 +48,30 @@ final class GzipFileWriter {
         try deflate(bytes, flush: Z_NO_FLUSH)
     }
 
+    /// Copies the bytes of the gzip file at `path` in as they are, ahead of anything `write`
+    /// adds: gzip members may follow one another in a file, and readers (`GzipFileReader`, zcat)
+    /// read them as one stream. Only before the first `write`.
+    func copyMembers(of path: String) throws(LogRetentionError) {
+        precondition(compressedBytes == 0 && stream.pointee.total_in == 0, "copyMembers after write")
+        let source = open(path, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw .io(path: path, problem: "cannot open: \(String(cString: strerror(errno)))") }
+        defer { close(source) }
+        var problem: LogRetentionError?
+        output.withUnsafeMutableBufferPointer { buffer in
+            while problem == nil {
+                let count = read(source, buffer.baseAddress, buffer.count)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    problem = .io(path: path, problem: "read failed: \(String(cString: strerror(errno)))")
+                    break
+                }
+                if count == 0 { break }
+                problem = emit(UnsafeBufferPointer(rebasing: buffer[0..<count]))
+            }
+        }
+        if let problem { throw problem }
+    }
+
     /// Ends the stream, syncs the file and moves it into place; returns its size and SHA-256.
     func finish() throws(LogRetentionError) -> (bytes: Int, sha256: String) {
         try deflate([][...], flush: Z_FINISH)
@@ -71,19 +95,8 @@ final class GzipFileWriter {
                     let status = CZlib.deflate(stream, flush)
                     let produced = buffer.count - Int(stream.pointee.avail_out)
                     if produced > 0 {
-                        let chunk = UnsafeBufferPointer(rebasing: buffer[0..<produced])
-                        hasher.update(Array(chunk))
-                        var offset = 0
-                        while offset < produced {
-                            let written = Glibc.write(descriptor, chunk.baseAddress! + offset, produced - offset)
-                            if written < 0 {
-                                if errno == EINTR { continue }
-                                problem = .io(path: partialPath, problem: "write failed: \(String(cString: strerror(errno)))")
-                                break
-                            }
-                            offset += written
-                        }
-                        compressedBytes += produced
+                        problem = emit(UnsafeBufferPointer(rebasing: buffer[0..<produced]))
+                        if problem != nil { break }
                     }
                     if status == Z_STREAM_END { break }
                     guard status == Z_OK || status == Z_BUF_ERROR else {
@@ -98,6 +111,22 @@ final class GzipFileWriter {
             stream.pointee.avail_in = 0
         }
         if let problem { throw problem }
+    }
+
+    /// Writes bytes of the file as they are, hashing and counting them.
+    private func emit(_ chunk: UnsafeBufferPointer<UInt8>) -> LogRetentionError? {
+        hasher.update(Array(chunk))
+        var offset = 0
+        while offset < chunk.count {
+            let written = Glibc.write(descriptor, chunk.baseAddress! + offset, chunk.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return .io(path: partialPath, problem: "write failed: \(String(cString: strerror(errno)))")
+            }
+            offset += written
+        }
+        compressedBytes += chunk.count
+        return nil
     }
 }
 

@@ -192,7 +192,10 @@ public struct LogPruner: Sendable {
                             on connection: Connection) throws -> [Day] {
         let name = partition.name
         let lastBlock = try Self.blockCount(of: name, on: connection)
-        let pruned = try readDays(of: name, before: partition.upper, blocks: lastBlock, archive: &archive, counter: &counter, on: connection)
+        // The legacy partition goes whole once all of it is older than the cut: earlier passes may
+        // have archived part of a day of it (`ArchiveMerge`).
+        let pruned = try readDays(of: name, before: partition.upper, blocks: lastBlock, merging: partition.lower == nil, archive: &archive,
+                                  counter: &counter, on: connection)
         counter.step = "prune \(name)"
         // The ids first: event_ids never holds an id whose event is gone, so a restore can trust it.
         var block: Int64 = 0
@@ -242,7 +245,8 @@ public struct LogPruner: Sendable {
             SELECT coalesce(max((ctid::text::point)[0])::int8 + 1, 0) FROM \(identifier: partition.name)
             WHERE recorded_at < \(PostgresTimestamp(cut))
             """)[0].decode(0, as: Int64.self)
-        let pruned = try readDays(of: partition.name, before: cut, blocks: lastBlock, archive: &archive, counter: &counter, on: connection)
+        let pruned = try readDays(of: partition.name, before: cut, blocks: lastBlock, merging: true, archive: &archive, counter: &counter,
+                                  on: connection)
         counter.step = "prune \(partition.name) before \(ArchiveManifest.dayText(cut))"
         var block: Int64 = 0
         while block < lastBlock {
@@ -267,12 +271,27 @@ public struct LogPruner: Sendable {
     /// The partition's days recorded before `bound`, read in one pass over its first `blocks`
     /// blocks: archived when asked (every file synced and in the manifest) and recorded in
     /// `log_pruned_days`, before any of their events go.
-    private func readDays(of partition: String, before bound: Timestamp, blocks: Int64, archive: inout ArchiveManifest?,
+    ///
+    /// `merging` (the legacy partition, whose rows go in batches after a pass): a day the archive
+    /// holds already keeps its file's events and gains the rows it lacks, rather than being
+    /// replaced by what remains of it after an interrupted prune (`ArchiveMerge`).
+    private func readDays(of partition: String, before bound: Timestamp, blocks: Int64, merging: Bool, archive: inout ArchiveManifest?,
                           counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
         let reader = PartitionReader(partition: partition, recordedBefore: bound, blocks: blocks, blocksPerBatch: blocksPerBatch,
                                      pace: configuration.pace)
-        let read: [PartitionReader.DayRead]
-        if let directory = configuration.archiveDirectory, archive != nil {
+        var read: [PartitionReader.DayRead]
+        if let directory = configuration.archiveDirectory, var manifest = archive, merging {
+            counter.step = "archive \(partition)"
+            counter.advance(by: 0)
+            try ArchiveMerge.finishPending(in: directory, manifest: manifest)
+            read = try reader.archive(into: directory, apart: Set(manifest.days.map(\.day)), on: connection)
+            let merged = try ArchiveMerge.commit(read, into: &manifest, directory: directory)
+            archive = manifest
+            read = merged.days
+            for (day, added) in merged.added.sorted(by: { $0.key < $1.key }) {
+                logger.info("log.archive-merged", ["day": day, "added": String(added)])
+            }
+        } else if let directory = configuration.archiveDirectory, archive != nil {
             counter.step = "archive \(partition)"
             counter.advance(by: 0)
             read = try reader.archive(into: directory, on: connection)

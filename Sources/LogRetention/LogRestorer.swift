@@ -65,10 +65,13 @@ public struct LogRestorer: Sendable {
     }
 
     public func run(progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> Report {
-        let total = try verify()
-        let manifest = try ArchiveManifest.load(from: directory, creating: false)
-        return try await pool.withConnection { connection in
+        try await pool.withConnection { connection in
             try RetentionLock.holding(on: connection) {
+                // A prune cut short between saving the manifest and moving a merged day's file into
+                // place left that to do (`ArchiveMerge`); under the lock, so no prune is merging.
+                try ArchiveMerge.finishPending(in: directory, manifest: try ArchiveManifest.load(from: directory, creating: false))
+                let total = try verify()
+                let manifest = try ArchiveManifest.load(from: directory, creating: false)
                 let stopwatch = Stopwatch()
                 try connection.execute("SET DateStyle = 'ISO, YMD'")
                 defer { _ = try? connection.execute("RESET DateStyle") }

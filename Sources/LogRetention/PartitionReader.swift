@@ -28,8 +28,9 @@ struct PartitionReader {
     }
 
     /// Every day's rows into its file in `directory`, each file synced before this returns; the
-    /// days in order, none without events.
-    func archive(into directory: String, on connection: Connection) throws -> [DayRead] {
+    /// days in order, none without events. The days in `apart` go to `NAME.pass` instead, for
+    /// `ArchiveMerge` to add to the day's file.
+    func archive(into directory: String, apart: Set<String> = [], on connection: Connection) throws -> [DayRead] {
         // Timestamps as ISO 8601 with a UTC offset, whatever the server's defaults: the text reads
         // back the same in any session, and a line's day is the first ten bytes of its recorded_at.
         try connection.execute("SET TIME ZONE 'UTC'")
@@ -38,7 +39,7 @@ struct PartitionReader {
             _ = try? connection.execute("RESET TIME ZONE")
             _ = try? connection.execute("RESET DateStyle")
         }
-        var files = DayFiles(directory: directory)
+        var files = DayFiles(directory: directory, apart: apart)
         let copy: SQL = """
             COPY (SELECT \(fragment: ArchiveManifest.columnsSQL) FROM \(identifier: partition)
                   WHERE \(fragment: Self.batchCondition)) TO STDOUT
@@ -95,10 +96,13 @@ struct PartitionReader {
 /// The open gzip file of each day met so far, fed lines of COPY text.
 struct DayFiles {
     let directory: String
+    /// Days written to `NAME.pass` rather than their file (`ArchiveMerge`).
+    let apart: Set<String>
     private var writers: [String: (writer: GzipFileWriter, events: Int)] = [:]
 
-    init(directory: String) {
+    init(directory: String, apart: Set<String> = []) {
         self.directory = directory
+        self.apart = apart
     }
 
     /// Index of `recorded_at` among a line's tab-separated columns.
@@ -141,7 +145,8 @@ struct DayFiles {
         guard ArchiveManifest.timestamp(ofDay: day) != nil else {
             throw .io(path: directory, problem: "a COPY line's recorded_at does not begin with a day: \(day)")
         }
-        writers[day] = (try GzipFileWriter(path: directory + "/" + ArchiveManifest.fileName(forDay: day)), 0)
+        let path = directory + "/" + ArchiveManifest.fileName(forDay: day) + (apart.contains(day) ? ArchiveMerge.passSuffix : "")
+        writers[day] = (try GzipFileWriter(path: path), 0)
     }
 
     /// Ends, syncs and moves every file into place; their entries, oldest day first.

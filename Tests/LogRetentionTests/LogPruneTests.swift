@@ -185,19 +185,7 @@ struct LogPruneTests {
     @Test(arguments: [31, 1])
     func aLogFromBeforeTheUpgradeLosesItsOldRowsInBatchesIntoTheArchive(daysPerPass: Int) async throws {
         // Migration 9, events recorded 40, 39 and 2 days ago, then the upgrade.
-        let configuration = try TestPostgres.freshDatabase(migrated: false)
-        let connection = try Connection(configuration: configuration)
-        let all = try Migrator.fromSQLDirectory()
-        try Migrator(migrations: all.migrations.filter { $0.version <= 9 }, viewScripts: all.viewScripts).migrate(connection)
-        try connection.execute("""
-            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, recorded_at, payload)
-            SELECT gen_random_uuid(), 'app-1', 'n-' || i, 'expanded', 'new_photo', 'device-1', now(),
-                   date_trunc('day', now()) - make_interval(days => (ARRAY[40, 39, 2])[i % 3 + 1]) + interval '3 hours', '{}'
-            FROM generate_series(1, 300) i ORDER BY 8
-            """)
-        try all.migrate(connection)
-        connection.close()
-        let fixtures = try RetentionFixtures(configuration)
+        let fixtures = try RetentionFixtures(RetentionFixtures.legacyDatabase())
         let before = try await fixtures.log()
         let directory = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }

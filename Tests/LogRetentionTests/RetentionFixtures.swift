@@ -32,6 +32,25 @@ struct RetentionFixtures {
         }
     }
 
+    /// A database whose log dates from before migration 010: 300 events, a third each recorded at
+    /// 03:00 40, 39 and 2 days ago, stored under migration 9, then the upgrade; they lie in the
+    /// legacy partition in the order they were recorded.
+    static func legacyDatabase() throws -> PostgresConfiguration {
+        let configuration = try TestPostgres.freshDatabase(migrated: false)
+        let connection = try Connection(configuration: configuration)
+        defer { connection.close() }
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 9 }, viewScripts: all.viewScripts).migrate(connection)
+        try connection.execute("""
+            INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, recorded_at, payload)
+            SELECT gen_random_uuid(), 'app-1', 'n-' || i, 'expanded', 'new_photo', 'device-1', now(),
+                   date_trunc('day', now()) - make_interval(days => (ARRAY[40, 39, 2])[i % 3 + 1]) + interval '3 hours', '{}'
+            FROM generate_series(1, 300) i ORDER BY 8
+            """)
+        try all.migrate(connection)
+        return configuration
+    }
+
     /// Appends the events now, then moves them to noon (UTC) `daysAgo` days back, as if recorded
     /// then: the rows move to that day's partition and keep their place in the log.
     @discardableResult
