@@ -22,8 +22,10 @@ enum LogCommand {
                              help: "Share of the time the prune works (archive reads and id deletions), resting in between: 25 rests 3 s for each 1 s of work; 100 never rests.",
                              default: 25, validate: .range(1...100))
     static let nice = Option("nice", value: "niceness",
-                             help: "CPU priority of the prune's own process (archive compression), 0-19: higher yields more to ingestion on the same machine.",
+                             help: "CPU priority, 0-19, of the prune's own process (archive compression) and of its PostgreSQL backend when the server is on this machine: higher yields more to ingestion.",
                              default: 10, validate: .range(0...19))
+    static let vacuumIDs = Flag(
+        "vacuum-ids", help: "Vacuum event_ids after each week's ids are removed, at the prune's pace and niceness, rather than leaving it to autovacuum.")
     static let dryRun = Flag("dry-run", help: "Show what would be pruned and run the checks, without pruning.")
     static let includeRunningExperiments = Flag(
         "include-running-experiments", help: "Prune events of running experiments too (their analyses then see only what is kept).")
@@ -36,7 +38,7 @@ enum LogCommand {
             Command(name: "prune", abstract: "Drop the weeks of the log recorded before a day, archiving their days first with --archive.",
                     options: CommonOptions.databaseAndLogging
                         + [olderThan, archive, ServerOptions.maxPastDays, ServerOptions.maxFutureMinutes, batch, pace, pause, nice],
-                    flags: [dryRun, includeRunningExperiments], run: prune),
+                    flags: [dryRun, includeRunningExperiments, vacuumIDs], run: prune),
             Command(name: "restore", abstract: "Load an archive written by engage log prune back into the log; what the log holds is skipped.",
                     options: CommonOptions.databaseAndLogging, arguments: [directory], run: restore),
         ])
@@ -58,6 +60,8 @@ enum LogCommand {
         var configuration = LogPruner.Configuration(olderThan: olderThan.duration, window: window)
         configuration.batchRows = arguments[batch]
         configuration.pace = DutyCycle(share: Double(arguments[pace]) / 100, pause: .milliseconds(arguments[pause]))
+        configuration.backendNiceness = Int32(arguments[nice])
+        if arguments[vacuumIDs] { configuration.vacuumIDs = .matching(configuration.pace) }
         if let directory = arguments[archive] {
             configuration.archiveDirectory = try archiveDirectory(directory, arguments)
         }
@@ -75,7 +79,7 @@ enum LogCommand {
             let line = ProgressLine.standardError("prune")
             let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
-            printReport(report, pace: configuration.pace)
+            printReport(report, pace: configuration.pace, niceness: Int32(arguments[nice]))
             // Only when events left the log: now, or by a detach an interrupted prune left (its
             // rerun finishes it). A prune that removes nothing keeps every look incremental.
             if report.events > 0 || report.finishedDetaches > 0 {
@@ -133,7 +137,7 @@ enum LogCommand {
             + (archive.map { ", archived into \($0)" } ?? ", without an archive"))
     }
 
-    static func printReport(_ report: LogPruner.Report, pace: DutyCycle) {
+    static func printReport(_ report: LogPruner.Report, pace: DutyCycle, niceness: Int32) {
         guard !report.days.isEmpty else {
             print("nothing to prune: no event was recorded before \(day(report.plan.cut))")
             return
@@ -146,7 +150,7 @@ enum LogCommand {
         print(table.render())
         let rate = report.seconds > 0 ? Double(report.events) / report.seconds : 0
         print("pruned \(report.events) events recorded before \(day(report.plan.cut)) in \(String(format: "%.1f", report.seconds)) s "
-            + "(\(Int(rate)) events/s, \(pace.description))")
+            + "(\(Int(rate)) events/s, \(pace.description)\(report.backend.map { "; " + $0.description(niceness: niceness) } ?? ""))")
     }
 
     // MARK: restore
