@@ -43,6 +43,8 @@
 #   CONNECTIONS=16 BATCH=100      load as phase A
 #   PRUNE_FLAGS=      more engage log prune flags (e.g. '--pace 100' unpaced, '--nice 0', '--batch 5000')
 #   SAMPLE=1          record what PostgreSQL did beside each window (0: not)
+#   CONTROL=0         seconds of a control run: everything as above but no prune, the windows of
+#                     those seconds standing for its (what the load alone does to the p99 over time)
 #   BUILD=1           run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN        engage executable (default: the package's release build)
 #   WORK_PARENT=/var/tmp  KEEP_WORK=0  PSQL=psql
@@ -62,6 +64,7 @@ CONNECTIONS=${CONNECTIONS:-16}
 BATCH=${BATCH:-100}
 PRUNE_FLAGS=${PRUNE_FLAGS:-}
 SAMPLE=${SAMPLE:-1}
+CONTROL=${CONTROL:-0}
 PSQL=${PSQL:-psql}
 
 SCRIPT=prune.sh
@@ -79,6 +82,7 @@ require_int MAX_SECONDS "$MAX_SECONDS" 2 60
 require_int CONNECTIONS "$CONNECTIONS" 1 10000
 require_int BATCH "$BATCH" 1 1000
 require_int SAMPLE "$SAMPLE" 0 1
+require_int CONTROL "$CONTROL" 0 3600
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
 for program in "$PSQL" awk curl; do command -v "$program" >/dev/null || die "$program not found"; done
 
@@ -133,6 +137,7 @@ CONNINFO=$("$ENGAGE_BIN" db status --data-dir "$WORK/pg" | sed -n 's/^connect wi
 [[ $KEY == egk_* && -n $CONNINFO ]] || die "could not make a key or find the database"
 PARTITIONED=$(sql -c "SELECT to_regclass('event_ids') IS NOT NULL")
 if [[ $PARTITIONED == t ]]; then METHOD="engage log prune (partitions dropped)"; else METHOD="batched DELETE and VACUUM (one table)"; fi
+(( CONTROL == 0 )) || METHOD="nothing (a control run: $CONTROL s of windows stand for the prune)"
 log "log layout: $([[ $PARTITIONED == t ]] && echo partitioned by week || echo one table); pruning by $METHOD"
 
 # load_day DAYS_AGO COUNT FIRST: COUNT delivered events recorded DAYS_AGO days back (from 01:00 UTC
@@ -253,7 +258,11 @@ while (( $(windows) < BEFORE )); do sleep 0.5; done
 
 WAL0=$(sql -c "SELECT pg_current_wal_lsn()")
 PRUNE_START=$(date +%s.%N)
-if [[ $PARTITIONED == t ]]; then
+if (( CONTROL > 0 )); then
+    log "control: no prune, $CONTROL s of windows"
+    sleep "$CONTROL"
+    echo "control run: nothing pruned" >"$WORK/prune.txt"
+elif [[ $PARTITIONED == t ]]; then
     archive_flags=()
     [[ $ARCHIVE == 0 ]] || archive_flags=(--archive "$WORK/archive")
     log "engage log prune --older-than 31d ${archive_flags[*]} $PRUNE_FLAGS"
@@ -299,7 +308,7 @@ sleep 1
 # 4. Figures
 
 LEFT=$(sql -c "SELECT count(*) FROM events WHERE recorded_at < now() - interval '31 days'")
-[[ $LEFT == 0 ]] || die "$LEFT old events are still in the log"
+[[ $LEFT == 0 || $CONTROL -gt 0 ]] || die "$LEFT old events are still in the log"
 WAL_MB=$(mb "$(sql -c "SELECT pg_wal_lsn_diff('$WAL1', '$WAL0')")")
 before_p99=$(awk -v s="$PRUNE_START" '$2 <= s { print $4 / 1000 }' "$WORK/windows.txt")
 during_p99=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { print $4 / 1000 }' "$WORK/windows.txt")
@@ -395,28 +404,31 @@ awk -v s="$PRUNE_START" -v before="$P99_BEFORE" -v ticks="$TICKS" '
                 k = split(av[j], list, ",")
                 for (x = 1; x <= k; x++) {
                     if (list[x] == "-") continue
-                    name = list[x]; sub(/^VACUUM_/, "", name); sub(/^ANALYZE_/, "analyze_", name); gsub(/public\./, "", name)
-                    sub(/_\(to_prevent_wraparound\)/, " (wraparound)", name); sub(/event_ids/, "ids", name)
+                    name = list[x]; gsub(/public\./, "", name); sub(/event_ids/, "ids", name)
+                    sub(/^VACUUM_ANALYZE_/, "vacuum+analyze ", name); sub(/^VACUUM_/, "vacuum ", name); sub(/^ANALYZE_/, "analyze ", name)
+                    sub(/_\(to_prevent_wraparound\)/, " (wraparound)", name)
                     phase = ""
                     k2 = split(vp[j], progress, ",")
                     for (y = 1; y <= k2; y++) {
                         split(progress[y], pp, ":"); rel = pp[1]; sub(/^public\./, "", rel); sub(/event_ids/, "ids", rel)
-                        if (rel != "-" && index(name, rel) == 1) phase = " " pp[2]
+                        if (rel != "-" && index(name, " " rel) > 0) phase = " " pp[2]
                     }
                     gsub(/_/, " ", phase)
                     if (!((name phase) in avs)) { avs[name phase] = 1; avtext = avtext (avtext == "" ? "" : ", ") name phase }
                 }
             }
-            delete lo; delete hi
+            # Each process from its last sample before the window to its last one in it, over the
+            # time between those samples.
+            delete lo; delete hi; delete lot; delete hit
             for (j = 1; j <= c; j++) {
                 if (ct[j] > b) continue
                 key = cp[j]
-                if (ct[j] < a) { lo[key] = cv[j]; continue }
-                if (!(key in lo)) lo[key] = cv[j]
-                hi[key] = cv[j]; kind[key] = (cp[j] in prune) ? "prune_backend" : cw2[j]
+                if (ct[j] < a) { lo[key] = cv[j]; lot[key] = ct[j]; continue }
+                if (!(key in lo)) { lo[key] = cv[j]; lot[key] = ct[j] }
+                hi[key] = cv[j]; hit[key] = ct[j]; kind[key] = (cp[j] in prune) ? "prune_backend" : cw2[j]
             }
             delete cores
-            for (key in hi) cores[kind[key]] += (hi[key] - lo[key]) / ticks / (b - a)
+            for (key in hi) if (hit[key] > lot[key]) cores[kind[key]] += (hi[key] - lo[key]) / ticks / (hit[key] - lot[key])
             ckpt = (c1 == "" ? "?" : (c1 - c0 > 0 ? (c1 - c0) " ended" : "")) (writing ? (c1 - c0 > 0 ? ", " : "") "writing" : "")
             if (b1 != "" && b1 - b0 > 0) ckpt = ckpt " (" (b1 - b0) " buffers)"
             printf "| %.0f-%.0f | %.1f | %.2f | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
