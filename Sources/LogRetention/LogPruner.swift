@@ -46,33 +46,11 @@ public struct LogPruner: Sendable {
         /// not the prune process's own niceness, is what makes the server's side of the prune
         /// yield to ingestion's backends. The backend keeps it until its connection closes.
         public var backendNiceness: Int32?
-        /// Vacuums `event_ids` on the prune's own connection after each partition's ids are gone,
-        /// throttled as given, rather than leaving the dead ids to autovacuum (whose workers run
-        /// at the server's priority, whenever they get to it); nil leaves them to autovacuum.
-        public var vacuumIDs: VacuumThrottle?
 
         public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {
             self.olderThan = olderThan
             self.window = window
             self.archiveDirectory = archiveDirectory
-        }
-    }
-
-    /// PostgreSQL's cost-based vacuum delay for the prune's own `VACUUM event_ids`: after work
-    /// worth `costLimit` it sleeps `costDelayMilliseconds`.
-    public struct VacuumThrottle: Sendable, Equatable {
-        public var costDelayMilliseconds: Double
-        public var costLimit: Int
-
-        public init(costDelayMilliseconds: Double, costLimit: Int = 200) {
-            self.costDelayMilliseconds = costDelayMilliseconds
-            self.costLimit = costLimit
-        }
-
-        /// Autovacuum's own delay (2 ms per 200) stretched by the rest the pace owes per unit of
-        /// work: 6 ms at 25%, 2 ms at 50%, none unpaced.
-        public static func matching(_ pace: DutyCycle) -> VacuumThrottle {
-            VacuumThrottle(costDelayMilliseconds: pace.share >= 1 ? 0 : (2 * (1 - pace.share) / pace.share * 1000).rounded() / 1000)
         }
     }
 
@@ -282,7 +260,6 @@ public struct LogPruner: Sendable {
         }
         try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) CONCURRENTLY")
         try connection.execute("DROP TABLE \(identifier: name)")
-        try vacuumIDs(on: connection)
         logger.info("log.partition-pruned", ["partition": name, "events": String(pruned.reduce(0) { $0 + $1.events })])
         return pruned
     }
@@ -332,7 +309,6 @@ public struct LogPruner: Sendable {
             counter.advance(by: deleted)
             configuration.pace.rest(afterWorking: stopwatch.elapsed)
         }
-        try vacuumIDs(on: connection)
         logger.info("log.legacy-pruned", ["recorded.before": cut.rfc3339, "days": String(pruned.count)])
         return pruned
     }
@@ -360,24 +336,6 @@ public struct LogPruner: Sendable {
                                   on: connection)
         }
         return read.map { Day(day: $0.day, events: $0.events, archiveFile: $0.entry?.file, archiveBytes: $0.entry?.bytes) }
-    }
-
-    /// `VACUUM event_ids` at the configured throttle, if one is configured; the session's vacuum
-    /// settings are put back after.
-    private func vacuumIDs(on connection: Connection) throws {
-        guard let throttle = configuration.vacuumIDs else { return }
-        let stopwatch = Stopwatch()
-        try connection.execute("""
-            SELECT set_config('vacuum_cost_delay', \(String(throttle.costDelayMilliseconds)), false),
-                   set_config('vacuum_cost_limit', \(String(throttle.costLimit)), false)
-            """)
-        defer {
-            _ = try? connection.execute("RESET vacuum_cost_delay")
-            _ = try? connection.execute("RESET vacuum_cost_limit")
-        }
-        try connection.execute("VACUUM (ANALYZE) event_ids")
-        logger.info("log.ids-vacuumed", ["seconds": String(format: "%.1f", stopwatch.elapsed.seconds),
-                                         "cost.delay.ms": String(throttle.costDelayMilliseconds)])
     }
 
     /// Blocks of a partition read or cleared per batch: about `batchRows` rows.

@@ -24,8 +24,6 @@ enum LogCommand {
     static let nice = Option("nice", value: "niceness",
                              help: "CPU priority, 0-19, of the prune's own process (archive compression) and of its PostgreSQL backend when the server is on this machine: higher yields more to ingestion.",
                              default: 10, validate: .range(0...19))
-    static let vacuumIDs = Flag(
-        "vacuum-ids", help: "Vacuum event_ids after each week's ids are removed, at the prune's pace and niceness, rather than leaving it to autovacuum.")
     static let dryRun = Flag("dry-run", help: "Show what would be pruned and run the checks, without pruning.")
     static let includeRunningExperiments = Flag(
         "include-running-experiments", help: "Prune events of running experiments too (their analyses then see only what is kept).")
@@ -38,7 +36,7 @@ enum LogCommand {
             Command(name: "prune", abstract: "Drop the weeks of the log recorded before a day, archiving their days first with --archive.",
                     options: CommonOptions.databaseAndLogging
                         + [olderThan, archive, ServerOptions.maxPastDays, ServerOptions.maxFutureMinutes, batch, pace, pause, nice],
-                    flags: [dryRun, includeRunningExperiments, vacuumIDs], run: prune),
+                    flags: [dryRun, includeRunningExperiments], run: prune),
             Command(name: "restore", abstract: "Load an archive written by engage log prune back into the log; what the log holds is skipped.",
                     options: CommonOptions.databaseAndLogging, arguments: [directory], run: restore),
         ])
@@ -61,7 +59,6 @@ enum LogCommand {
         configuration.batchRows = arguments[batch]
         configuration.pace = DutyCycle(share: Double(arguments[pace]) / 100, pause: .milliseconds(arguments[pause]))
         configuration.backendNiceness = Int32(arguments[nice])
-        if arguments[vacuumIDs] { configuration.vacuumIDs = .matching(configuration.pace) }
         if let directory = arguments[archive] {
             configuration.archiveDirectory = try archiveDirectory(directory, arguments)
         }

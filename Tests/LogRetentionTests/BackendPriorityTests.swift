@@ -9,8 +9,8 @@ import TestSupport
 
 /// The prune lowers the priority of its own PostgreSQL backend when the server is on this machine
 /// (the harness's is): a local server's backends share one scheduling group, where the prune
-/// process's own niceness does not reach. Asked to, it vacuums `event_ids` on that backend.
-@Suite("Prune backend priority and vacuum")
+/// process's own niceness does not reach.
+@Suite("Prune backend priority")
 struct BackendPriorityTests {
     @Test func thePruneRunsOnABackendLoweredToItsNicenessAndNamedForIt() async throws {
         let fixtures = try RetentionFixtures()
@@ -86,36 +86,5 @@ struct BackendPriorityTests {
         #expect(ProcessPriority.lower(process: pid, named: "cat", to: 3) == .alreadyLower(5))
         #expect(ProcessPriority.niceness(of: pid) == 5)
         #expect(ProcessPriority.lower(process: 0, named: "cat", to: 5) == .notFound)
-    }
-
-    @Test func askedThePruneVacuumsEventIDsAfterEachWeekOnItsOwnConnection() async throws {
-        let fixtures = try RetentionFixtures()
-        // Two weeks apart: two partitions, each followed by a vacuum.
-        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "w1"), daysAgo: 52)
-        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "w2"), daysAgo: 45)
-        try await fixtures.seed(RetentionFixtures.events(notifications: 3, tag: "kept"), daysAgo: 2)
-        var pruner = fixtures.pruner(olderThan: 31)
-        var configuration = pruner.configuration
-        configuration.vacuumIDs = LogPruner.VacuumThrottle(costDelayMilliseconds: 1)
-        pruner = LogPruner(pool: fixtures.pool, configuration: configuration, logger: pruner.logger)
-
-        let report = try await pruner.run()
-
-        #expect(report.events == 20)
-        #expect(try await fixtures.count("SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'event_ids'::regclass") == 2)
-    }
-
-    @Test func withoutBeingAskedThePruneLeavesEventIDsToAutovacuum() async throws {
-        let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "old"), daysAgo: 45)
-        let report = try await fixtures.pruner(olderThan: 31).run()
-        #expect(report.events == 10)
-        #expect(try await fixtures.count("SELECT vacuum_count FROM pg_stat_user_tables WHERE relid = 'event_ids'::regclass") == 0)
-    }
-
-    @Test func theVacuumThrottleFollowsThePace() {
-        #expect(LogPruner.VacuumThrottle.matching(.standard) == LogPruner.VacuumThrottle(costDelayMilliseconds: 6, costLimit: 200))
-        #expect(LogPruner.VacuumThrottle.matching(DutyCycle(share: 0.5)).costDelayMilliseconds == 2)
-        #expect(LogPruner.VacuumThrottle.matching(.unpaced).costDelayMilliseconds == 0)
     }
 }
