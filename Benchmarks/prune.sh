@@ -30,6 +30,10 @@
 #      (application_name 'engage log prune', or by its statements for an engage before it),
 #      the prune process, autovacuum, the checkpointer, background writer and WAL writer, engage
 #      serve, and the whole machine (busy and iowait, in cores).
+# The load alone is not steady: on a 2-core machine its p99 climbs about 3.7x between 45 and 120 s
+# after the windows begin, prune or not (CONTROL=130, 2026-12-03 in BENCHMARKS.md). With the
+# default BEFORE=10 that climb falls inside the prune's windows and counts against it: read the
+# ratio beside a control run's, or with BEFORE well past the climb (60 was not always enough).
 # Progress goes to stderr, the report to stdout. Ctrl-C or SIGTERM stops everything it started
 # (the server, its PostgreSQL, the load) and removes the run's directory.
 #

@@ -43,8 +43,10 @@ public struct LogPruner: Sendable {
         /// Niceness the prune's own PostgreSQL backend is lowered to when the server runs on this
         /// machine and this process may change it (root, or the server's user); nil leaves it.
         /// A local server's backends share one scheduling group (see `ProcessPriority`), so this,
-        /// not the prune process's own niceness, is what makes the server's side of the prune
-        /// yield to ingestion's backends. The backend keeps it until its connection closes.
+        /// not the prune process's own niceness, is what ranks the server's side of the prune
+        /// below ingestion's backends when they contend for the CPU (at half of ingestion's
+        /// maximum on 2 cores they seldom did: BENCHMARKS.md, 2026-12-03). The backend keeps it
+        /// until its connection closes.
         public var backendNiceness: Int32?
 
         public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {

@@ -9,8 +9,8 @@ import Glibc
 /// `man 7 sched`): niceness then only weighs a thread against threads of its own session, while
 /// sessions share the CPU equally. A local PostgreSQL runs in a session of its own (pg_ctl starts
 /// it with setsid), so every backend, ingestion's and the prune's, competes in that one group:
-/// lowering the prune's backend is what makes the database's side of the prune yield, whatever
-/// this process's own niceness.
+/// only the prune's backend's own niceness ranks the database's side of the prune below
+/// ingestion's, whatever this process's.
 public enum ProcessPriority {
     /// Raises the niceness of every thread of this process to at least `niceness` (0-19; Linux
     /// keeps a niceness per thread, and threads made later inherit their creator's). Lowering a
