@@ -22,6 +22,18 @@
 #      and the worst of the windows that overlap the prune), and their ratio to before; WAL
 #      written during the prune (ingestion's included); after VACUUM, the size of the log's
 #      tables and indexes against a fresh copy of the kept rows (the same tables, loaded anew).
+#   5. With SAMPLE=1 (the default), what PostgreSQL and the machine did beside each window from
+#      the last one before the prune on: a sampler (one psql a second, from the first window on)
+#      records the autovacuum workers and their pg_stat_progress_vacuum phase, the checkpointer
+#      (a spread checkpoint under way; checkpoints and buffers it wrote, pg_stat_bgwriter or
+#      pg_stat_checkpointer) and the CPU (/proc) of ingestion's backends, the prune's backend
+#      (application_name 'engage log prune', or by its statements for an engage before it),
+#      the prune process, autovacuum, the checkpointer, background writer and WAL writer, engage
+#      serve, and the whole machine (busy and iowait, in cores).
+# The load alone is not steady: on a 2-core machine its p99 climbs about 3.7x between 45 and 120 s
+# after the windows begin, prune or not (CONTROL=130, 2026-12-03 in BENCHMARKS.md). With the
+# default BEFORE=10 that climb falls inside the prune's windows and counts against it: read the
+# ratio beside a control run's, or with BEFORE well past the climb (60 was not always enough).
 # Progress goes to stderr, the report to stdout. Ctrl-C or SIGTERM stops everything it started
 # (the server, its PostgreSQL, the load) and removes the run's directory.
 #
@@ -34,6 +46,9 @@
 #   MAX_SECONDS=10    seconds of the unpaced run that measures the maximum
 #   CONNECTIONS=16 BATCH=100      load as phase A
 #   PRUNE_FLAGS=      more engage log prune flags (e.g. '--pace 100' unpaced, '--nice 0', '--batch 5000')
+#   SAMPLE=1          record what PostgreSQL did beside each window (0: not)
+#   CONTROL=0         seconds of a control run: everything as above but no prune, the windows of
+#                     those seconds standing for its (what the load alone does to the p99 over time)
 #   BUILD=1           run `swift build -c release` first (ignored when ENGAGE_BIN is set)
 #   ENGAGE_BIN        engage executable (default: the package's release build)
 #   WORK_PARENT=/var/tmp  KEEP_WORK=0  PSQL=psql
@@ -52,6 +67,8 @@ MAX_SECONDS=${MAX_SECONDS:-10}
 CONNECTIONS=${CONNECTIONS:-16}
 BATCH=${BATCH:-100}
 PRUNE_FLAGS=${PRUNE_FLAGS:-}
+SAMPLE=${SAMPLE:-1}
+CONTROL=${CONTROL:-0}
 PSQL=${PSQL:-psql}
 
 SCRIPT=prune.sh
@@ -68,15 +85,18 @@ require_int AFTER "$AFTER" 1 100
 require_int MAX_SECONDS "$MAX_SECONDS" 2 60
 require_int CONNECTIONS "$CONNECTIONS" 1 10000
 require_int BATCH "$BATCH" 1 1000
+require_int SAMPLE "$SAMPLE" 0 1
+require_int CONTROL "$CONTROL" 0 3600
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
 for program in "$PSQL" awk curl; do command -v "$program" >/dev/null || die "$program not found"; done
 
-WORK="" SERVER_PID="" LOOP_PID=""
+WORK="" SERVER_PID="" LOOP_PID="" SAMPLER_PID=""
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
     [[ -z $WORK ]] || touch "$WORK/stop"
     if [[ -n $LOOP_PID ]]; then kill "$LOOP_PID" 2>/dev/null || true; wait "$LOOP_PID" 2>/dev/null || true; fi
+    if [[ -n $SAMPLER_PID ]]; then kill "$SAMPLER_PID" 2>/dev/null || true; wait "$SAMPLER_PID" 2>/dev/null || true; fi
     if [[ -n $SERVER_PID ]] && kill -0 "$SERVER_PID" 2>/dev/null; then
         kill -TERM "$SERVER_PID" 2>/dev/null || true
         for _ in $(seq 300); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
@@ -121,6 +141,7 @@ CONNINFO=$("$ENGAGE_BIN" db status --data-dir "$WORK/pg" | sed -n 's/^connect wi
 [[ $KEY == egk_* && -n $CONNINFO ]] || die "could not make a key or find the database"
 PARTITIONED=$(sql -c "SELECT to_regclass('event_ids') IS NOT NULL")
 if [[ $PARTITIONED == t ]]; then METHOD="engage log prune (partitions dropped)"; else METHOD="batched DELETE and VACUUM (one table)"; fi
+(( CONTROL == 0 )) || METHOD="nothing (a control run: $CONTROL s of windows stand for the prune)"
 log "log layout: $([[ $PARTITIONED == t ]] && echo partitioned by week || echo one table); pruning by $METHOD"
 
 # load_day DAYS_AGO COUNT FIRST: COUNT delivered events recorded DAYS_AGO days back (from 01:00 UTC
@@ -185,6 +206,54 @@ log "maximum $(grouped "$MAX_EPS") events/s; half: $(fixed "$RATE" 1) requests/s
     done
 ) &
 LOOP_PID=$!
+
+# The sampler (SAMPLE=1): every second, one line of PostgreSQL's state into samples.txt
+# (time, checkpoints, buffers they wrote, the checkpointer's wait event, autovacuum workers'
+# statements, vacuum progress) and the CPU ticks of each process into cpu.txt (time, pid, what it
+# is, utime + stime; "machine" and "iowait" from /proc/stat).
+if [[ $(sql -c "SELECT to_regclass('pg_catalog.pg_stat_checkpointer') IS NOT NULL") == t ]]; then
+    CHECKPOINTS="SELECT num_timed + num_requested, buffers_written FROM pg_stat_checkpointer"
+else
+    CHECKPOINTS="SELECT checkpoints_timed + checkpoints_req, buffers_checkpoint FROM pg_stat_bgwriter"
+fi
+SAMPLE_SQL="
+SELECT extract(epoch FROM clock_timestamp()), c.*,
+       coalesce((SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'checkpointer'), '-'),
+       coalesce((SELECT string_agg(replace(regexp_replace(query, '^autovacuum: ', ''), ' ', '_'), ',') FROM pg_stat_activity
+                 WHERE backend_type = 'autovacuum worker' AND query <> ''), '-'),
+       coalesce((SELECT string_agg(relid::regclass::text || ':' || replace(phase, ' ', '_') || ':' || heap_blks_scanned || '/' || heap_blks_total, ',')
+                 FROM pg_stat_progress_vacuum), '-'),
+       (SELECT string_agg(pid || '=' || CASE
+                   WHEN backend_type <> 'client backend' THEN replace(backend_type, ' ', '_')
+                   WHEN application_name = 'engage log prune'
+                        OR query ~ '^(COPY \\(SELECT|DELETE FROM event_ids|ALTER TABLE events DETACH|DROP TABLE|WITH gone)' THEN 'prune_backend'
+                   ELSE 'client_backend' END, ' ')
+        FROM pg_stat_activity WHERE pid <> pg_backend_pid())
+FROM ($CHECKPOINTS) c"
+sample_loop() {
+    local line t pairs pair pid what stat
+    while [[ ! -f $WORK/stop ]]; do
+        line=$(sql -F ' ' -c "$SAMPLE_SQL" 2>/dev/null) || { sleep 1; continue; }
+        t=${line%% *}
+        pairs=$(echo "$line" | cut -d' ' -f7-)
+        echo "$line" | cut -d' ' -f1-6 >>"$WORK/samples.txt"
+        {
+            for pair in $pairs "$SERVER_PID=serve" "$(cat "$WORK/prune.pid" 2>/dev/null || echo 0)=prune_process"; do
+                pid=${pair%%=*} what=${pair#*=}
+                [[ $pid != 0 && -r /proc/$pid/stat ]] || continue
+                stat=$(cat "/proc/$pid/stat" 2>/dev/null) || continue
+                stat=${stat##*) }
+                echo "$t $pid $what $(echo "$stat" | awk '{ print $12 + $13 }')"
+            done
+            awk -v t="$t" '$1 == "cpu" { print t, "m", "machine", $2 + $3 + $4 + $7 + $8 + $9; print t, "w", "iowait", $6 }' /proc/stat
+        } >>"$WORK/cpu.txt"
+        sleep 1
+    done
+}
+if [[ $SAMPLE == 1 ]]; then
+    sample_loop &
+    SAMPLER_PID=$!
+fi
 windows() { [[ -f $WORK/windows.txt ]] && wc -l <"$WORK/windows.txt" || echo 0; }
 while (( $(windows) < BEFORE )); do sleep 0.5; done
 
@@ -193,13 +262,23 @@ while (( $(windows) < BEFORE )); do sleep 0.5; done
 
 WAL0=$(sql -c "SELECT pg_current_wal_lsn()")
 PRUNE_START=$(date +%s.%N)
-if [[ $PARTITIONED == t ]]; then
+if (( CONTROL > 0 )); then
+    log "control: no prune, $CONTROL s of windows"
+    sleep "$CONTROL"
+    echo "control run: nothing pruned" >"$WORK/prune.txt"
+elif [[ $PARTITIONED == t ]]; then
     archive_flags=()
     [[ $ARCHIVE == 0 ]] || archive_flags=(--archive "$WORK/archive")
     log "engage log prune --older-than 31d ${archive_flags[*]} $PRUNE_FLAGS"
     # shellcheck disable=SC2086
-    "$ENGAGE_BIN" log prune --data-dir "$WORK/pg" --older-than 31d "${archive_flags[@]}" $PRUNE_FLAGS >"$WORK/prune.txt" 2>&1 \
-        || { cat "$WORK/prune.txt" >&2; die "engage log prune failed"; }
+    "$ENGAGE_BIN" log prune --data-dir "$WORK/pg" --older-than 31d "${archive_flags[@]}" $PRUNE_FLAGS >"$WORK/prune.txt" 2>&1 &
+    echo $! >"$WORK/prune.pid"
+    # Linux's autogroups (kernel.sched_autogroup_enabled): niceness weighs only within a session.
+    if [[ $(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null) == 1 ]]; then
+        log "autogroups: postgres $(cat "/proc/$(head -1 "$WORK/pg/postmaster.pid")/autogroup" 2>/dev/null), engage serve $(cat "/proc/$SERVER_PID/autogroup" 2>/dev/null), the prune $(cat "/proc/$(cat "$WORK/prune.pid")/autogroup" 2>/dev/null)"
+    fi
+    wait "$(cat "$WORK/prune.pid")" || { cat "$WORK/prune.txt" >&2; die "engage log prune failed"; }
+    rm -f "$WORK/prune.pid"
 else
     log "DELETE in batches of 500 blocks, then VACUUM"
     sql >"$WORK/prune.txt" 2>&1 <<'SQL'
@@ -226,13 +305,14 @@ while (( $(windows) < target )); do sleep 0.5; done
 touch "$WORK/stop"
 wait "$LOOP_PID" || true
 LOOP_PID=""
+if [[ -n $SAMPLER_PID ]]; then wait "$SAMPLER_PID" || true; SAMPLER_PID=""; fi
 sleep 1
 
 # ---------------------------------------------------------------------------------------------
 # 4. Figures
 
 LEFT=$(sql -c "SELECT count(*) FROM events WHERE recorded_at < now() - interval '31 days'")
-[[ $LEFT == 0 ]] || die "$LEFT old events are still in the log"
+[[ $LEFT == 0 || $CONTROL -gt 0 ]] || die "$LEFT old events are still in the log"
 WAL_MB=$(mb "$(sql -c "SELECT pg_wal_lsn_diff('$WAL1', '$WAL0')")")
 before_p99=$(awk -v s="$PRUNE_START" '$2 <= s { print $4 / 1000 }' "$WORK/windows.txt")
 during_p99=$(awk -v s="$PRUNE_START" -v e="$PRUNE_END" '$2 > s && $1 < e { print $4 / 1000 }' "$WORK/windows.txt")
@@ -291,3 +371,73 @@ cat <<EOF
 
 Rows kept: $(grouped "$KEPT_NOW"). Failed requests over the whole run: $ERRORS. The prune's own report: $(tail -1 "$WORK/prune.txt")
 EOF
+
+# ---------------------------------------------------------------------------------------------
+# 5. Beside each window: what PostgreSQL and the machine did
+
+[[ $SAMPLE == 1 && -s $WORK/samples.txt ]] || exit 0
+TICKS=$(getconf CLK_TCK)
+cat <<EOF
+
+What ran beside each window, from the last one before the prune on (seconds from the prune's start; CPU in cores of $(nproc), from /proc; autovacuum: the workers' tables, "ids" for event_ids, with pg_stat_progress_vacuum's phase; checkpoint: checkpoints ended, "writing" while a spread checkpoint was under way, and the buffers it wrote):
+
+| window (s) | p99 ms | × before | autovacuum | checkpoint | CPU: ingest backends | prune backend | prune process | autovacuum | checkpointer, bgwriter, WAL writer | engage serve | machine busy | iowait |
+|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|
+EOF
+awk -v s="$PRUNE_START" -v before="$P99_BEFORE" -v ticks="$TICKS" '
+    FILENAME ~ /windows/ {
+        if ($2 <= s && $2 > last_before) { last_before = $2; first = FNR }
+        n++; ws[n] = $1; we[n] = $2; p99[n] = $4 / 1000; next
+    }
+    FILENAME ~ /samples/ {
+        m++; st[m] = $1; ck[m] = $2; cb[m] = $3; cw[m] = $4; av[m] = $5; vp[m] = $6; next
+    }
+    {   # cpu.txt: t pid what ticks; a pid ever seen as the prune backend is it throughout
+        c++; ct[c] = $1; cp[c] = $2; cw2[c] = $3; cv[c] = $4
+        if ($3 == "prune_backend") prune[$2] = 1
+    }
+    END {
+        for (i = first; i <= n; i++) {
+            a = ws[i]; b = we[i]
+            delete avs; avtext = ""; writing = 0; c0 = ""; c1 = ""; b0 = ""; b1 = ""
+            for (j = 1; j <= m; j++) {
+                if (st[j] < a || st[j] > b) continue
+                if (c0 == "") { c0 = ck[j]; b0 = cb[j] }
+                c1 = ck[j]; b1 = cb[j]
+                if (cw[j] == "CheckpointWriteDelay") writing = 1
+                k = split(av[j], list, ",")
+                for (x = 1; x <= k; x++) {
+                    if (list[x] == "-") continue
+                    name = list[x]; gsub(/public\./, "", name); sub(/event_ids/, "ids", name)
+                    sub(/^VACUUM_ANALYZE_/, "vacuum+analyze ", name); sub(/^VACUUM_/, "vacuum ", name); sub(/^ANALYZE_/, "analyze ", name)
+                    sub(/_\(to_prevent_wraparound\)/, " (wraparound)", name)
+                    phase = ""
+                    k2 = split(vp[j], progress, ",")
+                    for (y = 1; y <= k2; y++) {
+                        split(progress[y], pp, ":"); rel = pp[1]; sub(/^public\./, "", rel); sub(/event_ids/, "ids", rel)
+                        if (rel != "-" && index(name, " " rel) > 0) phase = " " pp[2]
+                    }
+                    gsub(/_/, " ", phase)
+                    if (!((name phase) in avs)) { avs[name phase] = 1; avtext = avtext (avtext == "" ? "" : ", ") name phase }
+                }
+            }
+            # Each process from its last sample before the window to its last one in it, over the
+            # time between those samples.
+            delete lo; delete hi; delete lot; delete hit
+            for (j = 1; j <= c; j++) {
+                if (ct[j] > b) continue
+                key = cp[j]
+                if (ct[j] < a) { lo[key] = cv[j]; lot[key] = ct[j]; continue }
+                if (!(key in lo)) { lo[key] = cv[j]; lot[key] = ct[j] }
+                hi[key] = cv[j]; hit[key] = ct[j]; kind[key] = (cp[j] in prune) ? "prune_backend" : cw2[j]
+            }
+            delete cores
+            for (key in hi) if (hit[key] > lot[key]) cores[kind[key]] += (hi[key] - lo[key]) / ticks / (hit[key] - lot[key])
+            ckpt = (c1 == "" ? "?" : (c1 - c0 > 0 ? (c1 - c0) " ended" : "")) (writing ? (c1 - c0 > 0 ? ", " : "") "writing" : "")
+            if (b1 != "" && b1 - b0 > 0) ckpt = ckpt " (" (b1 - b0) " buffers)"
+            printf "| %.0f-%.0f | %.1f | %.2f | %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f |\n",
+                a - s, b - s, p99[i], p99[i] / before, (avtext == "" ? "-" : avtext), (ckpt == "" ? "-" : ckpt),
+                cores["client_backend"], cores["prune_backend"], cores["prune_process"], cores["autovacuum_worker"],
+                cores["checkpointer"] + cores["background_writer"] + cores["walwriter"], cores["serve"], cores["machine"], cores["iowait"]
+        }
+    }' "$WORK/windows.txt" "$WORK/samples.txt" "$WORK/cpu.txt"

@@ -40,6 +40,14 @@ public struct LogPruner: Sendable {
         /// descriptor and about half a megabyte) open for each of its days, and a legacy partition
         /// can hold years of them.
         public var legacyDaysPerPass = 31
+        /// Niceness the prune's own PostgreSQL backend is lowered to when the server runs on this
+        /// machine and this process may change it (root, or the server's user); nil leaves it.
+        /// A local server's backends share one scheduling group (see `ProcessPriority`), so this,
+        /// not the prune process's own niceness, is what ranks the server's side of the prune
+        /// below ingestion's backends when they contend for the CPU (at half of ingestion's
+        /// maximum on 2 cores they seldom did: BENCHMARKS.md, 2026-12-03). The backend keeps it
+        /// until its connection closes.
+        public var backendNiceness: Int32?
 
         public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {
             self.olderThan = olderThan
@@ -80,7 +88,26 @@ public struct LogPruner: Sendable {
         /// Partitions an earlier, interrupted prune had taken out of the log (or begun to) that
         /// this one finished detaching or dropped: their events left the log since that prune.
         public var finishedDetaches = 0
+        /// What became of the backend's priority; nil when none was asked.
+        public var backend: BackendPriority?
         public var events: Int { days.reduce(0) { $0 + $1.events } }
+    }
+
+    /// The prune's PostgreSQL backend and what lowering its priority did.
+    public struct BackendPriority: Sendable, Equatable {
+        public var pid: Int32
+        /// nil: the server is not on this machine (not a Unix socket or loopback connection).
+        public var outcome: ProcessPriority.Outcome?
+
+        /// `PostgreSQL backend 4242 at niceness 10`, for the report.
+        public func description(niceness: Int32) -> String {
+            switch outcome {
+            case .lowered?: "PostgreSQL backend \(pid) at niceness \(niceness)"
+            case .alreadyLower(let current)?: "PostgreSQL backend \(pid) already at niceness \(current)"
+            case .notPermitted?: "PostgreSQL backend \(pid) left at its priority (not permitted)"
+            case .notFound?, nil: "PostgreSQL backend \(pid) not on this machine, left at its priority"
+            }
+        }
     }
 
     public struct Day: Sendable {
@@ -115,6 +142,9 @@ public struct LogPruner: Sendable {
         try await pool.withConnection { connection in
             try RetentionLock.holding(on: connection) {
                 let stopwatch = Stopwatch()
+                try connection.execute("SET application_name = 'engage log prune'")
+                defer { _ = try? connection.execute("RESET application_name") }
+                let backend = try configuration.backendNiceness.map { niceness in try lowerBackend(to: niceness, on: connection) }
                 let finishedDetaches = try finishInterruptedDetaches(on: connection)
                 let plan = try makePlan(on: connection)
                 try runChecks(plan, on: connection)
@@ -130,12 +160,33 @@ public struct LogPruner: Sendable {
                         days += try pruneLegacy(target.partition, before: plan.cut, archive: &archive, counter: &counter, on: connection)
                     }
                 }
-                let report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds, finishedDetaches: finishedDetaches)
+                let report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds, finishedDetaches: finishedDetaches,
+                                    backend: backend)
                 logger.info("log.pruned", ["events": String(report.events), "days": String(days.count),
                                            "recorded.before": plan.cut.rfc3339, "seconds": String(format: "%.1f", report.seconds)])
                 return report
             }
         }
+    }
+
+    // MARK: The backend's priority
+
+    /// Lowers the priority of this connection's backend if its server is on this machine; says
+    /// so once, as a warning, when this process may not.
+    private func lowerBackend(to niceness: Int32, on connection: Connection) throws -> BackendPriority {
+        let row = try connection.query("""
+            SELECT pg_backend_pid(), coalesce(inet_server_addr() <<= '127.0.0.0/8'::inet OR inet_server_addr() = '::1'::inet, true)
+            """)[0]
+        let pid = Int32(try row.decode(0, as: Int.self))
+        guard try row.decode(1, as: Bool.self) else { return BackendPriority(pid: pid, outcome: nil) }
+        let outcome = ProcessPriority.lower(process: pid, named: "postgres", to: niceness)
+        if outcome == .notPermitted {
+            logger.warning("log.prune-backend-priority-unchanged", [
+                "backend.pid": String(pid), "niceness": String(niceness),
+                "hint": "only root or the server's own user may lower a PostgreSQL backend's priority; the prune goes on at its priority",
+            ])
+        }
+        return BackendPriority(pid: pid, outcome: outcome)
     }
 
     // MARK: Planning

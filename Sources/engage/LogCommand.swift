@@ -22,7 +22,7 @@ enum LogCommand {
                              help: "Share of the time the prune works (archive reads and id deletions), resting in between: 25 rests 3 s for each 1 s of work; 100 never rests.",
                              default: 25, validate: .range(1...100))
     static let nice = Option("nice", value: "niceness",
-                             help: "CPU priority of the prune's own process (archive compression), 0-19: higher yields more to ingestion on the same machine.",
+                             help: "CPU priority, 0-19, of the prune's own process (archive compression) and of its PostgreSQL backend when the server is on this machine: higher yields more to ingestion.",
                              default: 10, validate: .range(0...19))
     static let dryRun = Flag("dry-run", help: "Show what would be pruned and run the checks, without pruning.")
     static let includeRunningExperiments = Flag(
@@ -58,6 +58,7 @@ enum LogCommand {
         var configuration = LogPruner.Configuration(olderThan: olderThan.duration, window: window)
         configuration.batchRows = arguments[batch]
         configuration.pace = DutyCycle(share: Double(arguments[pace]) / 100, pause: .milliseconds(arguments[pause]))
+        configuration.backendNiceness = Int32(arguments[nice])
         if let directory = arguments[archive] {
             configuration.archiveDirectory = try archiveDirectory(directory, arguments)
         }
@@ -75,7 +76,7 @@ enum LogCommand {
             let line = ProgressLine.standardError("prune")
             let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
-            printReport(report, pace: configuration.pace)
+            printReport(report, pace: configuration.pace, niceness: Int32(arguments[nice]))
             // Only when events left the log: now, or by a detach an interrupted prune left (its
             // rerun finishes it). A prune that removes nothing keeps every look incremental.
             if report.events > 0 || report.finishedDetaches > 0 {
@@ -133,7 +134,7 @@ enum LogCommand {
             + (archive.map { ", archived into \($0)" } ?? ", without an archive"))
     }
 
-    static func printReport(_ report: LogPruner.Report, pace: DutyCycle) {
+    static func printReport(_ report: LogPruner.Report, pace: DutyCycle, niceness: Int32) {
         guard !report.days.isEmpty else {
             print("nothing to prune: no event was recorded before \(day(report.plan.cut))")
             return
@@ -146,7 +147,7 @@ enum LogCommand {
         print(table.render())
         let rate = report.seconds > 0 ? Double(report.events) / report.seconds : 0
         print("pruned \(report.events) events recorded before \(day(report.plan.cut)) in \(String(format: "%.1f", report.seconds)) s "
-            + "(\(Int(rate)) events/s, \(pace.description))")
+            + "(\(Int(rate)) events/s, \(pace.description)\(report.backend.map { "; " + $0.description(niceness: niceness) } ?? ""))")
     }
 
     // MARK: restore

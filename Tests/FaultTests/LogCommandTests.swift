@@ -69,8 +69,10 @@ struct LogCommandTests {
         #expect(try await Self.storedTallies(pool) == 0)
         #expect(pruned.output.contains("\(day)      20  events-\(day).tsv.gz"), "\(pruned.output)")
         #expect(pruned.output.contains("pruned 20 events recorded before"))
-        // The pace it ran at is stated: the default, a quarter of the time.
-        #expect(pruned.output.contains("events/s, working 25% of the time)"), "\(pruned.output)")
+        // The pace it ran at is stated: the default, a quarter of the time; and the priority of its
+        // backend, lowered to the default niceness (the harness's PostgreSQL runs on this machine).
+        #expect(pruned.output.contains("events/s, working 25% of the time; PostgreSQL backend "), "\(pruned.output)")
+        #expect(pruned.output.contains(" at niceness 10)"), "\(pruned.output)")
         #expect(FileManager.default.fileExists(atPath: archive + "/manifest.json"))
         // A prune that removes nothing keeps the tallies: looks stay incremental under a daily prune.
         try await Self.storeTallies("exp-old", pool)
