@@ -114,7 +114,7 @@ enum ArchiveMerge {
     private static func merge(_ old: ArchiveManifest.Day, pass: String,
                               in directory: String) throws(LogRetentionError) -> (entry: ArchiveManifest.Day?, added: Int) {
         let path = directory + "/" + old.file
-        var ids: [EventIDKey] = []
+        var ids: [EventID] = []
         ids.reserveCapacity(old.events)
         try forEachLine(of: path) { line throws(LogRetentionError) in
             guard let id = eventID(in: line) else { throw .corruptArchive(file: path, problem: "a line has no event_id") }
@@ -167,17 +167,9 @@ enum ArchiveMerge {
         guard pending.isEmpty else { throw .corruptArchive(file: path, problem: "its last line is cut short") }
     }
 
-    /// An event id as 128 bits, ordered.
-    struct EventIDKey: Comparable {
-        var high: UInt64
-        var low: UInt64
-
-        static func < (a: EventIDKey, b: EventIDKey) -> Bool { (a.high, a.low) < (b.high, b.low) }
-    }
-
-    /// The event_id of a COPY text line (a uuid as PostgreSQL writes it: 32 hex digits and 4
-    /// hyphens), or nil if the line has none.
-    static func eventID(in line: ArraySlice<UInt8>) -> EventIDKey? {
+    /// The event_id of a COPY text line (PostgreSQL writes a uuid in its canonical form), or nil
+    /// if the line has none.
+    static func eventID(in line: ArraySlice<UInt8>) -> EventID? {
         var index = line.startIndex
         var tabs = 0
         while index < line.endIndex && tabs < eventIDColumn {
@@ -185,28 +177,12 @@ enum ArchiveMerge {
             index += 1
         }
         guard tabs == eventIDColumn else { return nil }
-        var key = EventIDKey(high: 0, low: 0)
-        var digits = 0
-        while index < line.endIndex && line[index] != 0x09 {
-            let byte = line[index]
-            index += 1
-            if byte == UInt8(ascii: "-") { continue }
-            let value: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): value = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            guard digits < 32 else { return nil }
-            if digits < 16 { key.high = key.high << 4 | UInt64(value) } else { key.low = key.low << 4 | UInt64(value) }
-            digits += 1
-        }
-        return digits == 32 ? key : nil
+        let column = Array(line[index...].prefix { $0 != 0x09 })
+        return EventID.parse(column, column.indices)
     }
 
     /// Whether the sorted `ids` hold `id`.
-    static func contains(_ ids: [EventIDKey], _ id: EventIDKey) -> Bool {
+    static func contains(_ ids: [EventID], _ id: EventID) -> Bool {
         var low = 0, high = ids.count
         while low < high {
             let middle = (low + high) / 2
