@@ -21,14 +21,17 @@ struct IncrementalLookTests {
             let unassigned: Bool = try connection.query("SELECT pg_current_xact_id_if_assigned() IS NULL")[0].decode(0)
             reads.withLock { $0.append(unassigned) }
         }
+        try await TestPostgres.waitForEarlierTransactions(pool)
         _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: check)
         try await Self.appendLateEvents(definition.id) { sql in
             _ = try await pool.withConnection { connection in try connection.execute(sql) }
         }
+        try await TestPostgres.waitForEarlierTransactions(pool)
         _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: check)
         _ = try await pool.withConnection { connection in
             try connection.execute("UPDATE experiment_tally_checkpoints SET definition_key = 'stale' WHERE experiment_id = \(definition.id)")
         }
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let refolded = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: check)
         #expect(reads.withLock { $0 } == [true, true, true])
         let replay = try await ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1).replay(definition)
@@ -54,6 +57,7 @@ struct IncrementalLookTests {
                 try connection.execute("SELECT pg_sleep(0.01)")
             }
         }
+        try await TestPostgres.waitForEarlierTransactions(pool)
         async let looked = ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, afterReading: waitForTheReset)
         // The reset starts once the look holds a lock (its checkpoint row does not exist yet).
         while try await Fixtures.count(pool, """
@@ -91,10 +95,12 @@ struct IncrementalLookTests {
         func execute(_ sql: SQL) async throws {
             _ = try await pool.withConnection { connection in try connection.execute(sql) }
         }
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let first = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(first, "first look")
         #expect(first.notifications > 2_900 && first.tallies.unknownArm == 1 && first.undecodable == 1)
         #expect(first.eventsRead == first.events)
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let again = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         #expect(again.tallies == first.tallies && again.events == first.events)
         // What engage_scheduler_events_replayed_total counts: only the events a look folds.
@@ -112,6 +118,7 @@ struct IncrementalLookTests {
                 SELECT DISTINCT notification_id FROM events WHERE experiment_id = \(id) ORDER BY 1 LIMIT 200)
             """)
         try await Self.appendLateEvents(id, execute)
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let second = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(second, "after late events")
         #expect(second.eventsRead == second.events - first.events)
@@ -130,14 +137,17 @@ struct IncrementalLookTests {
             """)
         let before = try await Self.storedRows(id, pool)
         struct Crash: Error {}
+        try await TestPostgres.waitForEarlierTransactions(pool)
         await #expect(throws: Crash.self) { _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500, beforeCommit: { throw Crash() }) }
         #expect(try await Self.storedRows(id, pool) == before)
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let third = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
         try await expectReplayed(third, "after a failed fold")
         #expect(try await Self.storedRows(id, pool) != before)
 
         // The look's analysis is the replay's.
         let now = Fixtures.time("2026-03-03T00:00:00Z")
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let looked = try await runner.look(definition, previousRuns: 2, now: now)
         let replayed = try await runner.analyse(definition, previousRuns: 2, now: now)
         #expect(looked.result == replayed.result)
@@ -146,6 +156,7 @@ struct IncrementalLookTests {
         // Another definition of the experiment (a category filter) refolds from the start.
         var filtered = definition
         filtered.categories = ["new_photo"]
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let refolded = try await ExperimentTallyStore.look(filtered, pool: pool, chunkSize: 500)
         #expect(refolded.tallies == (try await runner.replay(filtered)).tallies)
         await pool.close()
@@ -231,6 +242,7 @@ struct ScheduledIncrementalLookTests {
         }
         let runner = ExperimentRunner(pool: pool, chunkSize: 1_000, lanes: 1)
         for tick in 1...3 {
+            try await TestPostgres.waitForEarlierTransactions(pool)
             clock.advance(seconds: 60)
             async let byA = schedulers[0].tick()
             async let byB = schedulers[1].tick()
@@ -240,6 +252,7 @@ struct ScheduledIncrementalLookTests {
             #expect(try await Fixtures.count(pool, """
                 SELECT notifications FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)
                 """) == replay.notifications, "tick \(tick)")
+            try await TestPostgres.waitForEarlierTransactions(pool)
             let kept = try await ExperimentTallyStore.look(definition, pool: pool)
             #expect(kept.tallies == replay.tallies && kept.notifications == replay.notifications, "tick \(tick)")
             try await IncrementalLookTests.appendLateEvents(definition.id) { sql in

@@ -35,6 +35,7 @@ struct PrunedExperimentLookTests {
 
         /// The look's tallies and counts against a full replay's.
         func lookEqualsReplay() async throws -> Bool {
+            try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
             let look = try await runner.look(definition, previousRuns: 0, now: now)
             let replay = try await runner.analyse(definition, previousRuns: 0, now: now)
             return look.tallies == replay.tallies && look.events == replay.events && look.notifications == replay.notifications
@@ -50,6 +51,7 @@ struct PrunedExperimentLookTests {
         #expect(try await !lookEqualsReplay())
         #expect(try await ExperimentTallyStore.reset(pool: fixtures.pool) == 1)
         #expect(try await lookEqualsReplay())
+        try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
         #expect(try await runner.look(definition, previousRuns: 0, now: now).notifications == 18)
 
         // Restored with their old transaction ids, below the checkpoint: the tallies miss them.
@@ -58,6 +60,7 @@ struct PrunedExperimentLookTests {
         #expect(try await !lookEqualsReplay())
         #expect(try await ExperimentTallyStore.reset(experimentID: "exp", pool: fixtures.pool) == 1)
         #expect(try await lookEqualsReplay())
+        try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
         #expect(try await runner.look(definition, previousRuns: 0, now: now).notifications == 58)
 
         // Nothing stored: nothing to drop.

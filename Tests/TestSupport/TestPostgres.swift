@@ -39,6 +39,21 @@ public enum TestPostgres {
         return server.adminConfiguration.withDatabase(name)
     }
 
+    /// Waits until every transaction that held a transaction id on the server when called has
+    /// ended. An incremental look folds the events below `pg_snapshot_xmin`, which is cluster-wide:
+    /// while tests run in parallel, another test's open transaction in its own database keeps this
+    /// test's newest events out of the look, which then lags a replay until that transaction ends.
+    public static func waitForEarlierTransactions(_ pool: ConnectionPool) async throws {
+        let mine: UInt64 = try await pool.withConnection { connection in
+            try connection.query("SELECT pg_current_xact_id()")[0].decode(0)
+        }
+        while try await pool.withConnection({ connection in
+            try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0, as: UInt64.self)
+        }) <= mine {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// Builds the migrated template once per server (once per test process for a shared server).
     private static func prepareTemplate(server: Server, admin: Connection) throws {
         try template.withLock { ready in
