@@ -472,7 +472,7 @@ sql -c "DROP TABLE IF EXISTS fresh_events, fresh_ids" >/dev/null
 if (( FRESH_BYTES > 0 )); then
     FRESH_TEXT="$(grouped "$(mb "$FRESH_BYTES")") MB ($(fixed "$(calc "$LOG_BYTES / $FRESH_BYTES")" 2)×)"
 else
-    FRESH_TEXT="not loaded (FRESH=ids: no room on the disk for a second copy)"
+    FRESH_TEXT="not loaded (FRESH=ids)"
 fi
 ARCHIVE_BYTES=0
 [[ ! -d $WORK/archive ]] || ARCHIVE_BYTES=$(du -sb "$WORK/archive" | cut -f1)
