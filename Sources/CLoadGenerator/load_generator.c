@@ -203,12 +203,24 @@ struct run {
     uint64_t successful_connects;
     /* HTTPS only: the CA certificates a server must chain to. */
     gnutls_certificate_credentials_t tls_credentials;
+    /* With options->latency_file: where each answer's line goes, and the Unix time of the
+       monotonic clock's zero, in microseconds. */
+    FILE *latencies;
+    int64_t unix_offset_us;
 };
 
 static uint64_t now_us(void) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
+}
+
+/* One line of options->latency_file (see CLoadGenerator.h). */
+static void record_latency(struct run *run, uint64_t sent_at_us, uint64_t latency_us, int status) {
+    if (run->latencies != NULL) {
+        fprintf(run->latencies, "%lld %llu %d\n", (long long)((int64_t)sent_at_us + run->unix_offset_us),
+                (unsigned long long)latency_us, status);
+    }
 }
 
 static void close_connection(struct run *run, struct connection *connection, uint64_t retry_at_us) {
@@ -460,6 +472,7 @@ static int take_answer(struct run *run, struct connection *connection, uint64_t 
     int bucket = bucket_of(latency);
     run->histogram[bucket < HISTOGRAM_BUCKETS ? bucket : HISTOGRAM_BUCKETS - 1]++;
     run->latency_sum_us += latency;
+    record_latency(run, connection->sent_at_us, latency, status);
     if (latency > result->max_us) {
         result->max_us = latency;
     }
@@ -670,6 +683,18 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
         goto done;
     }
     make_variants(run.generator.variants);
+    if (options->latency_file != NULL) {
+        run.latencies = fopen(options->latency_file, "w");
+        if (run.latencies == NULL) {
+            fail(error, error_capacity, "cannot write %s: %s", options->latency_file, strerror(errno));
+            goto done;
+        }
+        setvbuf(run.latencies, NULL, _IOFBF, 1 << 20);
+        struct timespec unix_now;
+        clock_gettime(CLOCK_REALTIME, &unix_now);
+        uint64_t monotonic_now = now_us();
+        run.unix_offset_us = (int64_t)unix_now.tv_sec * 1000000 + unix_now.tv_nsec / 1000 - (int64_t)monotonic_now;
+    }
     if (options->tls_ca_file != NULL) {
         if (gnutls_certificate_allocate_credentials(&run.tls_credentials) < 0) {
             fail(error, error_capacity, "out of memory");
@@ -733,6 +758,7 @@ int CLoadGenerator_run(const struct CLoadGenerator_Options *options, struct CLoa
                 case CONNECTION_RECEIVING:
                     if (now - connection->sent_at_us > timeout_us) {
                         result->timeouts++;
+                        record_latency(&run, connection->sent_at_us, now - connection->sent_at_us, 0);
                         close_connection(&run, connection, now);
                     } else {
                         busy = 1;
@@ -794,6 +820,14 @@ done:
     }
     if (run.tls_credentials != NULL) {
         gnutls_certificate_free_credentials(run.tls_credentials);
+    }
+    if (run.latencies != NULL) {
+        int failed = ferror(run.latencies);
+        if (fclose(run.latencies) != 0 || failed) {
+            if (status == 0) {
+                status = fail(error, error_capacity, "writing %s failed", options->latency_file);
+            }
+        }
     }
     free(events);
     free(run.connections);

@@ -23,6 +23,11 @@ public struct IngestLoad: Sendable {
     public var timeoutSeconds = 10.0
     /// HTTPS when set: the PEM file of the CA the server's certificate must chain to.
     public var caFile: String?
+    /// When set: a file written anew with one line per request answered or timed out, `<sent>
+    /// <latency> <status>` (sent in microseconds since the Unix epoch, latency in microseconds,
+    /// HTTP status, 0 for a timeout), so that back-to-back runs can be merged into percentiles over
+    /// any span (Benchmarks/prune.sh).
+    public var latencyFile: String?
 
     public init(port: UInt16, key: String) {
         self.port = port
@@ -53,11 +58,14 @@ public struct IngestLoad: Sendable {
             "/v1/events".withCString { path in
                 key.withCString { key in
                     withOptionalCString(caFile) { caFile in
-                        options.host = host
-                        options.path = path
-                        options.key = key
-                        options.tls_ca_file = caFile
-                        return CLoadGenerator_run(&options, &result, &error, error.count)
+                        withOptionalCString(latencyFile) { latencyFile in
+                            options.host = host
+                            options.path = path
+                            options.key = key
+                            options.tls_ca_file = caFile
+                            options.latency_file = latencyFile
+                            return CLoadGenerator_run(&options, &result, &error, error.count)
+                        }
                     }
                 }
             }

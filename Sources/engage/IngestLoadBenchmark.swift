@@ -28,13 +28,15 @@ enum IngestLoadBenchmark {
     static let stream = Option("stream", value: "n", help: "0-4095, part of every event id: distinguishes generators running side by side.", default: 0,
                                validate: .range(0...4095))
     static let ids = Option("ids", value: "kind", help: "time (time-ordered, as EngageClient makes them) or random.", default: IDKind.time)
+    static let latencies = Option<String?>("latencies", value: "file",
+                                           help: "Also write each request's line to this file: sent (µs since the Unix epoch), latency (µs), HTTP status (0: timed out).")
     static let timeout = Option("timeout", value: "s", help: "Seconds a request may wait for its answer.", default: 10.0,
                                 validate: Validation("expected 0 < s <= 600") { $0 > 0 && $0 <= 600 })
 
     static let definition = Command(
         name: "ingest",
         abstract: "Send generated events to a running server's POST /v1/events and print what was accepted and how fast (Benchmarks/ingest.sh uses it).",
-        options: [url, caFile, key, connections, batch, seconds, rate, tag, stream, ids, timeout],
+        options: [url, caFile, key, connections, batch, seconds, rate, tag, stream, ids, timeout, latencies],
         run: run)
 
     enum IDKind: String, CaseIterable, OptionValue {
@@ -63,6 +65,7 @@ enum IngestLoadBenchmark {
         load.stream = UInt32(arguments[stream])
         load.randomIDs = arguments[ids] == .random
         load.timeoutSeconds = arguments[timeout]
+        load.latencyFile = arguments[latencies]
         let result: CLoadGenerator_Result
         do {
             result = try await load.run()

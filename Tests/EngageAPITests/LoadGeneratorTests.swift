@@ -1,4 +1,5 @@
 import CLoadGenerator
+import Foundation
 import HTTPServer
 import LoadGenerator
 import Testing
@@ -16,9 +17,12 @@ struct LoadGeneratorTests {
         var randomIDs = false
     }
 
-    static func run(_ load: Load, port: Int, key: String, caFile: String? = nil) async throws -> CLoadGenerator_Result {
+    static func run(_ load: Load, port: Int, key: String, caFile: String? = nil, latencyFile: String? = nil) async throws
+        -> CLoadGenerator_Result
+    {
         var run = IngestLoad(port: UInt16(port), key: key)
         run.caFile = caFile
+        run.latencyFile = latencyFile
         run.connections = load.connections
         run.batch = load.batch
         run.seconds = load.seconds
@@ -49,6 +53,59 @@ struct LoadGeneratorTests {
         await server.stop()
     }
 
+    /// The lines of a latency file: sent (µs since the Unix epoch), latency (µs), status.
+    static func latencyLines(_ path: String) throws -> [(sent: Int64, latency: UInt64, status: Int)] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { line in
+            let fields = line.split(separator: " ")
+            #expect(fields.count == 3, "\(line)")
+            return (Int64(fields[0]) ?? -1, UInt64(fields[1]) ?? .max, Int(fields[2]) ?? -1)
+        }
+    }
+
+    static func temporaryPath(_ name: String) -> String {
+        NSTemporaryDirectory() + "engage-\(name)-\(getpid())-\(UUID().uuidString.prefix(8)).txt"
+    }
+
+    /// Benchmarks/prune.sh merges these files across back-to-back runs into one p99 over a span:
+    /// the file must hold every request the result counts, each at the wall-clock time it was
+    /// sent, with the latency the percentiles were taken from.
+    @Test func theLatencyFileHoldsEveryRequestAtItsTime() async throws {
+        let server = try TestServer()
+        let key = try await server.key(app: "bench")
+        let path = Self.temporaryPath("latencies")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let before = Int64(Date().timeIntervalSince1970 * 1e6)
+        let result = try await Self.run(Load(connections: 3, batch: 5, seconds: 0.5, rate: 200), port: server.port, key: key,
+                                        latencyFile: path)
+        let after = Int64(Date().timeIntervalSince1970 * 1e6)
+        let lines = try Self.latencyLines(path)
+        #expect(result.requests > 20)
+        #expect(lines.count == Int(result.requests))
+        #expect(lines.allSatisfy { $0.status == 200 })
+        // Each sent within the run and answered before it ended.
+        #expect(lines.allSatisfy { $0.sent >= before && $0.sent + Int64($0.latency) <= after })
+        #expect(lines.map(\.latency).max() == result.max_us)
+        // The result's p99 is the lower edge of the 0.2%-wide histogram bucket of the exact
+        // nearest-rank p99 of the file's latencies.
+        let sorted = lines.map(\.latency).sorted()
+        let exact = sorted[(sorted.count * 99 + 99) / 100 - 1]
+        #expect(result.p99_us <= exact && exact - result.p99_us <= exact / 512 + 1, "p99 \(result.p99_us) against \(exact)")
+        let mean = Double(sorted.reduce(0, +)) / Double(sorted.count)
+        #expect(abs(mean - result.mean_us) < 0.01)
+        await server.stop()
+    }
+
+    @Test func aLatencyFileThatCannotBeWrittenStopsTheRunBeforeAnyRequest() async throws {
+        let server = try TestServer()
+        let key = try await server.key(app: "bench")
+        let path = NSTemporaryDirectory() + "engage-no-such-directory-\(UUID().uuidString)/latencies.txt"
+        await #expect(throws: IngestLoad.Failure.self) {
+            _ = try await Self.run(Load(connections: 1, batch: 1, seconds: 0.2), port: server.port, key: key, latencyFile: path)
+        }
+        #expect(try await server.count("SELECT count(*) FROM events") == 0)
+        await server.stop()
+    }
+
     @Test func randomIDsAreVersionFourAndAllStored() async throws {
         let server = try TestServer()
         let key = try await server.key(app: "bench")
@@ -60,9 +117,14 @@ struct LoadGeneratorTests {
 
     @Test func refusedRequestsAreCountedWithTheFirstProblem() async throws {
         let server = try TestServer()
+        let path = Self.temporaryPath("refused")
+        defer { try? FileManager.default.removeItem(atPath: path) }
         let result = try await Self.run(Load(connections: 2, batch: 1, seconds: 0.2), port: server.port,
-                                        key: "egk_00000000_not-a-real-secret")
+                                        key: "egk_00000000_not-a-real-secret", latencyFile: path)
         #expect(result.requests > 0)
+        // Each refused request is in the latency file with its status.
+        let lines = try Self.latencyLines(path)
+        #expect(lines.count == Int(result.requests) && lines.allSatisfy { $0.status == 401 })
         #expect(result.non200 == result.requests)
         #expect(result.accepted == 0)
         #expect(Self.problem(result).hasPrefix("401 "))

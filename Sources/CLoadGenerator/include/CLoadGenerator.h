@@ -34,6 +34,12 @@ struct CLoadGenerator_Options {
     /// HTTPS when not NULL: a PEM file of the CA certificates the server's certificate must chain
     /// to (for `host`). Each connection does one handshake (GnuTLS), then carries requests.
     const char *tls_ca_file;
+    /// When not NULL: a file written anew with one line per request answered or timed out,
+    /// `<sent> <latency> <status>`: when its first byte was written (microseconds since the Unix
+    /// epoch), its latency in microseconds (as the percentiles count it, unbucketed; for a timeout
+    /// the time waited) and the answer's HTTP status (0: timed out). Lets runs that follow each
+    /// other be merged into percentiles over any span of time.
+    const char *latency_file;
 };
 
 struct CLoadGenerator_Result {
