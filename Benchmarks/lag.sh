@@ -160,7 +160,8 @@ accepted_rate=$(calc "$(result "$WORK/load-sustained.txt" accepted) / ($(result 
 failed=$(( $(result "$WORK/load-sustained.txt" non200) + $(result "$WORK/load-sustained.txt" timeouts) ))
 stop_server || die "engage (projector on) did not exit 0 after SIGTERM"
 
-# Per minute: p50, p99, max of the lag in seconds (nearest rank), and the largest backlog in events.
+# Per minute: p50, p99, max of the lag in seconds (nearest rank), and the largest backlog in events
+# (engage_projector_lag_events counts up to 100,000: a reading costs the same however far behind).
 ROWS=$(awk -v minutes="$MINUTES" '
     { m = int($1 / 60); if (m >= minutes) m = minutes - 1; n[m]++; v[m, n[m]] = $2; if ($3 > e[m]) e[m] = $3 }
     END {
@@ -183,7 +184,7 @@ cat <<EOF
 
 \`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector in the same process ($(grouped "$accepted_rate") events/s accepted, $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
 
-| minute | samples | lag p50 s | lag p99 s | lag max s | max backlog events |
+| minute | samples | lag p50 s | lag p99 s | lag max s | max backlog events (counted up to 100,000) |
 |---:|---:|---:|---:|---:|---:|
 $ROWS
 

@@ -6,14 +6,20 @@ import Runtime
 /// How far the engagement read model is behind the log, as the database sees it now.
 ///
 /// - `events`: events in the log after the projector's checkpoint (committed, in any order the
-///   projector will read them), i.e. appended but not yet folded.
-/// - `seconds`: how long the oldest of those events has been in the log (now minus its
-///   `recorded_at`, the start of the transaction that appended it); 0 when `events` is 0. It
+///   projector will read them), i.e. appended but not yet folded, counted up to `countedUpTo`.
+/// - `seconds`: how long the first of those events in log order has been in the log (now minus
+///   its `recorded_at`, the start of the transaction that appended it); 0 when `events` is 0. It
 ///   stays 0 while nothing is appended, however old the checkpoint, and grows second by second
-///   while the projector is stopped with events waiting.
+///   while the projector is stopped with events waiting. The log's order is that of transaction
+///   ids, which an appending transaction takes with its first write, right after it starts: the
+///   first event in log order is the oldest one but for those milliseconds.
 ///
-/// Counting walks the log's index over the unfolded part only: cheap while the projector keeps
-/// up, proportional to the backlog when it does not.
+/// A reading costs the same however far behind the projector is: counting visits each event's
+/// row (the log's newest pages are not all-visible until vacuum), and an uncapped count of the
+/// whole backlog, with the oldest `recorded_at` over it, took about 0.4 s at 320,000 events
+/// behind on 2 busy cores. Scraped every 0.5 s, that took a good share of a core from the
+/// projector exactly while it was behind, and kept it behind (BENCHMARKS.md, "2026-12-03
+/// 08:04-09:27 UTC").
 public struct ProjectorLag: Sendable, Equatable {
     public var checkpoint: LogPosition
     /// When the checkpoint last moved (the committing transaction's start); nil before the first batch.
@@ -23,7 +29,8 @@ public struct ProjectorLag: Sendable, Equatable {
     public var events: Int
     public var seconds: Double
 
-    public static func read(_ projection: String = EngagementStore.projectionName, on connection: Connection) throws -> ProjectorLag {
+    public static func read(_ projection: String = EngagementStore.projectionName, countingUpTo limit: Int = countedUpTo,
+                            on connection: Connection) throws -> ProjectorLag {
         let checkpoints = try connection.query("""
             SELECT transaction_id, position, updated_at, events_processed FROM projection_checkpoints
             WHERE projection = \(projection)
@@ -36,13 +43,13 @@ public struct ProjectorLag: Sendable, Equatable {
             checkpointAt = Timestamp(microsecondsSinceEpoch: try row.cell(2).unixMicroseconds())
             eventsProcessed = try row.decode(3)
         }
-        let behind = try connection.query(backlog(after: checkpoint))[0]
+        let behind = try connection.query(backlog(after: checkpoint, countingUpTo: limit))[0]
         return ProjectorLag(checkpoint: checkpoint, checkpointAt: checkpointAt, eventsProcessed: eventsProcessed,
                             events: try behind.decode(0),
                             seconds: try behind.decode(1))
     }
 
-    /// The count and oldest `recorded_at` of the events after `checkpoint`.
+    /// The count (up to `countedUpTo`) and the age of the first of the events after `checkpoint`.
     ///
     /// The planner cannot estimate the row comparison on its own: without statistics for the
     /// partition (a new week's partition, or any before autovacuum first analyzes it: about a
@@ -54,17 +61,26 @@ public struct ProjectorLag: Sendable, Equatable {
     /// snapshot's `xmax`, above every committed transaction, so no event is left out) is a range
     /// the planner estimates narrowly even without statistics, and with them from the histogram
     /// and the index's actual end: the backlog is read from the `(transaction_id, position)`
-    /// index, in time proportional to the backlog.
-    static func backlog(after checkpoint: LogPosition) -> SQL {
+    /// index, up to `limit` events for the count and one for the age.
+    static func backlog(after checkpoint: LogPosition, countingUpTo limit: Int = countedUpTo) -> SQL {
         let transaction = String(checkpoint.transactionID)
-        return """
-            SELECT count(*)::int8, coalesce(greatest(extract(epoch FROM clock_timestamp() - min(recorded_at)), 0), 0)::float8
+        let unfolded: SQL = """
             FROM events
             WHERE transaction_id >= \(transaction)::xid8
               AND transaction_id < pg_snapshot_xmax(pg_current_snapshot())
               AND (transaction_id, position) > (\(transaction)::xid8, \(checkpoint.sequence))
             """
+        return """
+            SELECT (SELECT count(*) FROM (SELECT 1 \(fragment: unfolded) LIMIT \(limit)) AS behind)::int8,
+                   coalesce((SELECT greatest(extract(epoch FROM clock_timestamp() - recorded_at), 0)
+                             \(fragment: unfolded) ORDER BY transaction_id, position LIMIT 1), 0)::float8
+            """
     }
+
+    /// How many unfolded events a reading counts at most: five batches of the projector's, so
+    /// every backlog of a healthy projector is counted exactly, and a reading far behind costs a
+    /// few tens of milliseconds.
+    public static let countedUpTo = ReportFreshness.lagEventsCountedUpTo
 
     /// The report's "current as of".
     public var freshness: ReportFreshness {
@@ -81,9 +97,9 @@ public struct ProjectorLagGauges: Sendable {
 
     public init(registry: MetricsRegistry) {
         events = registry.gauge("engage_projector_lag_events",
-                                help: "Events in the log after the engagement projector's checkpoint (not yet folded); NaN when the database did not answer.")
+                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to 100000; NaN when the database did not answer.")
         seconds = registry.gauge("engage_projector_lag_seconds",
-                                 help: "Age of the oldest event not yet folded by the engagement projector, 0 when none; NaN when the database did not answer.")
+                                 help: "Age of the first event in log order not yet folded by the engagement projector, 0 when none; NaN when the database did not answer.")
     }
 
     /// Reads the lag now; on failure the gauges show NaN rather than a stale value.

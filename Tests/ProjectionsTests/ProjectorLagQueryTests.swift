@@ -52,10 +52,24 @@ struct ProjectorLagQueryTests {
         #expect(!backlog.contains("Gather"), "\(backlog)")
         #expect(backlog.contains("\(filled)_transaction_id_position_idx"), "\(backlog)")
 
+        // The age of the first unfolded event in log order, read just before and just after the lag.
+        let age: SQL = """
+            SELECT extract(epoch FROM clock_timestamp() - recorded_at)::float8 FROM events
+            ORDER BY transaction_id, position OFFSET \(Self.events - Self.behind) LIMIT 1
+            """
+        let before = try connection.query(age)[0].decode(0, as: Double.self)
         let lag = try ProjectorLag.read(on: connection)
+        let after = try connection.query(age)[0].decode(0, as: Double.self)
         #expect(lag.checkpoint == checkpoint)
         #expect(lag.events == Self.behind)
         #expect(lag.seconds > 0)
+        #expect(lag.seconds >= before && lag.seconds <= after, "\(before) <= \(lag.seconds) <= \(after)")
+
+        // A reading counts up to its limit and no further, so it costs the same however far behind.
+        let capped = try ProjectorLag.read(countingUpTo: Self.behind / 2, on: connection)
+        #expect(capped.events == Self.behind / 2)
+        #expect(capped.seconds >= before)
+        #expect(ProjectorLag.countedUpTo == 100_000)
     }
 
     /// The plan PostgreSQL chooses for `query`, one line per node.

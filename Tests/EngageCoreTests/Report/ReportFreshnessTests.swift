@@ -8,6 +8,9 @@ import Testing
         #expect(ReportFreshness(checkpointAt: at, lagEvents: 1, lagSeconds: 0.04).summary == "2026-11-29T19:59:57Z (1 event behind, oldest 0.0 s)")
         #expect(ReportFreshness(checkpointAt: at, lagEvents: 1204, lagSeconds: 2.75).summary == "2026-11-29T19:59:57Z (1204 events behind, oldest 2.8 s)")
         #expect(ReportFreshness(checkpointAt: nil, lagEvents: 3, lagSeconds: 12).summary == "never (no events folded yet) (3 events behind, oldest 12.0 s)")
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 99_999, lagSeconds: 9).summary == "2026-11-29T19:59:57Z (99999 events behind, oldest 9.0 s)")
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: ReportFreshness.lagEventsCountedUpTo, lagSeconds: 9).summary
+                == "2026-11-29T19:59:57Z (at least 100000 events behind, oldest 9.0 s)")
     }
 
     @Test func everyRenderingCarriesIt() {
