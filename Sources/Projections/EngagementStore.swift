@@ -9,7 +9,6 @@ public enum EngagementStore {
 
     // MARK: Checkpoint
 
-    /// Locks the projection's checkpoint row for this transaction and returns it.
     /// Begins a batch inside the caller's transaction: turns JIT compilation off for it, then
     /// locks the checkpoint and returns it.
     ///
@@ -23,6 +22,7 @@ public enum EngagementStore {
         return try lockCheckpoint(name, on: connection)
     }
 
+    /// Locks the projection's checkpoint row for this transaction and returns it.
     public static func lockCheckpoint(_ name: String, on connection: Connection) throws -> LogPosition {
         try connection.execute("INSERT INTO projection_checkpoints (projection) VALUES (\(name)) ON CONFLICT DO NOTHING")
         let row = try connection.query("""

@@ -19,7 +19,7 @@ import Runtime
 /// whole backlog, with the oldest `recorded_at` over it, took about 0.4 s at 320,000 events
 /// behind on 2 busy cores. Scraped every 0.5 s, that took a good share of a core from the
 /// projector exactly while it was behind, and kept it behind (BENCHMARKS.md, "2026-12-03
-/// 08:04-09:27 UTC").
+/// 08:04-09:38 UTC").
 public struct ProjectorLag: Sendable, Equatable {
     public var checkpoint: LogPosition
     /// When the checkpoint last moved (the committing transaction's start); nil before the first batch.

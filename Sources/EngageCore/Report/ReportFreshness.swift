@@ -2,10 +2,10 @@
 /// checkpoint and what of the log lay beyond it. Every rendering shows it as "current as of".
 ///
 /// The lag is measured by the database when the report is read (Projections' `ProjectorLag`):
-/// `lagEvents` counts the events in the log after the checkpoint, up to `lagEventsCountedUpTo`,
+/// `lagEvents` counts the events in the log after the checkpoint, up to `lagEventsCountedUpTo`;
 /// `lagSeconds` is how long the first of them in log order (the oldest) has been in the log (0
-/// when there are none). The report's numbers include
-/// every event up to the checkpoint and none after it.
+/// when there are none). The report's numbers include every event up to the checkpoint and none
+/// after it.
 public struct ReportFreshness: Sendable, Hashable {
     /// When the projector last committed a batch with its checkpoint; nil before its first.
     public var checkpointAt: Timestamp?
