@@ -97,7 +97,7 @@ public struct ProjectorLagGauges: Sendable {
 
     public init(registry: MetricsRegistry) {
         events = registry.gauge("engage_projector_lag_events",
-                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to 100000; NaN when the database did not answer.")
+                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to \(ProjectorLag.countedUpTo); NaN when the database did not answer.")
         seconds = registry.gauge("engage_projector_lag_seconds",
                                  help: "Age of the first event in log order not yet folded by the engagement projector, 0 when none; NaN when the database did not answer.")
     }

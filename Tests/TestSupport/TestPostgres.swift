@@ -47,10 +47,10 @@ public enum TestPostgres {
         let mine: UInt64 = try await pool.withConnection { connection in
             try connection.query("SELECT pg_current_xact_id()")[0].decode(0)
         }
-        while try await pool.withConnection({ connection in
-            try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0, as: UInt64.self)
-        }) <= mine {
-            try await Task.sleep(for: .milliseconds(5))
+        try await pollUntil(every: .milliseconds(5)) {
+            try await pool.withConnection { connection in
+                try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0, as: UInt64.self)
+            } > mine
         }
     }
 
