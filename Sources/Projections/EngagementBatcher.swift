@@ -11,11 +11,12 @@ struct EngagementBatcher: Sendable {
     let batchSize: Int
     let cacheLimit: Int
     private(set) var position: LogPosition
-    private var cache: [NotificationKey: NotificationState] = [:]
-    /// True when the cache holds every state in the table (it started empty and nothing was
-    /// evicted): then a notification missing from the cache is new and needs no lookup.
-    /// Nil until checked.
-    private var cacheIsComplete: Bool?
+    /// The states written lately and which notifications have one (nil until the table was
+    /// checked for rows).
+    private(set) var stateCache: NotificationStateCache?
+    /// How many stored keys a batch reads into the state cache's filter while it has not seen
+    /// them all (a batcher that starts on a table with states).
+    let scanChunk: Int
     /// The device rows and telemetry histograms written lately (nil until their tables were
     /// checked for rows).
     private var caches: EngagementStore.Caches?
@@ -26,13 +27,14 @@ struct EngagementBatcher: Sendable {
     /// Someone else moved the checkpoint (another projector), or a rebuild swapped the model in.
     struct Fenced: Error {}
 
-    init(tables: ReadModelTables, checkpointName: String, batchSize: Int, cacheLimit: Int = 300_000, position: LogPosition) {
+    init(tables: ReadModelTables, checkpointName: String, batchSize: Int, cacheLimit: Int = 300_000,
+         scanChunk: Int = 50_000, position: LogPosition) {
         self.tables = tables
         self.checkpointName = checkpointName
         self.batchSize = batchSize
         self.cacheLimit = cacheLimit
+        self.scanChunk = scanChunk
         self.position = position
-        cache.reserveCapacity(min(cacheLimit, 400_000))
     }
 
     /// Processes one batch in its own transaction; returns how many events it folded (0: caught up).
@@ -73,37 +75,35 @@ struct EngagementBatcher: Sendable {
         position = newPosition
         caches?.devices.record(written.devices)
         caches?.histograms.record(written.histograms)
-        if cache.count + states.count > cacheLimit {
-            cache.removeAll(keepingCapacity: true)
-            cacheIsComplete = false
-        }
-        cache.merge(states) { _, new in new }
+        stateCache?.record(states)
         return count
     }
 
     /// Re-reads the checkpoint and forgets cached states (after being fenced or reconnecting).
     mutating func resynchronize(on connection: Connection) throws {
         position = try EngagementStore.checkpoint(checkpointName, on: connection)
-        cache.removeAll()
-        cacheIsComplete = nil
+        stateCache = nil
         caches = nil
         model = nil
     }
 
     private mutating func fold(_ events: FoldedEvents, on connection: Connection) throws -> EngagementChanges {
-        if cacheIsComplete == nil {
-            let empty = try EngagementStore.statesAreEmpty(tables: tables, on: connection)
-            cacheIsComplete = cache.isEmpty && empty
+        // Taken out while in use, so that changing it never copies it; a batch that fails leaves
+        // none, and the next one starts a new cache.
+        var cache = try stateCache.take() ?? NotificationStateCache(limit: cacheLimit, table: try storedStates(on: connection))
+        if let scan = cache.pendingScan {
+            let keys = try EngagementStore.storedKeys(after: scan.after, limit: scanChunk, tables: tables, on: connection)
+            cache.recordScanned(keys, isLast: keys.count < scanChunk)
         }
-        var known: [NotificationKey: NotificationState] = [:]
-        known.reserveCapacity(events.states.count)
-        var missing: [NotificationKey] = []
-        for key in events.states.keys {
-            if let state = cache[key] { known[key] = state } else { missing.append(key) }
+        let known = try cache.storedStates(of: events.states.keys) { missing in
+            try EngagementStore.loadStates(missing, tables: tables, on: connection)
         }
-        if !missing.isEmpty && cacheIsComplete != true {
-            known.merge(try EngagementStore.loadStates(missing, tables: tables, on: connection)) { cached, _ in cached }
-        }
+        stateCache = cache
         return EngagementChanges.compute(events, known: known)
+    }
+
+    private func storedStates(on connection: Connection) throws -> NotificationStateCache.Table {
+        if try EngagementStore.statesAreEmpty(tables: tables, on: connection) { return .empty }
+        return .stored(estimatedStates: try EngagementStore.estimatedStates(tables: tables, on: connection))
     }
 }

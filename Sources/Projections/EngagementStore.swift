@@ -63,6 +63,31 @@ public enum EngagementStore {
         try isEmpty(tables.states, on: connection)
     }
 
+    /// About how many states `tables.states` holds (the planner's estimate; negative until the
+    /// table was first vacuumed or analyzed).
+    static func estimatedStates(tables: ReadModelTables, on connection: Connection) throws -> Int {
+        try connection.query("SELECT reltuples::int8 FROM pg_class WHERE oid = \(tables.states)::regclass")[0].decode(0, as: Int.self)
+    }
+
+    /// Up to `limit` keys of stored states, in key order, after `after` (nil: from the first):
+    /// a walk of the primary key.
+    static func storedKeys(after: NotificationKey?, limit: Int, tables: ReadModelTables,
+                           on connection: Connection) throws -> [NotificationKey] {
+        let rows: QueryResult
+        if let after {
+            rows = try connection.query("""
+                SELECT app_id, notification_id FROM \(unsafeSQL: tables.states)
+                WHERE (app_id, notification_id) > (\(after.appID), \(after.notificationID))
+                ORDER BY app_id, notification_id LIMIT \(limit)
+                """)
+        } else {
+            rows = try connection.query("""
+                SELECT app_id, notification_id FROM \(unsafeSQL: tables.states) ORDER BY app_id, notification_id LIMIT \(limit)
+                """)
+        }
+        return try rows.rows.map { NotificationKey(appID: try $0.decode(0), notificationID: try $0.decode(1)) }
+    }
+
     public static func loadStates(_ keys: [NotificationKey], tables: ReadModelTables = .live,
                                   on connection: Connection) throws -> [NotificationKey: NotificationState] {
         if keys.isEmpty { return [:] }
