@@ -27,12 +27,16 @@ struct PruneUnderProjectorTests {
     }
 
     /// The read model a rebuild folds from exactly these events, in a database of their own.
+    /// A rebuild folds the events below the cluster-wide horizon: while other tests run, one of
+    /// their open transactions can keep these appends out of it, and no projector here would
+    /// fold the rest, so the rebuild waits for the transactions that began before it.
     static func modelOf(_ items: [AppendItem]) async throws -> [String] {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
         defer { Task { await pool.close() } }
         for chunk in stride(from: 0, to: items.count, by: 200).map({ Array(items[$0..<min($0 + 200, items.count)]) }) {
             _ = try await EventStore(pool: pool).append(chunk)
         }
+        try await TestPostgres.waitForEarlierTransactions(pool)
         try await EngagementRebuild(pool: pool).run()
         return try await ReadModelSnapshot.rows(pool)
     }
