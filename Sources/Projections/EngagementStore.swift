@@ -76,13 +76,16 @@ public enum EngagementStore {
         let rows: QueryResult
         if let after {
             rows = try connection.query("""
-                SELECT app_id, notification_id FROM \(unsafeSQL: tables.states)
-                WHERE (app_id, notification_id) > (\(after.appID), \(after.notificationID))
-                ORDER BY app_id, notification_id LIMIT \(limit)
+                SELECT s.app_id, s.notification_id
+                FROM \(unsafeSQL: tables.states) s
+                WHERE (s.app_id, s.notification_id) > (\(after.appID), \(after.notificationID))
+                ORDER BY s.app_id, s.notification_id LIMIT \(limit)
                 """)
         } else {
             rows = try connection.query("""
-                SELECT app_id, notification_id FROM \(unsafeSQL: tables.states) ORDER BY app_id, notification_id LIMIT \(limit)
+                SELECT s.app_id, s.notification_id
+                FROM \(unsafeSQL: tables.states) s
+                ORDER BY s.app_id, s.notification_id LIMIT \(limit)
                 """)
         }
         return try rows.rows.map { NotificationKey(appID: try $0.decode(0), notificationID: try $0.decode(1)) }
