@@ -90,7 +90,7 @@ struct EngagementBatcher: Sendable {
     private mutating func fold(_ events: FoldedEvents, on connection: Connection) throws -> EngagementChanges {
         // Taken out while in use, so that changing it never copies it; a batch that fails leaves
         // none, and the next one starts a new cache.
-        var cache = try stateCache.take() ?? NotificationStateCache(limit: cacheLimit, table: try storedStates(on: connection))
+        var cache = try stateCache.take() ?? NotificationStateCache(limit: cacheLimit, table: try statesTable(on: connection))
         if let scan = cache.pendingScan {
             let keys = try EngagementStore.storedKeys(after: scan.after, limit: scanChunk, tables: tables, on: connection)
             cache.recordScanned(keys, isLast: keys.count < scanChunk)
@@ -102,7 +102,8 @@ struct EngagementBatcher: Sendable {
         return EngagementChanges.compute(events, known: known)
     }
 
-    private func storedStates(on connection: Connection) throws -> NotificationStateCache.Table {
+    /// What a new state cache needs to know of the states table: empty, or about how many rows.
+    private func statesTable(on connection: Connection) throws -> NotificationStateCache.Table {
         if try EngagementStore.statesAreEmpty(tables: tables, on: connection) { return .empty }
         return .stored(estimatedStates: try EngagementStore.estimatedStates(tables: tables, on: connection))
     }
