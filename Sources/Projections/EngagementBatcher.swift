@@ -50,7 +50,7 @@ struct EngagementBatcher: Sendable {
     mutating func process(prefetched: FoldedEvents?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
         let batchSize = self.batchSize
         let (count, newPosition, states, written) = try connection.transaction { connection in
-            let checkpoint = try EngagementStore.beginBatch(checkpointName, on: connection)
+            let checkpoint = try EngagementStore.beginBatch(checkpointName, waitsForFlush: false, on: connection)
             guard checkpoint == position else { throw Fenced() }
             // After the lock: a swap commits with the checkpoint's update, which the lock waited for.
             let model = try EngagementStore.tableIdentity(tables.states, on: connection)

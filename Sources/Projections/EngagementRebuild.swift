@@ -81,7 +81,7 @@ public struct EngagementRebuild: Sendable {
         replayed += try await pool.withConnection { connection in
             try connection.transaction { connection -> Int in
                 // Blocks the live projector's next batch until the swap commits.
-                _ = try EngagementStore.beginBatch(EngagementStore.projectionName, on: connection)
+                _ = try EngagementStore.beginBatch(EngagementStore.projectionName, waitsForFlush: true, on: connection)
                 var tail = 0
                 var position = try EngagementStore.checkpoint(shadowName, on: connection)
                 while true {

@@ -9,16 +9,29 @@ public enum EngagementStore {
 
     // MARK: Checkpoint
 
-    /// Begins a batch inside the caller's transaction: turns JIT compilation off for it, then
-    /// locks the checkpoint and returns it.
+    /// Begins a batch inside the caller's transaction: turns JIT compilation off for it and, unless
+    /// `waitsForFlush`, lets its commit return before the WAL is flushed; then locks the
+    /// checkpoint and returns it.
     ///
     /// A batch's statements are small and run a few times a second; the lookup of a batch's
     /// stored states (an index probe per notification) is estimated above `jit_above_cost` and
     /// was compiled on every batch: 87-105 ms for 20,000 keys with JIT against 52-77 ms without,
-    /// on the same backend (BENCHMARKS.md, "2026-12-03 08:04-09:38 UTC"). `SET LOCAL` ends with the
-    /// transaction, so the connection goes back to the pool with its own setting.
-    static func beginBatch(_ name: String, on connection: Connection) throws -> LogPosition {
-        try connection.execute("SET LOCAL jit = off")
+    /// on the same backend (BENCHMARKS.md, "2026-12-03 08:04-09:38 UTC").
+    ///
+    /// A projector's batch need not wait for the flush (`synchronous_commit = off`): everything it
+    /// writes can be folded again from the log, and its checkpoint commits with it, so a batch lost
+    /// with the server (at most the last few hundred milliseconds of commits) takes its checkpoint
+    /// along: the batcher finds the checkpoint behind its own position, is fenced, forgets its
+    /// caches and folds those events again. Nothing is counted twice or lost, and the projector
+    /// stops waiting on the disk, which ingestion and autovacuum keep busy. A swap that a command
+    /// reports as done (a rebuild) waits as usual. `SET LOCAL` ends with the transaction, so the
+    /// connection goes back to the pool with its own settings.
+    static func beginBatch(_ name: String, waitsForFlush: Bool, on connection: Connection) throws -> LogPosition {
+        if waitsForFlush {
+            try connection.execute("SET LOCAL jit = off")
+        } else {
+            _ = try connection.query("SELECT set_config('jit', 'off', true), set_config('synchronous_commit', 'off', true)")
+        }
         return try lockCheckpoint(name, on: connection)
     }
 
