@@ -20,11 +20,12 @@ public enum EngagementStore {
     ///
     /// A projector's batch need not wait for the flush (`synchronous_commit = off`): everything it
     /// writes can be folded again from the log, and its checkpoint commits with it, so a batch lost
-    /// with the server (at most the last few hundred milliseconds of commits) takes its checkpoint
-    /// along: the batcher finds the checkpoint behind its own position, is fenced, forgets its
-    /// caches and folds those events again. Nothing is counted twice or lost, and the projector
-    /// stops waiting on the disk, which ingestion and autovacuum keep busy. A swap that a command
-    /// reports as done (a rebuild) waits as usual. `SET LOCAL` ends with the transaction, so the
+    /// with the server (the commits of the last three `wal_writer_delay`s, or what a promoted
+    /// standby had not received) takes its checkpoint along: the projector's broken connection
+    /// makes it start again from the stored checkpoint, or a batcher that reaches the server on a
+    /// sound connection finds the checkpoint behind its own position, is fenced and forgets its
+    /// caches. Nothing is counted twice or lost, and the projector stops waiting on the disk (and
+    /// on a synchronous standby). A swap that a command reports as done (a rebuild) waits as usual. `SET LOCAL` ends with the transaction, so the
     /// connection goes back to the pool with its own settings.
     static func beginBatch(_ name: String, waitsForFlush: Bool, on connection: Connection) throws -> LogPosition {
         if waitsForFlush {

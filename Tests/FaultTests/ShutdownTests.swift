@@ -13,8 +13,9 @@ import TestSupport
 /// Clusters of their own: these tests stop one.
 @Suite("Faults: SIGTERM while PostgreSQL is stuck or unreachable")
 struct ShutdownTests {
-    /// Every commit waits for a synchronous standby that does not exist, as when the primary
-    /// lost its standby: the projector's and the group commits' alike.
+    /// Every commit of an append waits for a synchronous standby that does not exist, as when the
+    /// primary lost its standby (the projector's batches do not wait for the flush, so they go on;
+    /// the stopped-PostgreSQL case below holds the projector inside a database call too).
     @Test(.timeLimit(.minutes(4)))
     func sigtermWhileCommitsWaitForALostStandbyAnswersEveryRequestAndExitsZero() async throws {
         try await ShutdownRun.with(label: "stuck") { run in
