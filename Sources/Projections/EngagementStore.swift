@@ -25,14 +25,14 @@ public enum EngagementStore {
     /// makes it start again from the stored checkpoint, or a batcher that reaches the server on a
     /// sound connection finds the checkpoint behind its own position, is fenced and forgets its
     /// caches. Nothing is counted twice or lost, and the projector stops waiting on the disk (and
-    /// on a synchronous standby). A swap that a command reports as done (a rebuild) waits as usual. `SET LOCAL` ends with the transaction, so the
-    /// connection goes back to the pool with its own settings.
+    /// on a synchronous standby). A swap that a command reports as done (a rebuild) keeps the
+    /// session's setting. Both settings are local to the transaction, so the connection goes back
+    /// to the pool with its own.
     static func beginBatch(_ name: String, waitsForFlush: Bool, on connection: Connection) throws -> LogPosition {
-        if waitsForFlush {
-            try connection.execute("SET LOCAL jit = off")
-        } else {
-            _ = try connection.query("SELECT set_config('jit', 'off', true), set_config('synchronous_commit', 'off', true)")
-        }
+        _ = try connection.query("""
+            SELECT set_config('jit', 'off', true),
+                   set_config('synchronous_commit', CASE WHEN \(waitsForFlush) THEN current_setting('synchronous_commit') ELSE 'off' END, true)
+            """)
         return try lockCheckpoint(name, on: connection)
     }
 
