@@ -72,9 +72,15 @@ public final class StreamingReplication: Sendable {
 
     // MARK: Replay
 
-    /// Blocks until the standby has replayed everything the primary had written when called.
+    /// Blocks until the standby has replayed everything the primary had committed when called.
     public func waitForReplay(timeout: Duration = .seconds(120)) throws {
-        let target: String = try withPrimary { try $0.query("SELECT pg_current_wal_lsn()::text")[0].decode(0) }
+        // A standby receives only flushed WAL, and the projector commits without waiting for the
+        // flush (`synchronous_commit = off`): a durable commit of our own flushes all before it.
+        // It must write WAL, or PostgreSQL commits it without waiting too.
+        let target: String = try withPrimary { connection in
+            _ = try connection.query("SELECT pg_logical_emit_message(true, 'engage-test', 'flush')")
+            return try connection.query("SELECT pg_current_wal_flush_lsn()::text")[0].decode(0)
+        }
         try waitUntil(timeout: timeout, "the standby to replay up to \(target)") {
             try withReplica { connection in
                 try connection.query("SELECT pg_last_wal_replay_lsn() >= \(target)::pg_lsn")[0].decode(0, as: Bool.self)
