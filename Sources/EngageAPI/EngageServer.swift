@@ -166,6 +166,10 @@ public struct EngageServer: Sendable {
         registry.gauge("engage_http_connections_open", help: "HTTP connections open, busy or idle (see --http-event-loop).") {
             [weak server] in Double(server?.statistics.connectionsOpen ?? 0)
         }
+        registry.gauge("engage_http_requests_in_flight",
+                       help: "HTTP requests begun and not yet answered (an ingest request waits for its commit), this scrape's own included.") {
+            [weak server] in Double(server?.statistics.requestsInFlight ?? 0)
+        }
         return server
     }
 

@@ -132,6 +132,30 @@ struct IngestLifecycleTests {
         await server.stop()
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func metricsCountRequestsBegunAndNotAnswered() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        // Two ingest requests whose bodies never finish: begun, never answered.
+        let waiting = try (0..<2).map { _ in
+            let client = try RawHTTPClient(port: server.port)
+            try client.send("POST /v1/events HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer \(key)\r\n"
+                            + "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"events\"")
+            return client
+        }
+        // An idle connection is no request.
+        let idle = try RawHTTPClient(port: server.port)
+        // The daemon reads them on its own threads: scrape until it counts them (the time limit
+        // catches a count that never comes), then no more than them.
+        var inFlight = 0
+        repeat {
+            inFlight = Int(metricSamples(try await server.request("GET", "/metrics").text)["engage_http_requests_in_flight"] ?? "") ?? 0
+        } while inFlight < 3
+        #expect(inFlight == 3, "two unfinished requests and the scrape's own")
+        withExtendedLifetime((waiting, idle)) {}
+        await server.stop()
+    }
+
     @Test func readinessFailsWhileMigrationsArePending() async throws {
         let server = try TestServer()
         #expect(try await server.request("GET", "/readyz").status == 200)

@@ -25,7 +25,7 @@ final class IngestLoad: Sendable {
         var unexpected: [String] = []
         /// Ids never acknowledged before the load gave up.
         var abandoned: [String] = []
-        /// Requests sent and not yet answered (nor failed).
+        /// Requests written whole and not yet answered (nor failed).
         var inFlight = 0
         /// What became of the requests sent after `mark()`.
         var sinceMark = SinceMark()
@@ -140,12 +140,14 @@ final class IngestLoad: Sendable {
             let batch = FunnelEvents.notifications(notificationsPerBatch, label: "c\(client)-\(round)")
             round += 1
             ledger.withLock { $0.sent.formUnion(batch.ids) }
-            deliver(batch, client: client)
+            // A client that gave up sends nothing more (a failed test still ends).
+            guard deliver(batch, client: client) else { return }
         }
     }
 
-    /// Sends until acknowledged, alternating between the servers, backing off a little.
-    private func deliver(_ batch: [WireEvent], client: Int) {
+    /// Sends until acknowledged, alternating between the servers, backing off a little; false
+    /// when halted or given up before an acknowledgement.
+    private func deliver(_ batch: [WireEvent], client: Int) -> Bool {
         let body = Array(batch.body.utf8)
         let headers = [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")]
         var attempt = 0
@@ -154,34 +156,41 @@ final class IngestLoad: Sendable {
             let port = ports[(client + attempt) % ports.count]
             attempt += 1
             let sinceMark = marked.withLock { $0 }
-            ledger.withLock { ledger in
-                ledger.requests += 1
-                ledger.inFlight += 1
-                if sinceMark {
-                    ledger.sinceMark.sent += 1
-                    ledger.sinceMark.inFlight += 1
-                }
-            }
+            var sent = false
             do {
-                let response = try RawHTTPClient(port: port, receiveTimeout: 20).request("POST", "/v1/events", headers: headers, body: body)
+                let connection = try RawHTTPClient(port: port, receiveTimeout: 20)
+                try connection.sendRequest("POST", "/v1/events", headers: headers, body: body)
+                // In flight once written whole, not before: a test waiting until every client has a
+                // request in flight must not go on while one (starved on a busy machine) still connects.
+                sent = true
+                ledger.withLock { ledger in
+                    ledger.requests += 1
+                    ledger.inFlight += 1
+                    if sinceMark {
+                        ledger.sinceMark.sent += 1
+                        ledger.sinceMark.inFlight += 1
+                    }
+                }
+                let response = try connection.readResponse()
                 ledger.withLock { ledger in
                     ledger.inFlight -= 1
                     guard sinceMark else { return }
                     ledger.sinceMark.inFlight -= 1
                     if response.status == 200 { ledger.sinceMark.acknowledged += 1 } else { ledger.sinceMark.refused += 1 }
                 }
-                if record(response, batch) { return }
+                if record(response, batch) { return true }
             } catch {
                 ledger.withLock { ledger in
-                    ledger.inFlight -= 1
                     ledger.connectionFailures += 1
+                    guard sent else { return }
+                    ledger.inFlight -= 1
                     if sinceMark { ledger.sinceMark.inFlight -= 1 }
                 }
             }
             Thread.sleep(forTimeInterval: 0.01 * Double(min(attempt, 10)))
         }
-        if isHalted { return }
-        ledger.withLock { $0.abandoned += batch.ids }
+        if !isHalted { ledger.withLock { $0.abandoned += batch.ids } }
+        return false
     }
 
     /// Records one answer; true when it acknowledged the batch.

@@ -18,7 +18,7 @@ struct ShutdownTests {
     /// the stopped-PostgreSQL case below holds the projector inside a database call too).
     @Test(.timeLimit(.minutes(4)))
     func sigtermWhileCommitsWaitForALostStandbyAnswersEveryRequestAndExitsZero() async throws {
-        try await ShutdownRun.with(label: "stuck") { run in
+        try await ShutdownRun.with(label: "stuck", databaseAnswers: true) { run in
             try run.setting("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
             try await run.waitFor("commits to wait for the standby") {
                 try run.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'") >= 1
@@ -32,7 +32,7 @@ struct ShutdownTests {
     /// machine frozen, a network that drops everything).
     @Test(.timeLimit(.minutes(4)))
     func sigtermWhilePostgreSQLDoesNotAnswerAnswersEveryRequestAndExitsZero() async throws {
-        try await ShutdownRun.with(label: "frozen") { run in
+        try await ShutdownRun.with(label: "frozen", databaseAnswers: false) { run in
             try await run.freezeServer()
         } recover: { run in
             // A process of the tree that ran on would void the test: engage rightly acknowledges
@@ -52,7 +52,8 @@ struct ShutdownRun {
     /// Starts engage and the load, makes PostgreSQL stuck with `stick`, waits until every client
     /// waits for an answer, halts the load and sends SIGTERM; checks the answers and the exit,
     /// then `recover`s PostgreSQL and checks the log.
-    static func with(label: String, stick: (ShutdownRun) async throws -> Void,
+    /// `databaseAnswers`: whether reads still get answers while it is stuck.
+    static func with(label: String, databaseAnswers: Bool, stick: (ShutdownRun) async throws -> Void,
                      recover: (ShutdownRun) async throws -> Void) async throws {
         let workspace = try FaultWorkspace("shutdown-\(label)")
         defer { workspace.remove() }
@@ -72,6 +73,8 @@ struct ShutdownRun {
         let clients = 4
         let load = IngestLoad(key: key, ports: [port])
         async let running: Void = load.run(clients: clients)
+        // A wait that throws ends the test: the clients stop before it awaits them.
+        defer { load.halt() }
         try await load.waitForAcknowledgements(200)
 
         try await stick(run)
@@ -79,6 +82,16 @@ struct ShutdownRun {
         // included: it waits for the commit to be durable). Every client waits for one.
         load.mark()
         try await run.waitFor("every client to wait for the answer to a request sent since") { load.snapshot.sinceMark.inFlight == clients }
+        // ...and the server to have begun each (this scrape is one more): a connection still in the
+        // listener's backlog at SIGTERM is refused, not drained.
+        try await run.waitFor("engage serve to hold every client's request") {
+            (try await EngageProcess.metric("engage_http_requests_in_flight", port: port) ?? 0) >= Double(clients + 1)
+        }
+        // Probes and scrapes answer meanwhile: a database that does not answer is reported, not waited for.
+        let lag = try await EngageProcess.metric("engage_projector_lag_seconds", port: port)
+        #expect(lag.map { $0.isNaN != databaseAnswers } == true, "lag \(String(describing: lag))")
+        let ready = try await offPool { try RawHTTPClient(port: port, receiveTimeout: 10).request("GET", "/readyz") }
+        #expect(ready.status == (databaseAnswers ? 200 : 503), "\(ready.status) \(ready.text)")
         load.halt()
         let sent = ContinuousClock.now
         let status = try await server.terminate(timeout: .seconds(90))

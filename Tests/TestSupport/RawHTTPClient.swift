@@ -80,12 +80,17 @@ public final class RawHTTPClient {
     public func request(
         _ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []
     ) throws -> Response {
+        try sendRequest(method, target, headers: headers, body: body)
+        return try readResponse()
+    }
+
+    /// Sends a request with `Content-Length` (when there is a body); `readResponse()` reads the answer.
+    public func sendRequest(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8] = []) throws {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: localhost\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         if !body.isEmpty || method == "POST" || method == "PUT" { head += "Content-Length: \(body.count)\r\n" }
         head += "\r\n"
         try send(Array(head.utf8) + body)
-        return try readResponse()
     }
 
     public func readResponse() throws -> Response {

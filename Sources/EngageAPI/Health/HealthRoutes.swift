@@ -23,12 +23,19 @@ public struct HealthRoutes: Sendable {
         .json(#"{"status":"ok"}"#, status: 200)
     }
 
+    /// How long `/readyz` waits for the database: one that does not answer within it (a frozen
+    /// host, a pool full of stuck calls) is unavailable, and a probe gets its 503 in time.
+    static let databaseCheckLimit = Duration.seconds(2)
+
     func readyz(_ request: HTTPRequest) async -> HTTPResponse {
-        let migrator = self.migrator
+        let (migrator, pool) = (self.migrator, self.pool)
         do {
-            let (problem, cannotConfirm) = try await pool.withConnection { connection in
-                (try migrator.pendingProblem(connection), try StandbyConfirmation.roleCannotConfirm(on: connection))
+            let checked = try await withTimeLimit(Self.databaseCheckLimit) {
+                try await pool.withConnection { connection in
+                    (try migrator.pendingProblem(connection), try StandbyConfirmation.roleCannotConfirm(on: connection))
+                }
             }
+            guard let (problem, cannotConfirm) = checked else { return APIProblems.response(APIProblems.unavailable, retryAfter: 5) }
             if let problem {
                 return APIProblems.response(HTTPProblem(status: 503, slug: "migrations-pending", title: "The database schema is not current",
                                                         detail: problem), retryAfter: 5)
