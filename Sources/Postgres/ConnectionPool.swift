@@ -56,6 +56,9 @@ public final class ConnectionPool: Sendable {
         defer { release(index) }
         let slot = slots[index]
         guard interruptingOnCancel else { return try await slot.thread.run { try slot.use(body) } }
+        // Cancelled while the slot was handed over: a healthy connection is not shut for a body
+        // that never ran.
+        try Task.checkCancellation()
         let unit = slot.interrupter.begin(at: .now)
         defer { slot.interrupter.end(unit) }
         do {
@@ -95,7 +98,7 @@ public final class ConnectionPool: Sendable {
 
     private func acquire() async throws -> Int {
         try Task.checkCancellation()
-        enum Immediate { case slot(Int), wait(Int), closed }
+        enum Immediate { case slot(Int), wait(Int), closed, cancelled }
         let waiterID = state.withLock { state -> Int in
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
@@ -105,12 +108,16 @@ public final class ConnectionPool: Sendable {
                 let immediate = state.withLock { state -> Immediate in
                     if state.closed { return .closed }
                     if let index = state.free.popLast() { return .slot(index) }
+                    // Cancelled before the waiter is listed, the handler found nothing to remove:
+                    // listed now, it would wait for a connection however long that takes.
+                    if Task.isCancelled { return .cancelled }
                     state.waiters.append((waiterID, continuation))
                     return .wait(waiterID)
                 }
                 switch immediate {
                 case .slot(let index): continuation.resume(returning: index)
                 case .closed: continuation.resume(throwing: Self.closedError)
+                case .cancelled: continuation.resume(throwing: CancellationError())
                 case .wait: break
                 }
             }

@@ -97,20 +97,15 @@ public struct ProjectorLagGauges: Sendable {
 
     public init(registry: MetricsRegistry) {
         events = registry.gauge("engage_projector_lag_events",
-                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to \(ProjectorLag.countedUpTo); NaN when the database did not answer.")
+                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to \(ProjectorLag.countedUpTo); NaN when no reading came within 2 s (database not answering, or every pooled connection busy).")
         seconds = registry.gauge("engage_projector_lag_seconds",
-                                 help: "Age of the first event in log order not yet folded by the engagement projector, 0 when none; NaN when the database did not answer.")
+                                 help: "Age of the first event in log order not yet folded by the engagement projector, 0 when none; NaN when no reading came within 2 s (database not answering, or every pooled connection busy).")
     }
 
-    /// How long a scrape waits for the reading: a database that stopped answering (a frozen
-    /// host, a full pool of stuck calls) must not take `/metrics` down with it, when an operator
-    /// needs the other metrics most. A reading costs tens of milliseconds otherwise.
-    public static let readingLimit = Duration.seconds(2)
-
-    /// Reads the lag now; on failure, or past `readingLimit`, the gauges show NaN rather than a
-    /// stale value.
-    public func refresh(from pool: ConnectionPool) async {
-        let lag = try? await withTimeLimit(Self.readingLimit) { try await pool.withConnection { try ProjectorLag.read(on: $0) } }
+    /// Reads the lag now; on failure, or with no reading within `limit`, the gauges show NaN
+    /// rather than a stale value.
+    public func refresh(from pool: ConnectionPool, within limit: Duration) async {
+        let lag = try? await withTimeLimit(limit) { try await pool.withConnection { try ProjectorLag.read(on: $0) } }
         events.set(lag.map { Double($0.events) } ?? .nan)
         seconds.set(lag?.seconds ?? .nan)
     }

@@ -61,6 +61,8 @@ struct ShutdownRun {
         #expect(try cluster.start() == .started)
         defer { try? cluster.stop(mode: "immediate") }
         let run = ShutdownRun(cluster: cluster, database: cluster.configuration())
+        // A failure while frozen: processes stopped with SIGSTOP ignore the immediate stop above.
+        defer { try? run.continueServer() }
         do {
             let connection = try Connection(configuration: run.database)
             defer { connection.close() }
@@ -78,6 +80,11 @@ struct ShutdownRun {
         try await load.waitForAcknowledgements(200)
 
         try await stick(run)
+        // Probes and scrapes answer meanwhile: a database that does not answer is reported, not waited for.
+        let lag = try await EngageProcess.metric("engage_projector_lag_seconds", port: port)
+        #expect(lag?.isNaN == !databaseAnswers, "lag \(String(describing: lag))")
+        let ready = try await offPool { try RawHTTPClient(port: port, receiveTimeout: 10).request("GET", "/readyz") }
+        #expect(ready.status == (databaseAnswers ? 200 : 503), "\(ready.status) \(ready.text)")
         // No request sent from here on can be acknowledged (a retry of a batch committed before
         // included: it waits for the commit to be durable). Every client waits for one.
         load.mark()
@@ -87,11 +94,6 @@ struct ShutdownRun {
         try await run.waitFor("engage serve to hold every client's request") {
             (try await EngageProcess.metric("engage_http_requests_in_flight", port: port) ?? 0) >= Double(clients + 1)
         }
-        // Probes and scrapes answer meanwhile: a database that does not answer is reported, not waited for.
-        let lag = try await EngageProcess.metric("engage_projector_lag_seconds", port: port)
-        #expect(lag.map { $0.isNaN != databaseAnswers } == true, "lag \(String(describing: lag))")
-        let ready = try await offPool { try RawHTTPClient(port: port, receiveTimeout: 10).request("GET", "/readyz") }
-        #expect(ready.status == (databaseAnswers ? 200 : 503), "\(ready.status) \(ready.text)")
         load.halt()
         let sent = ContinuousClock.now
         let status = try await server.terminate(timeout: .seconds(90))

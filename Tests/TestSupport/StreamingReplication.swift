@@ -76,9 +76,13 @@ public final class StreamingReplication: Sendable {
     public func waitForReplay(timeout: Duration = .seconds(120)) throws {
         // A standby receives only flushed WAL, and the projector commits without waiting for the
         // flush (`synchronous_commit = off`): a durable commit of our own flushes all before it.
-        // It must write WAL, or PostgreSQL commits it without waiting too.
+        // It must write WAL, or PostgreSQL commits it without waiting too; it waits for the local
+        // flush only, never for a synchronous standby (which a test may have made absent).
         let target: String = try withPrimary { connection in
-            _ = try connection.query("SELECT pg_logical_emit_message(true, 'engage-test', 'flush')")
+            try connection.transaction { connection in
+                _ = try connection.query("SELECT set_config('synchronous_commit', 'local', true)")
+                _ = try connection.query("SELECT pg_logical_emit_message(true, 'engage-test', 'flush')")
+            }
             return try connection.query("SELECT pg_current_wal_flush_lsn()::text")[0].decode(0)
         }
         try waitUntil(timeout: timeout, "the standby to replay up to \(target)") {

@@ -2,6 +2,7 @@ import EngageConsole
 import EngageCore
 import Postgres
 import Projections
+import Runtime
 
 /// What the console reads from the database besides experiments: the report through the same
 /// `ReportQuery` as `GET /v1/report` and `engage report`, the app's categories for the filter,
@@ -9,11 +10,12 @@ import Projections
 public struct ConsoleReads: Sendable {
     public var report: @Sendable (ReportQuery) async throws -> EngagementReport
     public var categories: @Sendable (_ appID: String) async throws -> [String]
-    public var projector: @Sendable () async throws -> ProjectorLag
+    /// nil when the database gave no reading within `HealthRoutes.databaseAnswerLimit`.
+    public var projector: @Sendable () async throws -> ProjectorLag?
 
     public init(report: @escaping @Sendable (ReportQuery) async throws -> EngagementReport,
                 categories: @escaping @Sendable (_ appID: String) async throws -> [String],
-                projector: @escaping @Sendable () async throws -> ProjectorLag) {
+                projector: @escaping @Sendable () async throws -> ProjectorLag?) {
         self.report = report
         self.categories = categories
         self.projector = projector
@@ -24,7 +26,9 @@ public struct ConsoleReads: Sendable {
         ConsoleReads(
             report: { query in try await query.run(on: pool, now: now()) },
             categories: { appID in try await pool.withConnection { try ConsoleQueries.categories(appID: appID, on: $0) } },
-            projector: { try await pool.withConnection { try ProjectorLag.read(on: $0) } })
+            projector: {
+                try await withTimeLimit(HealthRoutes.databaseAnswerLimit) { try await pool.withConnection { try ProjectorLag.read(on: $0) } }
+            })
     }
 }
 
