@@ -97,9 +97,9 @@ public struct ProjectorLagGauges: Sendable {
 
     public init(registry: MetricsRegistry) {
         events = registry.gauge("engage_projector_lag_events",
-                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to \(ProjectorLag.countedUpTo); NaN when no reading came within 2 s (database not answering, or every pooled connection busy).")
+                                help: "Events in the log after the engagement projector's checkpoint (not yet folded), counted up to \(ProjectorLag.countedUpTo); NaN when the database gave no reading in time (it does not answer, or every pooled connection is busy).")
         seconds = registry.gauge("engage_projector_lag_seconds",
-                                 help: "Age of the first event in log order not yet folded by the engagement projector, 0 when none; NaN when no reading came within 2 s (database not answering, or every pooled connection busy).")
+                                 help: "Age of the first event in log order not yet folded by the engagement projector, 0 when none; NaN when the database gave no reading in time (it does not answer, or every pooled connection is busy).")
     }
 
     /// Reads the lag now; on failure, or with no reading within `limit`, the gauges show NaN

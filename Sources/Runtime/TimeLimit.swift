@@ -1,7 +1,8 @@
 /// Runs `operation` for at most `limit`: its value, or nil once the limit has passed. The
 /// operation is then cancelled and awaited, so it must end promptly when cancelled, as a pooled
-/// database call does (the pool interrupts its connection: see `ConnectionPool.withConnection`).
-/// Errors of the operation are thrown as they come.
+/// database call does (the pool interrupts its connection: see `ConnectionPool.withConnection`),
+/// except while a new connection is being made, which only its connect timeout ends. Errors of
+/// the operation are thrown as they come.
 public func withTimeLimit<T: Sendable>(_ limit: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T? {
     try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
         group.addTask { .finished(try await operation()) }
