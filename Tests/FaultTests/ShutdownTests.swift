@@ -70,6 +70,7 @@ struct ShutdownRun {
         }
         let pool = ConnectionPool(configuration: run.database, size: 1)
         let key = try await KeyStore(pool: pool).create(app: "shutdown", role: .ingest).secret
+        let uncachedKey = try await KeyStore(pool: pool).create(app: "shutdown-probe", role: .ingest).secret
         let (server, port) = try await EngageProcess.readyServer(database: run.database, projector: true, scheduler: true,
                                                                  workspace: workspace, name: "serve")
         let clients = 4
@@ -80,7 +81,15 @@ struct ShutdownRun {
         try await load.waitForAcknowledgements(200)
 
         try await stick(run)
-        // Probes and scrapes answer meanwhile: a database that does not answer is reported, not waited for.
+        // Requests, probes and scrapes are answered meanwhile: a database that does not answer is
+        // reported, not waited for. First a request whose key the server has not cached (its
+        // lookup needs the database), while the pool still holds connections that look sound.
+        let uncached = try await offPool {
+            try RawHTTPClient(port: port, receiveTimeout: 30).request(
+                "POST", "/v1/events", headers: [("Authorization", "Bearer \(uncachedKey)"), ("Content-Type", "application/json")],
+                body: Array(FunnelEvents.notifications(1, label: "probe").body.utf8))
+        }
+        #expect(uncached.status == 503 && uncached.headers["Retry-After"] != nil, "\(uncached.status) \(uncached.text)")
         let lag = try await EngageProcess.metric("engage_projector_lag_seconds", port: port)
         #expect(lag?.isNaN == !databaseAnswers, "lag \(String(describing: lag))")
         let ready = try await offPool { try RawHTTPClient(port: port, receiveTimeout: 10).request("GET", "/readyz") }

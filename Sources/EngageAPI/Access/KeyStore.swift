@@ -9,6 +9,10 @@ import Synchronization
 public final class KeyStore: KeyLookup {
     public let pool: ConnectionPool
     private let cacheLifetime: Duration
+    /// How long authenticating waits for the database: a database that does not answer (a frozen
+    /// host, a pool whose every connection is stuck) gets the request its 503 and `Retry-After`
+    /// in time, instead of holding it until the client gives up.
+    private let lookupLimit: Duration
     private let time: any TimeSource
     private let cache = Mutex<[String: CacheEntry]>([:])
     private static let cacheLimit = 10_000
@@ -22,9 +26,11 @@ public final class KeyStore: KeyLookup {
         var verifiedSecret: String?
     }
 
-    public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5), time: any TimeSource = SystemTime()) {
+    public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5), lookupLimit: Duration = .seconds(5),
+                time: any TimeSource = SystemTime()) {
         self.pool = pool
         self.cacheLifetime = cacheLifetime
+        self.lookupLimit = lookupLimit
         self.time = time
     }
 
@@ -82,17 +88,21 @@ public final class KeyStore: KeyLookup {
         guard let keyID = KeyFormat.keyID(of: presented) else { return nil }
         let now = time.now
         let hash = KeyFormat.hash(presented)
-        let found = try await pool.withConnection { connection -> (APIKey, String)? in
-            let rows = try connection.query("""
-                SELECT key_id, app_id, role, name, created_at, key_hash FROM api_keys
-                WHERE key_id = \(keyID) AND revoked_at IS NULL
-                """)
-            guard let row = rows.rows.first else { return nil }
-            let key = APIKey(keyID: try row.decode(0), appID: try row.decode(1),
-                             role: Role(rawValue: try row.decode(2)) ?? .read, name: try row.decode(3),
-                             createdAt: Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds()), revokedAt: nil)
-            return (key, try row.decode(5))
+        let pool = self.pool
+        let answer = try await withTimeLimit(lookupLimit) {
+            try await pool.withConnection { connection -> (APIKey, String)? in
+                let rows = try connection.query("""
+                    SELECT key_id, app_id, role, name, created_at, key_hash FROM api_keys
+                    WHERE key_id = \(keyID) AND revoked_at IS NULL
+                    """)
+                guard let row = rows.rows.first else { return nil }
+                let key = APIKey(keyID: try row.decode(0), appID: try row.decode(1),
+                                 role: Role(rawValue: try row.decode(2)) ?? .read, name: try row.decode(3),
+                                 createdAt: Timestamp(microsecondsSinceEpoch: try row.cell(4).unixMicroseconds()), revokedAt: nil)
+                return (key, try row.decode(5))
+            }
         }
+        guard let found = answer else { throw KeyLookupTimedOut(limit: lookupLimit) }
         let verified = Self.verified(found?.0, storedHash: found?.1, presentedHash: hash)
         cache.withLock { cache in
             if cache.count >= Self.cacheLimit { cache.removeAll() }
@@ -100,6 +110,12 @@ public final class KeyStore: KeyLookup {
                                       verifiedSecret: verified != nil ? presented : nil)
         }
         return verified
+    }
+
+    /// The database gave no answer within the lookup limit.
+    struct KeyLookupTimedOut: Error, CustomStringConvertible {
+        let limit: Duration
+        var description: String { "the API keys could not be read within \(limit)" }
     }
 
     /// The answer of `authenticate` when the cache has it, without waiting for anything (for
