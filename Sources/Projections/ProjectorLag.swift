@@ -29,6 +29,12 @@ public struct ProjectorLag: Sendable, Equatable {
     public var events: Int
     public var seconds: Double
 
+    /// The reading on a connection of `pool`, or nil when none came within `limit` (a database
+    /// that does not answer, or a pool whose every connection is busy).
+    public static func read(from pool: ConnectionPool, within limit: Duration) async throws -> ProjectorLag? {
+        try await withTimeLimit(limit) { try await pool.withConnection { try read(on: $0) } }
+    }
+
     public static func read(_ projection: String = EngagementStore.projectionName, countingUpTo limit: Int = countedUpTo,
                             on connection: Connection) throws -> ProjectorLag {
         let checkpoints = try connection.query("""
@@ -105,7 +111,7 @@ public struct ProjectorLagGauges: Sendable {
     /// Reads the lag now; on failure, or with no reading within `limit`, the gauges show NaN
     /// rather than a stale value.
     public func refresh(from pool: ConnectionPool, within limit: Duration) async {
-        let lag = try? await withTimeLimit(limit) { try await pool.withConnection { try ProjectorLag.read(on: $0) } }
+        let lag = try? await ProjectorLag.read(from: pool, within: limit)
         events.set(lag.map { Double($0.events) } ?? .nan)
         seconds.set(lag?.seconds ?? .nan)
     }

@@ -2,7 +2,6 @@ import EngageConsole
 import EngageCore
 import Postgres
 import Projections
-import Runtime
 
 /// What the console reads from the database besides experiments: the report through the same
 /// `ReportQuery` as `GET /v1/report` and `engage report`, the app's categories for the filter,
@@ -26,9 +25,7 @@ public struct ConsoleReads: Sendable {
         ConsoleReads(
             report: { query in try await query.run(on: pool, now: now()) },
             categories: { appID in try await pool.withConnection { try ConsoleQueries.categories(appID: appID, on: $0) } },
-            projector: {
-                try await withTimeLimit(HealthRoutes.databaseAnswerLimit) { try await pool.withConnection { try ProjectorLag.read(on: $0) } }
-            })
+            projector: { try await ProjectorLag.read(from: pool, within: HealthRoutes.databaseAnswerLimit) })
     }
 }
 
