@@ -60,15 +60,19 @@ public final class FaultInjector: @unchecked Sendable {
 
     public var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
-    /// Closes the listening socket and every held connection.
+    /// Closes the listening socket (its accepting thread does, once woken) and every held
+    /// connection. Idempotent.
     public func stop() {
         lock.lock()
+        let first = !stopped
         stopped = true
         let connections = held
         held = []
         lock.unlock()
+        guard first else { return }
+        // Closing here could race the accepting thread into accept(2) on a descriptor number
+        // another thread of this process has been given since; a shut listener fails accept at once.
         shutdown(listener, Int32(SHUT_RDWR))
-        Glibc.close(listener)
         for connection in connections {
             shutdown(connection, Int32(SHUT_RDWR))
             Glibc.close(connection)
@@ -118,7 +122,10 @@ public final class FaultInjector: @unchecked Sendable {
                 lock.lock()
                 let done = stopped
                 lock.unlock()
-                if done { return }
+                if done {
+                    Glibc.close(listener)
+                    return
+                }
                 continue
             }
             let thread = Thread { [self] in serve(connection) }

@@ -24,7 +24,10 @@ public final class RawHTTPClient {
     private var buffer: [UInt8] = []
 
     public init(port: Int, receiveTimeout seconds: Int = 10) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // `fd` is set only once connected: a class whose init throws after setting every stored
+        // property is deinitialized, and a second close(2) here could close a descriptor another
+        // thread (a server under test, in this process) has been given since.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -41,6 +44,7 @@ public final class RawHTTPClient {
             Glibc.close(fd)
             throw Failure.connect(errno: error)
         }
+        self.fd = fd
     }
 
     deinit {
