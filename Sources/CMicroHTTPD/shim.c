@@ -14,6 +14,7 @@ struct CMicroHTTPD_Daemon {
     CMicroHTTPD_LogCallback log;
     void *log_cls;
     MHD_socket quiesced_socket;
+    int uses_epoll;
     char last_error[256];
     /* HTTPS only: what the connection callback needs to hand each connection its credentials. */
     struct CMicroHTTPD_TLSBinding tls;
@@ -78,6 +79,7 @@ struct CMicroHTTPD_Daemon *CMicroHTTPD_start_daemon(const struct CMicroHTTPD_Opt
     handle->log = options->log;
     handle->log_cls = options->log_cls;
     handle->quiesced_socket = MHD_INVALID_SOCKET;
+    handle->uses_epoll = !options->use_poll;
 
     struct MHD_OptionItem items[20];
     size_t count = 0;
@@ -144,6 +146,13 @@ uint16_t CMicroHTTPD_daemon_port(struct CMicroHTTPD_Daemon *daemon) {
 }
 
 int CMicroHTTPD_quiesce_daemon(struct CMicroHTTPD_Daemon *daemon) {
+    /* libmicrohttpd 0.9.75 cannot quiesce an epoll daemon safely: MHD_quiesce_daemon and the
+       daemon's own threads both remove the listening socket from the epoll set, unlocked, and
+       whichever loses that race gets ENOENT and aborts the process (MHD_PANIC in MHD_epoll and in
+       MHD_quiesce_daemon's worker-pool loop). */
+    if (daemon->uses_epoll) {
+        return -2;
+    }
     MHD_socket socket = MHD_quiesce_daemon(daemon->daemon);
     if (socket == MHD_INVALID_SOCKET) {
         return -1;

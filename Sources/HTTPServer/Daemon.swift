@@ -45,6 +45,10 @@ final class Daemon: Sendable {
             options.per_ip_connection_limit = UInt32(clamping: configuration.maxConnectionsPerAddress)
             options.listen_backlog = UInt32(clamping: configuration.listenBacklog)
             options.keep_url_escaped = 1
+            options.accept_policy_cls = context.toOpaque()
+            options.accept_policy = { cls, _, _ in
+                ServerCore.from(cls).acceptsConnections ? .YES : .NO
+            }
             options.access_handler_cls = context.toOpaque()
             options.access_handler = { cls, connection, url, method, _, uploadData, uploadSize, requestSlot in
                 ServerCore.from(cls).access(
@@ -99,7 +103,10 @@ final class Daemon: Sendable {
         stop()
     }
 
-    /// Stops accepting connections; the kernel refuses new ones from now on.
+    /// Stops accepting connections. A poll daemon's listener is shut, so the kernel refuses new
+    /// ones; an epoll daemon cannot be quiesced safely (see CMicroHTTPD_quiesce_daemon) and keeps
+    /// accepting until it stops, closing each new connection at once since
+    /// ``ServerCore/beginDraining()`` turned its accept policy off.
     func quiesce() {
         handles.withLock { handles in
             for handle in handles { _ = CMicroHTTPD_quiesce_daemon(handle.pointer) }

@@ -53,6 +53,8 @@ final class ServerCore: Sendable {
     private let state = Mutex(State())
     /// Kept apart from `state`: counted on every inline request, which otherwise takes no lock here.
     private let takenInline = Atomic(0)
+    /// Read on every accepted connection (the daemons' accept policy); false once draining.
+    private let accepting = Atomic(true)
 
     init(limits: Limits, log: (@Sendable (String) -> Void)?, daemonLog: (@Sendable (String) -> Void)?, responder: any HTTPResponder,
          jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser) {
@@ -79,10 +81,15 @@ final class ServerCore: Sendable {
     var inFlight: Int { state.withLock { $0.statistics.requestsInFlight } }
     var dispatchedCount: Int { state.withLock { $0.dispatchedCount } }
 
-    /// From now on responses carry `Connection: close`.
+    /// From now on responses carry `Connection: close` and new connections are closed unserved.
     func beginDraining() {
+        accepting.store(false, ordering: .relaxed)
         state.withLock { $0.draining = true }
     }
+
+    /// False while draining: a daemon that still accepts (epoll; see ``Daemon/quiesce()``) closes
+    /// the connection before reading anything from it.
+    var acceptsConnections: Bool { accepting.load(ordering: .relaxed) }
 
     /// Stops handing requests to responders; returns the requests that are still with one.
     func refuseNewWork() -> [RequestContext] {

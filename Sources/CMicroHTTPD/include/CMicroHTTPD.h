@@ -114,7 +114,9 @@ uint16_t CMicroHTTPD_daemon_port(struct CMicroHTTPD_Daemon *daemon);
 /*
  * Stops accepting connections (MHD_quiesce_daemon) and shuts the listening socket down so the
  * kernel refuses new connections at once; the socket is closed by CMicroHTTPD_stop_daemon.
- * Returns 0 on success, -1 if the daemon was not listening.
+ * Returns 0 on success, -1 if the daemon was not listening, -2 for an epoll daemon, which
+ * libmicrohttpd cannot quiesce without risking an abort: such a daemon keeps accepting until it
+ * stops, so its accept policy must refuse connections meanwhile.
  */
 int CMicroHTTPD_quiesce_daemon(struct CMicroHTTPD_Daemon *daemon);
 
