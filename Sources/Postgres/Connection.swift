@@ -1,4 +1,5 @@
 import CLibPQ
+import Glibc
 import Foundation
 
 /// One libpq connection. Blocking: use it from a thread you own (the pool gives each connection
@@ -8,7 +9,11 @@ public final class Connection {
     public let configuration: PostgresConfiguration
     private let warnings = ServerWarnings()
     private let interrupter: ConnectionInterrupter?
-    private var socket: Int32 = -1
+    /// A duplicate of libpq's socket, owned here, for the interrupter: libpq closes its own
+    /// descriptor when the connection breaks, and that number may then go to another thread's
+    /// socket (an HTTP client's, another connection's) before this connection is closed.
+    /// Shutting the duplicate down ends libpq's wait just the same.
+    private var interruptionSocket: Int32 = -1
 
     /// Connects, blocking until the server answers or the connect timeout passes. An
     /// `interrupter` can end this connection's blocking calls from another thread.
@@ -38,17 +43,33 @@ public final class Connection {
         }
         // Warnings are counted (see `failingOnWarnings`); other notices go nowhere.
         warnings.receive(on: handle)
-        socket = PQsocket(handle)
-        if socket >= 0 { interrupter?.attach(socket: socket) }
+        if let interrupter {
+            interruptionSocket = fcntl(PQsocket(handle), F_DUPFD_CLOEXEC, 0)
+            guard interruptionSocket >= 0 else {
+                let problem = String(cString: strerror(errno))
+                PQfinish(handle)
+                self.handle = nil
+                throw PostgresError(kind: .connection, message: "cannot duplicate the connection's socket: \(problem)")
+            }
+            interrupter.attach(socket: interruptionSocket)
+        }
     }
 
     deinit { close() }
 
     public func close() {
-        if socket >= 0 { interrupter?.detach(socket: socket) }
-        socket = -1
+        if interruptionSocket >= 0 {
+            interrupter?.detach(socket: interruptionSocket)
+            Glibc.close(interruptionSocket)
+        }
+        interruptionSocket = -1
         if let handle { PQfinish(handle) }
         handle = nil
+    }
+
+    /// libpq's socket, or -1 once the connection is closed or libpq dropped it.
+    var descriptor: Int32 {
+        handle.map(PQsocket) ?? -1
     }
 
     /// False once the connection is closed or broken. Also notices a server that went away while

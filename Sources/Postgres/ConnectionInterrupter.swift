@@ -13,9 +13,10 @@ import Synchronization
 /// stops waiting, and never reports an outcome it did not see.
 ///
 /// The owner brackets each unit with `begin` and `end`; an interruption reaches only the unit it
-/// names (or the one running, for `interruptIfRunning`), never a later one. The socket is
-/// attached by the `Connection` once connected and detached before the connection closes, under
-/// the same lock as `shutdown(2)`, so a descriptor reused by someone else is never touched.
+/// names (or the one running, for `interruptIfRunning`), never a later one. The socket is a
+/// duplicate the `Connection` owns (libpq closes its own when the connection breaks), attached once
+/// connected and detached before it is closed, under the same lock as `shutdown(2)`, so a
+/// descriptor reused by someone else is never touched.
 public final class ConnectionInterrupter: Sendable {
     public enum Reason: Sendable, Equatable, CustomStringConvertible {
         /// The task waiting for the work was cancelled.
