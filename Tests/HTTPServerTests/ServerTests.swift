@@ -279,8 +279,14 @@ func withServer<T: Sendable>(
                 // Queued on the listener as it closed: the next attempt is refused.
                 return false
             } catch RawHTTPClient.Failure.closed, RawHTTPClient.Failure.send(errno: ECONNRESET), RawHTTPClient.Failure.send(errno: EPIPE) {
-                return eventLoop == .epoll
+                return true
             }
+        }
+        if eventLoop == .epoll {
+            // Closed by the accept policy: never counted as a connection, nothing read from it.
+            let accepted = server.statistics.connectionsAccepted
+            #expect(throws: RawHTTPClient.Failure.self) { try RawHTTPClient(port: port).request("GET", "/hello/late") }
+            #expect(server.statistics.connectionsAccepted == accepted)
         }
         #expect(probe.current == 1)
         hold.release()

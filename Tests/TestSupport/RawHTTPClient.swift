@@ -28,6 +28,7 @@ public final class RawHTTPClient {
         // property is deinitialized, and a second close(2) here could close a descriptor another
         // thread (a server under test, in this process) has been given since.
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure.connect(errno: errno) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
