@@ -37,7 +37,6 @@ final class ServerCore: Sendable {
     private struct State {
         var connections: [UInt: Connection] = [:]
         var statistics = HTTPServer.Statistics()
-        var draining = false
         var refusingWork = false
         var dispatchedCount = 0
     }
@@ -53,8 +52,8 @@ final class ServerCore: Sendable {
     private let state = Mutex(State())
     /// Kept apart from `state`: counted on every inline request, which otherwise takes no lock here.
     private let takenInline = Atomic(0)
-    /// Read on every accepted connection (the daemons' accept policy); false once draining.
-    private let accepting = Atomic(true)
+    /// Read on every accepted connection (the daemons' accept policy) and every response.
+    private let draining = Atomic(false)
 
     init(limits: Limits, log: (@Sendable (String) -> Void)?, daemonLog: (@Sendable (String) -> Void)?, responder: any HTTPResponder,
          jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser) {
@@ -83,13 +82,12 @@ final class ServerCore: Sendable {
 
     /// From now on responses carry `Connection: close` and new connections are closed unserved.
     func beginDraining() {
-        accepting.store(false, ordering: .relaxed)
-        state.withLock { $0.draining = true }
+        draining.store(true, ordering: .releasing)
     }
 
     /// False while draining: a daemon that still accepts (epoll; see ``Daemon/quiesce()``) closes
     /// the connection before reading anything from it.
-    var acceptsConnections: Bool { accepting.load(ordering: .relaxed) }
+    var acceptsConnections: Bool { !draining.load(ordering: .acquiring) }
 
     /// Stops handing requests to responders; returns the requests that are still with one.
     func refuseNewWork() -> [RequestContext] {
@@ -317,12 +315,11 @@ final class ServerCore: Sendable {
     }
 
     private func queue(_ response: HTTPResponse, for context: RequestContext) -> MHD_Result {
-        let draining = state.withLock { state -> Bool in
+        state.withLock { state in
             if state.connections[context.connection.key]?.dispatched != nil {
                 state.connections[context.connection.key]?.dispatched = nil
                 state.dispatchedCount -= 1
             }
-            return state.draining
         }
         context.setPhase(.answered(status: response.status))
 
@@ -335,7 +332,7 @@ final class ServerCore: Sendable {
             block.append(0)
             count += 1
         }
-        if draining || !limits.keepAlive {
+        if !acceptsConnections || !limits.keepAlive {
             block.append(contentsOf: "Connection\u{0}close\u{0}".utf8)
             count += 1
         }

@@ -76,7 +76,7 @@ public final class Connection {
     /// this connection sat idle (the server's goodbye is already readable on the socket).
     public var isHealthy: Bool {
         guard let handle, PQstatus(handle) == CONNECTION_OK else { return false }
-        let socket = PQsocket(handle)
+        let socket = descriptor
         guard socket >= 0 else { return false }
         // An idle connection has nothing to read unless the server said goodbye (a FATAL message,
         // then end of file, which may take two reads to see).
