@@ -45,7 +45,7 @@ public final class HTTPServer: Sendable {
     }
 
     private let responder: any HTTPResponder
-    private let core: ServerCore
+    let core: ServerCore
     private let daemon: Daemon
     private let jobs: AsyncStream<Job>
     private let shutdownRequests: AsyncStream<Never>
@@ -56,11 +56,23 @@ public final class HTTPServer: Sendable {
     /// and debugging: it formats a line per request); `daemonLog` gets only libmicrohttpd's own
     /// messages (a refused connection, a failed accept), costs nothing per request and is meant
     /// for production logs.
-    public init(
+    public convenience init(
         configuration: Configuration = Configuration(),
         responder: some HTTPResponder,
         log: (@Sendable (String) -> Void)? = nil,
         daemonLog: (@Sendable (String) -> Void)? = nil
+    ) throws(HTTPServerError) {
+        try self.init(configuration: configuration, responder: responder, log: log, daemonLog: daemonLog, beforeResuming: nil)
+    }
+
+    /// `beforeResuming` runs in a responder's thread right before it resumes a suspended
+    /// connection: a test stalls it there to show that a shutdown waits for the resumption.
+    init(
+        configuration: Configuration,
+        responder: some HTTPResponder,
+        log: (@Sendable (String) -> Void)?,
+        daemonLog: (@Sendable (String) -> Void)?,
+        beforeResuming: (@Sendable () -> Void)?
     ) throws(HTTPServerError) {
         self.configuration = configuration
         self.responder = responder
@@ -80,18 +92,23 @@ public final class HTTPServer: Sendable {
             daemonLog: daemonLog,
             responder: responder,
             jobs: jobsContinuation,
-            lingerer: lingerer)
+            lingerer: lingerer,
+            beforeResuming: beforeResuming)
         daemon = try Daemon(configuration: configuration, core: core)
         port = daemon.port
     }
 
     deinit {
         // Only reached when run() never ran (run() holds self): answer what was dispatched, stop.
-        for context in core.refuseNewWork() {
+        let unfinished = core.refuseNewWork()
+        for context in unfinished {
             context.finish(with: HTTPProblem.shutdownResponse)
         }
         let deadline = ContinuousClock.now + .seconds(2)
         while core.dispatchedCount > 0 && ContinuousClock.now < deadline {
+            Self.pause()
+        }
+        while unfinished.contains(where: \.isResuming) {
             Self.pause()
         }
         daemon.stop()
@@ -162,6 +179,13 @@ public final class HTTPServer: Sendable {
         let settle = clock.now + .seconds(2)
         while (core.dispatchedCount > 0 || (!unfinished.isEmpty && core.inFlight > 0)) && clock.now < settle {
             try? await Task.sleep(for: .milliseconds(5))
+        }
+        // Past that bound, a daemon may still be stopped with answered requests unsent, but never
+        // with a connection suspended: a responder that took an answer just before the refusal
+        // may have lost the CPU before resuming its connection, and libmicrohttpd aborts the
+        // process when stopped with a connection suspended. That wait ends as soon as it runs.
+        while unfinished.contains(where: \.isResuming) {
+            try? await Task.sleep(for: .milliseconds(1))
         }
         daemon.stop()
         core.lingerer.stop()

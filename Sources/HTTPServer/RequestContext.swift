@@ -36,6 +36,8 @@ final class RequestContext: Sendable {
     private struct State {
         var phase: Phase = .receiving
         var body: [UInt8] = []
+        /// Set while `finish` is between taking the answer of a suspended request and resuming it.
+        var resumeOutstanding = false
     }
 
     let connection: ConnectionHandle
@@ -44,13 +46,16 @@ final class RequestContext: Sendable {
     /// The URL path exactly as received (still percent-encoded).
     let rawPath: String
     let started: ContinuousClock.Instant
+    /// Runs right before a responder resumes the connection (a test stalls it there).
+    private let beforeResuming: (@Sendable () -> Void)?
     private let state = Mutex(State())
 
-    init(connection: ConnectionHandle, head: HTTPRequest, rawPath: String) {
+    init(connection: ConnectionHandle, head: HTTPRequest, rawPath: String, beforeResuming: (@Sendable () -> Void)? = nil) {
         self.connection = connection
         self.head = head
         self.rawPath = rawPath
         self.started = .now
+        self.beforeResuming = beforeResuming
     }
 
     var method: HTTPMethod { head.method }
@@ -106,6 +111,11 @@ final class RequestContext: Sendable {
         }
     }
 
+    /// Whether a response was taken for the suspended connection but the connection is not resumed
+    /// yet. libmicrohttpd aborts the process when a daemon is stopped with a connection still
+    /// suspended, so a shutdown waits for this to end (it ends as soon as the thread runs again).
+    var isResuming: Bool { state.withLock { $0.resumeOutstanding } }
+
     /// Delivers the response from any thread; resumes the connection if it is suspended.
     /// Only the first response counts.
     func finish(with response: HTTPResponse) {
@@ -116,13 +126,16 @@ final class RequestContext: Sendable {
                 return false
             case .suspended:
                 state.phase = .ready(response)
+                state.resumeOutstanding = true
                 return true
             case .receiving, .rejected, .ready, .answered:
                 return false
             }
         }
         if resume {
+            beforeResuming?()
             MHD_resume_connection(connection.pointer)
+            state.withLock { $0.resumeOutstanding = false }
         }
     }
 }

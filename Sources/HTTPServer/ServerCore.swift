@@ -49,6 +49,8 @@ final class ServerCore: Sendable {
     private let responder: any HTTPResponder
     private let jobs: AsyncStream<Job>.Continuation
     let lingerer: LingeringCloser
+    /// Handed to each request (see ``RequestContext/isResuming``); nil but in a test.
+    private let beforeResuming: (@Sendable () -> Void)?
     private let state = Mutex(State())
     /// Kept apart from `state`: counted on every inline request, which otherwise takes no lock here.
     private let takenInline = Atomic(0)
@@ -56,7 +58,8 @@ final class ServerCore: Sendable {
     private let draining = Atomic(false)
 
     init(limits: Limits, log: (@Sendable (String) -> Void)?, daemonLog: (@Sendable (String) -> Void)?, responder: any HTTPResponder,
-         jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser) {
+         jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser, beforeResuming: (@Sendable () -> Void)? = nil) {
+        self.beforeResuming = beforeResuming
         self.limits = limits
         self.log = log
         self.daemonLog = daemonLog
@@ -79,6 +82,15 @@ final class ServerCore: Sendable {
     }
     var inFlight: Int { state.withLock { $0.statistics.requestsInFlight } }
     var dispatchedCount: Int { state.withLock { $0.dispatchedCount } }
+    /// Requests whose connection waits suspended for the responder's answer (a test waits for one).
+    var suspendedCount: Int {
+        state.withLock { state in
+            state.connections.values.count { connection in
+                guard case .suspended = connection.dispatched?.phase else { return false }
+                return true
+            }
+        }
+    }
 
     /// From now on responses carry `Connection: close` and new connections are closed unserved.
     func beginDraining() {
@@ -244,7 +256,7 @@ final class ServerCore: Sendable {
             },
             headers: HTTPHeaders(headers),
             remoteAddress: remoteAddress)
-        let context = RequestContext(connection: connection, head: head, rawPath: rawPath)
+        let context = RequestContext(connection: connection, head: head, rawPath: rawPath, beforeResuming: beforeResuming)
         requestSlot.pointee = Unmanaged.passRetained(context).toOpaque()
 
         // Refusals are queued at once: libmicrohttpd then sends them without reading the body and
