@@ -119,12 +119,18 @@ public final class FaultInjector: @unchecked Sendable {
         while true {
             let connection = accept(listener, nil, nil)
             if connection < 0 {
+                let failure = errno
                 lock.lock()
                 let done = stopped
                 lock.unlock()
                 if done {
                     Glibc.close(listener)
                     return
+                }
+                // Out of descriptors (or memory): the pending connection stays queued, so accepting
+                // again at once would fail again; give the tests' other sockets time to close.
+                if failure == EMFILE || failure == ENFILE || failure == ENOBUFS || failure == ENOMEM {
+                    usleep(10_000)
                 }
                 continue
             }
