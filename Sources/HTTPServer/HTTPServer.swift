@@ -104,11 +104,8 @@ public final class HTTPServer: Sendable {
         for context in unfinished {
             context.finish(with: HTTPProblem.shutdownResponse)
         }
-        let deadline = ContinuousClock.now + .seconds(2)
-        while core.dispatchedCount > 0 && ContinuousClock.now < deadline {
-            Self.pause()
-        }
-        while unfinished.contains(where: \.isResuming) {
+        var settling = ShutdownSettling(unfinished: unfinished, now: .now)
+        while settling.keepsWaiting(for: core, now: .now) {
             Self.pause()
         }
         daemon.stop()
@@ -175,17 +172,9 @@ public final class HTTPServer: Sendable {
         for context in unfinished {
             context.finish(with: HTTPProblem.shutdownResponse)
         }
-        // Every suspended connection must be resumed and answered before the daemons stop.
-        let settle = clock.now + .seconds(2)
-        while (core.dispatchedCount > 0 || (!unfinished.isEmpty && core.inFlight > 0)) && clock.now < settle {
+        var settling = ShutdownSettling(unfinished: unfinished, now: clock.now)
+        while settling.keepsWaiting(for: core, now: clock.now) {
             try? await Task.sleep(for: .milliseconds(5))
-        }
-        // Past that bound, a daemon may still be stopped with answered requests unsent, but never
-        // with a connection suspended: a responder that took an answer just before the refusal
-        // may have lost the CPU before resuming its connection, and libmicrohttpd aborts the
-        // process when stopped with a connection suspended. That wait ends as soon as it runs.
-        while unfinished.contains(where: \.isResuming) {
-            try? await Task.sleep(for: .milliseconds(1))
         }
         daemon.stop()
         core.lingerer.stop()

@@ -37,7 +37,7 @@ final class RequestContext: Sendable {
         var phase: Phase = .receiving
         var body: [UInt8] = []
         /// Set while `finish` is between taking the answer of a suspended request and resuming it.
-        var resumeOutstanding = false
+        var resumePending = false
     }
 
     let connection: ConnectionHandle
@@ -112,9 +112,8 @@ final class RequestContext: Sendable {
     }
 
     /// Whether a response was taken for the suspended connection but the connection is not resumed
-    /// yet. libmicrohttpd aborts the process when a daemon is stopped with a connection still
-    /// suspended, so a shutdown waits for this to end (it ends as soon as the thread runs again).
-    var isResuming: Bool { state.withLock { $0.resumeOutstanding } }
+    /// yet (see ``ShutdownSettling``).
+    var resumePending: Bool { state.withLock { $0.resumePending } }
 
     /// Delivers the response from any thread; resumes the connection if it is suspended.
     /// Only the first response counts.
@@ -126,7 +125,7 @@ final class RequestContext: Sendable {
                 return false
             case .suspended:
                 state.phase = .ready(response)
-                state.resumeOutstanding = true
+                state.resumePending = true
                 return true
             case .receiving, .rejected, .ready, .answered:
                 return false
@@ -135,7 +134,7 @@ final class RequestContext: Sendable {
         if resume {
             beforeResuming?()
             MHD_resume_connection(connection.pointer)
-            state.withLock { $0.resumeOutstanding = false }
+            state.withLock { $0.resumePending = false }
         }
     }
 }

@@ -59,13 +59,13 @@ final class ServerCore: Sendable {
 
     init(limits: Limits, log: (@Sendable (String) -> Void)?, daemonLog: (@Sendable (String) -> Void)?, responder: any HTTPResponder,
          jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser, beforeResuming: (@Sendable () -> Void)? = nil) {
-        self.beforeResuming = beforeResuming
         self.limits = limits
         self.log = log
         self.daemonLog = daemonLog
         self.responder = responder
         self.jobs = jobs
         self.lingerer = lingerer
+        self.beforeResuming = beforeResuming
     }
 
     static func from(_ cls: UnsafeMutableRawPointer?) -> ServerCore {
@@ -84,11 +84,11 @@ final class ServerCore: Sendable {
     var dispatchedCount: Int { state.withLock { $0.dispatchedCount } }
     /// Requests whose connection waits suspended for the responder's answer (a test waits for one).
     var suspendedCount: Int {
-        state.withLock { state in
-            state.connections.values.count { connection in
-                guard case .suspended = connection.dispatched?.phase else { return false }
-                return true
-            }
+        // Phases are read outside the server's lock: a request's lock is never taken inside it.
+        let dispatched = state.withLock { $0.connections.values.compactMap(\.dispatched) }
+        return dispatched.count { context in
+            guard case .suspended = context.phase else { return false }
+            return true
         }
     }
 
@@ -290,6 +290,11 @@ final class ServerCore: Sendable {
     /// sent. From the next call on the state is "blocked" (request complete, no response), under
     /// which it never reads.
     private func dispatch(_ context: RequestContext) -> MHD_Result {
+        // Until the connection is suspended, finish() only records the response, and the
+        // access-handler calls that follow queue it. Set before the request counts as dispatched:
+        // a shutdown that answers it in between must find it taking answers (finish() ignores a
+        // request still receiving, and the connection would stay suspended under a stopped daemon).
+        context.setPhase(.dispatching)
         let accepted = state.withLock { state -> Bool in
             guard !state.refusingWork else { return false }
             state.connections[context.connection.key]?.waitingSince = nil
@@ -300,9 +305,6 @@ final class ServerCore: Sendable {
         guard accepted else {
             return queue(HTTPProblem.shutdownResponse, for: context)
         }
-        // Until the connection is suspended, finish() only records the response, and the
-        // access-handler calls that follow queue it.
-        context.setPhase(.dispatching)
         let request = context.takeRequest()
         let reply = HTTPReply { [context] response in context.finish(with: response) }
         // A reply already sent means taken, even if the responder then said otherwise.
