@@ -49,7 +49,7 @@ final class ServerCore: Sendable {
     private let responder: any HTTPResponder
     private let jobs: AsyncStream<Job>.Continuation
     let lingerer: LingeringCloser
-    /// Handed to each request (see ``RequestContext/isResuming``); nil but in a test.
+    /// Handed to each request (see ``RequestContext/resumePending``); nil but in a test.
     private let beforeResuming: (@Sendable () -> Void)?
     private let state = Mutex(State())
     /// Kept apart from `state`: counted on every inline request, which otherwise takes no lock here.
