@@ -50,7 +50,7 @@ final class RequestContext: Sendable {
     private let beforeResuming: (@Sendable () -> Void)?
     private let state = Mutex(State())
 
-    init(connection: ConnectionHandle, head: HTTPRequest, rawPath: String, beforeResuming: (@Sendable () -> Void)? = nil) {
+    init(connection: ConnectionHandle, head: HTTPRequest, rawPath: String, beforeResuming: (@Sendable () -> Void)?) {
         self.connection = connection
         self.head = head
         self.rawPath = rawPath

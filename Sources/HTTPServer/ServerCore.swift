@@ -58,7 +58,7 @@ final class ServerCore: Sendable {
     private let draining = Atomic(false)
 
     init(limits: Limits, log: (@Sendable (String) -> Void)?, daemonLog: (@Sendable (String) -> Void)?, responder: any HTTPResponder,
-         jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser, beforeResuming: (@Sendable () -> Void)? = nil) {
+         jobs: AsyncStream<Job>.Continuation, lingerer: LingeringCloser, beforeResuming: (@Sendable () -> Void)?) {
         self.limits = limits
         self.log = log
         self.daemonLog = daemonLog
