@@ -92,6 +92,13 @@ public struct EngagementRebuild: Sendable {
                     position = last
                     tail += events.eventCount
                 }
+                // Again, after the last read: a prune that began before this rebuild (its checks
+                // saw no rebuild) records each day before its events go, so a day removed before
+                // the replay reached it is listed by now, and the swap must not drop it.
+                if prunedDays == .refuse {
+                    let missing = try PrunedDays.missing(on: connection)
+                    if !missing.isEmpty { throw PrunedLogError(days: missing) }
+                }
                 try Self.swapIn(on: connection)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }
                 let replayedBefore = try connection.query("""

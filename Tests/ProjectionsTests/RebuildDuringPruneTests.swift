@@ -1,0 +1,89 @@
+import Dispatch
+import EngageCore
+import EventStore
+import Foundation
+import LogRetention
+import Postgres
+import Projections
+import Runtime
+import Synchronization
+import Testing
+import TestSupport
+
+/// `engage projections rebuild` (without --discard-pruned) started while `engage log prune` runs:
+/// the prune checked the read models before the rebuild existed, and the rebuild checked the
+/// pruned days before the prune recorded any. The rebuild must then refuse (the log lost days it
+/// has not replayed) or count those days; it must never swap in a model without them.
+@Suite("Rebuild during a prune")
+struct RebuildDuringPruneTests {
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func aRebuildStartedDuringAPruneNeverDropsThePrunedDays() async throws {
+        let configuration = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: configuration, size: 2)
+        let prunePool = ConnectionPool(configuration: configuration, size: 2)
+        let rebuildPool = ConnectionPool(configuration: configuration, size: 2)
+        let store = EventStore(pool: pool)
+        let old = ProjectionFixtures.events(notifications: 60, seed: 51)
+        let kept = ProjectionFixtures.events(notifications: 20, seed: 52)
+        _ = try await store.append(old)
+        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 45, pool: pool)
+        _ = try await store.append(kept)
+        try await RecordedInThePast.move(kept.map(\.event.eventID), daysAgo: 3, pool: pool)
+        try await TestPostgres.waitForEarlierTransactions(pool)
+        // The live read model has folded everything (its checkpoint is past the old days).
+        try await EngagementRebuild(pool: pool).run()
+        let everything = try await ReadModelSnapshot.rows(pool)
+        #expect(!everything.isEmpty)
+
+        let checked = Flag()
+        let rebuildStarted = DispatchSemaphore(value: 0), pruneDone = DispatchSemaphore(value: 0)
+        // The prune's own checks pass (no rebuild yet); then it waits, on its connection's thread,
+        // until a rebuild has started (checked the pruned days: none yet) and replayed a batch.
+        let projections: LogPruner.Check = { connection, cut in
+            try ProjectionRetention.behind(recordedBefore: cut, on: connection).map { "behind: \($0.projection)" }
+        }
+        let rebuildStarts: LogPruner.Check = { _, _ in
+            checked.set()
+            _ = rebuildStarted.wait(timeout: .now() + 120)
+            return []
+        }
+        var pruneConfiguration = LogPruner.Configuration(olderThan: .seconds(31 * 86_400), window: IdempotencyWindow())
+        pruneConfiguration.checks = [projections, rebuildStarts]
+        pruneConfiguration.batchRows = 50
+        let pruner = LogPruner(pool: prunePool, configuration: pruneConfiguration, logger: Logger(label: "test", sink: MemoryLogSink()))
+        let pruning = Task { try await pruner.run() }
+        try await pollUntil(every: .milliseconds(20)) { checked.isSet }
+
+        let firstBatch = Flag()
+        let rebuilding = Task {
+            try await EngagementRebuild(pool: rebuildPool, batchSize: 10).run { _ in
+                guard !firstBatch.isSet else { return }
+                firstBatch.set()
+                rebuildStarted.signal()
+                // The prune removes the old days while the rebuild is between its batches.
+                _ = pruneDone.wait(timeout: .now() + 120)
+            }
+        }
+        let report = try await pruning.value
+        pruneDone.signal()
+        #expect(report.events == old.count)
+        let outcome = await rebuilding.result
+        if case .failure(let error) = outcome {
+            // Refusing is right; the live model must still be the one that counts the old days.
+            #expect(error is EngagementRebuild.PrunedLogError, "\(error)")
+        }
+        let after = try await ReadModelSnapshot.rows(pool)
+        let lost = Set(everything).subtracting(after), gained = Set(after).subtracting(everything)
+        #expect(lost.isEmpty && gained.isEmpty,
+                "the rebuild swapped in a model without the pruned days: \(lost.count) rows lost, \(gained.count) new; e.g. \(lost.sorted().prefix(2))")
+        await pool.close()
+        await prunePool.close()
+        await rebuildPool.close()
+    }
+}
