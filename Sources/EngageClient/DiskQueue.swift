@@ -15,7 +15,8 @@ import Darwin
 ///       ready/       segments waiting to be sent: <number, 20 digits>.ndjson, one event per
 ///                    line, oldest first; the highest is the head, where appends go
 ///       claimed/     being sent: <number>~<pid>~<claimed at, ms>.ndjson; whoever renamed a
-///                    segment here owns it until the lease runs out, then anyone may rename it back
+///                    segment here owns it until the lease runs out, then anyone may move it back
+///                    (never over a segment of the same number made since: it takes a new one)
 ///       quarantine/  lines and files that could not be read, kept for diagnosis (the newest 16)
 ///       recent-ids   the last ids recorded once (`append(_:onceID:)`)
 ///       dropped.json what every process dropped, by reason
@@ -216,12 +217,18 @@ struct DiskQueue: Sendable {
                 let stem = String(name.dropLast(Self.suffix.count))
                 let source = ready.appendingPathComponent(name).path
                 let target = claimed.appendingPathComponent("\(stem)~\(pid)~\(claimedAt)\(Self.suffix)")
+                if Self.number(of: name) == index.head {
+                    // The index moves past the head before the head is renamed: a process killed
+                    // between the two only skips a number. The other way round, the next append
+                    // would make a new segment under the claimed one's number.
+                    var moved = index
+                    moved.head += 1
+                    moved.headEvents = 0
+                    guard moved.write(to: lock) else { continue }
+                    index = moved
+                }
                 // Another process may have claimed it since the listing: ENOENT, theirs now.
                 guard rename(source, target.path) == 0 else { continue }
-                if Self.number(of: name) == index.head {
-                    index.head += 1
-                    index.headEvents = 0
-                }
                 switch QueueFiles.readFile(target.path) {
                 case .missing:
                     continue
@@ -276,9 +283,37 @@ struct DiskQueue: Sendable {
 
     /// Puts claimed segments back under their own number, so they keep their place in line.
     func release(_ claims: [Claim]) {
-        for claim in claims {
-            _ = rename(claim.url.path, ready.appendingPathComponent(claim.stem + Self.suffix).path)
+        for claim in claims { putBack(claim.url.path, stem: claim.stem) }
+    }
+
+    /// Moves a claimed segment back to `ready/`, under its own number, or, when a segment of that
+    /// number exists (made after this one was claimed, from an index that did not know), under a
+    /// new number after the head: never over another segment, whose events would be lost.
+    /// False when the claim is gone (another process put it back) or cannot be moved.
+    @discardableResult
+    private func putBack(_ path: String, stem: String) -> Bool {
+        switch QueueFiles.moveWithoutReplacing(path, to: ready.appendingPathComponent(stem + Self.suffix).path) {
+        case .moved: return true
+        case .sourceMissing, .failed: return false
+        case .targetExists: break
         }
+        let moved = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock -> Bool in
+            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
+            defer { index.write(to: lock) }
+            while true {
+                index.head += 1
+                index.headEvents = 0
+                switch QueueFiles.moveWithoutReplacing(path, to: segmentPath(index.head)) {
+                case .moved:
+                    // Appends go to the number after it, as after any full segment.
+                    index.head += 1
+                    return true
+                case .targetExists: continue
+                case .sourceMissing, .failed: return false
+                }
+            }
+        }
+        return moved ?? false
     }
 
     /// Renames back to `ready/` every claim older than the lease (its sender died or hung), and
@@ -293,8 +328,7 @@ struct DiskQueue: Sendable {
             guard parts.count == 3, let claimedAt = Int64(parts[2]) else { continue }
             let age = Double(nowMS - claimedAt) / 1000
             guard age >= options.lease || age < -options.lease else { continue }
-            let back = ready.appendingPathComponent(String(parts[0]) + Self.suffix)
-            if rename(claimed.appendingPathComponent(name).path, back.path) == 0 { reclaimed += 1 }
+            if putBack(claimed.appendingPathComponent(name).path, stem: String(parts[0])) { reclaimed += 1 }
         }
         return reclaimed
     }

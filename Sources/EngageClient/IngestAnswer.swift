@@ -17,14 +17,19 @@ struct IngestAnswer: Equatable {
         case stored(IngestAnswer)
         /// 429 or 503 with `Retry-After`.
         case retryAfter(TimeInterval)
-        /// No answer, a 5xx, 408, a redirect, a 200 that is not engage's answer, or 429/503
-        /// without `Retry-After`: back off and retry.
+        /// No answer, a 5xx, 408, a redirect, a 200 that is not engage's answer, a 4xx that is
+        /// not engage's problem, or 429/503 without `Retry-After`: back off and retry.
         case transient
-        /// Any other 4xx: retrying unchanged cannot help.
+        /// A 4xx that is engage's own problem (its `type` under `problemBase`): retrying
+        /// unchanged cannot help.
         case refused(status: Int, problemType: String?)
         /// The budget ran out or the task was cancelled mid-request.
         case interrupted
     }
+
+    /// Where the type of every problem engage answers with begins (the server's
+    /// `HTTPProblem.problemBase`; `LiveServerTests` sees the server's refusals classified).
+    static let problemBase = "https://engage.dev/problems/"
 
     static func classify(_ outcome: Transport.Outcome) -> Verdict {
         switch outcome {
@@ -45,8 +50,11 @@ struct IngestAnswer: Equatable {
             case 408, 500...599:
                 return .transient
             case 400...499:
+                // A firewall's or captive portal's 403 page, a proxy's 407, a CDN's 421 or 425 say
+                // nothing about the events: only engage's own refusal drops them.
                 let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-                return .refused(status: status, problemType: object?["type"] as? String)
+                guard let type = object?["type"] as? String, type.hasPrefix(problemBase) else { return .transient }
+                return .refused(status: status, problemType: type)
             default:
                 return .transient
             }

@@ -66,6 +66,38 @@ enum QueueFiles {
         if created { synchronizeDirectory((path as NSString).deletingLastPathComponent) }
     }
 
+    enum MoveOutcome: Equatable {
+        case moved
+        case targetExists
+        case sourceMissing
+        case failed(Int32)
+    }
+
+    /// Renames `source` to `target` unless `target` exists: a hard link, then the source's name
+    /// removed. `rename` would replace a file made under that name since, and every line in it.
+    /// A process killed between the two steps leaves the file under both names, which only sends
+    /// its events again under their own ids (the server counts repeats as duplicates). Where the
+    /// file system has no hard links, a rename after checking that `target` is free.
+    static func moveWithoutReplacing(_ source: String, to target: String) -> MoveOutcome {
+        if link(source, target) == 0 {
+            unlink(source)
+            return .moved
+        }
+        let failure = errno
+        switch failure {
+        case EEXIST:
+            return .targetExists
+        case ENOENT:
+            return .sourceMissing
+        case EPERM, ENOTSUP, EOPNOTSUPP, EMLINK:
+            if access(target, F_OK) == 0 { return .targetExists }
+            if rename(source, target) == 0 { return .moved }
+            return errno == ENOENT ? .sourceMissing : .failed(errno)
+        default:
+            return .failed(failure)
+        }
+    }
+
     /// Replaces the file's content atomically (a temporary file renamed over it), flushed.
     static func replace(_ path: String, with bytes: [UInt8], protection: FileProtector) throws {
         let temporary = path + ".tmp-\(getpid())"

@@ -48,10 +48,16 @@ struct QueueIndex: Equatable {
         return QueueIndex(text: Array(buffer[..<count]))
     }
 
-    func write(to descriptor: Int32) {
+    /// Writes the index in place. When the write fails or is cut short, the file is emptied
+    /// instead, so that the next reader rebuilds the index from the files rather than trust an old
+    /// one (an old head can name a segment that was claimed since). False only when neither worked.
+    @discardableResult
+    func write(to descriptor: Int32) -> Bool {
         let bytes = text
-        _ = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        let written = bytes.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard written == bytes.count else { return ftruncate(descriptor, 0) == 0 }
         _ = ftruncate(descriptor, off_t(bytes.count))
+        return true
     }
 
     private static func value(_ field: Substring, _ prefix: String) -> Int64? {

@@ -122,13 +122,21 @@ struct RetryPolicyTests {
         #expect(IngestAnswer.classify(.response(status: 200, headers: [:], body: Data(body.utf8))) == .transient)
     }
 
-    @Test func redirectsAndServerErrorsAreRetriedAndOther4xxRefused() {
+    @Test func redirectsAndServerErrorsAreRetriedAndEngagesOwn4xxRefused() {
         for status in [301, 302, 303, 307, 308, 408, 500, 502] {
             #expect(IngestAnswer.classify(.response(status: status, headers: ["location": "http://portal"], body: Data())) == .transient)
         }
         #expect(IngestAnswer.classify(.response(status: 429, headers: ["retry-after": "7"], body: Data())) == .retryAfter(7))
-        #expect(IngestAnswer.classify(.response(status: 401, headers: [:], body: Data(#"{"type":"t"}"#.utf8)))
-                == .refused(status: 401, problemType: "t"))
+        let unauthorized = "https://engage.dev/problems/unauthorized"
+        #expect(IngestAnswer.classify(.response(status: 401, headers: [:], body: Data(#"{"type":"\#(unauthorized)"}"#.utf8)))
+                == .refused(status: 401, problemType: unauthorized))
+        // Not engage's problem: a firewall's page, another service's problem type, no type.
+        for body in ["<html>Blocked by network policy</html>", #"{"type":"t"}"#, #"{"type":"https://example.com/problems/x"}"#,
+                     #"{"title":"Forbidden"}"#, ""] {
+            for status in [400, 401, 403, 404, 407, 413, 421, 425] {
+                #expect(IngestAnswer.classify(.response(status: status, headers: [:], body: Data(body.utf8))) == .transient)
+            }
+        }
         #expect(IngestAnswer.classify(.timedOut) == .interrupted)
         #expect(IngestAnswer.classify(.failed("refused")) == .transient)
     }

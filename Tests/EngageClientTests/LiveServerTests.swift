@@ -305,6 +305,34 @@ struct LiveServerTests {
         await server.stop()
     }
 
+    /// A network in between answers with a 4xx of its own (a firewall's or portal's 403 page, a
+    /// proxy's 407, a CDN's 421 or 425): engage refused nothing, so the events wait and are sent
+    /// once engage answers, as after a 200 that is not engage's answer.
+    @Test(arguments: [403, 407, 421, 425])
+    func aFourHundredThatIsNotEngagesKeepsTheEvents(status: Int) async throws {
+        let portal = try FaultInjector(reply: .respond(status: status, headers: [("Content-Type", "text/html")],
+                                                       body: "<html><body>Blocked by network policy</body></html>"))
+        let container = Container()
+        defer { container.remove() }
+        let drops = DropLog()
+        let clock = TestClock()
+        let client = try makeClient(container, port: portal.port, key: "egk_x", drops: drops, clock: clock)
+        let ids = try (0..<3).map { try client.recordExpanded(notificationID: "n\($0)", category: "new_photo") }
+        let blocked = await client.flush(budget: .seconds(5))
+        portal.stop()
+        #expect(blocked.requests >= 1)
+        #expect(blocked.dropped == 0)
+        #expect(drops.all.isEmpty, "dropped: \(drops.all)")
+        #expect(client.pending.events == 3)
+
+        clock.advance(by: 3600)
+        let server = try TestServer()
+        let online = try makeClient(container, port: server.port, key: try await server.key(), clock: clock)
+        #expect(await online.flush(budget: .seconds(10)).accepted == 3)
+        #expect(try await stored(server, ids) == 3)
+        await server.stop()
+    }
+
     /// The wall clock set back a day after a 429: the recorded backoff lies further ahead than
     /// any this policy gives, so it is ignored instead of stalling the queue for a day.
     @Test func aClockSetBackDoesNotStallSending() async throws {

@@ -266,6 +266,56 @@ struct QueueTests {
         #expect(queue.eventIDs() == (1...5).map { Self.event($0).id })
     }
 
+    /// An index older than the files (its write failed, or a process was killed before writing
+    /// it) can name a claimed segment as the head, so an append makes a new segment under the
+    /// claimed one's number. Putting the claim back (its lease ran out) must not replace that
+    /// segment: it takes a new number, and every event stays.
+    @Test func aClaimPutBackNeverReplacesASegmentMadeUnderItsNumber() throws {
+        let container = Container()
+        defer { container.remove() }
+        let queue = try Self.queue(container, segmentEvents: 3, lease: 60)
+        try queue.append([Self.event(1)])
+        try queue.append([Self.event(2)])
+        let lock = URL(fileURLWithPath: container.path("queue.lock"))
+        let indexBefore = try Data(contentsOf: lock)
+        let dead = queue.claim(maxEvents: 10, now: Self.now)
+        #expect(dead.claims.flatMap(\.events) == [Self.event(1), Self.event(2)])
+        try indexBefore.write(to: lock)
+
+        try queue.append([Self.event(3)])
+        #expect(container.files("ready") == ["00000000000000000001.ndjson"])
+        #expect(queue.reclaimExpired(now: Self.now.addingTimeInterval(61)) == 1)
+        #expect(container.files("ready") == ["00000000000000000001.ndjson", "00000000000000000002.ndjson"])
+        #expect(Set(queue.eventIDs()) == Set([1, 2, 3].map { Self.event($0).id }))
+        // Appends go after the segment put back.
+        try queue.append([Self.event(4)])
+        #expect(container.files("ready").last == "00000000000000000003.ndjson")
+        #expect(queue.claim(maxEvents: 10, now: Self.now).claims.flatMap(\.events).map(\.id).sorted()
+                == [1, 2, 3, 4].map { Self.event($0).id }.sorted())
+    }
+
+    /// The same stale index, with the later segment claimed and released (a network error) after
+    /// the dead claim came back under the shared number: the release takes a new number too.
+    @Test func aReleaseNeverReplacesASegmentPutBackUnderItsNumber() throws {
+        let container = Container()
+        defer { container.remove() }
+        let queue = try Self.queue(container, segmentEvents: 3, lease: 60)
+        try queue.append([Self.event(1)])
+        let lock = URL(fileURLWithPath: container.path("queue.lock"))
+        let indexBefore = try Data(contentsOf: lock)
+        _ = queue.claim(maxEvents: 10, now: Self.now)
+        try indexBefore.write(to: lock)
+
+        try queue.append([Self.event(2)])
+        let later = queue.claim(maxEvents: 10, now: Self.now.addingTimeInterval(61))
+        #expect(later.claims.flatMap(\.events) == [Self.event(2)])
+        #expect(queue.reclaimExpired(now: Self.now.addingTimeInterval(61)) == 1)
+        queue.release(later.claims)
+        #expect(container.files("claimed").isEmpty)
+        #expect(Set(queue.eventIDs()) == Set([1, 2].map { Self.event($0).id }))
+        #expect(queue.eventIDs().count == 2)
+    }
+
     /// Every directory and file the queue creates gets the class that lets the extension write
     /// while the device is locked.
     @Test func everythingCreatedIsProtectedExplicitly() throws {
