@@ -14,8 +14,20 @@ enum EngageSetup {
     static let ingestKey = "egk_REPLACE_ME"
     static let log = Logger(subsystem: "com.example.photos", category: "engage")
 
-    /// One client per process, created on first use; nil without the app group.
-    static let client: EngageClient? = {
+    /// One client per process, created on first use. Nil without the app group, or while the
+    /// container's files cannot be read (a push before the first unlock after a restart); the
+    /// next use then tries again, since iOS keeps an extension's process for later pushes and a
+    /// client cached as nil would record none of them.
+    static var client: EngageClient? {
+        made.withLock { client in
+            if client == nil { client = makeClient() }
+            return client
+        }
+    }
+
+    private static let made = OSAllocatedUnfairLock<EngageClient?>(initialState: nil)
+
+    private static func makeClient() -> EngageClient? {
         guard let container = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: appGroup) else { return nil }
         do {
             // Created once, atomically, in the group container: the app and its extensions agree.
@@ -29,7 +41,7 @@ enum EngageSetup {
             log.error("engage.unavailable error=\(String(describing: error), privacy: .public)")
             return nil
         }
-    }()
+    }
 
     /// Records through the client, logging a failure (the queue drops the oldest events to make
     /// room on a full disk; an error here means even that did not help).

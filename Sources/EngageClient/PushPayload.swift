@@ -58,6 +58,17 @@ public struct PushPayload: Sendable, Equatable {
                   strategy: assignment?.strategy ?? strategy?.rawValue, media: media)
     }
 
+    /// The category a notification's events are counted under: the one the push was sent with
+    /// (`aps.category`), which a Notification Service Extension changing the content's category
+    /// does not touch, so that every event of the notification, the extension's `delivered` and
+    /// the app's `displayed` or action alike, names the same one. `shown` (the content's
+    /// category) when the payload has none, as for a local notification.
+    public static func category(userInfo: [AnyHashable: Any], shown: String) -> String {
+        let aps = userInfo["aps"] as? [String: Any]
+        guard let sent = aps?["category"] as? String, !sent.isEmpty else { return shown }
+        return sent
+    }
+
     /// Reads the `engage` member of a notification's `userInfo`; members it does not know or
     /// cannot read are ignored, so a newer sender cannot break an older app.
     public init(userInfo: [AnyHashable: Any]) {

@@ -194,6 +194,19 @@ struct RetryPolicyTests {
         #expect(plain.strategy == "poster")
     }
 
+    /// An extension that changes the content's category (`prepareRichContent`) must not move the
+    /// app's events of the notification to another category than the extension's `delivered`:
+    /// both read the category the push was sent with, and the content's only without one.
+    @Test func eventsTakeTheCategoryThePushWasSentWith() {
+        let sent: [AnyHashable: Any] = ["aps": ["mutable-content": 1, "category": "new_photo"]]
+        #expect(PushPayload.category(userInfo: sent, shown: "new_photo") == "new_photo")
+        #expect(PushPayload.category(userInfo: sent, shown: "new_photo_rich") == "new_photo")
+        #expect(PushPayload.category(userInfo: ["aps": ["alert": "hi"]], shown: "local") == "local")
+        #expect(PushPayload.category(userInfo: ["aps": ["category": ""]], shown: "local") == "local")
+        #expect(PushPayload.category(userInfo: ["aps": ["category": 7]], shown: "local") == "local")
+        #expect(PushPayload.category(userInfo: [:], shown: "") == "")
+    }
+
     /// Reference values from Python's `uuid.uuid5` (RFC 9562's algorithm): the DNS namespace
     /// example, and engage's namespace with an event name.
     @Test func nameBasedUUIDsMatchTheReference() {

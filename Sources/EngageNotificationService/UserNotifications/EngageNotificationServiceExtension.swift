@@ -31,7 +31,8 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
         let payload = PushPayload(userInfo: request.content.userInfo)
         let session = NotificationServiceSession<UNNotificationContent>(
             client: engageClient, notificationID: payload.notificationID ?? request.identifier,
-            category: request.content.categoryIdentifier, payload: payload, policy: engagePolicy,
+            category: PushPayload.category(userInfo: request.content.userInfo, shown: request.content.categoryIdentifier),
+            payload: payload, policy: engagePolicy,
             downloadDirectory: FileManager.default.temporaryDirectory, original: request.content,
             attach: { media, content in
                 let attachment = try UNNotificationAttachment(

@@ -7,7 +7,8 @@ extension NotificationFacts {
     public init(_ notification: UNNotification) {
         let content = notification.request.content
         self.init(requestIdentifier: notification.request.identifier, date: notification.date,
-                  category: content.categoryIdentifier, payload: PushPayload(userInfo: content.userInfo),
+                  category: PushPayload.category(userInfo: content.userInfo, shown: content.categoryIdentifier),
+                  payload: PushPayload(userInfo: content.userInfo),
                   attachmentTypes: content.attachments.map(\.type))
     }
 }
