@@ -43,6 +43,20 @@ public struct EngagementRebuild: Sendable {
         private static func day(_ day: PrunedDays.Day) -> String { String(day.day.rfc3339.prefix(10)) }
     }
 
+    /// `engage log prune` or `engage log restore` changed which days the log is missing while a
+    /// rebuild that discards them ran: a day restored behind the rebuild's position would be
+    /// neither folded nor marked as left out, and a day pruned after its events were replayed
+    /// would be marked as left out while the model counts it. Nothing was swapped in.
+    public struct PrunedDaysChangedError: Error, CustomStringConvertible {
+        public let before: Int
+        public let now: Int
+
+        public var description: String {
+            "engage log prune or engage log restore changed the pruned days while the rebuild ran "
+                + "(\(before) day(s) missing when it began, \(now) now); nothing was swapped in: run the rebuild again"
+        }
+    }
+
     public init(pool: ConnectionPool, batchSize: Int = 10_000, prunedDays: PrunedDaysPolicy = .refuse) {
         self.pool = pool
         self.batchSize = batchSize
@@ -61,12 +75,12 @@ public struct EngagementRebuild: Sendable {
         let shadowName = EngagementStore.projectionName + ":rebuild"
         let batchSize = self.batchSize
         let prunedDays = self.prunedDays
-        let total = try await pool.withConnection { connection -> Int in
+        let (total, missingAtStart) = try await pool.withConnection { connection -> (Int, [Timestamp]) in
             let missing = try PrunedDays.missing(on: connection)
             if prunedDays == .refuse && !missing.isEmpty { throw PrunedLogError(days: missing) }
             try Self.createShadowTables(on: connection)
             try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
-            return try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
+            return (try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self), missing.map(\.day))
         }
         let batcher = BatcherBox(EngagementBatcher(tables: .rebuild, checkpointName: shadowName, batchSize: batchSize,
                                                    cacheLimit: 2_000_000, position: .start))
@@ -94,10 +108,18 @@ public struct EngagementRebuild: Sendable {
                 }
                 // Again, after the last read: a prune that began before this rebuild (its checks
                 // saw no rebuild) records each day before its events go, so a day removed before
-                // the replay reached it is listed by now, and the swap must not drop it.
-                if prunedDays == .refuse {
-                    let missing = try PrunedDays.missing(on: connection)
+                // the replay reached it is listed by now, and the swap must not drop it. A restore
+                // marks each day once its events are back: a day restored meanwhile is no longer
+                // listed, and one still being restored is marked as rebuilt without (the restore
+                // then says so).
+                let missing = try PrunedDays.missing(on: connection)
+                switch prunedDays {
+                case .refuse:
                     if !missing.isEmpty { throw PrunedLogError(days: missing) }
+                case .discard:
+                    if missing.map(\.day) != missingAtStart {
+                        throw PrunedDaysChangedError(before: missingAtStart.count, now: missing.count)
+                    }
                 }
                 try Self.swapIn(on: connection)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }

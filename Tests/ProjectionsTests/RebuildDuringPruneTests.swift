@@ -86,4 +86,64 @@ struct RebuildDuringPruneTests {
         await prunePool.close()
         await rebuildPool.close()
     }
+
+    /// `engage projections rebuild --discard-pruned` while `engage log restore` brings the pruned
+    /// days back: the restored events land behind the rebuild's position, so the rebuild never
+    /// folds them, and the days are restored, so it would not mark them as left out either. It
+    /// must refuse to swap; the live model, which counts them, stays.
+    @Test(.timeLimit(.minutes(5)))
+    func aRebuildThatDiscardsPrunedDaysRefusesWhenARestoreRanMeanwhile() async throws {
+        let configuration = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: configuration, size: 2)
+        let rebuildPool = ConnectionPool(configuration: configuration, size: 2)
+        let store = EventStore(pool: pool)
+        let old = ProjectionFixtures.events(notifications: 60, seed: 53)
+        let kept = ProjectionFixtures.events(notifications: 20, seed: 54)
+        _ = try await store.append(old)
+        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 45, pool: pool)
+        _ = try await store.append(kept)
+        try await RecordedInThePast.move(kept.map(\.event.eventID), daysAgo: 3, pool: pool)
+        try await TestPostgres.waitForEarlierTransactions(pool)
+        try await EngagementRebuild(pool: pool).run()
+        let everything = try await ReadModelSnapshot.rows(pool)
+
+        let archive = NSTemporaryDirectory() + "engage-rebuild-restore-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: archive, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: archive) }
+        let pruner = PruneUnderProjectorTests.pruner(pool, archive: archive, checks: [PruneUnderProjectorTests.projections])
+        #expect(try await pruner.run().events == old.count)
+        #expect(try await ReadModelSnapshot.rows(pool) == everything)
+
+        let firstBatch = Flag()
+        let replaying = DispatchSemaphore(value: 0), restored = DispatchSemaphore(value: 0)
+        let rebuilding = Task {
+            try await EngagementRebuild(pool: rebuildPool, batchSize: 10, prunedDays: .discard).run { _ in
+                guard !firstBatch.isSet else { return }
+                firstBatch.set()
+                replaying.signal()
+                _ = restored.wait(timeout: .now() + 120)
+            }
+        }
+        try await pollUntil(every: .milliseconds(20)) { firstBatch.isSet }
+        _ = replaying.wait(timeout: .now() + 10)
+        let restore = try await LogRestorer(pool: pool, directory: archive, logger: Logger(label: "test", sink: MemoryLogSink())).run()
+        restored.signal()
+        #expect(restore.restored == old.count)
+        #expect(restore.days.allSatisfy { !$0.rebuiltWithout })
+
+        let outcome = await rebuilding.result
+        guard case .failure(let error) = outcome else {
+            Issue.record("the rebuild swapped in a model without the restored days")
+            await pool.close()
+            await rebuildPool.close()
+            return
+        }
+        #expect(error is EngagementRebuild.PrunedDaysChangedError, "\(error)")
+        #expect(try await ReadModelSnapshot.rows(pool) == everything)
+        // Run again, it rebuilds the whole log, the restored days included.
+        try await EngagementRebuild(pool: pool).run()
+        #expect(try await ReadModelSnapshot.rows(pool) == everything)
+        await pool.close()
+        await rebuildPool.close()
+    }
 }
