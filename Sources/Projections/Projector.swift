@@ -107,6 +107,13 @@ public struct Projector: Service {
                 }
                 metrics.events.increment(by: processed)
                 metrics.batchSeconds.observe(stopwatch.elapsed)
+                if batch.undecodable > 0 {
+                    // Never expected (ingestion checked every event), and a rebuild skips them too,
+                    // so comparing with a rebuild would not show them: said here, or nowhere.
+                    metrics.undecodable.increment(by: batch.undecodable)
+                    logger.warning("projector.undecodable", ["events": String(batch.undecodable),
+                                                             "before": batch.last.map { "\($0)" } ?? ""])
+                }
             } catch is EngagementBatcher.Fenced {
                 logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
                 _ = try? await following
@@ -148,11 +155,14 @@ public struct ProjectorMetrics: Sendable {
     public let events: Counter
     public let batchSeconds: Histogram
     public let active: Gauge
+    public let undecodable: Counter
 
     public init(registry: MetricsRegistry) {
         events = registry.counter("engage_projector_events_total", help: "Log events folded into the engagement read model.")
         batchSeconds = registry.histogram("engage_projector_batch_seconds", help: "Time to fold and commit one batch.",
                                           buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
         active = registry.gauge("engage_projector_active", help: "1 while this process is the active projector, 0 as standby.")
+        undecodable = registry.counter("engage_projector_undecodable_events_total",
+                                       help: "Log events the projector could not decode and left out of the read model (never expected).")
     }
 }
