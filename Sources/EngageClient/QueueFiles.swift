@@ -121,13 +121,7 @@ enum QueueFiles {
 
     static func readFile(_ path: String) -> ReadResult {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            switch errno {
-            case ENOENT: return .missing
-            case EACCES, EPERM: return .unavailable(errno)
-            default: return .broken(errno)
-            }
-        }
+        guard descriptor >= 0 else { return failedRead(errno) }
         defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return .broken(errno) }
@@ -138,9 +132,20 @@ enum QueueFiles {
         while true {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            if count < 0 { return errno == EACCES || errno == EPERM ? .unavailable(errno) : .broken(errno) }
+            if count < 0 { return failedRead(errno) }
             if count == 0 { return .content(bytes) }
             bytes += chunk[..<count]
+        }
+    }
+
+    /// What a failed `open` or `read` says about the file. Only a file that can never be read is
+    /// broken (its events are set aside and dropped); a locked device, or a process short of
+    /// descriptors or memory for a moment, leaves it in line for a later try.
+    static func failedRead(_ code: Int32) -> ReadResult {
+        switch code {
+        case ENOENT: return .missing
+        case EACCES, EPERM, EMFILE, ENFILE, ENOMEM, EAGAIN, EINTR, ENOBUFS: return .unavailable(code)
+        default: return .broken(code)
         }
     }
 

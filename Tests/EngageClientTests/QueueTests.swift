@@ -316,6 +316,24 @@ struct QueueTests {
         #expect(queue.eventIDs().count == 2)
     }
 
+    /// Running short of descriptors or memory for a moment (another thread of the app holds them)
+    /// must not make a segment "broken": its events would be quarantined and dropped.
+    @Test func aReadThatFailsForAMomentLeavesTheSegmentInLine() {
+        for code in [EACCES, EPERM, EMFILE, ENFILE, ENOMEM, EAGAIN, EINTR, ENOBUFS] {
+            guard case .unavailable(code) = QueueFiles.failedRead(code) else {
+                Issue.record("errno \(code) is not a passing failure")
+                continue
+            }
+        }
+        if case .missing = QueueFiles.failedRead(ENOENT) {} else { Issue.record("ENOENT is not missing") }
+        for code in [EIO, EISDIR, ELOOP, ENAMETOOLONG] {
+            guard case .broken(code) = QueueFiles.failedRead(code) else {
+                Issue.record("errno \(code) is not broken")
+                continue
+            }
+        }
+    }
+
     /// Every directory and file the queue creates gets the class that lets the extension write
     /// while the device is locked.
     @Test func everythingCreatedIsProtectedExplicitly() throws {
