@@ -22,23 +22,28 @@ struct RebuildDuringPruneTests {
         var isSet: Bool { value.withLock { $0 } }
     }
 
+    /// 60 notifications recorded 45 days ago (a prune takes them) and 20 three days ago, folded
+    /// by a rebuild: the old events, and the live read model that counts them all.
+    static func oldAndRecentDaysFolded(_ pool: ConnectionPool, seed: UInt64) async throws -> (old: [AppendItem], model: [String]) {
+        let store = EventStore(pool: pool)
+        let old = ProjectionFixtures.events(notifications: 60, seed: seed)
+        let recent = ProjectionFixtures.events(notifications: 20, seed: seed + 1)
+        _ = try await store.append(old)
+        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 45, pool: pool)
+        _ = try await store.append(recent)
+        try await RecordedInThePast.move(recent.map(\.event.eventID), daysAgo: 3, pool: pool)
+        try await TestPostgres.waitForEarlierTransactions(pool)
+        try await EngagementRebuild(pool: pool).run()
+        return (old, try await ReadModelSnapshot.rows(pool))
+    }
+
     @Test(.timeLimit(.minutes(5)))
     func aRebuildStartedDuringAPruneNeverDropsThePrunedDays() async throws {
         let configuration = try TestPostgres.freshDatabase()
         let pool = ConnectionPool(configuration: configuration, size: 2)
         let prunePool = ConnectionPool(configuration: configuration, size: 2)
         let rebuildPool = ConnectionPool(configuration: configuration, size: 2)
-        let store = EventStore(pool: pool)
-        let old = ProjectionFixtures.events(notifications: 60, seed: 51)
-        let kept = ProjectionFixtures.events(notifications: 20, seed: 52)
-        _ = try await store.append(old)
-        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 45, pool: pool)
-        _ = try await store.append(kept)
-        try await RecordedInThePast.move(kept.map(\.event.eventID), daysAgo: 3, pool: pool)
-        try await TestPostgres.waitForEarlierTransactions(pool)
-        // The live read model has folded everything (its checkpoint is past the old days).
-        try await EngagementRebuild(pool: pool).run()
-        let everything = try await ReadModelSnapshot.rows(pool)
+        let (old, everything) = try await Self.oldAndRecentDaysFolded(pool, seed: 51)
         #expect(!everything.isEmpty)
 
         let checked = Flag()
@@ -96,16 +101,7 @@ struct RebuildDuringPruneTests {
         let configuration = try TestPostgres.freshDatabase()
         let pool = ConnectionPool(configuration: configuration, size: 2)
         let rebuildPool = ConnectionPool(configuration: configuration, size: 2)
-        let store = EventStore(pool: pool)
-        let old = ProjectionFixtures.events(notifications: 60, seed: 53)
-        let kept = ProjectionFixtures.events(notifications: 20, seed: 54)
-        _ = try await store.append(old)
-        try await RecordedInThePast.move(old.map(\.event.eventID), daysAgo: 45, pool: pool)
-        _ = try await store.append(kept)
-        try await RecordedInThePast.move(kept.map(\.event.eventID), daysAgo: 3, pool: pool)
-        try await TestPostgres.waitForEarlierTransactions(pool)
-        try await EngagementRebuild(pool: pool).run()
-        let everything = try await ReadModelSnapshot.rows(pool)
+        let (old, everything) = try await Self.oldAndRecentDaysFolded(pool, seed: 53)
 
         let archive = NSTemporaryDirectory() + "engage-rebuild-restore-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: archive, withIntermediateDirectories: true)
