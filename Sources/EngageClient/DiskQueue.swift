@@ -15,8 +15,9 @@ import Darwin
 ///       ready/       segments waiting to be sent: <number, 20 digits>.ndjson, one event per
 ///                    line, oldest first; the highest is the head, where appends go
 ///       claimed/     being sent: <number>~<pid>~<claimed at, ms>.ndjson; whoever renamed a
-///                    segment here owns it until the lease runs out, then anyone may move it back
-///                    (never over a segment of the same number made since: it takes a new one)
+///                    segment here owns it until the lease runs out, then anyone may move it back,
+///                    under the lock (never over a segment of the same number made since: it takes
+///                    a new one)
 ///       quarantine/  lines and files that could not be read, kept for diagnosis (the newest 16)
 ///       recent-ids   the last ids recorded once (`append(_:onceID:)`)
 ///       dropped.json what every process dropped, by reason
@@ -74,7 +75,8 @@ struct DiskQueue: Sendable {
     struct ClaimResult: Sendable {
         var claims: [Claim] = []
         var dropped = Drops()
-        /// A segment could not be opened for now (the device is locked); it stays in line.
+        /// A segment could not be opened for now (the device is locked, or the process is out of
+        /// descriptors or memory for a moment); it stays in line.
         var storageUnavailable = false
     }
 
@@ -233,7 +235,7 @@ struct DiskQueue: Sendable {
                 case .missing:
                     continue
                 case .unavailable:
-                    _ = rename(target.path, source)
+                    putBack(target.path, stem: stem, index: &index)
                     result.storageUnavailable = true
                 case let .broken(code):
                     quarantineFile(at: target.path, as: stem)
@@ -281,39 +283,48 @@ struct DiskQueue: Sendable {
         }
     }
 
-    /// Puts claimed segments back under their own number, so they keep their place in line.
+    /// Puts claimed segments back in line, under their own number where it is free.
     func release(_ claims: [Claim]) {
         for claim in claims { putBack(claim.url.path, stem: claim.stem) }
     }
 
-    /// Moves a claimed segment back to `ready/`, under its own number, or, when a segment of that
-    /// number exists (made after this one was claimed, from an index that did not know), under a
-    /// new number after the head: never over another segment, whose events would be lost.
-    /// False when the claim is gone (another process put it back) or cannot be moved.
+    /// Moves a claimed segment back to `ready/`, under the queue's lock: under its own number, so
+    /// that it keeps its place in line, or, when a segment of that number exists (made after this
+    /// one was claimed, from an index that did not know), under a new number after the head:
+    /// never over another segment, whose events would be lost. False when the claim is gone
+    /// (another process put it back) or cannot be moved.
     @discardableResult
     private func putBack(_ path: String, stem: String) -> Bool {
+        let moved = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock -> Bool in
+            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
+            let before = index
+            let moved = putBack(path, stem: stem, index: &index)
+            if index != before { index.write(to: lock) }
+            return moved
+        }
+        return moved ?? false
+    }
+
+    /// `putBack` with the lock held and the index read.
+    @discardableResult
+    private func putBack(_ path: String, stem: String, index: inout QueueIndex) -> Bool {
         switch QueueFiles.moveWithoutReplacing(path, to: ready.appendingPathComponent(stem + Self.suffix).path) {
         case .moved: return true
         case .sourceMissing, .failed: return false
         case .targetExists: break
         }
-        let moved = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock -> Bool in
-            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
-            defer { index.write(to: lock) }
-            while true {
+        while true {
+            index.head += 1
+            index.headEvents = 0
+            switch QueueFiles.moveWithoutReplacing(path, to: segmentPath(index.head)) {
+            case .moved:
+                // Appends go to the number after it, as after any full segment.
                 index.head += 1
-                index.headEvents = 0
-                switch QueueFiles.moveWithoutReplacing(path, to: segmentPath(index.head)) {
-                case .moved:
-                    // Appends go to the number after it, as after any full segment.
-                    index.head += 1
-                    return true
-                case .targetExists: continue
-                case .sourceMissing, .failed: return false
-                }
+                return true
+            case .targetExists: continue
+            case .sourceMissing, .failed: return false
             }
         }
-        return moved ?? false
     }
 
     /// Renames back to `ready/` every claim older than the lease (its sender died or hung), and

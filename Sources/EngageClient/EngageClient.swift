@@ -72,9 +72,10 @@ public final class EngageClient: Sendable {
             /// The server refused this event in a 200 answer (`rejected`); sending it again would
             /// fail the same way.
             case rejected(field: String?, problem: String)
-            /// The server refused the whole request with a 4xx that retrying cannot fix
-            /// (400, 401, 403, 413 for a single segment, 415, ...). `problemType` is the
-            /// problem document's `type` when there was one.
+            /// engage refused the whole request with a 4xx of its own that retrying cannot fix
+            /// (400, 401, 403, 413 for a single segment, 415, ...): `problemType` is its problem
+            /// document's `type`, under `https://engage.dev/problems/`. A 4xx from anything else
+            /// on the way drops nothing.
             case refused(status: Int, problemType: String?)
             /// The queue went over `maxQueueBytes`; these were the oldest waiting.
             case overflow
@@ -102,7 +103,8 @@ public final class EngageClient: Sendable {
             /// The server asked for a pause (or failed) and the next attempt is after the budget.
             case backingOff(until: Date)
             /// The queue's files cannot be opened now (the device is locked and the files have a
-            /// stricter protection class than `fileProtection`); they wait.
+            /// stricter protection class than `fileProtection`, or the process is out of file
+            /// descriptors or memory for a moment); they wait.
             case storageUnavailable
             case cancelled
         }
@@ -330,22 +332,37 @@ public final class EngageClient: Sendable {
                 queue.release(claims)
                 let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
                 backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
-            case let .refused(status, problemType):
-                if status == 413, claims.count > 1 {
+            case let .tooLarge(problemType):
+                // Whoever set the limit (engage, or a proxy on the way), fewer events may pass.
+                if claims.count > 1 {
                     queue.release(claims)
                     limit = max(1, events.count / 2)
                     continue
                 }
-                queue.complete(claims)
-                report.dropped += events.count
-                var counts = DropCounts()
-                counts.refused = events.count
-                queue.count(counts)
-                onDrop(DroppedEvents(reason: .refused(status: status, problemType: problemType), eventIDs: events.map(\.id)))
+                if let problemType {
+                    drop(claims, events: events, status: 413, problemType: problemType, into: &report)
+                } else {
+                    queue.release(claims)
+                    let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
+                    backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
+                }
+            case let .refused(status, problemType):
+                drop(claims, events: events, status: status, problemType: problemType, into: &report)
             case .interrupted:
                 queue.release(claims)
             }
         }
+    }
+
+    /// Deletes claims engage refused for good, and reports their events.
+    private func drop(_ claims: [DiskQueue.Claim], events: [DiskQueue.QueuedEvent], status: Int, problemType: String?,
+                      into report: inout FlushReport) {
+        queue.complete(claims)
+        report.dropped += events.count
+        var counts = DropCounts()
+        counts.refused = events.count
+        queue.count(counts)
+        onDrop(DroppedEvents(reason: .refused(status: status, problemType: problemType), eventIDs: events.map(\.id)))
     }
 
     /// When the next request to `endpoint` may go, if that is still ahead. A time further ahead

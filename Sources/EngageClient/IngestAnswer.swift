@@ -23,6 +23,9 @@ struct IngestAnswer: Equatable {
         /// A 4xx that is engage's own problem (its `type` under `problemBase`): retrying
         /// unchanged cannot help.
         case refused(status: Int, problemType: String?)
+        /// 413, from engage (its problem type) or from anything on the way (nil): fewer events
+        /// per request may pass.
+        case tooLarge(problemType: String?)
         /// The budget ran out or the task was cancelled mid-request.
         case interrupted
     }
@@ -49,16 +52,24 @@ struct IngestAnswer: Equatable {
                 return .transient
             case 408, 500...599:
                 return .transient
+            case 413:
+                return .tooLarge(problemType: engageProblemType(body))
             case 400...499:
                 // A firewall's or captive portal's 403 page, a proxy's 407, a CDN's 421 or 425 say
                 // nothing about the events: only engage's own refusal drops them.
-                let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
-                guard let type = object?["type"] as? String, type.hasPrefix(problemBase) else { return .transient }
+                guard let type = engageProblemType(body) else { return .transient }
                 return .refused(status: status, problemType: type)
             default:
                 return .transient
             }
         }
+    }
+
+    /// The problem document's `type` when it is one of engage's.
+    private static func engageProblemType(_ body: Data) -> String? {
+        let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any]
+        guard let type = object?["type"] as? String, type.hasPrefix(problemBase) else { return nil }
+        return type
     }
 
     /// engage's 200 body: an object with integer `accepted` and `duplicates` and an array

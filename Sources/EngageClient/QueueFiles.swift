@@ -73,20 +73,28 @@ enum QueueFiles {
         case failed(Int32)
     }
 
-    /// Renames `source` to `target` unless `target` exists: a hard link, then the source's name
-    /// removed. `rename` would replace a file made under that name since, and every line in it.
-    /// A process killed between the two steps leaves the file under both names, which only sends
-    /// its events again under their own ids (the server counts repeats as duplicates). Where the
-    /// file system has no hard links, a rename after checking that `target` is free.
+    /// Renames `source` to `target` unless `target` exists: `rename` would replace a file made
+    /// under that name since, and every line in it. On Apple's systems an exclusive rename
+    /// (`renamex_np`, `RENAME_EXCL`); elsewhere, or where the file system has none, a hard link
+    /// and then the source's name removed, and where there are no hard links either, a rename
+    /// after checking that `target` is free. A process killed between the link and the unlink
+    /// leaves the file under both names: the next move of it finds the same file at the target
+    /// and finishes the move instead of taking it for another file.
     static func moveWithoutReplacing(_ source: String, to target: String) -> MoveOutcome {
-        if link(source, target) == 0 {
-            unlink(source)
-            return .moved
+        #if canImport(Darwin)
+        if renamex_np(source, target, UInt32(RENAME_EXCL)) == 0 { return .moved }
+        switch errno {
+        case EEXIST: return isSameFile(source, target) ? finishMove(source) : .targetExists
+        case ENOENT: return .sourceMissing
+        case ENOTSUP, EINVAL: break
+        default: return .failed(errno)
         }
+        #endif
+        if link(source, target) == 0 { return finishMove(source) }
         let failure = errno
         switch failure {
         case EEXIST:
-            return .targetExists
+            return isSameFile(source, target) ? finishMove(source) : .targetExists
         case ENOENT:
             return .sourceMissing
         case EPERM, ENOTSUP, EOPNOTSUPP, EMLINK:
@@ -96,6 +104,16 @@ enum QueueFiles {
         default:
             return .failed(failure)
         }
+    }
+
+    private static func finishMove(_ source: String) -> MoveOutcome {
+        unlink(source)
+        return .moved
+    }
+
+    private static func isSameFile(_ first: String, _ second: String) -> Bool {
+        var one = stat(), other = stat()
+        return stat(first, &one) == 0 && stat(second, &other) == 0 && one.st_dev == other.st_dev && one.st_ino == other.st_ino
     }
 
     /// Replaces the file's content atomically (a temporary file renamed over it), flushed.

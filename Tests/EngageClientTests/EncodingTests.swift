@@ -133,10 +133,15 @@ struct RetryPolicyTests {
         // Not engage's problem: a firewall's page, another service's problem type, no type.
         for body in ["<html>Blocked by network policy</html>", #"{"type":"t"}"#, #"{"type":"https://example.com/problems/x"}"#,
                      #"{"title":"Forbidden"}"#, ""] {
-            for status in [400, 401, 403, 404, 407, 413, 421, 425] {
+            for status in [400, 401, 403, 404, 407, 421, 425] {
                 #expect(IngestAnswer.classify(.response(status: status, headers: [:], body: Data(body.utf8))) == .transient)
             }
+            // A proxy's body limit: fewer events may pass, and nothing is dropped for it.
+            #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(body.utf8))) == .tooLarge(problemType: nil))
         }
+        let tooLarge = "https://engage.dev/problems/payload-too-large"
+        #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(#"{"type":"\#(tooLarge)"}"#.utf8)))
+                == .tooLarge(problemType: tooLarge))
         #expect(IngestAnswer.classify(.timedOut) == .interrupted)
         #expect(IngestAnswer.classify(.failed("refused")) == .transient)
     }

@@ -333,6 +333,30 @@ struct LiveServerTests {
         await server.stop()
     }
 
+    /// A proxy's body limit (its own 413 page, not engage's problem) halves the batch as engage's
+    /// 413 does; a single segment it still refuses waits with the backoff instead of being dropped.
+    @Test func aProxysBodyLimitHalvesTheBatchAndDropsNothing() async throws {
+        let proxy = try FaultInjector(reply: .respond(status: 413, headers: [("Content-Type", "text/html")],
+                                                      body: "<html><body>413 Request Entity Too Large</body></html>"))
+        defer { proxy.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let drops = DropLog()
+        let clock = TestClock()
+        let client = try makeClient(container, port: proxy.port, key: "egk_x", drops: drops, clock: clock)
+        _ = try client.recordExpanded(notificationID: "n1", category: "new_photo")
+        let first = await client.flush(budget: .seconds(5))
+        #expect(first.requests == 1)
+        // A second segment (the first was the head when it was claimed): two claims together.
+        _ = try client.recordExpanded(notificationID: "n2", category: "new_photo")
+        clock.advance(by: 3600)
+        let second = await client.flush(budget: .seconds(5))
+        #expect(second.requests == 2, "the batch of two segments was not halved")
+        #expect(second.dropped == 0)
+        #expect(drops.all.isEmpty, "dropped: \(drops.all)")
+        #expect(client.pending.events == 2)
+    }
+
     /// The wall clock set back a day after a 429: the recorded backoff lies further ahead than
     /// any this policy gives, so it is ignored instead of stalling the queue for a day.
     @Test func aClockSetBackDoesNotStallSending() async throws {

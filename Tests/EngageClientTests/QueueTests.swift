@@ -1,4 +1,9 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Testing
 @testable import EngageClient
 
@@ -314,6 +319,26 @@ struct QueueTests {
         #expect(container.files("claimed").isEmpty)
         #expect(Set(queue.eventIDs()) == Set([1, 2].map { Self.event($0).id }))
         #expect(queue.eventIDs().count == 2)
+    }
+
+    /// A move back cut short between its link and its unlink (a killed process) leaves the claim
+    /// under two names; the next reclaim finishes that move instead of taking the ready name for
+    /// another segment and queueing the events a second time.
+    @Test func aPutBackCutShortIsFinishedNotQueuedTwice() throws {
+        let container = Container()
+        defer { container.remove() }
+        let queue = try Self.queue(container, segmentEvents: 3, lease: 60)
+        try queue.append([Self.event(1)])
+        try queue.append([Self.event(2)])
+        let claim = queue.claim(maxEvents: 10, now: Self.now)
+        #expect(claim.claims.count == 1)
+        #expect(link(claim.claims[0].url.path, container.path("ready/00000000000000000001.ndjson")) == 0)
+
+        #expect(queue.reclaimExpired(now: Self.now.addingTimeInterval(61)) == 1)
+        #expect(container.files("ready") == ["00000000000000000001.ndjson"])
+        #expect(container.files("claimed").isEmpty)
+        #expect(queue.eventIDs() == [Self.event(1).id, Self.event(2).id])
+        #expect(queue.claim(maxEvents: 10, now: Self.now).claims.flatMap(\.events) == [Self.event(1), Self.event(2)])
     }
 
     /// Running short of descriptors or memory for a moment (another thread of the app holds them)
