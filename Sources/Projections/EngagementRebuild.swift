@@ -43,17 +43,19 @@ public struct EngagementRebuild: Sendable {
         private static func day(_ day: PrunedDays.Day) -> String { String(day.day.rfc3339.prefix(10)) }
     }
 
-    /// `engage log prune` or `engage log restore` changed which days the log is missing while a
-    /// rebuild that discards them ran: a day restored behind the rebuild's position would be
-    /// neither folded nor marked as left out, and a day pruned after its events were replayed
-    /// would be marked as left out while the model counts it. Nothing was swapped in.
+    /// `engage log prune` or `engage log restore` changed the pruned days while the rebuild ran: a
+    /// day restored meanwhile has its events back behind the rebuild's position, which it never
+    /// folds (and, restored, the day is not marked as left out either); a day pruned after its
+    /// events were replayed would be marked as left out while the model counts it. Nothing was
+    /// swapped in; a rebuild run again sees the days as they are now.
     public struct PrunedDaysChangedError: Error, CustomStringConvertible {
-        public let before: Int
-        public let now: Int
+        /// The days pruned, restored or pruned again while the rebuild ran.
+        public let days: [Timestamp]
 
         public var description: String {
-            "engage log prune or engage log restore changed the pruned days while the rebuild ran "
-                + "(\(before) day(s) missing when it began, \(now) now); nothing was swapped in: run the rebuild again"
+            "engage log prune or engage log restore changed \(days.count) day(s) while the rebuild ran ("
+                + days.map { String($0.rfc3339.prefix(10)) }.joined(separator: ", ")
+                + "); nothing was swapped in: run the rebuild again"
         }
     }
 
@@ -75,12 +77,13 @@ public struct EngagementRebuild: Sendable {
         let shadowName = EngagementStore.projectionName + ":rebuild"
         let batchSize = self.batchSize
         let prunedDays = self.prunedDays
-        let (total, missingAtStart) = try await pool.withConnection { connection -> (Int, [Timestamp]) in
-            let missing = try PrunedDays.missing(on: connection)
+        let (total, recordedAtStart) = try await pool.withConnection { connection -> (Int, [PrunedDays.Day]) in
+            let recorded = try PrunedDays.all(on: connection)
+            let missing = recorded.filter { $0.restoredAt == nil }
             if prunedDays == .refuse && !missing.isEmpty { throw PrunedLogError(days: missing) }
             try Self.createShadowTables(on: connection)
             try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
-            return (try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self), missing.map(\.day))
+            return (try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self), recorded)
         }
         let batcher = BatcherBox(EngagementBatcher(tables: .rebuild, checkpointName: shadowName, batchSize: batchSize,
                                                    cacheLimit: 2_000_000, position: .start))
@@ -107,20 +110,15 @@ public struct EngagementRebuild: Sendable {
                     tail += events.eventCount
                 }
                 // Again, after the last read: a prune that began before this rebuild (its checks
-                // saw no rebuild) records each day before its events go, so a day removed before
-                // the replay reached it is listed by now, and the swap must not drop it. A restore
-                // marks each day once its events are back: a day restored meanwhile is no longer
-                // listed, and one still being restored is marked as rebuilt without (the restore
-                // then says so).
-                let missing = try PrunedDays.missing(on: connection)
-                switch prunedDays {
-                case .refuse:
-                    if !missing.isEmpty { throw PrunedLogError(days: missing) }
-                case .discard:
-                    if missing.map(\.day) != missingAtStart {
-                        throw PrunedDaysChangedError(before: missingAtStart.count, now: missing.count)
-                    }
-                }
+                // saw no rebuild) records each day before its events go, and a restore marks each
+                // day once its events are back behind this rebuild's position, which it never
+                // folds. Any day pruned or restored since the start shows here, and the swap must
+                // not go ahead (a day pruned and restored meanwhile too: its times changed).
+                let recorded = try PrunedDays.all(on: connection)
+                let missing = recorded.filter { $0.restoredAt == nil }
+                if prunedDays == .refuse && !missing.isEmpty { throw PrunedLogError(days: missing) }
+                let changed = Self.changedDays(from: recordedAtStart, to: recorded)
+                if !changed.isEmpty { throw PrunedDaysChangedError(days: changed) }
                 try Self.swapIn(on: connection)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }
                 let replayedBefore = try connection.query("""
@@ -138,6 +136,14 @@ public struct EngagementRebuild: Sendable {
         }
         progress(Progress(events: replayed, total: max(total, replayed)))
         return replayed
+    }
+
+    /// The days whose prune or restore differs between two readings of the pruned days (a rebuild
+    /// marking days as left out does not count: that is what the rebuild itself does).
+    static func changedDays(from before: [PrunedDays.Day], to after: [PrunedDays.Day]) -> [Timestamp] {
+        func state(_ day: PrunedDays.Day) -> [Timestamp?] { [day.prunedAt, day.restoredAt] }
+        let earlier = Dictionary(before.map { ($0.day, state($0)) }, uniquingKeysWith: { first, _ in first })
+        return after.filter { earlier[$0.day] != state($0) }.map(\.day)
     }
 
     static func createShadowTables(on connection: Connection) throws {

@@ -112,7 +112,7 @@ public struct Projector: Service {
                     // so comparing with a rebuild would not show them: said here, or nowhere.
                     metrics.undecodable.increment(by: batch.undecodable)
                     logger.warning("projector.undecodable", ["events": String(batch.undecodable),
-                                                             "before": batch.last.map { "\($0)" } ?? ""])
+                                                             "last": batch.last.map { "\($0)" } ?? ""])
                 }
             } catch is EngagementBatcher.Fenced {
                 logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])

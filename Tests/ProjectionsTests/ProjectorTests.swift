@@ -96,11 +96,6 @@ struct ProjectorTests {
         #expect(try await count("SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'") == items.count)
     }
 
-    /// A session that ends holding a temporary table drops it in a transaction of its own, whose
-    /// commit waits for the synchronous standby; once a switchover has promoted that standby, the
-    /// old primary's backend never exits and its shutdown hangs. So the projector's staging tables
-    /// and the careful append's last only until their transaction commits. Checked while the
-    /// sessions are still open: `pg_class` lists every session's temporary tables.
     /// A log row that does not decode as an event (never expected: ingestion checked every
     /// event) is left out of the read model, as a rebuild leaves it out, so no comparison with a
     /// rebuild can show it: the projector counts it on /metrics and logs it.
@@ -129,6 +124,11 @@ struct ProjectorTests {
         #expect(log.lines.contains { $0.contains("projector.undecodable") && $0.contains("events=1") })
     }
 
+    /// A session that ends holding a temporary table drops it in a transaction of its own, whose
+    /// commit waits for the synchronous standby; once a switchover has promoted that standby, the
+    /// old primary's backend never exits and its shutdown hangs. So the projector's staging tables
+    /// and the careful append's last only until their transaction commits. Checked while the
+    /// sessions are still open: `pg_class` lists every session's temporary tables.
     @Test(.timeLimit(.minutes(2)))
     func noSessionKeepsATemporaryTableBeyondItsTransaction() async throws {
         let items = ProjectionFixtures.scrambled(ProjectionFixtures.events(notifications: 120, seed: 5), seed: 6)

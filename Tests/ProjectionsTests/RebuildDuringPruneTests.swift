@@ -1,10 +1,10 @@
 import Dispatch
 import EngageCore
-import EventStore
+@testable import EventStore
 import Foundation
 import LogRetention
 import Postgres
-import Projections
+@testable import Projections
 import Runtime
 import Synchronization
 import Testing
@@ -20,6 +20,17 @@ struct RebuildDuringPruneTests {
         private let value = Mutex(false)
         func set() { value.withLock { $0 = true } }
         var isSet: Bool { value.withLock { $0 } }
+    }
+
+    /// Runs a task's code on a thread of its own, which a test may block (a semaphore's wait)
+    /// without taking a thread from the pool every other test's tasks run on.
+    final class BlockableExecutor: TaskExecutor, @unchecked Sendable {
+        private let queue = DispatchQueue(label: "rebuild-during-prune")
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
     }
 
     /// 60 notifications recorded 45 days ago (a prune takes them) and 20 three days ago, folded
@@ -66,7 +77,10 @@ struct RebuildDuringPruneTests {
         try await pollUntil(every: .milliseconds(20)) { checked.isSet }
 
         let firstBatch = Flag()
-        let rebuilding = Task {
+        // The progress callback blocks its thread while the prune runs: not one of the few threads
+        // of Swift's shared pool, which every other test of the process needs.
+        let executor = BlockableExecutor()
+        let rebuilding = Task(executorPreference: executor) {
             try await EngagementRebuild(pool: rebuildPool, batchSize: 10).run { _ in
                 guard !firstBatch.isSet else { return }
                 firstBatch.set()
@@ -108,20 +122,21 @@ struct RebuildDuringPruneTests {
         defer { try? FileManager.default.removeItem(atPath: archive) }
         let pruner = PruneUnderProjectorTests.pruner(pool, archive: archive, checks: [PruneUnderProjectorTests.projections])
         #expect(try await pruner.run().events == old.count)
+        let prunedDays = try await pool.withConnection { try PrunedDays.all(on: $0).map(\.day) }
+        #expect(!prunedDays.isEmpty)
         #expect(try await ReadModelSnapshot.rows(pool) == everything)
 
         let firstBatch = Flag()
-        let replaying = DispatchSemaphore(value: 0), restored = DispatchSemaphore(value: 0)
-        let rebuilding = Task {
+        let restored = DispatchSemaphore(value: 0)
+        let executor = BlockableExecutor()
+        let rebuilding = Task(executorPreference: executor) {
             try await EngagementRebuild(pool: rebuildPool, batchSize: 10, prunedDays: .discard).run { _ in
                 guard !firstBatch.isSet else { return }
                 firstBatch.set()
-                replaying.signal()
                 _ = restored.wait(timeout: .now() + 120)
             }
         }
         try await pollUntil(every: .milliseconds(20)) { firstBatch.isSet }
-        _ = replaying.wait(timeout: .now() + 10)
         let restore = try await LogRestorer(pool: pool, directory: archive, logger: Logger(label: "test", sink: MemoryLogSink())).run()
         restored.signal()
         #expect(restore.restored == old.count)
@@ -134,12 +149,30 @@ struct RebuildDuringPruneTests {
             await rebuildPool.close()
             return
         }
-        #expect(error is EngagementRebuild.PrunedDaysChangedError, "\(error)")
+        #expect((error as? EngagementRebuild.PrunedDaysChangedError)?.days == prunedDays, "\(error)")
         #expect(try await ReadModelSnapshot.rows(pool) == everything)
         // Run again, it rebuilds the whole log, the restored days included.
         try await EngagementRebuild(pool: pool).run()
         #expect(try await ReadModelSnapshot.rows(pool) == everything)
         await pool.close()
         await rebuildPool.close()
+    }
+
+    /// What counts as a change of the pruned days between the rebuild's two readings: a new
+    /// day, a day restored, a day pruned and restored (its times moved even though it is not
+    /// missing at either reading); not a day a rebuild marked as left out.
+    @Test func theSwapSeesEveryPruneAndRestoreSinceTheStart() {
+        func day(_ number: Int64, pruned: Int64, restored: Int64? = nil, rebuiltWithout: Int64? = nil) -> PrunedDays.Day {
+            let second: (Int64) -> Timestamp = { Timestamp(microsecondsSinceEpoch: $0 * 1_000_000) }
+            return PrunedDays.Day(day: second(number * 86_400), events: 10, prunedAt: second(pruned), archiveFile: nil,
+                                  archiveSHA256: nil, restoredAt: restored.map(second), rebuiltWithoutAt: rebuiltWithout.map(second))
+        }
+        let start = [day(1, pruned: 100), day(2, pruned: 100, restored: 200)]
+        #expect(EngagementRebuild.changedDays(from: start, to: start).isEmpty)
+        #expect(EngagementRebuild.changedDays(from: start, to: [day(1, pruned: 100, rebuiltWithout: 300), start[1]]).isEmpty)
+        #expect(EngagementRebuild.changedDays(from: start, to: start + [day(3, pruned: 300)]) == [day(3, pruned: 0).day])
+        #expect(EngagementRebuild.changedDays(from: start, to: [day(1, pruned: 100, restored: 300), start[1]]) == [start[0].day])
+        // Pruned again and restored again while the rebuild ran: missing at neither reading.
+        #expect(EngagementRebuild.changedDays(from: start, to: [start[0], day(2, pruned: 250, restored: 300)]) == [start[1].day])
     }
 }
