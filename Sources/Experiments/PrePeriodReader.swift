@@ -4,7 +4,9 @@ import Postgres
 /// Reads CUPED's covariates: each device's notifications in the pre-experiment window, folded
 /// per notification as the analysis folds them (device and category of the first event in event
 /// order, presentation of the first `displayed`, flags from any event), summed per device.
-/// Only the events that occurred in the window count.
+/// Only the events that occurred in the window count, and none tagged with the experiment itself:
+/// the analysis counts every one of those (whatever its `occurred_at`, which a device clock behind
+/// can put before `start_at`), and a covariate must not hold the treatment's own outcome.
 ///
 /// "First in event order" needs each notification's events sorted, which made this read cost
 /// more than the experiment's own replay (issue 15 point 7). The grouping query avoids those
@@ -148,6 +150,7 @@ enum PrePeriodReader {
             WHERE app_id = \(definition.appID)
               AND occurred_at >= \(covariates.from.postgres) AND occurred_at < \(covariates.to.postgres)
               AND type IN ('sent', 'delivered', 'displayed', 'expanded', 'action')
+              AND experiment_id IS DISTINCT FROM \(definition.id)
             """
         if let notifications { events.append(" AND notification_id = ANY(\(notifications))") }
         return """
