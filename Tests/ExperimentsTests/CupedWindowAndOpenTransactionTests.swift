@@ -7,13 +7,14 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// Review of the incremental tallies and CUPED's pre-period (branch review-tallies).
-@Suite("Review: tallies and pre-period")
-struct ReviewTalliesTests {
+/// Events that no simulation makes: an experiment's own events dated before its start by a device
+/// clock behind, and an older transaction still open while a look folds.
+@Suite("CUPED's window and looks beside open transactions")
+struct CupedWindowAndOpenTransactionTests {
     /// An event tagged with the experiment whose `occurred_at` lies before `start_at` (a device
     /// clock a minute behind, for a notification sent just after the start) counts in the
-    /// experiment (the replay reads every event tagged with it, whatever its time) and, on main,
-    /// also in CUPED's pre-period covariate of its device: the treatment leaks into the covariate.
+    /// experiment (the replay reads every event tagged with it, whatever its time) and must not
+    /// also count in CUPED's pre-period covariate of its device: the treatment would leak into it.
     @Test(.timeLimit(.minutes(3)))
     func anExperimentEventBeforeStartAtIsNotAlsoACovariate() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
