@@ -329,9 +329,7 @@ public final class EngageClient: Sendable {
                 queue.release(claims)
                 backOff(endpoint: endpoint, delay: configuration.retry.afterRetryAfter(seconds))
             case .transient:
-                queue.release(claims)
-                let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-                backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
+                retryLater(claims, endpoint: endpoint)
             case let .tooLarge(problemType):
                 // Whoever set the limit (engage, or a proxy on the way), fewer events may pass.
                 if claims.count > 1 {
@@ -342,9 +340,7 @@ public final class EngageClient: Sendable {
                 if let problemType {
                     drop(claims, events: events, status: 413, problemType: problemType, into: &report)
                 } else {
-                    queue.release(claims)
-                    let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-                    backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
+                    retryLater(claims, endpoint: endpoint)
                 }
             case let .refused(status, problemType):
                 drop(claims, events: events, status: status, problemType: problemType, into: &report)
@@ -352,6 +348,13 @@ public final class EngageClient: Sendable {
                 queue.release(claims)
             }
         }
+    }
+
+    /// Puts the claims back in line and backs off by the policy's next step.
+    private func retryLater(_ claims: [DiskQueue.Claim], endpoint: String) {
+        queue.release(claims)
+        let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
+        backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
     }
 
     /// Deletes claims engage refused for good, and reports their events.
