@@ -39,6 +39,9 @@ public struct ExperimentRunner: Sendable {
         public var undecodable: Int
         /// Ranges of notifications the replay was read in (1: in one piece).
         public var ranges: Int
+        /// An incremental look's `LogRewrite` generation: its analysis may be stored only while
+        /// it is still the current one and no prune or restore is under way. nil for a replay.
+        public var logGeneration: Int64?
     }
 
     /// Replays and analyses. `previousRuns` is the number of completed analyses before this one
@@ -65,7 +68,8 @@ public struct ExperimentRunner: Sendable {
         // The analysis needs no memory of earlier runs: their number only names the look.
         result.look = previousRuns + 1
         return Outcome(result: result, tallies: replay.tallies, events: replay.events, eventsRead: replay.eventsRead,
-                       notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges)
+                       notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges,
+                       logGeneration: replay.logGeneration)
     }
 
     /// CUPED's pre-period covariates (`PrePeriodReader`); nil with CUPED off or before a start.

@@ -1,4 +1,5 @@
 import EngageCore
+import EventStore
 import Postgres
 
 /// Incremental experiment looks (issue 19): an experiment's tallies kept in PostgreSQL between
@@ -47,20 +48,25 @@ public enum ExperimentTallyStore {
     /// rest, and a later one starts from nothing. Returns the experiments whose tallies were dropped.
     @discardableResult
     public static func reset(experimentID: String? = nil, pool: ConnectionPool) async throws -> Int {
-        try await pool.withTransaction { connection in
-            if let experimentID {
-                try connection.execute("SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(experimentID)))")
-            } else {
-                try connection.execute("SELECT pg_advisory_xact_lock(\(resetLockNamespace)::int4, 0)")
-            }
-            // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
-            return try connection.query("""
-                WITH dropped AS (
-                    DELETE FROM experiment_tally_checkpoints WHERE \(experimentID)::text IS NULL OR experiment_id = \(experimentID)
-                    RETURNING 1)
-                SELECT count(*)::int8 FROM dropped
-                """)[0].decode(0, as: Int.self)
+        try await pool.withTransaction { connection in try reset(experimentID: experimentID, on: connection) }
+    }
+
+    /// `reset(experimentID:pool:)` in the caller's open transaction: `engage log prune` and
+    /// `engage log restore` drop every experiment's tallies in the transaction that ends their
+    /// rewrite of the log (`LogRewrite.end`), so no look stores a fold of the log they changed.
+    public static func reset(experimentID: String? = nil, on connection: Connection) throws -> Int {
+        if let experimentID {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(experimentID)))")
+        } else {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(resetLockNamespace)::int4, 0)")
         }
+        // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
+        return try connection.query("""
+            WITH dropped AS (
+                DELETE FROM experiment_tally_checkpoints WHERE \(experimentID)::text IS NULL OR experiment_id = \(experimentID)
+                RETURNING 1)
+            SELECT count(*)::int8 FROM dropped
+            """)[0].decode(0, as: Int.self)
     }
 
     /// What the stored tallies were folded for: the fold's rules (its version, the stages, the
@@ -99,10 +105,17 @@ public enum ExperimentTallyStore {
         try connection.execute("""
             SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(String(definition.id))))
             """)
+        // Before anything of the log or the tallies is read (READ COMMITTED: every later statement
+        // sees at least what this one saw): no fold while a prune or restore is under way, whose
+        // reset will drop what it writes; the generation goes with the analysis, which is stored
+        // only if no prune or restore began meanwhile (`Scheduler.finish`).
+        let rewrite = try LogRewrite.state(on: connection)
+        try ExperimentLookDeferred.check(rewrite, since: nil)
         var (checkpoint, state, stale) = try load(definition, on: connection)
         let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
+        replay.logGeneration = rewrite.generation
         if bound > checkpoint.foldedBelow {
             let (events, undecodable) = try foldNew(definition, from: checkpoint.foldedBelow, below: bound,
                                                     chunkSize: chunkSize, into: &state, on: connection)
