@@ -1,5 +1,6 @@
 import Dispatch
 import EngageCore
+import EventStore
 import Experiments
 import Foundation
 import LogRetention
@@ -50,7 +51,7 @@ struct LookDuringRewriteTests {
 
         static let oldNotifications = 50
 
-        init() async throws {
+        init(failpoint: @escaping @Sendable (String) async throws -> Void = { _ in }) async throws {
             database = try TestPostgres.freshDatabase()
             fixtures = try RetentionFixtures(database)
             retention = try RetentionFixtures(database)
@@ -77,6 +78,7 @@ struct LookDuringRewriteTests {
             var configuration = Scheduler.Configuration()
             configuration.incrementalLooks = true
             configuration.ownerID = "look-during-rewrite"
+            configuration.failpoint = failpoint
             logs = MemoryLogSink()
             metrics = SchedulerMetrics(registry: MetricsRegistry())
             scheduler = Scheduler(pool: ConnectionPool(configuration: database, size: 4), configuration: configuration, time: clock,
@@ -137,18 +139,25 @@ struct LookDuringRewriteTests {
         }
 
         /// `engage log prune --older-than 31d --include-running-experiments --archive DIR` as the
-        /// command runs it: the prune, then, when events left the log, the reset of the tallies.
+        /// command runs it: the tallies dropped as the prune's rewrite of the log ends.
         func prune(archive: String, progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> LogPruner.Report {
-            let report = try await retention.pruner(olderThan: 31, archive: archive).run(progress: progress)
-            if report.events > 0 || report.finishedDetaches > 0 { _ = try await ExperimentTallyStore.reset(pool: retention.pool) }
-            return report
+            try await retention.pruner(olderThan: 31, archive: archive, resetReaders: Self.resetTallies).run(progress: progress)
         }
 
-        /// `engage log restore DIR` as the command runs it: the restore, then the reset.
+        /// `engage log restore DIR` as the command runs it.
         func restore(_ directory: String, progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> LogRestorer.Report {
-            let report = try await retention.restorer(directory).run(progress: progress)
-            if report.restored + report.present > 0 { _ = try await ExperimentTallyStore.reset(pool: retention.pool) }
-            return report
+            try await retention.restorer(directory, resetReaders: Self.resetTallies).run(progress: progress)
+        }
+
+        static let resetTallies: LogRewrite.Reset = { connection in try ExperimentTallyStore.reset(on: connection) }
+
+        /// The run was given back during the command, with the reason said once in the log.
+        func expectDeferred(_ run: ExperimentRun, _ command: String, deferrals: Int) {
+            #expect(run.status == .pending && run.attempts == 0, "\(run)")
+            #expect(run.error?.hasPrefix("engage log \(command) is under way") == true, "\(run.error ?? "-")")
+            #expect(metrics.deferred.value == deferrals)
+            let lines = logs.lines.filter { $0.contains("scheduler.run.deferred") }
+            #expect(lines.count == deferrals && lines.allSatisfy { $0.contains("log_rewrite_under_way") }, "\(lines)")
         }
 
         func close() async {
@@ -175,18 +184,23 @@ struct LookDuringRewriteTests {
         }
         try await pollUntil(every: .milliseconds(10)) { gate.isHeld }
         let beforeHeldLook = try await setup.lastRunID()
-        try await setup.look()
+        let held = try await setup.look()
         for stored in try await setup.storedRunsAgainstTheReplay(after: beforeHeldLook) {
             #expect(stored.equal, "run \(stored.run), stored during the prune, counts \(stored.stored) notifications; the log holds \(stored.replayed)")
         }
+        setup.expectDeferred(held, "prune", deferrals: 1)
         gate.open()
-        #expect(try await pruning.value.events == 2 * Setup.oldNotifications)
+        let report = try await pruning.value
+        #expect(report.events == 2 * Setup.oldNotifications)
+        #expect(report.readersReset == 1)
 
         // Once the prune is done: whatever was held back, and a new look, equal the replay.
         _ = try await setup.scheduler.tick()
         try await setup.look()
         let after = try await setup.storedRunsAgainstTheReplay(after: beforeHeldLook)
-        #expect(!after.isEmpty && after.allSatisfy(\.equal), "\(after)")
+        // The held run, stored by the next poll after the reset, and the new one.
+        #expect(after.count == 2 && after.allSatisfy(\.equal), "\(after)")
+        #expect(after.first?.run == held.id)
         #expect(after.last?.replayed == 18)
         await setup.close()
     }
@@ -210,18 +224,50 @@ struct LookDuringRewriteTests {
         }
         try await pollUntil(every: .milliseconds(10)) { gate.isHeld }
         let beforeHeldLook = try await setup.lastRunID()
-        try await setup.look()
+        let held = try await setup.look()
         for stored in try await setup.storedRunsAgainstTheReplay(after: beforeHeldLook) {
             #expect(stored.equal, "run \(stored.run), stored during the restore, counts \(stored.stored) notifications; the log holds \(stored.replayed)")
         }
+        setup.expectDeferred(held, "restore", deferrals: 1)
         gate.open()
         #expect(try await restoring.value.restored == 2 * Setup.oldNotifications)
 
         _ = try await setup.scheduler.tick()
         try await setup.look()
         let after = try await setup.storedRunsAgainstTheReplay(after: beforeHeldLook)
-        #expect(!after.isEmpty && after.allSatisfy(\.equal), "\(after)")
+        #expect(after.count == 2 && after.allSatisfy(\.equal), "\(after)")
+        #expect(after.first?.run == held.id)
         #expect(after.last?.replayed == 68)
+        await setup.close()
+    }
+    /// A look that folded before a prune began and stores after the prune's reset: the log
+    /// changed between its fold and its store (the marker's generation moved on), so it stores
+    /// nothing; the next poll's look folds from the start.
+    @Test(.timeLimit(.minutes(5)))
+    func aLookFoldedBeforeAPruneStoresNothingAfterIt() async throws {
+        let holding = Mutex(true), reached = Mutex(false), released = Mutex(false)
+        let setup = try await Setup { point in
+            guard point == "scheduler.before-finish", holding.withLock({ $0 }) else { return }
+            holding.withLock { $0 = false }
+            reached.withLock { $0 = true }
+            try await pollUntil(every: .milliseconds(10)) { released.withLock { $0 } }
+        }
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        async let looking = setup.look()
+        try await pollUntil(every: .milliseconds(10)) { reached.withLock { $0 } }
+        #expect(try await setup.prune(archive: directory).readersReset == 1)
+        released.withLock { $0 = true }
+        let held = try await looking
+        #expect(held.status == .pending && held.attempts == 0, "\(held)")
+        #expect(setup.metrics.deferred.value == 1)
+        #expect(setup.logs.lines.contains { $0.contains("scheduler.run.deferred") && $0.contains("log_rewritten_during_look") })
+        #expect(try await setup.storedRunsAgainstTheReplay(after: 0).isEmpty)
+
+        _ = try await setup.scheduler.tick()
+        let after = try await setup.storedRunsAgainstTheReplay(after: 0)
+        #expect(after.map(\.run) == [held.id] && after.allSatisfy(\.equal), "\(after)")
+        #expect(after.first?.replayed == 18)
         await setup.close()
     }
 }
