@@ -55,9 +55,18 @@ public struct ExperimentRunner: Sendable {
     /// Brings the experiment's incremental tallies up to date (`ExperimentTallyStore`: only the
     /// events since the last look are read, and written back with the checkpoint) and analyses
     /// them: the same outcome as `analyse`, which replays everything. Writes, so on the primary.
+    ///
+    /// Throws `ExperimentLookDeferred` while `engage log prune` or `restore` changes the log: the
+    /// marker's generation is read before CUPED's pre-period and the fold start, so that the
+    /// check where the analysis is stored (`Scheduler.finish`) covers both of their reads.
     public func look(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
+        let generation = try await pool.withConnection { connection in
+            let rewrite = try LogRewrite.state(on: connection)
+            try ExperimentLookDeferred.check(rewrite, since: nil)
+            return rewrite.generation
+        }
         async let covariates = covariates(definition)
-        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize)
+        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize, logGeneration: generation)
         return analyse(definition, tallies, covariates: try await covariates, previousRuns: previousRuns, now: now)
     }
 

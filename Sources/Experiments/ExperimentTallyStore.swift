@@ -30,12 +30,14 @@ public enum ExperimentTallyStore {
     /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. Test seams:
     /// `afterReading` runs on the fold's connection once everything is read and nothing written,
     /// `beforeCommit` once the checkpoint and the tallies are written, before the commit.
-    static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000,
+    /// `logGeneration`: the `LogRewrite` generation the caller read before it began (nil: the
+    /// fold's own reading); the fold refuses if a prune or restore began since.
+    static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000, logGeneration: Int64? = nil,
                      afterReading: @escaping @Sendable (Connection) throws -> Void = { _ in },
                      beforeCommit: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
         try await pool.withTransaction { connection in
-            try fold(definition, chunkSize: chunkSize, afterReading: afterReading, beforeCommit: beforeCommit,
-                     on: connection)
+            try fold(definition, chunkSize: chunkSize, logGeneration: logGeneration, afterReading: afterReading,
+                     beforeCommit: beforeCommit, on: connection)
         }
     }
 
@@ -97,7 +99,8 @@ public enum ExperimentTallyStore {
         var events = 0, notifications = 0, undecodable = 0
     }
 
-    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, afterReading: (Connection) throws -> Void = { _ in },
+    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, logGeneration: Int64? = nil,
+                     afterReading: (Connection) throws -> Void = { _ in },
                      beforeCommit: () throws -> Void, on connection: Connection) throws -> ExperimentReplay {
         // Shared first (a reset of every experiment waits for this fold, even a first one), then
         // the experiment's own lock.
@@ -110,12 +113,12 @@ public enum ExperimentTallyStore {
         // reset will drop what it writes; the generation goes with the analysis, which is stored
         // only if no prune or restore began meanwhile (`Scheduler.finish`).
         let rewrite = try LogRewrite.state(on: connection)
-        try ExperimentLookDeferred.check(rewrite, since: nil)
+        try ExperimentLookDeferred.check(rewrite, since: logGeneration)
         var (checkpoint, state, stale) = try load(definition, on: connection)
         let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
-        replay.logGeneration = rewrite.generation
+        replay.logGeneration = logGeneration ?? rewrite.generation
         if bound > checkpoint.foldedBelow {
             let (events, undecodable) = try foldNew(definition, from: checkpoint.foldedBelow, below: bound,
                                                     chunkSize: chunkSize, into: &state, on: connection)

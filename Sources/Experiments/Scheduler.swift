@@ -19,7 +19,9 @@ import Runtime
 ///    finds the lease gone cancels the analysis); its result is stored in a transaction that
 ///    first checks the lease is still this claim's (same owner, same attempt), appends the
 ///    decision to the event log and, when the decision ends the experiment, stops it. A
-///    scheduler that lost its lease stores nothing.
+///    scheduler that lost its lease stores nothing. An incremental look folded while a prune or
+///    restore changed the log (`LogRewrite`) stores nothing either: its run is given back and
+///    tried again at the next poll (`ExperimentLookDeferred`).
 ///
 /// A run that keeps failing is retried until `maxAttempts`, then marked failed. Once an
 /// experiment's `stop_at` has passed, one last run is enqueued at that time (its analysis
