@@ -20,6 +20,9 @@ struct ExperimentReplay: Sendable {
     var undecodable = 0
     /// Ranges of notifications read (and merged) to make this replay.
     var ranges = 0
+    /// For an incremental look, the `LogRewrite` generation it folded under; nil for a replay,
+    /// whose one snapshot is the log's whatever a prune or restore does.
+    var logGeneration: Int64?
 
     init(definition: ExperimentDefinition) {
         tallies = ExperimentTallies(definition: definition)

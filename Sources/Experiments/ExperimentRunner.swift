@@ -39,6 +39,9 @@ public struct ExperimentRunner: Sendable {
         public var undecodable: Int
         /// Ranges of notifications the replay was read in (1: in one piece).
         public var ranges: Int
+        /// An incremental look's `LogRewrite` generation: its analysis may be stored only while
+        /// it is still the current one and no prune or restore is under way. nil for a replay.
+        public var logGeneration: Int64?
     }
 
     /// Replays and analyses. `previousRuns` is the number of completed analyses before this one
@@ -52,9 +55,18 @@ public struct ExperimentRunner: Sendable {
     /// Brings the experiment's incremental tallies up to date (`ExperimentTallyStore`: only the
     /// events since the last look are read, and written back with the checkpoint) and analyses
     /// them: the same outcome as `analyse`, which replays everything. Writes, so on the primary.
+    ///
+    /// Throws `ExperimentLookDeferred` while `engage log prune` or `restore` changes the log: the
+    /// marker's generation is read before CUPED's pre-period and the fold start, so that the
+    /// check where the analysis is stored (`Scheduler.finish`) covers both of their reads.
     public func look(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
+        let generation = try await pool.withConnection { connection in
+            let rewrite = try LogRewrite.state(on: connection)
+            try ExperimentLookDeferred.check(rewrite, since: nil)
+            return rewrite.generation
+        }
         async let covariates = covariates(definition)
-        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize)
+        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize, logGeneration: generation)
         return analyse(definition, tallies, covariates: try await covariates, previousRuns: previousRuns, now: now)
     }
 
@@ -65,7 +77,8 @@ public struct ExperimentRunner: Sendable {
         // The analysis needs no memory of earlier runs: their number only names the look.
         result.look = previousRuns + 1
         return Outcome(result: result, tallies: replay.tallies, events: replay.events, eventsRead: replay.eventsRead,
-                       notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges)
+                       notifications: replay.notifications, undecodable: replay.undecodable, ranges: replay.ranges,
+                       logGeneration: replay.logGeneration)
     }
 
     /// CUPED's pre-period covariates (`PrePeriodReader`); nil with CUPED off or before a start.

@@ -1,4 +1,5 @@
 import EngageCore
+import EventStore
 import Postgres
 
 /// Incremental experiment looks (issue 19): an experiment's tallies kept in PostgreSQL between
@@ -29,12 +30,14 @@ public enum ExperimentTallyStore {
     /// replay (`ExperimentRunner.replay`) of the log below the fold's bound. Test seams:
     /// `afterReading` runs on the fold's connection once everything is read and nothing written,
     /// `beforeCommit` once the checkpoint and the tallies are written, before the commit.
-    static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000,
+    /// `logGeneration`: the `LogRewrite` generation the caller read before it began (nil: the
+    /// fold's own reading); the fold refuses if a prune or restore began since.
+    static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000, logGeneration: Int64? = nil,
                      afterReading: @escaping @Sendable (Connection) throws -> Void = { _ in },
                      beforeCommit: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
         try await pool.withTransaction { connection in
-            try fold(definition, chunkSize: chunkSize, afterReading: afterReading, beforeCommit: beforeCommit,
-                     on: connection)
+            try fold(definition, chunkSize: chunkSize, logGeneration: logGeneration, afterReading: afterReading,
+                     beforeCommit: beforeCommit, on: connection)
         }
     }
 
@@ -47,20 +50,25 @@ public enum ExperimentTallyStore {
     /// rest, and a later one starts from nothing. Returns the experiments whose tallies were dropped.
     @discardableResult
     public static func reset(experimentID: String? = nil, pool: ConnectionPool) async throws -> Int {
-        try await pool.withTransaction { connection in
-            if let experimentID {
-                try connection.execute("SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(experimentID)))")
-            } else {
-                try connection.execute("SELECT pg_advisory_xact_lock(\(resetLockNamespace)::int4, 0)")
-            }
-            // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
-            return try connection.query("""
-                WITH dropped AS (
-                    DELETE FROM experiment_tally_checkpoints WHERE \(experimentID)::text IS NULL OR experiment_id = \(experimentID)
-                    RETURNING 1)
-                SELECT count(*)::int8 FROM dropped
-                """)[0].decode(0, as: Int.self)
+        try await pool.withTransaction { connection in try reset(experimentID: experimentID, on: connection) }
+    }
+
+    /// `reset(experimentID:pool:)` in the caller's open transaction: `engage log prune` and
+    /// `engage log restore` drop every experiment's tallies in the transaction that ends their
+    /// rewrite of the log (`LogRewrite.end`), so no look stores a fold of the log they changed.
+    public static func reset(experimentID: String? = nil, on connection: Connection) throws -> Int {
+        if let experimentID {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(experimentID)))")
+        } else {
+            try connection.execute("SELECT pg_advisory_xact_lock(\(resetLockNamespace)::int4, 0)")
         }
+        // The device tallies and histograms go with their checkpoint (ON DELETE CASCADE).
+        return try connection.query("""
+            WITH dropped AS (
+                DELETE FROM experiment_tally_checkpoints WHERE \(experimentID)::text IS NULL OR experiment_id = \(experimentID)
+                RETURNING 1)
+            SELECT count(*)::int8 FROM dropped
+            """)[0].decode(0, as: Int.self)
     }
 
     /// What the stored tallies were folded for: the fold's rules (its version, the stages, the
@@ -91,7 +99,8 @@ public enum ExperimentTallyStore {
         var events = 0, notifications = 0, undecodable = 0
     }
 
-    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, afterReading: (Connection) throws -> Void = { _ in },
+    static func fold(_ definition: ExperimentDefinition, chunkSize: Int, logGeneration: Int64? = nil,
+                     afterReading: (Connection) throws -> Void = { _ in },
                      beforeCommit: () throws -> Void, on connection: Connection) throws -> ExperimentReplay {
         // Shared first (a reset of every experiment waits for this fold, even a first one), then
         // the experiment's own lock.
@@ -99,10 +108,17 @@ public enum ExperimentTallyStore {
         try connection.execute("""
             SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(String(definition.id))))
             """)
+        // Before anything of the log or the tallies is read (READ COMMITTED: every later statement
+        // sees at least what this one saw): no fold while a prune or restore is under way, whose
+        // reset will drop what it writes; the generation goes with the analysis, which is stored
+        // only if no prune or restore began meanwhile (`Scheduler.finish`).
+        let rewrite = try LogRewrite.state(on: connection)
+        try ExperimentLookDeferred.check(rewrite, since: logGeneration)
         var (checkpoint, state, stale) = try load(definition, on: connection)
         let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
+        replay.logGeneration = logGeneration ?? rewrite.generation
         if bound > checkpoint.foldedBelow {
             let (events, undecodable) = try foldNew(definition, from: checkpoint.foldedBelow, below: bound,
                                                     chunkSize: chunkSize, into: &state, on: connection)

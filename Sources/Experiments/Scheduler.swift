@@ -19,7 +19,9 @@ import Runtime
 ///    finds the lease gone cancels the analysis); its result is stored in a transaction that
 ///    first checks the lease is still this claim's (same owner, same attempt), appends the
 ///    decision to the event log and, when the decision ends the experiment, stops it. A
-///    scheduler that lost its lease stores nothing.
+///    scheduler that lost its lease stores nothing. An incremental look folded while a prune or
+///    restore changed the log (`LogRewrite`) stores nothing either: its run is given back and
+///    tried again at the next poll (`ExperimentLookDeferred`).
 ///
 /// A run that keeps failing is retried until `maxAttempts`, then marked failed. Once an
 /// experiment's `stop_at` has passed, one last run is enqueued at that time (its analysis
@@ -102,7 +104,13 @@ public struct Scheduler: Service {
         try await enqueueDue()
         var completed = 0
         while !Task.isCancelled, let claim = try await claimNext() {
-            if try await execute(claim) { completed += 1 }
+            switch try await perform(claim) {
+            case .stored: completed += 1
+            case .notStored: continue
+            // Given back while a prune or restore changes the log: claiming it again at once
+            // would only defer it again, until the command ends. The next poll tries.
+            case .deferred: return completed
+            }
         }
         return completed
     }
@@ -205,6 +213,20 @@ public struct Scheduler: Service {
     /// Analyses the claimed run and stores the outcome if the lease is still this claim's.
     /// Returns true when this scheduler stored a result.
     public func execute(_ claim: Claim) async throws -> Bool {
+        try await perform(claim) == .stored
+    }
+
+    /// What became of a claimed run.
+    enum Performed: Equatable {
+        case stored
+        /// Failed (given back or failed for good), or the lease was lost.
+        case notStored
+        /// An incremental look during a prune or restore (`ExperimentLookDeferred`): given back
+        /// without counting the attempt.
+        case deferred
+    }
+
+    private func perform(_ claim: Claim) async throws -> Performed {
         let stopwatch = Stopwatch()
         try await configuration.failpoint("scheduler.after-claim")
         let record: ExperimentRecord
@@ -243,15 +265,23 @@ public struct Scheduler: Service {
             metrics.leaseLost.increment()
             logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                         "attempt": String(claim.attempt), "during": lost.during])
-            return false
+            return .notStored
+        } catch let deferred as ExperimentLookDeferred {
+            return try await giveBack(claim, deferred)
         } catch {
             let failed = try await fail(claim, error: "\(error)")
             (failed ? metrics.failed : metrics.retried).increment()
             logger.warning("scheduler.run.error", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                    "attempt": String(claim.attempt), "final": String(failed), "error": "\(error)"])
-            return false
+            return .notStored
         }
-        let stored = try await finish(claim, outcome.result, appID: record.definition.appID, readFrom: source)
+        let stored: Bool
+        do {
+            stored = try await finish(claim, outcome.result, appID: record.definition.appID, readFrom: source,
+                                      logGeneration: outcome.logGeneration)
+        } catch let deferred as ExperimentLookDeferred {
+            return try await giveBack(claim, deferred)
+        }
         if stored {
             metrics.done.increment()
             metrics.runSeconds.observe(stopwatch.elapsed)
@@ -267,7 +297,34 @@ public struct Scheduler: Service {
             logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                         "attempt": String(claim.attempt), "during": "finish"])
         }
-        return stored
+        return stored ? .stored : .notStored
+    }
+
+    /// Gives a deferred look's run back as pending, its attempt uncounted (a prune may outlast
+    /// every attempt) and the reason in its `error` until it is done; says so once per deferral.
+    private func giveBack(_ claim: Claim, _ deferred: ExperimentLookDeferred) async throws -> Performed {
+        let owner = configuration.ownerID
+        let reason = deferred.description
+        let givenBack = try await pool.withTransaction { connection in
+            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
+            try connection.execute("""
+                UPDATE experiment_runs
+                SET status = 'pending', lease_until = NULL, attempts = attempts - 1, error = \(reason)
+                WHERE id = \(claim.runID)
+                """)
+            return true
+        }
+        guard givenBack else {
+            metrics.leaseLost.increment()
+            logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                        "attempt": String(claim.attempt), "during": "deferral"])
+            return .notStored
+        }
+        metrics.deferred.increment()
+        logger.warning("scheduler.run.deferred", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                  "reason": deferred.code, "log.rewrite": deferred.command ?? "-",
+                                                  "detail": reason])
+        return .deferred
     }
 
     /// The lease of a claim was found taken over (expired and claimed again, or the run removed).
@@ -311,7 +368,15 @@ public struct Scheduler: Service {
     /// log and stops a running experiment the decision ends; false when the lease was lost. The
     /// stored result says where the replay read the log (a `read_from` member beside the
     /// analysis's own); the log's entry holds the analysis alone.
-    func finish(_ claim: Claim, _ result: ExperimentRunResult, appID: String, readFrom: ReadSource = .primary) async throws -> Bool {
+    ///
+    /// An incremental look's result (`logGeneration` set) is stored only if no prune or restore
+    /// is under way or began since the look read the marker (`LogRewrite`): otherwise this throws
+    /// `ExperimentLookDeferred` and stores nothing. The check needs no lock: a change of the log
+    /// the look could have read committed after the command's begin, which this transaction,
+    /// begun after the look, sees; a command that begins after this check changed nothing the
+    /// look read.
+    func finish(_ claim: Claim, _ result: ExperimentRunResult, appID: String, readFrom: ReadSource = .primary,
+                logGeneration: Int64? = nil) async throws -> Bool {
         let owner = configuration.ownerID
         let json = PostgresJSONB(readFrom.addingMember(to: result.canonicalJSON))
         let decision = result.decision.code
@@ -319,6 +384,9 @@ public struct Scheduler: Service {
                                                 isManual: claim.isManual)
         let stopped = try await pool.withTransaction { connection -> Bool? in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return nil }
+            if let logGeneration {
+                try ExperimentLookDeferred.check(try LogRewrite.state(on: connection), since: logGeneration)
+            }
             try connection.execute("""
                 UPDATE experiment_runs
                 SET status = 'done', finished_at = now(), lease_until = NULL, decision = \(decision), result = \(json), error = NULL

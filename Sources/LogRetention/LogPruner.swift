@@ -48,6 +48,10 @@ public struct LogPruner: Sendable {
         /// maximum on 2 cores they seldom did: BENCHMARKS.md, 2026-12-03). The backend keeps it
         /// until its connection closes.
         public var backendNiceness: Int32?
+        /// Drops what readers folded from the log by position (`engage log prune` passes the
+        /// experiments' incremental tallies' reset), in the transaction that ends the prune's
+        /// `LogRewrite`, when events left the log; nil drops nothing.
+        public var resetReaders: LogRewrite.Reset?
 
         public init(olderThan: Duration, window: IdempotencyWindow, archiveDirectory: String? = nil) {
             self.olderThan = olderThan
@@ -90,6 +94,9 @@ public struct LogPruner: Sendable {
         public var finishedDetaches = 0
         /// What became of the backend's priority; nil when none was asked.
         public var backend: BackendPriority?
+        /// What `Configuration.resetReaders` dropped (the experiments whose tallies went); 0 when
+        /// it did not run.
+        public var readersReset = 0
         public var events: Int { days.reduce(0) { $0 + $1.events } }
     }
 
@@ -145,26 +152,53 @@ public struct LogPruner: Sendable {
                 try connection.execute("SET application_name = 'engage log prune'")
                 defer { _ = try? connection.execute("RESET application_name") }
                 let backend = try configuration.backendNiceness.map { niceness in try lowerBackend(to: niceness, on: connection) }
-                let finishedDetaches = try finishInterruptedDetaches(on: connection)
-                let plan = try makePlan(on: connection)
-                try runChecks(plan, on: connection)
-                var archive = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
-                    try ArchiveManifest.load(from: directory, creating: true)
+                // Set by a prune or restore that died before its reset: the tallies may not be the
+                // log's, so this prune drops them even if it removes nothing.
+                let leftOver = try LogRewrite.state(on: connection).isUnderWay
+                var rewriting = false
+                // Committed before the first change of the log, so that no incremental look stores
+                // a fold of a log this prune changed (`LogRewrite`).
+                func beginRewrite() throws {
+                    guard !rewriting else { return }
+                    try LogRewrite.begin(.prune, on: connection)
+                    rewriting = true
                 }
-                var counter = ProgressCounter(total: plan.estimatedEvents, report: progress)
-                var days: [Day] = []
-                for target in plan.partitions {
-                    if target.whole {
-                        days += try pruneWhole(target.partition, archive: &archive, counter: &counter, on: connection)
-                    } else {
-                        days += try pruneLegacy(target.partition, before: plan.cut, archive: &archive, counter: &counter, on: connection)
+                do {
+                    let finishedDetaches = try finishInterruptedDetaches(beforeChange: beginRewrite, on: connection)
+                    let plan = try makePlan(on: connection)
+                    try runChecks(plan, on: connection)
+                    var archive = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
+                        try ArchiveManifest.load(from: directory, creating: true)
                     }
+                    var counter = ProgressCounter(total: plan.estimatedEvents, report: progress)
+                    var days: [Day] = []
+                    if !plan.partitions.isEmpty { try beginRewrite() }
+                    for target in plan.partitions {
+                        if target.whole {
+                            days += try pruneWhole(target.partition, archive: &archive, counter: &counter, on: connection)
+                        } else {
+                            days += try pruneLegacy(target.partition, before: plan.cut, archive: &archive, counter: &counter, on: connection)
+                        }
+                    }
+                    var report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds, finishedDetaches: finishedDetaches,
+                                        backend: backend)
+                    if rewriting || leftOver {
+                        // Only when events left the log (now, or by a detach an interrupted prune
+                        // began, or under a marker a dead command left): a prune of empty weeks
+                        // keeps every look incremental.
+                        let changed = report.events > 0 || finishedDetaches > 0 || leftOver
+                        report.readersReset = try LogRewrite.end(reset: changed ? configuration.resetReaders : nil, on: connection)
+                    }
+                    logger.info("log.pruned", ["events": String(report.events), "days": String(days.count),
+                                               "recorded.before": plan.cut.rfc3339, "seconds": String(format: "%.1f", report.seconds),
+                                               "readers.reset": String(report.readersReset)])
+                    return report
+                } catch {
+                    // Events may have left: drop the tallies and let looks go on. On a connection
+                    // that is gone the marker stays, and looks wait for the next prune or restore.
+                    if rewriting { _ = try? LogRewrite.end(reset: configuration.resetReaders, on: connection) }
+                    throw error
                 }
-                let report = Report(plan: plan, days: days, seconds: stopwatch.elapsed.seconds, finishedDetaches: finishedDetaches,
-                                    backend: backend)
-                logger.info("log.pruned", ["events": String(report.events), "days": String(days.count),
-                                           "recorded.before": plan.cut.rfc3339, "seconds": String(format: "%.1f", report.seconds)])
-                return report
             }
         }
     }
@@ -366,12 +400,13 @@ public struct LogPruner: Sendable {
 
     /// A detach that a crash cut short leaves its partition pending: finish it. A detached
     /// partition that was not dropped yet has no ids left in `event_ids`: drop it. Returns how
-    /// many partitions it finished or dropped.
-    private func finishInterruptedDetaches(on connection: Connection) throws -> Int {
+    /// many partitions it finished or dropped. `beforeChange` runs before the first of either.
+    private func finishInterruptedDetaches(beforeChange: () throws -> Void, on connection: Connection) throws -> Int {
         let pending = try connection.query("""
             SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
             WHERE i.inhparent = 'events'::regclass AND i.inhdetachpending
             """).rows.map { try $0.decode(0, as: String.self) }
+        if !pending.isEmpty { try beforeChange() }
         for name in pending {
             try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) FINALIZE")
         }
@@ -381,6 +416,7 @@ public struct LogPruner: Sendable {
               AND c.relkind = 'r' AND c.relname ~ '^events_(legacy|[0-9]{4}_[0-9]{2}_[0-9]{2})$'
               AND NOT c.relispartition
             """).rows.map { try $0.decode(0, as: String.self) }
+        if !detached.isEmpty { try beforeChange() }
         for name in detached {
             logger.notice("log.detached-partition-dropped", ["partition": name])
             try connection.execute("DROP TABLE \(identifier: name)")

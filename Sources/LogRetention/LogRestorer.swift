@@ -33,12 +33,18 @@ public struct LogRestorer: Sendable {
         public var restored: Int { days.reduce(0) { $0 + $1.restored } }
         public var present: Int { days.reduce(0) { $0 + $1.present } }
         public var conflicting: Int { days.reduce(0) { $0 + $1.conflicting } }
+        /// What `resetReaders` dropped (the experiments whose tallies went); 0 when it did not run.
+        public var readersReset = 0
     }
 
     public let pool: ConnectionPool
     public let directory: String
     /// Archived events loaded per transaction.
     public var batchRows = 50_000
+    /// Drops what readers folded from the log by position (`engage log restore` passes the
+    /// experiments' incremental tallies' reset), in the transaction that ends the restore's
+    /// `LogRewrite`, when the archive's events are in the log; nil drops nothing.
+    public var resetReaders: LogRewrite.Reset?
     public let logger: Logger
 
     public init(pool: ConnectionPool, directory: String, logger: Logger) {
@@ -77,15 +83,32 @@ public struct LogRestorer: Sendable {
                 defer { _ = try? connection.execute("RESET DateStyle") }
                 var counter = ProgressCounter(total: total, report: progress)
                 var days: [Day] = []
-                for entry in manifest.days {
-                    guard let day = ArchiveManifest.timestamp(ofDay: entry.day) else { continue }
-                    counter.step = "restore \(entry.day)"
-                    days.append(try restore(entry, day: day, counter: &counter, on: connection))
+                // A marker a dead prune or restore left: its reset is this restore's to do.
+                let leftOver = try LogRewrite.state(on: connection).isUnderWay
+                // Committed before the first event comes back, so that no incremental look stores
+                // a fold of a log this restore changed (`LogRewrite`).
+                try LogRewrite.begin(.restore, on: connection)
+                do {
+                    for entry in manifest.days {
+                        guard let day = ArchiveManifest.timestamp(ofDay: entry.day) else { continue }
+                        counter.step = "restore \(entry.day)"
+                        days.append(try restore(entry, day: day, counter: &counter, on: connection))
+                    }
+                    var report = Report(days: days, seconds: stopwatch.elapsed.seconds)
+                    // Also when every event was already back: a rerun after a reset that failed
+                    // finishes it.
+                    let inTheLog = report.restored + report.present > 0 || leftOver
+                    report.readersReset = try LogRewrite.end(reset: inTheLog ? resetReaders : nil, on: connection)
+                    logger.info("log.restored", ["events": String(report.restored), "present": String(report.present),
+                                                 "conflicting": String(report.conflicting), "days": String(days.count),
+                                                 "readers.reset": String(report.readersReset)])
+                    return report
+                } catch {
+                    // Events may be back: drop the tallies and let looks go on. On a connection
+                    // that is gone the marker stays, and looks wait for the next prune or restore.
+                    _ = try? LogRewrite.end(reset: resetReaders, on: connection)
+                    throw error
                 }
-                let report = Report(days: days, seconds: stopwatch.elapsed.seconds)
-                logger.info("log.restored", ["events": String(report.restored), "present": String(report.present),
-                                             "conflicting": String(report.conflicting), "days": String(days.count)])
-                return report
             }
         }
     }

@@ -64,6 +64,7 @@ enum LogCommand {
         }
         let includeRunning = arguments[includeRunningExperiments]
         configuration.checks = [projectionsCheck] + (includeRunning ? [] : [experimentsCheck])
+        configuration.resetReaders = resetTallies
         let logger = CommonOptions.quietLogger(arguments)
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             // Once the database is open: a local PostgreSQL this command starts must not inherit it.
@@ -77,11 +78,7 @@ enum LogCommand {
             let report = try await pruner.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
             printReport(report, pace: configuration.pace, niceness: Int32(arguments[nice]))
-            // Only when events left the log: now, or by a detach an interrupted prune left (its
-            // rerun finishes it). A prune that removes nothing keeps every look incremental.
-            if report.events > 0 || report.finishedDetaches > 0 {
-                printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
-            }
+            printTalliesReset(report.readersReset)
         }
     }
 
@@ -161,7 +158,8 @@ enum LogCommand {
         }
         let logger = CommonOptions.quietLogger(arguments)
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
-            let restorer = LogRestorer(pool: pool, directory: absolute, logger: logger)
+            var restorer = LogRestorer(pool: pool, directory: absolute, logger: logger)
+            restorer.resetReaders = resetTallies
             let line = ProgressLine.standardError("restore")
             let report = try await restorer.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
@@ -178,12 +176,13 @@ enum LogCommand {
                 print("the read model was rebuilt without \(rebuiltWithout.count) of these days after they were pruned: "
                     + "engage projections rebuild counts them again")
             }
-            // Also when every event was already back: a rerun after a reset that failed finishes it.
-            if report.restored + report.present > 0 {
-                printTalliesReset(try await ExperimentTallyStore.reset(pool: pool))
-            }
+            printTalliesReset(report.readersReset)
         }
     }
+
+    /// Every experiment's incremental tallies, dropped in the transaction that ends a prune's or
+    /// a restore's rewrite of the log (`LogRewrite`): until then no look stores an analysis.
+    static let resetTallies: LogRewrite.Reset = { connection in try ExperimentTallyStore.reset(on: connection) }
 
     // MARK: Output
 

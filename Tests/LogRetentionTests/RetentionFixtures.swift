@@ -77,18 +77,20 @@ struct RetentionFixtures {
     /// Unpaced: the tests would otherwise rest three times as long as they work (the default pace
     /// is covered by the command's tests).
     func pruner(olderThan days: Int, archive: String? = nil, checks: [LogPruner.Check] = [],
-                legacyDaysPerPass: Int = 31) -> LogPruner {
+                legacyDaysPerPass: Int = 31, resetReaders: LogRewrite.Reset? = nil) -> LogPruner {
         var configuration = LogPruner.Configuration(olderThan: .seconds(86_400 * Int64(days)), window: IdempotencyWindow(), archiveDirectory: archive)
         configuration.checks = checks
         configuration.batchRows = 100
         configuration.pace = .unpaced
         configuration.legacyDaysPerPass = legacyDaysPerPass
+        configuration.resetReaders = resetReaders
         return LogPruner(pool: pool, configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()))
     }
 
-    func restorer(_ directory: String) -> LogRestorer {
+    func restorer(_ directory: String, resetReaders: LogRewrite.Reset? = nil) -> LogRestorer {
         var restorer = LogRestorer(pool: pool, directory: directory, logger: Logger(label: "test", sink: MemoryLogSink()))
         restorer.batchRows = 37
+        restorer.resetReaders = resetReaders
         return restorer
     }
 
