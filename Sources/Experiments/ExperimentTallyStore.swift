@@ -1,4 +1,5 @@
 import EngageCore
+import EventStore
 import Postgres
 
 /// Incremental experiment looks (issue 19): an experiment's tallies kept in PostgreSQL between
@@ -63,6 +64,12 @@ public enum ExperimentTallyStore {
         }
     }
 
+    /// The highest bound any experiment's tallies were folded below (nil when none were), for the
+    /// check of the database's transaction counter against the log's readers.
+    public static func highestFoldedBelow(on connection: Connection) throws -> UInt64? {
+        try connection.query("SELECT max(folded_below) FROM experiment_tally_checkpoints")[0].decode(0)
+    }
+
     /// What the stored tallies were folded for: the fold's rules (its version, the stages, the
     /// histogram's layout) and the app, categories and arms. Any change refolds from the start.
     /// Names are length-prefixed, so no two definitions share a key whatever their names hold.
@@ -100,7 +107,14 @@ public enum ExperimentTallyStore {
             SELECT pg_advisory_xact_lock(\(lockNamespace)::int4, hashtext(\(String(definition.id))))
             """)
         var (checkpoint, state, stale) = try load(definition, on: connection)
-        let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
+        let snapshot = try connection.query("SELECT pg_snapshot_xmin(s), pg_snapshot_xmax(s) FROM pg_current_snapshot() AS s")[0]
+        let bound: UInt64 = try snapshot.decode(0)
+        // Folded below a transaction the database has not reached (a log moved into a new cluster
+        // with pg_dump): every event appended now would be below the checkpoint and the look would
+        // return the stored tallies unchanged, forever. Raised instead, before anything is written.
+        if checkpoint.foldedBelow > 0 {
+            try TransactionCounter.check(checkpoint.foldedBelow - 1, heldBy: .experimentLook, next: try snapshot.decode(1))
+        }
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
         if bound > checkpoint.foldedBelow {
