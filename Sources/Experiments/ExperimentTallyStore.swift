@@ -64,12 +64,6 @@ public enum ExperimentTallyStore {
         }
     }
 
-    /// The highest bound any experiment's tallies were folded below (nil when none were), for the
-    /// check of the database's transaction counter against the log's readers.
-    public static func highestFoldedBelow(on connection: Connection) throws -> UInt64? {
-        try connection.query("SELECT max(folded_below) FROM experiment_tally_checkpoints")[0].decode(0)
-    }
-
     /// What the stored tallies were folded for: the fold's rules (its version, the stages, the
     /// histogram's layout) and the app, categories and arms. Any change refolds from the start.
     /// Names are length-prefixed, so no two definitions share a key whatever their names hold.

@@ -60,12 +60,6 @@ public enum EngagementStore {
         return LogPosition(transactionID: try row.decode(0), sequence: try row.decode(1))
     }
 
-    /// The highest transaction id of any projection's checkpoint, a rebuild's included (nil when
-    /// there is none), for the check of the database's transaction counter against the log's readers.
-    public static func highestCheckpointTransaction(on connection: Connection) throws -> UInt64? {
-        try connection.query("SELECT max(transaction_id) FROM projection_checkpoints")[0].decode(0)
-    }
-
     public static func moveCheckpoint(_ name: String, to position: LogPosition, events: Int, on connection: Connection) throws {
         try connection.execute("""
             INSERT INTO projection_checkpoints (projection, transaction_id, position, events_processed, updated_at)

@@ -1,7 +1,5 @@
 import EventStore
-import Experiments
 import Postgres
-import Projections
 
 /// The database's transaction counter against every transaction id the log and its readers hold:
 /// the log's newest event, the projections' checkpoints and the incremental looks' bounds. Read
@@ -22,14 +20,19 @@ public struct TransactionIDHealth: Sendable, Equatable {
         self.lookFoldedBelow = lookFoldedBelow
     }
 
-    /// The readers' positions first, the counter last: an id assigned before the counter is read
-    /// is below it, so a transaction committing in between can never look like a fault.
+    /// One statement, so one snapshot and one round trip (`/readyz` answers probes under a time
+    /// limit): every id it sees held by the log or a reader was assigned before the snapshot, so
+    /// below its `xmax` unless the counter is behind. The tables are the projections' and the
+    /// looks' (EventStore cannot name them); each reads a few index or heap pages.
     public static func read(on connection: Connection) throws -> TransactionIDHealth {
-        let checkpoint = try EngagementStore.highestCheckpointTransaction(on: connection)
-        let look = try ExperimentTallyStore.highestFoldedBelow(on: connection)
-        let counter = try TransactionCounter.read(on: connection)
-        return TransactionIDHealth(next: counter.next, logNewest: counter.logNewest, projectionCheckpoint: checkpoint,
-                                   lookFoldedBelow: look)
+        let row = try connection.query("""
+            SELECT pg_snapshot_xmax(pg_current_snapshot()),
+                   (SELECT transaction_id FROM events ORDER BY transaction_id DESC LIMIT 1),
+                   (SELECT max(transaction_id) FROM projection_checkpoints),
+                   (SELECT max(folded_below) FROM experiment_tally_checkpoints)
+            """)[0]
+        return TransactionIDHealth(next: try row.decode(0), logNewest: try row.decode(1), projectionCheckpoint: try row.decode(2),
+                                   lookFoldedBelow: try row.decode(3))
     }
 
     /// The highest id each holder has (a look's bound is exclusive, so the id below it).
