@@ -112,6 +112,20 @@ public struct EmbeddedPostgres: Sendable {
         }
     }
 
+    /// `pg_resetwal -e epoch` on the stopped cluster: gives its transaction counter a new epoch,
+    /// the 32-bit counter unchanged (`TransactionIDRepair` explains why only the epoch). Refused by
+    /// pg_resetwal unless the cluster was shut down cleanly.
+    public func resetTransactionEpoch(_ epoch: UInt32) throws {
+        guard try status() == .stopped else {
+            throw EmbeddedPostgresError("stop the local PostgreSQL in \(dataDirectory) before resetting its transaction epoch")
+        }
+        let outcome = try ProcessRunner.run([binaryDirectory + "/pg_resetwal", "-e", String(epoch), "-D", dataDirectory],
+                                            asUser: Self.serverUser)
+        guard outcome.status == 0 else {
+            throw EmbeddedPostgresError("pg_resetwal failed for \(dataDirectory)", output: outcome.output)
+        }
+    }
+
     public func createDatabaseIfMissing(_ name: String) throws {
         let connection = try connectWithRetry(database: "postgres")
         defer { connection.close() }

@@ -1,4 +1,5 @@
 import EngageCore
+import EventStore
 import HTTPServer
 
 /// Every whole-request problem the API answers with, as RFC 9457 problem details.
@@ -60,6 +61,11 @@ enum APIProblems {
         status: 503, slug: "standbys-unverifiable", title: "Commits cannot be confirmed on the synchronous standbys",
         detail: "synchronous_standby_names is set but the database role cannot read the standbys' positions, so every ingest "
             + "request is refused: GRANT pg_read_all_stats TO the role engage connects as")
+
+    static func transactionIDsBehindLog(_ error: TransactionIDsBehindLog) -> HTTPProblem {
+        HTTPProblem(status: 503, slug: TransactionIDsBehindLog.code, title: "The database's transaction ids are behind the event log",
+                    detail: error.description)
+    }
 
     static let shuttingDown = HTTPProblem(status: 503, slug: "shutting-down", title: "The server is shutting down",
                                           detail: "nothing from this request was stored; retry on another instance or later")

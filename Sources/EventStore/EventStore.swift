@@ -286,9 +286,16 @@ public struct EventStore: Sendable {
     }
 
     /// The rows of `columns` of up to `limit` visible events after `position`, in log order.
+    ///
+    /// Throws `TransactionIDsBehindLog` when there are none because `position` is at a transaction
+    /// the database has not assigned yet (a log moved into a new cluster with pg_dump): nothing
+    /// appended there would ever come after it, and reading nothing, silently, forever, is what
+    /// the projector did before. Checked only when nothing was read, which costs an idle reader
+    /// one more statement per poll, and `position` must come from this database (a position read
+    /// on the primary is ahead of a lagging standby's counter).
     private static func readColumns(_ columns: String, after position: LogPosition, limit: Int,
                                     on connection: Connection) throws -> QueryResult {
-        try connection.query("""
+        let rows = try connection.query("""
             SELECT \(unsafeSQL: columns)
             FROM events
             WHERE (transaction_id, position) > (\(String(position.transactionID))::xid8, \(position.sequence))
@@ -296,6 +303,10 @@ public struct EventStore: Sendable {
             ORDER BY transaction_id, position
             LIMIT \(limit)
             """)
+        if rows.rowCount == 0 && position.transactionID > 0 {
+            try TransactionCounter.check(position.transactionID, heldBy: .checkpoint, next: TransactionCounter.next(on: connection))
+        }
+        return rows
     }
 
     /// Every event of one notification (one stream), in log order.

@@ -115,7 +115,14 @@ public enum ExperimentTallyStore {
         let rewrite = try LogRewrite.state(on: connection)
         try ExperimentLookDeferred.check(rewrite, since: logGeneration)
         var (checkpoint, state, stale) = try load(definition, on: connection)
-        let bound: UInt64 = try connection.query("SELECT pg_snapshot_xmin(pg_current_snapshot())")[0].decode(0)
+        let snapshot = try connection.query("SELECT pg_snapshot_xmin(s), pg_snapshot_xmax(s) FROM pg_current_snapshot() AS s")[0]
+        let bound: UInt64 = try snapshot.decode(0)
+        // Folded below a transaction the database has not reached (a log moved into a new cluster
+        // with pg_dump): every event appended now would be below the checkpoint and the look would
+        // return the stored tallies unchanged, forever. Raised instead, before anything is written.
+        if checkpoint.foldedBelow > 0 {
+            try TransactionCounter.check(checkpoint.foldedBelow - 1, heldBy: .experimentLook, next: try snapshot.decode(1))
+        }
         var replay = ExperimentReplay(definition: definition)
         replay.ranges = 1
         replay.logGeneration = logGeneration ?? rewrite.generation

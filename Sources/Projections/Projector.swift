@@ -51,6 +51,18 @@ public struct Projector: Service {
             } catch is CancellationError {
                 logger.debug("projector.cancelled")
                 break
+            } catch let behind as TransactionIDsBehindLog {
+                // Nothing appended now would ever be folded: say so, fold nothing, keep the
+                // checkpoint, and try again until the database's counter is repaired.
+                // Logged once per stretch (the gauge is 1 until a read succeeds again).
+                if metrics.transactionIDsBehind.value != 1 {
+                    logger.error("projector.transaction-ids-behind-log", [
+                        "checkpoint.transaction": String(behind.held), "database.next": String(behind.next),
+                        "repair.epoch": String(behind.repairEpoch), "error": behind.description,
+                    ])
+                }
+                metrics.transactionIDsBehind.set(1)
+                try? await Task.sleep(for: configuration.pollInterval)
             } catch {
                 logger.warning("projector.error", ["error": "\(error)"])
                 try? await Task.sleep(for: configuration.pollInterval)
@@ -135,9 +147,11 @@ public struct Projector: Service {
     /// few threads of Swift's cooperative pool that the rest of the process shares.
     private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
-        return try await pool.withConnection { connection in
+        let folded = try await pool.withConnection { connection in
             FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
         }
+        metrics.transactionIDsBehind.set(0)
+        return folded
     }
 }
 
@@ -156,6 +170,7 @@ public struct ProjectorMetrics: Sendable {
     public let batchSeconds: Histogram
     public let active: Gauge
     public let undecodable: Counter
+    public let transactionIDsBehind: Gauge
 
     public init(registry: MetricsRegistry) {
         events = registry.counter("engage_projector_events_total", help: "Log events folded into the engagement read model.")
@@ -164,5 +179,8 @@ public struct ProjectorMetrics: Sendable {
         active = registry.gauge("engage_projector_active", help: "1 while this process is the active projector, 0 as standby.")
         undecodable = registry.counter("engage_projector_undecodable_events_total",
                                        help: "Log events the projector could not decode and left out of the read model (never expected).")
+        transactionIDsBehind = registry.gauge(
+            "engage_projector_transaction_ids_behind_log",
+            help: "1 while this process's projector finds its checkpoint at a transaction id PostgreSQL has not assigned (a database moved with pg_dump into a new cluster: docs/reliability.md), 0 once it folds again.")
     }
 }

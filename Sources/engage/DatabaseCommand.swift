@@ -2,8 +2,8 @@ import EmbeddedPostgres
 import Foundation
 import Runtime
 
-/// `engage db start|stop|status|psql|url`: the local PostgreSQL engage runs for itself, and the
-/// way into whichever database engage uses.
+/// `engage db start|stop|status|psql|url|transaction-ids`: the local PostgreSQL engage runs for
+/// itself, and the way into whichever database engage uses.
 enum DatabaseCommand {
     static let psqlArguments = Argument.remaining("psql-argument", help: "Passed to psql after the connection, e.g. -- -c 'select 1'.")
 
@@ -20,6 +20,7 @@ enum DatabaseCommand {
                     options: CommonOptions.databaseOptions, arguments: [psqlArguments], run: psql),
             Command(name: "url", abstract: "Print the connection URL of engage's database (the local one, or --database as given) for other tools.",
                     options: CommonOptions.databaseOptions, run: url),
+            TransactionIDsCommand.definition,
         ])
 
     static func start(_ arguments: ParsedArguments) async throws {

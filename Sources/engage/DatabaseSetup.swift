@@ -1,4 +1,5 @@
 import EmbeddedPostgres
+import EngageAPI
 import EventStore
 import Foundation
 import Postgres
@@ -12,8 +13,11 @@ struct DatabaseSetup: Sendable {
     let startedHere: Bool
     let logger: Logger
 
-    /// Resolves, starts (if local) and optionally migrates the database.
-    static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true) throws -> DatabaseSetup {
+    /// Resolves, starts (if local) and optionally migrates the database. A command that appends or
+    /// folds (`serve`, `project`, `scheduler`) passes `requireTransactionIDsAhead`: it refuses to
+    /// start on a database whose transaction counter is behind the log (`TransactionIDHealth`).
+    static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true,
+                     requireTransactionIDsAhead: Bool = false) throws -> DatabaseSetup {
         let setup: DatabaseSetup
         if let url = CommonOptions.externalDatabase(arguments) {
             setup = DatabaseSetup(configuration: PostgresConfiguration(connectionString: url), embedded: nil, startedHere: false, logger: logger)
@@ -26,14 +30,39 @@ struct DatabaseSetup: Sendable {
                                   startedHere: outcome == .started, logger: logger)
         }
         if migrate { try setup.migrate() }
+        if requireTransactionIDsAhead {
+            do {
+                try setup.requireTransactionIDsAhead()
+            } catch {
+                setup.close()
+                throw error
+            }
+        }
         return setup
+    }
+
+    /// Throws `TransactionIDsBehindLog` (logged first) when the database's transaction counter is
+    /// behind the log: every event appended would sort before what the readers have read and never
+    /// be folded, so nothing is appended or folded until the counter is repaired
+    /// (docs/reliability.md, "Transaction ids behind the log").
+    func requireTransactionIDsAhead() throws {
+        let connection = try Connection(configuration: configuration)
+        defer { connection.close() }
+        let health = try TransactionIDHealth.read(on: connection)
+        guard let problem = health.problem else { return }
+        logger.error("engage.transaction-ids-behind-log", [
+            "held.transaction": String(problem.held), "database.next": String(problem.next),
+            "repair.epoch": String(health.repair.epoch), "repair": "engage db transaction-ids",
+        ])
+        throw problem
     }
 
     /// Runs `body` on a pool of `size` connections to the command's database (not migrated when
     /// `migrate` is false); the pool, and a local cluster started for it, are closed after.
     static func withPool<T: Sendable>(_ arguments: ParsedArguments, size: Int, logger: Logger, migrate: Bool = true,
+                                      requireTransactionIDsAhead: Bool = false,
                                       _ body: (ConnectionPool) async throws -> T) async throws -> T {
-        let setup = try open(arguments, logger: logger, migrate: migrate)
+        let setup = try open(arguments, logger: logger, migrate: migrate, requireTransactionIDsAhead: requireTransactionIDsAhead)
         defer { setup.close() }
         let pool = ConnectionPool(configuration: setup.configuration, size: size)
         do {

@@ -19,7 +19,7 @@ enum ProjectCommand {
         var configuration = Projector.Configuration()
         configuration.batchSize = arguments[batch]
         configuration.failpoints = Failpoints.fromEnvironment()
-        try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
+        try await DatabaseSetup.withPool(arguments, size: 2, logger: logger, requireTransactionIDsAhead: true) { pool in
             let projector = Projector(pool: pool, configuration: configuration, logger: logger,
                                       metrics: ProjectorMetrics(registry: MetricsRegistry()))
             try await ServiceGroup(services: [("projector", projector)], logger: logger).run()

@@ -35,7 +35,7 @@ enum SchedulerCommand {
         // An analysis on the primary holds up to three connections at once (two replay lanes, or
         // the look's fold, beside CUPED's pre-period read); the fourth keeps the lease renewal
         // (and the log partitions' upkeep) from waiting for them.
-        try await DatabaseSetup.withPool(arguments, size: 4, logger: logger) { pool in
+        try await DatabaseSetup.withPool(arguments, size: 4, logger: logger, requireTransactionIDsAhead: true) { pool in
             try await ReadOptions.withReads(arguments, primary: pool, size: 2, logger: logger) { reads in
                 let scheduler = Scheduler(pool: pool, reads: reads, configuration: configuration, logger: logger)
                 // The scheduler appends its decisions to the log: it keeps the log's partitions made too.

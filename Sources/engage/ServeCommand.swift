@@ -156,7 +156,7 @@ enum ServerOptions {
                            _ body: (EngageServer, _ address: String, DatabaseSetup) async throws -> Void) async throws {
         var configuration = try configuration(arguments)
         configuration.http.tls = tls
-        let setup = try DatabaseSetup.open(arguments, logger: logger)
+        let setup = try DatabaseSetup.open(arguments, logger: logger, requireTransactionIDsAhead: true)
         defer { setup.close() }
         let engage = try EngageServer(configuration: configuration, database: setup.configuration, logger: logger)
         do {

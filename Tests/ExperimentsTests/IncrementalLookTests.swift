@@ -38,6 +38,38 @@ struct IncrementalLookTests {
         #expect(refolded.tallies == replay.tallies && refolded.events == replay.events)
     }
 
+    /// Tallies folded below a transaction the database has not assigned yet (a log moved with
+    /// pg_dump into a new cluster, whose counter starts low) would make every later look fold
+    /// nothing and answer the stored tallies forever: the look raises the exact error instead,
+    /// before writing anything, and the checkpoint stays as it was.
+    @Test(.timeLimit(.minutes(3)))
+    func aLookFoldedBelowATransactionTheDatabaseHasNotReachedRaises() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let definition = try await ExperimentRunnerTests.loggedExperiment(pool)
+        try await TestPostgres.waitForEarlierTransactions(pool)
+        _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
+        // As the restored checkpoint of a cluster a million transactions ahead of this one.
+        let ahead: UInt64 = try await pool.withConnection { connection in
+            try connection.query("""
+                UPDATE experiment_tally_checkpoints
+                SET folded_below = ((pg_snapshot_xmax(pg_current_snapshot())::text::numeric + 1000000)::text)::xid8
+                WHERE experiment_id = \(definition.id)
+                RETURNING folded_below
+                """)[0].decode(0)
+        }
+        do {
+            _ = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: 500)
+            Issue.record("a look folded below a transaction the database has not assigned returned tallies")
+        } catch let error as TransactionIDsBehindLog {
+            // The database's next id moves with other tests' transactions on the shared server.
+            #expect(error.holder == .experimentLook && error.held == ahead - 1 && error.next <= error.held)
+        }
+        let stored: UInt64 = try await pool.withConnection { connection in
+            try connection.query("SELECT folded_below FROM experiment_tally_checkpoints WHERE experiment_id = \(definition.id)")[0].decode(0)
+        }
+        #expect(stored == ahead)
+    }
+
     /// A reset of every experiment waits for a fold under way, even an experiment's first one
     /// (no checkpoint row yet): the fold commits first and its tallies are dropped with the rest.
     /// The fold, once it has read everything, waits until the reset waits for a lock (or, were

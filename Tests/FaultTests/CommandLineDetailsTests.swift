@@ -113,7 +113,7 @@ struct CommandLineDetailsTests {
         try bash.output.write(toFile: workspace.file("engage.bash"), atomically: true, encoding: .utf8)
         let cases: [([String], String)] = [
             (["engage", ""], "serve demo migrate db keys report simulate project projections log experiment scheduler bench completion help"),
-            (["engage", "db", ""], "start stop status psql url help"),
+            (["engage", "db", ""], "start stop status psql url transaction-ids help"),
             (["engage", "log", ""], "prune restore help"),
             (["engage", "serve", "--tls-"], "--tls-cert --tls-key"),
             (["engage", "serve", "--http-event-loop", ""], "poll epoll"),

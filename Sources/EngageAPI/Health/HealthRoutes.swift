@@ -5,18 +5,23 @@ import Projections
 import Runtime
 
 /// `/healthz` (the process answers), `/readyz` (the database answers, its migrations are
-/// current, and commits can be confirmed on the synchronous standbys it is configured with) and `/metrics` (Prometheus text).
+/// current, commits can be confirmed on the synchronous standbys it is configured with, and its
+/// transaction counter is ahead of the log: `TransactionIDHealth`) and `/metrics` (Prometheus text).
 public struct HealthRoutes: Sendable {
     let pool: ConnectionPool
     let migrator: Migrator
     let registry: MetricsRegistry
     let projectorLag: ProjectorLagGauges
+    let transactionIDsBehind: Gauge
 
     public init(pool: ConnectionPool, migrator: Migrator, registry: MetricsRegistry) {
         self.pool = pool
         self.migrator = migrator
         self.registry = registry
         projectorLag = ProjectorLagGauges(registry: registry)
+        transactionIDsBehind = registry.gauge(
+            "engage_postgres_transaction_ids_behind_log",
+            help: "1 when PostgreSQL's next transaction id is not above the log's newest event or a reader's checkpoint (a database moved with pg_dump into a new cluster: nothing appended would be folded; docs/reliability.md), else 0; NaN when the database gave no reading in time.")
     }
 
     func healthz(_ request: HTTPRequest) async -> HTTPResponse {
@@ -35,16 +40,24 @@ public struct HealthRoutes: Sendable {
         do {
             let answer = try await withTimeLimit(Self.databaseAnswerLimit) {
                 try await pool.withConnection { connection in
-                    (try migrator.pendingProblem(connection), try StandbyConfirmation.roleCannotConfirm(on: connection))
+                    let pending = try migrator.pendingProblem(connection)
+                    // The readers' tables exist only once migrated.
+                    return (pending, try StandbyConfirmation.roleCannotConfirm(on: connection),
+                            pending == nil ? try TransactionIDHealth.read(on: connection).problem : nil)
                 }
             }
-            guard let (problem, cannotConfirm) = answer else { return APIProblems.response(APIProblems.unavailable, retryAfter: 5) }
+            guard let (problem, cannotConfirm, behind) = answer else { return APIProblems.response(APIProblems.unavailable, retryAfter: 5) }
             if let problem {
                 return APIProblems.response(HTTPProblem(status: 503, slug: "migrations-pending", title: "The database schema is not current",
                                                         detail: problem), retryAfter: 5)
             }
             if cannotConfirm {
                 return APIProblems.response(APIProblems.standbysUnverifiable, retryAfter: 5)
+            }
+            if let behind {
+                // Not ready to take events: each would sort before what the readers have read.
+                // Only a repair by hand ends it, hence the longer Retry-After.
+                return APIProblems.response(APIProblems.transactionIDsBehindLog(behind), retryAfter: 60)
             }
             return .json(#"{"status":"ready","database":"ok","migrations":"current"}"#, status: 200)
         } catch {
@@ -54,6 +67,11 @@ public struct HealthRoutes: Sendable {
 
     func metrics(_ request: HTTPRequest) async -> HTTPResponse {
         await projectorLag.refresh(from: pool, within: Self.databaseAnswerLimit)
+        let pool = self.pool
+        let health = try? await withTimeLimit(Self.databaseAnswerLimit) {
+            try await pool.withConnection { try TransactionIDHealth.read(on: $0) }
+        }
+        transactionIDsBehind.set(health.map { $0.problem == nil ? 0 : 1 } ?? .nan)
         var response = HTTPResponse.text(registry.renderPrometheus(), status: 200)
         response.headers.set("Content-Type", MetricsRegistry.contentType)
         return response
