@@ -61,12 +61,7 @@ struct LookDuringRewriteTests {
             try await fixtures.seed(RetentionFixtures.events(notifications: 20, tag: "d45"), daysAgo: 45)
             try await fixtures.seed(RetentionFixtures.events(notifications: 12, tag: "d5"), daysAgo: 5)
             try await fixtures.seed(RetentionFixtures.events(notifications: 6, tag: "now"), daysAgo: 0)
-            _ = try await fixtures.pool.withConnection { connection in
-                try connection.execute("""
-                    UPDATE events SET experiment_id = 'exp',
-                           experiment_arm = CASE WHEN right(notification_id, 1) IN ('0', '2', '4', '6', '8') THEN 'control' ELSE 'thumbnail' END
-                    """)
-            }
+            try await fixtures.putEveryEventInTheExperiment()
             clock = ManualTime(wallClock: Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000)))
             let store = ExperimentStore(pool: fixtures.pool, time: clock)
             _ = try await store.create(ExperimentDefinition(

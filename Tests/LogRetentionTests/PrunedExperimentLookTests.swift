@@ -18,13 +18,7 @@ struct PrunedExperimentLookTests {
         try await fixtures.seed(RetentionFixtures.events(notifications: 40, tag: "d45"), daysAgo: 45)
         try await fixtures.seed(RetentionFixtures.events(notifications: 12, tag: "d5"), daysAgo: 5)
         try await fixtures.seed(RetentionFixtures.events(notifications: 6, tag: "now"), daysAgo: 0)
-        // Every notification in the experiment, in the arm its number's parity gives.
-        _ = try await fixtures.pool.withConnection { connection in
-            try connection.execute("""
-                UPDATE events SET experiment_id = 'exp',
-                       experiment_arm = CASE WHEN right(notification_id, 1) IN ('0', '2', '4', '6', '8') THEN 'control' ELSE 'thumbnail' END
-                """)
-        }
+        try await fixtures.putEveryEventInTheExperiment()
         let definition = ExperimentDefinition(
             id: "exp", appID: "app-1",
             arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true),

@@ -60,6 +60,17 @@ struct RetentionFixtures {
         return items
     }
 
+    /// Every event of the log in experiment `exp`, in the arm its notification number's parity
+    /// gives (even: control, odd: thumbnail), for the tests of incremental looks around a prune.
+    func putEveryEventInTheExperiment() async throws {
+        _ = try await pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE events SET experiment_id = 'exp',
+                       experiment_arm = CASE WHEN right(notification_id, 1) IN ('0', '2', '4', '6', '8') THEN 'control' ELSE 'thumbnail' END
+                """)
+        }
+    }
+
     /// Every event as `id txid/position recorded_at payload`, sorted by id.
     func log() async throws -> [String] {
         try await pool.withConnection { connection in
