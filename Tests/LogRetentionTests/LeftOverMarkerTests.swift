@@ -66,7 +66,7 @@ struct LooksAfterADeadPruneTests {
         // The prune dies: its backend goes (as when the process is killed or its connection lost).
         let killed = try await setup.fixtures.pool.withConnection { connection in
             try connection.query("""
-                SELECT count(pg_terminate_backend(pid))::int8 FROM pg_stat_activity WHERE application_name = 'engage log prune'
+                SELECT count(pg_terminate_backend(pid))::int8 FROM pg_stat_activity WHERE application_name = 'engage log prune' AND datname = current_database()
                 """)[0].decode(0, as: Int.self)
         }
         #expect(killed == 1)
