@@ -164,6 +164,10 @@ public struct LogPruner: Sendable {
                     rewriting = true
                 }
                 do {
+                    // Taken over before anything can refuse this prune (its checks, the window, the
+                    // archive): the dead command's reset is due whatever this prune goes on to do,
+                    // and the catch below finishes it if this prune stops early.
+                    if leftOver { try beginRewrite() }
                     let finishedDetaches = try finishInterruptedDetaches(beforeChange: beginRewrite, on: connection)
                     let plan = try makePlan(on: connection)
                     try runChecks(plan, on: connection)
