@@ -28,7 +28,7 @@ public struct ExperimentLookDeferred: Error, Sendable, Equatable, CustomStringCo
         let command = command.map { "engage log \($0)" } ?? "a prune or restore of the log"
         return switch reason {
         case .rewriteUnderWay:
-            "\(command) is under way: the incremental look waits for its reset (a command that died leaves it set until the next engage log prune or restore)"
+            "\(command) is under way: the incremental look waits for its reset (a command that died is finished by the scheduler once no prune or restore holds the log)"
         case .rewrittenDuringLook:
             "\(command) changed the log while the incremental look ran: its analysis is not stored, and the run is repeated after the reset"
         }

@@ -324,7 +324,25 @@ public struct Scheduler: Service {
         logger.warning("scheduler.run.deferred", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                   "reason": deferred.code, "log.rewrite": deferred.command ?? "-",
                                                   "detail": reason])
+        if deferred.reason == .rewriteUnderWay {
+            try await endAbandonedRewrite()
+        }
         return .deferred
+    }
+
+    /// A marker whose prune or restore died (Ctrl-C, a lost connection) would defer every look
+    /// for good: finished here as the command would have (every experiment's tallies dropped,
+    /// the marker cleared) once no command holds the lock they all hold while they run. The
+    /// deferred run is looked at again at the next poll, from the log's start.
+    private func endAbandonedRewrite() async throws {
+        let ended = try await pool.withConnection { connection in
+            try LogRewrite.endIfAbandoned(reset: { try ExperimentTallyStore.reset(on: $0) }, on: connection)
+        }
+        if ended {
+            logger.warning("scheduler.log-rewrite.abandoned", [
+                "detail": "a prune or restore of the log died before its reset: every experiment's tallies were dropped and the marker cleared",
+            ])
+        }
     }
 
     /// The lease of a claim was found taken over (expired and claimed again, or the run removed).

@@ -46,8 +46,8 @@ struct LeftOverMarkerTests {
 /// A prune that dies mid-way (Ctrl-C: `engage log prune` installs no SIGINT handler; its
 /// connection lost; its backend terminated) cannot run its catch's `LogRewrite.end`, so the marker
 /// stays set although no prune or restore is running any more (the retention lock is free).
-/// Every incremental look from then on is deferred, poll after poll, with no end but an operator
-/// who thinks of running another prune or restore.
+/// Without more, every incremental look from then on would be deferred, poll after poll, until an
+/// operator thought of running another prune or restore; the scheduler finishes such a rewrite.
 @Suite("Looks after a prune that died")
 struct LooksAfterADeadPruneTests {
     @Test(.timeLimit(.minutes(5)))
@@ -79,14 +79,23 @@ struct LooksAfterADeadPruneTests {
             return free
         }
         #expect(lockFree)
-        var runs: [ExperimentRun] = []
-        for _ in 0..<3 {
-            _ = try await setup.scheduler.tick()
-            runs.append(try await setup.look())
-        }
+        // The first look finds the marker and is deferred; its scheduler finds no command behind
+        // the marker and finishes it (the tallies dropped, the marker cleared).
+        let beforeLooks = try await setup.lastRunID()
+        let first = try await setup.look()
+        setup.expectDeferred(first, "prune", deferrals: 1)
         let state = try await setup.fixtures.pool.withConnection { connection in try LogRewrite.state(on: connection) }
+        #expect(!state.isUnderWay, "the dead prune's marker is still set (\(state)) with no prune or restore running")
+        // The next poll stores the deferred run, and later looks are stored: each equal to a full
+        // replay of the log as the dead prune left it.
+        _ = try await setup.scheduler.tick()
+        var runs: [ExperimentRun] = []
+        for _ in 0..<2 { runs.append(try await setup.look()) }
         #expect(runs.allSatisfy { $0.status == .done },
-                "every look deferred (\(runs.map { "\($0.status)" })), marker \(state), deferrals \(setup.metrics.deferred.value), with no prune or restore running")
+                "looks deferred (\(runs.map { "\($0.status)" })), deferrals \(setup.metrics.deferred.value), with no prune or restore running")
+        let stored = try await setup.storedRunsAgainstTheReplay(after: beforeLooks)
+        #expect(stored.count == 3 && stored.allSatisfy(\.equal), "\(stored)")
+        #expect(stored.first?.run == first.id)
         await setup.close()
     }
 }

@@ -46,15 +46,42 @@ public enum LogRewrite {
             """))
     }
 
+    /// The advisory lock a prune or restore holds (on its session) for its whole run, from before
+    /// `begin` to after `end`: one at a time per database. "engage-r" in ASCII; the migrator's
+    /// lock is "engage".
+    public static let commandLockKey: Int64 = 0x656E_6761_6765_2D72
+
     /// Runs `reset` and clears the marker in one transaction: a look that starts after it folds
     /// from nothing, one that started before it stores nothing. Returns what `reset` returned.
     @discardableResult
     public static func end(reset: Reset?, on connection: Connection) throws -> Int {
+        try connection.transaction { connection in try finish(reset: reset, on: connection) }
+    }
+
+    /// Ends a rewrite whose command is gone (Ctrl-C, a lost connection, a killed process: none of
+    /// them runs the command's own `end`), as that command would have: `reset`, then the marker
+    /// cleared. The marker set while no prune or restore holds `commandLockKey` means the command
+    /// died, since each holds it from before its `begin` until after its `end`. Otherwise every
+    /// incremental look would be deferred until an operator thought of running another prune or
+    /// restore. Returns whether there was such a rewrite. The lock is taken for the transaction
+    /// only, so it cannot outlive it on a pooled connection.
+    @discardableResult
+    public static func endIfAbandoned(reset: @escaping Reset, on connection: Connection) throws -> Bool {
         try connection.transaction { connection in
-            let dropped = try reset?(connection) ?? 0
-            try connection.execute("UPDATE log_rewrite SET command = NULL, began_at = NULL")
-            return dropped
+            guard try state(on: connection).isUnderWay,
+                  try connection.query("SELECT pg_try_advisory_xact_lock(\(commandLockKey))")[0].decode(0, as: Bool.self),
+                  // Read again under the lock: a command may have ended between the two reads.
+                  try state(on: connection).isUnderWay
+            else { return false }
+            _ = try finish(reset: reset, on: connection)
+            return true
         }
+    }
+
+    private static func finish(reset: Reset?, on connection: Connection) throws -> Int {
+        let dropped = try reset?(connection) ?? 0
+        try connection.execute("UPDATE log_rewrite SET command = NULL, began_at = NULL")
+        return dropped
     }
 
     /// The marker as the connection's statement sees it now.
