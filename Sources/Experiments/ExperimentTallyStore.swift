@@ -53,6 +53,11 @@ public enum ExperimentTallyStore {
         try await pool.withTransaction { connection in try reset(experimentID: experimentID, on: connection) }
     }
 
+    /// Every experiment's tallies dropped in the caller's transaction, as `engage log prune` and
+    /// `engage log restore` (and the scheduler, for one of them that died) end their rewrite of the
+    /// log (`LogRewrite`): until then no look stores an analysis.
+    public static let resetEveryExperiment: LogRewrite.Reset = { connection in try reset(on: connection) }
+
     /// `reset(experimentID:pool:)` in the caller's open transaction: `engage log prune` and
     /// `engage log restore` drop every experiment's tallies in the transaction that ends their
     /// rewrite of the log (`LogRewrite.end`), so no look stores a fold of the log they changed.

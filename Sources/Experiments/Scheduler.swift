@@ -336,7 +336,7 @@ public struct Scheduler: Service {
     /// deferred run is looked at again at the next poll, from the log's start.
     private func endAbandonedRewrite() async throws {
         let ended = try await pool.withConnection { connection in
-            try LogRewrite.endIfAbandoned(reset: { try ExperimentTallyStore.reset(on: $0) }, on: connection)
+            try LogRewrite.endIfAbandoned(reset: ExperimentTallyStore.resetEveryExperiment, on: connection)
         }
         if ended {
             logger.warning("scheduler.log-rewrite.abandoned", [

@@ -64,7 +64,7 @@ enum LogCommand {
         }
         let includeRunning = arguments[includeRunningExperiments]
         configuration.checks = [projectionsCheck] + (includeRunning ? [] : [experimentsCheck])
-        configuration.resetReaders = resetTallies
+        configuration.resetReaders = ExperimentTallyStore.resetEveryExperiment
         let logger = CommonOptions.quietLogger(arguments)
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             // Once the database is open: a local PostgreSQL this command starts must not inherit it.
@@ -159,7 +159,7 @@ enum LogCommand {
         let logger = CommonOptions.quietLogger(arguments)
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             var restorer = LogRestorer(pool: pool, directory: absolute, logger: logger)
-            restorer.resetReaders = resetTallies
+            restorer.resetReaders = ExperimentTallyStore.resetEveryExperiment
             let line = ProgressLine.standardError("restore")
             let report = try await restorer.run { progress in line.update(progress.events, of: progress.total, "events") }
             line.finish()
@@ -179,10 +179,6 @@ enum LogCommand {
             printTalliesReset(report.readersReset)
         }
     }
-
-    /// Every experiment's incremental tallies, dropped in the transaction that ends a prune's or
-    /// a restore's rewrite of the log (`LogRewrite`): until then no look stores an analysis.
-    static let resetTallies: LogRewrite.Reset = { connection in try ExperimentTallyStore.reset(on: connection) }
 
     // MARK: Output
 

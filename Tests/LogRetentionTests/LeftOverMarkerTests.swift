@@ -74,8 +74,8 @@ struct LooksAfterADeadPruneTests {
         _ = await pruning.result
         // No prune or restore runs any more: the retention lock is free.
         let lockFree = try await setup.fixtures.pool.withConnection { connection in
-            let free = try connection.query("SELECT pg_try_advisory_lock(\(0x656E_6761_6765_2D72 as Int64))")[0].decode(0, as: Bool.self)
-            if free { _ = try connection.execute("SELECT pg_advisory_unlock(\(0x656E_6761_6765_2D72 as Int64))") }
+            let free = try connection.query("SELECT pg_try_advisory_lock(\(LogRewrite.commandLockKey))")[0].decode(0, as: Bool.self)
+            if free { _ = try connection.execute("SELECT pg_advisory_unlock(\(LogRewrite.commandLockKey))") }
             return free
         }
         #expect(lockFree)

@@ -136,15 +136,13 @@ struct LookDuringRewriteTests {
         /// `engage log prune --older-than 31d --include-running-experiments --archive DIR` as the
         /// command runs it: the tallies dropped as the prune's rewrite of the log ends.
         func prune(archive: String, progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> LogPruner.Report {
-            try await retention.pruner(olderThan: 31, archive: archive, resetReaders: Self.resetTallies).run(progress: progress)
+            try await retention.pruner(olderThan: 31, archive: archive, resetReaders: ExperimentTallyStore.resetEveryExperiment).run(progress: progress)
         }
 
         /// `engage log restore DIR` as the command runs it.
         func restore(_ directory: String, progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> LogRestorer.Report {
-            try await retention.restorer(directory, resetReaders: Self.resetTallies).run(progress: progress)
+            try await retention.restorer(directory, resetReaders: ExperimentTallyStore.resetEveryExperiment).run(progress: progress)
         }
-
-        static let resetTallies: LogRewrite.Reset = { connection in try ExperimentTallyStore.reset(on: connection) }
 
         /// The run was given back during the command, with the reason said once in the log.
         func expectDeferred(_ run: ExperimentRun, _ command: String, deferrals: Int) {
