@@ -46,21 +46,20 @@ struct DiskQueue: Sendable {
         var bytes: Int
     }
 
-    /// Events the queue gave up on, by reason, in queue order.
+    /// Events the queue gave up on, by reason, in queue order. Never by age: the server judges
+    /// that by its own clock (the device's may be set a month ahead) and rejects what is too old.
     struct Drops: Sendable, Equatable {
         var overflow: [String] = []
         var diskFull: [String] = []
-        var expired: [String] = []
         /// The text (at most 200 bytes) of each unreadable line, or `file <name>: errno N`.
         var unreadable: [String] = []
 
-        var isEmpty: Bool { overflow.isEmpty && diskFull.isEmpty && expired.isEmpty && unreadable.isEmpty }
+        var isEmpty: Bool { overflow.isEmpty && diskFull.isEmpty && unreadable.isEmpty }
 
         var counts: DropCounts {
             var counts = DropCounts()
             counts.overflow = overflow.count
             counts.diskFull = diskFull.count
-            counts.expired = expired.count
             counts.unreadable = unreadable.count
             return counts
         }
@@ -93,8 +92,6 @@ struct DiskQueue: Sendable {
         var segmentEvents: Int = 50
         var segmentBytes: Int = 64 * 1024
         var lease: TimeInterval = 60
-        /// Events older than this when claimed are dropped as expired.
-        var maxEventAge: TimeInterval = 30 * 86_400 - 3600
         var protection = FileProtector(protection: .completeUntilFirstUserAuthentication)
         var recentIDs = 256
         var quarantineFiles = 16
@@ -207,8 +204,10 @@ struct DiskQueue: Sendable {
     // MARK: Claiming
 
     /// Claims the oldest waiting segments, one rename each, until they hold `maxEvents` events
-    /// (at least one segment). Drops, instead of claiming, events older than `maxEventAge` and
-    /// lines that are not events; a segment that cannot be read at all goes to `quarantine/`.
+    /// (at least one segment). Drops, instead of claiming, lines that are not events; a segment
+    /// that cannot be read at all goes to `quarantine/`. An event's age is for the server to
+    /// judge: `now` (the device's clock, which the user may set a month ahead) only stamps the
+    /// claim.
     func claim(maxEvents: Int, now: Date = Date()) -> ClaimResult {
         var result = ClaimResult()
         let claimedAt = Int64(now.timeIntervalSince1970 * 1000)
@@ -242,25 +241,24 @@ struct DiskQueue: Sendable {
                     result.dropped.unreadable.append("file \(name): errno \(code)")
                 case let .content(data):
                     let parsed = Self.parse(data)
-                    let (fresh, expired) = Self.split(parsed.events, olderThan: now.addingTimeInterval(-options.maxEventAge))
-                    result.dropped.expired += expired.map(\.id)
+                    let events = parsed.events
                     if !parsed.unreadable.isEmpty {
                         quarantineLines(parsed.unreadable, as: stem)
                         result.dropped.unreadable += parsed.unreadable.map { String(decoding: Array($0.utf8.prefix(200)), as: UTF8.self) }
                     }
-                    if fresh.isEmpty {
+                    if events.isEmpty {
                         unlink(target.path)
                         continue
                     }
                     var bytes = data.count
-                    if fresh.count != parsed.events.count || !parsed.unreadable.isEmpty {
+                    if !parsed.unreadable.isEmpty {
                         // A release must not bring back what was just dropped.
-                        let kept = Array(fresh.map { $0.json + "\n" }.joined().utf8)
+                        let kept = Array(events.map { $0.json + "\n" }.joined().utf8)
                         try? QueueFiles.replace(target.path, with: kept, protection: options.protection)
                         bytes = kept.count
                     }
-                    result.claims.append(Claim(stem: stem, url: target, events: fresh, bytes: bytes))
-                    count += fresh.count
+                    result.claims.append(Claim(stem: stem, url: target, events: events, bytes: bytes))
+                    count += events.count
                 }
                 if result.storageUnavailable { break }
             }
@@ -512,24 +510,6 @@ struct DiskQueue: Sendable {
             }
         }
         return (events, unreadable)
-    }
-
-    /// Events whose `occurred_at` lies before `cutoff` are expired; an unreadable time is kept
-    /// (the server decides).
-    static func split(_ events: [QueuedEvent], olderThan cutoff: Date) -> (fresh: [QueuedEvent], expired: [QueuedEvent]) {
-        var fresh: [QueuedEvent] = []
-        var expired: [QueuedEvent] = []
-        for event in events {
-            if let time = occurredAt(event.json), time < cutoff { expired.append(event) } else { fresh.append(event) }
-        }
-        return (fresh, expired)
-    }
-
-    private static func occurredAt(_ json: String) -> Date? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-              let text = object["occurred_at"] as? String
-        else { return nil }
-        return Timestamp.parse(text)
     }
 }
 

@@ -36,9 +36,6 @@ public final class EngageClient: Sendable {
         public var retry: RetryPolicy
         /// Compress request bodies with gzip (the client's own deflate encoder).
         public var gzip: Bool
-        /// Events older than this are dropped (and counted) instead of sent: the server refuses
-        /// events more than 30 days old, so the default stops an hour short of that.
-        public var maxEventAge: Duration
         /// The data protection class of the queue's files (see `QueueFileProtection`).
         public var fileProtection: QueueFileProtection
 
@@ -46,7 +43,6 @@ public final class EngageClient: Sendable {
                     batchSize: Int = 50, flushInterval: Duration = .seconds(10), maxQueueBytes: Int = 5 * 1024 * 1024,
                     sendBudget: Duration = .seconds(2), requestTimeout: Duration = .seconds(30),
                     claimLease: Duration = .seconds(60), retry: RetryPolicy = RetryPolicy(), gzip: Bool = true,
-                    maxEventAge: Duration = .seconds(30 * 86_400 - 3600),
                     fileProtection: QueueFileProtection = .completeUntilFirstUserAuthentication) {
             self.endpoint = endpoint
             self.ingestKey = ingestKey
@@ -60,7 +56,6 @@ public final class EngageClient: Sendable {
             self.claimLease = claimLease
             self.retry = retry
             self.gzip = gzip
-            self.maxEventAge = maxEventAge
             self.fileProtection = fileProtection
         }
     }
@@ -81,8 +76,6 @@ public final class EngageClient: Sendable {
             case overflow
             /// The disk was full; these, the oldest waiting, made room for a new event.
             case diskFull
-            /// Older than `maxEventAge` when their turn came: the server would refuse them.
-            case expired
             /// A queued line that is no longer a JSON event, or a file that cannot be read
             /// (storage corruption); the text is in `eventIDs` since there is no id to give. It
             /// is kept in the queue's `quarantine/` folder.
@@ -115,7 +108,7 @@ public final class EngageClient: Sendable {
         public var accepted = 0
         /// Already stored earlier (a retry of a request whose answer was lost).
         public var duplicates = 0
-        /// Dropped by this flush: rejected, refused, expired or unreadable.
+        /// Dropped by this flush: rejected, refused or unreadable.
         public var dropped = 0
     }
 
@@ -141,7 +134,6 @@ public final class EngageClient: Sendable {
         var options = DiskQueue.Options(maxBytes: configuration.maxQueueBytes)
         options.segmentEvents = max(1, min(configuration.batchSize, 1000))
         options.lease = configuration.claimLease.seconds
-        options.maxEventAge = configuration.maxEventAge.seconds
         options.protection = FileProtector(protection: configuration.fileProtection, observe: protectionObserver)
         queue = try DiskQueue(container: configuration.containerDirectory, options: options)
         self.now = now
@@ -253,7 +245,6 @@ public final class EngageClient: Sendable {
     func report(_ drops: DiskQueue.Drops) {
         if !drops.overflow.isEmpty { onDrop(DroppedEvents(reason: .overflow, eventIDs: drops.overflow)) }
         if !drops.diskFull.isEmpty { onDrop(DroppedEvents(reason: .diskFull, eventIDs: drops.diskFull)) }
-        if !drops.expired.isEmpty { onDrop(DroppedEvents(reason: .expired, eventIDs: drops.expired)) }
         if !drops.unreadable.isEmpty { onDrop(DroppedEvents(reason: .unreadable, eventIDs: drops.unreadable)) }
     }
 
@@ -300,7 +291,7 @@ public final class EngageClient: Sendable {
             }
             let claimed = queue.claim(maxEvents: limit, now: now())
             self.report(claimed.dropped)
-            report.dropped += claimed.dropped.expired.count + claimed.dropped.unreadable.count
+            report.dropped += claimed.dropped.unreadable.count
             let claims = claimed.claims
             if claims.isEmpty {
                 report.ending = claimed.storageUnavailable ? .storageUnavailable : .drained
