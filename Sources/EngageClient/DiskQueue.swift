@@ -269,6 +269,48 @@ struct DiskQueue: Sendable {
         return result
     }
 
+    /// Splits a claimed segment of two or more events into two claimed segments, its first and
+    /// second half, under new numbers after the head (as a segment put back where its number
+    /// is taken): for a server whose body limit is below one segment. The halves are on disk
+    /// before the segment is removed, so a process killed in between leaves its events twice
+    /// (the server's idempotency stores them once), never nowhere. Nil when the halves cannot be
+    /// written (the segment stays as it was) or the claim is gone (its lease ran out and another
+    /// process took it back).
+    func split(_ claim: Claim, now: Date) -> [Claim]? {
+        guard claim.events.count > 1 else { return nil }
+        let claimedAt = Int64(now.timeIntervalSince1970 * 1000)
+        let middle = claim.events.count / 2
+        let parts = [Array(claim.events[..<middle]), Array(claim.events[middle...])]
+        let halves = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock -> [Claim]? in
+            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
+            let first = index.head + 1
+            // Past the head before the files exist, as in `claim`: appends never reach these numbers.
+            index.head = first + Int64(parts.count)
+            index.headEvents = 0
+            guard index.write(to: lock) else { return nil }
+            var halves: [Claim] = []
+            for (offset, events) in parts.enumerated() {
+                let stem = Self.stem(first + Int64(offset))
+                let url = claimed.appendingPathComponent("\(stem)~\(pid)~\(claimedAt)\(Self.suffix)")
+                let text = Array(events.map { $0.json + "\n" }.joined().utf8)
+                do {
+                    try QueueFiles.appendDurably(text, to: url.path, protection: options.protection)
+                } catch {
+                    for half in halves { unlink(half.url.path) }
+                    return nil
+                }
+                halves.append(Claim(stem: stem, url: url, events: events, bytes: text.count))
+            }
+            guard unlink(claim.url.path) == 0 else {
+                for half in halves { unlink(half.url.path) }
+                return nil
+            }
+            QueueFiles.synchronizeDirectory(claimed.path)
+            return halves
+        }
+        return halves ?? nil
+    }
+
     /// Deletes claimed segments after the server stored (or finally refused) their events.
     func complete(_ claims: [Claim]) {
         var freed = 0

@@ -328,6 +328,17 @@ public final class EngageClient: Sendable {
                     limit = max(1, events.count / 2)
                     continue
                 }
+                if events.count > 1 {
+                    // One segment over the limit: its halves go back in line, down to one event.
+                    guard let halves = queue.split(claims[0], now: now()) else {
+                        retryLater(claims, endpoint: endpoint)
+                        continue
+                    }
+                    queue.release(halves)
+                    limit = max(1, events.count / 2)
+                    continue
+                }
+                // One event over the limit: engage's 413 refuses it for good.
                 if let problemType {
                     drop(claims, events: events, status: 413, problemType: problemType, into: &report)
                 } else {
