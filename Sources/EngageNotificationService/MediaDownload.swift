@@ -46,6 +46,9 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     private let directory: URL
     private let timeout: Duration
     private let completion: @Sendable (DownloadResult) -> Void
+    /// Runs after the finished file got its final name and before its outcome is delivered
+    /// (tests use it to fire the deadline at that moment).
+    private let afterRename: (@Sendable () -> Void)?
     private let clock = ContinuousClock()
     private var started: ContinuousClock.Instant?
     private var session: URLSession?
@@ -59,8 +62,15 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     private var type: MediaType?
     private var finished = false
 
-    public init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
+    public convenience init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
                 completion: @escaping @Sendable (DownloadResult) -> Void) {
+        self.init(url: url, variant: variant, policy: policy, directory: directory, timeout: timeout, afterRename: nil,
+                  completion: completion)
+    }
+
+    init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
+         afterRename: (@Sendable () -> Void)?, completion: @escaping @Sendable (DownloadResult) -> Void) {
+        self.afterRename = afterRename
         self.url = url
         self.variant = variant
         self.policy = policy
@@ -86,12 +96,17 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             finish(.timedOut)
             return
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.finish(.timedOut) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.deadlineFired() }
         task.resume()
     }
 
     public func cancel() {
         finish(.cancelled)
+    }
+
+    /// The deadline's timer: whatever has not finished by now has timed out.
+    func deadlineFired() {
+        finish(.timedOut)
     }
 
     // MARK: URLSessionDataDelegate
@@ -163,8 +178,9 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             finish(.failed(String(describing: error)))
             return
         }
-        let outcome: DownloadResult = lock.withLock {
-            guard !finished else { return .cancelled }
+        // The rename and the outcome are one step under `lock`: a deadline firing in between
+        // would report a timeout and leave the renamed file behind, attached by nobody.
+        finish { () -> DownloadResult in
             if type == nil, let decided = decideType(final: true) { return decided }
             guard let type, let partial else { return .unsupportedFormat("unknown") }
             try? output?.close()
@@ -181,7 +197,6 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             return .downloaded(DownloadedMedia(file: file, type: type, bytes: received, variant: variant,
                                                downloadMS: Int(elapsed.seconds * 1000), finishedAt: now))
         }
-        finish(outcome)
     }
 
     // MARK: Deciding
@@ -209,17 +224,27 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
 
     /// Delivers the first outcome, cancels what still runs and removes partial files.
     private func finish(_ outcome: DownloadResult) {
-        let state: (task: URLSessionDataTask?, session: URLSession?, output: FileHandle?, partial: URL?)? = lock.withLock {
-            guard !finished else { return nil }
-            finished = true
-            defer {
-                output = nil
-                partial = nil
-                session = nil
+        finish { outcome }
+    }
+
+    /// `decide` runs with `lock` held, only if nothing finished the download before, and its
+    /// outcome is the one delivered: nothing can come between deciding and finishing.
+    private func finish(deciding decide: () -> DownloadResult) {
+        let state: (outcome: DownloadResult, task: URLSessionDataTask?, session: URLSession?, output: FileHandle?, partial: URL?)? =
+            lock.withLock {
+                guard !finished else { return nil }
+                let outcome = decide()
+                finished = true
+                defer {
+                    output = nil
+                    partial = nil
+                    session = nil
+                }
+                return (outcome, task, session, output, partial)
             }
-            return (task, session, output, partial)
-        }
         guard let state else { return }
+        let outcome = state.outcome
+        if case .downloaded = outcome { afterRename?() }
         try? state.output?.close()
         if case .downloaded = outcome {} else {
             state.task?.cancel()
