@@ -455,7 +455,24 @@ struct DiskQueue: Sendable {
                           failures: failures)
     }
 
+    /// Records (or, with nil, clears) the backoff, under the queue's lock: every process and
+    /// every flush of one process writes it in turn (`QueueFiles.replace`'s temporary file is
+    /// one per process), so a reader finds one whole state, never two writes mixed.
     func setRetryState(_ state: RetryState?) {
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in writeRetryState(state) }
+    }
+
+    /// Counts one more failure for `endpoint` and sets the next attempt `delay(failures)` after
+    /// `now`, reading and writing under the lock: two senders failing together count two.
+    func recordFailure(endpoint: String, now: Date, delay: (_ failures: Int) -> TimeInterval) {
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in
+            let failures = (retryState(endpoint: endpoint)?.failures ?? 0) + 1
+            writeRetryState(RetryState(endpoint: endpoint, notBefore: now + delay(failures), failures: failures))
+        }
+    }
+
+    /// Called with the lock held.
+    private func writeRetryState(_ state: RetryState?) {
         guard let state else {
             unlink(retryPath)
             return

@@ -318,7 +318,8 @@ public final class EngageClient: Sendable {
                 }
             case let .retryAfter(seconds):
                 queue.release(claims)
-                backOff(endpoint: endpoint, delay: configuration.retry.afterRetryAfter(seconds))
+                let delay = configuration.retry.afterRetryAfter(seconds)
+                queue.recordFailure(endpoint: endpoint, now: now()) { _ in delay }
             case .transient:
                 retryLater(claims, endpoint: endpoint)
             case let .tooLarge(problemType):
@@ -355,8 +356,7 @@ public final class EngageClient: Sendable {
     /// Puts the claims back in line and backs off by the policy's next step.
     private func retryLater(_ claims: [DiskQueue.Claim], endpoint: String) {
         queue.release(claims)
-        let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-        backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
+        queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
     }
 
     /// Deletes claims engage refused for good, and reports their events.
@@ -378,11 +378,6 @@ public final class EngageClient: Sendable {
         let wait = state.notBefore.timeIntervalSince(now())
         guard wait > 0, wait <= configuration.retry.longestWait else { return nil }
         return state.notBefore
-    }
-
-    private func backOff(endpoint: String, delay: TimeInterval) {
-        let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-        queue.setRetryState(.init(endpoint: endpoint, notBefore: now() + delay, failures: failures))
     }
 
     /// Sends for as long as the calling task runs: every `flushInterval`, or sooner once this
