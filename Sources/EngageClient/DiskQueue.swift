@@ -242,6 +242,19 @@ struct DiskQueue: Sendable {
                 case let .content(data):
                     let parsed = Self.parse(data)
                     let events = parsed.events
+                    var bytes = data.count
+                    if !parsed.unreadable.isEmpty, !events.isEmpty {
+                        // A release must not bring back what is dropped here. When the segment
+                        // cannot be rewritten without those lines (a full disk), nothing is
+                        // dropped yet: it goes back in line whole, to be dropped once, later.
+                        let kept = Array(events.map { $0.json + "\n" }.joined().utf8)
+                        guard (try? QueueFiles.replace(target.path, with: kept, protection: options.protection)) != nil else {
+                            putBack(target.path, stem: stem, index: &index)
+                            result.storageUnavailable = true
+                            break
+                        }
+                        bytes = kept.count
+                    }
                     if !parsed.unreadable.isEmpty {
                         quarantineLines(parsed.unreadable, as: stem)
                         result.dropped.unreadable += parsed.unreadable.map { String(decoding: Array($0.utf8.prefix(200)), as: UTF8.self) }
@@ -249,13 +262,6 @@ struct DiskQueue: Sendable {
                     if events.isEmpty {
                         unlink(target.path)
                         continue
-                    }
-                    var bytes = data.count
-                    if !parsed.unreadable.isEmpty {
-                        // A release must not bring back what was just dropped.
-                        let kept = Array(events.map { $0.json + "\n" }.joined().utf8)
-                        try? QueueFiles.replace(target.path, with: kept, protection: options.protection)
-                        bytes = kept.count
                     }
                     result.claims.append(Claim(stem: stem, url: target, events: events, bytes: bytes))
                     count += events.count
