@@ -68,7 +68,7 @@ public final class EngageClient: Sendable {
             /// fail the same way.
             case rejected(field: String?, problem: String)
             /// engage refused the whole request with a 4xx of its own that retrying cannot fix
-            /// (400, 401, 403, 413 for a single segment, 415, ...): `problemType` is its problem
+            /// (400, 401, 403, 413 for a single event, 415, ...): `problemType` is its problem
             /// document's `type`, under `https://engage.dev/problems/`. A 4xx from anything else
             /// on the way drops nothing.
             case refused(status: Int, problemType: String?)
