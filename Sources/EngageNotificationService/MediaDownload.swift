@@ -46,9 +46,16 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     private let directory: URL
     private let timeout: Duration
     private let completion: @Sendable (DownloadResult) -> Void
-    /// Runs after the finished file got its final name and before its outcome is delivered
-    /// (tests use it to fire the deadline at that moment).
-    private let afterRename: (@Sendable () -> Void)?
+    /// Moments a download passes where another thread (the deadline's) may cut in.
+    enum Moment: Sendable {
+        /// The file bytes go to exists, and is not yet the download's.
+        case fileCreated
+        /// The finished file got its final name; its outcome is not yet delivered.
+        case fileRenamed
+    }
+
+    /// Called at each `Moment` (tests fire the deadline there).
+    private let reached: (@Sendable (Moment) -> Void)?
     private let clock = ContinuousClock()
     private var started: ContinuousClock.Instant?
     private var session: URLSession?
@@ -64,13 +71,13 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
 
     public convenience init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
                 completion: @escaping @Sendable (DownloadResult) -> Void) {
-        self.init(url: url, variant: variant, policy: policy, directory: directory, timeout: timeout, afterRename: nil,
+        self.init(url: url, variant: variant, policy: policy, directory: directory, timeout: timeout, reached: nil,
                   completion: completion)
     }
 
     init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
-         afterRename: (@Sendable () -> Void)?, completion: @escaping @Sendable (DownloadResult) -> Void) {
-        self.afterRename = afterRename
+         reached: (@Sendable (Moment) -> Void)?, completion: @escaping @Sendable (DownloadResult) -> Void) {
+        self.reached = reached
         self.url = url
         self.variant = variant
         self.policy = policy
@@ -140,6 +147,7 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             finish(.failed("cannot create \(file.lastPathComponent)"))
             return
         }
+        reached?(.fileCreated)
         let accepted: Bool = lock.withLock {
             guard !finished else { return false }
             headerGuess = guess
@@ -148,7 +156,11 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             output = handle
             return true
         }
-        if !accepted { try? handle.close() }
+        if !accepted {
+            // Finished meanwhile (the deadline, a cancel): the file was never the download's to remove.
+            try? handle.close()
+            try? FileManager.default.removeItem(at: file)
+        }
         completionHandler(accepted ? .allow : .cancel)
     }
 
@@ -244,7 +256,7 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             }
         guard let state else { return }
         let outcome = state.outcome
-        if case .downloaded = outcome { afterRename?() }
+        if case .downloaded = outcome { reached?(.fileRenamed) }
         try? state.output?.close()
         if case .downloaded = outcome {} else {
             state.task?.cancel()

@@ -31,7 +31,7 @@ struct DownloadOutcomeTests {
         let result: DownloadResult = await withCheckedContinuation { continuation in
             let download = MediaDownload(url: host.url.appendingPathComponent("p.jpg"), variant: "original",
                                          policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20),
-                                         afterRename: { holder.download?.deadlineFired() }) {
+                                         reached: { if $0 == .fileRenamed { holder.download?.deadlineFired() } }) {
                 continuation.resume(returning: $0)
             }
             holder.download = download
@@ -45,5 +45,30 @@ struct DownloadOutcomeTests {
         }
         #expect(files == [media.file.lastPathComponent])
         #expect(Array(try Data(contentsOf: media.file)) == body)
+    }
+
+    /// The deadline fires after the response's file was created and before the download took
+    /// it: the outcome is the timeout, and that file is removed too.
+    @Test func aDeadlineBeforeTheFileIsTakenLeavesNoFile() async throws {
+        let host = try FaultInjector(reply: .stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: [],
+                                                   declaredLength: 8000))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let holder = DownloadHolder()
+        let result: DownloadResult = await withCheckedContinuation { continuation in
+            let download = MediaDownload(url: host.url.appendingPathComponent("p.jpg"), variant: "original",
+                                         policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20),
+                                         reached: { if $0 == .fileCreated { holder.download?.deadlineFired() } }) {
+                continuation.resume(returning: $0)
+            }
+            holder.download = download
+            download.start()
+        }
+        holder.download = nil
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(result == .timedOut)
+        #expect(files == [])
     }
 }
