@@ -141,7 +141,9 @@ struct DiskQueue: Sendable {
                 return result
             }
             if index.bytes + text.count > options.maxBytes {
-                result.dropped.overflow = dropOldest(&index) { $0.bytes + text.count <= options.maxBytes }.ids
+                let freed = dropOldest(&index) { $0.bytes + text.count <= options.maxBytes }
+                result.dropped.overflow = freed.ids
+                result.dropped.unreadable += freed.unreadable
             }
             if index.headEvents >= options.segmentEvents || QueueFiles.size(atPath: segmentPath(index.head)) >= options.segmentBytes {
                 index.head += 1
@@ -159,6 +161,7 @@ struct DiskQueue: Sendable {
                         throw error
                     }
                     result.dropped.diskFull += freed.ids
+                    result.dropped.unreadable += freed.unreadable
                 }
             }
             index.headEvents += events.count
@@ -175,6 +178,7 @@ struct DiskQueue: Sendable {
                     let freed = dropOldest(&index, maxFiles: 1, keeping: index.head) { _ in false }
                     if freed.files == 0 { break }
                     result.dropped.diskFull += freed.ids
+                    result.dropped.unreadable += freed.unreadable
                 }
             }
             return result
@@ -182,26 +186,31 @@ struct DiskQueue: Sendable {
     }
 
     /// Deletes the oldest waiting segments, one at a time, until `enough` says so, `maxFiles`
-    /// are gone or none is left; returns the ids of their events. Claimed segments are being
+    /// are gone or none is left; returns the ids of their events, and the text of their lines
+    /// that are not events (set aside in quarantine, as a claim does). Claimed segments are being
     /// sent and stay.
     private func dropOldest(_ index: inout QueueIndex, maxFiles: Int = .max, keeping kept: Int64? = nil,
-                            until enough: (QueueIndex) -> Bool) -> (ids: [String], files: Int) {
+                            until enough: (QueueIndex) -> Bool) -> (ids: [String], unreadable: [String], files: Int) {
         var dropped: [String] = []
+        var unreadable: [String] = []
         var files = 0
         for name in QueueFiles.names(in: ready.path, suffix: Self.suffix) where Self.number(of: name) != kept {
             if files >= maxFiles || enough(index) { break }
             let path = ready.appendingPathComponent(name).path
             let bytes = QueueFiles.size(atPath: path)
-            if case let .content(data) = QueueFiles.readFile(path) {
-                let parsed = Self.parse(data)
-                dropped += parsed.events.map(\.id)
-            }
+            var parsed: (events: [QueuedEvent], unreadable: [String]) = ([], [])
+            if case let .content(data) = QueueFiles.readFile(path) { parsed = Self.parse(data) }
             guard unlink(path) == 0 else { continue }
+            dropped += parsed.events.map(\.id)
+            if !parsed.unreadable.isEmpty {
+                quarantineLines(parsed.unreadable, as: String(name.dropLast(Self.suffix.count)))
+                unreadable += parsed.unreadable.map(Self.excerpt)
+            }
             files += 1
             index.bytes = max(0, index.bytes - bytes)
             if Self.number(of: name) == index.head { index.headEvents = 0 }
         }
-        return (dropped, files)
+        return (dropped, unreadable, files)
     }
 
     // MARK: Claiming
@@ -260,7 +269,7 @@ struct DiskQueue: Sendable {
                     }
                     if !parsed.unreadable.isEmpty {
                         quarantineLines(parsed.unreadable, as: stem)
-                        result.dropped.unreadable += parsed.unreadable.map { String(decoding: Array($0.utf8.prefix(200)), as: UTF8.self) }
+                        result.dropped.unreadable += parsed.unreadable.map(Self.excerpt)
                     }
                     if events.isEmpty {
                         unlink(target.path)
@@ -570,6 +579,11 @@ struct DiskQueue: Sendable {
         for name in names.dropLast(options.quarantineFiles) {
             try? FileManager.default.removeItem(atPath: quarantine.appendingPathComponent(name).path)
         }
+    }
+
+    /// What is reported of an unreadable line: at most its first 200 bytes.
+    static func excerpt(_ line: String) -> String {
+        String(decoding: Array(line.utf8.prefix(200)), as: UTF8.self)
     }
 
     /// Splits a segment into events; a line that is not a JSON object with a string `event_id`
