@@ -46,21 +46,20 @@ struct DiskQueue: Sendable {
         var bytes: Int
     }
 
-    /// Events the queue gave up on, by reason, in queue order.
+    /// Events the queue gave up on, by reason, in queue order. Never by age: the server judges
+    /// that by its own clock (the device's may be set a month ahead) and rejects what is too old.
     struct Drops: Sendable, Equatable {
         var overflow: [String] = []
         var diskFull: [String] = []
-        var expired: [String] = []
         /// The text (at most 200 bytes) of each unreadable line, or `file <name>: errno N`.
         var unreadable: [String] = []
 
-        var isEmpty: Bool { overflow.isEmpty && diskFull.isEmpty && expired.isEmpty && unreadable.isEmpty }
+        var isEmpty: Bool { overflow.isEmpty && diskFull.isEmpty && unreadable.isEmpty }
 
         var counts: DropCounts {
             var counts = DropCounts()
             counts.overflow = overflow.count
             counts.diskFull = diskFull.count
-            counts.expired = expired.count
             counts.unreadable = unreadable.count
             return counts
         }
@@ -93,11 +92,12 @@ struct DiskQueue: Sendable {
         var segmentEvents: Int = 50
         var segmentBytes: Int = 64 * 1024
         var lease: TimeInterval = 60
-        /// Events older than this when claimed are dropped as expired.
-        var maxEventAge: TimeInterval = 30 * 86_400 - 3600
         var protection = FileProtector(protection: .completeUntilFirstUserAuthentication)
         var recentIDs = 256
         var quarantineFiles = 16
+        /// Runs between `complete`'s two steps, where a process killed there would stop (tests
+        /// read what it would leave on disk).
+        var completeMidpoint: (@Sendable () -> Void)? = nil
     }
 
     let root: URL
@@ -141,7 +141,9 @@ struct DiskQueue: Sendable {
                 return result
             }
             if index.bytes + text.count > options.maxBytes {
-                result.dropped.overflow = dropOldest(&index) { $0.bytes + text.count <= options.maxBytes }.ids
+                let freed = dropOldest(&index) { $0.bytes + text.count <= options.maxBytes }
+                result.dropped.overflow = freed.ids
+                result.dropped.unreadable += freed.unreadable
             }
             if index.headEvents >= options.segmentEvents || QueueFiles.size(atPath: segmentPath(index.head)) >= options.segmentBytes {
                 index.head += 1
@@ -159,6 +161,7 @@ struct DiskQueue: Sendable {
                         throw error
                     }
                     result.dropped.diskFull += freed.ids
+                    result.dropped.unreadable += freed.unreadable
                 }
             }
             index.headEvents += events.count
@@ -175,6 +178,7 @@ struct DiskQueue: Sendable {
                     let freed = dropOldest(&index, maxFiles: 1, keeping: index.head) { _ in false }
                     if freed.files == 0 { break }
                     result.dropped.diskFull += freed.ids
+                    result.dropped.unreadable += freed.unreadable
                 }
             }
             return result
@@ -182,33 +186,40 @@ struct DiskQueue: Sendable {
     }
 
     /// Deletes the oldest waiting segments, one at a time, until `enough` says so, `maxFiles`
-    /// are gone or none is left; returns the ids of their events. Claimed segments are being
+    /// are gone or none is left; returns the ids of their events, and the text of their lines
+    /// that are not events (set aside in quarantine, as a claim does). Claimed segments are being
     /// sent and stay.
     private func dropOldest(_ index: inout QueueIndex, maxFiles: Int = .max, keeping kept: Int64? = nil,
-                            until enough: (QueueIndex) -> Bool) -> (ids: [String], files: Int) {
+                            until enough: (QueueIndex) -> Bool) -> (ids: [String], unreadable: [String], files: Int) {
         var dropped: [String] = []
+        var unreadable: [String] = []
         var files = 0
         for name in QueueFiles.names(in: ready.path, suffix: Self.suffix) where Self.number(of: name) != kept {
             if files >= maxFiles || enough(index) { break }
             let path = ready.appendingPathComponent(name).path
             let bytes = QueueFiles.size(atPath: path)
-            if case let .content(data) = QueueFiles.readFile(path) {
-                let parsed = Self.parse(data)
-                dropped += parsed.events.map(\.id)
-            }
+            var parsed: (events: [QueuedEvent], unreadable: [String]) = ([], [])
+            if case let .content(data) = QueueFiles.readFile(path) { parsed = Self.parse(data) }
             guard unlink(path) == 0 else { continue }
+            dropped += parsed.events.map(\.id)
+            if !parsed.unreadable.isEmpty {
+                quarantineLines(parsed.unreadable, as: String(name.dropLast(Self.suffix.count)))
+                unreadable += parsed.unreadable.map(Self.excerpt)
+            }
             files += 1
             index.bytes = max(0, index.bytes - bytes)
             if Self.number(of: name) == index.head { index.headEvents = 0 }
         }
-        return (dropped, files)
+        return (dropped, unreadable, files)
     }
 
     // MARK: Claiming
 
     /// Claims the oldest waiting segments, one rename each, until they hold `maxEvents` events
-    /// (at least one segment). Drops, instead of claiming, events older than `maxEventAge` and
-    /// lines that are not events; a segment that cannot be read at all goes to `quarantine/`.
+    /// (at least one segment). Drops, instead of claiming, lines that are not events; a segment
+    /// that cannot be read at all goes to `quarantine/`. An event's age is for the server to
+    /// judge: `now` (the device's clock, which the user may set a month ahead) only stamps the
+    /// claim.
     func claim(maxEvents: Int, now: Date = Date()) -> ClaimResult {
         var result = ClaimResult()
         let claimedAt = Int64(now.timeIntervalSince1970 * 1000)
@@ -242,25 +253,30 @@ struct DiskQueue: Sendable {
                     result.dropped.unreadable.append("file \(name): errno \(code)")
                 case let .content(data):
                     let parsed = Self.parse(data)
-                    let (fresh, expired) = Self.split(parsed.events, olderThan: now.addingTimeInterval(-options.maxEventAge))
-                    result.dropped.expired += expired.map(\.id)
+                    let events = parsed.events
+                    var bytes = data.count
+                    if !parsed.unreadable.isEmpty, !events.isEmpty {
+                        // A release must not bring back what is dropped here. When the segment
+                        // cannot be rewritten without those lines (a full disk), nothing is
+                        // dropped yet: it goes back in line whole, to be dropped once, later.
+                        let kept = Array(events.map { $0.json + "\n" }.joined().utf8)
+                        guard (try? QueueFiles.replace(target.path, with: kept, protection: options.protection)) != nil else {
+                            putBack(target.path, stem: stem, index: &index)
+                            result.storageUnavailable = true
+                            break
+                        }
+                        bytes = kept.count
+                    }
                     if !parsed.unreadable.isEmpty {
                         quarantineLines(parsed.unreadable, as: stem)
-                        result.dropped.unreadable += parsed.unreadable.map { String(decoding: Array($0.utf8.prefix(200)), as: UTF8.self) }
+                        result.dropped.unreadable += parsed.unreadable.map(Self.excerpt)
                     }
-                    if fresh.isEmpty {
+                    if events.isEmpty {
                         unlink(target.path)
                         continue
                     }
-                    var bytes = data.count
-                    if fresh.count != parsed.events.count || !parsed.unreadable.isEmpty {
-                        // A release must not bring back what was just dropped.
-                        let kept = Array(fresh.map { $0.json + "\n" }.joined().utf8)
-                        try? QueueFiles.replace(target.path, with: kept, protection: options.protection)
-                        bytes = kept.count
-                    }
-                    result.claims.append(Claim(stem: stem, url: target, events: fresh, bytes: bytes))
-                    count += fresh.count
+                    result.claims.append(Claim(stem: stem, url: target, events: events, bytes: bytes))
+                    count += events.count
                 }
                 if result.storageUnavailable { break }
             }
@@ -271,16 +287,66 @@ struct DiskQueue: Sendable {
         return result
     }
 
-    /// Deletes claimed segments after the server stored (or finally refused) their events.
-    func complete(_ claims: [Claim]) {
-        var freed = 0
-        for claim in claims where unlink(claim.url.path) == 0 { freed += claim.bytes }
-        guard freed > 0 else { return }
-        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
-            guard var index = QueueIndex.read(from: lock) else { return }
-            index.bytes = max(0, index.bytes - freed)
-            index.write(to: lock)
+    /// Splits a claimed segment of two or more events into two claimed segments, its first and
+    /// second half, under new numbers after the head (as a segment put back where its number
+    /// is taken): for a server whose body limit is below one segment. The halves are on disk
+    /// before the segment is removed, so a process killed in between leaves its events twice
+    /// (the server's idempotency stores them once), never nowhere. Nil when the halves cannot be
+    /// written (the segment stays as it was) or the claim is gone (its lease ran out and another
+    /// process took it back).
+    func split(_ claim: Claim, now: Date) -> [Claim]? {
+        guard claim.events.count > 1 else { return nil }
+        let claimedAt = Int64(now.timeIntervalSince1970 * 1000)
+        let middle = claim.events.count / 2
+        let parts = [Array(claim.events[..<middle]), Array(claim.events[middle...])]
+        let halves = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock -> [Claim]? in
+            var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
+            let first = index.head + 1
+            // Past the head before the files exist, as in `claim`: appends never reach these numbers.
+            index.head = first + Int64(parts.count)
+            index.headEvents = 0
+            guard index.write(to: lock) else { return nil }
+            var halves: [Claim] = []
+            for (offset, events) in parts.enumerated() {
+                let stem = Self.stem(first + Int64(offset))
+                let url = claimed.appendingPathComponent("\(stem)~\(pid)~\(claimedAt)\(Self.suffix)")
+                let text = Array(events.map { $0.json + "\n" }.joined().utf8)
+                do {
+                    try QueueFiles.appendDurably(text, to: url.path, protection: options.protection)
+                } catch {
+                    for half in halves { unlink(half.url.path) }
+                    return nil
+                }
+                halves.append(Claim(stem: stem, url: url, events: events, bytes: text.count))
+            }
+            guard unlink(claim.url.path) == 0 else {
+                for half in halves { unlink(half.url.path) }
+                return nil
+            }
+            QueueFiles.synchronizeDirectory(claimed.path)
+            return halves
         }
+        return halves ?? nil
+    }
+
+    /// Deletes claimed segments after the server stored (or finally refused) their events,
+    /// under the lock, counting them off the index first: a process killed in between leaves the
+    /// count too low until the next claim recounts (the queue may pass `maxBytes` by a segment),
+    /// never too high (appends would drop waiting events to make room that is already free).
+    func complete(_ claims: [Claim]) {
+        let locked: Void? = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
+            // Under the lock no other process moves a claimed file: one still there is deleted next.
+            let present = claims.filter { access($0.url.path, F_OK) == 0 }
+            guard !present.isEmpty else { return }
+            if var index = QueueIndex.read(from: lock) {
+                index.bytes = max(0, index.bytes - present.reduce(0) { $0 + $1.bytes })
+                index.write(to: lock)
+            }
+            options.completeMidpoint?()
+            for claim in present { unlink(claim.url.path) }
+        }
+        // Without the lock the files go all the same: sent again, they would be counted again.
+        if locked == nil { for claim in claims { unlink(claim.url.path) } }
     }
 
     /// Puts claimed segments back in line, under their own number where it is free.
@@ -415,7 +481,24 @@ struct DiskQueue: Sendable {
                           failures: failures)
     }
 
+    /// Records (or, with nil, clears) the backoff, under the queue's lock: every process and
+    /// every flush of one process writes it in turn (`QueueFiles.replace`'s temporary file is
+    /// one per process), so a reader finds one whole state, never two writes mixed.
     func setRetryState(_ state: RetryState?) {
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in writeRetryState(state) }
+    }
+
+    /// Counts one more failure for `endpoint` and sets the next attempt `delay(failures)` after
+    /// `now`, reading and writing under the lock: two senders failing together count two.
+    func recordFailure(endpoint: String, now: Date, delay: (_ failures: Int) -> TimeInterval) {
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in
+            let failures = (retryState(endpoint: endpoint)?.failures ?? 0) + 1
+            writeRetryState(RetryState(endpoint: endpoint, notBefore: now + delay(failures), failures: failures))
+        }
+    }
+
+    /// Called with the lock held.
+    private func writeRetryState(_ state: RetryState?) {
         guard let state else {
             unlink(retryPath)
             return
@@ -498,6 +581,11 @@ struct DiskQueue: Sendable {
         }
     }
 
+    /// What is reported of an unreadable line: at most its first 200 bytes.
+    static func excerpt(_ line: String) -> String {
+        String(decoding: Array(line.utf8.prefix(200)), as: UTF8.self)
+    }
+
     /// Splits a segment into events; a line that is not a JSON object with a string `event_id`
     /// is unreadable (a fragment left by a process killed mid-write, or storage corruption).
     static func parse(_ data: [UInt8]) -> (events: [QueuedEvent], unreadable: [String]) {
@@ -512,24 +600,6 @@ struct DiskQueue: Sendable {
             }
         }
         return (events, unreadable)
-    }
-
-    /// Events whose `occurred_at` lies before `cutoff` are expired; an unreadable time is kept
-    /// (the server decides).
-    static func split(_ events: [QueuedEvent], olderThan cutoff: Date) -> (fresh: [QueuedEvent], expired: [QueuedEvent]) {
-        var fresh: [QueuedEvent] = []
-        var expired: [QueuedEvent] = []
-        for event in events {
-            if let time = occurredAt(event.json), time < cutoff { expired.append(event) } else { fresh.append(event) }
-        }
-        return (fresh, expired)
-    }
-
-    private static func occurredAt(_ json: String) -> Date? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any],
-              let text = object["occurred_at"] as? String
-        else { return nil }
-        return Timestamp.parse(text)
     }
 }
 

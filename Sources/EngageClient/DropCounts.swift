@@ -9,7 +9,10 @@ public struct DropCounts: Sendable, Equatable {
     public var overflow = 0
     /// The disk was full: the oldest waiting were dropped to make room for new ones.
     public var diskFull = 0
-    /// Older than the server accepts (`maxEventAge`): dropped instead of sent.
+    /// Judged too old by the device's clock and dropped unsent, by versions before the server
+    /// became the only judge of age (a clock set ahead made them drop what the server takes).
+    /// No longer counted; kept so that counts recorded then still read and add up. The server's
+    /// refusals of old events are `rejected`.
     public var expired = 0
     /// Lines or files of the queue that could not be read; they are kept in `quarantine/`.
     public var unreadable = 0

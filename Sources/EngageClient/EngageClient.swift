@@ -36,9 +36,6 @@ public final class EngageClient: Sendable {
         public var retry: RetryPolicy
         /// Compress request bodies with gzip (the client's own deflate encoder).
         public var gzip: Bool
-        /// Events older than this are dropped (and counted) instead of sent: the server refuses
-        /// events more than 30 days old, so the default stops an hour short of that.
-        public var maxEventAge: Duration
         /// The data protection class of the queue's files (see `QueueFileProtection`).
         public var fileProtection: QueueFileProtection
 
@@ -46,7 +43,6 @@ public final class EngageClient: Sendable {
                     batchSize: Int = 50, flushInterval: Duration = .seconds(10), maxQueueBytes: Int = 5 * 1024 * 1024,
                     sendBudget: Duration = .seconds(2), requestTimeout: Duration = .seconds(30),
                     claimLease: Duration = .seconds(60), retry: RetryPolicy = RetryPolicy(), gzip: Bool = true,
-                    maxEventAge: Duration = .seconds(30 * 86_400 - 3600),
                     fileProtection: QueueFileProtection = .completeUntilFirstUserAuthentication) {
             self.endpoint = endpoint
             self.ingestKey = ingestKey
@@ -60,7 +56,6 @@ public final class EngageClient: Sendable {
             self.claimLease = claimLease
             self.retry = retry
             self.gzip = gzip
-            self.maxEventAge = maxEventAge
             self.fileProtection = fileProtection
         }
     }
@@ -73,7 +68,7 @@ public final class EngageClient: Sendable {
             /// fail the same way.
             case rejected(field: String?, problem: String)
             /// engage refused the whole request with a 4xx of its own that retrying cannot fix
-            /// (400, 401, 403, 413 for a single segment, 415, ...): `problemType` is its problem
+            /// (400, 401, 403, 413 for a single event, 415, ...): `problemType` is its problem
             /// document's `type`, under `https://engage.dev/problems/`. A 4xx from anything else
             /// on the way drops nothing.
             case refused(status: Int, problemType: String?)
@@ -81,8 +76,6 @@ public final class EngageClient: Sendable {
             case overflow
             /// The disk was full; these, the oldest waiting, made room for a new event.
             case diskFull
-            /// Older than `maxEventAge` when their turn came: the server would refuse them.
-            case expired
             /// A queued line that is no longer a JSON event, or a file that cannot be read
             /// (storage corruption); the text is in `eventIDs` since there is no id to give. It
             /// is kept in the queue's `quarantine/` folder.
@@ -115,7 +108,7 @@ public final class EngageClient: Sendable {
         public var accepted = 0
         /// Already stored earlier (a retry of a request whose answer was lost).
         public var duplicates = 0
-        /// Dropped by this flush: rejected, refused, expired or unreadable.
+        /// Dropped by this flush: rejected, refused or unreadable.
         public var dropped = 0
     }
 
@@ -141,7 +134,6 @@ public final class EngageClient: Sendable {
         var options = DiskQueue.Options(maxBytes: configuration.maxQueueBytes)
         options.segmentEvents = max(1, min(configuration.batchSize, 1000))
         options.lease = configuration.claimLease.seconds
-        options.maxEventAge = configuration.maxEventAge.seconds
         options.protection = FileProtector(protection: configuration.fileProtection, observe: protectionObserver)
         queue = try DiskQueue(container: configuration.containerDirectory, options: options)
         self.now = now
@@ -253,7 +245,6 @@ public final class EngageClient: Sendable {
     func report(_ drops: DiskQueue.Drops) {
         if !drops.overflow.isEmpty { onDrop(DroppedEvents(reason: .overflow, eventIDs: drops.overflow)) }
         if !drops.diskFull.isEmpty { onDrop(DroppedEvents(reason: .diskFull, eventIDs: drops.diskFull)) }
-        if !drops.expired.isEmpty { onDrop(DroppedEvents(reason: .expired, eventIDs: drops.expired)) }
         if !drops.unreadable.isEmpty { onDrop(DroppedEvents(reason: .unreadable, eventIDs: drops.unreadable)) }
     }
 
@@ -300,7 +291,7 @@ public final class EngageClient: Sendable {
             }
             let claimed = queue.claim(maxEvents: limit, now: now())
             self.report(claimed.dropped)
-            report.dropped += claimed.dropped.expired.count + claimed.dropped.unreadable.count
+            report.dropped += claimed.dropped.unreadable.count
             let claims = claimed.claims
             if claims.isEmpty {
                 report.ending = claimed.storageUnavailable ? .storageUnavailable : .drained
@@ -327,7 +318,8 @@ public final class EngageClient: Sendable {
                 }
             case let .retryAfter(seconds):
                 queue.release(claims)
-                backOff(endpoint: endpoint, delay: configuration.retry.afterRetryAfter(seconds))
+                let delay = configuration.retry.afterRetryAfter(seconds)
+                queue.recordFailure(endpoint: endpoint, now: now()) { _ in delay }
             case .transient:
                 retryLater(claims, endpoint: endpoint)
             case let .tooLarge(problemType):
@@ -337,6 +329,17 @@ public final class EngageClient: Sendable {
                     limit = max(1, events.count / 2)
                     continue
                 }
+                if events.count > 1 {
+                    // One segment over the limit: its halves go back in line, down to one event.
+                    guard let halves = queue.split(claims[0], now: now()) else {
+                        retryLater(claims, endpoint: endpoint)
+                        continue
+                    }
+                    queue.release(halves)
+                    limit = max(1, events.count / 2)
+                    continue
+                }
+                // One event over the limit: engage's 413 refuses it for good.
                 if let problemType {
                     drop(claims, events: events, status: 413, problemType: problemType, into: &report)
                 } else {
@@ -353,8 +356,7 @@ public final class EngageClient: Sendable {
     /// Puts the claims back in line and backs off by the policy's next step.
     private func retryLater(_ claims: [DiskQueue.Claim], endpoint: String) {
         queue.release(claims)
-        let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-        backOff(endpoint: endpoint, delay: configuration.retry.backoff(failures: failures))
+        queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
     }
 
     /// Deletes claims engage refused for good, and reports their events.
@@ -376,11 +378,6 @@ public final class EngageClient: Sendable {
         let wait = state.notBefore.timeIntervalSince(now())
         guard wait > 0, wait <= configuration.retry.longestWait else { return nil }
         return state.notBefore
-    }
-
-    private func backOff(endpoint: String, delay: TimeInterval) {
-        let failures = (queue.retryState(endpoint: endpoint)?.failures ?? 0) + 1
-        queue.setRetryState(.init(endpoint: endpoint, notBefore: now() + delay, failures: failures))
     }
 
     /// Sends for as long as the calling task runs: every `flushInterval`, or sooner once this

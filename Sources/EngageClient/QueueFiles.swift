@@ -116,7 +116,11 @@ enum QueueFiles {
         return stat(first, &one) == 0 && stat(second, &other) == 0 && one.st_dev == other.st_dev && one.st_ino == other.st_ino
     }
 
-    /// Replaces the file's content atomically (a temporary file renamed over it), flushed.
+    /// Replaces the file's content atomically (a temporary file renamed over it), flushed. The
+    /// temporary file's name is one per process (a killed writer's leftover is reused, not
+    /// piled up), so callers hold the queue's lock: two writers of one process would otherwise
+    /// write into the same temporary file and publish the mix. (`InstallationID` repairs a
+    /// damaged file without it, and reads back what it wrote.)
     static func replace(_ path: String, with bytes: [UInt8], protection: FileProtector) throws {
         let temporary = path + ".tmp-\(getpid())"
         unlink(temporary)

@@ -46,6 +46,16 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     private let directory: URL
     private let timeout: Duration
     private let completion: @Sendable (DownloadResult) -> Void
+    /// Moments a download passes where another thread (the deadline's) may cut in.
+    enum Moment: Sendable {
+        /// The file bytes go to exists, and is not yet the download's.
+        case fileCreated
+        /// The finished file got its final name; its outcome is not yet delivered.
+        case fileRenamed
+    }
+
+    /// Called at each `Moment` (tests fire the deadline there).
+    private let reached: (@Sendable (Moment) -> Void)?
     private let clock = ContinuousClock()
     private var started: ContinuousClock.Instant?
     private var session: URLSession?
@@ -59,8 +69,15 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     private var type: MediaType?
     private var finished = false
 
-    public init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
+    public convenience init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
                 completion: @escaping @Sendable (DownloadResult) -> Void) {
+        self.init(url: url, variant: variant, policy: policy, directory: directory, timeout: timeout, reached: nil,
+                  completion: completion)
+    }
+
+    init(url: URL, variant: String, policy: ServiceExtensionPolicy, directory: URL, timeout: Duration,
+         reached: (@Sendable (Moment) -> Void)?, completion: @escaping @Sendable (DownloadResult) -> Void) {
+        self.reached = reached
         self.url = url
         self.variant = variant
         self.policy = policy
@@ -86,12 +103,17 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             finish(.timedOut)
             return
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.finish(.timedOut) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout.seconds) { [weak self] in self?.deadlineFired() }
         task.resume()
     }
 
     public func cancel() {
         finish(.cancelled)
+    }
+
+    /// The deadline's timer: whatever has not finished by now has timed out.
+    func deadlineFired() {
+        finish(.timedOut)
     }
 
     // MARK: URLSessionDataDelegate
@@ -125,6 +147,7 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             finish(.failed("cannot create \(file.lastPathComponent)"))
             return
         }
+        reached?(.fileCreated)
         let accepted: Bool = lock.withLock {
             guard !finished else { return false }
             headerGuess = guess
@@ -133,7 +156,11 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             output = handle
             return true
         }
-        if !accepted { try? handle.close() }
+        if !accepted {
+            // Finished meanwhile (the deadline, a cancel): the file was never the download's to remove.
+            try? handle.close()
+            try? FileManager.default.removeItem(at: file)
+        }
         completionHandler(accepted ? .allow : .cancel)
     }
 
@@ -163,8 +190,9 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             finish(.failed(String(describing: error)))
             return
         }
-        let outcome: DownloadResult = lock.withLock {
-            guard !finished else { return .cancelled }
+        // The rename and the outcome are one step under `lock`: a deadline firing in between
+        // would report a timeout and leave the renamed file behind, attached by nobody.
+        finish { () -> DownloadResult in
             if type == nil, let decided = decideType(final: true) { return decided }
             guard let type, let partial else { return .unsupportedFormat("unknown") }
             try? output?.close()
@@ -181,7 +209,6 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             return .downloaded(DownloadedMedia(file: file, type: type, bytes: received, variant: variant,
                                                downloadMS: Int(elapsed.seconds * 1000), finishedAt: now))
         }
-        finish(outcome)
     }
 
     // MARK: Deciding
@@ -209,17 +236,27 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
 
     /// Delivers the first outcome, cancels what still runs and removes partial files.
     private func finish(_ outcome: DownloadResult) {
-        let state: (task: URLSessionDataTask?, session: URLSession?, output: FileHandle?, partial: URL?)? = lock.withLock {
-            guard !finished else { return nil }
-            finished = true
-            defer {
-                output = nil
-                partial = nil
-                session = nil
+        finish { outcome }
+    }
+
+    /// `decide` runs with `lock` held, only if nothing finished the download before, and its
+    /// outcome is the one delivered: nothing can come between deciding and finishing.
+    private func finish(deciding decide: () -> DownloadResult) {
+        let state: (outcome: DownloadResult, task: URLSessionDataTask?, session: URLSession?, output: FileHandle?, partial: URL?)? =
+            lock.withLock {
+                guard !finished else { return nil }
+                let outcome = decide()
+                finished = true
+                defer {
+                    output = nil
+                    partial = nil
+                    session = nil
+                }
+                return (outcome, task, session, output, partial)
             }
-            return (task, session, output, partial)
-        }
         guard let state else { return }
+        let outcome = state.outcome
+        if case .downloaded = outcome { reached?(.fileRenamed) }
         try? state.output?.close()
         if case .downloaded = outcome {} else {
             state.task?.cancel()

@@ -1,0 +1,74 @@
+import ClientTestSupport
+import Foundation
+import Testing
+@testable import EngageNotificationService
+
+/// Holds the download a hook of its own must reach.
+private final class DownloadHolder: @unchecked Sendable {
+    // Guards `download`: set by the test's task, read on a URLSession thread.
+    private let lock = NSLock()
+    private var held: MediaDownload?
+
+    var download: MediaDownload? {
+        get { lock.withLock { held } }
+        set { lock.withLock { held = newValue } }
+    }
+}
+
+@Suite("Notification Service Extension: a download's outcome")
+struct DownloadOutcomeTests {
+    /// The deadline fires just after the finished file got its name: the download happened, so
+    /// that is the outcome, and its file is the only one in the directory (never a "timeout"
+    /// with the file left behind, attached by nobody and deleted by nobody).
+    @Test func aDeadlineAfterTheRenameDoesNotHideTheDownload() async throws {
+        let body = MediaSamples.jpeg(8000)
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: body, declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let holder = DownloadHolder()
+        let result: DownloadResult = await withCheckedContinuation { continuation in
+            let download = MediaDownload(url: host.url.appendingPathComponent("p.jpg"), variant: "original",
+                                         policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20),
+                                         reached: { if $0 == .fileRenamed { holder.download?.deadlineFired() } }) {
+                continuation.resume(returning: $0)
+            }
+            holder.download = download
+            download.start()
+        }
+        holder.download = nil
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        guard case let .downloaded(media) = result else {
+            Issue.record("expected the download, got \(result); files left: \(files)")
+            return
+        }
+        #expect(files == [media.file.lastPathComponent])
+        #expect(Array(try Data(contentsOf: media.file)) == body)
+    }
+
+    /// The deadline fires after the response's file was created and before the download took
+    /// it: the outcome is the timeout, and that file is removed too.
+    @Test func aDeadlineBeforeTheFileIsTakenLeavesNoFile() async throws {
+        let host = try FaultInjector(reply: .stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: [],
+                                                   declaredLength: 8000))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let holder = DownloadHolder()
+        let result: DownloadResult = await withCheckedContinuation { continuation in
+            let download = MediaDownload(url: host.url.appendingPathComponent("p.jpg"), variant: "original",
+                                         policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20),
+                                         reached: { if $0 == .fileCreated { holder.download?.deadlineFired() } }) {
+                continuation.resume(returning: $0)
+            }
+            holder.download = download
+            download.start()
+        }
+        holder.download = nil
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
+        #expect(result == .timedOut)
+        #expect(files == [])
+    }
+}
