@@ -145,6 +145,27 @@ struct IngestBehaviourTests {
         try expectAccepted(response, Acceptance(accepted: 1))
     }
 
+    /// `properties` goes into a `jsonb` column as sent, and `jsonb` holds numbers only within the
+    /// range of PostgreSQL's `numeric`: a number beyond it must reject its event alone. Refused by
+    /// PostgreSQL instead, it failed the whole group commit (503 for every request sharing it),
+    /// and the client's resends failed the same way forever.
+    @Test func aPropertyNumberOutOfRangeRejectsItsEventAlone() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let valid = WireEvent.valid(2)
+        let huge = WireEvent.displayed(extra: #","properties":{"score":1e1000000}"#)
+        let tiny = WireEvent.displayed(extra: #","properties":{"nested":[{"x":-1e-20000}]}"#)
+        let problem = "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude)"
+
+        let response = try await server.post([valid[0], huge, valid[1], tiny].array, key: key)
+
+        try expectAccepted(response, Acceptance(accepted: 2, rejected: [
+            RejectedEvent(1, "properties", problem), RejectedEvent(3, "properties", problem),
+        ]))
+        #expect(try await server.storedIDs(app: app) == Set(valid.ids))
+    }
+
     @Test func eventsAreStoredUnderTheKeysAppOnly() async throws {
         let server = try SharedServer.get()
         let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
