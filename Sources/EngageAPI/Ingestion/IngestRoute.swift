@@ -150,6 +150,8 @@ public struct IngestRoute: Sendable {
         case let error as PostgresError where error.kind == .unconfirmedCommit:
             APIProblems.response(APIProblems.unconfirmedCommit(
                 roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
+        case let error as PostgresError where Committer.refusesSomeRow(error):
+            APIProblems.response(APIProblems.eventNotStorable(sqlState: error.sqlState ?? ""))
         default: APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
     }

@@ -133,7 +133,7 @@ extension Committer {
     /// PostgreSQL refused the data of some row (SQLSTATE class 22, data exception, or 23,
     /// integrity constraint violation; an id already stored is no such failure, the append
     /// handles it): the fault of one request's events, not of the database or the connection.
-    static func refusesSomeRow(_ error: any Error) -> Bool {
+    public static func refusesSomeRow(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
         return state.hasPrefix("22") || state.hasPrefix("23")
     }
