@@ -185,6 +185,27 @@ struct IngestBehaviourTests {
         #expect(try await server.storedCount(ids: [smuggled.id]) == 0)
     }
 
+    /// An event id is one key for all apps. When another app's event holds it, this app's event
+    /// is not stored, and the answer must say so: called a duplicate, it read as "stored
+    /// earlier", and the client deleted an event the log never had for its app.
+    @Test func anEventIDAnotherAppHoldsIsRejectedNotCalledADuplicate() async throws {
+        let server = try SharedServer.get()
+        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
+        let myKey = try await server.key(app: mine)
+        let theirKey = try await server.key(app: theirs)
+        let taken = WireEvent.displayed()
+        try expectAccepted(try await server.post([taken].array, key: theirKey), Acceptance(accepted: 1))
+        let myOwn = WireEvent.expanded()
+
+        let rejection = RejectedEvent(1, "event_id", "is already the id of another app's event; give this event an id of its own")
+        try expectAccepted(try await server.post([myOwn, WireEvent.displayed(id: taken.id)].array, key: myKey),
+                           Acceptance(accepted: 1, rejected: [rejection]))
+        try expectAccepted(try await server.post([myOwn, WireEvent.displayed(id: taken.id)].array, key: myKey),
+                           Acceptance(duplicates: 1, rejected: [rejection]))
+        #expect(try await server.storedIDs(app: mine) == [myOwn.id])
+        #expect(try await server.storedIDs(app: theirs) == [taken.id])
+    }
+
     /// Requests refused as a whole, each carrying valid events that must not be stored.
     enum RefusedRequest: String, CaseIterable, Sendable {
         case malformed, wrongShape, tooManyEvents, tooLarge, wrongContentType, unsupportedEncoding
