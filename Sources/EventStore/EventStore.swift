@@ -204,9 +204,9 @@ public struct EventStore: Sendable {
         }
     }
 
-    /// The app holding each staged id, where known (NULL, an id stored before migration 018 or
-    /// restored, is left out: it counts as any item's own app). Looked up by the primary key, and
-    /// only when some id was found already stored (a retry).
+    /// The app holding each staged id, where known (NULL, an id stored before migration 018 or by
+    /// an older engage, is left out: it counts as any item's own app). Looked up by the primary
+    /// key, and only when some id was found already stored (a retry).
     private static func appsHoldingFoundIDs(on connection: Connection) throws -> [EventID: String] {
         let rows = try connection.query("""
             SELECT e.event_id, e.app_id FROM engage_append_staging_v1 s JOIN event_ids e USING (event_id)
