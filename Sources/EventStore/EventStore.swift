@@ -102,9 +102,8 @@ public struct EventStore: Sendable {
                 // by the client. So does a commit the synchronous standbys do not have.
                 let verdict = try connection.failingOnWarnings { try copyIDsAndRows(rows, of: batches, on: $0) }
                 try StandbyConfirmation.acknowledge(verdict, on: connection)
-                return batches.map { batch in
-                    AppendResult(outcomes: batch.rowOfItem.map { $0 == nil ? .duplicate : .stored })
-                }
+                // Every row is stored; an item repeating an id in its batch repeats a row stored now.
+                return batches.map { batch in batch.outcomes(storedRow: { _ in true }, holder: { batch.appIDs[$0] }) }
             } catch let error as PostgresError where error.isUniqueViolation {
                 // Fall through to the careful path.
             }
@@ -129,10 +128,11 @@ public struct EventStore: Sendable {
         -> StandbyConfirmation.Verdict {
         guard !rows.isEmpty else { return .notRequired }
         do {
-            var ids = BinaryCopyEncoder(reservingCapacity: BinaryCopyEncoder.header.count + rows.count * 22 + 2)
+            var ids = BinaryCopyEncoder(reservingCapacity: BinaryCopyEncoder.header.count + rows.count * 48 + 2)
             for row in rows {
-                ids.beginRow(columnCount: 1)
+                ids.beginRow(columnCount: 2)
                 ids.appendUUID(row.id.bytes)
+                ids.appendText(batches[row.batch].appIDs[row.row])
             }
             try connection.copyIn(beginAndCopyIDsStatement, data: ids.finish())
             return try StandbyConfirmation.verdict(from: copy(rows, of: batches, into: copyAndCommitStatement, on: connection))
@@ -153,18 +153,26 @@ public struct EventStore: Sendable {
 
     /// Stages the rows (the first of the group carrying each id) in a transaction's table, then
     /// moves into the log those whose id it does not hold yet, in staging order. Within the
-    /// group, the first batch (and first item) carrying an id wins.
+    /// group, the first batch (and first item) carrying an id wins. An item not stored is a
+    /// duplicate when the id's holder is of its app, else `idOfAnotherApp`.
     private static func appendCarefully(_ batches: [PreparedBatch], on connection: Connection) throws -> [AppendResult] {
         var seen = Set<EventID>()
-        let firstOfID = batches.map { batch in batch.ids.map { seen.insert($0).inserted } }
+        var firstApp: [EventID: String] = [:]
+        let firstOfID = batches.map { batch in
+            batch.ids.indices.map { row in
+                guard seen.insert(batch.ids[row]).inserted else { return false }
+                firstApp[batch.ids[row]] = batch.appIDs[row]
+                return true
+            }
+        }
         try connection.execute(createStaging)
         // Empty already unless an earlier append ran in the same open transaction.
         try connection.execute("DELETE FROM engage_append_staging_v1")
         try copy(rowsInIDOrder(of: batches, keeping: firstOfID), of: batches, into: stagingCopyStatement, on: connection)
         let storedRows = try connection.query("""
             WITH new_ids AS (
-                INSERT INTO event_ids (event_id)
-                SELECT event_id FROM engage_append_staging_v1 ORDER BY ordinal
+                INSERT INTO event_ids (event_id, app_id)
+                SELECT event_id, app_id FROM engage_append_staging_v1 ORDER BY ordinal
                 ON CONFLICT (event_id) DO NOTHING
                 RETURNING event_id
             )
@@ -183,13 +191,35 @@ public struct EventStore: Sendable {
             }
             stored.insert(id)
         }
-        if stored.count < seen.count { try waitForDurabilityOfFoundEvents(on: connection) }
+        var foundHolders: [EventID: String] = [:]
+        if stored.count < seen.count {
+            try waitForDurabilityOfFoundEvents(on: connection)
+            foundHolders = try appsHoldingFoundIDs(on: connection)
+        }
         return zip(batches, firstOfID).map { batch, first in
-            AppendResult(outcomes: batch.rowOfItem.map { row in
-                guard let row, first[row], stored.contains(batch.ids[row]) else { return .duplicate }
-                return .stored
+            batch.outcomes(storedRow: { first[$0] && stored.contains(batch.ids[$0]) }, holder: { row in
+                let id = batch.ids[row]
+                return stored.contains(id) ? firstApp[id] : foundHolders[id]
             })
         }
+    }
+
+    /// The app holding each staged id, where known (NULL, an id stored before migration 018 or by
+    /// an older engage, is left out: it counts as any item's own app). Looked up by the primary
+    /// key, and only when some id was found already stored (a retry).
+    private static func appsHoldingFoundIDs(on connection: Connection) throws -> [EventID: String] {
+        let rows = try connection.query("""
+            SELECT e.event_id, e.app_id FROM engage_append_staging_v1 s JOIN event_ids e USING (event_id)
+            WHERE e.app_id IS NOT NULL
+            """)
+        var holders: [EventID: String] = [:]
+        for row in rows.rows {
+            guard let id = EventID(bytes: try row.cell(0).uuidBytes()) else {
+                throw PostgresError(kind: .protocolViolation, message: "the server returned a malformed event id")
+            }
+            holders[id] = try row.decode(1)
+        }
+        return holders
     }
 
     /// Makes this transaction's commit wait for what it found already in the log to be as
@@ -248,7 +278,7 @@ public struct EventStore: Sendable {
         return try connection.copyInReturningRows(statement, data: data)
     }
 
-    static let beginAndCopyIDsStatement: SQL = "BEGIN; COPY event_ids (event_id) FROM STDIN (FORMAT binary)"
+    static let beginAndCopyIDsStatement: SQL = "BEGIN; COPY event_ids (event_id, app_id) FROM STDIN (FORMAT binary)"
 
     static let copyAndCommitStatement = StandbyConfirmation.committing(after: """
         COPY events (event_id, app_id, notification_id, type, category, device_id, occurred_at,

@@ -9,6 +9,11 @@ public struct PreparedBatch: Sendable {
     let rowOfItem: [Int?]
     /// Event ids of the rows, in row order (unique within the batch).
     let ids: [EventID]
+    /// The app of each row, in row order.
+    let appIDs: [String]
+    /// Each item's app and the row of its event id (its own, or the earlier item's it repeats).
+    let appIDOfItem: [String]
+    let idRowOfItem: [Int]
     /// Binary COPY tuples of the rows for `events`, without header or trailer.
     let rows: [UInt8]
     /// Where each row's tuple lies in `rows`.
@@ -26,26 +31,47 @@ public struct PreparedBatch: Sendable {
         rowOfItem.reserveCapacity(items.count)
         var ids: [EventID] = []
         ids.reserveCapacity(items.count)
+        var appIDs: [String] = []
+        appIDs.reserveCapacity(items.count)
+        var idRowOfItem: [Int] = []
+        idRowOfItem.reserveCapacity(items.count)
         var encoder = BinaryCopyEncoder.tuplesOnly(reservingCapacity: items.count * 360)
         var ranges: [Range<Int>] = []
         ranges.reserveCapacity(items.count)
         for item in items {
             let id = item.event.eventID
-            if rowOfID[id] != nil {
+            if let row = rowOfID[id] {
                 rowOfItem.append(nil)
+                idRowOfItem.append(row)
                 continue
             }
+            idRowOfItem.append(ids.count)
             rowOfID[id] = ids.count
             rowOfItem.append(ids.count)
             ids.append(id)
+            appIDs.append(item.appID)
             let start = encoder.bytes.count
             Self.encode(item, into: &encoder)
             ranges.append(start..<encoder.bytes.count)
         }
         self.rowOfItem = rowOfItem
         self.ids = ids
+        self.appIDs = appIDs
+        self.appIDOfItem = items.map(\.appID)
+        self.idRowOfItem = idRowOfItem
         self.rows = encoder.bytes
         self.rowRanges = ranges
+    }
+
+    /// Each item's outcome: stored when its row is (`stored`); otherwise a duplicate, unless the
+    /// app holding its id (`holder`; nil when unknown, as for ids stored before migration 018)
+    /// is another than the item's.
+    func outcomes(storedRow stored: (Int) -> Bool, holder: (_ row: Int) -> String?) -> AppendResult {
+        AppendResult(outcomes: rowOfItem.indices.map { item in
+            if let row = rowOfItem[item], stored(row) { return .stored }
+            guard let holder = holder(idRowOfItem[item]), holder != appIDOfItem[item] else { return .duplicate }
+            return .idOfAnotherApp
+        })
     }
 
     static func encode(_ item: AppendItem, into copy: inout BinaryCopyEncoder) {

@@ -53,6 +53,9 @@ public struct AppendResult: Sendable, Equatable {
         case stored
         /// Its event id was already in the log (or earlier in the same batch); nothing was stored.
         case duplicate
+        /// Its event id is held by an event of another app (in the log, or earlier in the same
+        /// group): nothing was stored, and this app's event is not in the log.
+        case idOfAnotherApp
     }
 
     public var outcomes: [Outcome]
@@ -63,4 +66,6 @@ public struct AppendResult: Sendable, Equatable {
 
     public var storedCount: Int { outcomes.count(where: { $0 == .stored }) }
     public var duplicateCount: Int { outcomes.count(where: { $0 == .duplicate }) }
+    /// Indices of the items whose id another app's event holds.
+    public var itemsOfAnotherAppsID: [Int] { outcomes.indices.filter { outcomes[$0] == .idOfAnotherApp } }
 }

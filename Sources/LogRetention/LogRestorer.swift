@@ -184,7 +184,7 @@ public struct LogRestorer: Sendable {
                           AND e.event_id = s.event_id)
                     ORDER BY s.event_id, s.transaction_id, s.position
                 ), new_ids AS (
-                    INSERT INTO event_ids (event_id) SELECT event_id FROM candidates ORDER BY event_id
+                    INSERT INTO event_ids (event_id, app_id) SELECT event_id, app_id FROM candidates ORDER BY event_id
                     ON CONFLICT (event_id) DO NOTHING
                     RETURNING event_id
                 ), stored AS (

@@ -145,6 +145,27 @@ struct IngestBehaviourTests {
         try expectAccepted(response, Acceptance(accepted: 1))
     }
 
+    /// `properties` goes into a `jsonb` column as sent, and `jsonb` holds numbers only within the
+    /// range of PostgreSQL's `numeric`: a number beyond it must reject its event alone. Refused by
+    /// PostgreSQL instead, it failed the whole group commit (503 for every request sharing it),
+    /// and the client's resends failed the same way forever.
+    @Test func aPropertyNumberOutOfRangeRejectsItsEventAlone() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp()
+        let key = try await server.key(app: app)
+        let valid = WireEvent.valid(2)
+        let huge = WireEvent.displayed(extra: #","properties":{"score":1e1000000}"#)
+        let tiny = WireEvent.displayed(extra: #","properties":{"nested":[{"x":-1e-20000}]}"#)
+        let problem = "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude)"
+
+        let response = try await server.post([valid[0], huge, valid[1], tiny].array, key: key)
+
+        try expectAccepted(response, Acceptance(accepted: 2, rejected: [
+            RejectedEvent(1, "properties", problem), RejectedEvent(3, "properties", problem),
+        ]))
+        #expect(try await server.storedIDs(app: app) == Set(valid.ids))
+    }
+
     @Test func eventsAreStoredUnderTheKeysAppOnly() async throws {
         let server = try SharedServer.get()
         let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
@@ -162,6 +183,27 @@ struct IngestBehaviourTests {
         #expect(try await server.storedIDs(app: mine) == Set(myEvents.ids))
         #expect(try await server.storedIDs(app: theirs) == Set(theirEvents.ids))
         #expect(try await server.storedCount(ids: [smuggled.id]) == 0)
+    }
+
+    /// An event id is one key for all apps. When another app's event holds it, this app's event
+    /// is not stored, and the answer must say so: called a duplicate, it read as "stored
+    /// earlier", and the client deleted an event the log never had for its app.
+    @Test func anEventIDAnotherAppHoldsIsRejectedNotCalledADuplicate() async throws {
+        let server = try SharedServer.get()
+        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
+        let myKey = try await server.key(app: mine)
+        let theirKey = try await server.key(app: theirs)
+        let taken = WireEvent.displayed()
+        try expectAccepted(try await server.post([taken].array, key: theirKey), Acceptance(accepted: 1))
+        let myOwn = WireEvent.expanded()
+
+        let rejection = RejectedEvent(1, "event_id", "is already the id of another app's event; give this event an id of its own")
+        try expectAccepted(try await server.post([myOwn, WireEvent.displayed(id: taken.id)].array, key: myKey),
+                           Acceptance(accepted: 1, rejected: [rejection]))
+        try expectAccepted(try await server.post([myOwn, WireEvent.displayed(id: taken.id)].array, key: myKey),
+                           Acceptance(duplicates: 1, rejected: [rejection]))
+        #expect(try await server.storedIDs(app: mine) == [myOwn.id])
+        #expect(try await server.storedIDs(app: theirs) == [taken.id])
     }
 
     /// Requests refused as a whole, each carrying valid events that must not be stored.

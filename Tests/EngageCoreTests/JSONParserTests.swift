@@ -72,6 +72,21 @@ private func error(_ text: String) -> JSONError? { error(Array(text.utf8)) }
         #expect(error(text) == JSONError(offset: offset, reason: reason))
     }
 
+    /// What a Double holds passes (PostgreSQL's `jsonb` stores it); beyond, or a nonzero value
+    /// rounding to 0, does not (`1e1000000` and `1e-20000` overflow `numeric`).
+    @Test(arguments: [
+        ("{}", true), ("[0, -0, 0.0, 0e-324, -0.000e+400, 0E1000000]", true), ("123456789012345678901234567890", true),
+        ("1.7e308", true), ("-1.7976931348623157e308", true), ("5e-324", true), ("1e-320", true),
+        (#"{"a":[1,2.5,"1e999",null,true]}"#, true), ("-12.5e+3", true),
+        ("1.8e308", false), ("-1e309", false), ("1e1000000", false), (String(repeating: "9", count: 400), false),
+        ("1e-400", false), ("-0.0001e-324", false), ("0e-325", false), ("0.0e-99999", false),
+        ("0e-99999999999999999999999", false), (#"{"a":{"b":[1,{"c":1e-20000}]}}"#, false),
+    ])
+    func numbersFitDouble(_ text: String, _ fits: Bool) throws {
+        let json = try JSON.parse(Array(text.utf8))
+        #expect(json.numbersFitDouble(within: json.root) == fits)
+    }
+
     @Test func sameKeyInDifferentObjectsIsFine() throws {
         _ = try parse(#"{"a":{"a":1},"b":[{"a":1},{"a":2}]}"#)
     }

@@ -58,6 +58,35 @@ struct CommitterTests {
         await #expect(throws: IngestQueue.Refusal.closed) { try await queue.submit(IngestQueueTests.batch(1)) }
     }
 
+    /// A group holds many clients' requests: a row PostgreSQL refuses (here a `properties` number
+    /// beyond `numeric`'s range, which validation now rejects, standing for any such row) must
+    /// fail its own request alone, not every request that happened to share its commit (each
+    /// resent, and failed again, as long as the bad one keeps coming back).
+    @Test func aRowPostgreSQLRefusesFailsItsOwnRequestAlone() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let queue = IngestQueue()
+        var poisoned = EventFactory.event(notification: "n-poison")
+        poisoned.properties = Array(#"{"score":1e1000000}"#.utf8)
+        let before = Results(), bad = Results(), after = Results()
+        // Queued before any committer runs: the first committer takes all three as one group.
+        queue.submit(IngestQueueTests.batch(3)) { before.append($0) }
+        queue.submit(PreparedBatch([AppendItem(appID: "app-1", event: poisoned)])) { bad.append($0) }
+        queue.submit(IngestQueueTests.batch(2)) { after.append($0) }
+        let running = Task { try await Self.committer(queue, database: database).run() }
+        try await pollUntil { before.all.count == 1 && bad.all.count == 1 && after.all.count == 1 }
+
+        #expect(before.all.map { try? $0.get().storedCount } == [3])
+        #expect(after.all.map { try? $0.get().storedCount } == [2])
+        let error = try #require(bad.all.first.map { result -> PostgresError? in
+            guard case .failure(let error) = result else { return nil }
+            return error as? PostgresError
+        } ?? nil)
+        #expect(error.sqlState == "22003")
+        #expect(try Self.storedEvents(database) == 5)
+        running.cancel()
+        try await running.value
+    }
+
     @Test func anUnreachableDatabaseFailsTheGroupWithAConnectionProblem() async throws {
         let unreachable = PostgresConfiguration(connectionString: "host=127.0.0.1 port=1 user=engage dbname=engage",
                                                 connectTimeoutSeconds: 2)

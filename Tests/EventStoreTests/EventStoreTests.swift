@@ -202,6 +202,26 @@ struct EventStoreTests {
         #expect(try await count("events") == 2 + 6 + 9)
     }
 
+    /// Event ids are one key for every app: an id another app's event holds is not this app's
+    /// duplicate (nothing of this app was stored), and must not be reported as one; within a
+    /// group too, and on either path (the id found already stored, or carried first by another
+    /// app's request in the same group).
+    @Test func anIDAnotherAppHoldsIsReportedAsSuchNotAsADuplicate() async throws {
+        let theirs = EventFactory.items(2, app: "app-theirs", notificationPrefix: "theirs")
+        _ = try await store.append(theirs)
+        let mine = [AppendItem(appID: "app-mine", event: theirs[0].event)] + EventFactory.items(1, app: "app-mine", notificationPrefix: "mine")
+        #expect(try await store.append(mine).outcomes == [.idOfAnotherApp, .stored])
+        // A retry of this app's own event is still a duplicate.
+        #expect(try await store.append(mine).outcomes == [.idOfAnotherApp, .duplicate])
+
+        let shared = EventFactory.items(1, app: "app-a", notificationPrefix: "shared")
+        let other = [AppendItem(appID: "app-b", event: shared[0].event)] + EventFactory.items(1, app: "app-b", notificationPrefix: "b")
+        let results = try await store.append([PreparedBatch(shared), PreparedBatch(other)])
+        #expect(results[0].outcomes == [.stored])
+        #expect(results[1].outcomes == [.idOfAnotherApp, .stored])
+        #expect(try await count("events") == 2 + 1 + 2)
+    }
+
     @Test func severalAppendsInOneOpenTransaction() async throws {
         let first = EventFactory.items(3, notificationPrefix: "t1")
         let second = EventFactory.items(2, notificationPrefix: "t2") + [first[0]]

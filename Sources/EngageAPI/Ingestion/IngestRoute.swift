@@ -107,6 +107,8 @@ public struct IngestRoute: Sendable {
     struct Pending: Sendable {
         var rejected: [Rejection]
         var duplicatesInRequest: Int
+        /// The request index of each item of the batch.
+        var indices: [Int]
     }
 
     enum Preparation {
@@ -133,15 +135,24 @@ public struct IngestRoute: Sendable {
             return .answered(APIProblems.response(APIProblems.noValidEvents(decoded.rejected)))
         }
         let batch = PreparedBatch(decoded.events.map { AppendItem(appID: key.appID, event: $0) })
-        return .store(batch, Pending(rejected: decoded.rejected, duplicatesInRequest: decoded.duplicatesInRequest))
+        return .store(batch, Pending(rejected: decoded.rejected, duplicatesInRequest: decoded.duplicatesInRequest,
+                                     indices: decoded.indices))
     }
 
     private func answer(_ result: AppendResult, _ pending: Pending) -> HTTPResponse {
         metrics.accepted.increment(by: result.storedCount)
         metrics.duplicates.increment(by: result.duplicateCount + pending.duplicatesInRequest)
+        // Valid, but its id is another app's event's: not stored, and not this app's duplicate.
+        let taken = result.itemsOfAnotherAppsID.map { item in
+            Rejection(index: pending.indices[item], field: "event_id", problem: Self.idOfAnotherAppProblem)
+        }
+        metrics.countRejections(taken)
+        let rejected = taken.isEmpty ? pending.rejected : (pending.rejected + taken).sorted { $0.index < $1.index }
         return .json(Self.render(accepted: result.storedCount, duplicates: result.duplicateCount + pending.duplicatesInRequest,
-                                 rejected: pending.rejected), status: 200)
+                                 rejected: rejected), status: 200)
     }
+
+    static let idOfAnotherAppProblem = "is already the id of another app's event; give this event an id of its own"
 
     private static func refusal(_ error: any Error) -> HTTPResponse {
         switch error {
@@ -150,6 +161,8 @@ public struct IngestRoute: Sendable {
         case let error as PostgresError where error.kind == .unconfirmedCommit:
             APIProblems.response(APIProblems.unconfirmedCommit(
                 roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
+        case let error as PostgresError where Committer.refusesSomeRow(error):
+            APIProblems.response(APIProblems.eventNotStorable(sqlState: error.sqlState ?? ""))
         default: APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
     }

@@ -235,6 +235,37 @@ extension JSON {
         return value
     }
 
+    /// True when every number in the node's subtree (the node itself included) is one a Double
+    /// holds: finite, a nonzero value that does not round to 0, a zero whose exponent is not below
+    /// a Double's (-324).
+    ///
+    /// JSON puts no bound on numbers; PostgreSQL's `numeric`, and so `jsonb`, does (`1e1000000`,
+    /// `1e-20000`, `0e-99999`: "value overflows numeric format"). A Double's range, which
+    /// RFC 8259 section 6 names as what interoperates, lies well within it as long as the digits
+    /// written are fewer than 16383 (an event's size limit sees to that).
+    public func numbersFitDouble(within node: Node) -> Bool {
+        var i = node.index
+        let stop = Int(tape[node.index].next)
+        while i < stop {
+            let t = tape[i]
+            i += 1
+            guard t.tag == .number else { continue }
+            let text = bytes[Int(t.start)..<Int(t.end)]
+            // Up to 15 digits and no exponent: far inside the range, without parsing.
+            if t.flags & Token.integerFlag != 0 && text.count <= 15 { continue }
+            guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return false }
+            guard value == 0 else { continue }
+            // Rounded to 0: fine only for a zero, and one without a vast negative exponent.
+            let mantissa = text.prefix { $0 | 0x20 != UInt8(ascii: "e") }
+            if mantissa.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) { return false }
+            if mantissa.count < text.count {
+                let exponent = Int(String(decoding: text.dropFirst(mantissa.count + 1), as: UTF8.self))
+                guard let exponent, exponent >= -324 else { return false }
+            }
+        }
+        return true
+    }
+
     // MARK: Containers
 
     /// Number of elements of an array or members of an object (0 for scalars).

@@ -18,6 +18,10 @@ import Synchronization
 /// retried by the clients with the same ids, never acknowledged), and refuses batches that waited
 /// that long in the queue behind such commits. The server may still commit it; a retry then
 /// finds the events and waits until they are as durable as configured (`EventStore`).
+///
+/// A group shares one transaction, but not one fate: when PostgreSQL refuses a row for its data
+/// (`refusesSomeRow`), each request of the group is stored on its own, so only the request
+/// holding that row fails.
 public struct Committer: Service {
     public let queue: IngestQueue
     public let database: PostgresConfiguration
@@ -85,6 +89,21 @@ public struct Committer: Service {
             // waited behind a stuck commit does not wait a whole timeout more for its own.
             let unit = interrupter.begin(at: group.lazy.map(\.queuedAt).min() ?? time.now)
             let outcome = Result { try EventStore.append(group.map(\.batch), using: connection) }
+            if case .failure(let error) = outcome, group.count > 1, Self.refusesSomeRow(error) {
+                // One request's row failed the transaction, and with it every request that shared
+                // it (resent, they would keep meeting it): each request is stored on its own, in
+                // what is left of the same timeout. Nothing of the group was committed.
+                logger.warning("ingest.commit-split", ["error": "\(error)", "requests": String(group.count)])
+                let results = group.map { entry in Result { try EventStore.append([entry.batch], using: connection)[0] } }
+                interrupter.end(unit)
+                queue.groupFinished()
+                metrics.commitSeconds.observe(stopwatch.elapsed)
+                for (entry, result) in zip(group, results) {
+                    if case .failure = result { metrics.commitFailures.increment() }
+                    entry.complete(result)
+                }
+                continue
+            }
             interrupter.end(unit)
             queue.groupFinished()
             switch outcome {
@@ -107,6 +126,16 @@ public struct Committer: Service {
                 queue.refuseQueued()
             }
         }
+    }
+}
+
+extension Committer {
+    /// PostgreSQL refused the data of some row (SQLSTATE class 22, data exception, or 23,
+    /// integrity constraint violation; an id already stored is no such failure, the append
+    /// handles it): the fault of one request's events, not of the database or the connection.
+    public static func refusesSomeRow(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
+        return state.hasPrefix("22") || state.hasPrefix("23")
     }
 }
 
