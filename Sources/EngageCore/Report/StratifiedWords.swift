@@ -14,6 +14,7 @@ extension StratifiedMetricSummary {
             + (categories.count == 1 ? "category" : "categories") + unitWords + ")"
         if let words = categoryWords { text += "; " + words }
         text += "."
+        if smallSample { text += " " + Self.smallSampleWords }
         if let warning = crudeWarning { text += " " + warning }
         if !excluded.isEmpty { text += " " + excludedWords }
         return text
@@ -58,6 +59,11 @@ extension StratifiedMetricSummary {
             + " (Simpson's paradox: rich and plain notifications come from different mixes of categories);"
             + " trust the adjusted figure."
     }
+
+    /// Said after the figures when `smallSample`: significant or not, they rest on too little.
+    public static let smallSampleWords = "Small sample: a side has fewer than 30 displayed notifications (with the "
+        + "device as the unit, fewer than 30 devices) or fewer than 5 successes or failures over the categories "
+        + "compared, so these figures are rough."
 
     /// "Excluded: news (no plain displays), promo (no rich displays)."
     public var excludedWords: String {
