@@ -29,6 +29,11 @@ enum ReportCommand {
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
+        if let first = arguments[since], let last = arguments[until], first > last {
+            // An empty range is a typing slip, not a question: say so instead of an empty report.
+            throw arguments.usageError(.invalidValue, "option '\(since.longName)' \(first) is after option "
+                + "'\(until.longName)' \(last): no day lies between them")
+        }
         let logger = CommonOptions.quietLogger(arguments)
         let query = ReportQuery(appID: arguments[app], category: arguments[category], from: arguments[since], through: arguments[until],
                                 grouping: arguments[grouping])

@@ -366,6 +366,8 @@ struct ReportRouteTests {
         ("?since=2026-02-30", "since must be a date such as 2026-11-29"),
         ("?since=2026-1-05", "since must be a date such as 2026-11-29"),
         ("?until=20261129", "until must be a date such as 2026-11-29"),
+        ("?since=2026-12-05&until=2026-12-01", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
+        ("?until=2026-12-01&since=2026-12-05", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
         ("?by=week", "by must be one of category, attachment, day, action"),
         ("?by=", "by must be one of category, attachment, day, action"),
         ("?format=csv", "unknown query parameter format; use category, since, until or by"),

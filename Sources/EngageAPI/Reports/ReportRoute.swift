@@ -44,6 +44,9 @@ public struct ReportRoute: Sendable {
                 throw ReplicaReadRoute.unknown(item, use: "category, since, until or by")
             }
         }
+        if let from = query.from, let through = query.through, from > through {
+            throw APIProblems.badRequest("since \(from) is after until \(through): no day lies between them", slug: "bad-query")
+        }
         return query
     }
 }
