@@ -70,4 +70,30 @@ import Testing
         #expect(try !Self.expansion(withSmallCategory).headline.contains(Self.words))
         #expect(try Self.smallSampleInJSON(withSmallCategory) == false)
     }
+
+    /// Many notifications from three devices: the counts pass the rule, the devices do not. The
+    /// clustered variance rests on three observations, and its interval claims much.
+    @Test func manyNotificationsFromFewDevicesSaySmallSample() throws {
+        func displays(_ shown: Int, _ expanded: Int, rich: Bool) -> FunnelCounts {
+            var stages: [FunnelStage: Int] = [.notifications: shown, .delivered: shown, .displayed: shown, .expanded: expanded]
+            if rich { stages[.richDisplayed] = shown }
+            return FunnelCounts(stages)
+        }
+        let devices = [(100, 61, 100, 20), (100, 58, 100, 21), (100, 60, 100, 19)].map { device in
+            DeviceCategoryCounts(rich: displays(device.0, device.1, rich: true), plain: displays(device.2, device.3, rich: false))
+        }
+        let total = devices.reduce(DeviceCategoryCounts(), +)
+        let rows = [
+            EngagementRow(appID: "app", category: "news", presentation: .rich, attachmentKind: "image",
+                          day: ReportFixture.day1, counts: total.rich),
+            EngagementRow(appID: "app", category: "news", presentation: .plain, attachmentKind: "none",
+                          day: ReportFixture.day1, counts: total.plain),
+        ]
+        let report = EngagementReport.build(engagement: rows, devices: [CategoryDeviceMoments(appID: "app", category: "news", devices: devices)],
+                                            generatedAt: ReportFixture.generatedAt)
+        let summary = try Self.expansion(report)
+        #expect(summary.unit == .device)
+        #expect(summary.headline.contains(Self.words), "\(summary.headline)")
+        #expect(try Self.smallSampleInJSON(report) == true)
+    }
 }
