@@ -107,9 +107,11 @@ extension StratifiedMetricSummary {
     /// `1.06x`.
     static func ratio(_ value: Double) -> String { ReportFormat.fixed(value, 2) + "x" }
 
-    /// `[0.96, 1.17]`.
+    /// `[0.96, 1.17]`; a bound that would round to 1.00 without being 1 gets more places
+    /// (`[1.004, 1.23]`), so that the interval never reads as touching "no effect" beside
+    /// "significant".
     static func interval(_ interval: ConfidenceInterval) -> String {
-        "[" + ReportFormat.fixed(interval.lower, 2) + ", " + ReportFormat.fixed(interval.upper, 2) + "]"
+        "[" + ReportFormat.bound(interval.lower, 2, noEffect: 1) + ", " + ReportFormat.bound(interval.upper, 2, noEffect: 1) + "]"
     }
 
     /// `= 0.277` or `< 0.001`.
