@@ -57,6 +57,9 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     /// once per category; true when no category is compared. The adjusted intervals are normal
     /// approximations, rough on so little, and the headline says so.
     public let smallSample: Bool
+    /// True when the strata are each app's categories (`app/category`): the report spans
+    /// several apps, whose categories are compared apart rather than pooled.
+    public let acrossApps: Bool
 
     /// Clustered over binomial variance of the adjusted figures.
     public struct DesignEffect: Sendable, Hashable {
@@ -69,8 +72,9 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     /// as distinct); `crude` the total's comparison.
     init(metric: ReportMetric,
          strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
-         pairs: [CategoryPairDeviceMoments] = [], crude: MetricComparison?, confidence: Double) {
+         pairs: [CategoryPairDeviceMoments] = [], crude: MetricComparison?, confidence: Double, acrossApps: Bool = false) {
         self.metric = metric
+        self.acrossApps = acrossApps
         let stratified = StratifiedComparison(strata: strata.map { stratum in
             Stratum(name: stratum.name,
                     variant: Self.proportion(metric, stratum.rich), control: Self.proportion(metric, stratum.plain))

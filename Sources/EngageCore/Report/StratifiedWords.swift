@@ -4,13 +4,14 @@ extension StratifiedMetricSummary {
     /// "Adjusted for category, rich notifications are expanded 1.06x as often as plain ones
     /// [0.96, 1.17], not significant (p = 0.277); categories disagree: ..."
     public var headline: String {
+        let adjusted = acrossApps ? "Adjusted for app and category" : "Adjusted for category"
         guard let riskRatio else {
-            return "Adjusted for category, \(metric.label): " + (unavailable ?? "not enough data") + "."
+            return adjusted + ", \(metric.label): " + (unavailable ?? "not enough data") + "."
         }
-        var text = "Adjusted for category, rich notifications \(verb) " + Self.ratio(riskRatio.estimate)
+        var text = adjusted + ", rich notifications \(verb) " + Self.ratio(riskRatio.estimate)
             + " as often as plain ones " + Self.interval(riskRatio.interval) + ", "
             + (riskRatio.isSignificant ? "significant" : "not significant")
-            + " (p \(Self.pText(riskRatio.pValue)); \(categories.count) "
+            + " (p \(Self.pText(riskRatio.pValue)); \(categories.count) " + (acrossApps ? "app " : "")
             + (categories.count == 1 ? "category" : "categories") + unitWords + ")"
         if let words = categoryWords { text += "; " + words }
         text += "."
