@@ -30,6 +30,8 @@ import Testing
         #expect(summary.categories.map(\.name) == ["a/news", "b/news"])
         // The crude total, which pools apps and categories, says 0.35x: the sentence says they differ.
         #expect(summary.crudeDisagreement?.significance == true)
+        #expect(report.renderTable().contains("== ADJUSTED FOR APP AND CATEGORY: rich vs plain within each app's category"))
+        #expect(report.renderHTML().contains("<h2>The answer, adjusted for app and category</h2>"))
     }
 
     @Test func oneAppKeepsItsCategoriesAsTheStrata() throws {
