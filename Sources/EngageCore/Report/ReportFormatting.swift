@@ -103,10 +103,11 @@ enum ReportFormat {
         return parts.joined(separator: " and ") + (parts.count == 1 ? " differs" : " differ")
     }
 
-    /// `<0.001`, `0.012`, `1.000`.
+    /// `<0.001`, `0.012`, `1.000`; near the significance level more places (`0.0496`), so that a
+    /// significant figure never shows "0.050".
     static func pValue(_ p: Double?) -> String {
         guard let p else { return missing }
-        return p < 0.001 ? "<0.001" : fixed(p, 3)
+        return p < 0.001 ? "<0.001" : bound(p, 3, noEffect: EngagementReport.alpha)
     }
 
     /// `significant`, `small sample`, both, or `missing`.

@@ -115,8 +115,8 @@ extension StratifiedMetricSummary {
         "[" + ReportFormat.bound(interval.lower, 2, noEffect: 1) + ", " + ReportFormat.bound(interval.upper, 2, noEffect: 1) + "]"
     }
 
-    /// `= 0.277` or `< 0.001`.
+    /// `= 0.277` or `< 0.001`; `= 0.0496` rather than `= 0.050` beside "significant".
     static func pText(_ p: Double) -> String {
-        p < 0.001 ? "< 0.001" : "= " + ReportFormat.fixed(p, 3)
+        p < 0.001 ? "< 0.001" : "= " + ReportFormat.bound(p, 3, noEffect: EngagementReport.alpha)
     }
 }

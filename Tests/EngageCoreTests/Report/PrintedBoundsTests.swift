@@ -21,13 +21,16 @@ import Testing
         return lower > null || upper < null
     }
 
-    /// Single categories whose ratio lies close to 1, so that some bounds fall within 0.005 of it.
+    /// Single categories whose ratio lies close to 1, so that some bounds fall within 0.005 of it
+    /// and some p-values within 0.0005 of 0.05 (rich 1361-1381 of 4000 against plain 307-312).
     static func reports() -> [EngagementReport] {
         var reports: [EngagementReport] = []
-        for plain in stride(from: 300, through: 420, by: 3) {
+        let cases = stride(from: 300, through: 420, by: 3).map { (rich: 1400, plain: $0) }
+            + (0...5).map { (rich: 1361 + 4 * $0, plain: 307 + $0) }
+        for (rich, plain) in cases {
             let rows = [
                 ReportFixture.engagement("news", .rich, "image", notifications: 4000, delivered: 4000, displayed: 4000,
-                                         expanded: 1400, opened: 1400),
+                                         expanded: rich, opened: rich),
                 ReportFixture.engagement("news", .plain, "none", notifications: 1000, delivered: 1000, displayed: 1000,
                                          expanded: plain, opened: plain),
             ]
@@ -44,12 +47,19 @@ import Testing
             let printed = try #require(Self.bounds(in: summary.headline, after: "as often as plain ones"))
             #expect(Self.printedClear(printed, null: 1) == ratio.isSignificant,
                     "\(summary.headline) (interval \(ratio.interval))")
+            // And the p beside it: never "p = 0.050" beside "significant".
+            let pText = try #require(summary.headline.firstMatch(of: /\(p ([<=]) ([0-9.]+);/))
+            let printedP = Double(pText.output.2)!
+            #expect((pText.output.1 == "<" || printedP < 0.05) == ratio.isSignificant, "\(summary.headline) (p \(ratio.pValue))")
+            #expect((Double(ReportFormat.pValue(ratio.pValue).replacing("<", with: ""))! < 0.05
+                     || ReportFormat.pValue(ratio.pValue).hasPrefix("<")) == ratio.isSignificant,
+                    "\(ReportFormat.pValue(ratio.pValue)) (p \(ratio.pValue))")
             // The table's cell too: `1.11x [1.004, 1.23] *`.
             let cell = try #require(Self.bounds(in: ReportFormat.ratio(ratio), after: "x"))
             #expect(Self.printedClear(cell, null: 1) == ratio.isSignificant, "\(ReportFormat.ratio(ratio))")
             checked += 1
         }
-        #expect(checked > 30)
+        #expect(checked > 40)
     }
 
     @Test func aRowsRelativeIntervalAgreesWithItsFlag() throws {
