@@ -368,6 +368,7 @@ struct ReportRouteTests {
         ("?until=20261129", "until must be a date such as 2026-11-29"),
         ("?since=2026-12-05&until=2026-12-01", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
         ("?until=2026-12-01&since=2026-12-05", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
+        ("?category=", "category must name a notification category such as new_photo"),
         ("?by=week", "by must be one of category, attachment, day, action"),
         ("?by=", "by must be one of category, attachment, day, action"),
         ("?format=csv", "unknown query parameter format; use category, since, until or by"),

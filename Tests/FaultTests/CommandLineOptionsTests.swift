@@ -61,6 +61,8 @@ struct CommandLineOptionsTests {
         (["scheduler"], ["ENGAGE_SCHEDULER_POLL": "soon"],
          "error: invalid value 'soon' for option '--poll' (from ENGAGE_SCHEDULER_POLL): expected an integer from 1 to 3600"),
         (["report", "--since", "2026-13-01"], [:], "error: invalid value '2026-13-01' for option '--since': expected a date such as 2026-11-29"),
+        (["report", "--category", ""], [:],
+         "error: invalid value '' for option '--category': expected a notification category such as new_photo\nusage: engage report [--database"),
         (["report", "--since", "2026-12-05", "--until", "2026-12-01"], [:],
          "error: option '--since' 2026-12-05 is after option '--until' 2026-12-01: no day lies between them\nusage: engage report [--database"),
         (["report"], ["ENGAGE_READ_MAX_LAG": "0"], "error: invalid value '0' for option '--read-max-lag' (from ENGAGE_READ_MAX_LAG): expected an integer from 1 to 86400"),
