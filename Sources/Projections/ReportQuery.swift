@@ -37,8 +37,13 @@ public struct ReportQuery: Sendable {
 
     private func rows(on connection: Connection, now: Timestamp) throws -> EngagementReport {
         let filter = filterSQL()
-        // Days are kept apart only when the report groups by day.
-        let dayColumn: SQL = grouping == .day ? "day" : "'2000-01-01'::date"
+        // Days are kept apart only when the report groups by day. Otherwise a row sums its days
+        // and carries the first of them: a day the filter admitted, so that the report's own
+        // day filter (`ReportFilters.admits`) keeps the row (a fixed placeholder day fell outside
+        // every `since`/`until` range and emptied the report).
+        let byDay = grouping == .day
+        let dayColumn: SQL = byDay ? "day" : "min(day)"
+        let groupBy: SQL = byDay ? " GROUP BY 1, 2, 3, 4, 5" : " GROUP BY 1, 2, 3, 4"
         let stages = FunnelStage.keptPerBucket
         var engagementSQL: SQL = """
             SELECT app_id, category, presentation, attachment_kind, \(fragment: dayColumn),
@@ -46,7 +51,7 @@ public struct ReportQuery: Sendable {
             FROM engagement_daily WHERE
             """
         engagementSQL.append(filter)
-        engagementSQL.append(" GROUP BY 1, 2, 3, 4, 5")
+        engagementSQL.append(groupBy)
         let engagement = try connection.query(engagementSQL).rows.map { row in
             var counts = FunnelCounts()
             for (index, stage) in stages.enumerated() { counts[stage] = try row.decode(5 + index) }
@@ -59,7 +64,7 @@ public struct ReportQuery: Sendable {
         var actions: [ActionCountRow] = []
         if grouping == .action {
             var actionSQL: SQL = """
-                SELECT app_id, category, presentation, attachment_kind, action_id, sum(notifications)::int8
+                SELECT app_id, category, presentation, attachment_kind, action_id, sum(notifications)::int8, min(day)
                 FROM engagement_actions_daily WHERE
                 """
             actionSQL.append(filter)
@@ -67,7 +72,8 @@ public struct ReportQuery: Sendable {
             actions = try connection.query(actionSQL).rows.map { row in
                 ActionCountRow(appID: try row.decode(0), category: try row.decode(1),
                                presentation: ObservedPresentation(rawValue: try row.decode(2)) ?? .unknown,
-                               attachmentKind: try row.decode(3), day: UTCDay(daysSinceEpoch: 0),
+                               attachmentKind: try row.decode(3),
+                               day: UTCDay(Timestamp(microsecondsSinceEpoch: try row.cell(6).unixMicroseconds())),
                                actionID: try row.decode(4), count: try row.decode(5))
             }
         }

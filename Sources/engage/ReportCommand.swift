@@ -11,7 +11,9 @@ enum ReportCommand {
     enum Format: String, CaseIterable, OptionValue { case table, json, csv, html }
 
     static let app = Option<String?>("app", value: "id", help: "Only this app.")
-    static let category = Option<String?>("category", value: "name", help: "Only this notification category.")
+    static let category = Option<String?>("category", value: "name", help: "Only this notification category.",
+                                          requirement: "expected a notification category such as new_photo",
+                                          parse: { $0.isEmpty ? nil : $0 })
     static let since = day("since", help: "First UTC day included (YYYY-MM-DD).")
     static let until = day("until", help: "Last UTC day included (YYYY-MM-DD).")
     static let grouping = Option("by", value: "grouping", help: "Group by category, attachment, day or action.", default: ReportGrouping.category)
@@ -29,6 +31,11 @@ enum ReportCommand {
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
+        if let first = arguments[since], let last = arguments[until], first > last {
+            // An empty range is a typing slip, not a question: say so instead of an empty report.
+            throw arguments.usageError(.invalidValue, "option '\(since.longName)' \(first) is after option "
+                + "'\(until.longName)' \(last): no day lies between them")
+        }
         let logger = CommonOptions.quietLogger(arguments)
         let query = ReportQuery(appID: arguments[app], category: arguments[category], from: arguments[since], through: arguments[until],
                                 grouping: arguments[grouping])

@@ -261,8 +261,33 @@ struct ReportRouteTests {
         #expect(oneDay.filters.from == day && oneDay.filters.through == day)
         #expect(oneDay.groups.allSatisfy { $0.day == day })
         #expect(oneDay.total.rich.displayed == byDay.groups.filter { $0.day == day }.reduce(0) { $0 + $1.rich.displayed })
+        // Every grouping honours since and until, not only by=day: a range covering every day of
+        // the traffic is the whole report.
+        let first = try #require(days.first)
+        for grouping in ReportGrouping.allCases {
+            let rangeResponse = try await getReport(server, "?since=\(first)&until=\(day)&by=\(grouping.rawValue)", key: key)
+            let range = try decodeReport(rangeResponse)
+            let everything = try await getReport(server, "?by=\(grouping.rawValue)", key: key)
+            #expect(try totalActions(rangeResponse) == totalActions(everything), "actions with by=\(grouping.rawValue)")
+            #expect(range.total.rich == expectedCounts(truth, .rich), "since and until with by=\(grouping.rawValue)")
+            #expect(range.total.plain == expectedCounts(truth, .plain), "since and until with by=\(grouping.rawValue)")
+            #expect(Set(range.groups.compactMap(\.category)) == Set(byDay.groups.compactMap(\.category)),
+                    "since and until with by=\(grouping.rawValue)")
+        }
         let later = try decodeReport(try await getReport(server, "?since=2999-01-01", key: key))
         #expect(later.groups.isEmpty && later.total.rich == zero)
+    }
+
+    /// The `actions` counts of the total's rich and plain notifications (filled with `by=action`).
+    static func totalActions(_ response: RawHTTPClient.Response) throws -> [String: [String: Int]] {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+        let total = try #require(object["total"] as? [String: Any])
+        var actions: [String: [String: Int]] = [:]
+        for side in ["rich", "plain"] {
+            let counts = try #require(total[side] as? [String: Any])
+            actions[side] = try #require(counts["actions"] as? [String: Int])
+        }
+        return actions
     }
 
     // MARK: - The documented shape
@@ -341,6 +366,9 @@ struct ReportRouteTests {
         ("?since=2026-02-30", "since must be a date such as 2026-11-29"),
         ("?since=2026-1-05", "since must be a date such as 2026-11-29"),
         ("?until=20261129", "until must be a date such as 2026-11-29"),
+        ("?since=2026-12-05&until=2026-12-01", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
+        ("?until=2026-12-01&since=2026-12-05", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
+        ("?category=", "category must name a notification category such as new_photo"),
         ("?by=week", "by must be one of category, attachment, day, action"),
         ("?by=", "by must be one of category, attachment, day, action"),
         ("?format=csv", "unknown query parameter format; use category, since, until or by"),

@@ -28,7 +28,12 @@ public struct ReportRoute: Sendable {
         var query = ReportQuery(appID: app)
         for item in request.queryItems {
             switch item.name {
-            case "category": query.category = item.value
+            case "category":
+                // An empty name would filter every row out and answer an empty report.
+                guard !item.value.isEmpty else {
+                    throw APIProblems.badRequest("category must name a notification category such as new_photo", slug: "bad-query")
+                }
+                query.category = item.value
             case "since", "until":
                 guard let day = UTCDay(parsing: item.value) else {
                     throw APIProblems.badRequest("\(item.name) must be a date such as 2026-11-29", slug: "bad-query")
@@ -43,6 +48,9 @@ public struct ReportRoute: Sendable {
             default:
                 throw ReplicaReadRoute.unknown(item, use: "category, since, until or by")
             }
+        }
+        if let from = query.from, let through = query.through, from > through {
+            throw APIProblems.badRequest("since \(from) is after until \(through): no day lies between them", slug: "bad-query")
         }
         return query
     }

@@ -106,36 +106,47 @@ public struct EngagementReport: Sendable, Hashable {
             }
         }
 
+        // The adjusted answer's strata are categories within one app. A report over several apps
+        // (the command line without --app) keeps each app's category apart: one category of two
+        // apps can mix rich and plain in different shares and engage at different rates, and
+        // pooling them would confound the answer with the app.
+        let strata = StrataNaming(apps: Set(engagement.map(\.appID)).union(actions.map(\.appID)))
         var accumulators: [ReportGroupKey: GroupAccumulator] = [:]
         var totalAccumulator = GroupAccumulator()
         var categoryAccumulators: [String: GroupAccumulator] = [:]
         for row in engagement {
             let groupKey = key(category: row.category, attachmentKind: row.attachmentKind, day: row.day)
             accumulators[groupKey, default: GroupAccumulator()].add(row)
-            categoryAccumulators[row.category, default: GroupAccumulator()].add(row)
+            categoryAccumulators[strata.name(app: row.appID, category: row.category), default: GroupAccumulator()].add(row)
             totalAccumulator.add(row)
         }
         for row in actions {
             let groupKey = key(category: row.category, attachmentKind: row.attachmentKind, day: row.day)
             accumulators[groupKey, default: GroupAccumulator()].add(row)
-            categoryAccumulators[row.category, default: GroupAccumulator()].add(row)
+            categoryAccumulators[strata.name(app: row.appID, category: row.category), default: GroupAccumulator()].add(row)
             totalAccumulator.add(row)
         }
         // Device moments cover every day and attachment kind of a category: they describe a
         // category's counts only when neither is filtered.
+        // `clusters` per category (the groups' rows, apps pooled), `stratumClusters` per stratum.
         let clusters: [String: CategoryDeviceMoments]
+        let stratumClusters: [String: CategoryDeviceMoments]
         let clusterPairs: [CategoryPairDeviceMoments]
         if filters.from == nil && filters.through == nil && filters.attachmentKinds.isEmpty {
             let admitted = devices.filter { filters.appIDs.isEmpty || filters.appIDs.contains($0.appID) }
             clusters = Dictionary(grouping: admitted, by: \.category).mapValues { parts in
                 CategoryDeviceMoments.merged(parts, category: parts[0].category)
             }
+            stratumClusters = Dictionary(grouping: admitted) { strata.name(app: $0.appID, category: $0.category) }
+                .mapValues { parts in CategoryDeviceMoments.merged(parts, category: parts[0].category) }
             let admittedPairs = devicePairs.filter { filters.appIDs.isEmpty || filters.appIDs.contains($0.appID) }
+                .map(strata.renamed)
             clusterPairs = Dictionary(grouping: admittedPairs) { [$0.first, $0.second] }
                 .sorted { $0.key.lexicographicallyPrecedes($1.key) }
                 .compactMap { CategoryPairDeviceMoments.merged($0.value) }
         } else {
             clusters = [:]
+            stratumClusters = [:]
             clusterPairs = []
         }
         let groups = accumulators.keys.sorted().map { key in
@@ -143,13 +154,13 @@ public struct EngagementReport: Sendable, Hashable {
             return accumulators[key]!.group(key: key, grouping: grouping, devices: devices)
         }
         let total = totalAccumulator.group(key: ReportGroupKey(category: nil), grouping: grouping)
-        let strata = categoryAccumulators.keys.sorted().map { category in
-            (name: category, rich: categoryAccumulators[category]!.rich, plain: categoryAccumulators[category]!.plain,
-             devices: clusters[category])
+        let strataCounts = categoryAccumulators.keys.sorted().map { name in
+            (name: name, rich: categoryAccumulators[name]!.rich, plain: categoryAccumulators[name]!.plain,
+             devices: stratumClusters[name])
         }
         let stratified = total.metrics.map { comparison in
-            StratifiedMetricSummary(metric: comparison.metric, strata: strata, pairs: clusterPairs, crude: comparison,
-                                    confidence: Self.confidence)
+            StratifiedMetricSummary(metric: comparison.metric, strata: strataCounts, pairs: clusterPairs, crude: comparison,
+                                    confidence: Self.confidence, acrossApps: strata.acrossApps)
         }
 
         struct TelemetryKey: Hashable {
@@ -174,6 +185,24 @@ public struct EngagementReport: Sendable, Hashable {
             generatedAt: generatedAt, grouping: grouping, filters: filters, groups: groups, total: total,
             stratified: stratified, telemetry: telemetrySummaries, telemetryByAttachment: kindSummaries,
             telemetryTotal: TelemetrySummary(category: nil, attachmentKind: nil, rows: telemetry))
+    }
+}
+
+/// The adjusted answer's strata: the categories, or with rows of several apps each app's
+/// categories apart, named `app/category`.
+private struct StrataNaming {
+    let acrossApps: Bool
+
+    init(apps: Set<String>) { acrossApps = apps.count > 1 }
+
+    func name(app: String, category: String) -> String { acrossApps ? app + "/" + category : category }
+
+    /// Pair moments are per app: their categories renamed to the strata's names.
+    func renamed(_ pair: CategoryPairDeviceMoments) -> CategoryPairDeviceMoments {
+        var pair = pair
+        pair.first = name(app: pair.appID, category: pair.first)
+        pair.second = name(app: pair.appID, category: pair.second)
+        return pair
     }
 }
 

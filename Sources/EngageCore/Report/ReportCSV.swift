@@ -30,7 +30,8 @@ extension EngagementReport {
     ///    `cache_hit_rate`, `bytes_total`, `bytes_reported` or `bytes_mean`, the number in `value`;
     ///  - `stratified` (the adjusted answer, one block per metric, `metric` as in the JSON), `figure`
     ///    naming the row: `headline` (the sentence in `value`), `risk_ratio` and `risk_difference`
-    ///    (estimate, lower, upper, method, `p_value`, `significant`), `cmh` and `homogeneity`
+    ///    (estimate, lower, upper, method, `p_value`, `significant`; these three carry the summary's
+    ///    `small_sample`), `cmh` and `homogeneity`
     ///    (statistic in `estimate`, `p_value`; `homogeneity`'s `significant` is "categories
     ///    disagree"), `crude_ratio`, `crude_disagreement` (the words in `value`), `category_ratio`
     ///    (per category, `category` set, the category's rates in the rich and plain columns),
@@ -123,25 +124,27 @@ extension EngagementReport {
         // Columns: section, category, attachment_kind, day, metric | 5 rich | 5 plain | not displayed |
         // 6 lifts | p_value, significant, small_sample, value | figure, estimate, lower, upper, method.
         func row(category: String = "", rich: [String] = [], plain: [String] = [], pValue: Double? = nil,
-                 significant: Bool? = nil, value: String = "", figure: String, effect: [String] = []) {
+                 significant: Bool? = nil, smallSample: Bool? = nil, value: String = "", figure: String,
+                 effect: [String] = []) {
             var fields = ["stratified", category, "", "", summary.metric.key]
             fields += rich.isEmpty ? Array(repeating: "", count: 5) : rich
             fields += plain.isEmpty ? Array(repeating: "", count: 5) : plain
             fields += Array(repeating: "", count: 7)
-            fields += [Self.csvNumber(pValue), significant.map(String.init) ?? "", "", value, figure]
+            fields += [Self.csvNumber(pValue), significant.map(String.init) ?? "", smallSample.map(String.init) ?? "",
+                       value, figure]
             fields += effect.isEmpty ? Array(repeating: "", count: 4) : effect
             precondition(fields.count == width, "stratified CSV row width")
             csv.row(fields)
         }
         func effectRow(_ figure: String, _ effect: EffectEstimate?, category: String = "", rich: [String] = [],
-                       plain: [String] = []) {
+                       plain: [String] = [], smallSample: Bool? = nil) {
             guard let effect else { return }
             row(category: category, rich: rich, plain: plain, pValue: effect.pValue, significant: effect.isSignificant,
-                figure: figure, effect: Self.csvEffect(effect))
+                smallSample: smallSample, figure: figure, effect: Self.csvEffect(effect))
         }
-        row(value: summary.headline, figure: "headline")
-        effectRow("risk_ratio", summary.riskRatio)
-        effectRow("risk_difference", summary.riskDifference)
+        row(smallSample: summary.smallSample, value: summary.headline, figure: "headline")
+        effectRow("risk_ratio", summary.riskRatio, smallSample: summary.smallSample)
+        effectRow("risk_difference", summary.riskDifference, smallSample: summary.smallSample)
         if let test = summary.cochranMantelHaenszel {
             row(pValue: test.pValue, figure: "cmh", effect: [Self.csvNumber(test.statistic), "", "", "cochran_mantel_haenszel"])
         }

@@ -26,6 +26,26 @@ enum ReportFormat {
         return value > 0 && text.contains(where: { $0 != "0" && $0 != "." }) ? "+" + text : text
     }
 
+    /// An interval's bound with `decimals` places, or more when those would print it as "no
+    /// effect" (`noEffect`) while it is not: a significant ratio's lower bound of 1.004 prints
+    /// `1.004`, never `1.00`, so that the printed interval agrees with the word beside it. At most
+    /// four places are added.
+    static func bound(_ value: Double, _ decimals: Int, noEffect: Double) -> String {
+        var places = decimals
+        var text = fixed(value, places)
+        while value != noEffect, Double(text) == noEffect, places < decimals + 4 {
+            places += 1
+            text = fixed(value, places)
+        }
+        return text
+    }
+
+    /// `bound` with a sign, as `signed`.
+    static func signedBound(_ value: Double, _ decimals: Int, noEffect: Double) -> String {
+        let text = bound(value, decimals, noEffect: noEffect)
+        return value > 0 && text.contains(where: { $0 != "0" && $0 != "." }) ? "+" + text : text
+    }
+
     /// A rate as `30.8%`.
     static func percent(_ rate: Double?, decimals: Int = 1) -> String {
         rate.map { fixed($0 * 100, decimals) + "%" } ?? missing
@@ -52,7 +72,8 @@ enum ReportFormat {
         guard let lift else { return missing }
         var text = signed(lift * 100, 1) + unit
         if let interval {
-            text += " [" + signed(interval.lower * 100, 1) + ", " + signed(interval.upper * 100, 1) + "]"
+            text += " [" + signedBound(interval.lower * 100, 1, noEffect: 0) + ", "
+                + signedBound(interval.upper * 100, 1, noEffect: 0) + "]"
         }
         return text
     }
@@ -60,15 +81,15 @@ enum ReportFormat {
     /// A ratio with its interval and significance: `1.06x [0.96, 1.17]`, `*` when significant.
     static func ratio(_ estimate: EffectEstimate?) -> String {
         guard let estimate else { return missing }
-        return fixed(estimate.estimate, 2) + "x [" + fixed(estimate.interval.lower, 2) + ", "
-            + fixed(estimate.interval.upper, 2) + "]" + (estimate.isSignificant ? " *" : "")
+        return fixed(estimate.estimate, 2) + "x [" + bound(estimate.interval.lower, 2, noEffect: 1) + ", "
+            + bound(estimate.interval.upper, 2, noEffect: 1) + "]" + (estimate.isSignificant ? " *" : "")
     }
 
     /// A difference of rates in percentage points: `+0.8 pp [-0.7, +2.4]`, `*` when significant.
     static func difference(_ estimate: EffectEstimate?) -> String {
         guard let estimate else { return missing }
-        return signed(estimate.estimate * 100, 1) + " pp [" + signed(estimate.interval.lower * 100, 1) + ", "
-            + signed(estimate.interval.upper * 100, 1) + "]" + (estimate.isSignificant ? " *" : "")
+        return signed(estimate.estimate * 100, 1) + " pp [" + signedBound(estimate.interval.lower * 100, 1, noEffect: 0)
+            + ", " + signedBound(estimate.interval.upper * 100, 1, noEffect: 0) + "]" + (estimate.isSignificant ? " *" : "")
     }
 
     /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, `DIRECTION and SIGNIFICANCE differ`;
@@ -82,10 +103,11 @@ enum ReportFormat {
         return parts.joined(separator: " and ") + (parts.count == 1 ? " differs" : " differ")
     }
 
-    /// `<0.001`, `0.012`, `1.000`.
+    /// `<0.001`, `0.012`, `1.000`; near the significance level more places (`0.0496`), so that a
+    /// significant figure never shows "0.050".
     static func pValue(_ p: Double?) -> String {
         guard let p else { return missing }
-        return p < 0.001 ? "<0.001" : fixed(p, 3)
+        return p < 0.001 ? "<0.001" : bound(p, 3, noEffect: EngagementReport.alpha)
     }
 
     /// `significant`, `small sample`, both, or `missing`.

@@ -70,7 +70,8 @@ extension EngagementReport {
 
     /// The headline: a sentence per metric, the forest plots, the adjusted and crude figures.
     private func stratifiedHTML() -> String {
-        var html = "<section class=\"adjusted\"><h2>The answer, adjusted for category</h2><ul class=\"headline\">"
+        let adjustedFor = stratified.contains(where: \.acrossApps) ? "app and category" : "category"
+        var html = "<section class=\"adjusted\"><h2>The answer, adjusted for \(adjustedFor)</h2><ul class=\"headline\">"
         for summary in stratified {
             var sentence = HTMLText.escape(summary.headline)
             if let warning = summary.crudeWarning {

@@ -43,7 +43,7 @@ extension EngagementReport {
     ///                                "i_squared": x, "categories_disagree": bool, "disagreeing": [s, ...]} | null,
     ///                "pointing_other_way": [s, ...], "crude_ratio": EFFECT | null,
     ///                "crude_disagreement": {"direction": bool, "significance": bool, "text": s} | null,
-    ///                "unavailable": s | null, "unit": "device" | "notification",
+    ///                "unavailable": s | null, "small_sample": bool, "unit": "device" | "notification",
     ///                "design_effect": {"risk_difference": x, "risk_ratio": x} | null}
     ///     CATEGORY = {"category": s, "rich": RATE, "plain": RATE, "ratio": EFFECT | null}
     ///     EFFECT = {"scale": "ratio" | "difference", "method": s, "estimate": x, "lower": x, "upper": x,
@@ -212,6 +212,7 @@ private extension JSONWriter {
             json.key("text"); json.optionalString(summary.crudeWarning)
         }
         key("unavailable"); optionalString(summary.unavailable)
+        key("small_sample"); bool(summary.smallSample)
         key("unit"); string(summary.unit.rawValue)
         key("design_effect")
         optionalObject(summary.designEffect) { json, effect in

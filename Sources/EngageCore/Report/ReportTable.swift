@@ -78,7 +78,9 @@ extension EngagementReport {
 extension EngagementReport {
     /// The headline block: a sentence per metric, then the adjusted and crude figures side by side.
     func stratifiedTableLines() -> [String] {
-        var lines = ["", "== ADJUSTED FOR CATEGORY: rich vs plain within each category, combined =="]
+        var lines = ["", stratified.contains(where: \.acrossApps)
+            ? "== ADJUSTED FOR APP AND CATEGORY: rich vs plain within each app's category, combined =="
+            : "== ADJUSTED FOR CATEGORY: rich vs plain within each category, combined =="]
         guard !stratified.isEmpty else { return lines + ["  no metrics to compare"] }
         for summary in stratified {
             lines.append(contentsOf: ReportFormat.wrap(summary.headline, width: 98).enumerated().map { index, line in

@@ -51,6 +51,16 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     /// difference and of the log risk ratio over their binomial variances.
     public let designEffect: DesignEffect?
 
+    /// True when the categories compared, pooled, have a side with fewer than 30 displayed
+    /// notifications or fewer than 5 successes or failures (`ProportionComparison.isSmallSample`),
+    /// or, with the device as the unit, fewer than 30 devices on a side even counting a device
+    /// once per category; true when no category is compared. The adjusted intervals are normal
+    /// approximations, rough on so little, and the headline says so.
+    public let smallSample: Bool
+    /// True when the strata are each app's categories (`app/category`): the report spans
+    /// several apps, whose categories are compared apart rather than pooled.
+    public let acrossApps: Bool
+
     /// Clustered over binomial variance of the adjusted figures.
     public struct DesignEffect: Sendable, Hashable {
         public let riskDifference: Double
@@ -62,8 +72,9 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     /// as distinct); `crude` the total's comparison.
     init(metric: ReportMetric,
          strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
-         pairs: [CategoryPairDeviceMoments] = [], crude: MetricComparison?, confidence: Double) {
+         pairs: [CategoryPairDeviceMoments] = [], crude: MetricComparison?, confidence: Double, acrossApps: Bool = false) {
         self.metric = metric
+        self.acrossApps = acrossApps
         let stratified = StratifiedComparison(strata: strata.map { stratum in
             Stratum(name: stratum.name,
                     variant: Self.proportion(metric, stratum.rich), control: Self.proportion(metric, stratum.plain))
@@ -135,6 +146,7 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             unit = .notification
             designEffect = nil
         }
+        smallSample = Self.isSmallSample(stratified, devices: unit == .device ? clustered : nil)
         if let riskRatio {
             disagreeing = categories.filter { $0.ratio.map { !$0.interval.contains(riskRatio.estimate) } ?? false }
                 .map(\.name)
@@ -187,6 +199,19 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             }
         }
         return clustered.isEmpty ? nil : try? ClusteredStratifiedComparison(strata: clustered, sharedDevices: shared)
+    }
+
+    /// The small-sample rule on the included categories' pooled counts and, with the device as the
+    /// unit, on their devices: the sum over categories counts a device once per category, so a sum
+    /// below the minimum is certainly too few.
+    private static func isSmallSample(_ stratified: StratifiedComparison, devices: ClusteredStratifiedComparison?) -> Bool {
+        guard !stratified.included.isEmpty else { return true }
+        let pooled = ProportionComparison(variant: Proportion(summing: stratified.included.map(\.variant)),
+                                          control: Proportion(summing: stratified.included.map(\.control)))
+        guard let devices else { return pooled.isSmallSample }
+        let richDevices = devices.strata.reduce(0) { $0 + $1.variant.devices }
+        let plainDevices = devices.strata.reduce(0) { $0 + $1.control.devices }
+        return pooled.isSmallSample || min(richDevices, plainDevices) < ClusteredProportionComparison.minimumDevices
     }
 
     private static func proportion(_ metric: ReportMetric, _ counts: PresentationCounts) -> Proportion {

@@ -4,16 +4,18 @@ extension StratifiedMetricSummary {
     /// "Adjusted for category, rich notifications are expanded 1.06x as often as plain ones
     /// [0.96, 1.17], not significant (p = 0.277); categories disagree: ..."
     public var headline: String {
+        let adjusted = acrossApps ? "Adjusted for app and category" : "Adjusted for category"
         guard let riskRatio else {
-            return "Adjusted for category, \(metric.label): " + (unavailable ?? "not enough data") + "."
+            return adjusted + ", \(metric.label): " + (unavailable ?? "not enough data") + "."
         }
-        var text = "Adjusted for category, rich notifications \(verb) " + Self.ratio(riskRatio.estimate)
+        var text = adjusted + ", rich notifications \(verb) " + Self.ratio(riskRatio.estimate)
             + " as often as plain ones " + Self.interval(riskRatio.interval) + ", "
             + (riskRatio.isSignificant ? "significant" : "not significant")
-            + " (p \(Self.pText(riskRatio.pValue)); \(categories.count) "
+            + " (p \(Self.pText(riskRatio.pValue)); \(categories.count) " + (acrossApps ? "app " : "")
             + (categories.count == 1 ? "category" : "categories") + unitWords + ")"
         if let words = categoryWords { text += "; " + words }
         text += "."
+        if smallSample { text += " " + Self.smallSampleWords }
         if let warning = crudeWarning { text += " " + warning }
         if !excluded.isEmpty { text += " " + excludedWords }
         return text
@@ -59,6 +61,11 @@ extension StratifiedMetricSummary {
             + " trust the adjusted figure."
     }
 
+    /// Said after the figures when `smallSample`: significant or not, they rest on too little.
+    public static let smallSampleWords = "Small sample: a side has fewer than 30 displayed notifications (with the "
+        + "device as the unit, fewer than 30 devices) or fewer than 5 successes or failures over the categories "
+        + "compared, so these figures are rough."
+
     /// "Excluded: news (no plain displays), promo (no rich displays)."
     public var excludedWords: String {
         "Excluded: " + excluded.map { $0.name + " (" + Self.reasonText($0.reason) + ")" }.joined(separator: ", ") + "."
@@ -101,13 +108,15 @@ extension StratifiedMetricSummary {
     /// `1.06x`.
     static func ratio(_ value: Double) -> String { ReportFormat.fixed(value, 2) + "x" }
 
-    /// `[0.96, 1.17]`.
+    /// `[0.96, 1.17]`; a bound that would round to 1.00 without being 1 gets more places
+    /// (`[1.004, 1.23]`), so that the interval never reads as touching "no effect" beside
+    /// "significant".
     static func interval(_ interval: ConfidenceInterval) -> String {
-        "[" + ReportFormat.fixed(interval.lower, 2) + ", " + ReportFormat.fixed(interval.upper, 2) + "]"
+        "[" + ReportFormat.bound(interval.lower, 2, noEffect: 1) + ", " + ReportFormat.bound(interval.upper, 2, noEffect: 1) + "]"
     }
 
-    /// `= 0.277` or `< 0.001`.
+    /// `= 0.277` or `< 0.001`; `= 0.0496` rather than `= 0.050` beside "significant".
     static func pText(_ p: Double) -> String {
-        p < 0.001 ? "< 0.001" : "= " + ReportFormat.fixed(p, 3)
+        p < 0.001 ? "< 0.001" : "= " + ReportFormat.bound(p, 3, noEffect: EngagementReport.alpha)
     }
 }

@@ -28,17 +28,41 @@ struct RatioScoreStatistic {
     var ratio: Double { (x1 / n1) / (x2 / n2) }
 
     func z(_ ratio: Double) -> Double {
-        let total = n1 + n2
-        let successes = x1 + x2
-        let b = n1 * ratio + x1 + n2 + x2 * ratio
-        // The smaller root (b - sqrt(b^2 - 4 a c)) / 2a, written without the cancellation.
-        let discriminant = max(0, b * b - 4 * total * ratio * successes)
-        let control = 2 * successes / (b + discriminant.squareRoot())
-        let variant = ratio * control
-        let variance = varianceFactor * (variant * (1 - variant) / n1 + ratio * ratio * control * (1 - control) / n2)
+        let rates = constrainedRates(ratio)
+        let variance = varianceFactor * (rates.variant * rates.variantFailure / n1
+                                         + ratio * ratio * rates.control * rates.controlFailure / n2)
         let numerator = x1 / n1 - ratio * x2 / n2
         if numerator == 0 { return 0 }
         return numerator / max(0, variance).squareRoot()
+    }
+
+    /// The maximum-likelihood rates under `p1 = R p2` and their complements, each computed
+    /// without cancellation: near rates of 100% with many notifications, `1 - p` taken from `p`
+    /// keeps no digit (a million notifications and a complement of 1e-10 lost six).
+    ///
+    /// With `u = R (n1 + x2)`, `v = n2 + x1`, `d = u - v` and `f = n - x` the failures, the smaller
+    /// root of `N R p^2 - (u + v) p + x = 0` is `p2 = 2 x / (u + v + s)` with
+    /// `s = sqrt(d^2 + 4 R f1 f2)` (the discriminant `(u + v)^2 - 4 N R x`, rewritten as a sum), and
+    ///
+    ///     1 - p2 = (2 f2 + s + d) / (u + v + s),     1 - R p2 = (2 R f1 + s - d) / (u + v + s)
+    ///
+    /// where whichever of `s + d`, `s - d` would cancel is taken as `4 R f1 f2` over the other.
+    private func constrainedRates(_ ratio: Double) -> (variant: Double, variantFailure: Double,
+                                                       control: Double, controlFailure: Double) {
+        let f1 = n1 - x1, f2 = n2 - x2
+        let u = ratio * (n1 + x2)
+        let v = n2 + x1
+        let d = u - v
+        let product = 4 * ratio * f1 * f2
+        let s = (d * d + product).squareRoot()
+        let larger = s + abs(d)
+        let smaller = larger > 0 ? product / larger : 0
+        let plus = d >= 0 ? larger : smaller   // s + d
+        let minus = d >= 0 ? smaller : larger  // s - d
+        let denominator = u + v + s
+        let control = 2 * (x1 + x2) / denominator
+        return (variant: ratio * control, variantFailure: (2 * ratio * f1 + minus) / denominator,
+                control: control, controlFailure: (2 * f2 + plus) / denominator)
     }
 
     /// Needs both groups with trials and a control with successes (so that the ratio is finite).

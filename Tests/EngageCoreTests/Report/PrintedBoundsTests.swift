@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+@testable import EngageCore
+
+/// What a reader sees must agree with the word beside it: a "significant" interval must not be
+/// printed reaching "no effect" (1.00x, 0.0%, 0.0 pp), and an interval printed clear of it must
+/// be significant. Rounding a bound of 1.004 to "1.00" printed "[1.00, 1.17], significant".
+@Suite struct PrintedBoundsTests {
+    /// The bounds of the first `[lower, upper]` after `marker` in `text`.
+    static func bounds(in text: String, after marker: String) -> (String, String)? {
+        guard let start = text.range(of: marker)?.upperBound,
+              let open = text[start...].firstIndex(of: "["),
+              let close = text[open...].firstIndex(of: "]") else { return nil }
+        let parts = text[text.index(after: open)..<close].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        return parts.count == 2 ? (parts[0], parts[1]) : nil
+    }
+
+    /// True when the printed interval, read as numbers, keeps `null` strictly outside.
+    static func printedClear(_ bounds: (String, String), null: Double) -> Bool {
+        let lower = Double(bounds.0.replacing("+", with: ""))!, upper = Double(bounds.1.replacing("+", with: ""))!
+        return lower > null || upper < null
+    }
+
+    /// Single categories whose ratio lies close to 1, so that some bounds fall within 0.005 of it
+    /// and some p-values within 0.0005 of 0.05 (rich 1361-1381 of 4000 against plain 307-312).
+    static func reports() -> [EngagementReport] {
+        var reports: [EngagementReport] = []
+        let cases = stride(from: 300, through: 420, by: 3).map { (rich: 1400, plain: $0) }
+            + (0...5).map { (rich: 1361 + 4 * $0, plain: 307 + $0) }
+        for (rich, plain) in cases {
+            let rows = [
+                ReportFixture.engagement("news", .rich, "image", notifications: 4000, delivered: 4000, displayed: 4000,
+                                         expanded: rich, opened: rich),
+                ReportFixture.engagement("news", .plain, "none", notifications: 1000, delivered: 1000, displayed: 1000,
+                                         expanded: plain, opened: plain),
+            ]
+            reports.append(EngagementReport.build(engagement: rows, generatedAt: ReportFixture.generatedAt))
+        }
+        return reports
+    }
+
+    @Test func theHeadlinesIntervalAgreesWithItsWord() throws {
+        var checked = 0
+        for report in Self.reports() {
+            let summary = try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+            guard let ratio = summary.riskRatio else { continue }
+            let printed = try #require(Self.bounds(in: summary.headline, after: "as often as plain ones"))
+            #expect(Self.printedClear(printed, null: 1) == ratio.isSignificant,
+                    "\(summary.headline) (interval \(ratio.interval))")
+            // And the p beside it: never "p = 0.050" beside "significant".
+            let pText = try #require(summary.headline.firstMatch(of: /\(p ([<=]) ([0-9.]+);/))
+            let printedP = Double(pText.output.2)!
+            #expect((pText.output.1 == "<" || printedP < 0.05) == ratio.isSignificant, "\(summary.headline) (p \(ratio.pValue))")
+            #expect((Double(ReportFormat.pValue(ratio.pValue).replacing("<", with: ""))! < 0.05
+                     || ReportFormat.pValue(ratio.pValue).hasPrefix("<")) == ratio.isSignificant,
+                    "\(ReportFormat.pValue(ratio.pValue)) (p \(ratio.pValue))")
+            // The table's cell too: `1.11x [1.004, 1.23] *`.
+            let cell = try #require(Self.bounds(in: ReportFormat.ratio(ratio), after: "x"))
+            #expect(Self.printedClear(cell, null: 1) == ratio.isSignificant, "\(ReportFormat.ratio(ratio))")
+            checked += 1
+        }
+        #expect(checked > 40)
+    }
+
+    @Test func aRowsRelativeIntervalAgreesWithItsFlag() throws {
+        for report in Self.reports() {
+            let metric = try #require(report.groups.first?.metrics.first)
+            guard let significant = metric.significant else { continue }
+            let printed = try #require(Self.bounds(in: ReportFormat.relativeLift(metric), after: "%"))
+            #expect(Self.printedClear(printed, null: 0) == significant,
+                    "\(ReportFormat.relativeLift(metric)) \(ReportFormat.flags(metric)) (interval \(metric.relativeInterval!))")
+        }
+    }
+}
