@@ -10,6 +10,19 @@ import TestSupport
 /// which anyone may edit) end in a typed refusal, never in a trap of the whole command.
 @Suite("Retention inputs out of range")
 struct HostileRetentionInputTests {
+    /// 200 million days is about 550,000 years: in microseconds more than an Int64 holds.
+    @Test func anAgeBeyondAnyLogIsRefusedBeforeAnythingGoes() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "old"), daysAgo: 40)
+
+        let error = await #expect(throws: LogRetentionError.self) { try await fixtures.pruner(olderThan: 200_000_000).run() }
+
+        #expect(error == .olderThanTooLong(requested: "200000000 days", longest: "36500 days"))
+        #expect(error?.code == "retention.older_than_too_long")
+        #expect(error?.description == "refusing to prune events older than 200000000 days: at most 36500 days back (100 years)")
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 10)
+    }
+
     /// Two days whose files are sound but whose counts, added up, pass Int.max.
     @Test func aManifestWhoseCountsOverflowIsACorruptArchive() async throws {
         let fixtures = try RetentionFixtures()
