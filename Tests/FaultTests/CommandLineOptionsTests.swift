@@ -95,6 +95,13 @@ struct CommandLineOptionsTests {
         (["log", "prune", "--older-than", "31d", "--nice", "20"], [:],
          "error: invalid value '20' for option '--nice': expected an integer from 0 to 19\nusage: engage log prune [--database"),
         (["log", "restore", "/nonexistent/archive"], [:], "error: argument '<dir>': /nonexistent/archive is not a directory"),
+        // Ages, arm counts and spreads that would trap the command once it ran (found by a hunt for traps).
+        (["log", "prune", "--older-than", "200000000d"], [:],
+         "error: invalid value '200000000d' for option '--older-than': expected a time span such as 31d, 36h or 30d12h, at most 36500d (100 years)"),
+        (["bench", "calibration", "--devices", "4", "--arms", "2,5"], [:],
+         "error: --arms must list arm counts between 2 and 10, such as 2,3, none above --devices (4)\nusage: engage bench calibration"),
+        (["bench", "calibration", "--spread", "nan"], [:], "error: invalid value 'nan' for option '--spread': expected a number from 0 to 10"),
+        (["bench", "report-coverage", "--spread", "nan"], [:], "error: invalid value 'nan' for option '--spread': expected a number from 0 to 10"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
         let workspace = try FaultWorkspace("cli")
