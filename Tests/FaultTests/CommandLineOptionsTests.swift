@@ -65,6 +65,7 @@ struct CommandLineOptionsTests {
          "error: invalid value '' for option '--category': expected a notification category such as new_photo\nusage: engage report [--database"),
         (["report", "--since", "2026-12-05", "--until", "2026-12-01"], [:],
          "error: option '--since' 2026-12-05 is after option '--until' 2026-12-01: no day lies between them\nusage: engage report [--database"),
+        (["report", "--until", "0000-01-01"], [:], "error: invalid value '0000-01-01' for option '--until': expected a date such as 2026-11-29"),
         (["report"], ["ENGAGE_READ_MAX_LAG": "0"], "error: invalid value '0' for option '--read-max-lag' (from ENGAGE_READ_MAX_LAG): expected an integer from 1 to 86400"),
         (["serve", "--commit-timeout", "0"], [:], "error: invalid value '0' for option '--commit-timeout': expected an integer from 1 to 3600"),
         (["keys", "create", "--app", "two words"], [:],
