@@ -467,6 +467,9 @@ struct DiskQueue: Sendable {
         var failures: Int
     }
 
+    /// Consecutive failures a retry state holds at most.
+    static let mostFailuresCounted = 1_000_000
+
     private var retryPath: String { root.appendingPathComponent("retry.json").path }
 
     /// The backoff recorded by any process for this endpoint, if any.
@@ -477,8 +480,10 @@ struct DiskQueue: Sendable {
               let notBefore = (object["not_before_ms"] as? NSNumber)?.int64Value,
               let failures = (object["failures"] as? NSNumber)?.intValue
         else { return nil }
+        // The count only sets the backoff's exponent (capped at 30): held to a range a client
+        // reaches, so a damaged file cannot make the next `failures + 1` overflow.
         return RetryState(endpoint: endpoint, notBefore: Date(timeIntervalSince1970: Double(notBefore) / 1000),
-                          failures: failures)
+                          failures: min(max(failures, 0), Self.mostFailuresCounted))
     }
 
     /// Records (or, with nil, clears) the backoff, under the queue's lock: every process and
