@@ -403,7 +403,8 @@ struct DiskQueue: Sendable {
         for name in QueueFiles.names(in: claimed.path, suffix: Self.suffix) {
             let parts = name.dropLast(Self.suffix.count).split(separator: "~")
             guard parts.count == 3, let claimedAt = Int64(parts[2]) else { continue }
-            let age = Double(nowMS - claimedAt) / 1000
+            // In Double: a damaged stamp near Int64's ends must not overflow the subtraction.
+            let age = (Double(nowMS) - Double(claimedAt)) / 1000
             guard age >= options.lease || age < -options.lease else { continue }
             if putBack(claimed.appendingPathComponent(name).path, stem: String(parts[0])) { reclaimed += 1 }
         }
@@ -536,7 +537,8 @@ struct DiskQueue: Sendable {
     /// The index as the files tell it: a new head after every existing segment.
     private func rebuiltIndex() -> QueueIndex {
         let names = QueueFiles.names(in: ready.path, suffix: Self.suffix) + QueueFiles.names(in: claimed.path, suffix: Self.suffix)
-        let highest = names.compactMap(Self.number(of:)).max() ?? 0
+        // A number beyond any queue (a damaged name) cannot be the head's: `highest + 1` must not overflow.
+        let highest = names.compactMap(Self.number(of:)).filter { $0 < QueueIndex.largest }.max() ?? 0
         return QueueIndex(head: highest + 1, headEvents: 0, bytes: totalBytes())
     }
 

@@ -59,4 +59,40 @@ struct DamagedStateFilesTests {
         #expect(client.dropCounts.refused == Int.max)
         #expect(client.pending.events == 0)
     }
+
+    /// The index in the lock file, as a damaged one could read (fixed width, as the queue writes it).
+    @Test(arguments: [
+        "engage-queue 1 head=00000000000000000001 events=0000000000 bytes=09223372036854775807\n",
+        "engage-queue 1 head=09223372036854775807 events=0000009999 bytes=00000000000000000000\n",
+    ])
+    func anIndexAtTheEndsOfInt64IsRebuiltFromTheFiles(index: String) async throws {
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: 9, key: "egk_x")
+        try Self.write(index, to: "queue.lock", in: container)
+
+        _ = try client.recordDisplayed(notificationID: "n1", category: "c", presentation: .rich, attachmentKind: .gif)
+        _ = try client.recordDisplayed(notificationID: "n2", category: "c", presentation: .rich, attachmentKind: .gif)
+
+        #expect(client.pending.events == 2)
+    }
+
+    /// A claim whose name says it was made at the very start of Int64's milliseconds: far in the
+    /// past, so it comes back to be sent.
+    @Test func aClaimStampedAtInt64MinComesBack() async throws {
+        let injector = try FaultInjector(reply: .respond(status: 500, headers: [("Content-Type", "text/plain")], body: "down"))
+        defer { injector.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: injector.port, key: "egk_x")
+        let claimed = container.url.appendingPathComponent("EngageClient/claimed", isDirectory: true)
+        try FileManager.default.createDirectory(at: claimed, withIntermediateDirectories: true)
+        let line = #"{"event_id":"00000000-0000-4000-8000-000000000001","occurred_at":"\#(ISO8601DateFormatter().string(from: Date()))"}"#
+        try Data((line + "\n").utf8).write(to: claimed.appendingPathComponent("00000000000000000001~1~\(Int64.min).ndjson"))
+
+        _ = await client.flush(budget: .seconds(5))
+
+        #expect(injector.hits.count >= 1)
+        #expect(client.pending.claimedFiles == 0)
+    }
 }
