@@ -68,6 +68,8 @@ struct CommandLineOptionsTests {
         (["report", "--until", "0000-01-01"], [:], "error: invalid value '0000-01-01' for option '--until': expected a date such as 2026-11-29"),
         (["report"], ["ENGAGE_READ_MAX_LAG": "0"], "error: invalid value '0' for option '--read-max-lag' (from ENGAGE_READ_MAX_LAG): expected an integer from 1 to 86400"),
         (["serve", "--commit-timeout", "0"], [:], "error: invalid value '0' for option '--commit-timeout': expected an integer from 1 to 3600"),
+        (["serve"], ["ENGAGE_LISTEN": "localhost:8080"],
+         "error: invalid value 'localhost:8080' for option '--listen' (from ENGAGE_LISTEN): expected a numeric IPv4 or IPv6 address and a port, such as 127.0.0.1:8080 or [::1]:8080"),
         (["keys", "create", "--app", "two words"], [:],
          "error: invalid value 'two words' for option '--app': use 1-64 letters, digits, '.', '_' or '-'\nusage: engage keys create [--database"),
         (["db", "start"], ["ENGAGE_DATABASE_URL": "postgres://elsewhere/engage"],
