@@ -95,4 +95,26 @@ struct DamagedStateFilesTests {
         #expect(injector.hits.count >= 1)
         #expect(client.pending.claimedFiles == 0)
     }
+
+    /// A segment whose size says a terabyte (a sparse file; nothing the queue writes comes near
+    /// it) must not size an allocation: it is set aside as unreadable, and sending goes on.
+    @Test func aSegmentOfATerabyteIsQuarantinedNotRead() async throws {
+        let injector = try FaultInjector(reply: .respond(status: 500, headers: [("Content-Type", "text/plain")], body: "down"))
+        defer { injector.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: injector.port, key: "egk_x")
+        let ready = container.url.appendingPathComponent("EngageClient/ready", isDirectory: true)
+        try FileManager.default.createDirectory(at: ready, withIntermediateDirectories: true)
+        let huge = ready.appendingPathComponent("00000000000000000001.ndjson").path
+        #expect(FileManager.default.createFile(atPath: huge, contents: nil))
+        #expect(truncate(huge, 1 << 40) == 0)
+
+        _ = await client.flush(budget: .seconds(5))
+
+        #expect(client.dropCounts.unreadable == 1)
+        #expect(!FileManager.default.fileExists(atPath: huge))
+        let quarantine = container.url.appendingPathComponent("EngageClient/quarantine").path
+        #expect(try FileManager.default.contentsOfDirectory(atPath: quarantine).count == 1)
+    }
 }
