@@ -403,7 +403,8 @@ struct DiskQueue: Sendable {
         for name in QueueFiles.names(in: claimed.path, suffix: Self.suffix) {
             let parts = name.dropLast(Self.suffix.count).split(separator: "~")
             guard parts.count == 3, let claimedAt = Int64(parts[2]) else { continue }
-            let age = Double(nowMS - claimedAt) / 1000
+            // In Double: a damaged stamp near Int64's ends must not overflow the subtraction.
+            let age = (Double(nowMS) - Double(claimedAt)) / 1000
             guard age >= options.lease || age < -options.lease else { continue }
             if putBack(claimed.appendingPathComponent(name).path, stem: String(parts[0])) { reclaimed += 1 }
         }
@@ -467,6 +468,9 @@ struct DiskQueue: Sendable {
         var failures: Int
     }
 
+    /// Consecutive failures a retry state holds at most.
+    static let mostFailuresCounted = 1_000_000
+
     private var retryPath: String { root.appendingPathComponent("retry.json").path }
 
     /// The backoff recorded by any process for this endpoint, if any.
@@ -477,8 +481,10 @@ struct DiskQueue: Sendable {
               let notBefore = (object["not_before_ms"] as? NSNumber)?.int64Value,
               let failures = (object["failures"] as? NSNumber)?.intValue
         else { return nil }
+        // The count only sets the backoff's exponent (capped at 30): held to a range a client
+        // reaches, so a damaged file cannot make the next `failures + 1` overflow.
         return RetryState(endpoint: endpoint, notBefore: Date(timeIntervalSince1970: Double(notBefore) / 1000),
-                          failures: failures)
+                          failures: min(max(failures, 0), Self.mostFailuresCounted))
     }
 
     /// Records (or, with nil, clears) the backoff, under the queue's lock: every process and
@@ -531,7 +537,8 @@ struct DiskQueue: Sendable {
     /// The index as the files tell it: a new head after every existing segment.
     private func rebuiltIndex() -> QueueIndex {
         let names = QueueFiles.names(in: ready.path, suffix: Self.suffix) + QueueFiles.names(in: claimed.path, suffix: Self.suffix)
-        let highest = names.compactMap(Self.number(of:)).max() ?? 0
+        // A number beyond any queue (a damaged name) cannot be the head's: `highest + 1` must not overflow.
+        let highest = names.compactMap(Self.number(of:)).filter { $0 < QueueIndex.largest }.max() ?? 0
         return QueueIndex(head: highest + 1, headEvents: 0, bytes: totalBytes())
     }
 

@@ -19,7 +19,7 @@ public struct DropCounts: Sendable, Equatable {
 
     public init() {}
 
-    public var total: Int { rejected + refused + overflow + diskFull + expired + unreadable }
+    public var total: Int { Self.keys.reduce(0) { Self.saturating($0, self[$1]) } }
 
     static let keys = ["rejected", "refused", "overflow", "disk_full", "expired", "unreadable"]
 
@@ -48,9 +48,16 @@ public struct DropCounts: Sendable, Equatable {
         }
     }
 
+    /// Saturating: the counts come back from `dropped.json`, which a damaged file can fill with
+    /// any integer; counting more drops must not trap the app at every launch.
     static func + (left: DropCounts, right: DropCounts) -> DropCounts {
         var sum = left
-        for key in keys { sum[key] += right[key] }
+        for key in keys { sum[key] = saturating(left[key], right[key]) }
         return sum
+    }
+
+    private static func saturating(_ a: Int, _ b: Int) -> Int {
+        let (sum, overflow) = a.addingReportingOverflow(b)
+        return overflow ? (b > 0 ? .max : .min) : sum
     }
 }

@@ -141,6 +141,9 @@ enum QueueFiles {
         case broken(Int32)
     }
 
+    /// The largest file `readFile` reads: a thousand times a segment (64 KB and one event).
+    static let largestReadBytes = 64 << 20
+
     static func readFile(_ path: String) -> ReadResult {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return failedRead(errno) }
@@ -148,6 +151,9 @@ enum QueueFiles {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return .broken(errno) }
         guard (status.st_mode & S_IFMT) == S_IFREG else { return .broken(EISDIR) }
+        // No file the queue writes comes near the limit: a larger one (damaged, or sparse) is
+        // never read, so that its size cannot size an allocation or fill the memory.
+        guard status.st_size <= largestReadBytes else { return .broken(EFBIG) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(Int(status.st_size))
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
@@ -157,6 +163,8 @@ enum QueueFiles {
             if count < 0 { return failedRead(errno) }
             if count == 0 { return .content(bytes) }
             bytes += chunk[..<count]
+            // Grown since fstat: the same limit.
+            if bytes.count > largestReadBytes { return .broken(EFBIG) }
         }
     }
 

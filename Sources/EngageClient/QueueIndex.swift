@@ -25,6 +25,10 @@ struct QueueIndex: Equatable {
         Array("engage-queue 1 head=\(Self.pad(head, 20)) events=\(Self.pad(Int64(headEvents), 10)) bytes=\(Self.pad(Int64(bytes), 20))\n".utf8)
     }
 
+    /// Beyond any queue (2^62): a damaged index reading more is rebuilt from the files, so that
+    /// `head += 1` and `bytes + size` cannot overflow.
+    static let largest: Int64 = 1 << 62
+
     init(head: Int64, headEvents: Int, bytes: Int) {
         self.head = head
         self.headEvents = headEvents
@@ -35,7 +39,8 @@ struct QueueIndex: Equatable {
         let fields = String(decoding: text, as: UTF8.self).split(separator: "\n").first?.split(separator: " ") ?? []
         guard fields.count == 5, fields[0] == "engage-queue", fields[1] == "1",
               let head = Self.value(fields[2], "head="), let events = Self.value(fields[3], "events="),
-              let bytes = Self.value(fields[4], "bytes="), head >= 1, events >= 0, bytes >= 0
+              let bytes = Self.value(fields[4], "bytes="), (1..<Self.largest).contains(head), (0..<Self.largest).contains(events),
+              (0..<Self.largest).contains(bytes)
         else { return nil }
         self.init(head: head, headEvents: Int(events), bytes: Int(bytes))
     }

@@ -76,6 +76,9 @@ struct ArchiveManifest: Codable, Equatable {
         for entry in manifest.days where entry.file != fileName(forDay: entry.day) || ArchiveManifest.timestamp(ofDay: entry.day) == nil {
             throw .corruptArchive(file: path, problem: "entry '\(entry.file)' does not name a day's file")
         }
+        for entry in manifest.days where entry.events < 0 || entry.bytes < 0 {
+            throw .corruptArchive(file: path, problem: "entry '\(entry.file)' has a negative count or size")
+        }
         return manifest
     }
 

@@ -115,7 +115,9 @@ enum ArchiveMerge {
                               in directory: String) throws(LogRetentionError) -> (entry: ArchiveManifest.Day?, added: Int) {
         let path = directory + "/" + old.file
         var ids: [EventID] = []
-        ids.reserveCapacity(old.events)
+        // The manifest's count is only a hint until the lines agree with it (below): an edited one
+        // must not size an allocation.
+        ids.reserveCapacity(min(old.events, 1 << 20))
         try forEachLine(of: path) { line throws(LogRetentionError) in
             guard let id = eventID(in: line) else { throw .corruptArchive(file: path, problem: "a line has no event_id") }
             ids.append(id)

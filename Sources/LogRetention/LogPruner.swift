@@ -230,6 +230,11 @@ public struct LogPruner: Sendable {
     // MARK: Planning
 
     func makePlan(on connection: Connection) throws -> Plan {
+        // Checked first: a cut further back would overflow the microseconds below.
+        guard configuration.olderThan <= Self.longestOlderThan else {
+            throw LogRetentionError.olderThanTooLong(requested: TimeSpan(configuration.olderThan).description,
+                                                     longest: TimeSpan(Self.longestOlderThan).description)
+        }
         let now = try Self.databaseNow(on: connection)
         let cut = Self.startOfUTCDay(now.adding(microseconds: -Self.microseconds(configuration.olderThan)))
         let newestAllowed = now.adding(microseconds: -Self.microseconds(configuration.window.length))
@@ -442,6 +447,9 @@ public struct LogPruner: Sendable {
         let micros = time.microsecondsSinceEpoch
         return Timestamp(microsecondsSinceEpoch: micros - ((micros % day) + day) % day)
     }
+
+    /// The furthest back a prune cuts: 100 years, before any log engage wrote.
+    public static let longestOlderThan: Duration = .seconds(36_500 * 86_400)
 
     static func microseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components

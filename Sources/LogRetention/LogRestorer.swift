@@ -67,7 +67,19 @@ public struct LogRestorer: Sendable {
                     file: path, problem: "its SHA-256 or size does not match the manifest (changed or damaged since it was written); nothing was restored")
             }
         }
-        return manifest.days.reduce(0) { $0 + $1.events }
+        // The counts are the manifest's word, which no checksum covers: added up with a check, an
+        // edited manifest is a corrupt archive, not a trap.
+        var total = 0
+        for entry in manifest.days {
+            let (sum, overflow) = total.addingReportingOverflow(entry.events)
+            guard !overflow else {
+                throw LogRetentionError.corruptArchive(
+                    file: directory + "/" + ArchiveManifest.fileName,
+                    problem: "its days' event counts add up to more than a log holds; nothing was restored")
+            }
+            total = sum
+        }
+        return total
     }
 
     public func run(progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> Report {

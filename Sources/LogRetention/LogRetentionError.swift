@@ -3,6 +3,9 @@
 public enum LogRetentionError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The cut lies inside the window in which retries must still be found duplicates.
     case insideIdempotencyWindow(requested: String, minimum: String, reason: String)
+    /// The cut lies further back than `LogPruner.longestOlderThan`: before any log, and beyond
+    /// what the arithmetic of timestamps holds.
+    case olderThanTooLong(requested: String, longest: String)
     /// Something that reads the log still needs events the prune would remove.
     case refused(reasons: [String])
     /// Another prune or restore holds the log's retention lock.
@@ -15,6 +18,7 @@ public enum LogRetentionError: Error, Equatable, Sendable, CustomStringConvertib
     public var code: String {
         switch self {
         case .insideIdempotencyWindow: "retention.inside_idempotency_window"
+        case .olderThanTooLong: "retention.older_than_too_long"
         case .refused: "retention.refused"
         case .busy: "retention.busy"
         case .io: "retention.io"
@@ -26,6 +30,8 @@ public enum LogRetentionError: Error, Equatable, Sendable, CustomStringConvertib
         switch self {
         case .insideIdempotencyWindow(let requested, let minimum, let reason):
             "refusing to prune events recorded less than \(minimum) ago (asked: older than \(requested)): \(reason)"
+        case .olderThanTooLong(let requested, let longest):
+            "refusing to prune events older than \(requested): at most \(longest) back (100 years)"
         case .refused(let reasons):
             "refusing to prune: " + reasons.joined(separator: "; ")
         case .busy:

@@ -185,15 +185,31 @@ public struct PostgresCell: Sendable {
     }
 
     /// Microseconds since the Unix epoch for `timestamptz`, `timestamp` and `date`.
+    /// Infinity (Int64 or Int32 at their ends in PostgreSQL's binary format) and times PostgreSQL
+    /// holds beyond Int64 microseconds since 1970 (the last years of its timestamps, most of its
+    /// dates) are decoding errors: stored data must not trap its reader.
     public func unixMicroseconds() throws -> Int64 {
         let postgresEpochOffset = PostgresTimestamp.postgresEpochUnixMicroseconds
+        let microseconds: (partialValue: Int64, overflow: Bool)
         switch typeOID {
         case PostgresType.timestamptz, PostgresType.timestamp:
-            return try readInteger(byteCount: 8) + postgresEpochOffset
+            let value = try readInteger(byteCount: 8)
+            guard value != .max && value != .min else { throw outOfRange() }
+            microseconds = value.addingReportingOverflow(postgresEpochOffset)
         case PostgresType.date:
-            return try readInteger(byteCount: 4) * 86_400_000_000 + postgresEpochOffset
+            let days = try readInteger(byteCount: 4)
+            guard days != Int64(Int32.max) && days != Int64(Int32.min) else { throw outOfRange() }
+            let (sinceEpoch, overflow) = days.multipliedReportingOverflow(by: 86_400_000_000)
+            guard !overflow else { throw outOfRange() }
+            microseconds = sinceEpoch.addingReportingOverflow(postgresEpochOffset)
         default: throw mismatch("a timestamp")
         }
+        guard !microseconds.overflow else { throw outOfRange() }
+        return microseconds.partialValue
+    }
+
+    private func outOfRange() -> PostgresError {
+        PostgresError(kind: .decoding, message: "a time of type oid \(typeOID) is infinite or beyond Int64 microseconds since 1970")
     }
 
     /// Elements of a one-dimensional array of int2/int4/int8/float8/text; NULL elements are rejected.

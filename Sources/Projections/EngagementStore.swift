@@ -318,7 +318,9 @@ public enum EngagementStore {
                 time_will_expire = t.time_will_expire + EXCLUDED.time_will_expire,
                 cache_hits = t.cache_hits + EXCLUDED.cache_hits,
                 network_fetches = t.network_fetches + EXCLUDED.network_fetches,
-                bytes = t.bytes + EXCLUDED.bytes,
+                bytes = CASE WHEN EXCLUDED.bytes <= 0 THEN t.bytes + EXCLUDED.bytes
+                             WHEN t.bytes > 9223372036854775807 - EXCLUDED.bytes THEN 9223372036854775807
+                             ELSE t.bytes + EXCLUDED.bytes END,
                 bytes_reported = t.bytes_reported + EXCLUDED.bytes_reported,
                 download_ms_histogram = EXCLUDED.download_ms_histogram,
                 processing_ms_histogram = EXCLUDED.processing_ms_histogram

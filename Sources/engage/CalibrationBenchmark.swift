@@ -12,7 +12,8 @@ enum CalibrationBenchmark {
                                 default: 1_000, validate: .range(4...10_000_000))
     static let looks = Option("looks", value: "n", help: "Hourly analyses per experiment.", default: 24, validate: .range(1...10_000))
     static let arms = Option("arms", value: "list", help: "Arm counts to run, comma separated (control included).", default: "2,3")
-    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.0)
+    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.0,
+                               validate: .spread)
     static let workers = Option("workers", value: "n", help: "Concurrent simulation tasks.", default: 2, validate: .range(1...64))
 
     static let definition = Command(
@@ -23,8 +24,11 @@ enum CalibrationBenchmark {
 
     static func run(_ arguments: ParsedArguments) async throws {
         let armCounts = arguments[arms].split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-        guard !armCounts.isEmpty, armCounts.allSatisfy({ $0 >= 2 && $0 <= 10 }) else {
-            throw arguments.usageError(.invalidValue, "--arms must list arm counts between 2 and 10, such as 2,3")
+        // Each arm needs a device (ExperimentCalibration's precondition): checked here, so that
+        // --devices 4 --arms 5 is a usage error rather than a trap.
+        guard !armCounts.isEmpty, armCounts.allSatisfy({ $0 >= 2 && $0 <= min(10, arguments[devices]) }) else {
+            throw arguments.usageError(.invalidValue,
+                                       "--arms must list arm counts between 2 and 10, such as 2,3, none above --devices (\(arguments[devices]))")
         }
         var calibrated = true
         for armCount in armCounts {

@@ -1,4 +1,5 @@
 import EngageAPI
+import Foundation
 import EngageCore
 import HTTPServer
 import Projections
@@ -194,14 +195,25 @@ struct ListenAddress: OptionValue {
         self.port = port
     }
 
+    /// `127.0.0.1:8080`, `[::1]:8080`: the HTTP server binds numeric addresses only, so a name
+    /// (`localhost`) is refused here, naming the option, rather than when the server starts.
     init?(optionText: String) {
         guard let colon = optionText.lastIndex(of: ":"), let port = Int(optionText[optionText.index(after: colon)...]),
               (0...65535).contains(port) else { return nil }
-        self.init(host: String(optionText[..<colon]), port: port)
+        var host = optionText[..<colon]
+        if host.hasPrefix("["), host.hasSuffix("]"), host.count >= 2 { host = host.dropFirst().dropLast() }
+        guard Self.isNumericAddress(String(host)) else { return nil }
+        self.init(host: String(host), port: port)
     }
 
-    var optionText: String { "\(host):\(port)" }
-    static var optionExpectation: String { "host:port" }
+    var optionText: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    static var optionExpectation: String { "a numeric IPv4 or IPv6 address and a port, such as 127.0.0.1:8080 or [::1]:8080" }
+
+    private static func isNumericAddress(_ host: String) -> Bool {
+        var address4 = in_addr()
+        var address6 = in6_addr()
+        return inet_pton(AF_INET, host, &address4) == 1 || inet_pton(AF_INET6, host, &address6) == 1
+    }
 }
 
 /// An on/off option value.

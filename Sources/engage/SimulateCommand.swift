@@ -25,7 +25,7 @@ enum SimulateCommand {
     static let direct = Flag("direct", help: "Append straight to the event log instead of using the API.")
     static let prePeriod = Flag("pre-period", help: "The same devices' traffic before the experiment: untagged, other notification ids, ending before the experiment's simulated day starts.")
     static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity, kept before and during the experiment.",
-                               default: 0.0, validate: Validation("expected a number from 0 to 10") { (0...10).contains($0) })
+                               default: 0.0, validate: .spread)
 
     static let definition = Command(
         name: "simulate",
@@ -83,6 +83,12 @@ extension Validation where Value == Double {
     /// A share: from 0 to 1.
     static var fraction: Validation {
         Validation("expected a fraction from 0 to 1") { (0...1).contains($0) }
+    }
+
+    /// The standard deviation of the devices' log-odds propensity: a number from 0 to 10 (NaN or
+    /// infinity would reach the simulations' force unwraps as missing intervals).
+    static var spread: Validation {
+        Validation("expected a number from 0 to 10") { (0...10).contains($0) }
     }
 }
 

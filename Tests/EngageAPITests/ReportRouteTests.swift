@@ -369,6 +369,9 @@ struct ReportRouteTests {
         ("?since=2026-12-05&until=2026-12-01", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
         ("?until=2026-12-01&since=2026-12-05", "since 2026-12-05 is after until 2026-12-01: no day lies between them"),
         ("?category=", "category must name a notification category such as new_photo"),
+        // PostgreSQL has no year 0 (its date input refuses it), and a sign is not a digit.
+        ("?since=0000-01-01", "since must be a date such as 2026-11-29"),
+        ("?until=2026-%2B1-05", "until must be a date such as 2026-11-29"),
         ("?by=week", "by must be one of category, attachment, day, action"),
         ("?by=", "by must be one of category, attachment, day, action"),
         ("?format=csv", "unknown query parameter format; use category, since, until or by"),

@@ -65,8 +65,11 @@ struct CommandLineOptionsTests {
          "error: invalid value '' for option '--category': expected a notification category such as new_photo\nusage: engage report [--database"),
         (["report", "--since", "2026-12-05", "--until", "2026-12-01"], [:],
          "error: option '--since' 2026-12-05 is after option '--until' 2026-12-01: no day lies between them\nusage: engage report [--database"),
+        (["report", "--until", "0000-01-01"], [:], "error: invalid value '0000-01-01' for option '--until': expected a date such as 2026-11-29"),
         (["report"], ["ENGAGE_READ_MAX_LAG": "0"], "error: invalid value '0' for option '--read-max-lag' (from ENGAGE_READ_MAX_LAG): expected an integer from 1 to 86400"),
         (["serve", "--commit-timeout", "0"], [:], "error: invalid value '0' for option '--commit-timeout': expected an integer from 1 to 3600"),
+        (["serve"], ["ENGAGE_LISTEN": "localhost:8080"],
+         "error: invalid value 'localhost:8080' for option '--listen' (from ENGAGE_LISTEN): expected a numeric IPv4 or IPv6 address and a port, such as 127.0.0.1:8080 or [::1]:8080"),
         (["keys", "create", "--app", "two words"], [:],
          "error: invalid value 'two words' for option '--app': use 1-64 letters, digits, '.', '_' or '-'\nusage: engage keys create [--database"),
         (["db", "start"], ["ENGAGE_DATABASE_URL": "postgres://elsewhere/engage"],
@@ -95,6 +98,13 @@ struct CommandLineOptionsTests {
         (["log", "prune", "--older-than", "31d", "--nice", "20"], [:],
          "error: invalid value '20' for option '--nice': expected an integer from 0 to 19\nusage: engage log prune [--database"),
         (["log", "restore", "/nonexistent/archive"], [:], "error: argument '<dir>': /nonexistent/archive is not a directory"),
+        // Ages, arm counts and spreads that would trap the command once it ran (found by a hunt for traps).
+        (["log", "prune", "--older-than", "200000000d"], [:],
+         "error: invalid value '200000000d' for option '--older-than': expected a time span such as 31d, 36h or 30d12h, at most 36500d (100 years)"),
+        (["bench", "calibration", "--devices", "4", "--arms", "2,5"], [:],
+         "error: --arms must list arm counts between 2 and 10, such as 2,3, none above --devices (4)\nusage: engage bench calibration"),
+        (["bench", "calibration", "--spread", "nan"], [:], "error: invalid value 'nan' for option '--spread': expected a number from 0 to 10"),
+        (["bench", "report-coverage", "--spread", "nan"], [:], "error: invalid value 'nan' for option '--spread': expected a number from 0 to 10"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
         let workspace = try FaultWorkspace("cli")

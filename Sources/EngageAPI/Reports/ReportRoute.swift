@@ -57,11 +57,13 @@ public struct ReportRoute: Sendable {
 }
 
 extension UTCDay {
-    /// `YYYY-MM-DD`.
+    /// `YYYY-MM-DD`, digits only, years 0001 to 9999: PostgreSQL has no year 0 (its date input
+    /// refuses `0000-01-01`, which a read would answer as a database failure).
     public init?(parsing text: String) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
+              parts.allSatisfy({ $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+              let year = Int(parts[0]), year >= 1, let month = Int(parts[1]), let day = Int(parts[2]) else { return nil }
         self.init(year: year, month: month, day: day)
     }
 }

@@ -166,7 +166,8 @@ public struct TelemetryContribution: BucketContribution {
             timeWillExpire += sign * other.timeWillExpire
             cacheHits += sign * other.cacheHits
             networkFetches += sign * other.networkFetches
-            bytes += sign * other.bytes
+            // Saturates: byte counts are the only sums of values rather than of events.
+            bytes = bytes.saturatingAdding(other.bytes, sign: sign)
             bytesReported += sign * other.bytesReported
             addCounts(&downloadMS, other.downloadMS, sign: sign)
             addCounts(&processingMS, other.processingMS, sign: sign)

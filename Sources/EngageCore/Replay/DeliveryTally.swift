@@ -26,7 +26,7 @@ public struct DeliveryTally: Sendable, Equatable {
     /// Adds one delivery the model predicted.
     public mutating func record(_ outcome: PipelineOutcome) {
         add(outcome: outcome.outcome, handoffMS: outcome.handoffMS, fromCache: outcome.source == .cache)
-        if let bytes = bytesTransferred { bytesTransferred = bytes + outcome.bytesTransferred }
+        if let bytes = bytesTransferred { bytesTransferred = bytes.saturatingAdding(outcome.bytesTransferred) }
         if let failure = outcome.failure { failures[failure, default: 0] += 1 }
     }
 

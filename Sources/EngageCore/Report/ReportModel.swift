@@ -258,7 +258,7 @@ public struct TelemetrySummary: Sendable, Hashable {
             timeWillExpire += row.timeWillExpire
             cacheHits += row.cacheHits
             networkFetches += row.networkFetches
-            totalBytes += row.bytes
+            totalBytes = Int64(Int(totalBytes).saturatingAdding(Int(row.bytes)))
             bytesReported += row.bytesReported
             mergeHistogram(row.downloadHistogram, into: &download)
             mergeHistogram(row.processingHistogram, into: &processing)
