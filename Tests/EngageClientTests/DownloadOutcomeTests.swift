@@ -24,27 +24,15 @@ struct DownloadOutcomeTests {
         let body = MediaSamples.jpeg(8000)
         let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: body, declareLength: true))
         defer { host.stop() }
-        let directory = Container()
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        defer { directory.remove() }
-        let holder = DownloadHolder()
-        let result: DownloadResult = await withCheckedContinuation { continuation in
-            let download = MediaDownload(url: host.url.appendingPathComponent("p.jpg"), variant: "original",
-                                         policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20),
-                                         reached: { if $0 == .fileRenamed { holder.download?.deadlineFired() } }) {
-                continuation.resume(returning: $0)
+        try await download(from: host, deadlineFiringAt: .fileRenamed) { result, files in
+            guard case let .downloaded(media) = result else {
+                Issue.record("expected the download, got \(result); files left: \(files)")
+                return
             }
-            holder.download = download
-            download.start()
+            #expect(files == [media.file.lastPathComponent])
+            let stored = try Data(contentsOf: media.file)
+            #expect(Array(stored) == body)
         }
-        holder.download = nil
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
-        guard case let .downloaded(media) = result else {
-            Issue.record("expected the download, got \(result); files left: \(files)")
-            return
-        }
-        #expect(files == [media.file.lastPathComponent])
-        #expect(Array(try Data(contentsOf: media.file)) == body)
     }
 
     /// The deadline fires after the response's file was created and before the download took
@@ -53,6 +41,16 @@ struct DownloadOutcomeTests {
         let host = try FaultInjector(reply: .stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: [],
                                                    declaredLength: 8000))
         defer { host.stop() }
+        try await download(from: host, deadlineFiringAt: .fileCreated) { result, files in
+            #expect(result == .timedOut)
+            #expect(files == [])
+        }
+    }
+
+    /// Downloads from `host` into a directory of its own, firing the deadline when the download
+    /// reaches `moment`; `check` gets the outcome and the files left before the directory goes.
+    private func download(from host: FaultInjector, deadlineFiringAt moment: MediaDownload.Moment,
+                          check: (DownloadResult, _ filesLeft: [String]) throws -> Void) async throws {
         let directory = Container()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         defer { directory.remove() }
@@ -60,15 +58,13 @@ struct DownloadOutcomeTests {
         let result: DownloadResult = await withCheckedContinuation { continuation in
             let download = MediaDownload(url: host.url.appendingPathComponent("p.jpg"), variant: "original",
                                          policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20),
-                                         reached: { if $0 == .fileCreated { holder.download?.deadlineFired() } }) {
+                                         reached: { if $0 == moment { holder.download?.deadlineFired() } }) {
                 continuation.resume(returning: $0)
             }
             holder.download = download
             download.start()
         }
         holder.download = nil
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.url.path)
-        #expect(result == .timedOut)
-        #expect(files == [])
+        try check(result, try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
     }
 }
