@@ -78,11 +78,12 @@ public struct ReportQuery: Sendable {
             }
         }
         // Histograms are merged here rather than by an SQL aggregate: summing a few hundred arrays
-        // element by element is much cheaper in Swift.
+        // element by element is much cheaper in Swift. A row's exact byte sum (numeric, migration
+        // 019) is held at the largest int8, as the report's sum of rows is (`saturatingAdding`).
         var telemetrySQL: SQL = """
             SELECT app_id, category, attachment_kind, day, delivered, attached, timeout, too_large, unsupported_format,
-                   download_failed, not_requested, time_will_expire, cache_hits, network_fetches, bytes,
-                   bytes_reported, download_ms_histogram, processing_ms_histogram
+                   download_failed, not_requested, time_will_expire, cache_hits, network_fetches,
+                   least(bytes, 9223372036854775807)::int8, bytes_reported, download_ms_histogram, processing_ms_histogram
             FROM extension_telemetry_daily WHERE
             """
         telemetrySQL.append(filter)
