@@ -326,7 +326,11 @@ public final class EngageClient: Sendable {
                 // Whoever set the limit (engage, or a proxy on the way), fewer events may pass.
                 if claims.count > 1 {
                     queue.release(claims)
-                    limit = max(1, events.count / 2)
+                    // A claim takes whole segments until it holds `limit` events, and may pass it
+                    // by most of a segment: half of what was sent can claim the same segments
+                    // again (a split's halves wait behind a smaller segment). The limit also
+                    // leaves out the last segment, so each 413 claims at least one fewer.
+                    limit = max(1, min(events.count / 2, events.count - claims[claims.count - 1].events.count))
                     continue
                 }
                 if events.count > 1 {
