@@ -156,7 +156,7 @@ struct IngestBehaviourTests {
         let valid = WireEvent.valid(2)
         let huge = WireEvent.displayed(extra: #","properties":{"score":1e1000000}"#)
         let tiny = WireEvent.displayed(extra: #","properties":{"nested":[{"x":-1e-20000}]}"#)
-        let problem = "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude)"
+        let problem = "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude), with at most 16383 decimal places"
 
         let response = try await server.post([valid[0], huge, valid[1], tiny].array, key: key)
 
