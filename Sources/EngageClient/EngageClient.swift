@@ -76,6 +76,10 @@ public final class EngageClient: Sendable {
             case overflow
             /// The disk was full; these, the oldest waiting, made room for a new event.
             case diskFull
+            /// Never reported now: versions that judged age by the device's clock dropped events
+            /// they found older than `maxEventAge`. Kept so that an app's `switch` written for
+            /// them still builds; the server's refusals of old events are `rejected`.
+            case expired
             /// A queued line that is no longer a JSON event, or a file that cannot be read
             /// (storage corruption); the text is in `eventIDs` since there is no id to give. It
             /// is kept in the queue's `quarantine/` folder.
