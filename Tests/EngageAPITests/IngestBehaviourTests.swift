@@ -206,6 +206,26 @@ struct IngestBehaviourTests {
         #expect(try await server.storedIDs(app: theirs) == [taken.id])
     }
 
+    /// A request that repeats an event id another app holds: neither copy is this app's
+    /// duplicate. Counting the repeat as one answered "stored earlier" for an event the log
+    /// never had for this app.
+    @Test func anotherAppsIDRepeatedInARequestIsRejectedEachTime() async throws {
+        let server = try SharedServer.get()
+        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
+        let myKey = try await server.key(app: mine)
+        let theirKey = try await server.key(app: theirs)
+        let taken = WireEvent.displayed()
+        try expectAccepted(try await server.post([taken].array, key: theirKey), Acceptance(accepted: 1))
+        let myOwn = WireEvent.expanded()
+        let problem = "is already the id of another app's event; give this event an id of its own"
+
+        try expectAccepted(try await server.post([WireEvent.displayed(id: taken.id), myOwn, myOwn, WireEvent.displayed(id: taken.id)].array,
+                                                 key: myKey),
+                           Acceptance(accepted: 1, duplicates: 1, rejected: [RejectedEvent(0, "event_id", problem),
+                                                                             RejectedEvent(3, "event_id", problem)]))
+        #expect(try await server.storedIDs(app: mine) == [myOwn.id])
+    }
+
     /// Requests refused as a whole, each carrying valid events that must not be stored.
     enum RefusedRequest: String, CaseIterable, Sendable {
         case malformed, wrongShape, tooManyEvents, tooLarge, wrongContentType, unsupportedEncoding
