@@ -30,7 +30,7 @@ struct SplitOrderTests {
         }
         #expect(client.pending.events == 13)
 
-        let report = await client.flush(budget: .seconds(5))
+        let report = await client.flush(budget: .seconds(20))
         #expect(report.ending == .drained)
         #expect(report.accepted == 13)
         #expect(report.requests < 12, "requests sent: \(report.requests)")
