@@ -76,6 +76,10 @@ public final class EngageClient: Sendable {
             case overflow
             /// The disk was full; these, the oldest waiting, made room for a new event.
             case diskFull
+            /// Never reported now: versions that judged age by the device's clock dropped events
+            /// they found older than `maxEventAge`. Kept so that an app's `switch` written for
+            /// them still builds; the server's refusals of old events are `rejected`.
+            case expired
             /// A queued line that is no longer a JSON event, or a file that cannot be read
             /// (storage corruption); the text is in `eventIDs` since there is no id to give. It
             /// is kept in the queue's `quarantine/` folder.
@@ -326,7 +330,11 @@ public final class EngageClient: Sendable {
                 // Whoever set the limit (engage, or a proxy on the way), fewer events may pass.
                 if claims.count > 1 {
                     queue.release(claims)
-                    limit = max(1, events.count / 2)
+                    // A claim takes whole segments until it holds `limit` events, and may pass it
+                    // by most of a segment: half of what was sent can claim the same segments
+                    // again (a split's halves wait behind a smaller segment). The limit also
+                    // leaves out the last segment, so each 413 claims at least one fewer.
+                    limit = max(1, min(events.count / 2, events.count - claims[claims.count - 1].events.count))
                     continue
                 }
                 if events.count > 1 {

@@ -8,6 +8,15 @@ public struct Migrator: Sendable {
     public var migrations: [Migration]
     /// `CREATE OR REPLACE VIEW` scripts, applied after every migration run, in file-name order.
     public var viewScripts: [(name: String, script: String)]
+    /// How long one attempt at a migration waits for a lock (`lock_timeout`). A migration waiting
+    /// for a table's ACCESS EXCLUSIVE lock behind a long transaction (a `pg_dump`, a prune or a
+    /// restore in progress) holds up every statement that queues behind it: for `event_ids`,
+    /// every append. So it waits a moment, rolls back, pauses while they pass, and tries again.
+    public var lockTimeout: Duration = .seconds(1)
+    /// The pause between attempts.
+    public var lockRetryPause: Duration = .milliseconds(500)
+    /// Attempts at one migration before it fails (about 25 minutes with the defaults).
+    public var lockAttempts = 1000
 
     public init(migrations: [Migration], viewScripts: [(name: String, script: String)] = []) {
         self.migrations = migrations
@@ -57,13 +66,7 @@ public struct Migrator: Sendable {
                 continue
             }
             do {
-                try connection.transaction { connection in
-                    try connection.executeScript(unsafeSQL: migration.script)
-                    try connection.execute("""
-                        INSERT INTO schema_migrations (version, name, checksum)
-                        VALUES (\(migration.version), \(migration.name), \(migration.checksum))
-                        """)
-                }
+                try apply(migration, on: connection)
             } catch let error as PostgresError {
                 throw MigrationError.failed(file: migration.fileName, reason: error.debugDescription)
             }
@@ -77,6 +80,35 @@ public struct Migrator: Sendable {
             }
         }
         return report
+    }
+
+    /// One migration in one transaction, each attempt waiting at most `lockTimeout` for a lock.
+    private func apply(_ migration: Migration, on connection: Connection) throws {
+        let timeout = "\(max(1, Self.milliseconds(lockTimeout)))ms"
+        var attempt = 1
+        while true {
+            do {
+                try connection.transaction { connection in
+                    _ = try connection.query("SELECT set_config('lock_timeout', \(timeout), true)")
+                    try connection.executeScript(unsafeSQL: migration.script)
+                    try connection.execute("""
+                        INSERT INTO schema_migrations (version, name, checksum)
+                        VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                        """)
+                }
+                return
+            } catch let error as PostgresError where error.sqlState == Self.lockNotAvailable && attempt < lockAttempts {
+                attempt += 1
+                _ = try connection.query("SELECT pg_sleep(\(Double(Self.milliseconds(lockRetryPause)) / 1000))")
+            }
+        }
+    }
+
+    /// SQLSTATE lock_not_available: `lock_timeout` ran out.
+    static let lockNotAvailable = "55P03"
+
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// Nil when the database holds exactly these migrations; otherwise what is wrong or missing.

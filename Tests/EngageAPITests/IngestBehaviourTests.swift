@@ -156,7 +156,7 @@ struct IngestBehaviourTests {
         let valid = WireEvent.valid(2)
         let huge = WireEvent.displayed(extra: #","properties":{"score":1e1000000}"#)
         let tiny = WireEvent.displayed(extra: #","properties":{"nested":[{"x":-1e-20000}]}"#)
-        let problem = "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude)"
+        let problem = "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude), with at most 16383 decimal places"
 
         let response = try await server.post([valid[0], huge, valid[1], tiny].array, key: key)
 
@@ -204,6 +204,26 @@ struct IngestBehaviourTests {
                            Acceptance(duplicates: 1, rejected: [rejection]))
         #expect(try await server.storedIDs(app: mine) == [myOwn.id])
         #expect(try await server.storedIDs(app: theirs) == [taken.id])
+    }
+
+    /// A request that repeats an event id another app holds: neither copy is this app's
+    /// duplicate. Counting the repeat as one answered "stored earlier" for an event the log
+    /// never had for this app.
+    @Test func anotherAppsIDRepeatedInARequestIsRejectedEachTime() async throws {
+        let server = try SharedServer.get()
+        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
+        let myKey = try await server.key(app: mine)
+        let theirKey = try await server.key(app: theirs)
+        let taken = WireEvent.displayed()
+        try expectAccepted(try await server.post([taken].array, key: theirKey), Acceptance(accepted: 1))
+        let myOwn = WireEvent.expanded()
+        let problem = "is already the id of another app's event; give this event an id of its own"
+
+        try expectAccepted(try await server.post([WireEvent.displayed(id: taken.id), myOwn, myOwn, WireEvent.displayed(id: taken.id)].array,
+                                                 key: myKey),
+                           Acceptance(accepted: 1, duplicates: 1, rejected: [RejectedEvent(0, "event_id", problem),
+                                                                             RejectedEvent(3, "event_id", problem)]))
+        #expect(try await server.storedIDs(app: mine) == [myOwn.id])
     }
 
     /// Requests refused as a whole, each carrying valid events that must not be stored.

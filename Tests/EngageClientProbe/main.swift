@@ -34,6 +34,7 @@ let client = try EngageClient(configuration: EngageClient.Configuration(
     let reason = switch dropped.reason {
     case .overflow: "overflow"
     case .diskFull: "disk_full"
+    case .expired: "expired"
     case .unreadable: "unreadable"
     case .rejected: "rejected"
     case .refused: "refused"

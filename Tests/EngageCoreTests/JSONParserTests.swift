@@ -81,6 +81,10 @@ private func error(_ text: String) -> JSONError? { error(Array(text.utf8)) }
         ("1.8e308", false), ("-1e309", false), ("1e1000000", false), (String(repeating: "9", count: 400), false),
         ("1e-400", false), ("-0.0001e-324", false), ("0e-325", false), ("0.0e-99999", false),
         ("0e-99999999999999999999999", false), (#"{"a":{"b":[1,{"c":1e-20000}]}}"#, false),
+        // `numeric` keeps at most 16383 decimal places, the exponent counted, whatever the value.
+        ("1." + String(repeating: "0", count: 16383), true), ("1." + String(repeating: "0", count: 16384), false),
+        ("-0." + String(repeating: "0", count: 16384), false), ("1." + String(repeating: "5", count: 16100) + "e-300", false),
+        ("1." + String(repeating: "5", count: 16100) + "e+300", true), ("2.5e-3", true),
     ])
     func numbersFitDouble(_ text: String, _ fits: Bool) throws {
         let json = try JSON.parse(Array(text.utf8))

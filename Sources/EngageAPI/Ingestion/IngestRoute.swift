@@ -106,7 +106,8 @@ public struct IngestRoute: Sendable {
     /// What a request's answer needs besides the append result.
     struct Pending: Sendable {
         var rejected: [Rejection]
-        var duplicatesInRequest: Int
+        /// Events repeating an earlier one's id in the request: each answered as that one is.
+        var repeats: [RepeatedEvent]
         /// The request index of each item of the batch.
         var indices: [Int]
     }
@@ -135,21 +136,23 @@ public struct IngestRoute: Sendable {
             return .answered(APIProblems.response(APIProblems.noValidEvents(decoded.rejected)))
         }
         let batch = PreparedBatch(decoded.events.map { AppendItem(appID: key.appID, event: $0) })
-        return .store(batch, Pending(rejected: decoded.rejected, duplicatesInRequest: decoded.duplicatesInRequest,
-                                     indices: decoded.indices))
+        return .store(batch, Pending(rejected: decoded.rejected, repeats: decoded.repeats, indices: decoded.indices))
     }
 
     private func answer(_ result: AppendResult, _ pending: Pending) -> HTTPResponse {
-        metrics.accepted.increment(by: result.storedCount)
-        metrics.duplicates.increment(by: result.duplicateCount + pending.duplicatesInRequest)
-        // Valid, but its id is another app's event's: not stored, and not this app's duplicate.
-        let taken = result.itemsOfAnotherAppsID.map { item in
-            Rejection(index: pending.indices[item], field: "event_id", problem: Self.idOfAnotherAppProblem)
+        // Valid, but its id is another app's event's: not stored, and not this app's duplicate;
+        // nor is a repeat of it in the request.
+        let ofAnotherApp = result.itemsOfAnotherAppsID
+        let repeatsTaken = ofAnotherApp.isEmpty ? [] : pending.repeats.filter { result.outcomes[$0.event] == .idOfAnotherApp }
+        let taken = (ofAnotherApp.map { pending.indices[$0] } + repeatsTaken.map(\.index)).map { index in
+            Rejection(index: index, field: "event_id", problem: Self.idOfAnotherAppProblem)
         }
+        let duplicates = result.duplicateCount + pending.repeats.count - repeatsTaken.count
+        metrics.accepted.increment(by: result.storedCount)
+        metrics.duplicates.increment(by: duplicates)
         metrics.countRejections(taken)
         let rejected = taken.isEmpty ? pending.rejected : (pending.rejected + taken).sorted { $0.index < $1.index }
-        return .json(Self.render(accepted: result.storedCount, duplicates: result.duplicateCount + pending.duplicatesInRequest,
-                                 rejected: rejected), status: 200)
+        return .json(Self.render(accepted: result.storedCount, duplicates: duplicates, rejected: rejected), status: 200)
     }
 
     static let idOfAnotherAppProblem = "is already the id of another app's event; give this event an id of its own"

@@ -171,7 +171,7 @@ struct EventReader {
         let (details, experiment, properties) = try body(fields, type)
         // Checked on the wire only: a stored payload holds what PostgreSQL accepted.
         if let node = fields[.properties], !json.numbersFitDouble(within: node) {
-            throw EventProblem(field: "properties", problem: "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude)")
+            throw EventProblem(field: "properties", problem: "must hold only numbers a 64-bit float can hold (0, or 5e-324 to 1.7e308 in magnitude), with at most 16383 decimal places")
         }
         return Event(eventID: eventID, notificationID: notificationID, deviceID: deviceID, category: category,
                      occurredAt: occurredAt, experiment: experiment, details: details, properties: properties)

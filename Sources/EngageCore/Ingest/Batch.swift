@@ -31,12 +31,30 @@ public struct DecodedBatch: Sendable, Equatable {
     public var rejected: [Rejection]
     /// Valid events dropped because an earlier event of the request had the same `event_id`.
     public var duplicatesInRequest: Int
+    /// Each of those: its request index and the accepted event (index into `events`) it repeats,
+    /// whose fate it shares (a duplicate when that one is stored, rejected when it is).
+    public var repeats: [RepeatedEvent]
 
-    public init(events: [Event] = [], indices: [Int] = [], rejected: [Rejection] = [], duplicatesInRequest: Int = 0) {
+    public init(events: [Event] = [], indices: [Int] = [], rejected: [Rejection] = [], duplicatesInRequest: Int = 0,
+                repeats: [RepeatedEvent] = []) {
         self.events = events
         self.indices = indices
         self.rejected = rejected
         self.duplicatesInRequest = duplicatesInRequest
+        self.repeats = repeats
+    }
+}
+
+/// A valid event whose `event_id` an earlier event of the same request has.
+public struct RepeatedEvent: Sendable, Equatable {
+    /// Its index in the request.
+    public var index: Int
+    /// The accepted event it repeats, as an index into `DecodedBatch.events`.
+    public var event: Int
+
+    public init(index: Int, event: Int) {
+        self.index = index
+        self.event = event
     }
 }
 
@@ -77,7 +95,8 @@ public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimit
 /// Collects accepted events, dropping repeated event IDs.
 private struct BatchBuilder {
     var batch = DecodedBatch()
-    var seen: Set<EventID> = []
+    /// Each accepted id and its index in `batch.events`.
+    var seen: [EventID: Int] = [:]
 
     init(capacity: Int) {
         batch.events.reserveCapacity(capacity)
@@ -88,10 +107,12 @@ private struct BatchBuilder {
     mutating func add(_ result: Result<Event, EventProblem>, index: Int) {
         switch result {
         case .success(let event):
-            guard seen.insert(event.eventID).inserted else {
+            if let first = seen[event.eventID] {
                 batch.duplicatesInRequest += 1
+                batch.repeats.append(RepeatedEvent(index: index, event: first))
                 return
             }
+            seen[event.eventID] = batch.events.count
             batch.events.append(event)
             batch.indices.append(index)
         case .failure(let problem):

@@ -241,8 +241,10 @@ extension JSON {
     ///
     /// JSON puts no bound on numbers; PostgreSQL's `numeric`, and so `jsonb`, does (`1e1000000`,
     /// `1e-20000`, `0e-99999`: "value overflows numeric format"). A Double's range, which
-    /// RFC 8259 section 6 names as what interoperates, lies well within it as long as the digits
-    /// written are fewer than 16383 (an event's size limit sees to that).
+    /// RFC 8259 section 6 names as what interoperates, lies well within it; but `numeric` also
+    /// keeps every digit written after the point, and more than 16383 of them (the exponent
+    /// counted: `1.5e-2` has 3) overflow it whatever the value. The default event size (8 KB)
+    /// cannot hold so many digits; `--max-event-bytes` (up to 1 MB) can, so they are counted.
     public func numbersFitDouble(within node: Node) -> Bool {
         var i = node.index
         let stop = Int(tape[node.index].next)
@@ -254,6 +256,7 @@ extension JSON {
             // Up to 15 digits and no exponent: far inside the range, without parsing.
             if t.flags & Token.integerFlag != 0 && text.count <= 15 { continue }
             guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else { return false }
+            guard let scale = Self.numericScale(of: text), scale <= Self.numericMaxScale else { return false }
             guard value == 0 else { continue }
             // Rounded to 0: fine only for a zero, and one without a vast negative exponent.
             let mantissa = text.prefix { $0 | 0x20 != UInt8(ascii: "e") }
@@ -264,6 +267,23 @@ extension JSON {
             }
         }
         return true
+    }
+
+    /// The most digits after the point PostgreSQL's `numeric` keeps (`NUMERIC_DSCALE_MAX`).
+    static let numericMaxScale = 16383
+
+    /// The digits after the point `numeric` keeps of a JSON number: those written after it, less
+    /// the exponent (at least 0); nil when the exponent does not fit an Int.
+    static func numericScale(of text: ArraySlice<UInt8>) -> Int? {
+        let mantissa = text.prefix { $0 | 0x20 != UInt8(ascii: "e") }
+        let fraction = mantissa.firstIndex(of: UInt8(ascii: ".")).map { mantissa.endIndex - $0 - 1 } ?? 0
+        var exponent = 0
+        if mantissa.count < text.count {
+            guard let written = Int(String(decoding: text.dropFirst(mantissa.count + 1), as: UTF8.self)) else { return nil }
+            exponent = written
+        }
+        let (scale, overflow) = fraction.subtractingReportingOverflow(exponent)
+        return overflow ? nil : max(0, scale)
     }
 
     // MARK: Containers
