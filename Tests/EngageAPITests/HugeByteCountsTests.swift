@@ -18,6 +18,13 @@ struct HugeByteCountsTests {
             + #""source":"network","download_ms":40},"outcome":"attached","processing_ms":90,"time_will_expire":false}"#
     }
 
+    /// `telemetry_total.bytes_mean` of a JSON report.
+    static func meanBytes(_ json: String) throws -> Double? {
+        let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any]
+        let total = object?["telemetry_total"] as? [String: Any]
+        return (total?["bytes_mean"] as? NSNumber)?.doubleValue
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func theProjectorAndTheReportGoOnWhenABucketsBytesPassInt64() async throws {
         // One request, so that the projector folds every event in one batch.
@@ -41,6 +48,10 @@ struct HugeByteCountsTests {
         let report = try await ReportRouteTests.getReport(server, "?by=attachment", key: read)
         #expect(report.status == 200)
         #expect(report.text.contains(#""bytes_total":9223372036854775807"#), "\(report.text.prefix(600))")
+        // The mean is of the exact sum: every event reported 2^53 bytes, so the mean is 2^53, not
+        // the shown total over 1,100 (about 8.4e15, below every value averaged).
+        let mean = try Self.meanBytes(report.text)
+        #expect(mean == 9_007_199_254_740_992)
 
         // A later batch adds to the stored sum in SQL, exactly: not "bigint out of range" stopping
         // the projector.
