@@ -3,7 +3,8 @@ import HTTPServer
 /// A query parameter given twice is refused (400 `bad-query`, naming it) rather than one of its
 /// values being used without a word: `?since=2026-11-01&since=2026-11-20` would otherwise answer
 /// for a range the caller may not have meant. A parameter a route documents as repeatable
-/// (`/v1/simulate`'s `category`) is left out of the check.
+/// (`/v1/simulate`'s `category`) is left out of the check. The console's report filters refuse
+/// one given twice with the same words, on its own problem page.
 struct RepeatedQueryParameter {
     private var seen: Set<String> = []
 
@@ -19,6 +20,10 @@ struct RepeatedQueryParameter {
     }
 
     static func problem(_ name: String) -> HTTPProblem {
-        APIProblems.badRequest("query parameter \(name) is given twice; give it once", slug: "bad-query")
+        APIProblems.badRequest(detail(name), slug: "bad-query")
+    }
+
+    static func detail(_ name: String) -> String {
+        "query parameter \(name) is given twice; give it once"
     }
 }
