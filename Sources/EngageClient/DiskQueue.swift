@@ -31,6 +31,9 @@ import Darwin
 /// so a retry sends the same event ids and the server's idempotency turns repeats into duplicates.
 struct DiskQueue: Sendable {
     static let suffix = ".ndjson"
+    /// A split's half being written (`split`); one a killed process left is removed by
+    /// `reclaimExpired` once a lease old.
+    static let partialSuffix = ".partial"
 
     /// An event read back from the queue.
     struct QueuedEvent: Sendable, Equatable {
@@ -311,14 +314,27 @@ struct DiskQueue: Sendable {
                 let stem = Self.stem(first + Int64(offset))
                 let url = claimed.appendingPathComponent("\(stem)~\(pid)~\(claimedAt)\(Self.suffix)")
                 let text = Array(events.map { $0.json + "\n" }.joined().utf8)
+                // Written apart and renamed once whole and synced: a half is complete or absent
+                // under its claimable name, never cut short by a kill (its cut line would be
+                // counted as an unreadable drop, the event still being in the segment).
+                let partial = url.path + Self.partialSuffix
+                unlink(partial)
                 do {
-                    try QueueFiles.appendDurably(text, to: url.path, protection: options.protection)
+                    try QueueFiles.appendDurably(text, to: partial, protection: options.protection)
                 } catch {
+                    unlink(partial)
+                    for half in halves { unlink(half.url.path) }
+                    return nil
+                }
+                guard rename(partial, url.path) == 0 else {
+                    unlink(partial)
                     for half in halves { unlink(half.url.path) }
                     return nil
                 }
                 halves.append(Claim(stem: stem, url: url, events: events, bytes: text.count))
             }
+            // The halves' names durable before the segment's goes.
+            QueueFiles.synchronizeDirectory(claimed.path)
             guard unlink(claim.url.path) == 0 else {
                 for half in halves { unlink(half.url.path) }
                 return nil
@@ -407,6 +423,15 @@ struct DiskQueue: Sendable {
             let age = (Double(nowMS) - Double(claimedAt)) / 1000
             guard age >= options.lease || age < -options.lease else { continue }
             if putBack(claimed.appendingPathComponent(name).path, stem: String(parts[0])) { reclaimed += 1 }
+        }
+        // A split's half a killed process left unfinished: its events are still in the segment
+        // it split. A lease old, so that no split still writes it (a split takes milliseconds).
+        for name in QueueFiles.names(in: claimed.path, suffix: Self.suffix + Self.partialSuffix) {
+            let parts = name.dropLast(Self.suffix.count + Self.partialSuffix.count).split(separator: "~")
+            guard parts.count == 3, let claimedAt = Int64(parts[2]) else { continue }
+            let age = (Double(nowMS) - Double(claimedAt)) / 1000
+            guard age >= options.lease || age < -options.lease else { continue }
+            unlink(claimed.appendingPathComponent(name).path)
         }
         return reclaimed
     }

@@ -118,7 +118,7 @@ enum ArchiveMerge {
         // The manifest's count is only a hint until the lines agree with it (below): an edited one
         // must not size an allocation.
         ids.reserveCapacity(min(old.events, 1 << 20))
-        try forEachLine(of: path) { line throws(LogRetentionError) in
+        try forEachLine(of: path, outcome: "nothing was pruned") { line throws(LogRetentionError) in
             guard let id = eventID(in: line) else { throw .corruptArchive(file: path, problem: "a line has no event_id") }
             ids.append(id)
         }
@@ -129,7 +129,7 @@ enum ArchiveMerge {
         var writer: GzipFileWriter?
         var pending: [UInt8] = []
         var added = 0
-        try forEachLine(of: pass) { line throws(LogRetentionError) in
+        try forEachLine(of: pass, outcome: "nothing was pruned") { line throws(LogRetentionError) in
             guard let id = eventID(in: line) else { throw .io(path: pass, problem: "a COPY line has no event_id") }
             if contains(ids, id) { return }
             if writer == nil {
@@ -152,21 +152,32 @@ enum ArchiveMerge {
                                     archivedAt: archivedAt), added)
     }
 
-    /// Each line of a gzip file of COPY text, newline included.
-    static func forEachLine(of path: String, _ body: (ArraySlice<UInt8>) throws(LogRetentionError) -> Void) throws(LogRetentionError) {
+    /// Each line of a gzip file of COPY text, newline included. A line longer than `maxLineBytes`
+    /// makes the file corrupt (`outcome` says what was left undone), read no further than that.
+    static func forEachLine(of path: String, maxLineBytes: Int = ArchiveLine.maxBytes, outcome: String,
+                            _ body: (ArraySlice<UInt8>) throws(LogRetentionError) -> Void) throws(LogRetentionError) {
         let reader = try GzipFileReader(path: path)
         var pending: [UInt8] = []
         while let bytes = try reader.next() {
             // Lines end only at row ends in COPY's text format (a newline inside a value is `\n`).
+            // Only the new bytes are searched: a long line is scanned once, not once a chunk.
+            var scan = pending.count
             pending += bytes
             var start = 0
-            while let newline = pending[start...].firstIndex(of: 0x0A) {
+            while let newline = pending[scan...].firstIndex(of: 0x0A) {
+                guard newline - start <= maxLineBytes else {
+                    throw .corruptArchive(file: path, problem: ArchiveLine.tooLong(maxLineBytes, outcome: outcome))
+                }
                 try body(pending[start...newline])
                 start = newline + 1
+                scan = start
             }
             pending.removeFirst(start)
+            guard pending.count <= maxLineBytes else {
+                throw .corruptArchive(file: path, problem: ArchiveLine.tooLong(maxLineBytes, outcome: outcome))
+            }
         }
-        guard pending.isEmpty else { throw .corruptArchive(file: path, problem: "its last line is cut short") }
+        guard pending.isEmpty else { throw .corruptArchive(file: path, problem: "its last line is cut short; \(outcome)") }
     }
 
     /// The event_id of a COPY text line (PostgreSQL writes a uuid in its canonical form), or nil

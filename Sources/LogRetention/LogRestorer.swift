@@ -41,6 +41,8 @@ public struct LogRestorer: Sendable {
     public let directory: String
     /// Archived events loaded per transaction.
     public var batchRows = 50_000
+    /// Bytes of the longest line a file may hold (`ArchiveLine.maxBytes`).
+    var maxLineBytes = ArchiveLine.maxBytes
     /// Drops what readers folded from the log by position (`engage log restore` passes the
     /// experiments' incremental tallies' reset), in the transaction that ends the restore's
     /// `LogRewrite`, when the archive's events are in the log; nil drops nothing.
@@ -66,6 +68,9 @@ public struct LogRestorer: Sendable {
                 throw LogRetentionError.corruptArchive(
                     file: path, problem: "its SHA-256 or size does not match the manifest (changed or damaged since it was written); nothing was restored")
             }
+            // Its lines' lengths, before any day is loaded: a file with a line no event can make
+            // (one with no newline at all, inflating without end) refuses the whole archive.
+            try ArchiveMerge.forEachLine(of: path, maxLineBytes: maxLineBytes, outcome: "nothing was restored") { _ in }
         }
         // The counts are the manifest's word, which no checksum covers: added up with a check, an
         // edited manifest is a corrupt archive, not a trap.
@@ -141,20 +146,27 @@ public struct LogRestorer: Sendable {
             result.restored += counts.stored
             counter.advance(by: counts.rows)
         }
+        // Where the line being read began in `pending`: `verify` read every line already, the
+        // bound below holds if the file changed since.
+        var lineStart = 0
         while let bytes = try reader.next() {
             // Lines end only at row ends in COPY's text format (a newline inside a value is `\n`).
             var start = pending.count
             pending += bytes
             while let newline = pending[start...].firstIndex(of: 0x0A) {
+                guard newline - lineStart <= maxLineBytes else { throw lineTooLong(path) }
                 pendingRows += 1
                 start = newline + 1
+                lineStart = start
                 if pendingRows == batchRows {
                     try load(pending[..<start])
                     pending.removeFirst(start)
                     pendingRows = 0
                     start = 0
+                    lineStart = 0
                 }
             }
+            guard pending.count - lineStart <= maxLineBytes else { throw lineTooLong(path) }
         }
         guard pending.last.map({ $0 == 0x0A }) ?? true else {
             throw LogRetentionError.corruptArchive(file: path, problem: "its last line is cut short")
@@ -168,6 +180,10 @@ public struct LogRestorer: Sendable {
         logger.info("log.day-restored", ["day": entry.day, "restored": String(result.restored), "present": String(result.present),
                                          "conflicting": String(result.conflicting)])
         return result
+    }
+
+    private func lineTooLong(_ path: String) -> LogRetentionError {
+        .corruptArchive(file: path, problem: ArchiveLine.tooLong(maxLineBytes, outcome: "the events before it may be back in the log"))
     }
 
     /// One transaction: the rows into the staging table, then those the log does not hold yet

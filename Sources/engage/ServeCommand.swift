@@ -81,7 +81,7 @@ enum ServerOptions {
     static let maxBodyBytes = Option("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES",
                                      default: defaults.ingest.maxDecompressedBytes, validate: .range(1024...(256 << 20)))
     static let maxEventBytes = Option("max-event-bytes", value: "bytes", help: "Size of one event.", environment: "ENGAGE_MAX_EVENT_BYTES",
-                                      default: limits.maxEventBytes, validate: .range(256...1_048_576))
+                                      default: limits.maxEventBytes, validate: .range(256...EventLimits.largestMaxEventBytes))
     static let maxPastDays = Option("max-past-days", value: "days", help: "How old occurred_at may be.", environment: "ENGAGE_MAX_PAST_DAYS",
                                     default: Int(limits.maxPast.components.seconds / 86_400), validate: .range(1...3650))
     static let maxFutureMinutes = Option("max-future-minutes", value: "minutes", help: "How far ahead occurred_at may be.", environment: "ENGAGE_MAX_FUTURE_MINUTES",

@@ -190,7 +190,7 @@ struct LegacyRerunTests {
 
     static func lines(of path: String) throws -> [String] {
         var lines: [String] = []
-        try ArchiveMerge.forEachLine(of: path) { lines.append(String(decoding: $0, as: UTF8.self)) }
+        try ArchiveMerge.forEachLine(of: path, outcome: "") { lines.append(String(decoding: $0, as: UTF8.self)) }
         return lines
     }
 

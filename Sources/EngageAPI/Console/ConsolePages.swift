@@ -45,7 +45,13 @@ extension ConsoleRoutes {
     /// The filters of the report and extension pages; a message naming the field when one is wrong.
     static func reportQuery(_ request: HTTPRequest) -> Result<ReportView.Query, FilterProblem> {
         var query = ReportView.Query()
+        // A filter given twice is refused as the API's routes refuse it (empty ones, which the
+        // filter form sends for "any", do not count).
+        var repeated = RepeatedQueryParameter()
         for item in request.queryItems where !item.value.isEmpty {
+            if ["category", "since", "until", "by"].contains(item.name) {
+                do { try repeated.note(item) } catch { return .failure(FilterProblem(detail: RepeatedQueryParameter.detail(item.name))) }
+            }
             switch item.name {
             case "category": query.category = item.value
             case "since", "until":

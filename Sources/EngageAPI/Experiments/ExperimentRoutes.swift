@@ -42,6 +42,7 @@ public struct ExperimentRoutes: Sendable {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
+        do { try RepeatedQueryParameter.refuse(in: request) } catch { return APIProblems.response(error) }
         guard let sentID = request.query("device_id"), !sentID.isEmpty, sentID.utf8.count <= 200 else {
             return APIProblems.response(APIProblems.badRequest("device_id is required: 1 to 200 bytes", slug: "bad-query"))
         }

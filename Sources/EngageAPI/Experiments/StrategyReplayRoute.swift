@@ -29,7 +29,10 @@ public struct StrategyReplayRoute: Sendable {
         var categories: [String] = []
         var settings = StrategyReplaySettings()
         let now = route.time.wallClock
+        var repeated = RepeatedQueryParameter()
         for item in request.queryItems {
+            // `category` is repeatable: each one a category to count.
+            if item.name != "category" { try repeated.note(item) }
             switch item.name {
             case "strategy": strategyName = item.value
             case "since":

@@ -26,7 +26,9 @@ public struct ReportRoute: Sendable {
 
     static func query(_ request: HTTPRequest, app: String) throws(HTTPProblem) -> ReportQuery {
         var query = ReportQuery(appID: app)
+        var repeated = RepeatedQueryParameter()
         for item in request.queryItems {
+            try repeated.note(item)
             switch item.name {
             case "category":
                 // An empty name would filter every row out and answer an empty report.

@@ -3,6 +3,9 @@
 public struct EventLimits: Sendable, Equatable {
     /// Bytes of one event's JSON text (the object, or the NDJSON line without its line break).
     public var maxEventBytes: Int
+    /// The most `--max-event-bytes` accepts: what bounds an event, and so a line of an archive
+    /// (`engage log prune --archive`), whatever the server was run with.
+    public static let largestMaxEventBytes = 1_048_576
     /// Nesting levels of one event, the event object itself counting as level 1.
     public var maxDepth: Int
     /// How far before the server's clock `occurred_at` may lie.
