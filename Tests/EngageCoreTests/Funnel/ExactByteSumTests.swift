@@ -1,21 +1,11 @@
 import EngageCore
 import Testing
 
-@Suite("Saturating byte sums")
-struct SaturatingSumTests {
-    @Test(arguments: [
-        (1, 2, 3),
-        (Int.max - 1, 5, Int.max),
-        (Int.max, 1 << 53, Int.max),
-        (Int.min + 1, -5, Int.min),
-        (10, -3, 7),
-    ])
-    func sumsStopAtTheEndsOfInt(a: Int, b: Int, expected: Int) {
-        #expect(a.saturatingAdding(b) == expected)
-    }
-
-    /// The read model's sums are exact: a batch of the largest byte counts passes Int64, and
-    /// taking one notification off gives what a sum without it gives.
+/// An event may report up to 2^53 bytes: a thousand such events pass Int64. The read model's
+/// byte sums are exact (128 bits), so that subtracting a notification that moves gives what a
+/// sum without it gives, in any order of batches.
+@Suite("Exact byte sums")
+struct ExactByteSumTests {
     @Test func aBatchOfTheLargestByteCountsIsExact() {
         var sum = TelemetryContribution.Counters()
         let one = TelemetryContribution.Counters(delivered: 1, bytes: 1 << 53, bytesReported: 1)
