@@ -265,7 +265,9 @@ public enum EngagementStore {
         let changed = Array(deltas.filter { $0.value != EngagementChanges.TelemetryDelta() })
         if changed.isEmpty { return [:] }
         var apps: [String] = [], categories: [String] = [], kinds: [String] = [], days: [String] = []
-        var counts: [[Int64]] = Array(repeating: [], count: 12)
+        var counts: [[Int64]] = Array(repeating: [], count: 11)
+        // Exact byte sums, as decimal text for the numeric column (Counters.bytes is 128 bits).
+        var byteSums: [String] = []
         var downloads: [String] = [], processing: [String] = []
         for (key, _) in changed {
             apps.append(key.appID)
@@ -285,8 +287,9 @@ public enum EngagementStore {
             let c = delta.counters
             let values = [c.delivered, c.outcomes[.attached] ?? 0, c.outcomes[.timeout] ?? 0, c.outcomes[.tooLarge] ?? 0,
                           c.outcomes[.unsupportedFormat] ?? 0, c.outcomes[.downloadFailed] ?? 0, c.outcomes[.notRequested] ?? 0,
-                          c.timeWillExpire, c.cacheHits, c.networkFetches, c.bytes, c.bytesReported]
+                          c.timeWillExpire, c.cacheHits, c.networkFetches, c.bytesReported]
             for (index, value) in values.enumerated() { counts[index].append(Int64(value)) }
+            byteSums.append(String(c.bytes))
             let histograms = TelemetryHistogramCache.Histograms(
                 downloads: adding(delta.downloadBuckets, to: stored[index]?.downloads ?? []),
                 processing: adding(delta.processingBuckets, to: stored[index]?.processing ?? []))
@@ -299,14 +302,14 @@ public enum EngagementStore {
                 (app_id, category, attachment_kind, day, delivered, attached, timeout, too_large, unsupported_format,
                  download_failed, not_requested, time_will_expire, cache_hits, network_fetches, bytes, bytes_reported,
                  download_ms_histogram, processing_ms_histogram)
-            SELECT u.app_id, u.category, u.kind, u.day, u.c0, u.c1, u.c2, u.c3, u.c4, u.c5, u.c6, u.c7, u.c8, u.c9, u.c10, u.c11,
+            SELECT u.app_id, u.category, u.kind, u.day, u.c0, u.c1, u.c2, u.c3, u.c4, u.c5, u.c6, u.c7, u.c8, u.c9, u.bytes, u.c10,
                    u.downloads::bigint[], u.processing::bigint[]
             FROM unnest(\(apps)::text[], \(categories)::text[], \(kinds)::text[], \(days)::date[],
                         \(counts[0])::int8[], \(counts[1])::int8[], \(counts[2])::int8[], \(counts[3])::int8[],
                         \(counts[4])::int8[], \(counts[5])::int8[], \(counts[6])::int8[], \(counts[7])::int8[],
-                        \(counts[8])::int8[], \(counts[9])::int8[], \(counts[10])::int8[], \(counts[11])::int8[],
+                        \(counts[8])::int8[], \(counts[9])::int8[], \(byteSums)::numeric[], \(counts[10])::int8[],
                         \(downloads)::text[], \(processing)::text[])
-                AS u(app_id, category, kind, day, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, downloads, processing)
+                AS u(app_id, category, kind, day, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, bytes, c10, downloads, processing)
             ON CONFLICT (app_id, category, attachment_kind, day) DO UPDATE SET
                 delivered = t.delivered + EXCLUDED.delivered,
                 attached = t.attached + EXCLUDED.attached,
@@ -318,9 +321,7 @@ public enum EngagementStore {
                 time_will_expire = t.time_will_expire + EXCLUDED.time_will_expire,
                 cache_hits = t.cache_hits + EXCLUDED.cache_hits,
                 network_fetches = t.network_fetches + EXCLUDED.network_fetches,
-                bytes = CASE WHEN EXCLUDED.bytes <= 0 THEN t.bytes + EXCLUDED.bytes
-                             WHEN t.bytes > 9223372036854775807 - EXCLUDED.bytes THEN 9223372036854775807
-                             ELSE t.bytes + EXCLUDED.bytes END,
+                bytes = t.bytes + EXCLUDED.bytes,
                 bytes_reported = t.bytes_reported + EXCLUDED.bytes_reported,
                 download_ms_histogram = EXCLUDED.download_ms_histogram,
                 processing_ms_histogram = EXCLUDED.processing_ms_histogram

@@ -78,11 +78,12 @@ public struct ReportQuery: Sendable {
             }
         }
         // Histograms are merged here rather than by an SQL aggregate: summing a few hundred arrays
-        // element by element is much cheaper in Swift.
+        // element by element is much cheaper in Swift. Byte sums are numeric (migration 019), read
+        // in text into 128 bits: exact, for the mean (the total shown is held at Int64.max).
         var telemetrySQL: SQL = """
             SELECT app_id, category, attachment_kind, day, delivered, attached, timeout, too_large, unsupported_format,
-                   download_failed, not_requested, time_will_expire, cache_hits, network_fetches, bytes,
-                   bytes_reported, download_ms_histogram, processing_ms_histogram
+                   download_failed, not_requested, time_will_expire, cache_hits, network_fetches,
+                   bytes::text, bytes_reported, download_ms_histogram, processing_ms_histogram
             FROM extension_telemetry_daily WHERE
             """
         telemetrySQL.append(filter)
@@ -94,7 +95,7 @@ public struct ReportQuery: Sendable {
                                     .unsupportedFormat: try row.decode(8), .downloadFailed: try row.decode(9),
                                     .notRequested: try row.decode(10)],
                          timeWillExpire: try row.decode(11), cacheHits: try row.decode(12), networkFetches: try row.decode(13),
-                         bytes: try row.decode(14), bytesReported: try row.decode(15),
+                         bytes: try Self.byteSum(try row.decode(14)), bytesReported: try row.decode(15),
                          downloadHistogram: Self.histogram(try row.decode(16, as: [Int64].self)),
                          processingHistogram: Self.histogram(try row.decode(17, as: [Int64].self)))
         }
@@ -123,6 +124,14 @@ public struct ReportQuery: Sendable {
             AND (\(fromDay)::date IS NULL OR day >= \(fromDay)::date)
             AND (\(throughDay)::date IS NULL OR day <= \(throughDay)::date)
             """
+    }
+
+    /// A stored byte sum: an integer of numeric's text, at most 2^53 times the notifications.
+    static func byteSum(_ text: String) throws -> Int128 {
+        guard let value = Int128(text) else {
+            throw PostgresError(kind: .decoding, message: "a byte sum is not an integer of 128 bits")
+        }
+        return value
     }
 
     /// Stored counts are trimmed after the last used bucket; pad them back to the layout.

@@ -14,7 +14,9 @@ import TestSupport
 struct MigrationLockTests {
     @Test func aMigrationWaitingForItsLockDoesNotHoldUpAppends() async throws {
         let database = try TestPostgres.freshDatabase(migrated: false)
-        let full = try Migrator.fromSQLDirectory()
+        // Up to 018: the migration this test is about (later ones are not its subject).
+        let all = try Migrator.fromSQLDirectory()
+        let full = Migrator(migrations: all.migrations.filter { $0.version <= 18 }, viewScripts: all.viewScripts)
         let setup = try Connection(configuration: database)
         defer { setup.close() }
         try Migrator(migrations: full.migrations.filter { $0.version < 18 }).migrate(setup)

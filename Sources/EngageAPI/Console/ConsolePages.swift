@@ -65,6 +65,11 @@ extension ConsoleRoutes {
             default: continue
             }
         }
+        // As GET /v1/report and engage report refuse it: no day lies between, and the page would
+        // show an empty report without saying why.
+        if let since = query.since, let until = query.until, since > until {
+            return .failure(FilterProblem(detail: "since \(since) is after until \(until): no day lies between them"))
+        }
         return .success(query)
     }
 

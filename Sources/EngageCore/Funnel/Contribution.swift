@@ -126,7 +126,11 @@ public struct TelemetryContribution: BucketContribution {
         /// The attachment was downloaded.
         public var networkFetches: Int
         /// The sum of the attachment sizes reported, and how many notifications reported one.
-        public var bytes: Int
+        /// Exact, in 128 bits: an event may report up to 2^53 bytes, so a thousand of them pass
+        /// Int64, and the projector also subtracts (a notification leaving a bucket). A sum held
+        /// at a bound would then depend on the order of the batches, and the read model would no
+        /// longer equal a rebuild; 2^53 bytes times any number of notifications fits in 128 bits.
+        public var bytes: Int128
         public var bytesReported: Int
         /// Download times: milliseconds -> number of notifications; 0 counts are left out.
         public internal(set) var downloadMS: [Int: Int]
@@ -134,7 +138,7 @@ public struct TelemetryContribution: BucketContribution {
         public internal(set) var processingMS: [Int: Int]
 
         public init(delivered: Int = 0, outcomes: [DeliveryOutcome: Int] = [:], timeWillExpire: Int = 0,
-                    cacheHits: Int = 0, networkFetches: Int = 0, bytes: Int = 0, bytesReported: Int = 0,
+                    cacheHits: Int = 0, networkFetches: Int = 0, bytes: Int128 = 0, bytesReported: Int = 0,
                     downloadMS: [Int: Int] = [:], processingMS: [Int: Int] = [:]) {
             self.delivered = delivered
             self.outcomes = withoutZeros(outcomes)
@@ -166,8 +170,7 @@ public struct TelemetryContribution: BucketContribution {
             timeWillExpire += sign * other.timeWillExpire
             cacheHits += sign * other.cacheHits
             networkFetches += sign * other.networkFetches
-            // Saturates: byte counts are the only sums of values rather than of events.
-            bytes = bytes.saturatingAdding(other.bytes, sign: sign)
+            bytes += Int128(sign) * other.bytes
             bytesReported += sign * other.bytesReported
             addCounts(&downloadMS, other.downloadMS, sign: sign)
             addCounts(&processingMS, other.processingMS, sign: sign)
@@ -187,7 +190,7 @@ public struct TelemetryContribution: BucketContribution {
         counters = Counters(
             delivered: 1, outcomes: [delivered.outcome: 1], timeWillExpire: delivered.timeWillExpire ? 1 : 0,
             cacheHits: delivered.source == .cache ? 1 : 0, networkFetches: delivered.source == .network ? 1 : 0,
-            bytes: delivered.bytes ?? 0, bytesReported: delivered.bytes == nil ? 0 : 1,
+            bytes: Int128(delivered.bytes ?? 0), bytesReported: delivered.bytes == nil ? 0 : 1,
             downloadMS: delivered.downloadMS.map { [$0: 1] } ?? [:],
             processingMS: [delivered.processingMS: 1])
     }

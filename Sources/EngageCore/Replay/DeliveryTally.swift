@@ -6,9 +6,12 @@
 public struct DeliveryTally: Sendable, Equatable {
     public private(set) var deliveries = 0
     public private(set) var rich = 0
-    /// Bytes received over the network; nil for recorded deliveries (devices report the size of
-    /// the variant, not how much of it arrived).
-    public private(set) var bytesTransferred: Int?
+    /// Bytes received over the network, held at Int.max; nil for recorded deliveries (devices
+    /// report the size of the variant, not how much of it arrived).
+    public var bytesTransferred: Int? { exactBytes.map { Int(clamping: $0) } }
+    /// The exact sum, in 128 bits: variants of up to 2^53 bytes pass Int64 within a thousand
+    /// deliveries, and the mean per delivery must be of the sum, not of a total held at Int.max.
+    private var exactBytes: Int128?
     /// Deliveries whose media came from the cache.
     public private(set) var cacheReads = 0
     public private(set) var outcomes: [DeliveryOutcome: Int] = [:]
@@ -20,13 +23,13 @@ public struct DeliveryTally: Sendable, Equatable {
     public init(maximumMS: Int, countsBytes: Bool) {
         precondition(maximumMS >= 0, "the largest hand-off time must not be negative")
         handoffCounts = [Int](repeating: 0, count: maximumMS + 1)
-        bytesTransferred = countsBytes ? 0 : nil
+        exactBytes = countsBytes ? 0 : nil
     }
 
     /// Adds one delivery the model predicted.
     public mutating func record(_ outcome: PipelineOutcome) {
         add(outcome: outcome.outcome, handoffMS: outcome.handoffMS, fromCache: outcome.source == .cache)
-        if let bytes = bytesTransferred { bytesTransferred = bytes.saturatingAdding(outcome.bytesTransferred) }
+        if let bytes = exactBytes { exactBytes = bytes + Int128(outcome.bytesTransferred) }
         if let failure = outcome.failure { failures[failure, default: 0] += 1 }
     }
 
@@ -51,8 +54,8 @@ public struct DeliveryTally: Sendable, Equatable {
 
     /// Mean bytes per delivery; nil without deliveries or when bytes are not counted.
     public var bytesPerDelivery: Double? {
-        guard let bytesTransferred, deliveries > 0 else { return nil }
-        return Double(bytesTransferred) / Double(deliveries)
+        guard let exactBytes, deliveries > 0 else { return nil }
+        return Double(exactBytes) / Double(deliveries)
     }
 
     /// The nearest-rank `q`-quantile of the hand-off times in milliseconds (the smallest time

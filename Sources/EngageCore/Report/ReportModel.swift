@@ -239,8 +239,11 @@ public struct TelemetrySummary: Sendable, Hashable {
     public let timeWillExpire: Int
     public let cacheHits: Int
     public let networkFetches: Int
+    /// The sum of the sizes reported, held at Int64.max (what JSON and CSV print);
+    /// `meanBytes` divides the exact sum.
     public let totalBytes: Int64
     public let bytesReported: Int
+    let exactTotalBytes: Int128
     public let download: LatencyPercentiles
     public let processing: LatencyPercentiles
 
@@ -249,7 +252,7 @@ public struct TelemetrySummary: Sendable, Hashable {
         self.attachmentKind = attachmentKind
         var outcomes = Dictionary(uniqueKeysWithValues: DeliveryOutcome.allCases.map { ($0, 0) })
         var delivered = 0, timeWillExpire = 0, cacheHits = 0, networkFetches = 0, bytesReported = 0
-        var totalBytes: Int64 = 0
+        var totalBytes: Int128 = 0
         var download = LatencyHistogram()
         var processing = LatencyHistogram()
         for row in rows {
@@ -258,7 +261,7 @@ public struct TelemetrySummary: Sendable, Hashable {
             timeWillExpire += row.timeWillExpire
             cacheHits += row.cacheHits
             networkFetches += row.networkFetches
-            totalBytes = Int64(Int(totalBytes).saturatingAdding(Int(row.bytes)))
+            totalBytes += row.bytes
             bytesReported += row.bytesReported
             mergeHistogram(row.downloadHistogram, into: &download)
             mergeHistogram(row.processingHistogram, into: &processing)
@@ -268,7 +271,8 @@ public struct TelemetrySummary: Sendable, Hashable {
         self.timeWillExpire = timeWillExpire
         self.cacheHits = cacheHits
         self.networkFetches = networkFetches
-        self.totalBytes = totalBytes
+        self.totalBytes = Int64(clamping: totalBytes)
+        exactTotalBytes = totalBytes
         self.bytesReported = bytesReported
         self.download = LatencyPercentiles(download)
         self.processing = LatencyPercentiles(processing)
@@ -288,9 +292,9 @@ public struct TelemetrySummary: Sendable, Hashable {
         return fetched > 0 ? Double(cacheHits) / Double(fetched) : nil
     }
 
-    /// `totalBytes / bytesReported`.
+    /// The exact sum of the sizes over `bytesReported` (not `totalBytes`, which may be held).
     public var meanBytes: Double? {
-        bytesReported > 0 ? Double(totalBytes) / Double(bytesReported) : nil
+        bytesReported > 0 ? Double(exactTotalBytes) / Double(bytesReported) : nil
     }
 }
 

@@ -61,15 +61,16 @@ public struct TelemetryRow: Sendable, Hashable {
     public var timeWillExpire: Int
     public var cacheHits: Int
     public var networkFetches: Int
-    /// Sum of the attachment sizes reported, over `bytesReported` notifications.
-    public var bytes: Int64
+    /// Sum of the attachment sizes reported, over `bytesReported` notifications: exact, as the
+    /// read model keeps it (up to 2^53 bytes an event pass Int64 within a thousand events).
+    public var bytes: Int128
     public var bytesReported: Int
     public var downloadHistogram: LatencyHistogram
     public var processingHistogram: LatencyHistogram
 
     public init(appID: String, category: String, attachmentKind: String, day: UTCDay, delivered: Int = 0,
                 outcomes: [DeliveryOutcome: Int] = [:], timeWillExpire: Int = 0, cacheHits: Int = 0,
-                networkFetches: Int = 0, bytes: Int64 = 0, bytesReported: Int = 0,
+                networkFetches: Int = 0, bytes: Int128 = 0, bytesReported: Int = 0,
                 downloadHistogram: LatencyHistogram = LatencyHistogram(),
                 processingHistogram: LatencyHistogram = LatencyHistogram()) {
         self.appID = appID

@@ -181,6 +181,12 @@ struct ConsoleAccessTests {
             #expect(bad.text.contains("since must be a date such as 2026-11-29"))
             let grouping = try await client.get("/console/report?by=week")
             #expect(grouping.text.contains("by must be one of category, attachment, day, action"))
+            // As GET /v1/report and engage report: since after until is refused, not an empty page.
+            for target in ["/console/report?since=2026-11-30&until=2026-11-01", "/console/extension?until=2026-11-01&since=2026-11-30"] {
+                let reversed = try await client.get(target)
+                #expect(reversed.status == 400, "\(target)")
+                #expect(reversed.text.contains("since 2026-11-30 is after until 2026-11-01: no day lies between them"), "\(target)")
+            }
         }
     }
 

@@ -327,6 +327,19 @@ import Testing
         #expect(tally.bytesTransferred == nil)
         #expect(tally.richRate == 0)
     }
+
+    /// Modelled downloads of the largest sizes the log holds (2^53 bytes a variant): the total
+    /// shown stops at Int.max, the mean per delivery is of the exact sum, not of that total.
+    @Test func theMeanPerDeliveryIsOfTheExactSum() {
+        var tally = DeliveryTally(maximumMS: 30_000, countsBytes: true)
+        let download = PipelineOutcome(presentation: .rich, outcome: .attached, failure: nil, handoffMS: 900,
+                                       bytesTransferred: 1 << 53, variantIndex: 0, source: .network, downloadMS: 800,
+                                       timeWillExpire: false)
+        for _ in 0..<1_100 { tally.record(download) }
+        #expect(tally.bytesTransferred == Int.max)
+        let mean = tally.bytesPerDelivery
+        #expect(mean == 9_007_199_254_740_992)
+    }
 }
 
 @Suite struct StrategyReplayOptionsTests {
