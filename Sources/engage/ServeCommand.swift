@@ -31,7 +31,7 @@ enum ServerOptions {
     private static let defaults = EngageServer.Configuration()
     private static let limits = defaults.ingest.limits.event
 
-    static let listen = Option("listen", value: "host:port", help: "Address to listen on.", environment: "ENGAGE_LISTEN",
+    static let listen = Option("listen", value: "address:port", help: "Numeric address and port to listen on ([::1]:8080 for IPv6).", environment: "ENGAGE_LISTEN",
                                default: ListenAddress(host: defaults.http.host, port: defaults.http.port))
     static let httpThreads = Option("http-threads", value: "n", help: "HTTP daemon threads.", environment: "ENGAGE_HTTP_THREADS",
                                     default: defaults.http.threading.threads, validate: .range(1...64))
@@ -185,7 +185,7 @@ enum ServerOptions {
     }
 }
 
-/// `host:port`, as `--listen` takes it.
+/// `address:port`, as `--listen` takes it.
 struct ListenAddress: OptionValue {
     var host: String
     var port: Int
@@ -201,7 +201,12 @@ struct ListenAddress: OptionValue {
         guard let colon = optionText.lastIndex(of: ":"), let port = Int(optionText[optionText.index(after: colon)...]),
               (0...65535).contains(port) else { return nil }
         var host = optionText[..<colon]
-        if host.hasPrefix("["), host.hasSuffix("]"), host.count >= 2 { host = host.dropFirst().dropLast() }
+        // An IPv6 address in brackets: `::1:8080` alone could be a port of `::1` or part of `::1:8080`.
+        if host.hasPrefix("["), host.hasSuffix("]"), host.count >= 2 {
+            host = host.dropFirst().dropLast()
+        } else if host.contains(":") {
+            return nil
+        }
         guard Self.isNumericAddress(String(host)) else { return nil }
         self.init(host: String(host), port: port)
     }

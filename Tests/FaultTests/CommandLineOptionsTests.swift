@@ -29,7 +29,7 @@ struct CommandLineOptionsTests {
         #expect(status == 0)
         let defaults = EngageServer.Configuration()
         for expected in [
-            "Address to listen on. (default: \(defaults.http.host):\(defaults.http.port)) (env: ENGAGE_LISTEN)",
+            "Numeric address and port to listen on ([::1]:8080 for IPv6). (default: \(defaults.http.host):\(defaults.http.port)) (env: ENGAGE_LISTEN)",
             "HTTP daemon threads. (default: \(defaults.http.threading.threads)) (env: ENGAGE_HTTP_THREADS)",
             "(default: \(defaults.http.eventLoop.rawValue)) (env: ENGAGE_HTTP_EVENT_LOOP)",
             "Most concurrent HTTP connections. (default: \(defaults.http.maxConnections)) (env: ENGAGE_MAX_CONNECTIONS)",
@@ -70,6 +70,8 @@ struct CommandLineOptionsTests {
         (["serve", "--commit-timeout", "0"], [:], "error: invalid value '0' for option '--commit-timeout': expected an integer from 1 to 3600"),
         (["serve"], ["ENGAGE_LISTEN": "localhost:8080"],
          "error: invalid value 'localhost:8080' for option '--listen' (from ENGAGE_LISTEN): expected a numeric IPv4 or IPv6 address and a port, such as 127.0.0.1:8080 or [::1]:8080"),
+        (["serve", "--listen", "::1:8080"], [:],
+         "error: invalid value '::1:8080' for option '--listen': expected a numeric IPv4 or IPv6 address and a port, such as 127.0.0.1:8080 or [::1]:8080"),
         (["keys", "create", "--app", "two words"], [:],
          "error: invalid value 'two words' for option '--app': use 1-64 letters, digits, '.', '_' or '-'\nusage: engage keys create [--database"),
         (["db", "start"], ["ENGAGE_DATABASE_URL": "postgres://elsewhere/engage"],
