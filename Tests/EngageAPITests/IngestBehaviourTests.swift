@@ -190,11 +190,7 @@ struct IngestBehaviourTests {
     /// earlier", and the client deleted an event the log never had for its app.
     @Test func anEventIDAnotherAppHoldsIsRejectedNotCalledADuplicate() async throws {
         let server = try SharedServer.get()
-        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
-        let myKey = try await server.key(app: mine)
-        let theirKey = try await server.key(app: theirs)
-        let taken = WireEvent.displayed()
-        try expectAccepted(try await server.post([taken].array, key: theirKey), Acceptance(accepted: 1))
+        let (mine, theirs, myKey, taken) = try await anIDAnotherAppHolds(on: server)
         let myOwn = WireEvent.expanded()
 
         let rejection = RejectedEvent(1, "event_id", "is already the id of another app's event; give this event an id of its own")
@@ -211,11 +207,7 @@ struct IngestBehaviourTests {
     /// never had for this app.
     @Test func anotherAppsIDRepeatedInARequestIsRejectedEachTime() async throws {
         let server = try SharedServer.get()
-        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
-        let myKey = try await server.key(app: mine)
-        let theirKey = try await server.key(app: theirs)
-        let taken = WireEvent.displayed()
-        try expectAccepted(try await server.post([taken].array, key: theirKey), Acceptance(accepted: 1))
+        let (mine, _, myKey, taken) = try await anIDAnotherAppHolds(on: server)
         let myOwn = WireEvent.expanded()
         let problem = "is already the id of another app's event; give this event an id of its own"
 
@@ -224,6 +216,15 @@ struct IngestBehaviourTests {
                            Acceptance(accepted: 1, duplicates: 1, rejected: [RejectedEvent(0, "event_id", problem),
                                                                              RejectedEvent(3, "event_id", problem)]))
         #expect(try await server.storedIDs(app: mine) == [myOwn.id])
+    }
+
+    /// Two new apps, a key of the first, and an event the second stored: its id is taken.
+    private func anIDAnotherAppHolds(on server: TestServer) async throws -> (mine: String, theirs: String, myKey: String, taken: WireEvent) {
+        let (mine, theirs) = (uniqueApp("mine"), uniqueApp("theirs"))
+        let myKey = try await server.key(app: mine)
+        let taken = WireEvent.displayed()
+        try expectAccepted(try await server.post([taken].array, key: try await server.key(app: theirs)), Acceptance(accepted: 1))
+        return (mine, theirs, myKey, taken)
     }
 
     /// Requests refused as a whole, each carrying valid events that must not be stored.
