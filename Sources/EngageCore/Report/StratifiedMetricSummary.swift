@@ -36,6 +36,10 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     public let cochranMantelHaenszel: ChiSquareTest?
     /// Cochran's Q on log ratios; nil with fewer than two categories.
     public let homogeneity: HomogeneityTest?
+    /// Compared categories Cochran's Q leaves out, and why: with the device as the unit, those
+    /// with a side at 0 or at all successes (`zeroCell`), named even when too few are left for
+    /// the test; none with notifications as the unit (a zero cell gets 0.5 added instead).
+    public let homogeneityExcluded: [ExcludedStratum]
     /// Categories whose ratio interval leaves out the summary ratio.
     public let disagreeing: [String]
     /// The pooled counts' ratio with the row method (the total group's `ratio`).
@@ -112,6 +116,7 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             riskDifference = nil
             cochranMantelHaenszel = nil
             homogeneity = nil
+            homogeneityExcluded = []
             unavailable = "not enough data: no category has both rich and plain displayed notifications"
             unit = .notification
             designEffect = nil
@@ -130,6 +135,7 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity", variance: .clusteredCovariance) { () throws(StatisticsError) in
                 try clustered.homogeneityTest(.ratio)
             }
+            homogeneityExcluded = stratified.included.count < 2 ? [] : clustered.homogeneityExclusions
             unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
             unit = .device
             designEffect = ratio.flatMap { ratio in
@@ -148,6 +154,7 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity") { () throws(StatisticsError) in
                 try stratified.cochranQ(.ratio)
             }
+            homogeneityExcluded = homogeneity?.excluded ?? []
             unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
             unit = .notification
             designEffect = nil
