@@ -48,6 +48,9 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
     case changedAfterApplied(file: String, applied: String, current: String)
     case unknownApplied(version: Int, name: String)
     case failed(file: String, reason: String)
+    /// Every attempt at a step waited `lockTimeoutMilliseconds` for a lock and gave up; `heldBy`
+    /// names the sessions holding table locks since before the last wait.
+    case lockWaitGaveUp(file: String, attempts: Int, lockTimeoutMilliseconds: Int64, heldBy: String)
 
     public var description: String {
         switch self {
@@ -64,6 +67,9 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
             return "the database has migration \(version) (\(name)) that is not on disk: this engage is older than the database"
         case .failed(let file, let reason):
             return "migration \(file) failed and was rolled back: \(reason)"
+        case .lockWaitGaveUp(let file, let attempts, let milliseconds, let heldBy):
+            return "migration \(file) was rolled back: \(attempts) attempts each waited \(milliseconds) ms for a lock "
+                + "held by another session and gave up; held by: \(heldBy). End that transaction, or migrate again later"
         }
     }
 }

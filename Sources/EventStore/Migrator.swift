@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Runtime
 
 /// Applies `sql/migrations` in order, each in its own transaction, recording version and checksum;
 /// then (re)creates `sql/views`. Safe to run from several processes at once: an advisory lock
@@ -8,14 +9,17 @@ public struct Migrator: Sendable {
     public var migrations: [Migration]
     /// `CREATE OR REPLACE VIEW` scripts, applied after every migration run, in file-name order.
     public var viewScripts: [(name: String, script: String)]
-    /// How long one attempt at a migration waits for a lock (`lock_timeout`). A migration waiting
-    /// for a table's ACCESS EXCLUSIVE lock behind a long transaction (a `pg_dump`, a prune or a
-    /// restore in progress) holds up every statement that queues behind it: for `event_ids`,
-    /// every append. So it waits a moment, rolls back, pauses while they pass, and tries again.
+    /// How long one attempt at a migration or a views script waits for a lock (`lock_timeout`).
+    /// A migration waiting for a table's ACCESS EXCLUSIVE lock behind a long transaction (a
+    /// `pg_dump`, a prune or a restore in progress) holds up every statement that queues behind
+    /// it: for `event_ids`, every append; a view replaced while a long query holds a table it
+    /// reads waits as well, and holds up the view's readers. So each step waits a moment, rolls
+    /// back, pauses while they pass, and tries again (`BoundedLockWait`), logging what it waits for.
     public var lockTimeout: Duration = .seconds(1)
     /// The pause between attempts.
     public var lockRetryPause: Duration = .milliseconds(500)
-    /// Attempts at one migration before it fails (about 25 minutes with the defaults).
+    /// Attempts at one step before it fails with `MigrationError.lockWaitGaveUp` (about 25
+    /// minutes with the defaults).
     public var lockAttempts = 1000
 
     public init(migrations: [Migration], viewScripts: [(name: String, script: String)] = []) {
@@ -45,8 +49,10 @@ public struct Migrator: Sendable {
     static let lockKey: Int64 = 0x656E_6761_6765
 
     /// Applies what is missing. Throws before applying anything if an applied migration changed.
+    /// `logger` hears of each wait for a lock (`migration.lock_wait`).
     @discardableResult
-    public func migrate(_ connection: Connection) throws -> Report {
+    public func migrate(_ connection: Connection, logger: Logger? = nil) throws -> Report {
+        let lockWait = BoundedLockWait(lockTimeout: lockTimeout, retryPause: lockRetryPause, attempts: lockAttempts, logger: logger)
         try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
         try connection.execute("""
@@ -66,7 +72,13 @@ public struct Migrator: Sendable {
                 continue
             }
             do {
-                try apply(migration, on: connection)
+                try lockWait.run(migration.fileName, on: connection) { connection in
+                    try connection.executeScript(unsafeSQL: migration.script)
+                    try connection.execute("""
+                        INSERT INTO schema_migrations (version, name, checksum)
+                        VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                        """)
+                }
             } catch let error as PostgresError {
                 throw MigrationError.failed(file: migration.fileName, reason: error.debugDescription)
             }
@@ -74,41 +86,14 @@ public struct Migrator: Sendable {
         }
         for view in viewScripts {
             do {
-                try connection.transaction { connection in try connection.executeScript(unsafeSQL: view.script) }
+                try lockWait.run("views/" + view.name, on: connection) { connection in
+                    try connection.executeScript(unsafeSQL: view.script)
+                }
             } catch let error as PostgresError {
                 throw MigrationError.failed(file: "views/" + view.name, reason: error.debugDescription)
             }
         }
         return report
-    }
-
-    /// One migration in one transaction, each attempt waiting at most `lockTimeout` for a lock.
-    private func apply(_ migration: Migration, on connection: Connection) throws {
-        let timeout = "\(max(1, Self.milliseconds(lockTimeout)))ms"
-        var attempt = 1
-        while true {
-            do {
-                try connection.transaction { connection in
-                    _ = try connection.query("SELECT set_config('lock_timeout', \(timeout), true)")
-                    try connection.executeScript(unsafeSQL: migration.script)
-                    try connection.execute("""
-                        INSERT INTO schema_migrations (version, name, checksum)
-                        VALUES (\(migration.version), \(migration.name), \(migration.checksum))
-                        """)
-                }
-                return
-            } catch let error as PostgresError where error.sqlState == Self.lockNotAvailable && attempt < lockAttempts {
-                attempt += 1
-                _ = try connection.query("SELECT pg_sleep(\(Double(Self.milliseconds(lockRetryPause)) / 1000))")
-            }
-        }
-    }
-
-    /// SQLSTATE lock_not_available: `lock_timeout` ran out.
-    static let lockNotAvailable = "55P03"
-
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     /// Nil when the database holds exactly these migrations; otherwise what is wrong or missing.

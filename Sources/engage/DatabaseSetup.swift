@@ -84,7 +84,7 @@ struct DatabaseSetup: Sendable {
     func migrate() throws -> Migrator.Report {
         let connection = try Connection(configuration: configuration)
         defer { connection.close() }
-        let report = try Migrator.fromSQLDirectory().migrate(connection)
+        let report = try Migrator.fromSQLDirectory().migrate(connection, logger: logger)
         for file in report.applied { logger.info("migration.applied", ["file": file]) }
         return report
     }

@@ -35,7 +35,8 @@ extension EngagementReport {
     ///    (statistic in `estimate`, `p_value`; `homogeneity`'s `significant` is "categories
     ///    disagree"), `crude_ratio`, `crude_disagreement` (the words in `value`), `category_ratio`
     ///    (per category, `category` set, the category's rates in the rich and plain columns),
-    ///    `excluded` (`category` set, the reason in `value`), `unavailable` (why, in `value`),
+    ///    `excluded` (`category` set, the reason in `value`), `homogeneity_excluded` (a compared
+    ///    category Cochran's Q leaves out: `category` set, the reason in `value`), `unavailable` (why, in `value`),
     ///    `design_effect` with the device as the unit (in `estimate`; `method` names the figure:
     ///    `risk_difference` or `risk_ratio`). `group` rows with the device as the unit carry their
     ///    design effect in `value` (empty otherwise) and `device_clustered` as `method`.
@@ -161,6 +162,9 @@ extension EngagementReport {
         }
         for excluded in summary.excluded {
             row(category: excluded.name, value: excluded.reason.rawValue, figure: "excluded")
+        }
+        for excluded in summary.homogeneityExcluded {
+            row(category: excluded.name, value: excluded.reason.rawValue, figure: "homogeneity_excluded")
         }
         if let unavailable = summary.unavailable { row(value: unavailable, figure: "unavailable") }
         if let designEffect = summary.designEffect {

@@ -40,7 +40,8 @@ extension EngagementReport {
     ///                "risk_ratio": EFFECT | null, "risk_difference": EFFECT | null,
     ///                "cmh": {"statistic": x, "df": x, "p_value": x} | null,
     ///                "homogeneity": {"test": "cochran_q_log_ratio", "statistic": x, "df": x, "p_value": x,
-    ///                                "i_squared": x, "categories_disagree": bool, "disagreeing": [s, ...]} | null,
+    ///                                "i_squared": x, "categories_disagree": bool, "disagreeing": [s, ...],
+    ///                                "excluded": [{"category": s, "reason": "zero_cell"}]} | null,
     ///                "pointing_other_way": [s, ...], "crude_ratio": EFFECT | null,
     ///                "crude_disagreement": {"direction": bool, "significance": bool, "text": s} | null,
     ///                "unavailable": s | null, "small_sample": bool, "unit": "device" | "notification",
@@ -202,6 +203,15 @@ private extension JSONWriter {
             json.key("i_squared"); json.double(homogeneity.inconsistency)
             json.key("categories_disagree"); json.bool(summary.categoriesDisagree)
             json.key("disagreeing"); json.strings(summary.disagreeing)
+            json.key("excluded")
+            json.beginArray()
+            for excluded in summary.homogeneityExcluded {
+                json.beginObject()
+                json.key("category"); json.string(excluded.name)
+                json.key("reason"); json.string(excluded.reason.rawValue)
+                json.endObject()
+            }
+            json.endArray()
         }
         key("pointing_other_way"); strings(summary.pointingTheOtherWay)
         key("crude_ratio"); effect(summary.crude)

@@ -36,6 +36,10 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     public let cochranMantelHaenszel: ChiSquareTest?
     /// Cochran's Q on log ratios; nil with fewer than two categories.
     public let homogeneity: HomogeneityTest?
+    /// Compared categories Cochran's Q leaves out, and why: with the device as the unit, those
+    /// with a side at 0 or at all successes (`zeroCell`), named even when too few are left for
+    /// the test; none with notifications as the unit (a zero cell gets 0.5 added instead).
+    public let homogeneityExcluded: [ExcludedStratum]
     /// Categories whose ratio interval leaves out the summary ratio.
     public let disagreeing: [String]
     /// The pooled counts' ratio with the row method (the total group's `ratio`).
@@ -93,11 +97,17 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         self.crude = crude?.ratio
 
         var problems: [String] = []
-        func attempt<T>(_ figure: String, _ compute: () throws(StatisticsError) -> T) -> T? {
+        // A variance of 0 has a different cause with each variance: only the included
+        // categories' rates, and whether the figure's variance is clustered by device, tell which.
+        let everyRateZeroOrOne = stratified.included.allSatisfy { stratum in
+            [stratum.variant, stratum.control].allSatisfy { $0.successes == 0 || $0.successes == $0.trials }
+        }
+        func attempt<T>(_ figure: String, variance: ZeroVarianceCause = .binomial,
+                        _ compute: () throws(StatisticsError) -> T) -> T? {
             do {
                 return try compute()
             } catch {
-                problems.append(figure + ": " + Self.reason(error))
+                problems.append(figure + ": " + Self.reason(error, variance: everyRateZeroOrOne ? .everyRateZeroOrOne : variance))
                 return nil
             }
         }
@@ -106,14 +116,15 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             riskDifference = nil
             cochranMantelHaenszel = nil
             homogeneity = nil
+            homogeneityExcluded = []
             unavailable = "not enough data: no category has both rich and plain displayed notifications"
             unit = .notification
             designEffect = nil
         } else if let clustered {
-            let ratio = attempt("risk ratio") { () throws(StatisticsError) in
+            let ratio = attempt("risk ratio", variance: .clusteredByDevice) { () throws(StatisticsError) in
                 try clustered.mantelHaenszelRiskRatio(confidence: confidence)
             }
-            let difference = attempt("risk difference") { () throws(StatisticsError) in
+            let difference = attempt("risk difference", variance: .clusteredByDevice) { () throws(StatisticsError) in
                 try clustered.mantelHaenszelRiskDifference(confidence: confidence)
             }
             riskRatio = ratio?.effect
@@ -121,9 +132,10 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             cochranMantelHaenszel = attempt("CMH test") { () throws(StatisticsError) in
                 try stratified.cochranMantelHaenszelTest()
             }
-            homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity") { () throws(StatisticsError) in
+            homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity", variance: .clusteredCovariance) { () throws(StatisticsError) in
                 try clustered.homogeneityTest(.ratio)
             }
+            homogeneityExcluded = stratified.included.count < 2 ? [] : clustered.homogeneityExclusions
             unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
             unit = .device
             designEffect = ratio.flatMap { ratio in
@@ -142,6 +154,7 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
             homogeneity = stratified.included.count < 2 ? nil : attempt("homogeneity") { () throws(StatisticsError) in
                 try stratified.cochranQ(.ratio)
             }
+            homogeneityExcluded = homogeneity?.excluded ?? []
             unavailable = problems.isEmpty ? nil : "not enough data for " + problems.joined(separator: "; ")
             unit = .notification
             designEffect = nil
@@ -221,11 +234,32 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         return (try? Proportion(successes: successes, trials: trials)) ?? Proportion(validatedSuccesses: 0, trials: 0)
     }
 
-    private static func reason(_ error: StatisticsError) -> String {
+    /// What a variance of 0 says about the data, by the variance that was 0.
+    enum ZeroVarianceCause {
+        /// Every included group's rate is 0 or 1: no variance of any kind is left.
+        case everyRateZeroOrOne
+        /// A variance over notifications (binomial, Sato's, CMH's) with rates between 0 and 1.
+        case binomial
+        /// A device-clustered variance: it is 0 when every device has its group's rate,
+        /// whatever that rate is.
+        case clusteredByDevice
+        /// The device-clustered covariance of the categories' ratios (Cochran's Q), which is
+        /// singular when a category's devices do not vary, or when categories vary together.
+        case clusteredCovariance
+    }
+
+    static func reason(_ error: StatisticsError, variance: ZeroVarianceCause) -> String {
         switch error.code {
         case .zeroBaseline: "no plain successes in any category"
         case .undefinedLogRatio: "no rich successes in any category"
-        case .zeroVariance: "no variation (every rate 0 or 1)"
+        case .zeroVariance:
+            switch variance {
+            case .everyRateZeroOrOne: "no variation (every rate 0 or 1)"
+            case .binomial: "no variation (a variance of 0)"
+            case .clusteredByDevice: "no variation between devices (every device has its group's rate)"
+            case .clusteredCovariance: "no variation between devices to compare categories by "
+                + "(their clustered covariance is singular, as when every device has its group's rate)"
+            }
         case .tooFewStrata: "too few categories"
         default: error.description
         }

@@ -6,7 +6,8 @@ extension StratifiedMetricSummary {
     public var headline: String {
         let adjusted = acrossApps ? "Adjusted for app and category" : "Adjusted for category"
         guard let riskRatio else {
-            return adjusted + ", \(metric.label): " + (unavailable ?? "not enough data") + "."
+            let text = adjusted + ", \(metric.label): " + (unavailable ?? "not enough data") + "."
+            return homogeneityExcludedWords.map { text + " " + $0 } ?? text
         }
         var text = adjusted + ", rich notifications \(verb) " + Self.ratio(riskRatio.estimate)
             + " as often as plain ones " + Self.interval(riskRatio.interval) + ", "
@@ -18,6 +19,7 @@ extension StratifiedMetricSummary {
         if smallSample { text += " " + Self.smallSampleWords }
         if let warning = crudeWarning { text += " " + warning }
         if !excluded.isEmpty { text += " " + excludedWords }
+        if let words = homogeneityExcludedWords { text += " " + words }
         return text
     }
 
@@ -69,6 +71,14 @@ extension StratifiedMetricSummary {
     /// "Excluded: news (no plain displays), promo (no rich displays)."
     public var excludedWords: String {
         "Excluded: " + excluded.map { $0.name + " (" + Self.reasonText($0.reason) + ")" }.joined(separator: ", ") + "."
+    }
+
+    /// "Left out of Cochran's Q: promo (a side with no successes or only successes)."; nil when
+    /// the check leaves no compared category out.
+    public var homogeneityExcludedWords: String? {
+        guard !homogeneityExcluded.isEmpty else { return nil }
+        return "Left out of Cochran's Q: "
+            + homogeneityExcluded.map { $0.name + " (" + Self.reasonText($0.reason) + ")" }.joined(separator: ", ") + "."
     }
 
     static func reasonText(_ reason: ExcludedStratum.Reason) -> String {

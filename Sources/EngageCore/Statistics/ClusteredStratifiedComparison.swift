@@ -117,17 +117,8 @@ public struct ClusteredStratifiedComparison: Hashable, Sendable {
     /// are left out (listed as `zeroCell`). Throws `tooFewStrata` with fewer than two left.
     public func homogeneityTest(_ scale: ComparisonScale) throws(StatisticsError) -> HomogeneityTest {
         let layout = try included()
-        var usable: [IncludedStratum] = []
-        var leftOut: [ExcludedStratum] = []
-        for stratum in layout {
-            let variant = strata[stratum.index].variant
-            let control = strata[stratum.index].control
-            if [variant, control].contains(where: { $0.successes == 0 || $0.successes == $0.trials }) {
-                leftOut.append(ExcludedStratum(name: stratum.name, reason: .zeroCell))
-            } else {
-                usable.append(stratum)
-            }
-        }
+        let leftOut = homogeneityExclusions
+        let usable = layout.filter { stratum in !leftOut.contains { $0.name == stratum.name } }
         guard usable.count >= 2 else {
             throw StatisticsError(.tooFewStrata, detail: "\(usable.count) strata without a zero cell")
         }
@@ -148,6 +139,15 @@ public struct ClusteredStratifiedComparison: Hashable, Sendable {
         let statistic = try homogeneityStatistic(effects: effects, covariance: covariance)
         return HomogeneityTest(test: ChiSquareTest(statistic: statistic, degreesOfFreedom: Double(usable.count - 1)),
                                excluded: leftOut)
+    }
+
+    /// The included strata `homogeneityTest` leaves out, with a group at 0 or at all successes
+    /// (`zeroCell`), in the strata's order; known even when too few strata are left for the test.
+    public var homogeneityExclusions: [ExcludedStratum] {
+        strata.filter { stratum in
+            stratum.counts.exclusion == nil
+                && [stratum.variant, stratum.control].contains { $0.successes == 0 || $0.successes == $0.trials }
+        }.map { ExcludedStratum(name: $0.name, reason: .zeroCell) }
     }
 
     /// One stratum's own comparison (a row of a forest plot), with the devices it shares

@@ -1,0 +1,92 @@
+import Foundation
+import Postgres
+import Runtime
+
+/// One step of the migrator (a migration, or a views script) in one transaction whose every lock
+/// wait is bounded by `lock_timeout`. A step waiting for a table's lock behind a long
+/// transaction holds up every statement queued behind it (for `event_ids`, every append; for a
+/// view, every dashboard query), so it waits a moment, rolls back, pauses while they pass, and
+/// tries again; each wait is logged with the sessions that hold locks since before it began, and
+/// after the last attempt it gives up with `MigrationError.lockWaitGaveUp`.
+struct BoundedLockWait {
+    let lockTimeout: Duration
+    let retryPause: Duration
+    let attempts: Int
+    let logger: Logger?
+
+    /// Runs `body` in a transaction, again after each lock timeout, up to `attempts` times.
+    func run(_ file: String, on connection: Connection, _ body: (Connection) throws -> Void) throws {
+        let timeoutMilliseconds = max(1, Self.milliseconds(lockTimeout))
+        let timeout = "\(timeoutMilliseconds)ms"
+        var attempt = 1
+        while true {
+            do {
+                try connection.transaction { connection in
+                    _ = try connection.query("SELECT set_config('lock_timeout', \(timeout), true)")
+                    try body(connection)
+                }
+                return
+            } catch let error as PostgresError where error.sqlState == Self.lockNotAvailable {
+                let holders = (try? Self.holders(on: connection, heldFor: timeoutMilliseconds)) ?? "unknown (the lock table could not be read)"
+                if attempt >= attempts {
+                    logger?.error("migration.lock_wait_gave_up", [
+                        "file": file, "lock.attempts": String(attempts), "lock.timeout_ms": String(timeoutMilliseconds),
+                        "lock.held_by": holders,
+                    ])
+                    throw MigrationError.lockWaitGaveUp(file: file, attempts: attempts,
+                                                        lockTimeoutMilliseconds: timeoutMilliseconds, heldBy: holders)
+                }
+                // The first wait, then every tenth: about every 15 s with the defaults.
+                if attempt == 1 || attempt % 10 == 0 {
+                    logger?.warning("migration.lock_wait", [
+                        "file": file, "lock.attempt": String(attempt), "lock.attempts": String(attempts),
+                        "lock.timeout_ms": String(timeoutMilliseconds), "lock.held_by": holders,
+                    ])
+                }
+                attempt += 1
+                _ = try connection.query("SELECT pg_sleep(\(Double(Self.milliseconds(retryPause)) / 1000))")
+            }
+        }
+    }
+
+    /// SQLSTATE lock_not_available: `lock_timeout` ran out.
+    static let lockNotAvailable = "55P03"
+
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+
+    /// What the step waited for: the other sessions of this database holding a table's lock in a
+    /// transaction older than the wait, "pid 4242 (idle in transaction, transaction 12 s old):
+    /// AccessExclusiveLock on engagement_daily". PostgreSQL's lock timeout error does not name the
+    /// lock, and the wait is over when it is read, so these are the candidates, not a certainty.
+    private static func holders(on connection: Connection, heldFor milliseconds: Int64) throws -> String {
+        let rows = try connection.query("""
+            SELECT l.pid, coalesce(a.state, 'unknown'),
+                   floor(extract(epoch FROM clock_timestamp() - a.xact_start))::bigint,
+                   l.mode || ' on ' || l.relation::regclass::text
+            FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+            WHERE l.granted AND l.locktype = 'relation' AND l.pid <> pg_backend_pid()
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND a.xact_start <= clock_timestamp() - make_interval(secs => \(Double(milliseconds) / 1000))
+              AND l.relation::regclass::text NOT LIKE 'pg\\_%'
+            ORDER BY a.xact_start, l.pid, 4
+            LIMIT 20
+            """).rows
+        var order: [Int] = []
+        var sessions: [Int: (state: String, seconds: Int64, locks: [String])] = [:]
+        for row in rows {
+            let pid = try row.decode(0, as: Int.self)
+            if sessions[pid] == nil {
+                order.append(pid)
+                sessions[pid] = (try row.decode(1, as: String.self), try row.decode(2, as: Int64.self), [])
+            }
+            sessions[pid]?.locks.append(try row.decode(3, as: String.self))
+        }
+        guard !order.isEmpty else { return "a lock of another session (no table lock older than the wait is held now)" }
+        return order.map { pid in
+            let session = sessions[pid]!
+            return "pid \(pid) (\(session.state), transaction \(session.seconds) s old): " + session.locks.joined(separator: ", ")
+        }.joined(separator: "; ")
+    }
+}
