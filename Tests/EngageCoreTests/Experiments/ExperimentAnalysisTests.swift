@@ -260,6 +260,27 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss)")
     }
 
+    /// A guardrail that cannot be tested (here no control device dismissed, so the relative lift
+    /// divides by 0) must not let a clearly worse arm ship as if it had passed: 30 of 10,000
+    /// dismissed against 0 of 10,000 is far beyond chance (Fisher's exact test,
+    /// `python3 -c "from scipy.stats import fisher_exact; print(fisher_exact([[30, 9970], [0, 10000]])[1])"`
+    /// gives 1.822511443990666e-09), yet the ship rationale said no guardrail was worse.
+    @Test func anUntestableGuardrailThatLooksWorseBlocksShipping() throws {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 0), treatment: (10_000, 1_300, 30))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        let dismiss = result.comparisons[0].metrics[1]
+        #expect(dismiss.metric == .dismiss && dismiss.unavailable == "zero_baseline")
+        #expect(dismiss.variant.rate == 0.003 && dismiss.control.rate == 0)
+        #expect(result.decision == .continue)
+        #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss worse and untestable: zero_baseline)")
+
+        // An untestable guardrail that is no worse (every device rich in both arms, and no
+        // dismissal in the treatment either) does not block.
+        let fine = singleNotificationTallies(definition, control: (10_000, 1_000, 0), treatment: (10_000, 1_300, 0))
+        #expect(ExperimentAnalysis.run(definition: definition, tallies: fine, now: Self.now).decision == .ship(arm: "treatment"))
+    }
+
     @Test func stopsWithoutEffect() {
         let same = (devices: 10_000, opened: 1_000, dismissed: 500)
         var definition = ExperimentDefinition.sample()
