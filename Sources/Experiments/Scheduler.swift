@@ -122,9 +122,13 @@ public struct Scheduler: Service {
     public func enqueueDue() async throws -> Int {
         let now = time.wallClock
         return try await pool.withConnection { connection in
+            // The last run at or before now: a run enqueued while the wall clock was stepped
+            // ahead would otherwise hold back every run until the real clock reached it. Times
+            // already run conflict on the unique key below, so none runs twice.
             let rows = try connection.query("""
                 SELECT e.definition,
-                       (SELECT max(r.scheduled_for) FROM experiment_runs r WHERE r.experiment_id = e.id AND NOT r.manual)
+                       (SELECT max(r.scheduled_for) FROM experiment_runs r
+                        WHERE r.experiment_id = e.id AND NOT r.manual AND r.scheduled_for <= \(now.postgres))
                 FROM experiments e
                 WHERE e.status = 'running'
                 ORDER BY e.id

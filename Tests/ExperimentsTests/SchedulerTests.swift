@@ -113,6 +113,33 @@ struct SchedulerTests {
         await pool.close()
     }
 
+    /// The wall clock stepped forward by a day (a bad NTP answer, a VM restored from a
+    /// snapshot) and back: the run enqueued at the false time must not stall the schedule until
+    /// the real clock reaches it. Each minute after the correction is analysed once.
+    @Test func aClockSteppedForwardAndBackDoesNotStallTheSchedule() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 1)
+        clock.setWallClock(Fixtures.time("2026-03-02T00:01:10Z"))
+        #expect(try await scheduler.tick() == 1)
+        clock.setWallClock(Fixtures.time("2026-03-01T00:02:10Z"))
+        #expect(try await scheduler.tick() == 1)
+        clock.setWallClock(Fixtures.time("2026-03-01T00:03:10Z"))
+        #expect(try await scheduler.tick() == 1)
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.scheduledFor) == ["2026-03-02T00:01:00Z", "2026-03-01T00:03:00Z", "2026-03-01T00:02:00Z",
+                                               "2026-03-01T00:01:00Z"].map(Fixtures.time))
+        #expect(runs.allSatisfy { $0.status == .done && $0.attempts == 1 })
+        // The real clock reaching the false time runs nothing twice.
+        clock.setWallClock(Fixtures.time("2026-03-02T00:01:30Z"))
+        #expect(try await scheduler.tick() == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
     @Test func stoppedAndDraftExperimentsAreNotScheduled() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
