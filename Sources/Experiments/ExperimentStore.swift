@@ -37,6 +37,11 @@ public struct ExperimentStore: Sendable {
         if definition.status != .draft {
             problems.append(ExperimentProblem(field: "status", problem: "must be draft when creating; start the experiment afterwards"))
         }
+        // Checked here, not in `problems`, which every stored definition is decoded with: an
+        // experiment stored before this check still reads (and is analysed at its stop_at).
+        if !definition.schedule.everFires {
+            problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))
+        }
         if !problems.isEmpty {
             throw ExperimentStoreError(code: .invalidDefinition, experimentID: definition.id, problems: problems,
                                        detail: problems.map(\.description).joined(separator: "; "))
