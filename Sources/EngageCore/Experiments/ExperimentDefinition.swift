@@ -242,6 +242,9 @@ extension ExperimentDefinition {
         if let first = problems.first { throw first }
     }
 
+    /// Whether `id` is one an experiment can have (`id`'s rule): anything else names none.
+    public static func isValidID(_ id: String) -> Bool { isSlug(id) }
+
     static func isSlug(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty, bytes.count <= 100 else { return false }
