@@ -281,6 +281,35 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(ExperimentAnalysis.run(definition: definition, tallies: fine, now: Self.now).decision == .ship(arm: "treatment"))
     }
 
+    /// An alpha below about 1e-16 passed validation, and the analysis, which carries the level as
+    /// `confidence = 1 - alpha`, got 1 back and a level of 0: `EffectInference.welch`'s
+    /// precondition "alpha must be in (0, 1)" stopped the process (the scheduler inside `engage
+    /// serve`, at every poll). Such a level is refused with the definition; the smallest one
+    /// accepted, over three treatments, analyses.
+    @Test func aLevelTooSmallToAnalyseIsRefusedWithTheDefinition() {
+        var definition = ExperimentDefinition.sample()
+        definition.alpha = 1e-20
+        #expect(definition.problems == [ExperimentProblem(
+            field: "alpha", problem: "must be at least 1e-09 (a smaller level rounds to a confidence of 1)")])
+        definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.25, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.25),
+            ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.25),
+            ExperimentArmDefinition(name: "cached", strategy: .cached, weight: 0.25)])
+        definition.alpha = 1e-9
+        #expect(definition.problems.isEmpty)
+        var tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
+        for arm in ["poster", "cached"] {
+            for i in 0..<10_000 {
+                tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
+                    .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1, .opened: i < 1_000 ? 1 : 0]))
+            }
+        }
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.decisionAlpha == 1e-9 / 3)
+        #expect(result.comparisons[0].metrics[0].logRatio?.fixedHorizon.pValue ?? 1 < 1e-9)
+    }
+
     @Test func stopsWithoutEffect() {
         let same = (devices: 10_000, opened: 1_000, dismissed: 500)
         var definition = ExperimentDefinition.sample()
