@@ -14,8 +14,9 @@
 /// Decision rule, first match wins:
 ///
 /// 1. `invalidSampleRatioMismatch` when the devices per arm do not fit the weights,
-///    `SampleRatioMismatch.pValue < 0.001`: assignment or logging is broken and no result is
-///    trusted.
+///    `SampleRatioMismatch.pValue < 0.001`, once every arm expects at least 5 devices
+///    (`SampleRatioMismatch.isTestable`; below that the chi-square approximation is off by
+///    orders of magnitude): assignment or logging is broken and no result is trusted.
 /// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices (but
 ///    `stopNoEffect(.scheduleEnded)` once `now` reaches `stopAt`: too little data to decide).
 /// 3. `ship(arm)` when the arm's SEQUENTIAL (always-valid) interval for the relative lift of
@@ -166,7 +167,8 @@ public enum ExperimentAnalysis {
 
     static func decide(definition: ExperimentDefinition, arms: [ExperimentArmSummary], srm: Double,
                        comparisons: [ExperimentArmComparison], now: Timestamp) -> (ExperimentDecision, String) {
-        if srm < sampleRatioMismatchThreshold {
+        if srm < sampleRatioMismatchThreshold,
+           SampleRatioMismatch.isTestable(observed: arms.map(\.devices), weights: arms.map(\.weight)) {
             return (.invalidSampleRatioMismatch,
                     "devices per arm \(arms.map(\.devices)) do not match the weights \(arms.map(\.weight)) (p = \(srm)); no decision is trusted")
         }
@@ -258,8 +260,11 @@ public struct ExperimentRunResult: Sendable, Equatable {
     /// One sentence on why.
     public var rationale: String
 
+    /// A p-value below the threshold with every arm expecting enough devices for the test
+    /// (`SampleRatioMismatch.isTestable`): what blocks the decision.
     public var hasSampleRatioMismatch: Bool {
         sampleRatioMismatchPValue < ExperimentAnalysis.sampleRatioMismatchThreshold
+            && SampleRatioMismatch.isTestable(observed: arms.map(\.devices), weights: arms.map(\.weight))
     }
 }
 

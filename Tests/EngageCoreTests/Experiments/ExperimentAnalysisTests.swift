@@ -243,6 +243,33 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(String(decoding: result.canonicalJSON, as: UTF8.self).contains(#""decision":{"code":"invalid_sample_ratio_mismatch""#))
     }
 
+    /// The chi-square approximation of the sample ratio test needs expected counts of about 5
+    /// per arm. At a first look with 2 devices, both in the 10% arm (a 1% chance under a correct
+    /// split: `python3 -c "from scipy.stats import binomtest; print(binomtest(2, 2, 0.1).pvalue)"`
+    /// gives 0.010000000000000002), it gave p = 2.2e-05
+    /// (`python3 -c "from scipy.stats import chisquare; print(chisquare([0, 2], f_exp=[1.8, 0.2]).pvalue)"`
+    /// gives 2.2090496998585475e-05) and the final decision invalid_sample_ratio_mismatch, which
+    /// stops the experiment for good.
+    @Test func tooFewDevicesForTheSampleRatioTestDecideNothing() throws {
+        var definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.9, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.1)])
+        let tallies = singleNotificationTallies(definition, control: (0, 0, 0), treatment: (2, 1, 0))
+        var result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(matches(result.sampleRatioMismatchPValue, 2.2090496998585475e-05, relative: 1e-9))
+        #expect(!result.hasSampleRatioMismatch)
+        #expect(result.decision == .continue)
+        #expect(result.rationale == "arm control has 0 devices, fewer than the 100 needed for a decision")
+        #expect(String(decoding: result.canonicalJSON, as: UTF8.self).contains(#""mismatch":false"#))
+
+        // From 5 expected devices in every arm (50 here) the test decides: 0 of 50 in control.
+        definition.analysis.minimumDevicesPerArm = 2
+        result = ExperimentAnalysis.run(definition: definition,
+                                        tallies: singleNotificationTallies(definition, control: (0, 0, 0), treatment: (50, 5, 0)),
+                                        now: Self.now)
+        #expect(result.hasSampleRatioMismatch && result.decision == .invalidSampleRatioMismatch)
+    }
+
     @Test func shipsWhenTheSequentialIntervalExcludesZero() {
         let definition = ExperimentDefinition.sample()
         let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
