@@ -137,6 +137,10 @@ public struct Scheduler: Service {
             for row in rows.rows {
                 let definition = try ExperimentStore.definition(row, column: 0)
                 let last = try row.optionalTimestamp(1)
+                if let stopAt = definition.stopAt, now >= stopAt, let last, last >= stopAt {
+                    try Self.closeAfterFinalRun(definition, stopAt: stopAt, on: connection)
+                    continue
+                }
                 // Before the first run, the first scheduled time at or after the start is due.
                 let after = last ?? definition.startAt.map { $0.adding(microseconds: -1) }
                 guard let due = definition.dueRun(after: after, now: now) else { continue }
@@ -147,6 +151,33 @@ public struct Scheduler: Service {
                     """)
             }
             return inserted
+        }
+    }
+
+    /// A running experiment whose run at `stop_at` is over without stopping it (every attempt
+    /// failed, or a scheduler whose clock was behind decided `continue`) has no later run to do
+    /// so: it is stopped here, saying why. Nothing while that run is still pending or running.
+    static func closeAfterFinalRun(_ definition: ExperimentDefinition, stopAt: Timestamp, on connection: Connection) throws {
+        try connection.transaction { connection in
+            guard try ExperimentStore.get(definition.id, app: nil, forUpdate: true, on: connection)?.status == .running,
+                  let run = try connection.query("""
+                      SELECT id, status, attempts, decision FROM experiment_runs
+                      WHERE experiment_id = \(definition.id) AND scheduled_for = \(stopAt.postgres) AND NOT manual
+                      """).rows.first
+            else { return }
+            let (id, status, attempts, decision) = (try run.decode(0, as: Int64.self), try run.decode(1, as: String.self),
+                                                    try run.decode(2, as: Int.self), try run.decode(3, as: String?.self))
+            let reason: String
+            switch status {
+            case "failed":
+                reason = "the final run \(id) at stop_at failed after \(attempts) attempts; "
+                    + "engage experiment run \(definition.id) analyses it"
+            case "done":
+                reason = "the final run \(id) at stop_at decided \(decision ?? "-"); the experiment reached its stop time"
+            default:
+                return
+            }
+            _ = try ExperimentStore.stop(definition.id, app: nil, reason: reason, on: connection)
         }
     }
 

@@ -222,6 +222,39 @@ extension SchedulerTests {
         await pool.close()
     }
 
+    /// The last run, at stop_at, has no later scheduled time to make up for it: when its every
+    /// attempt failed (three, back to back in one poll, so a blip of the database is enough),
+    /// the experiment stayed running past its stop time for good, with no run ever due again.
+    /// It is stopped at the next poll, saying why and how to get the analysis.
+    @Test func aFinalRunThatFailsForGoodStillStopsTheExperiment() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: database, size: 2)
+        let store = ExperimentStore(pool: pool)
+        var definition = try Fixtures.definition(schedule: "0 0 * * *")
+        definition.stopAt = Fixtures.time("2026-03-02T06:30:00Z")
+        _ = try await store.create(definition)
+        _ = try await store.start(definition.id, now: Fixtures.time("2026-03-01T00:00:00Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-02T06:31:00Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.failpoint = { name in if name == "scheduler.before-finish" { throw FailpointHit(name: name) } }
+        }
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await store.runs(definition.id)
+        #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-02T06:30:00Z")])
+        #expect(runs.first?.status == .failed && runs.first?.attempts == 3)
+        // The next poll finds it over.
+        #expect(try await scheduler.tick() == 0)
+        #expect(try await store.get(definition.id)?.status == .stopped)
+        let entries = try await Self.logEntries(pool)
+        #expect(entries.map(\.action) == [.created, .started, .stopped])
+        #expect(entries.last?.payload.contains("the final run \(runs.first?.id ?? 0) at stop_at failed after 3 attempts") == true,
+                "\(entries.last?.payload ?? "")")
+        clock.setWallClock(Fixtures.time("2026-03-03T00:00:00Z"))
+        #expect(try await scheduler.tick() == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
     @Test(.timeLimit(.minutes(2)))
     func theLeaseIsRenewedWhileALongAnalysisRuns() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
