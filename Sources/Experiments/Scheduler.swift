@@ -128,14 +128,23 @@ public struct Scheduler: Service {
             let rows = try connection.query("""
                 SELECT e.definition,
                        (SELECT max(r.scheduled_for) FROM experiment_runs r
-                        WHERE r.experiment_id = e.id AND NOT r.manual AND r.scheduled_for <= \(now.postgres))
+                        WHERE r.experiment_id = e.id AND NOT r.manual AND r.scheduled_for <= \(now.postgres)),
+                       e.id
                 FROM experiments e
                 WHERE e.status = 'running'
                 ORDER BY e.id
                 """)
             var inserted = 0
             for row in rows.rows {
-                let definition = try ExperimentStore.definition(row, column: 0)
+                let definition: ExperimentDefinition
+                do {
+                    definition = try ExperimentStore.definition(row, column: 0)
+                } catch let error as PostgresError where error.kind == .decoding {
+                    // One experiment the rules of this build refuse must not hold back the others.
+                    logger.warning("scheduler.definition.undecodable", ["experiment": (try? row.decode(2, as: String.self)) ?? "?",
+                                                                         "error": "\(error)"])
+                    continue
+                }
                 let last = try row.optionalTimestamp(1)
                 if let stopAt = definition.stopAt, now >= stopAt, let last, last >= stopAt {
                     try Self.closeAfterFinalRun(definition, stopAt: stopAt, on: connection)

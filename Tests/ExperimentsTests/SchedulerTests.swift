@@ -140,6 +140,32 @@ struct SchedulerTests {
         await pool.close()
     }
 
+    /// A stored definition that does not decode under this build's rules (one stored by an older
+    /// release with looser ones, or edited by hand; here weights adding up to 1.2) made every
+    /// poll throw before enqueueing anything, so one experiment stopped the schedule of all the
+    /// others. It is skipped and logged instead.
+    @Test func aStoredDefinitionThatDoesNotDecodeStopsNoOtherSchedule() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        var broken = try Fixtures.definition(id: "a-broken-one")
+        broken.status = .running
+        broken.startAt = start
+        let json = String(decoding: broken.canonicalJSON, as: UTF8.self).replacingOccurrences(of: #""weight":0.5,"control":false"#, with: #""weight":0.7,"control":false"#)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiments (id, app_id, definition, status) VALUES ('a-broken-one', 'app-1', \(json)::jsonb, 'running')
+                """)
+        }
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 1)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-01T00:01:00Z")])
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE experiment_id = 'a-broken-one'") == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
     @Test func stoppedAndDraftExperimentsAreNotScheduled() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
