@@ -103,10 +103,13 @@ public struct Scheduler: Service {
     public func tick() async throws -> Int {
         try await enqueueDue()
         var completed = 0
-        while !Task.isCancelled, let claim = try await claimNext() {
+        // A run that failed is retried at the next poll, not at once: back to back, its attempts
+        // would all fall into an outage of a few milliseconds and lose the look for good.
+        var retryNextPoll: [Int64] = []
+        while !Task.isCancelled, let claim = try await claimNext(excluding: retryNextPoll) {
             switch try await perform(claim) {
             case .stored: completed += 1
-            case .notStored: continue
+            case .notStored: retryNextPoll.append(claim.runID)
             // Given back while a prune or restore changes the log: claiming it again at once
             // would only defer it again, until the command ends. The next poll tries.
             case .deferred: return completed
@@ -201,8 +204,8 @@ public struct Scheduler: Service {
         public var isManual: Bool
     }
 
-    /// Claims the earliest due run nobody else holds, or returns nil.
-    public func claimNext() async throws -> Claim? {
+    /// Claims the earliest due run nobody else holds, other than `excluded`, or returns nil.
+    public func claimNext(excluding excluded: [Int64] = []) async throws -> Claim? {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
         let maxAttempts = configuration.maxAttempts
@@ -221,7 +224,8 @@ public struct Scheduler: Service {
                     attempts = r.attempts + 1, started_at = now()
                 WHERE r.id = (
                     SELECT id FROM experiment_runs
-                    WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
+                    WHERE (status = 'pending' OR (status = 'running' AND lease_until < now()))
+                      AND NOT (id = ANY(\(excluded)))
                     ORDER BY scheduled_for, id
                     LIMIT 1
                     FOR UPDATE SKIP LOCKED)

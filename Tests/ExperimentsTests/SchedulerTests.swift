@@ -2,6 +2,7 @@ import EngageCore
 import Foundation
 @testable import Experiments
 import Postgres
+import Synchronization
 import Testing
 import TestSupport
 
@@ -166,6 +167,31 @@ struct SchedulerTests {
         await pool.close()
     }
 
+    /// A failed run's retries came back to back in the same poll, milliseconds apart: an outage
+    /// of the database or a replica shorter than one poll interval used up all three attempts and
+    /// the look was lost for good. A failed run is retried at the next poll.
+    @Test func aRunIsRetriedAtTheNextPollNotAtOnce() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let outage = Mutex(true)
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.failpoint = { name in
+                if name == "scheduler.after-analysis", outage.withLock({ $0 }) { throw FailpointHit(name: name) }
+            }
+        }
+        #expect(try await scheduler.tick() == 0)
+        var runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.status) == [.pending] && runs.first?.attempts == 1, "\(runs.map(\.status)) \(runs.map(\.attempts))")
+        // The outage is over by the next poll.
+        outage.withLock { $0 = false }
+        #expect(try await scheduler.tick() == 1)
+        runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.status) == [.done] && runs.first?.attempts == 2)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
     @Test func stoppedAndDraftExperimentsAreNotScheduled() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
@@ -249,8 +275,8 @@ extension SchedulerTests {
     }
 
     /// The last run, at stop_at, has no later scheduled time to make up for it: when its every
-    /// attempt failed (three, back to back in one poll, so a blip of the database is enough),
-    /// the experiment stayed running past its stop time for good, with no run ever due again.
+    /// attempt failed (three, one a poll), the experiment stayed running past its stop time for
+    /// good, with no run ever due again.
     /// It is stopped at the next poll, saying why and how to get the analysis.
     @Test func aFinalRunThatFailsForGoodStillStopsTheExperiment() async throws {
         let database = try TestPostgres.freshDatabase()
@@ -264,7 +290,7 @@ extension SchedulerTests {
         let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
             configuration.failpoint = { name in if name == "scheduler.before-finish" { throw FailpointHit(name: name) } }
         }
-        #expect(try await scheduler.tick() == 0)
+        for _ in 0..<3 { #expect(try await scheduler.tick() == 0) }
         let runs = try await store.runs(definition.id)
         #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-02T06:30:00Z")])
         #expect(runs.first?.status == .failed && runs.first?.attempts == 3)
