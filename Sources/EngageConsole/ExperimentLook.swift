@@ -32,6 +32,9 @@ public struct ExperimentLook: Sendable, Equatable {
         /// `primary`, `guardrail` or `observational`.
         public var role: String
         public var direction: String?
+        /// The level of its intervals: `1 - alpha`, or `1 - alpha / treatments` for the primary
+        /// metric with several treatments.
+        public var confidence: Double?
         public var control: Rate
         public var variant: Rate
         public var absolute: Lift?
@@ -158,7 +161,8 @@ public struct ExperimentLook: Sendable, Equatable {
 
         func comparison(_ node: JSON.Node, arm: String) -> Comparison {
             Comparison(arm: arm, metric: string(node, "metric") ?? "", role: string(node, "role") ?? "",
-                       direction: string(node, "direction"), control: rate(member(node, "control")),
+                       direction: string(node, "direction"), confidence: double(node, "confidence"),
+                       control: rate(member(node, "control")),
                        variant: rate(member(node, "variant")), absolute: lift(member(node, "absolute")),
                        relative: lift(member(node, "relative")), logRatio: lift(member(node, "log_ratio")),
                        pValueCorrection: string(node, "p_value_correction"), unavailable: string(node, "unavailable"),

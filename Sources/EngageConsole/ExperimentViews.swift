@@ -181,7 +181,7 @@ public struct ExperimentView: Sendable {
         }
         html += "</tbody></table></div><h3>Every metric, treatment against control</h3>"
         html += "<div class=\"scroll\"><table><thead><tr><th>arm · metric</th><th class=\"left\">role</th><th>control</th><th>treatment</th>"
-            + "<th>relative lift</th><th>fixed 95%</th><th>sequential</th><th>p (fixed)</th><th>chance to win</th>"
+            + "<th>relative lift</th><th>fixed interval</th><th>sequential</th><th>p (fixed)</th><th>chance to win</th>"
             + "<th>decides: sequential, log ratio</th><th>CUPED variance reduction</th></tr>"
             + "</thead><tbody>"
         for comparison in look.comparisons {
@@ -195,7 +195,8 @@ public struct ExperimentView: Sendable {
                     Markup.text(Self.rate(comparison.control)), Markup.text(Self.rate(comparison.variant)),
                     Markup.text(relative.map { ReportText.signed($0.estimate * 100, 1) + "%" }
                                 ?? (comparison.unavailable.map { "not enough data (\($0))" } ?? ReportText.missing)),
-                    Markup.text(Self.interval(relative?.fixed)), Markup.text(Self.interval(relative?.sequential)),
+                    Markup.text(Self.interval(relative?.fixed, level: comparison.confidence)),
+                    Markup.text(Self.interval(relative?.sequential)),
                     Markup.text(ReportText.pValue(relative?.fixed?.pValue) + Self.correction(comparison.pValueCorrection)),
                     Markup.text(ReportText.percent(relative?.chanceToWin)),
                     Markup.text(Self.interval(comparison.logRatio?.sequential)),
@@ -215,10 +216,14 @@ public struct ExperimentView: Sendable {
         ReportText.percent(rate.rate) + " (\(rate.successes)/\(rate.trials))"
     }
 
-    /// `[-3.1%, +12.0%]`.
-    static func interval(_ test: ExperimentLook.Test?) -> String {
+    /// `[-3.1%, +12.0%]`, and with a level `[-3.1%, +12.0%] at 97.5%`: the primary metric's
+    /// intervals are at `1 - alpha / treatments`, so no single level fits a column header.
+    static func interval(_ test: ExperimentLook.Test?, level: Double? = nil) -> String {
         guard let test else { return ReportText.missing }
-        return "[" + ReportText.signed(test.lower * 100, 1) + "%, " + ReportText.signed(test.upper * 100, 1) + "%]"
+        let text = "[" + ReportText.signed(test.lower * 100, 1) + "%, " + ReportText.signed(test.upper * 100, 1) + "%]"
+        guard let level else { return text }
+        let percent = (level * 1000).rounded() / 10
+        return text + " at " + (percent == percent.rounded() ? String(Int(percent)) : String(percent)) + "%"
     }
 
     private func runsSection() -> String {

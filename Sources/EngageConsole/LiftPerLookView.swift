@@ -1,7 +1,7 @@
 import EngageCore
 
 /// The relative lift of one treatment arm on one metric at every look: the estimate as a dot,
-/// the fixed-horizon 95% interval as a thick bar, the sequential (always-valid) interval as a
+/// the fixed-horizon interval (at the comparison's level) as a thick bar, the sequential (always-valid) interval as a
 /// thin one beside it, and a dashed line at no effect; then the same as a table.
 struct LiftPerLookView {
     var looks: [ExperimentLook]
@@ -14,11 +14,11 @@ struct LiftPerLookView {
         let points = looks.compactMap { look in look.comparison(arm: arm, metric: metric).map { (look, $0) } }
         var html = "<section class=\"card\"><h2>\(Markup.text(arm)): relative lift in \(Markup.text(metric)) per look</h2>"
         guard !points.isEmpty else { return html + "<p>No look compared this arm yet.</p></section>" }
-        html += "<p class=\"small muted\"><span class=\"key fixed\"></span>fixed-horizon 95% interval"
+        html += "<p class=\"small muted\"><span class=\"key fixed\"></span>fixed-horizon interval (its level in the table)"
             + "<span class=\"key sequential\"></span>sequential interval (valid at every look) · dashed: no effect</p>"
         html += chart(points)
         html += "<details><summary>Every look</summary><div class=\"scroll\"><table class=\"looks\"><thead><tr><th>look</th>"
-            + "<th>analysed</th><th>decision</th><th>control</th><th>treatment</th><th>relative lift</th><th>fixed 95%</th>"
+            + "<th>analysed</th><th>decision</th><th>control</th><th>treatment</th><th>relative lift</th><th>fixed interval</th>"
             + "<th>sequential</th><th>p (fixed)</th><th>p (sequential)</th><th>chance to win</th></tr></thead><tbody>"
         for (look, comparison) in points.reversed() {
             let lift = comparison.relative
@@ -26,7 +26,8 @@ struct LiftPerLookView {
                 String(look.look), Markup.text(look.analyzedAt), Markup.text(look.decisionText),
                 Markup.text(ExperimentView.rate(comparison.control)), Markup.text(ExperimentView.rate(comparison.variant)),
                 Markup.text(lift.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
-                Markup.text(ExperimentView.interval(lift?.fixed)), Markup.text(ExperimentView.interval(lift?.sequential)),
+                Markup.text(ExperimentView.interval(lift?.fixed, level: comparison.confidence)),
+                Markup.text(ExperimentView.interval(lift?.sequential)),
                 Markup.text(ReportText.pValue(lift?.fixed?.pValue)), Markup.text(ReportText.pValue(lift?.sequential?.pValue)),
                 Markup.text(ReportText.percent(lift?.chanceToWin)),
             ]) + "</tr>"

@@ -37,6 +37,11 @@ public struct ExperimentStore: Sendable {
         if definition.status != .draft {
             problems.append(ExperimentProblem(field: "status", problem: "must be draft when creating; start the experiment afterwards"))
         }
+        // Checked here, not in `problems`, which every stored definition is decoded with: an
+        // experiment stored before this check still reads (and is analysed at its stop_at).
+        if !definition.schedule.everFires {
+            problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))
+        }
         if !problems.isEmpty {
             throw ExperimentStoreError(code: .invalidDefinition, experimentID: definition.id, problems: problems,
                                        detail: problems.map(\.description).joined(separator: "; "))
@@ -79,6 +84,9 @@ public struct ExperimentStore: Sendable {
     }
 
     static func get(_ id: String, app: String?, forUpdate: Bool = false, on connection: Connection) throws -> ExperimentRecord? {
+        // No experiment has an id that is not a slug; one with a NUL byte would not even reach
+        // PostgreSQL as a parameter, and its error would read as the database being down.
+        guard ExperimentDefinition.isValidID(id) else { return nil }
         let rows = try connection.query("""
             SELECT definition, created_at, updated_at FROM experiments
             WHERE id = \(id) AND (\(app)::text IS NULL OR app_id = \(app))
@@ -181,7 +189,8 @@ public struct ExperimentStore: Sendable {
 
     /// The experiment's runs, newest scheduled first.
     public func runs(_ id: String, limit: Int = 100) async throws -> [ExperimentRun] {
-        try await pool.withConnection { connection in
+        guard ExperimentDefinition.isValidID(id) else { return [] }
+        return try await pool.withConnection { connection in
             try connection.query("""
                 SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs
                 WHERE experiment_id = \(id) ORDER BY scheduled_for DESC LIMIT \(limit)

@@ -103,10 +103,13 @@ public struct Scheduler: Service {
     public func tick() async throws -> Int {
         try await enqueueDue()
         var completed = 0
-        while !Task.isCancelled, let claim = try await claimNext() {
+        // A run that failed is retried at the next poll, not at once: back to back, its attempts
+        // would all fall into an outage of a few milliseconds and lose the look for good.
+        var retryNextPoll: [Int64] = []
+        while !Task.isCancelled, let claim = try await claimNext(excluding: retryNextPoll) {
             switch try await perform(claim) {
             case .stored: completed += 1
-            case .notStored: continue
+            case .notStored: retryNextPoll.append(claim.runID)
             // Given back while a prune or restore changes the log: claiming it again at once
             // would only defer it again, until the command ends. The next poll tries.
             case .deferred: return completed
@@ -122,17 +125,34 @@ public struct Scheduler: Service {
     public func enqueueDue() async throws -> Int {
         let now = time.wallClock
         return try await pool.withConnection { connection in
+            // The last run at or before now: a run enqueued while the wall clock was stepped
+            // ahead would otherwise hold back every run until the real clock reached it. Times
+            // already run conflict on the unique key below, so none runs twice.
             let rows = try connection.query("""
                 SELECT e.definition,
-                       (SELECT max(r.scheduled_for) FROM experiment_runs r WHERE r.experiment_id = e.id AND NOT r.manual)
+                       (SELECT max(r.scheduled_for) FROM experiment_runs r
+                        WHERE r.experiment_id = e.id AND NOT r.manual AND r.scheduled_for <= \(now.postgres)),
+                       e.id
                 FROM experiments e
                 WHERE e.status = 'running'
                 ORDER BY e.id
                 """)
             var inserted = 0
             for row in rows.rows {
-                let definition = try ExperimentStore.definition(row, column: 0)
+                let definition: ExperimentDefinition
+                do {
+                    definition = try ExperimentStore.definition(row, column: 0)
+                } catch let error as PostgresError where error.kind == .decoding {
+                    // One experiment the rules of this build refuse must not hold back the others.
+                    logger.warning("scheduler.definition.undecodable", ["experiment": (try? row.decode(2, as: String.self)) ?? "?",
+                                                                         "error": "\(error)"])
+                    continue
+                }
                 let last = try row.optionalTimestamp(1)
+                if let stopAt = definition.stopAt, now >= stopAt, let last, last >= stopAt {
+                    try Self.closeAfterFinalRun(definition, stopAt: stopAt, on: connection)
+                    continue
+                }
                 // Before the first run, the first scheduled time at or after the start is due.
                 let after = last ?? definition.startAt.map { $0.adding(microseconds: -1) }
                 guard let due = definition.dueRun(after: after, now: now) else { continue }
@@ -143,6 +163,33 @@ public struct Scheduler: Service {
                     """)
             }
             return inserted
+        }
+    }
+
+    /// A running experiment whose run at `stop_at` is over without stopping it (every attempt
+    /// failed, or a scheduler whose clock was behind decided `continue`) has no later run to do
+    /// so: it is stopped here, saying why. Nothing while that run is still pending or running.
+    static func closeAfterFinalRun(_ definition: ExperimentDefinition, stopAt: Timestamp, on connection: Connection) throws {
+        try connection.transaction { connection in
+            guard try ExperimentStore.get(definition.id, app: nil, forUpdate: true, on: connection)?.status == .running,
+                  let run = try connection.query("""
+                      SELECT id, status, attempts, decision FROM experiment_runs
+                      WHERE experiment_id = \(definition.id) AND scheduled_for = \(stopAt.postgres) AND NOT manual
+                      """).rows.first
+            else { return }
+            let (id, status, attempts, decision) = (try run.decode(0, as: Int64.self), try run.decode(1, as: String.self),
+                                                    try run.decode(2, as: Int.self), try run.decode(3, as: String?.self))
+            let reason: String
+            switch status {
+            case "failed":
+                reason = "the final run \(id) at stop_at failed after \(attempts) attempts; "
+                    + "engage experiment run \(definition.id) analyses it"
+            case "done":
+                reason = "the final run \(id) at stop_at decided \(decision ?? "-"); the experiment reached its stop time"
+            default:
+                return
+            }
+            _ = try ExperimentStore.stop(definition.id, app: nil, reason: reason, on: connection)
         }
     }
 
@@ -157,8 +204,8 @@ public struct Scheduler: Service {
         public var isManual: Bool
     }
 
-    /// Claims the earliest due run nobody else holds, or returns nil.
-    public func claimNext() async throws -> Claim? {
+    /// Claims the earliest due run nobody else holds, other than `excluded`, or returns nil.
+    public func claimNext(excluding excluded: [Int64] = []) async throws -> Claim? {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
         let maxAttempts = configuration.maxAttempts
@@ -177,7 +224,8 @@ public struct Scheduler: Service {
                     attempts = r.attempts + 1, started_at = now()
                 WHERE r.id = (
                     SELECT id FROM experiment_runs
-                    WHERE status = 'pending' OR (status = 'running' AND lease_until < now())
+                    WHERE (status = 'pending' OR (status = 'running' AND lease_until < now()))
+                      AND NOT (id = ANY(\(excluded)))
                     ORDER BY scheduled_for, id
                     LIMIT 1
                     FOR UPDATE SKIP LOCKED)

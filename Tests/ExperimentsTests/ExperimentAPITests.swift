@@ -210,6 +210,31 @@ struct ExperimentAPITests {
         await server.stop()
     }
 
+    /// An id no experiment can have (a NUL byte, which PostgreSQL cannot take in a text
+    /// parameter) is a missing experiment, not "service unavailable, retry in 5 s": that 503
+    /// pages the operator and makes clients retry a request that can never succeed.
+    @Test func anImpossibleExperimentIDIsNotFound() async throws {
+        let server = try TestServer()
+        do {
+            let admin = try await server.key(role: .admin)
+            let reader = try await server.key(role: .read)
+            let requests: [(String, String, String)] = [
+                ("GET", "/v1/experiments/a%00b", reader), ("GET", "/v1/experiments/a%00b/runs", reader),
+                ("GET", "/v1/experiments/a%00b/history", reader), ("POST", "/v1/experiments/a%00b/start", admin),
+                ("POST", "/v1/experiments/a%00b/stop", admin), ("POST", "/v1/experiments/a%00b/run", admin),
+            ]
+            for (method, path, key) in requests {
+                let answer = try await server.request(method, path, headers: Self.auth(key))
+                #expect(answer.status == 404, "\(method) \(path): \(answer.status) \(answer.text)")
+                #expect(answer.text.contains(#""title":"No such experiment""#), "\(answer.text)")
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
     @Test func routeLabelsNameTheTemplates() {
         #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc/runs") == "/v1/experiments/{id}/runs")
         #expect(EngageAPI.routeLabel(for: "/v1/experiments/abc") == "/v1/experiments/{id}")

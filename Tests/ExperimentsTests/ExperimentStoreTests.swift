@@ -64,4 +64,22 @@ struct ExperimentStoreTests {
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiments") == 1)
         await pool.close()
     }
+
+    /// A schedule no date matches (April 31 and June 31) would be stored and started, and the
+    /// scheduler would never analyse the experiment, saying nothing: refused when it is created.
+    @Test func aScheduleThatNeverFiresIsRefused() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        do {
+            _ = try await store.create(try Fixtures.definition(schedule: "0 0 31 4,6 *"))
+            Issue.record("a definition whose schedule never fires was stored")
+        } catch let error as ExperimentStoreError {
+            #expect(error.code == .invalidDefinition)
+            #expect(error.problems == [ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month")])
+        }
+        // February 29 fires in leap years: accepted.
+        _ = try await store.create(try Fixtures.definition(schedule: "0 0 29 2 *"))
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiments") == 1)
+        await pool.close()
+    }
 }

@@ -2,6 +2,7 @@ import EngageCore
 import Foundation
 @testable import Experiments
 import Postgres
+import Synchronization
 import Testing
 import TestSupport
 
@@ -113,6 +114,84 @@ struct SchedulerTests {
         await pool.close()
     }
 
+    /// The wall clock stepped forward by a day (a bad NTP answer, a VM restored from a
+    /// snapshot) and back: the run enqueued at the false time must not stall the schedule until
+    /// the real clock reaches it. Each minute after the correction is analysed once.
+    @Test func aClockSteppedForwardAndBackDoesNotStallTheSchedule() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 1)
+        clock.setWallClock(Fixtures.time("2026-03-02T00:01:10Z"))
+        #expect(try await scheduler.tick() == 1)
+        clock.setWallClock(Fixtures.time("2026-03-01T00:02:10Z"))
+        #expect(try await scheduler.tick() == 1)
+        clock.setWallClock(Fixtures.time("2026-03-01T00:03:10Z"))
+        #expect(try await scheduler.tick() == 1)
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.scheduledFor) == ["2026-03-02T00:01:00Z", "2026-03-01T00:03:00Z", "2026-03-01T00:02:00Z",
+                                               "2026-03-01T00:01:00Z"].map(Fixtures.time))
+        #expect(runs.allSatisfy { $0.status == .done && $0.attempts == 1 })
+        // The real clock reaching the false time runs nothing twice.
+        clock.setWallClock(Fixtures.time("2026-03-02T00:01:30Z"))
+        #expect(try await scheduler.tick() == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    /// A stored definition that does not decode under this build's rules (one stored by an older
+    /// release with looser ones, or edited by hand; here weights adding up to 1.2) made every
+    /// poll throw before enqueueing anything, so one experiment stopped the schedule of all the
+    /// others. It is skipped and logged instead.
+    @Test func aStoredDefinitionThatDoesNotDecodeStopsNoOtherSchedule() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        var broken = try Fixtures.definition(id: "a-broken-one")
+        broken.status = .running
+        broken.startAt = start
+        let json = String(decoding: broken.canonicalJSON, as: UTF8.self).replacingOccurrences(of: #""weight":0.5,"control":false"#, with: #""weight":0.7,"control":false"#)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiments (id, app_id, definition, status) VALUES ('a-broken-one', 'app-1', \(json)::jsonb, 'running')
+                """)
+        }
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 1)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-01T00:01:00Z")])
+        #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE experiment_id = 'a-broken-one'") == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    /// A failed run's retries came back to back in the same poll, milliseconds apart: an outage
+    /// of the database or a replica shorter than one poll interval used up all three attempts and
+    /// the look was lost for good. A failed run is retried at the next poll.
+    @Test func aRunIsRetriedAtTheNextPollNotAtOnce() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let outage = Mutex(true)
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.failpoint = { name in
+                if name == "scheduler.after-analysis", outage.withLock({ $0 }) { throw FailpointHit(name: name) }
+            }
+        }
+        #expect(try await scheduler.tick() == 0)
+        var runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.status) == [.pending] && runs.first?.attempts == 1, "\(runs.map(\.status)) \(runs.map(\.attempts))")
+        // The outage is over by the next poll.
+        outage.withLock { $0 = false }
+        #expect(try await scheduler.tick() == 1)
+        runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.status) == [.done] && runs.first?.attempts == 2)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
     @Test func stoppedAndDraftExperimentsAreNotScheduled() async throws {
         let start = Fixtures.time("2026-03-01T00:00:30Z")
         let (database, pool) = try await Self.runningExperiment(start: start)
@@ -190,6 +269,39 @@ extension SchedulerTests {
         #expect(entries.last?.payload.contains("decided: stop, no effect (schedule_ended)") == true)
         // Stopped: later times are not scheduled.
         clock.setWallClock(Fixtures.time("2026-03-04T00:00:00Z"))
+        #expect(try await scheduler.tick() == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    /// The last run, at stop_at, has no later scheduled time to make up for it: when its every
+    /// attempt failed (three, one a poll), the experiment stayed running past its stop time for
+    /// good, with no run ever due again.
+    /// It is stopped at the next poll, saying why and how to get the analysis.
+    @Test func aFinalRunThatFailsForGoodStillStopsTheExperiment() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let pool = ConnectionPool(configuration: database, size: 2)
+        let store = ExperimentStore(pool: pool)
+        var definition = try Fixtures.definition(schedule: "0 0 * * *")
+        definition.stopAt = Fixtures.time("2026-03-02T06:30:00Z")
+        _ = try await store.create(definition)
+        _ = try await store.start(definition.id, now: Fixtures.time("2026-03-01T00:00:00Z"))
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-02T06:31:00Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.failpoint = { name in if name == "scheduler.before-finish" { throw FailpointHit(name: name) } }
+        }
+        for _ in 0..<3 { #expect(try await scheduler.tick() == 0) }
+        let runs = try await store.runs(definition.id)
+        #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-02T06:30:00Z")])
+        #expect(runs.first?.status == .failed && runs.first?.attempts == 3)
+        // The next poll finds it over.
+        #expect(try await scheduler.tick() == 0)
+        #expect(try await store.get(definition.id)?.status == .stopped)
+        let entries = try await Self.logEntries(pool)
+        #expect(entries.map(\.action) == [.created, .started, .stopped])
+        #expect(entries.last?.payload.contains("the final run \(runs.first?.id ?? 0) at stop_at failed after 3 attempts") == true,
+                "\(entries.last?.payload ?? "")")
+        clock.setWallClock(Fixtures.time("2026-03-03T00:00:00Z"))
         #expect(try await scheduler.tick() == 0)
         await scheduler.pool.close()
         await pool.close()

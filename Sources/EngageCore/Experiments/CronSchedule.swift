@@ -89,6 +89,12 @@ public struct CronSchedule: Sendable, Hashable, CustomStringConvertible {
         return latest
     }
 
+    /// False for a schedule no date matches (`0 0 30 2 *`, `0 0 31 4,6 *`). Ten years from any
+    /// start hold every day of month of every month, February 29 included.
+    public var everFires: Bool {
+        next(after: Timestamp(microsecondsSinceEpoch: 0)) != nil
+    }
+
     /// Whether a whole-minute UTC time is scheduled.
     public func isScheduled(_ time: Timestamp) -> Bool {
         guard time.microsecondsSinceEpoch % Self.microsecondsPerMinute == 0 else { return false }

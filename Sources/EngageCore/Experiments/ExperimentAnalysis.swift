@@ -14,14 +14,16 @@
 /// Decision rule, first match wins:
 ///
 /// 1. `invalidSampleRatioMismatch` when the devices per arm do not fit the weights,
-///    `SampleRatioMismatch.pValue < 0.001`: assignment or logging is broken and no result is
-///    trusted.
+///    `SampleRatioMismatch.pValue < 0.001`, once every arm expects at least 5 devices
+///    (`SampleRatioMismatch.isTestable`; below that the chi-square approximation is off by
+///    orders of magnitude): assignment or logging is broken and no result is trusted.
 /// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices (but
 ///    `stopNoEffect(.scheduleEnded)` once `now` reaches `stopAt`: too little data to decide).
 /// 3. `ship(arm)` when the arm's SEQUENTIAL (always-valid) interval for the relative lift of
 ///    the primary metric excludes 0 on the better side at confidence `1 - alpha / t` (`t`
 ///    treatment arms: Bonferroni across arms), and no guardrail is significantly worse by its
-///    own sequential interval at `1 - alpha`. Of several such arms, the one with the largest
+///    own sequential interval at `1 - alpha`, nor untestable (`isNotEnoughData`) with the arm's
+///    rate on its forbidden side (`isGuardrailUntestedAndWorse`). Of several such arms, the one with the largest
 ///    improvement ships. Every decision reads the relative lift from the log of the ratio of
 ///    means (`ExperimentDecisionLift`), whose false alarms split evenly between the two sides;
 ///    gbstats' relative interval, lopsided for skewed ratios, is shown beside it.
@@ -165,7 +167,8 @@ public enum ExperimentAnalysis {
 
     static func decide(definition: ExperimentDefinition, arms: [ExperimentArmSummary], srm: Double,
                        comparisons: [ExperimentArmComparison], now: Timestamp) -> (ExperimentDecision, String) {
-        if srm < sampleRatioMismatchThreshold {
+        if srm < sampleRatioMismatchThreshold,
+           SampleRatioMismatch.isTestable(observed: arms.map(\.devices), weights: arms.map(\.weight)) {
             return (.invalidSampleRatioMismatch,
                     "devices per arm \(arms.map(\.devices)) do not match the weights \(arms.map(\.weight)) (p = \(srm)); no decision is trusted")
         }
@@ -185,8 +188,14 @@ public enum ExperimentAnalysis {
             let better = primary.higherIsBetter ? sequential.interval.lower > 0 : sequential.interval.upper < 0
             guard better else { continue }
             let violated = comparison.metrics.filter { $0.isGuardrailViolated }.map(\.metric.rawValue)
-            if !violated.isEmpty {
-                blocked.append("\(comparison.arm) (guardrails \(violated.joined(separator: ", ")))")
+            // A guardrail no test can read (a control rate of 0, no variance) has not passed:
+            // when the arm's rate is on its forbidden side, the arm waits like a violated one.
+            let untested = comparison.metrics.filter { $0.isGuardrailUntestedAndWorse }
+                .map { "\($0.metric.rawValue) worse and untestable: \($0.unavailable ?? "")" }
+            if !violated.isEmpty || !untested.isEmpty {
+                let reasons = (violated.isEmpty ? [] : ["guardrails \(violated.joined(separator: ", "))"])
+                    + (untested.isEmpty ? [] : ["guardrails \(untested.joined(separator: ", "))"])
+                blocked.append("\(comparison.arm) (\(reasons.joined(separator: "; ")))")
                 continue
             }
             let improvement = primary.higherIsBetter ? lift.estimate : -lift.estimate
@@ -251,8 +260,11 @@ public struct ExperimentRunResult: Sendable, Equatable {
     /// One sentence on why.
     public var rationale: String
 
+    /// A p-value below the threshold with every arm expecting enough devices for the test
+    /// (`SampleRatioMismatch.isTestable`): what blocks the decision.
     public var hasSampleRatioMismatch: Bool {
         sampleRatioMismatchPValue < ExperimentAnalysis.sampleRatioMismatchThreshold
+            && SampleRatioMismatch.isTestable(observed: arms.map(\.devices), weights: arms.map(\.weight))
     }
 }
 
@@ -404,8 +416,22 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     /// The named "not enough data" state: an arm with fewer than two devices, a variance of 0 or
     /// a control mean of 0 (where gbstats returns p = 1 and chance to win 0.5); `unavailable`
     /// says which. Such a comparison never decides: its primary metric cannot ship an arm, and
-    /// its guardrail is not counted as violated.
+    /// its guardrail is not counted as violated (though it blocks shipping when the arm's rate is on its
+    /// forbidden side: `isGuardrailUntestedAndWorse`).
     public var isNotEnoughData: Bool { unavailable != nil }
+
+    /// A guardrail no test could read (`isNotEnoughData`) whose variant rate is nevertheless on
+    /// the forbidden side of the control's (more dismissals where the control had none): it
+    /// blocks shipping, since "not significantly worse" was never shown. Equal rates (every
+    /// device rich in both arms) do not block.
+    public var isGuardrailUntestedAndWorse: Bool {
+        guard case .guardrail(let direction) = role, isNotEnoughData,
+              let variantRate = variant.rate, let controlRate = control.rate else { return false }
+        switch direction {
+        case .mustNotDecrease: return variantRate < controlRate
+        case .mustNotIncrease: return variantRate > controlRate
+        }
+    }
 
     /// A guardrail whose sequential interval of the relative lift, read from the log ratio of
     /// means (`logRatio`), lies wholly on the forbidden side.

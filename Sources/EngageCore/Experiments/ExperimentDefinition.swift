@@ -17,7 +17,7 @@ public struct ExperimentDefinition: Sendable, Equatable {
     public var coverage: Double
     public var primaryMetric: ExperimentMetric
     public var guardrails: [ExperimentGuardrail]
-    /// Significance level of the decision, in (0, 0.5).
+    /// Significance level of the decision, in [1e-9, 0.5).
     public var alpha: Double
     /// When the analysis runs.
     public var schedule: CronSchedule
@@ -218,7 +218,11 @@ extension ExperimentDefinition {
                 add("guardrails[\(i)].metric", "repeats \"\(guardrail.metric.rawValue)\"")
             }
         }
-        if !(alpha > 0 && alpha < 0.5) { add("alpha", "must lie in (0, 0.5)") }
+        if !(alpha > 0 && alpha < 0.5) {
+            add("alpha", "must lie in (0, 0.5)")
+        } else if alpha < Self.smallestAlpha {
+            add("alpha", "must be at least 1e-09 (a smaller level rounds to a confidence of 1)")
+        }
         if let startAt, let stopAt, stopAt <= startAt { add("stop_at", "must be after start_at") }
         if status != .draft && startAt == nil { add("start_at", "is required once the experiment is \(status.rawValue)") }
         if !(analysis.sequentialTuning > 0 && analysis.sequentialTuning.isFinite) {
@@ -241,6 +245,14 @@ extension ExperimentDefinition {
     public func validate() throws(ExperimentProblem) {
         if let first = problems.first { throw first }
     }
+
+    /// The smallest `alpha` accepted. The analysis carries levels as confidences, `1 - alpha`,
+    /// which is 1 for an alpha below about 1e-16 (a level of 0 that no interval has); this floor
+    /// keeps `alpha / treatments` far from that for any number of arms a definition can hold.
+    public static let smallestAlpha = 1e-9
+
+    /// Whether `id` is one an experiment can have (`id`'s rule): anything else names none.
+    public static func isValidID(_ id: String) -> Bool { isSlug(id) }
 
     static func isSlug(_ text: String) -> Bool {
         let bytes = Array(text.utf8)

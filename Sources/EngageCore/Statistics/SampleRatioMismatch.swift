@@ -11,6 +11,21 @@ public enum SampleRatioMismatch {
     /// has no units (gbstats skips it likewise); one that has units makes the split impossible
     /// and gives 0. With no units at all, or fewer than two weighted arms, there is no evidence
     /// of a mismatch and the result is 1.
+    /// Expected units per arm below which the chi-square approximation is not trusted
+    /// (Cochran's rule of 5): 2 units both in a 10% arm give p = 2.2e-5 by the approximation,
+    /// 0.01 exactly.
+    public static let minimumExpectedUnits = 5.0
+
+    /// Whether every arm of positive weight expects at least `minimumExpectedUnits` units, so
+    /// that `pValue` may be acted on; it depends on the total and the weights only, so a broken
+    /// split that starves an arm is still caught once enough units arrived.
+    public static func isTestable(observed: [Int], weights: [Double]) -> Bool {
+        let total = Double(observed.reduce(0, +))
+        let totalWeight = weights.reduce(0, +)
+        guard total > 0, totalWeight > 0 else { return false }
+        return weights.allSatisfy { $0 <= 0 || total * $0 / totalWeight >= minimumExpectedUnits }
+    }
+
     public static func pValue(observed: [Int], weights: [Double]) -> Double {
         precondition(observed.count == weights.count, "one weight per arm")
         precondition(observed.allSatisfy { $0 >= 0 }, "counts must not be negative")

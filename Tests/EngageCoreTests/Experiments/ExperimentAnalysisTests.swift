@@ -243,6 +243,33 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(String(decoding: result.canonicalJSON, as: UTF8.self).contains(#""decision":{"code":"invalid_sample_ratio_mismatch""#))
     }
 
+    /// The chi-square approximation of the sample ratio test needs expected counts of about 5
+    /// per arm. At a first look with 2 devices, both in the 10% arm (a 1% chance under a correct
+    /// split: `python3 -c "from scipy.stats import binomtest; print(binomtest(2, 2, 0.1).pvalue)"`
+    /// gives 0.010000000000000002), it gave p = 2.2e-05
+    /// (`python3 -c "from scipy.stats import chisquare; print(chisquare([0, 2], f_exp=[1.8, 0.2]).pvalue)"`
+    /// gives 2.2090496998585475e-05) and the final decision invalid_sample_ratio_mismatch, which
+    /// stops the experiment for good.
+    @Test func tooFewDevicesForTheSampleRatioTestDecideNothing() throws {
+        var definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.9, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.1)])
+        let tallies = singleNotificationTallies(definition, control: (0, 0, 0), treatment: (2, 1, 0))
+        var result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(matches(result.sampleRatioMismatchPValue, 2.2090496998585475e-05, relative: 1e-9))
+        #expect(!result.hasSampleRatioMismatch)
+        #expect(result.decision == .continue)
+        #expect(result.rationale == "arm control has 0 devices, fewer than the 100 needed for a decision")
+        #expect(String(decoding: result.canonicalJSON, as: UTF8.self).contains(#""mismatch":false"#))
+
+        // From 5 expected devices in every arm (50 here) the test decides: 0 of 50 in control.
+        definition.analysis.minimumDevicesPerArm = 2
+        result = ExperimentAnalysis.run(definition: definition,
+                                        tallies: singleNotificationTallies(definition, control: (0, 0, 0), treatment: (50, 5, 0)),
+                                        now: Self.now)
+        #expect(result.hasSampleRatioMismatch && result.decision == .invalidSampleRatioMismatch)
+    }
+
     @Test func shipsWhenTheSequentialIntervalExcludesZero() {
         let definition = ExperimentDefinition.sample()
         let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
@@ -258,6 +285,56 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(result.comparisons[0].metrics[1].isGuardrailViolated)
         #expect(result.decision == .continue)
         #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss)")
+    }
+
+    /// A guardrail that cannot be tested (here no control device dismissed, so the relative lift
+    /// divides by 0) must not let a clearly worse arm ship as if it had passed: 30 of 10,000
+    /// dismissed against 0 of 10,000 is far beyond chance (Fisher's exact test,
+    /// `python3 -c "from scipy.stats import fisher_exact; print(fisher_exact([[30, 9970], [0, 10000]])[1])"`
+    /// gives 1.822511443990666e-09), yet the ship rationale said no guardrail was worse.
+    @Test func anUntestableGuardrailThatLooksWorseBlocksShipping() throws {
+        let definition = ExperimentDefinition.sample()
+        let tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 0), treatment: (10_000, 1_300, 30))
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        let dismiss = result.comparisons[0].metrics[1]
+        #expect(dismiss.metric == .dismiss && dismiss.unavailable == "zero_baseline")
+        #expect(dismiss.variant.rate == 0.003 && dismiss.control.rate == 0)
+        #expect(result.decision == .continue)
+        #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss worse and untestable: zero_baseline)")
+
+        // An untestable guardrail that is no worse (every device rich in both arms, and no
+        // dismissal in the treatment either) does not block.
+        let fine = singleNotificationTallies(definition, control: (10_000, 1_000, 0), treatment: (10_000, 1_300, 0))
+        #expect(ExperimentAnalysis.run(definition: definition, tallies: fine, now: Self.now).decision == .ship(arm: "treatment"))
+    }
+
+    /// An alpha below about 1e-16 passed validation, and the analysis, which carries the level as
+    /// `confidence = 1 - alpha`, got 1 back and a level of 0: `EffectInference.welch`'s
+    /// precondition "alpha must be in (0, 1)" stopped the process (the scheduler inside `engage
+    /// serve`, at every poll). Such a level is refused with the definition; the smallest one
+    /// accepted, over three treatments, analyses.
+    @Test func aLevelTooSmallToAnalyseIsRefusedWithTheDefinition() {
+        var definition = ExperimentDefinition.sample()
+        definition.alpha = 1e-20
+        #expect(definition.problems == [ExperimentProblem(
+            field: "alpha", problem: "must be at least 1e-09 (a smaller level rounds to a confidence of 1)")])
+        definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.25, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.25),
+            ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.25),
+            ExperimentArmDefinition(name: "cached", strategy: .cached, weight: 0.25)])
+        definition.alpha = 1e-9
+        #expect(definition.problems.isEmpty)
+        var tallies = singleNotificationTallies(definition, control: (10_000, 1_000, 500), treatment: (10_000, 1_300, 500))
+        for arm in ["poster", "cached"] {
+            for i in 0..<10_000 {
+                tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
+                    .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1, .opened: i < 1_000 ? 1 : 0]))
+            }
+        }
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.decisionAlpha == 1e-9 / 3)
+        #expect(result.comparisons[0].metrics[0].logRatio?.fixedHorizon.pValue ?? 1 < 1e-9)
     }
 
     @Test func stopsWithoutEffect() {
