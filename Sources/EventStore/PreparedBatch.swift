@@ -63,6 +63,46 @@ public struct PreparedBatch: Sendable {
         self.rowRanges = ranges
     }
 
+    /// A batch of some of this one's rows (each row one item, in the order given), sharing
+    /// their encoded tuples: the halves `EventStore.appendIsolatingRefusedRows` tries.
+    func keepingRows(_ selected: [Int]) -> PreparedBatch {
+        var tuples: [UInt8] = []
+        tuples.reserveCapacity(selected.reduce(0) { $0 + rowRanges[$1].count })
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(selected.count)
+        for row in selected {
+            let start = tuples.count
+            tuples += rows[rowRanges[row]]
+            ranges.append(start..<tuples.count)
+        }
+        return PreparedBatch(rowOfItem: Array(selected.indices), ids: selected.map { ids[$0] }, appIDs: selected.map { appIDs[$0] },
+                             appIDOfItem: selected.map { appIDs[$0] }, idRowOfItem: Array(selected.indices),
+                             rows: tuples, rowRanges: ranges)
+    }
+
+    private init(rowOfItem: [Int?], ids: [EventID], appIDs: [String], appIDOfItem: [String], idRowOfItem: [Int],
+                 rows: [UInt8], rowRanges: [Range<Int>]) {
+        self.rowOfItem = rowOfItem
+        self.ids = ids
+        self.appIDs = appIDs
+        self.appIDOfItem = appIDOfItem
+        self.idRowOfItem = idRowOfItem
+        self.rows = rows
+        self.rowRanges = rowRanges
+    }
+
+    /// Each item's outcome from its row's (`rowOutcome`, that row's outcome as an item of its
+    /// own): an item repeating the id of a row stored now is a duplicate (or, of another app,
+    /// `idOfAnotherApp`), one repeating a refused row's id is refused the same way.
+    func outcomes(ofRows rowOutcome: (Int) -> AppendResult.Outcome) -> AppendResult {
+        AppendResult(outcomes: rowOfItem.indices.map { item in
+            let row = idRowOfItem[item]
+            let outcome = rowOutcome(row)
+            if rowOfItem[item] != nil || outcome != .stored { return outcome }
+            return appIDs[row] == appIDOfItem[item] ? .duplicate : .idOfAnotherApp
+        })
+    }
+
     /// Each item's outcome: stored when its row is (`stored`); otherwise a duplicate, unless the
     /// app holding its id (`holder`; nil when unknown, as for ids stored before migration 018)
     /// is another than the item's.

@@ -1,3 +1,4 @@
+import EngageCore
 import Foundation
 import Postgres
 import Runtime
@@ -20,8 +21,9 @@ import Synchronization
 /// finds the events and waits until they are as durable as configured (`EventStore`).
 ///
 /// A group shares one transaction, but not one fate: when PostgreSQL refuses a row for its data
-/// (`refusesSomeRow`), each request of the group is stored on its own, so only the request
-/// holding that row fails.
+/// (`refusesSomeRow`), each request of the group is stored on its own, and the one holding that
+/// row is stored without it: the row comes back `.refused` (`EventStore.appendIsolatingRefusedRows`),
+/// so a request is never failed whole for one event, which its device would resend forever.
 public struct Committer: Service {
     public let queue: IngestQueue
     public let database: PostgresConfiguration
@@ -89,17 +91,26 @@ public struct Committer: Service {
             // waited behind a stuck commit does not wait a whole timeout more for its own.
             let unit = interrupter.begin(at: group.lazy.map(\.queuedAt).min() ?? time.now)
             let outcome = Result { try EventStore.append(group.map(\.batch), using: connection) }
-            if case .failure(let error) = outcome, group.count > 1, Self.refusesSomeRow(error) {
-                // One request's row failed the transaction, and with it every request that shared
-                // it (resent, they would keep meeting it): each request is stored on its own, in
-                // what is left of the same timeout. Nothing of the group was committed.
+            if case .failure(let error as PostgresError) = outcome, Self.refusesSomeRow(error) {
+                // A row failed the transaction, and with it every request that shared it (resent,
+                // they would keep meeting it): each request is stored on its own, and the one
+                // holding the row without it, in what is left of the same timeout. Nothing of the
+                // group was committed.
                 logger.warning("ingest.commit-split", ["error": "\(error)", "requests": String(group.count)])
-                let results = group.map { entry in Result { try EventStore.append([entry.batch], using: connection)[0] } }
+                let results = group.map { entry in
+                    Result {
+                        try EventStore.appendIsolatingRefusedRows(entry.batch, using: connection,
+                                                                  knownRefused: group.count == 1 ? error : nil)
+                    }
+                }
                 interrupter.end(unit)
                 queue.groupFinished()
                 metrics.commitSeconds.observe(stopwatch.elapsed)
                 for (entry, result) in zip(group, results) {
-                    if case .failure = result { metrics.commitFailures.increment() }
+                    switch result {
+                    case .failure: metrics.commitFailures.increment()
+                    case .success(let appended): logRefusals(appended, of: entry.batch)
+                    }
                     entry.complete(result)
                 }
                 continue
@@ -130,6 +141,15 @@ public struct Committer: Service {
 }
 
 extension Committer {
+    /// Tells the operators which events PostgreSQL refused (their ids and SQLSTATE, never their
+    /// values): validation let them through, so each is a gap in validation to close.
+    private func logRefusals(_ result: AppendResult, of batch: PreparedBatch) {
+        let ids = batch.itemEventIDs
+        for (item, sqlState) in result.refusedItems {
+            logger.warning("ingest.event-refused", ["sql.state": sqlState, "event.id": ids[item].map { "\($0)" } ?? "repeat"])
+        }
+    }
+
     /// PostgreSQL refused the data of some row (SQLSTATE class 22, data exception, or 23,
     /// integrity constraint violation; an id already stored is no such failure, the append
     /// handles it): the fault of one request's events, not of the database or the connection.

@@ -1,0 +1,72 @@
+import EngageAPI
+import Foundation
+import HTTPServer
+import Runtime
+import Testing
+import TestSupport
+
+/// An event validation accepts and PostgreSQL refuses for its data (SQLSTATE class 22 or 23) is
+/// rejected alone, in the 200 answer's `rejected`, and the rest of its request is stored: a
+/// device resends a request that fails whole, oldest first, so one such event would hold back
+/// every event recorded after it until the queue overflowed. The refusal comes from a test-only
+/// CHECK constraint on this server's own database (`RefusingConstraint`).
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct IngestRefusedEventTests {
+    static func refused(id: UUID = UUID()) -> WireEvent {
+        WireEvent(id: id, json: #"{"event_id":"\#(id.uuidString.lowercased())","type":"expanded","notification_id":"apns-9","device_id":"d9","category":"\#(RefusingConstraint.category)","occurred_at":"\#(WireEvent.timestamp(ago: 0))"}"#)
+    }
+
+    static let problem = "not-storable: PostgreSQL refused this event (SQLSTATE 23514); "
+        + "sent again it fails the same way: report it to the server's operators"
+
+    @Test func oneRefusedEventAmongManyIsRejectedAloneAndTheRestStoredOnce() async throws {
+        let server = try TestServer()
+        try RefusingConstraint.add(to: server.database)
+        let key = try await server.key()
+        let valid = WireEvent.valid(7)
+        let bad = Self.refused()
+        // Its repeat in the request (index 5) is refused as it is; an invalid event (index 8) is
+        // rejected by validation as before.
+        let body = "[" + (Array(valid[..<3]) + [bad] + Array(valid[3...4]) + [bad] + Array(valid[5...])).map(\.json)
+            .joined(separator: ",") + #",{"event_id":"x"}]"#
+        let expected = Acceptance(accepted: 7, rejected: [
+            RejectedEvent(3, nil, Self.problem),
+            RejectedEvent(6, nil, Self.problem),
+            RejectedEvent(9, "event_id", "must be a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"),
+        ])
+        try expectAccepted(try await server.post(body, key: key), expected)
+        #expect(try await server.storedCount(ids: valid.ids) == 7)
+        #expect(try await server.storedCount(ids: [bad.id]) == 0)
+
+        // Sent again (its answer lost): the same rejections, the rest duplicates, nothing stored twice.
+        var again = expected
+        again.accepted = 0
+        again.duplicates = 7
+        try expectAccepted(try await server.post(body, key: key), again)
+        #expect(try await server.count("SELECT count(*) FROM events") == 7)
+
+        // Counted with the rejections, under a reason of its own; the operators' log names the
+        // event and the SQLSTATE.
+        let samples = metricSamples(try await server.request("GET", "/metrics").text)
+        #expect(samples["engage_events_accepted_total"] == "7")
+        #expect(samples["engage_events_rejected_total"] == "6")
+        #expect(samples[#"engage_events_rejected_by_field_total{field="not-storable"}"#] == "4")
+        let refusals = server.logSink.lines.filter { $0.contains("ingest.event-refused") }
+        #expect(refusals.count == 2)
+        #expect(refusals.allSatisfy { $0.contains("sql.state=23514") && $0.contains(bad.id.uuidString.lowercased()) })
+        await server.stop()
+    }
+
+    /// A request of refused events alone is answered as one with other rejected events only.
+    @Test func aRequestOfRefusedEventsAloneStoresNothingAndSaysWhy() async throws {
+        let server = try TestServer()
+        try RefusingConstraint.add(to: server.database)
+        let key = try await server.key()
+        let events = [Self.refused(), Self.refused()]
+        try expectAccepted(try await server.post(events.array, key: key), Acceptance(rejected: [
+            RejectedEvent(0, nil, Self.problem), RejectedEvent(1, nil, Self.problem),
+        ]))
+        #expect(try await server.count("SELECT count(*) FROM events") == 0)
+        await server.stop()
+    }
+}
