@@ -108,9 +108,11 @@ public final class EngageClient: Sendable {
 
         public var ending: Ending = .drained
         public var requests = 0
-        /// Stored by this flush.
+        /// Delivered by this flush: stored by its requests, or found already stored when resending
+        /// events an earlier send of this queue got no answer for (that send stored them).
         public var accepted = 0
-        /// Already stored earlier (a retry of a request whose answer was lost).
+        /// Already stored, and not by an unanswered send of this queue: an event recorded again
+        /// under an id the server already had (a name-based id, recorded twice).
         public var duplicates = 0
         /// Dropped by this flush: rejected, refused or unreadable.
         public var dropped = 0
@@ -310,8 +312,13 @@ public final class EngageClient: Sendable {
             case let .stored(answer):
                 queue.complete(claims)
                 queue.setRetryState(nil)
-                report.accepted += answer.accepted
-                report.duplicates += answer.duplicates
+                // Duplicates of events this queue sent before without an answer are those sends
+                // arriving: delivered. The answer gives counts, not which events were duplicates:
+                // up to the number of unanswered ones among them; an event recorded again under an
+                // id the server already had (a name-based id) was never unanswered.
+                let arrivedEarlier = min(answer.duplicates, queue.takeUnanswered(events.map(\.id)))
+                report.accepted += answer.accepted + arrivedEarlier
+                report.duplicates += answer.duplicates - arrivedEarlier
                 report.dropped += answer.rejected.count
                 var counts = DropCounts()
                 counts.rejected = answer.rejected.count
@@ -321,10 +328,12 @@ public final class EngageClient: Sendable {
                     onDrop(DroppedEvents(reason: .rejected(field: rejection.field, problem: rejection.problem), eventIDs: [id]))
                 }
             case let .retryAfter(seconds):
+                queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
                 let delay = configuration.retry.afterRetryAfter(seconds)
                 queue.recordFailure(endpoint: endpoint, now: now()) { _ in delay }
             case .transient:
+                queue.markUnanswered(events.map(\.id))
                 retryLater(claims, endpoint: endpoint)
             case let .tooLarge(problemType):
                 // Whoever set the limit (engage, or a proxy on the way), fewer events may pass.
@@ -356,6 +365,7 @@ public final class EngageClient: Sendable {
             case let .refused(status, problemType):
                 drop(claims, events: events, status: status, problemType: problemType, into: &report)
             case .interrupted:
+                queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
             }
         }
@@ -371,6 +381,7 @@ public final class EngageClient: Sendable {
     private func drop(_ claims: [DiskQueue.Claim], events: [DiskQueue.QueuedEvent], status: Int, problemType: String?,
                       into report: inout FlushReport) {
         queue.complete(claims)
+        _ = queue.takeUnanswered(events.map(\.id))
         report.dropped += events.count
         var counts = DropCounts()
         counts.refused = events.count
