@@ -424,7 +424,8 @@ struct DiskQueue: Sendable {
             guard age >= options.lease || age < -options.lease else { continue }
             // Its sender may have sent it before it died: the resend's duplicates are delivered.
             let path = claimed.appendingPathComponent(name).path
-            let ids = if case let .content(data) = QueueFiles.readFile(path) { Self.parse(data).events.map(\.id) } else { [String]() }
+            var ids: [String] = []
+            if case let .content(data) = QueueFiles.readFile(path) { ids = Self.parse(data).events.map(\.id) }
             if putBack(path, stem: String(parts[0])) {
                 reclaimed += 1
                 markUnanswered(ids)

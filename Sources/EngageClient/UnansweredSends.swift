@@ -19,7 +19,10 @@ extension DiskQueue {
         _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in
             var known = unansweredIDs()
             let present = Set(known)
-            known += ids.filter { !present.contains($0) }
+            let new = ids.filter { !present.contains($0) }
+            // A long outage resends the same oldest segment again and again: nothing to write.
+            guard !new.isEmpty else { return }
+            known += new
             try QueueFiles.replace(unansweredPath, with: Self.lines(known.suffix(Self.mostUnansweredIDs)),
                                    protection: options.protection)
         }
