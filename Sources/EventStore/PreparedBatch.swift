@@ -63,8 +63,8 @@ public struct PreparedBatch: Sendable {
         self.rowRanges = ranges
     }
 
-    /// A batch of some of this one's rows (each row one item, in the order given), sharing
-    /// their encoded tuples: the halves `EventStore.appendIsolatingRefusedRows` tries.
+    /// A batch of some of this one's rows (each row one item, in the order given), with a copy
+    /// of their encoded tuples (nothing is encoded again): the halves `EventStore.appendIsolatingRefusedRows` tries.
     func keepingRows(_ selected: [Int]) -> PreparedBatch {
         var tuples: [UInt8] = []
         tuples.reserveCapacity(selected.reduce(0) { $0 + rowRanges[$1].count })

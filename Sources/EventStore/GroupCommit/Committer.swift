@@ -146,7 +146,8 @@ extension Committer {
     private func logRefusals(_ result: AppendResult, of batch: PreparedBatch) {
         let ids = batch.itemEventIDs
         for (item, sqlState) in result.refusedItems {
-            logger.warning("ingest.event-refused", ["sql.state": sqlState, "event.id": ids[item].map { "\($0)" } ?? "repeat"])
+            logger.warning("ingest.event-refused", ["sql.state": sqlState, "app.id": batch.appIDOfItem[item],
+                                                    "event.id": ids[item].map { "\($0)" } ?? "repeat"])
         }
     }
 
