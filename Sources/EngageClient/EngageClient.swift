@@ -313,10 +313,11 @@ public final class EngageClient: Sendable {
                 queue.complete(claims)
                 queue.setRetryState(nil)
                 // Duplicates of events this queue sent before without an answer are those sends
-                // arriving: delivered. The answer gives counts, not which events were duplicates:
-                // up to the number of unanswered ones among them; an event recorded again under an
-                // id the server already had (a name-based id) was never unanswered.
-                let arrivedEarlier = min(answer.duplicates, queue.takeUnanswered(events.map(\.id)))
+                // arriving: delivered. The answer gives counts, not which events were duplicates,
+                // so only as many as must be among the unanswered ones (`ResentDuplicates`).
+                let arrivedEarlier = ResentDuplicates.arrivedEarlier(
+                    duplicates: answer.duplicates, eventIDs: events.map(\.id),
+                    unanswered: queue.takeUnansweredIDs(events.map(\.id)), rejected: Set(answer.rejected.map(\.index)))
                 report.accepted += answer.accepted + arrivedEarlier
                 report.duplicates += answer.duplicates - arrivedEarlier
                 report.dropped += answer.rejected.count

@@ -31,21 +31,26 @@ extension DiskQueue {
     /// How many of `ids` were sent before without an answer; they are forgotten, as the answer
     /// now in hand (or the drop) is their last.
     func takeUnanswered(_ ids: [String]) -> Int {
+        takeUnansweredIDs(ids).count
+    }
+
+    /// Those of `ids` that were sent before without an answer, forgotten as `takeUnanswered`.
+    func takeUnansweredIDs(_ ids: [String]) -> Set<String> {
         // The common case, nothing ever unanswered, costs one failed access(2).
-        guard !ids.isEmpty, access(unansweredPath, F_OK) == 0 else { return 0 }
-        let taken = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ -> Int in
+        guard !ids.isEmpty, access(unansweredPath, F_OK) == 0 else { return [] }
+        let taken = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ -> Set<String> in
             let known = unansweredIDs()
             let wanted = Set(ids)
             let kept = known.filter { !wanted.contains($0) }
-            guard kept.count < known.count else { return 0 }
+            guard kept.count < known.count else { return [] }
             if kept.isEmpty {
                 unlink(unansweredPath)
             } else {
                 try QueueFiles.replace(unansweredPath, with: Self.lines(kept), protection: options.protection)
             }
-            return known.count - kept.count
+            return Set(known.filter { wanted.contains($0) })
         }
-        return taken ?? 0
+        return taken ?? []
     }
 
     /// Called with the lock held.

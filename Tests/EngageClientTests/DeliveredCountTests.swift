@@ -64,6 +64,40 @@ struct DeliveredCountTests {
         await server.stop()
     }
 
+    /// A resend that also carries an event this queue never sent, which the server had from
+    /// elsewhere (a name-based id another process recorded and sent first): the answer's counts
+    /// do not say which events were the duplicates, so the one duplicate must not be taken for
+    /// the unanswered event's arrival. Here the unanswered event was never stored (the gateway
+    /// swallowed it): the server stores it now, and the duplicate is the other process's.
+    @Test func aDuplicateFromElsewhereBesideAnUnansweredEventStaysADuplicate() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        let gateway = try FaultInjector(reply: .respond(status: 502, headers: [("Content-Type", "text/html")], body: "Bad Gateway"))
+        defer { gateway.stop() }
+        let elsewhere = Container(), here = Container()
+        defer {
+            elsewhere.remove()
+            here.remove()
+        }
+        let other = try makeClient(elsewhere, port: server.port, key: key)
+        try other.recordExpanded(notificationID: "n1", category: "new_photo")
+        #expect(await other.flush(budget: .seconds(5)).accepted == 1)
+
+        let throughGateway = try makeClient(here, port: gateway.port, key: key) { $0.gzip = false }
+        let unanswered = try throughGateway.recordExpanded(notificationID: "n2", category: "new_photo")
+        let lost = await throughGateway.flush(budget: .seconds(2))
+        #expect(lost.requests >= 1 && lost.accepted == 0, "\(lost)")
+        #expect(try await Self.stored(server, [unanswered]) == 0)
+
+        // Recorded after the lost send, so never sent by this queue; its id is the other's.
+        let direct = try makeClient(here, port: server.port, key: key)
+        try direct.recordExpanded(notificationID: "n1", category: "new_photo")
+        let resent = await direct.flush(budget: .seconds(5))
+        #expect(resent == .init(ending: .drained, requests: 1, accepted: 1, duplicates: 1, dropped: 0))
+        #expect(try await Self.stored(server, [unanswered]) == 1)
+        await server.stop()
+    }
+
     static func stored(_ server: TestServer, _ ids: [UUID]) async throws -> Int {
         try await server.count("SELECT count(*) FROM events WHERE event_id = ANY(\(ids))")
     }
