@@ -106,12 +106,24 @@ public struct Committer: Service {
                 interrupter.end(unit)
                 queue.groupFinished()
                 metrics.commitSeconds.observe(stopwatch.elapsed)
+                var failure: (any Error)?
+                var failed = 0
                 for (entry, result) in zip(group, results) {
                     switch result {
-                    case .failure: metrics.commitFailures.increment()
+                    case .failure(let error):
+                        metrics.commitFailures.increment()
+                        failure = failure ?? error
+                        failed += 1
                     case .success(let appended): logRefusals(appended, of: entry.batch)
                     }
                     entry.complete(result)
+                }
+                // A half's commit fails as a group's does (a timeout, an unconfirmed commit, the
+                // database gone): told and counted the same way, and while draining, what is still
+                // queued is refused rather than tried in turn.
+                if let failure {
+                    reportFailure(failure, requests: failed)
+                    queue.refuseQueued()
                 }
                 continue
             }
@@ -124,15 +136,7 @@ public struct Committer: Service {
                 for (entry, result) in zip(group, results) { entry.complete(.success(result)) }
             case .failure(let error):
                 metrics.commitFailures.increment()
-                if let error = error as? PostgresError, error.kind == .interrupted, !queue.isClosed {
-                    metrics.commitTimeouts.increment()
-                    logger.warning("ingest.commit-timeout", ["timeout.s": "\(commitTimeout.components.seconds)", "requests": String(group.count)])
-                } else if let error = error as? PostgresError, error.kind == .unconfirmedCommit {
-                    metrics.commitsUnconfirmed.increment()
-                    logger.warning("ingest.commit-unconfirmed", ["error": "\(error)", "requests": String(group.count)])
-                } else {
-                    logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
-                }
+                reportFailure(error, requests: group.count)
                 for entry in group { entry.complete(.failure(error)) }
                 queue.refuseQueued()
             }
@@ -141,6 +145,20 @@ public struct Committer: Service {
 }
 
 extension Committer {
+    /// Counts and logs why a commit of `requests` requests failed: interrupted after the commit
+    /// timeout, not confirmed by the synchronous standbys, or otherwise.
+    private func reportFailure(_ error: any Error, requests: Int) {
+        if let error = error as? PostgresError, error.kind == .interrupted, !queue.isClosed {
+            metrics.commitTimeouts.increment()
+            logger.warning("ingest.commit-timeout", ["timeout.s": "\(commitTimeout.components.seconds)", "requests": String(requests)])
+        } else if let error = error as? PostgresError, error.kind == .unconfirmedCommit {
+            metrics.commitsUnconfirmed.increment()
+            logger.warning("ingest.commit-unconfirmed", ["error": "\(error)", "requests": String(requests)])
+        } else {
+            logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(requests)])
+        }
+    }
+
     /// Tells the operators which events PostgreSQL refused (their ids and SQLSTATE, never their
     /// values): validation let them through, so each is a gap in validation to close.
     private func logRefusals(_ result: AppendResult, of batch: PreparedBatch) {
