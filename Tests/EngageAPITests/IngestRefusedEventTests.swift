@@ -59,6 +59,31 @@ struct IngestRefusedEventTests {
         await server.stop()
     }
 
+    /// Every way an event can fail to be stored at once, each repeated in the request: refused
+    /// by PostgreSQL, its id another app's, invalid; beside a valid event and its repeat. Each
+    /// event sent is counted once: accepted + duplicates + rejected = events sent, the first time
+    /// and on the resend.
+    @Test func refusedRowsAnotherAppsIDsAndRepeatsAddUpToTheEventsSent() async throws {
+        let server = try TestServer()
+        try RefusingConstraint.add(to: server.database)
+        let taken = WireEvent.displayed()
+        try expectAccepted(try await server.post([taken].array, key: try await server.key(app: "theirs")), Acceptance(accepted: 1))
+        let key = try await server.key()
+        let bad = Self.refused(), good = WireEvent.expanded()
+        let theirs = WireEvent.displayed(id: taken.id)
+        let body = "[" + [bad, theirs, good, bad, theirs, good].map(\.json).joined(separator: ",") + #",{"event_id":"x"}]"#
+        let otherApp = "is already the id of another app's event; give this event an id of its own"
+        let rejected = [
+            RejectedEvent(0, nil, Self.problem), RejectedEvent(1, "event_id", otherApp),
+            RejectedEvent(3, nil, Self.problem), RejectedEvent(4, "event_id", otherApp),
+            RejectedEvent(6, "event_id", "must be a UUID such as 0f8fad5b-d9cb-469f-a165-70867728950e"),
+        ]
+        try expectAccepted(try await server.post(body, key: key), Acceptance(accepted: 1, duplicates: 1, rejected: rejected))
+        try expectAccepted(try await server.post(body, key: key), Acceptance(duplicates: 2, rejected: rejected))
+        #expect(try await server.count("SELECT count(*) FROM events") == 2)
+        await server.stop()
+    }
+
     /// A request of refused events alone is answered as one with other rejected events only.
     @Test func aRequestOfRefusedEventsAloneStoresNothingAndSaysWhy() async throws {
         let server = try TestServer()
