@@ -109,10 +109,12 @@ public final class EngageClient: Sendable {
         public var ending: Ending = .drained
         public var requests = 0
         /// Delivered by this flush: stored by its requests, or found already stored when resending
-        /// events an earlier send of this queue got no answer for (that send stored them).
+        /// events an earlier send of this queue got no answer for (that send stored them), as far
+        /// as the answer's counts prove it (`ResentDuplicates`): never an event stored from elsewhere.
         public var accepted = 0
-        /// Already stored, and not by an unanswered send of this queue: an event recorded again
-        /// under an id the server already had (a name-based id, recorded twice).
+        /// Already stored: an event recorded again under an id the server already had (a
+        /// name-based id, recorded twice), or, rarely, this queue's own unanswered send in a request
+        /// also carrying events never sent before, whose counts cannot tell the two apart.
         public var duplicates = 0
         /// Dropped by this flush: rejected, refused or unreadable.
         public var dropped = 0
