@@ -63,9 +63,14 @@ public struct PreparedBatch: Sendable {
         self.rowRanges = ranges
     }
 
-    /// A batch of some of this one's rows (each row one item, in the order given), with a copy
-    /// of their encoded tuples (nothing is encoded again): the halves `EventStore.appendIsolatingRefusedRows` tries.
-    func keepingRows(_ selected: [Int]) -> PreparedBatch {
+    /// A batch of some of this one's rows (in the order given) and of every item carrying their
+    /// ids, repeats included (so that `append` answers each item as it would in this batch: a
+    /// repeat's fate depends on which app holds the id), with a copy of their encoded tuples
+    /// (nothing is encoded again): the parts `EventStore.appendIsolatingRefusedRows` tries.
+    /// Also returns, for each item of the part, its index in this batch.
+    func keepingRows(_ selected: [Int]) -> (part: PreparedBatch, items: [Int]) {
+        var partRow = [Int?](repeating: nil, count: rowCount)
+        for (position, row) in selected.enumerated() { partRow[row] = position }
         var tuples: [UInt8] = []
         tuples.reserveCapacity(selected.reduce(0) { $0 + rowRanges[$1].count })
         var ranges: [Range<Int>] = []
@@ -75,9 +80,17 @@ public struct PreparedBatch: Sendable {
             tuples += rows[rowRanges[row]]
             ranges.append(start..<tuples.count)
         }
-        return PreparedBatch(rowOfItem: Array(selected.indices), ids: selected.map { ids[$0] }, appIDs: selected.map { appIDs[$0] },
-                             appIDOfItem: selected.map { appIDs[$0] }, idRowOfItem: Array(selected.indices),
-                             rows: tuples, rowRanges: ranges)
+        var items: [Int] = [], rowOfPartItem: [Int?] = [], idRowOfPartItem: [Int] = []
+        for item in rowOfItem.indices {
+            guard let row = partRow[idRowOfItem[item]] else { continue }
+            items.append(item)
+            rowOfPartItem.append(rowOfItem[item] == nil ? nil : row)
+            idRowOfPartItem.append(row)
+        }
+        let part = PreparedBatch(rowOfItem: rowOfPartItem, ids: selected.map { ids[$0] }, appIDs: selected.map { appIDs[$0] },
+                                 appIDOfItem: items.map { appIDOfItem[$0] }, idRowOfItem: idRowOfPartItem,
+                                 rows: tuples, rowRanges: ranges)
+        return (part, items)
     }
 
     private init(rowOfItem: [Int?], ids: [EventID], appIDs: [String], appIDOfItem: [String], idRowOfItem: [Int],
@@ -91,16 +104,9 @@ public struct PreparedBatch: Sendable {
         self.rowRanges = rowRanges
     }
 
-    /// Each item's outcome from its row's (`rowOutcome`, that row's outcome as an item of its
-    /// own): an item repeating the id of a row stored now is a duplicate (or, of another app,
-    /// `idOfAnotherApp`), one repeating a refused row's id is refused the same way.
-    func outcomes(ofRows rowOutcome: (Int) -> AppendResult.Outcome) -> AppendResult {
-        AppendResult(outcomes: rowOfItem.indices.map { item in
-            let row = idRowOfItem[item]
-            let outcome = rowOutcome(row)
-            if rowOfItem[item] != nil || outcome != .stored { return outcome }
-            return appIDs[row] == appIDOfItem[item] ? .duplicate : .idOfAnotherApp
-        })
+    /// The items carrying the id of `row` (its own, and any repeating it).
+    func items(ofRow row: Int) -> [Int] {
+        idRowOfItem.indices.filter { idRowOfItem[$0] == row }
     }
 
     /// Each item's outcome: stored when its row is (`stored`); otherwise a duplicate, unless the

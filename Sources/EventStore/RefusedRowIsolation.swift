@@ -16,9 +16,9 @@ extension EventStore {
     ///   start with its halves rather than try it whole again.
     public static func appendIsolatingRefusedRows(_ batch: PreparedBatch, using connection: ReusableConnection,
                                                   knownRefused: PostgresError? = nil) throws -> AppendResult {
-        var outcomes = [AppendResult.Outcome?](repeating: nil, count: batch.rowCount)
+        var outcomes = [AppendResult.Outcome?](repeating: nil, count: batch.itemCount)
         try appendRows(Array(0..<batch.rowCount), of: batch, knownRefused: knownRefused, using: connection, into: &outcomes)
-        return batch.outcomes(ofRows: { outcomes[$0] ?? .refused(sqlState: "") })
+        return AppendResult(outcomes: outcomes.map { $0 ?? .refused(sqlState: "") })
     }
 
     private static func appendRows(_ rows: [Int], of batch: PreparedBatch, knownRefused: PostgresError?,
@@ -27,15 +27,18 @@ extension EventStore {
         var refusal = knownRefused
         if refusal == nil {
             do {
-                let result = try append([batch.keepingRows(rows)], using: connection)[0]
-                for (item, row) in rows.enumerated() { outcomes[row] = result.outcomes[item] }
+                // Each item with its row, repeats included: `append` answers it as in the batch.
+                let (part, items) = batch.keepingRows(rows)
+                let result = try append([part], using: connection)[0]
+                for (partItem, item) in items.enumerated() { outcomes[item] = result.outcomes[partItem] }
                 return
             } catch let error as PostgresError where Committer.refusesSomeRow(error) {
                 refusal = error
             }
         }
         guard rows.count > 1 else {
-            outcomes[rows[0]] = .refused(sqlState: refusal?.sqlState ?? "")
+            // The row, and every item repeating its id, refused the same way.
+            for item in batch.items(ofRow: rows[0]) { outcomes[item] = .refused(sqlState: refusal?.sqlState ?? "") }
             return
         }
         let middle = rows.count / 2

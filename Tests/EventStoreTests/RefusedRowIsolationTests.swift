@@ -31,4 +31,28 @@ struct RefusedRowIsolationTests {
         #expect(again.outcomes == result.outcomes.map { $0 == .stored ? .duplicate : $0 })
         #expect(try CommitterTests.storedEvents(database) == 7)
     }
+
+    /// An item repeating another item's id in the batch, of another app, is answered as
+    /// `append` answers it (a duplicate when the id's holder is its own app, else
+    /// `idOfAnotherApp`), also when the batch is isolated around a refused row: its fate
+    /// depends on which app holds the id, not on its first item's outcome.
+    @Test func aRepeatOfAnotherAppIsAnsweredAsAppendAnswersIt() throws {
+        let database = try TestPostgres.freshDatabase()
+        try RefusingConstraint.add(to: database)
+        let heldByOne = EventFactory.event(notification: "held-1"), heldByThree = EventFactory.event(notification: "held-3")
+        let connection = ReusableConnection(configuration: database)
+        defer { connection.close() }
+        _ = try EventStore.append([PreparedBatch([AppendItem(appID: "app-1", event: heldByOne),
+                                                  AppendItem(appID: "app-3", event: heldByThree)])], using: connection)
+        var refused = EventFactory.event(notification: "refused")
+        refused.category = RefusingConstraint.category
+        let items = [AppendItem(appID: "app-1", event: heldByOne), AppendItem(appID: "app-2", event: heldByOne),
+                     AppendItem(appID: "app-1", event: heldByThree), AppendItem(appID: "app-3", event: heldByThree),
+                     AppendItem(appID: "app-1", event: refused)]
+        let result = try EventStore.appendIsolatingRefusedRows(PreparedBatch(items), using: connection)
+        #expect(result.outcomes == [.duplicate, .idOfAnotherApp, .idOfAnotherApp, .duplicate, .refused(sqlState: RefusingConstraint.sqlState)])
+        // What append answers for the same items without the refused one.
+        let plain = try EventStore.append([PreparedBatch(Array(items.prefix(4)))], using: connection)[0]
+        #expect(plain.outcomes == Array(result.outcomes.prefix(4)))
+    }
 }
