@@ -46,6 +46,16 @@ enum APIProblems {
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
+    /// A constraint of the database refused an event of the request (SQLSTATE class 23,
+    /// `Committer.refusesForItsValues` says why it is not rejected alone): the database answered,
+    /// so this is no outage, and the schema is the operators' to mend. 500 without Retry-After: a
+    /// client resends with its backoff, and loses nothing meanwhile.
+    static func eventNotStorable(sqlState: String) -> HTTPProblem {
+        HTTPProblem(status: 500, slug: "event-not-storable", title: "A constraint of the database refused an event of this request",
+                    detail: "nothing from this request was stored (SQLSTATE \(sqlState)); engage's own schema has no constraint a valid "
+                        + "event breaks, so the server's operators must mend the database's; resend later, unchanged")
+    }
+
     /// A commit the synchronous standbys were not seen to have (`PostgresError.Kind.unconfirmedCommit`):
     /// stored on the primary, not acknowledged; the resend with the same ids is reported once
     /// they have it.

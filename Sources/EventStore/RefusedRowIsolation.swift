@@ -1,9 +1,10 @@
 import Postgres
 
 extension EventStore {
-    /// Appends a batch of which PostgreSQL may refuse some rows for their data (SQLSTATE class
-    /// 22 or 23, `Committer.refusesSomeRow`), storing every other row: the refused ones come
-    /// back as `.refused` with their SQLSTATE, the rest as `append` reports them.
+    /// Appends a batch of which PostgreSQL may refuse some rows for their values (SQLSTATE class
+    /// 22, `Committer.refusesForItsValues`), storing every other row: the refused ones come back
+    /// as `.refused` with their SQLSTATE, the rest as `append` reports them. Any other failure,
+    /// a constraint's refusal (class 23) included, fails the append.
     ///
     /// A refused batch is halved, and each half appended on its own (in its own transaction),
     /// down to single rows: a refusal is deterministic (the same bytes fail the same way), so the
@@ -32,7 +33,7 @@ extension EventStore {
                 let result = try append([part], using: connection)[0]
                 for (partItem, item) in items.enumerated() { outcomes[item] = result.outcomes[partItem] }
                 return
-            } catch let error as PostgresError where Committer.refusesSomeRow(error) {
+            } catch let error as PostgresError where Committer.refusesForItsValues(error) {
                 refusal = error
             }
         }

@@ -5,18 +5,19 @@ import Runtime
 import Testing
 import TestSupport
 
-/// An event validation accepts and PostgreSQL refuses for its data (SQLSTATE class 22 or 23) is
+/// An event validation accepts and PostgreSQL refuses for its values (SQLSTATE class 22) is
 /// rejected alone, in the 200 answer's `rejected`, and the rest of its request is stored: a
 /// device resends a request that fails whole, oldest first, so one such event would hold back
 /// every event recorded after it until the queue overflowed. The refusal comes from a test-only
-/// CHECK constraint on this server's own database (`RefusingConstraint`).
+/// trigger on this server's own database (`RefusingConstraint`). A constraint's refusal (class
+/// 23) is the schema's, not the event's: that request fails whole and is kept by its device.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct IngestRefusedEventTests {
     static func refused(id: UUID = UUID()) -> WireEvent {
         WireEvent(id: id, json: #"{"event_id":"\#(id.uuidString.lowercased())","type":"expanded","notification_id":"apns-9","device_id":"d9","category":"\#(RefusingConstraint.category)","occurred_at":"\#(WireEvent.timestamp(ago: 0))"}"#)
     }
 
-    static let problem = "not-storable: PostgreSQL refused this event (SQLSTATE 23514); "
+    static let problem = "not-storable: PostgreSQL refused this event (SQLSTATE 22003); "
         + "sent again it fails the same way: report it to the server's operators"
 
     @Test func oneRefusedEventAmongManyIsRejectedAloneAndTheRestStoredOnce() async throws {
@@ -53,7 +54,7 @@ struct IngestRefusedEventTests {
         #expect(samples[#"engage_events_rejected_by_field_total{field="not-storable"}"#] == "4")
         let refusals = server.logSink.lines.filter { $0.contains("ingest.event-refused") }
         #expect(refusals.count == 2)
-        #expect(refusals.allSatisfy { $0.contains("sql.state=23514") && $0.contains(bad.id.uuidString.lowercased()) })
+        #expect(refusals.allSatisfy { $0.contains("sql.state=22003") && $0.contains(bad.id.uuidString.lowercased()) })
         // Never the value PostgreSQL refused (its messages may quote it).
         #expect(!server.logSink.lines.contains { $0.contains(RefusingConstraint.category) })
         await server.stop()
@@ -94,6 +95,27 @@ struct IngestRefusedEventTests {
             RejectedEvent(0, nil, Self.problem), RejectedEvent(1, nil, Self.problem),
         ]))
         #expect(try await server.count("SELECT count(*) FROM events") == 0)
+        await server.stop()
+    }
+
+    /// A CHECK constraint (class 23) refuses the event: a rule of the schema, which its operators
+    /// can mend, not the event's values; rejecting would make the device drop every event it
+    /// refuses meanwhile. The request fails whole with a 500 naming the SQLSTATE (no Retry-After:
+    /// the client resends with its backoff), nothing of it is stored, and it is kept.
+    @Test func aConstraintsRefusalFailsTheRequestWholeForItsDeviceToKeep() async throws {
+        let server = try TestServer()
+        try RefusingConstraint.addCheck(to: server.database)
+        let key = try await server.key()
+        let valid = WireEvent.valid(3)
+        let body = "[" + (valid + [Self.refused()]).map(\.json).joined(separator: ",") + "]"
+        let answer = try await server.post(body, key: key)
+        try expectProblem(answer, Problem(
+            "event-not-storable", status: 500, title: "A constraint of the database refused an event of this request",
+            detail: "nothing from this request was stored (SQLSTATE 23514); engage's own schema has no constraint a valid "
+                + "event breaks, so the server's operators must mend the database's; resend later, unchanged"))
+        #expect(try await server.count("SELECT count(*) FROM events") == 0)
+        let samples = metricSamples(try await server.request("GET", "/metrics").text)
+        #expect(samples[#"engage_events_rejected_by_field_total{field="not-storable"}"#] == nil)
         await server.stop()
     }
 }

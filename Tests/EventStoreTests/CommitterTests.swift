@@ -107,6 +107,39 @@ struct CommitterTests {
         try await running.value
     }
 
+    /// Two requests in one commit, one holding an event a CHECK constraint refuses (class 23, a
+    /// rule of the schema, `RefusingConstraint.addCheck`): the innocent request is stored whole,
+    /// and the other fails whole with the constraint's error, for its device to keep and resend
+    /// once the operators mend the schema (rejected alone, it would be dropped).
+    @Test func aConstraintsRefusalFailsItsRequestWholeAndTheRestOfTheGroupIsStored() async throws {
+        let database = try TestPostgres.freshDatabase()
+        try RefusingConstraint.addCheck(to: database)
+        let queue = IngestQueue()
+        var items = (0..<5).map { AppendItem(appID: "app-1", event: EventFactory.event(notification: "n-constrained-\($0)")) }
+        items[2].event.category = RefusingConstraint.category
+        let innocent = Results(), guilty = Results()
+        queue.submit(IngestQueueTests.batch(3)) { innocent.append($0) }
+        queue.submit(PreparedBatch(items)) { guilty.append($0) }
+        let running = Task { try await Self.committer(queue, database: database).run() }
+        try await pollUntil { innocent.all.count == 1 && guilty.all.count == 1 }
+
+        #expect(innocent.all.map { try? $0.get().storedCount } == [3])
+        let failure = try #require(guilty.all.first.flatMap { result -> PostgresError? in
+            if case .failure(let error) = result { return error as? PostgresError } else { return nil }
+        })
+        #expect(failure.sqlState == RefusingConstraint.checkSQLState)
+        #expect(try Self.storedEvents(database) == 3)
+
+        // Alone in its group, the same: failed whole, nothing of it stored.
+        let alone = Results()
+        queue.submit(PreparedBatch(items)) { alone.append($0) }
+        try await pollUntil { alone.all.count == 1 }
+        #expect((try? alone.all[0].get()) == nil)
+        #expect(try Self.storedEvents(database) == 3)
+        running.cancel()
+        try await running.value
+    }
+
     @Test func anUnreachableDatabaseFailsTheGroupWithAConnectionProblem() async throws {
         let unreachable = PostgresConfiguration(connectionString: "host=127.0.0.1 port=1 user=engage dbname=engage",
                                                 connectTimeoutSeconds: 2)

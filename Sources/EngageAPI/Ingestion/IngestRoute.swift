@@ -147,8 +147,8 @@ public struct IngestRoute: Sendable {
         let taken = (ofAnotherApp.map { pending.indices[$0] } + repeatsTaken.map(\.index)).map { index in
             Rejection(index: index, field: "event_id", problem: Self.idOfAnotherAppProblem)
         }
-        // Valid, but PostgreSQL refused its row (the rest of the request is stored): rejected
-        // for good, as sent again it fails the same way; so is a repeat of it in the request.
+        // Valid, but PostgreSQL refused its row's values (the rest of the request is stored):
+        // rejected for good, as sent again it fails the same way; so is a repeat of it.
         let refused = result.refusedItems
         var refusals = refused.map { Rejection(index: pending.indices[$0.item], field: nil, problem: Self.notStorableProblem($0.sqlState)) }
         if !refused.isEmpty {
@@ -184,6 +184,8 @@ public struct IngestRoute: Sendable {
         case let error as PostgresError where error.kind == .unconfirmedCommit:
             APIProblems.response(APIProblems.unconfirmedCommit(
                 roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
+        case let error as PostgresError where Committer.refusesSomeRow(error):
+            APIProblems.response(APIProblems.eventNotStorable(sqlState: error.sqlState ?? ""))
         default: APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
     }

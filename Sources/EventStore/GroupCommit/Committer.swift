@@ -99,8 +99,11 @@ public struct Committer: Service {
                 logger.warning("ingest.commit-split", ["error": "\(error)", "requests": String(group.count)])
                 let results = group.map { entry in
                     Result {
-                        try EventStore.appendIsolatingRefusedRows(entry.batch, using: connection,
-                                                                  knownRefused: group.count == 1 ? error : nil)
+                        // A lone request refused by a constraint is failed as it is: resent alone
+                        // it would meet the same constraint.
+                        if group.count == 1, !Self.refusesForItsValues(error) { throw error }
+                        return try EventStore.appendIsolatingRefusedRows(entry.batch, using: connection,
+                                                                         knownRefused: group.count == 1 ? error : nil)
                     }
                 }
                 interrupter.end(unit)
@@ -169,12 +172,26 @@ extension Committer {
         }
     }
 
-    /// PostgreSQL refused the data of some row (SQLSTATE class 22, data exception, or 23,
-    /// integrity constraint violation; an id already stored is no such failure, the append
-    /// handles it): the fault of one request's events, not of the database or the connection.
+    /// PostgreSQL refused some row (SQLSTATE class 22, data exception, or 23, integrity
+    /// constraint violation; an id already stored is no such failure, the append handles it): the
+    /// fault of one request's events, or of a rule of the schema, not of the database's
+    /// availability or the connection; the requests sharing the group are stored without it.
     public static func refusesSomeRow(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
         return state.hasPrefix("22") || state.hasPrefix("23")
+    }
+
+    /// PostgreSQL refused a row for its values alone (class 22, data exception: a number out of
+    /// range, a character the encoding lacks): the event fails the same way on every server and
+    /// every resend, so it is rejected alone (`EventStore.appendIsolatingRefusedRows`) and its
+    /// device drops it. A constraint's refusal (class 23) is not: engage's own schema has none a
+    /// valid event can break, so it comes from the schema (an operator's constraint or trigger,
+    /// another version's migration during an upgrade), which its operators can mend; dropping
+    /// the events it refuses would lose every one of them meanwhile, so the request fails and
+    /// its device keeps it.
+    public static func refusesForItsValues(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
+        return state.hasPrefix("22")
     }
 }
 

@@ -270,6 +270,22 @@ struct IngestRouteTests {
         }
     }
 
+    /// A constraint of the database refusing an event of the request (class 23; the committer
+    /// has already stored the rest of its group without it) is no outage: the database answered.
+    /// Saying "the event log is unreachable, retry" would send operators to a healthy database.
+    @Test(arguments: [true, false])
+    func aConstraintsRefusalIsAServerErrorNamingItsSQLState(cached: Bool) async throws {
+        try await Self.withServer(cached: cached) { server in
+            let key = server.keys.issue(app: "app-1")
+            server.events.setFailure(PostgresError(kind: .server, sqlState: "23514", message: "new row violates check constraint"))
+            try expectProblem(try await server.post(WireEvent.valid(2).array, key: key), Problem(
+                "event-not-storable", status: 500, title: "A constraint of the database refused an event of this request",
+                detail: "nothing from this request was stored (SQLSTATE 23514); engage's own schema has no constraint a valid "
+                    + "event breaks, so the server's operators must mend the database's; resend later, unchanged"))
+            #expect(server.events.storedIDs.isEmpty)
+        }
+    }
+
     @Test func unreachableKeysAre503NotAWrongKey() async throws {
         try await Self.withServer(cached: false) { server in
             let key = server.keys.issue(app: "app-1")
