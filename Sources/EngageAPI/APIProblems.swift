@@ -46,13 +46,14 @@ enum APIProblems {
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
-    /// PostgreSQL refused an event of the request for its data (`Committer.refusesSomeRow`): the
-    /// database answered, so this is no outage, and validation should have caught the event. 500
-    /// without Retry-After: a client resends with its backoff, and loses nothing.
+    /// A constraint of the database refused an event of the request (SQLSTATE class 23,
+    /// `Committer.refusesForItsValues` says why it is not rejected alone): the database answered,
+    /// so this is no outage, and the schema is the operators' to mend. 500 without Retry-After: a
+    /// client resends with its backoff, and loses nothing meanwhile.
     static func eventNotStorable(sqlState: String) -> HTTPProblem {
-        HTTPProblem(status: 500, slug: "event-not-storable", title: "PostgreSQL refused an event of this request",
-                    detail: "nothing from this request was stored (SQLSTATE \(sqlState)); sent again unchanged it fails the same way: "
-                        + "report it, with the request, to the server's operators")
+        HTTPProblem(status: 500, slug: "event-not-storable", title: "A constraint of the database refused an event of this request",
+                    detail: "nothing from this request was stored (SQLSTATE \(sqlState)); engage's own schema has no constraint a valid "
+                        + "event breaks, so the server's operators must mend the database's; resend later, unchanged")
     }
 
     /// A commit the synchronous standbys were not seen to have (`PostgresError.Kind.unconfirmedCommit`):

@@ -108,7 +108,7 @@ struct DiskQueue: Sendable {
     let claimed: URL
     let quarantine: URL
     let options: Options
-    private var lockPath: String { root.appendingPathComponent("queue.lock").path }
+    var lockPath: String { root.appendingPathComponent("queue.lock").path }
     private var pid: Int32 { ProcessInfo.processInfo.processIdentifier }
 
     init(container: URL, options: Options) throws {
@@ -422,7 +422,14 @@ struct DiskQueue: Sendable {
             // In Double: a damaged stamp near Int64's ends must not overflow the subtraction.
             let age = (Double(nowMS) - Double(claimedAt)) / 1000
             guard age >= options.lease || age < -options.lease else { continue }
-            if putBack(claimed.appendingPathComponent(name).path, stem: String(parts[0])) { reclaimed += 1 }
+            // Its sender may have sent it before it died: the resend's duplicates are delivered.
+            let path = claimed.appendingPathComponent(name).path
+            var ids: [String] = []
+            if case let .content(data) = QueueFiles.readFile(path) { ids = Self.parse(data).events.map(\.id) }
+            if putBack(path, stem: String(parts[0])) {
+                reclaimed += 1
+                markUnanswered(ids)
+            }
         }
         // A split's half a killed process left unfinished: its events are still in the segment
         // it split. A lease old, so that no split still writes it (a split takes milliseconds).

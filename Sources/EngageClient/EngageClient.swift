@@ -108,9 +108,13 @@ public final class EngageClient: Sendable {
 
         public var ending: Ending = .drained
         public var requests = 0
-        /// Stored by this flush.
+        /// Delivered by this flush: stored by its requests, or found already stored when resending
+        /// events an earlier send of this queue got no answer for (that send stored them), as far
+        /// as the answer's counts prove it (`ResentDuplicates`): never an event stored from elsewhere.
         public var accepted = 0
-        /// Already stored earlier (a retry of a request whose answer was lost).
+        /// Already stored: an event recorded again under an id the server already had (a
+        /// name-based id, recorded twice), or, rarely, this queue's own unanswered send in a request
+        /// also carrying events never sent before, whose counts cannot tell the two apart.
         public var duplicates = 0
         /// Dropped by this flush: rejected, refused or unreadable.
         public var dropped = 0
@@ -310,8 +314,14 @@ public final class EngageClient: Sendable {
             case let .stored(answer):
                 queue.complete(claims)
                 queue.setRetryState(nil)
-                report.accepted += answer.accepted
-                report.duplicates += answer.duplicates
+                // Duplicates of events this queue sent before without an answer are those sends
+                // arriving: delivered. The answer gives counts, not which events were duplicates,
+                // so only as many as must be among the unanswered ones (`ResentDuplicates`).
+                let arrivedEarlier = ResentDuplicates.arrivedEarlier(
+                    duplicates: answer.duplicates, eventIDs: events.map(\.id),
+                    unanswered: queue.takeUnansweredIDs(events.map(\.id)), rejected: Set(answer.rejected.map(\.index)))
+                report.accepted += answer.accepted + arrivedEarlier
+                report.duplicates += answer.duplicates - arrivedEarlier
                 report.dropped += answer.rejected.count
                 var counts = DropCounts()
                 counts.rejected = answer.rejected.count
@@ -321,10 +331,12 @@ public final class EngageClient: Sendable {
                     onDrop(DroppedEvents(reason: .rejected(field: rejection.field, problem: rejection.problem), eventIDs: [id]))
                 }
             case let .retryAfter(seconds):
+                queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
                 let delay = configuration.retry.afterRetryAfter(seconds)
                 queue.recordFailure(endpoint: endpoint, now: now()) { _ in delay }
             case .transient:
+                queue.markUnanswered(events.map(\.id))
                 retryLater(claims, endpoint: endpoint)
             case let .tooLarge(problemType):
                 // Whoever set the limit (engage, or a proxy on the way), fewer events may pass.
@@ -356,6 +368,7 @@ public final class EngageClient: Sendable {
             case let .refused(status, problemType):
                 drop(claims, events: events, status: status, problemType: problemType, into: &report)
             case .interrupted:
+                queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
             }
         }
@@ -371,6 +384,7 @@ public final class EngageClient: Sendable {
     private func drop(_ claims: [DiskQueue.Claim], events: [DiskQueue.QueuedEvent], status: Int, problemType: String?,
                       into report: inout FlushReport) {
         queue.complete(claims)
+        _ = queue.takeUnanswered(events.map(\.id))
         report.dropped += events.count
         var counts = DropCounts()
         counts.refused = events.count

@@ -63,6 +63,52 @@ public struct PreparedBatch: Sendable {
         self.rowRanges = ranges
     }
 
+    /// A batch of some of this one's rows (in the order given) and of every item carrying their
+    /// ids, repeats included (so that `append` answers each item as it would in this batch: a
+    /// repeat's fate depends on which app holds the id), with a copy of their encoded tuples
+    /// (nothing is encoded again): the parts `EventStore.appendIsolatingRefusedRows` tries.
+    /// Also returns, for each item of the part, its index in this batch.
+    func keepingRows(_ selected: [Int]) -> (part: PreparedBatch, items: [Int]) {
+        var partRow = [Int?](repeating: nil, count: rowCount)
+        for (position, row) in selected.enumerated() { partRow[row] = position }
+        var tuples: [UInt8] = []
+        tuples.reserveCapacity(selected.reduce(0) { $0 + rowRanges[$1].count })
+        var ranges: [Range<Int>] = []
+        ranges.reserveCapacity(selected.count)
+        for row in selected {
+            let start = tuples.count
+            tuples += rows[rowRanges[row]]
+            ranges.append(start..<tuples.count)
+        }
+        var items: [Int] = [], rowOfPartItem: [Int?] = [], idRowOfPartItem: [Int] = []
+        for item in rowOfItem.indices {
+            guard let row = partRow[idRowOfItem[item]] else { continue }
+            items.append(item)
+            rowOfPartItem.append(rowOfItem[item] == nil ? nil : row)
+            idRowOfPartItem.append(row)
+        }
+        let part = PreparedBatch(rowOfItem: rowOfPartItem, ids: selected.map { ids[$0] }, appIDs: selected.map { appIDs[$0] },
+                                 appIDOfItem: items.map { appIDOfItem[$0] }, idRowOfItem: idRowOfPartItem,
+                                 rows: tuples, rowRanges: ranges)
+        return (part, items)
+    }
+
+    private init(rowOfItem: [Int?], ids: [EventID], appIDs: [String], appIDOfItem: [String], idRowOfItem: [Int],
+                 rows: [UInt8], rowRanges: [Range<Int>]) {
+        self.rowOfItem = rowOfItem
+        self.ids = ids
+        self.appIDs = appIDs
+        self.appIDOfItem = appIDOfItem
+        self.idRowOfItem = idRowOfItem
+        self.rows = rows
+        self.rowRanges = rowRanges
+    }
+
+    /// The items carrying the id of `row` (its own, and any repeating it).
+    func items(ofRow row: Int) -> [Int] {
+        idRowOfItem.indices.filter { idRowOfItem[$0] == row }
+    }
+
     /// Each item's outcome: stored when its row is (`stored`); otherwise a duplicate, unless the
     /// app holding its id (`holder`; nil when unknown, as for ids stored before migration 018)
     /// is another than the item's.

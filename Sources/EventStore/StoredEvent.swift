@@ -56,6 +56,10 @@ public struct AppendResult: Sendable, Equatable {
         /// Its event id is held by an event of another app (in the log, or earlier in the same
         /// group): nothing was stored, and this app's event is not in the log.
         case idOfAnotherApp
+        /// PostgreSQL refused its row for its data (SQLSTATE class 22 or 23, `sqlState`): not
+        /// stored, and sent again unchanged it is refused the same way
+        /// (`EventStore.appendIsolatingRefusedRows`).
+        case refused(sqlState: String)
     }
 
     public var outcomes: [Outcome]
@@ -68,4 +72,11 @@ public struct AppendResult: Sendable, Equatable {
     public var duplicateCount: Int { outcomes.count(where: { $0 == .duplicate }) }
     /// Indices of the items whose id another app's event holds.
     public var itemsOfAnotherAppsID: [Int] { outcomes.indices.filter { outcomes[$0] == .idOfAnotherApp } }
+    /// Each item PostgreSQL refused, with the SQLSTATE it gave.
+    public var refusedItems: [(item: Int, sqlState: String)] {
+        outcomes.indices.compactMap { item in
+            guard case .refused(let sqlState) = outcomes[item] else { return nil }
+            return (item, sqlState)
+        }
+    }
 }

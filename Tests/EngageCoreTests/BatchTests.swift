@@ -16,7 +16,7 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
 @Suite struct BatchTests {
     @Test func acceptsAnArrayAndAnEnvelope() throws {
         let array = "[" + Fixture.delivered + "," + Fixture.sent + "]"
-        let expected = DecodedBatch(events: [Fixture.deliveredEvent], indices: [0], rejected: [], duplicatesInRequest: 1,
+        let expected = DecodedBatch(events: [Fixture.deliveredEvent], indices: [0], rejected: [],
                                     repeats: [RepeatedEvent(index: 1, event: 0)])
         #expect(decode(array) == .success(expected))
         #expect(decode(" {\"events\": " + array + "}\n") == .success(expected))
@@ -36,7 +36,7 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
                 Rejection(index: 2, field: "presentation", problem: "must be one of rich, plain"),
                 Rejection(index: 3, field: nil, problem: "must be a JSON object"),
             ],
-            duplicatesInRequest: 1, repeats: [RepeatedEvent(index: 5, event: 0)])
+            repeats: [RepeatedEvent(index: 5, event: 0)])
         #expect(decode(body) == .success(expected))
     }
 
@@ -97,7 +97,7 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
                 Rejection(index: 2, field: nil, problem: "must be a JSON object"),
                 Rejection(index: 5, field: "attachment_kind", problem: "must be one of image, gif, video, audio, none"),
             ],
-            duplicatesInRequest: 1, repeats: [RepeatedEvent(index: 3, event: 0)])
+            repeats: [RepeatedEvent(index: 3, event: 0)])
         #expect(decode(body, .ndjson) == .success(expected))
     }
 

@@ -60,9 +60,9 @@ struct CommitterTests {
 
     /// A group holds many clients' requests: a row PostgreSQL refuses (here a `properties` number
     /// beyond `numeric`'s range, which validation now rejects, standing for any such row) must
-    /// fail its own request alone, not every request that happened to share its commit (each
-    /// resent, and failed again, as long as the bad one keeps coming back).
-    @Test func aRowPostgreSQLRefusesFailsItsOwnRequestAlone() async throws {
+    /// be refused alone, not fail every request that happened to share its commit (each resent,
+    /// and failed again, as long as the bad one keeps coming back), nor its own request whole.
+    @Test func aRowPostgreSQLRefusesIsRefusedAlone() async throws {
         let database = try TestPostgres.freshDatabase()
         let queue = IngestQueue()
         var poisoned = EventFactory.event(notification: "n-poison")
@@ -77,12 +77,65 @@ struct CommitterTests {
 
         #expect(before.all.map { try? $0.get().storedCount } == [3])
         #expect(after.all.map { try? $0.get().storedCount } == [2])
-        let error = try #require(bad.all.first.map { result -> PostgresError? in
-            guard case .failure(let error) = result else { return nil }
-            return error as? PostgresError
-        } ?? nil)
-        #expect(error.sqlState == "22003")
+        #expect(bad.all.map { try? $0.get().outcomes } == [[.refused(sqlState: "22003")]])
         #expect(try Self.storedEvents(database) == 5)
+        running.cancel()
+        try await running.value
+    }
+
+    /// Two requests in one commit, one holding an event PostgreSQL refuses (here for a test-only
+    /// CHECK constraint, `RefusingConstraint`): the innocent request is stored whole and answered
+    /// as stored, and the other is stored but for that event, which comes back refused (failing
+    /// the request whole made its device resend it, and hold back its queue, for ever).
+    @Test func aRefusedEventIsLeftOutOfItsRequestAndTheRestOfTheGroupIsStored() async throws {
+        let database = try TestPostgres.freshDatabase()
+        try RefusingConstraint.add(to: database)
+        let queue = IngestQueue()
+        var items = (0..<5).map { AppendItem(appID: "app-1", event: EventFactory.event(notification: "n-guilty-\($0)")) }
+        items[2].event.category = RefusingConstraint.category
+        let innocent = Results(), guilty = Results()
+        // Queued before any committer runs: the first committer takes both as one group.
+        queue.submit(IngestQueueTests.batch(3)) { innocent.append($0) }
+        queue.submit(PreparedBatch(items)) { guilty.append($0) }
+        let running = Task { try await Self.committer(queue, database: database).run() }
+        try await pollUntil { innocent.all.count == 1 && guilty.all.count == 1 }
+
+        #expect(innocent.all.map { try? $0.get().storedCount } == [3])
+        #expect(guilty.all.map { try? $0.get().outcomes } == [[.stored, .stored, .refused(sqlState: RefusingConstraint.sqlState), .stored, .stored]])
+        #expect(try Self.storedEvents(database) == 7)
+        running.cancel()
+        try await running.value
+    }
+
+    /// Two requests in one commit, one holding an event a CHECK constraint refuses (class 23, a
+    /// rule of the schema, `RefusingConstraint.addCheck`): the innocent request is stored whole,
+    /// and the other fails whole with the constraint's error, for its device to keep and resend
+    /// once the operators mend the schema (rejected alone, it would be dropped).
+    @Test func aConstraintsRefusalFailsItsRequestWholeAndTheRestOfTheGroupIsStored() async throws {
+        let database = try TestPostgres.freshDatabase()
+        try RefusingConstraint.addCheck(to: database)
+        let queue = IngestQueue()
+        var items = (0..<5).map { AppendItem(appID: "app-1", event: EventFactory.event(notification: "n-constrained-\($0)")) }
+        items[2].event.category = RefusingConstraint.category
+        let innocent = Results(), guilty = Results()
+        queue.submit(IngestQueueTests.batch(3)) { innocent.append($0) }
+        queue.submit(PreparedBatch(items)) { guilty.append($0) }
+        let running = Task { try await Self.committer(queue, database: database).run() }
+        try await pollUntil { innocent.all.count == 1 && guilty.all.count == 1 }
+
+        #expect(innocent.all.map { try? $0.get().storedCount } == [3])
+        let failure = try #require(guilty.all.first.flatMap { result -> PostgresError? in
+            if case .failure(let error) = result { return error as? PostgresError } else { return nil }
+        })
+        #expect(failure.sqlState == RefusingConstraint.checkSQLState)
+        #expect(try Self.storedEvents(database) == 3)
+
+        // Alone in its group, the same: failed whole, nothing of it stored.
+        let alone = Results()
+        queue.submit(PreparedBatch(items)) { alone.append($0) }
+        try await pollUntil { alone.all.count == 1 }
+        #expect((try? alone.all[0].get()) == nil)
+        #expect(try Self.storedEvents(database) == 3)
         running.cancel()
         try await running.value
     }

@@ -5,9 +5,8 @@ import Postgres
 import Testing
 import TestSupport
 
-/// What validation accepts, PostgreSQL must store: an event it refuses answers its request 500
-/// (`event-not-storable`) every time it is resent, and a device resends its oldest segment first,
-/// so the one event holds back every event recorded after it.
+/// What validation accepts, PostgreSQL must store: an event it refuses is rejected for good
+/// (`not-storable`), and lost to the app's counts, though the server could have taken it.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct StorableNumbersTests {
     /// `numeric`, and so `jsonb`, keeps every digit written after the point (the exponent

@@ -131,6 +131,44 @@ struct UnconfirmedCommitTests {
         try await running.value
     }
 
+    /// A request holding an event PostgreSQL refuses is stored half by half
+    /// (`EventStore.appendIsolatingRefusedRows`), each half a commit of its own: a half's commit
+    /// stuck waiting for the standby is interrupted as any commit is, and is a commit timeout like
+    /// any other (counted and logged), not a silent failure.
+    /// The resend, once the standby answers, stores the rest once and refuses the one event.
+    @Test func aStuckCommitWhileIsolatingARefusedEventIsACommitTimeout() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try RefusingConstraint.add(to: database) }
+        try await offPool { try replication.synchronousStandby("nobody") }
+        defer { try? replication.synchronousStandby(nil) }
+        let time = ManualTime()
+        let registry = MetricsRegistry()
+        let (queue, running) = Self.committing(on: database, committers: 1, commitTimeout: .seconds(2), time: time, registry: registry)
+
+        var items = EventFactory.items(4, notificationPrefix: "isolating")
+        items[1].event.category = RefusingConstraint.category
+        let answers = Results()
+        queue.submit(PreparedBatch(items)) { answers.append($0) }
+        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
+        while answers.all.isEmpty {
+            time.advance(by: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let answer = try #require(answers.all.first)
+        #expect((try? answer.get()) == nil, "a commit the standby never confirmed was acknowledged")
+        #expect((answer.error as? PostgresError)?.kind == .interrupted)
+        #expect(registry.renderPrometheus().contains("engage_ingest_commit_timeouts_total 1"))
+
+        try await offPool { try replication.synchronousStandby(nil) }
+        let again = try await queue.submit(PreparedBatch(items))
+        #expect(again.outcomes.count(where: { $0 == .refused(sqlState: RefusingConstraint.sqlState) }) == 1)
+        #expect(again.outcomes[1] == .refused(sqlState: RefusingConstraint.sqlState))
+        #expect(try Self.storedCount(database) == 3)
+        running.cancel()
+        try await running.value
+    }
+
     // MARK: Helpers
 
     /// A fresh database on the pair's primary, which from now on waits for `nobody` at every

@@ -147,12 +147,32 @@ public struct IngestRoute: Sendable {
         let taken = (ofAnotherApp.map { pending.indices[$0] } + repeatsTaken.map(\.index)).map { index in
             Rejection(index: index, field: "event_id", problem: Self.idOfAnotherAppProblem)
         }
-        let duplicates = result.duplicateCount + pending.repeats.count - repeatsTaken.count
+        // Valid, but PostgreSQL refused its row's values (the rest of the request is stored):
+        // rejected for good, as sent again it fails the same way; so is a repeat of it.
+        let refused = result.refusedItems
+        var refusals = refused.map { Rejection(index: pending.indices[$0.item], field: nil, problem: Self.notStorableProblem($0.sqlState)) }
+        if !refused.isEmpty {
+            for repeated in pending.repeats {
+                if case .refused(let sqlState) = result.outcomes[repeated.event] {
+                    refusals.append(Rejection(index: repeated.index, field: nil, problem: Self.notStorableProblem(sqlState)))
+                }
+            }
+        }
+        let repeatsRefused = refusals.count - refused.count
+        let duplicates = result.duplicateCount + pending.repeats.count - repeatsTaken.count - repeatsRefused
         metrics.accepted.increment(by: result.storedCount)
         metrics.duplicates.increment(by: duplicates)
-        metrics.countRejections(taken)
-        let rejected = taken.isEmpty ? pending.rejected : (pending.rejected + taken).sorted { $0.index < $1.index }
+        metrics.countRejections(taken + refusals)
+        let late = taken + refusals
+        let rejected = late.isEmpty ? pending.rejected : (pending.rejected + late).sorted { $0.index < $1.index }
         return .json(Self.render(accepted: result.storedCount, duplicates: duplicates, rejected: rejected), status: 200)
+    }
+
+    /// The problem of an event PostgreSQL refused: the SQLSTATE, never the value (the database's
+    /// message may quote it). Its first word is the rejection's reason in the metrics.
+    static func notStorableProblem(_ sqlState: String) -> String {
+        "\(IngestMetrics.notStorable): PostgreSQL refused this event (SQLSTATE \(sqlState)); "
+            + "sent again it fails the same way: report it to the server's operators"
     }
 
     static let idOfAnotherAppProblem = "is already the id of another app's event; give this event an id of its own"

@@ -29,18 +29,19 @@ public struct DecodedBatch: Sendable, Equatable {
     /// The request index of each accepted event (parallel to `events`).
     public var indices: [Int]
     public var rejected: [Rejection]
-    /// Valid events dropped because an earlier event of the request had the same `event_id`.
-    public var duplicatesInRequest: Int
-    /// Each of those: its request index and the accepted event (index into `events`) it repeats,
+    /// Valid events dropped because an earlier event of the request had the same `event_id`:
+    /// each with its request index and the accepted event (index into `events`) it repeats,
     /// whose fate it shares (a duplicate when that one is stored, rejected when it is).
     public var repeats: [RepeatedEvent]
 
-    public init(events: [Event] = [], indices: [Int] = [], rejected: [Rejection] = [], duplicatesInRequest: Int = 0,
-                repeats: [RepeatedEvent] = []) {
+    /// How many valid events repeat an earlier one's `event_id`: derived, so that it cannot
+    /// disagree with `repeats`.
+    public var duplicatesInRequest: Int { repeats.count }
+
+    public init(events: [Event] = [], indices: [Int] = [], rejected: [Rejection] = [], repeats: [RepeatedEvent] = []) {
         self.events = events
         self.indices = indices
         self.rejected = rejected
-        self.duplicatesInRequest = duplicatesInRequest
         self.repeats = repeats
     }
 }
@@ -108,7 +109,6 @@ private struct BatchBuilder {
         switch result {
         case .success(let event):
             if let first = seen[event.eventID] {
-                batch.duplicatesInRequest += 1
                 batch.repeats.append(RepeatedEvent(index: index, event: first))
                 return
             }

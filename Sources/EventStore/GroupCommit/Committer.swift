@@ -1,3 +1,4 @@
+import EngageCore
 import Foundation
 import Postgres
 import Runtime
@@ -20,8 +21,9 @@ import Synchronization
 /// finds the events and waits until they are as durable as configured (`EventStore`).
 ///
 /// A group shares one transaction, but not one fate: when PostgreSQL refuses a row for its data
-/// (`refusesSomeRow`), each request of the group is stored on its own, so only the request
-/// holding that row fails.
+/// (`refusesSomeRow`), each request of the group is stored on its own, and the one holding that
+/// row is stored without it: the row comes back `.refused` (`EventStore.appendIsolatingRefusedRows`),
+/// so a request is never failed whole for one event, which its device would resend forever.
 public struct Committer: Service {
     public let queue: IngestQueue
     public let database: PostgresConfiguration
@@ -89,18 +91,42 @@ public struct Committer: Service {
             // waited behind a stuck commit does not wait a whole timeout more for its own.
             let unit = interrupter.begin(at: group.lazy.map(\.queuedAt).min() ?? time.now)
             let outcome = Result { try EventStore.append(group.map(\.batch), using: connection) }
-            if case .failure(let error) = outcome, group.count > 1, Self.refusesSomeRow(error) {
-                // One request's row failed the transaction, and with it every request that shared
-                // it (resent, they would keep meeting it): each request is stored on its own, in
-                // what is left of the same timeout. Nothing of the group was committed.
+            if case .failure(let error as PostgresError) = outcome, Self.refusesSomeRow(error) {
+                // A row failed the transaction, and with it every request that shared it (resent,
+                // they would keep meeting it): each request is stored on its own, and the one
+                // holding the row without it, in what is left of the same timeout. Nothing of the
+                // group was committed.
                 logger.warning("ingest.commit-split", ["error": "\(error)", "requests": String(group.count)])
-                let results = group.map { entry in Result { try EventStore.append([entry.batch], using: connection)[0] } }
+                let results = group.map { entry in
+                    Result {
+                        // A lone request refused by a constraint is failed as it is: resent alone
+                        // it would meet the same constraint.
+                        if group.count == 1, !Self.refusesForItsValues(error) { throw error }
+                        return try EventStore.appendIsolatingRefusedRows(entry.batch, using: connection,
+                                                                         knownRefused: group.count == 1 ? error : nil)
+                    }
+                }
                 interrupter.end(unit)
                 queue.groupFinished()
                 metrics.commitSeconds.observe(stopwatch.elapsed)
+                var failure: (any Error)?
+                var failed = 0
                 for (entry, result) in zip(group, results) {
-                    if case .failure = result { metrics.commitFailures.increment() }
+                    switch result {
+                    case .failure(let error):
+                        metrics.commitFailures.increment()
+                        failure = failure ?? error
+                        failed += 1
+                    case .success(let appended): logRefusals(appended, of: entry.batch)
+                    }
                     entry.complete(result)
+                }
+                // A half's commit fails as a group's does (a timeout, an unconfirmed commit, the
+                // database gone): told and counted the same way, and while draining, what is still
+                // queued is refused rather than tried in turn.
+                if let failure {
+                    reportFailure(failure, requests: failed)
+                    queue.refuseQueued()
                 }
                 continue
             }
@@ -113,15 +139,7 @@ public struct Committer: Service {
                 for (entry, result) in zip(group, results) { entry.complete(.success(result)) }
             case .failure(let error):
                 metrics.commitFailures.increment()
-                if let error = error as? PostgresError, error.kind == .interrupted, !queue.isClosed {
-                    metrics.commitTimeouts.increment()
-                    logger.warning("ingest.commit-timeout", ["timeout.s": "\(commitTimeout.components.seconds)", "requests": String(group.count)])
-                } else if let error = error as? PostgresError, error.kind == .unconfirmedCommit {
-                    metrics.commitsUnconfirmed.increment()
-                    logger.warning("ingest.commit-unconfirmed", ["error": "\(error)", "requests": String(group.count)])
-                } else {
-                    logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(group.count)])
-                }
+                reportFailure(error, requests: group.count)
                 for entry in group { entry.complete(.failure(error)) }
                 queue.refuseQueued()
             }
@@ -130,12 +148,50 @@ public struct Committer: Service {
 }
 
 extension Committer {
-    /// PostgreSQL refused the data of some row (SQLSTATE class 22, data exception, or 23,
-    /// integrity constraint violation; an id already stored is no such failure, the append
-    /// handles it): the fault of one request's events, not of the database or the connection.
+    /// Counts and logs why a commit of `requests` requests failed: interrupted after the commit
+    /// timeout, not confirmed by the synchronous standbys, or otherwise.
+    private func reportFailure(_ error: any Error, requests: Int) {
+        if let error = error as? PostgresError, error.kind == .interrupted, !queue.isClosed {
+            metrics.commitTimeouts.increment()
+            logger.warning("ingest.commit-timeout", ["timeout.s": "\(commitTimeout.components.seconds)", "requests": String(requests)])
+        } else if let error = error as? PostgresError, error.kind == .unconfirmedCommit {
+            metrics.commitsUnconfirmed.increment()
+            logger.warning("ingest.commit-unconfirmed", ["error": "\(error)", "requests": String(requests)])
+        } else {
+            logger.warning("ingest.commit-failed", ["error": "\(error)", "requests": String(requests)])
+        }
+    }
+
+    /// Tells the operators which events PostgreSQL refused (their ids and SQLSTATE, never their
+    /// values): validation let them through, so each is a gap in validation to close.
+    private func logRefusals(_ result: AppendResult, of batch: PreparedBatch) {
+        let ids = batch.itemEventIDs
+        for (item, sqlState) in result.refusedItems {
+            logger.warning("ingest.event-refused", ["sql.state": sqlState, "app.id": batch.appIDOfItem[item],
+                                                    "event.id": ids[item].map { "\($0)" } ?? "repeat"])
+        }
+    }
+
+    /// PostgreSQL refused some row (SQLSTATE class 22, data exception, or 23, integrity
+    /// constraint violation; an id already stored is no such failure, the append handles it): the
+    /// fault of one request's events, or of a rule of the schema, not of the database's
+    /// availability or the connection; the requests sharing the group are stored without it.
     public static func refusesSomeRow(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
         return state.hasPrefix("22") || state.hasPrefix("23")
+    }
+
+    /// PostgreSQL refused a row for its values alone (class 22, data exception: a number out of
+    /// range, a character the encoding lacks): the event fails the same way on every server and
+    /// every resend, so it is rejected alone (`EventStore.appendIsolatingRefusedRows`) and its
+    /// device drops it. A constraint's refusal (class 23) is not: engage's own schema has none a
+    /// valid event can break, so it comes from the schema (an operator's constraint or trigger,
+    /// another version's migration during an upgrade), which its operators can mend; dropping
+    /// the events it refuses would lose every one of them meanwhile, so the request fails and
+    /// its device keeps it.
+    public static func refusesForItsValues(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
+        return state.hasPrefix("22")
     }
 }
 

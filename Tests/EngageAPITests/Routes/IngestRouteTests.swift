@@ -270,19 +270,18 @@ struct IngestRouteTests {
         }
     }
 
-    /// PostgreSQL refusing an event of the request for its data (the committer has already
-    /// stored the rest of its group without it) is no outage: the database answered. Saying
-    /// "the event log is unreachable, retry" sent operators to a healthy database and clients
-    /// into resending what will fail the same way.
+    /// A constraint of the database refusing an event of the request (class 23; the committer
+    /// has already stored the rest of its group without it) is no outage: the database answered.
+    /// Saying "the event log is unreachable, retry" would send operators to a healthy database.
     @Test(arguments: [true, false])
-    func anEventPostgreSQLRefusesIsAServerErrorNamingItsSQLState(cached: Bool) async throws {
+    func aConstraintsRefusalIsAServerErrorNamingItsSQLState(cached: Bool) async throws {
         try await Self.withServer(cached: cached) { server in
             let key = server.keys.issue(app: "app-1")
-            server.events.setFailure(PostgresError(kind: .server, sqlState: "22003", message: "value overflows numeric format"))
+            server.events.setFailure(PostgresError(kind: .server, sqlState: "23514", message: "new row violates check constraint"))
             try expectProblem(try await server.post(WireEvent.valid(2).array, key: key), Problem(
-                "event-not-storable", status: 500, title: "PostgreSQL refused an event of this request",
-                detail: "nothing from this request was stored (SQLSTATE 22003); sent again unchanged it fails the same way: "
-                    + "report it, with the request, to the server's operators"))
+                "event-not-storable", status: 500, title: "A constraint of the database refused an event of this request",
+                detail: "nothing from this request was stored (SQLSTATE 23514); engage's own schema has no constraint a valid "
+                    + "event breaks, so the server's operators must mend the database's; resend later, unchanged"))
             #expect(server.events.storedIDs.isEmpty)
         }
     }
