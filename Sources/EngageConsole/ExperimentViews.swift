@@ -222,8 +222,24 @@ public struct ExperimentView: Sendable {
         guard let test else { return ReportText.missing }
         let text = "[" + ReportText.signed(test.lower * 100, 1) + "%, " + ReportText.signed(test.upper * 100, 1) + "%]"
         guard let level else { return text }
-        let percent = (level * 1000).rounded() / 10
-        return text + " at " + (percent == percent.rounded() ? String(Int(percent)) : String(percent)) + "%"
+        return text + " at " + levelText(level)
+    }
+
+    /// A level as a percentage with the fewest decimals that keep it within a hundredth of its
+    /// distance from 100%: `95%`, `97.5%`, `98.33%` (alpha 0.05 over three), `99.995%`. One
+    /// decimal for all showed 99.99% and 99.995% as "100%", a level no interval has.
+    static func levelText(_ level: Double) -> String {
+        let percent = level * 100
+        let tolerance = (100 - percent) / 100
+        var decimals = 0
+        while decimals < 12, abs(rounded(percent, decimals) - percent) > tolerance { decimals += 1 }
+        return ReportText.fixed(percent, decimals) + "%"
+    }
+
+    private static func rounded(_ value: Double, _ decimals: Int) -> Double {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        return (value * scale).rounded() / scale
     }
 
     private func runsSection() -> String {
