@@ -168,6 +168,8 @@ public struct ExperimentView: Sendable {
         html += "p = \(Markup.text(ReportText.pValue(look.sampleRatioPValue))) against the threshold "
             + "\(Markup.text(look.sampleRatioThreshold.map { ReportText.fixed($0, 3) } ?? ReportText.missing)): "
             + (look.sampleRatioMismatch ? "the arms' device counts do not match their weights; the assignment is suspect."
+                : Self.belowThreshold(look) ? "not trusted yet: the arms expecting fewer than 5 devices are pooled, "
+                    + "and the test over cells that size finds no mismatch (or has too few cells to test)."
                 : "the arms' device counts match their weights.") + "</p>"
         let devices = look.arms.reduce(0) { $0 + $1.devices }
         html += "<div class=\"scroll\"><table><thead><tr><th>arm</th><th>strategy</th><th>weight</th><th>devices</th>"
@@ -214,6 +216,14 @@ public struct ExperimentView: Sendable {
 
     static func rate(_ rate: ExperimentLook.Rate) -> String {
         ReportText.percent(rate.rate) + " (\(rate.successes)/\(rate.trials))"
+    }
+
+    /// A p-value below the threshold that is no mismatch: the decision's test pools the arms that
+    /// expect fewer than 5 devices (`SampleRatioMismatch.decisionPValue`), and that test did not
+    /// confirm it. "Match their weights" beside such a p-value would contradict it.
+    static func belowThreshold(_ look: ExperimentLook) -> Bool {
+        guard let p = look.sampleRatioPValue, let threshold = look.sampleRatioThreshold else { return false }
+        return p < threshold
     }
 
     /// `[-3.1%, +12.0%]`, and with a level `[-3.1%, +12.0%] at 97.5%`: the primary metric's
