@@ -168,6 +168,8 @@ public struct ExperimentView: Sendable {
         html += "p = \(Markup.text(ReportText.pValue(look.sampleRatioPValue))) against the threshold "
             + "\(Markup.text(look.sampleRatioThreshold.map { ReportText.fixed($0, 3) } ?? ReportText.missing)): "
             + (look.sampleRatioMismatch ? "the arms' device counts do not match their weights; the assignment is suspect."
+                : Self.belowThreshold(look) ? "not trusted yet: the arms expecting fewer than 5 devices are pooled, "
+                    + "and the test over cells that size finds no mismatch (or has too few cells to test)."
                 : "the arms' device counts match their weights.") + "</p>"
         let devices = look.arms.reduce(0) { $0 + $1.devices }
         html += "<div class=\"scroll\"><table><thead><tr><th>arm</th><th>strategy</th><th>weight</th><th>devices</th>"
@@ -216,14 +218,38 @@ public struct ExperimentView: Sendable {
         ReportText.percent(rate.rate) + " (\(rate.successes)/\(rate.trials))"
     }
 
+    /// A p-value below the threshold that is no mismatch: the decision's test pools the arms that
+    /// expect fewer than 5 devices (`SampleRatioMismatch.decisionPValue`), and that test did not
+    /// confirm it. "Match their weights" beside such a p-value would contradict it.
+    static func belowThreshold(_ look: ExperimentLook) -> Bool {
+        guard let p = look.sampleRatioPValue, let threshold = look.sampleRatioThreshold else { return false }
+        return p < threshold
+    }
+
     /// `[-3.1%, +12.0%]`, and with a level `[-3.1%, +12.0%] at 97.5%`: the primary metric's
     /// intervals are at `1 - alpha / treatments`, so no single level fits a column header.
     static func interval(_ test: ExperimentLook.Test?, level: Double? = nil) -> String {
         guard let test else { return ReportText.missing }
         let text = "[" + ReportText.signed(test.lower * 100, 1) + "%, " + ReportText.signed(test.upper * 100, 1) + "%]"
         guard let level else { return text }
-        let percent = (level * 1000).rounded() / 10
-        return text + " at " + (percent == percent.rounded() ? String(Int(percent)) : String(percent)) + "%"
+        return text + " at " + levelText(level)
+    }
+
+    /// A level as a percentage with the fewest decimals that keep it within a hundredth of its
+    /// distance from 100%: `95%`, `97.5%`, `98.33%` (alpha 0.05 over three), `99.995%`. One
+    /// decimal for all showed 99.99% and 99.995% as "100%", a level no interval has.
+    static func levelText(_ level: Double) -> String {
+        let percent = level * 100
+        let tolerance = (100 - percent) / 100
+        var decimals = 0
+        while decimals < 12, abs(rounded(percent, decimals) - percent) > tolerance { decimals += 1 }
+        return ReportText.fixed(percent, decimals) + "%"
+    }
+
+    private static func rounded(_ value: Double, _ decimals: Int) -> Double {
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        return (value * scale).rounded() / scale
     }
 
     private func runsSection() -> String {

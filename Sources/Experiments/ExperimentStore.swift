@@ -38,7 +38,10 @@ public struct ExperimentStore: Sendable {
             problems.append(ExperimentProblem(field: "status", problem: "must be draft when creating; start the experiment afterwards"))
         }
         // Checked here, not in `problems`, which every stored definition is decoded with: an
-        // experiment stored before this check still reads (and is analysed at its stop_at).
+        // experiment stored before these checks still reads (and is analysed at its stop_at).
+        if definition.alpha > 0, definition.alpha < ExperimentDefinition.smallestAlpha, !problems.contains(where: { $0.field == "alpha" }) {
+            problems.append(ExperimentProblem(field: "alpha", problem: ExperimentDefinition.smallestAlphaProblem))
+        }
         if !definition.schedule.everFires {
             problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))
         }

@@ -82,4 +82,34 @@ struct ExperimentStoreTests {
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiments") == 1)
         await pool.close()
     }
+
+    /// The floor of 1e-9 on alpha was put among the rules every stored definition is decoded
+    /// with, so an experiment created earlier with alpha 1e-10 (valid then, and analysed fine:
+    /// 1 - 1e-10 is not 1) no longer read: listing every experiment failed, it could be neither
+    /// read nor stopped, and the scheduler skipped it for good. A new definition is refused;
+    /// a stored one still reads.
+    @Test func anAlphaStoredBeforeTheFloorStillReads() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        var strict = try Fixtures.definition()
+        strict.alpha = 1e-10
+        do {
+            _ = try await store.create(strict)
+            Issue.record("a definition with alpha 1e-10 was stored")
+        } catch let error as ExperimentStoreError {
+            #expect(error.problems == [ExperimentProblem(
+                field: "alpha", problem: "must be at least 1e-09 (a smaller level rounds to a confidence of 1)")])
+        }
+        let created = try await store.create(try Fixtures.definition())
+        _ = try await pool.withConnection { connection in
+            try connection.execute("""
+                UPDATE experiments SET definition = jsonb_set(definition, '{alpha}', '1e-10'::jsonb) WHERE id = \(created.id)
+                """)
+        }
+        #expect(try await store.list().map(\.definition.alpha) == [1e-10])
+        #expect(try await store.get(created.id)?.definition.alpha == 1e-10)
+        #expect(try await store.start(created.id).status == .running)
+        #expect(try await store.stop(created.id).status == .stopped)
+        await pool.close()
+    }
 }

@@ -14,8 +14,8 @@
 /// Decision rule, first match wins:
 ///
 /// 1. `invalidSampleRatioMismatch` when the devices per arm do not fit the weights,
-///    `SampleRatioMismatch.pValue < 0.001`, once every arm expects at least 5 devices
-///    (`SampleRatioMismatch.isTestable`; below that the chi-square approximation is off by
+///    by the chi-square test below 0.001 with arms expecting fewer than 5 devices pooled
+///    (`SampleRatioMismatch.decisionPValue`; in cells that small the approximation is off by
 ///    orders of magnitude): assignment or logging is broken and no result is trusted.
 /// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices (but
 ///    `stopNoEffect(.scheduleEnded)` once `now` reaches `stopAt`: too little data to decide).
@@ -81,7 +81,7 @@ public enum ExperimentAnalysis {
             }
         }
 
-        let (decision, rationale) = decide(definition: definition, arms: armSummaries, srm: srm,
+        let (decision, rationale) = decide(definition: definition, arms: armSummaries,
                                            comparisons: comparisons, now: now)
         return ExperimentRunResult(
             experimentID: definition.id, analyzedAt: now, look: previous.count + 1, alpha: definition.alpha,
@@ -165,12 +165,12 @@ public enum ExperimentAnalysis {
 
     // MARK: Decision
 
-    static func decide(definition: ExperimentDefinition, arms: [ExperimentArmSummary], srm: Double,
+    static func decide(definition: ExperimentDefinition, arms: [ExperimentArmSummary],
                        comparisons: [ExperimentArmComparison], now: Timestamp) -> (ExperimentDecision, String) {
-        if srm < sampleRatioMismatchThreshold,
-           SampleRatioMismatch.isTestable(observed: arms.map(\.devices), weights: arms.map(\.weight)) {
+        if let p = SampleRatioMismatch.decisionPValue(observed: arms.map(\.devices), weights: arms.map(\.weight)),
+           p < sampleRatioMismatchThreshold {
             return (.invalidSampleRatioMismatch,
-                    "devices per arm \(arms.map(\.devices)) do not match the weights \(arms.map(\.weight)) (p = \(srm)); no decision is trusted")
+                    "devices per arm \(arms.map(\.devices)) do not match the weights \(arms.map(\.weight)) (p = \(p)); no decision is trusted")
         }
         let minimum = definition.analysis.minimumDevicesPerArm
         if let small = arms.first(where: { $0.devices < minimum }) {
@@ -260,11 +260,11 @@ public struct ExperimentRunResult: Sendable, Equatable {
     /// One sentence on why.
     public var rationale: String
 
-    /// A p-value below the threshold with every arm expecting enough devices for the test
-    /// (`SampleRatioMismatch.isTestable`): what blocks the decision.
+    /// The test a decision may act on (`SampleRatioMismatch.decisionPValue`: arms expecting
+    /// fewer than 5 devices pooled) below the threshold: what blocks the decision.
     public var hasSampleRatioMismatch: Bool {
-        sampleRatioMismatchPValue < ExperimentAnalysis.sampleRatioMismatchThreshold
-            && SampleRatioMismatch.isTestable(observed: arms.map(\.devices), weights: arms.map(\.weight))
+        SampleRatioMismatch.decisionPValue(observed: arms.map(\.devices), weights: arms.map(\.weight))
+            .map { $0 < ExperimentAnalysis.sampleRatioMismatchThreshold } ?? false
     }
 }
 

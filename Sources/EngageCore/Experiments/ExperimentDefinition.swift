@@ -17,7 +17,8 @@ public struct ExperimentDefinition: Sendable, Equatable {
     public var coverage: Double
     public var primaryMetric: ExperimentMetric
     public var guardrails: [ExperimentGuardrail]
-    /// Significance level of the decision, in [1e-9, 0.5).
+    /// Significance level of the decision, in (0, 0.5); a new experiment needs at least
+    /// `smallestAlpha` (1e-9).
     public var alpha: Double
     /// When the analysis runs.
     public var schedule: CronSchedule
@@ -220,8 +221,10 @@ extension ExperimentDefinition {
         }
         if !(alpha > 0 && alpha < 0.5) {
             add("alpha", "must lie in (0, 0.5)")
-        } else if alpha < Self.smallestAlpha {
-            add("alpha", "must be at least 1e-09 (a smaller level rounds to a confidence of 1)")
+        } else if 1 - alpha / Double(max(treatments.count, 1)) == 1 {
+            // Only the levels the analysis cannot carry: the floor of `smallestAlpha` is checked
+            // when an experiment is created, so one stored with a smaller alpha still reads.
+            add("alpha", Self.smallestAlphaProblem)
         }
         if let startAt, let stopAt, stopAt <= startAt { add("stop_at", "must be after start_at") }
         if status != .draft && startAt == nil { add("start_at", "is required once the experiment is \(status.rawValue)") }
@@ -249,7 +252,10 @@ extension ExperimentDefinition {
     /// The smallest `alpha` accepted. The analysis carries levels as confidences, `1 - alpha`,
     /// which is 1 for an alpha below about 1e-16 (a level of 0 that no interval has); this floor
     /// keeps `alpha / treatments` far from that for any number of arms a definition can hold.
+    /// Checked when an experiment is created (`ExperimentStore.create`), not among `problems`,
+    /// which every stored definition is decoded with.
     public static let smallestAlpha = 1e-9
+    public static let smallestAlphaProblem = "must be at least 1e-09 (a smaller level rounds to a confidence of 1)"
 
     /// Whether `id` is one an experiment can have (`id`'s rule): anything else names none.
     public static func isValidID(_ id: String) -> Bool { isSlug(id) }
