@@ -189,10 +189,16 @@ extension Committer {
     /// another version's migration during an upgrade), which its operators can mend; dropping
     /// the events it refuses would lose every one of them meanwhile, so the request fails and
     /// its device keeps it.
+    ///
+    /// One class-22 code is left out: 22P03, invalid_binary_representation, says the binary rows
+    /// engage writes and the table's column types disagree (a column changed under a running
+    /// server), which would refuse every event, not one.
     public static func refusesForItsValues(_ error: any Error) -> Bool {
         guard let error = error as? PostgresError, error.kind == .server, let state = error.sqlState else { return false }
-        return state.hasPrefix("22")
+        return state.hasPrefix("22") && state != invalidBinaryRepresentation
     }
+
+    static let invalidBinaryRepresentation = "22P03"
 }
 
 /// A thread that interrupts commits running longer than the timeout, and refuses batches that
