@@ -1,0 +1,126 @@
+import EmbeddedPostgres
+import EngageAPI
+import EventStore
+import Foundation
+import Glibc
+import Postgres
+import Projections
+import Runtime
+import Testing
+import TestSupport
+
+/// The primary stops answering altogether (every process of it stopped with SIGSTOP: a machine
+/// frozen, a network that drops everything, connections left open), and its standby is promoted.
+/// `engage serve` is on both hosts (`target_session_attrs=read-write`): ingestion goes on on the
+/// new primary after the commit timeout, and the projector, whose pooled connections still lead
+/// to the frozen host, must fold what is stored there too, instead of waiting for the old host.
+/// A pair of its own (`StreamingReplication`): the test freezes one and promotes the other.
+@Suite("Faults: failover away from a primary that stopped answering", .serialized)
+struct FrozenPrimaryFailoverTests {
+    @Test(.timeLimit(.minutes(4)))
+    func theProjectorFoldsOnTheNewPrimary() async throws {
+        let pair = try StreamingReplication(label: "frozen-failover")
+        let (primaryDatabase, _) = try pair.freshDatabase()
+        let name = try Self.databaseName(primaryDatabase)
+        let (primary, standby) = (pair.primary, pair.replica)
+        let bothHosts = PostgresConfiguration(connectionString: """
+            host='\(primary.socketDirectory),\(standby.socketDirectory)' port=\(primary.options.port),\(standby.options.port) \
+            user='\(EmbeddedPostgres.superuser)' dbname='\(name)' target_session_attrs=read-write
+            """)
+        var frozen: [Int32] = []
+        defer {
+            for pid in frozen { Glibc.kill(pid, SIGCONT) }
+            try? primary.stop(mode: "immediate")
+        }
+
+        var configuration = EngageServer.Configuration()
+        configuration.http.port = 0
+        configuration.poolSize = 4
+        configuration.commitTimeout = .seconds(2)
+        configuration.runScheduler = false
+        configuration.projector.pollInterval = .milliseconds(200)
+        // Shorter than the default 30 s, so that the test is quick: any bound shows the fault.
+        configuration.projector.databaseAnswerLimit = .seconds(5)
+        let engage = try EngageServer(configuration: configuration, database: bothHosts,
+                                      logger: Logger(label: "frozen-failover", level: .warning, sink: MemoryLogSink()))
+        let serving = Task { try await engage.run() }
+        defer { serving.cancel() }
+        let key = try await engage.keys.create(app: "failover", role: .ingest).secret
+
+        let load = IngestLoad(key: key, ports: [engage.port])
+        async let clients: Void = load.run(clients: 2)
+        defer { load.halt() }
+        try await load.waitForAcknowledgements(200)
+        try await waitFor("the projector to fold on the primary") { try Self.folded(on: primary.configuration(database: name)) > 0 }
+
+        var freeze = ProcessTreeFreeze(root: try Self.postmaster(of: primary))
+        try await waitFor("every process of the primary to stop") { freeze.step() }
+        frozen = Array(freeze.signalled)
+        try Self.promote(standby)
+        let newPrimary = standby.configuration(database: name)
+        // Events acknowledged from now on were committed on the new primary.
+        try await load.waitForAcknowledgements(200, timeout: .seconds(90))
+        load.stop()
+        await clients
+
+        // The projector folds every event the new primary holds, each once.
+        var last = (folded: -1, stored: -1)
+        do {
+            try await waitFor("the projector to fold every event on the new primary", timeout: .seconds(60)) {
+                last = (try Self.folded(on: newPrimary), try Self.stored(on: newPrimary))
+                return last.folded == last.stored
+            }
+        } catch {
+            Issue.record("the projector folded \(last.folded) of the \(last.stored) events on the new primary: \(error)")
+        }
+        let running = frozen.filter { !ProcessTreeFreeze.cannotRun($0) }
+        #expect(running.isEmpty, "processes of the frozen primary ran: \(running.map(LocalSystem.describe))")
+        serving.cancel()
+        _ = try? await serving.value
+        await engage.closePools()
+    }
+
+    static func databaseName(_ configuration: PostgresConfiguration) throws -> String {
+        guard let range = configuration.connectionString.range(of: "dbname='") else { throw FaultTestError("no dbname in \(configuration)") }
+        return String(configuration.connectionString[range.upperBound...].prefix { $0 != "'" })
+    }
+
+    static func folded(on database: PostgresConfiguration) throws -> Int {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try connection.query("""
+            SELECT coalesce((SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement'), 0)::int8
+            """)[0].decode(0)
+    }
+
+    static func stored(on database: PostgresConfiguration) throws -> Int {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try connection.query("SELECT count(*) FROM events")[0].decode(0)
+    }
+
+    static func postmaster(of cluster: EmbeddedPostgres) throws -> Int32 {
+        let pidFile = try String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8)
+        guard let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
+            throw FaultTestError("no postmaster pid in \(cluster.dataDirectory)/postmaster.pid")
+        }
+        return pid
+    }
+
+    /// Promotes the standby (`pg_promote`), waiting until it accepts writes.
+    static func promote(_ standby: EmbeddedPostgres) throws {
+        let connection = try Connection(configuration: standby.configuration(database: "postgres"))
+        defer { connection.close() }
+        guard try connection.query("SELECT pg_promote(true, 60)")[0].decode(0, as: Bool.self) else {
+            throw FaultTestError("the standby was not promoted within 60 s")
+        }
+    }
+
+    private func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now.advanced(by: timeout)
+        while (try? await condition()) != true {
+            guard ContinuousClock.now < deadline else { throw FaultTestError("no \(what) within \(timeout)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+}
