@@ -80,6 +80,71 @@ struct FrozenPrimaryFailoverTests {
         await engage.closePools()
     }
 
+    /// The scheduler, idle on the frozen host's connection at the failover, runs analyses that
+    /// fall due on the new primary.
+    @Test(.timeLimit(.minutes(4)))
+    func theSchedulerRunsDueAnalysesOnTheNewPrimary() async throws {
+        let pair = try StreamingReplication(label: "frozen-failover-scheduler")
+        let (primaryDatabase, _) = try pair.freshDatabase()
+        let name = try Self.databaseName(primaryDatabase)
+        let (primary, standby) = (pair.primary, pair.replica)
+        let bothHosts = PostgresConfiguration(connectionString: """
+            host='\(primary.socketDirectory),\(standby.socketDirectory)' port=\(primary.options.port),\(standby.options.port) \
+            user='\(EmbeddedPostgres.superuser)' dbname='\(name)' target_session_attrs=read-write
+            """)
+        var frozen: [Int32] = []
+        defer {
+            for pid in frozen { Glibc.kill(pid, SIGCONT) }
+            try? primary.stop(mode: "immediate")
+        }
+
+        var configuration = EngageServer.Configuration()
+        configuration.http.port = 0
+        configuration.poolSize = 2
+        configuration.runProjector = false
+        configuration.scheduler.pollInterval = .milliseconds(200)
+        // Shorter than the default 30 s, so that the test is quick: any bound shows the fault.
+        configuration.scheduler.databaseAnswerLimit = .seconds(5)
+        let engage = try EngageServer(configuration: configuration, database: bothHosts,
+                                      logger: Logger(label: "frozen-failover", level: .warning, sink: MemoryLogSink()))
+        let serving = Task { try await engage.run() }
+        defer { serving.cancel() }
+        // The scheduler polls on the primary.
+        try await waitFor("the scheduler to poll") {
+            (try Self.count("""
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM experiments e%'
+                """, on: primary.configuration(database: name))) > 0
+        }
+
+        var freeze = ProcessTreeFreeze(root: try Self.postmaster(of: primary))
+        try await waitFor("every process of the primary to stop") { freeze.step() }
+        frozen = Array(freeze.signalled)
+        try Self.promote(standby)
+        let newPrimary = ConnectionPool(configuration: standby.configuration(database: name), size: 1)
+        try await ScheduledRuns.startExperiments(2, pool: newPrimary, prefix: "after-failover")
+        do {
+            try await ScheduledRuns.waitUntilAllDone(newPrimary, experiments: 2, prefix: "after-failover", timeout: .seconds(90))
+        } catch {
+            let runs = try await newPrimary.withConnection { connection in
+                try connection.query("SELECT experiment_id || ' ' || status FROM experiment_runs ORDER BY id").rows.map { try $0.decode(0, as: String.self) }
+            }
+            Issue.record("\(error); runs on the new primary: \(runs)")
+        }
+        let running = frozen.filter { !ProcessTreeFreeze.cannotRun($0) }
+        #expect(running.isEmpty, "processes of the frozen primary ran: \(running.map(LocalSystem.describe))")
+        serving.cancel()
+        _ = try? await serving.value
+        await engage.closePools()
+        await newPrimary.close()
+    }
+
+    static func count(_ query: SQL, on database: PostgresConfiguration) throws -> Int {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try connection.query(query)[0].decode(0)
+    }
+
     static func databaseName(_ configuration: PostgresConfiguration) throws -> String {
         guard let range = configuration.connectionString.range(of: "dbname='") else { throw FaultTestError("no dbname in \(configuration)") }
         return String(configuration.connectionString[range.upperBound...].prefix { $0 != "'" })
