@@ -139,6 +139,72 @@ struct FrozenPrimaryFailoverTests {
         await newPrimary.close()
     }
 
+    /// `/readyz` says ready again once the new primary takes writes, although each new connection
+    /// first spends its connect timeout on the frozen host listed first.
+    @Test(.timeLimit(.minutes(3)))
+    func readinessReturnsOnceTheNewPrimaryTakesWrites() async throws {
+        let pair = try StreamingReplication(label: "frozen-failover-ready")
+        let (primaryDatabase, _) = try pair.freshDatabase()
+        let name = try Self.databaseName(primaryDatabase)
+        let (primary, standby) = (pair.primary, pair.replica)
+        let bothHosts = PostgresConfiguration(connectionString: """
+            host='\(primary.socketDirectory),\(standby.socketDirectory)' port=\(primary.options.port),\(standby.options.port) \
+            user='\(EmbeddedPostgres.superuser)' dbname='\(name)' target_session_attrs=read-write
+            """)
+        var frozen: [Int32] = []
+        defer {
+            for pid in frozen { Glibc.kill(pid, SIGCONT) }
+            try? primary.stop(mode: "immediate")
+        }
+        var configuration = EngageServer.Configuration()
+        configuration.http.port = 0
+        configuration.poolSize = 2
+        configuration.keyCacheLifetime = .seconds(600)
+        configuration.runProjector = false
+        configuration.runScheduler = false
+        let engage = try EngageServer(configuration: configuration, database: bothHosts,
+                                      logger: Logger(label: "frozen-failover", level: .warning, sink: MemoryLogSink()))
+        let serving = Task { try await engage.run() }
+        defer { serving.cancel() }
+        let key = try await engage.keys.create(app: "failover", role: .ingest).secret
+        let port = engage.port
+        let readiness: @Sendable () async throws -> Int = {
+            try await offPool { try RawHTTPClient(port: port, receiveTimeout: 30).request("GET", "/readyz").status }
+        }
+        let ingest: @Sendable (String) async throws -> Int = { label in
+            try await offPool {
+                try RawHTTPClient(port: port, receiveTimeout: 30).request(
+                    "POST", "/v1/events", headers: [("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")],
+                    body: Array(FunnelEvents.notifications(1, label: label).body.utf8)).status
+            }
+        }
+        #expect(try await ingest("before") == 200)
+        #expect(try await readiness() == 200)
+
+        var freeze = ProcessTreeFreeze(root: try Self.postmaster(of: primary))
+        try await waitFor("every process of the primary to stop") { freeze.step() }
+        frozen = Array(freeze.signalled)
+        try Self.promote(standby)
+        // Writes succeed on the new primary...
+        try await waitFor("an event to be acknowledged on the new primary") { try await ingest("after-\(UUID())") == 200 }
+        // ...so readiness must say so.
+        var statuses: [Int] = []
+        do {
+            try await waitFor("/readyz to answer 200", timeout: .seconds(30)) {
+                let status = try await readiness()
+                statuses.append(status)
+                return status == 200
+            }
+        } catch {
+            Issue.record("\(error): /readyz answered \(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count)) while writes succeeded")
+        }
+        let running = frozen.filter { !ProcessTreeFreeze.cannotRun($0) }
+        #expect(running.isEmpty, "processes of the frozen primary ran: \(running.map(LocalSystem.describe))")
+        serving.cancel()
+        _ = try? await serving.value
+        await engage.closePools()
+    }
+
     static func count(_ query: SQL, on database: PostgresConfiguration) throws -> Int {
         let connection = try Connection(configuration: database)
         defer { connection.close() }
