@@ -37,8 +37,10 @@ public struct Scheduler: Service {
         /// storing a result) may go without an answer before it is interrupted, its connection
         /// closed: a database that answers nothing (a frozen host, a network that drops
         /// everything) would otherwise hold the scheduler on that host for as long as it stays
-        /// so, even after a failover to another. The analysis itself is not bounded: a renewal
-        /// that gets no answer ends it. Each call takes milliseconds.
+        /// so, even after a failover to another. Each call takes milliseconds. The analysis
+        /// itself is not bounded: a renewal that gets no answer cancels it, which interrupts a
+        /// replay on one connection, but not the lanes of a replay split over several
+        /// (`SplitReplay` lets a started lane run to its end).
         public var databaseAnswerLimit = Duration.seconds(30)
         /// Identifies this scheduler in `lease_owner`.
         public var ownerID = Scheduler.defaultOwnerID()
