@@ -109,15 +109,17 @@ struct FrozenPrimaryFailoverTests {
         configuration.scheduler.pollInterval = .milliseconds(200)
         // Shorter than the default 30 s, so that the test is quick: any bound shows the fault.
         configuration.scheduler.databaseAnswerLimit = .seconds(5)
+        let sink = MemoryLogSink()
         let engage = try EngageServer(configuration: configuration, database: bothHosts,
-                                      logger: Logger(label: "frozen-failover", level: .warning, sink: MemoryLogSink()))
+                                      logger: Logger(label: "frozen-failover", level: .debug, sink: sink))
         let serving = Task { try await engage.run() }
         defer { serving.cancel() }
-        // The scheduler polls on the primary.
+        // The scheduler polls on the primary: its connection (the pool's only one, and nothing
+        // else of the server's opens one here) is there.
         try await waitFor("the scheduler to poll") {
             (try Self.count("""
                 SELECT count(*) FROM pg_stat_activity
-                WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE '%FROM experiments e%'
+                WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
                 """, on: primary.configuration(database: name))) > 0
         }
 
@@ -133,7 +135,7 @@ struct FrozenPrimaryFailoverTests {
             let runs = try await newPrimary.withConnection { connection in
                 try connection.query("SELECT experiment_id || ' ' || status FROM experiment_runs ORDER BY id").rows.map { try $0.decode(0, as: String.self) }
             }
-            Issue.record("\(error); runs on the new primary: \(runs)")
+            Issue.record("\(error); runs on the new primary: \(runs); the server's last log lines:\n\(sink.lines.suffix(15).joined(separator: "\n"))")
         }
         let running = frozen.filter { !ProcessTreeFreeze.cannotRun($0) }
         #expect(running.isEmpty, "processes of the frozen primary ran: \(running.map(LocalSystem.describe))")
