@@ -6,11 +6,13 @@ import Runtime
 /// The shape of the routes that answer from the read model or the log (`/v1/report`,
 /// `/v1/simulate`): a read key, answered for its own app only; the query parameters checked
 /// before anything is read (400, problem+json); one read on the read replica while it is usable,
-/// with `read_from` added to the JSON answer; 503 when the database does not answer.
+/// with `read_from` added to the JSON answer; 503 when the database does not answer, or not
+/// within `limit` (`ReadAnswerLimits`).
 struct ReplicaReadRoute: Sendable {
     let authenticator: Authenticator
     let reads: ReadDatabase
     let time: any TimeSource
+    let limit: Duration
 
     /// `query` turns the key and the request's parameters into what `read` needs, or refuses them;
     /// `read` renders the answer as one JSON object.
@@ -25,7 +27,10 @@ struct ReplicaReadRoute: Sendable {
         case .failure(let problem): return problem.response
         }
         do {
-            let answer = try await reads.read { pool in try await read(parsed, pool) }
+            let reads = self.reads
+            guard let answer = try await withTimeLimit(limit, { try await reads.read { pool in try await read(parsed, pool) } }) else {
+                return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+            }
             return .json(answer.source.addingMember(to: answer.value), status: 200)
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)

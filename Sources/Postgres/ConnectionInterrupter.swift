@@ -88,11 +88,15 @@ public final class ConnectionInterrupter: Sendable {
         if let socket = state.socket { _ = shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
-    /// Called by a connection once connected; a unit already interrupted stops it at once.
+    /// Called by a connection once connected. A unit interrupted while the connection was being
+    /// made (which nothing interrupts) does not shut it: the connection is sound, and its owner
+    /// keeps it for the next unit and starts nothing more in this one (`ReusableConnection.use`).
+    /// Shut, every unit needing a new connection that takes longer than the interrupting limit
+    /// (a frozen host first in a multi-host URL costs its whole connect timeout) would lose it,
+    /// and the next unit would spend the same time again, for ever.
     func attach(socket: Int32) {
         state.withLock { state in
             state.socket = socket
-            if state.reason != nil { _ = shutdown(socket, Int32(SHUT_RDWR)) }
         }
     }
 

@@ -31,6 +31,8 @@ public final class ReusableConnection {
             } else {
                 active = try Connection(configuration: configuration, interrupter: interrupter)
                 connection = active
+                // Interrupted while connecting: the new connection is kept for the next use.
+                try throwIfInterrupted()
             }
             defer { checkIn(active) }
             return try body(active)

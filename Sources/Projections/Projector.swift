@@ -15,6 +15,12 @@ public struct Projector: Service {
     public struct Configuration: Sendable {
         public var batchSize = 20_000
         public var pollInterval = Duration.seconds(1)
+        /// How long one database call (a read, a batch's merge and commit, the lock's check)
+        /// may go without an answer before it is interrupted and the projector starts again from
+        /// its stored checkpoint. A database that answers nothing (a frozen host, a network that
+        /// drops everything) would otherwise hold the projector on that host for as long as it
+        /// stays so, even after a failover to another. A batch takes a fraction of a second.
+        public var databaseAnswerLimit = Duration.seconds(30)
         public var failpoints = Failpoints.none
         public init() {}
     }
@@ -77,7 +83,7 @@ public struct Projector: Service {
 
     /// The backend pid holding the lock, or nil when another process holds it.
     private func acquireLock() async -> Int32? {
-        try? await lockPool.withConnection { connection -> Int32? in
+        try? await answered(on: lockPool) { connection -> Int32? in
             let acquired = try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
             guard acquired else { return nil }
             try connection.listen("engage_events")
@@ -89,7 +95,7 @@ public struct Projector: Service {
     /// the next is read on another connection and folded per notification (`FoldedEvents`), so
     /// reading and decoding the log overlap writing the read model.
     private func runActive(lockHolder: Int32) async throws {
-        let initial = try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
+        let initial = try await answered(on: pool) { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
         let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
                                                    batchSize: configuration.batchSize, position: initial))
         let failpoints = configuration.failpoints
@@ -98,7 +104,7 @@ public struct Projector: Service {
             guard let last = events.last else {
                 // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
                 let interval = configuration.pollInterval
-                let stillHolder = try await lockPool.withConnection { connection -> Bool in
+                let stillHolder = try await answered(on: lockPool) { connection -> Bool in
                     guard connection.backendPID == lockHolder else { return false }
                     _ = try connection.waitForNotifications(timeout: interval)
                     return true
@@ -114,7 +120,7 @@ public struct Projector: Service {
             async let following = read(after: last)
             let batch = events
             do {
-                let processed = try await pool.withConnection { connection in
+                let processed = try await answered(on: pool) { connection in
                     try batcher.withValue { try $0.process(prefetched: batch, on: connection, failpoints: failpoints) }
                 }
                 metrics.events.increment(by: processed)
@@ -129,7 +135,7 @@ public struct Projector: Service {
             } catch is EngagementBatcher.Fenced {
                 logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
                 _ = try? await following
-                let position = try await pool.withConnection { connection in
+                let position = try await answered(on: pool) { connection in
                     try batcher.withValue { batcher -> LogPosition in
                         try batcher.resynchronize(on: connection)
                         return batcher.position
@@ -147,11 +153,28 @@ public struct Projector: Service {
     /// few threads of Swift's cooperative pool that the rest of the process shares.
     private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
-        let folded = try await pool.withConnection { connection in
+        let folded = try await answered(on: pool) { connection in
             FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
         }
         metrics.transactionIDsBehind.set(0)
         return folded
+    }
+
+    /// `body` on a connection of `pool`, interrupted (its connection closed) when no answer came
+    /// within `databaseAnswerLimit`: then `DatabaseDidNotAnswer`, and the projector starts again
+    /// from its stored checkpoint on a new connection (a failover's new primary, say).
+    private func answered<T: Sendable>(on pool: ConnectionPool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        let limit = configuration.databaseAnswerLimit
+        guard let value = try await withTimeLimit(limit, { try await pool.withConnection(body) }) else {
+            throw DatabaseDidNotAnswer(limit: limit)
+        }
+        return value
+    }
+
+    /// A database call of the projector got no answer within its limit.
+    public struct DatabaseDidNotAnswer: Error, CustomStringConvertible {
+        public var limit: Duration
+        public var description: String { "the database did not answer within \(limit)" }
     }
 }
 

@@ -90,9 +90,12 @@ public struct ExperimentRoutes: Sendable {
     }
 
     /// The app's experiments that assign devices now, in id order, for `category` when given;
-    /// nil when the store cannot be read.
+    /// nil when the store cannot be read, or not within `ReadAnswerLimits.assignments`.
     private func activeExperiments(app: String, category: String?) async -> [ExperimentDefinition]? {
-        guard let records = try? await store.list(app: app, status: .running) else { return nil }
+        let store = self.store
+        // `try?` flattens: nil when the read failed or took too long.
+        guard let records = try? await withTimeLimit(ReadAnswerLimits.assignments, { try await store.list(app: app, status: .running) })
+        else { return nil }
         let now = time.wallClock
         return records.map(\.definition)
             .filter { $0.isActive(at: now) && (category.map($0.admits(category:)) ?? true) }
@@ -218,15 +221,21 @@ public struct ExperimentRoutes: Sendable {
     // MARK: Helpers
 
     /// Authorizes, runs `body` and turns store errors into problems.
+    /// A route for read keys only reads: it answers 503 past `ReadAnswerLimits.reads`. Admin
+    /// routes write (and a run analyses), and are left to finish what they began.
     private func respond(_ request: HTTPRequest, as role: Role,
-                         _ body: (APIKey) async throws -> HTTPResponse) async -> HTTPResponse {
+                         _ body: @escaping @Sendable (APIKey) async throws -> HTTPResponse) async -> HTTPResponse {
         let key: APIKey
         switch await authenticator.authorize(request, as: role) {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
         do {
-            return try await body(key)
+            guard role == .read else { return try await body(key) }
+            guard let response = try await withTimeLimit(ReadAnswerLimits.reads, { try await body(key) }) else {
+                return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+            }
+            return response
         } catch let error as ExperimentStoreError {
             return APIProblems.response(Self.problem(error))
         } catch {

@@ -13,7 +13,7 @@ public struct StrategyReplayRoute: Sendable {
     let route: ReplicaReadRoute
 
     public init(authenticator: Authenticator, reads: ReadDatabase, time: any TimeSource = SystemTime()) {
-        route = ReplicaReadRoute(authenticator: authenticator, reads: reads, time: time)
+        route = ReplicaReadRoute(authenticator: authenticator, reads: reads, time: time, limit: ReadAnswerLimits.replay)
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {

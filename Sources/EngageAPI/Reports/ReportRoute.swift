@@ -12,7 +12,7 @@ public struct ReportRoute: Sendable {
     let route: ReplicaReadRoute
 
     public init(authenticator: Authenticator, reads: ReadDatabase, time: any TimeSource = SystemTime()) {
-        route = ReplicaReadRoute(authenticator: authenticator, reads: reads, time: time)
+        route = ReplicaReadRoute(authenticator: authenticator, reads: reads, time: time, limit: ReadAnswerLimits.reads)
     }
 
     public func handle(_ request: HTTPRequest) async -> HTTPResponse {

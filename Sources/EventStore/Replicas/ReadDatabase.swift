@@ -27,10 +27,17 @@ public final class ReadDatabase: Sendable {
         public var maxLag = Duration.seconds(60)
         /// How long a replica found unreachable is not tried again.
         public var retryUnreachableAfter = Duration.seconds(5)
+        /// How long the replica may take to say how far behind it is before it counts as
+        /// unreachable: a replica that answers nothing at all (a frozen host, a network that
+        /// drops everything, its connections left open) would otherwise hold every read until it
+        /// answered again. The reading takes a millisecond; 2 s is the connect timeout, the
+        /// longest a replica that went away costs.
+        public var answerLimit = Duration.seconds(2)
 
-        public init(maxLag: Duration = .seconds(60), retryUnreachableAfter: Duration = .seconds(5)) {
+        public init(maxLag: Duration = .seconds(60), retryUnreachableAfter: Duration = .seconds(5), answerLimit: Duration = .seconds(2)) {
             self.maxLag = maxLag
             self.retryUnreachableAfter = retryUnreachableAfter
+            self.answerLimit = answerLimit
         }
     }
 
@@ -84,7 +91,13 @@ public final class ReadDatabase: Sendable {
         }
         let lag: Duration?
         do {
-            lag = try await replica.withConnection { try ReplicaLag.measure(on: $0) }
+            // No answer within the limit: the reading is interrupted, its connection closed.
+            guard let measured = try await withTimeLimit(configuration.answerLimit, {
+                try await replica.withConnection { try ReplicaLag.measure(on: $0) }
+            }) else {
+                return try await fallBack(.replicaUnreachable, body)
+            }
+            lag = measured
         } catch let error as PostgresError where error.isConnectionProblem {
             return try await fallBack(.replicaUnreachable, body)
         }

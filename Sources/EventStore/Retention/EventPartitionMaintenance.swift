@@ -9,17 +9,29 @@ public struct EventPartitionMaintenance: Service {
     public let interval: Duration
     public let logger: Logger
 
-    public init(pool: ConnectionPool, interval: Duration = .seconds(3600), logger: Logger) {
+    /// How long one run may go without an answer before it is interrupted (its connection
+    /// closed) and tried again an interval later: a database that answers nothing (a frozen
+    /// host) would otherwise keep the pooled connection it holds for as long as it stays so,
+    /// even after a failover to another, and with a small pool every other user of the pool
+    /// would wait for it. Making a week's partitions takes milliseconds.
+    public let answerLimit: Duration
+
+    public init(pool: ConnectionPool, interval: Duration = .seconds(3600), answerLimit: Duration = .seconds(30), logger: Logger) {
         self.pool = pool
         self.interval = interval
+        self.answerLimit = answerLimit
         self.logger = logger
     }
 
     public func run() async throws {
         while !Task.isCancelled {
             do {
-                let created = try await pool.withConnection { connection in try EventPartitions.ensure(on: connection) }
-                if created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
+                let pool = self.pool
+                let created = try await withTimeLimit(answerLimit) {
+                    try await pool.withConnection { connection in try EventPartitions.ensure(on: connection) }
+                }
+                if let created, created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
+                if created == nil { logger.warning("log.partitions-failed", ["error": "the database did not answer within \(answerLimit)"]) }
             } catch {
                 logger.warning("log.partitions-failed", ["error": "\(error)"])
             }
