@@ -49,8 +49,11 @@ public final class ConnectionPool: Sendable {
 
     /// Runs `body` with a healthy connection on that connection's own thread. Cancellation
     /// interrupts it unless `interruptingOnCancel` is false (then only a wait for a free
-    /// connection is cancelled, and a body that started runs to its end).
-    public func withConnection<T: Sendable>(interruptingOnCancel: Bool = true,
+    /// connection is cancelled, and a body that started runs to its end). With `answerLimit`,
+    /// a body still running that long after it got its connection is interrupted too, and this
+    /// throws `PostgresError.Kind.interrupted`: the wait for a free connection does not count,
+    /// since a busy pool is not a database that does not answer.
+    public func withConnection<T: Sendable>(interruptingOnCancel: Bool = true, answerLimit: Duration? = nil,
                                             _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let index = try await acquire()
         defer { release(index) }
@@ -61,6 +64,14 @@ public final class ConnectionPool: Sendable {
         try Task.checkCancellation()
         let unit = slot.interrupter.begin(at: .now)
         defer { slot.interrupter.end(unit) }
+        let interrupter = slot.interrupter
+        let watchdog = answerLimit.map { limit in
+            Task {
+                try await Task.sleep(for: limit)
+                interrupter.interrupt(unit, because: .timedOut(limit))
+            }
+        }
+        defer { watchdog?.cancel() }
         do {
             return try await withTaskCancellationHandler {
                 try await slot.thread.run { try slot.use(body) }
@@ -68,6 +79,7 @@ public final class ConnectionPool: Sendable {
                 slot.interrupter.interrupt(unit, because: .cancelled)
             }
         } catch let error as PostgresError where error.kind == .interrupted {
+            if case .timedOut? = slot.interrupter.reason { throw error }
             throw CancellationError()
         }
     }

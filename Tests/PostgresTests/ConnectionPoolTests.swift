@@ -56,7 +56,8 @@ struct ConnectionPoolTests {
         }
         sleeping.cancel()
         await #expect(throws: CancellationError.self) { try await sleeping.value }
-        // The server still runs the abandoned statement; the pool has moved on to a new session.
+        // The server may still run the abandoned statement (until it sees the client gone, within
+        // a second: `AbandonedStatementTests`); the pool has moved on to a new session.
         _ = try admin.query("SELECT pg_terminate_backend(\(pid))")
         #expect(try await pool.withConnection { $0.backendPID } != pid)
 
