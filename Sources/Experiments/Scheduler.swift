@@ -67,6 +67,7 @@ public struct Scheduler: Service {
     public let time: any TimeSource
     public let logger: Logger
     public let metrics: SchedulerMetrics
+    private let undecodableDefinitions = UndecodableDefinitions()
 
     public init(pool: ConnectionPool, reads: ReadDatabase? = nil, configuration: Configuration = Configuration(),
                 time: any TimeSource = SystemTime(), logger: Logger,
@@ -147,14 +148,19 @@ public struct Scheduler: Service {
                 ORDER BY e.id
                 """)
             var inserted = 0
+            var undecodable: Set<String> = []
+            defer { undecodableDefinitions.keepOnly(undecodable) }
             for row in rows.rows {
                 let definition: ExperimentDefinition
                 do {
                     definition = try ExperimentStore.definition(row, column: 0)
                 } catch let error as PostgresError where error.kind == .decoding {
                     // One experiment the rules of this build refuse must not hold back the others.
-                    logger.warning("scheduler.definition.undecodable", ["experiment": (try? row.decode(2, as: String.self)) ?? "?",
-                                                                         "error": "\(error)"])
+                    let id = (try? row.decode(2, as: String.self)) ?? "?"
+                    undecodable.insert(id)
+                    if undecodableDefinitions.isNews(id, reason: "\(error)") {
+                        logger.warning("scheduler.definition.undecodable", ["experiment": id, "error": "\(error)"])
+                    }
                     continue
                 }
                 let last = try row.optionalTimestamp(1)

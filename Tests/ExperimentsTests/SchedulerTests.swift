@@ -2,6 +2,7 @@ import EngageCore
 import Foundation
 @testable import Experiments
 import Postgres
+import Runtime
 import Synchronization
 import Testing
 import TestSupport
@@ -163,6 +164,43 @@ struct SchedulerTests {
         let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
         #expect(runs.map(\.scheduledFor) == [Fixtures.time("2026-03-01T00:01:00Z")])
         #expect(try await Fixtures.count(pool, "SELECT count(*) FROM experiment_runs WHERE experiment_id = 'a-broken-one'") == 0)
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    /// The undecodable definition is told once, when found, not at every poll (17,280 lines a day
+    /// at the 5 s default), and again once it is mended and broken anew.
+    @Test func anUndecodableDefinitionIsLoggedOnceNotAtEveryPoll() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        var broken = try Fixtures.definition(id: "a-broken-one")
+        broken.status = .running
+        broken.startAt = start
+        let good = String(decoding: broken.canonicalJSON, as: UTF8.self)
+        let json = good.replacingOccurrences(of: #""weight":0.5,"control":false"#, with: #""weight":0.7,"control":false"#)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiments (id, app_id, definition, status) VALUES ('a-broken-one', 'app-1', \(json)::jsonb, 'running')
+                """)
+        }
+        let sink = MemoryLogSink()
+        var configuration = Scheduler.Configuration()
+        configuration.ownerID = "scheduler-a"
+        let scheduler = Scheduler(pool: ConnectionPool(configuration: database, size: 2), configuration: configuration,
+                                  time: ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z")),
+                                  logger: Logger(label: "test", level: .debug, sink: sink))
+        let told = { sink.lines.filter { $0.contains("scheduler.definition.undecodable") }.count }
+        for _ in 0..<3 { try await scheduler.enqueueDue() }
+        #expect(told() == 1)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("UPDATE experiments SET definition = \(good)::jsonb WHERE id = 'a-broken-one'")
+        }
+        try await scheduler.enqueueDue()
+        try await pool.withConnection { connection in
+            _ = try connection.execute("UPDATE experiments SET definition = \(json)::jsonb WHERE id = 'a-broken-one'")
+        }
+        for _ in 0..<2 { try await scheduler.enqueueDue() }
+        #expect(told() == 2)
         await scheduler.pool.close()
         await pool.close()
     }
