@@ -83,22 +83,32 @@ struct CommitterTests {
         try await running.value
     }
 
-    /// Two requests in one commit, one holding an event PostgreSQL refuses (here for a test-only
-    /// CHECK constraint, `RefusingConstraint`): the innocent request is stored whole and answered
-    /// as stored, and the other is stored but for that event, which comes back refused (failing
-    /// the request whole made its device resend it, and hold back its queue, for ever).
-    @Test func aRefusedEventIsLeftOutOfItsRequestAndTheRestOfTheGroupIsStored() async throws {
-        let database = try TestPostgres.freshDatabase()
-        try RefusingConstraint.add(to: database)
+    /// A committer started on `database` after two requests were queued (so the first committer
+    /// takes both as one group): an innocent one of 3 events and one of 5 whose third event has
+    /// the category `RefusingConstraint` refuses; returns once both are answered.
+    private static func commitInnocentBesideGuilty(
+        _ database: PostgresConfiguration
+    ) async throws -> (queue: IngestQueue, guiltyItems: [AppendItem], innocent: Results, guilty: Results, running: Task<Void, Error>) {
         let queue = IngestQueue()
         var items = (0..<5).map { AppendItem(appID: "app-1", event: EventFactory.event(notification: "n-guilty-\($0)")) }
         items[2].event.category = RefusingConstraint.category
         let innocent = Results(), guilty = Results()
-        // Queued before any committer runs: the first committer takes both as one group.
         queue.submit(IngestQueueTests.batch(3)) { innocent.append($0) }
         queue.submit(PreparedBatch(items)) { guilty.append($0) }
         let running = Task { try await Self.committer(queue, database: database).run() }
         try await pollUntil { innocent.all.count == 1 && guilty.all.count == 1 }
+        return (queue, items, innocent, guilty, running)
+    }
+
+    /// Two requests in one commit, one holding an event PostgreSQL refuses for its values (here
+    /// a test-only trigger raising 22003, `RefusingConstraint`): the innocent request is stored
+    /// whole and answered as stored, and the other is stored but for that event, which comes
+    /// back refused (failing the request whole made its device resend it, and hold back its
+    /// queue, for ever).
+    @Test func aRefusedEventIsLeftOutOfItsRequestAndTheRestOfTheGroupIsStored() async throws {
+        let database = try TestPostgres.freshDatabase()
+        try RefusingConstraint.add(to: database)
+        let (_, _, innocent, guilty, running) = try await Self.commitInnocentBesideGuilty(database)
 
         #expect(innocent.all.map { try? $0.get().storedCount } == [3])
         #expect(guilty.all.map { try? $0.get().outcomes } == [[.stored, .stored, .refused(sqlState: RefusingConstraint.sqlState), .stored, .stored]])
@@ -114,14 +124,7 @@ struct CommitterTests {
     @Test func aConstraintsRefusalFailsItsRequestWholeAndTheRestOfTheGroupIsStored() async throws {
         let database = try TestPostgres.freshDatabase()
         try RefusingConstraint.addCheck(to: database)
-        let queue = IngestQueue()
-        var items = (0..<5).map { AppendItem(appID: "app-1", event: EventFactory.event(notification: "n-constrained-\($0)")) }
-        items[2].event.category = RefusingConstraint.category
-        let innocent = Results(), guilty = Results()
-        queue.submit(IngestQueueTests.batch(3)) { innocent.append($0) }
-        queue.submit(PreparedBatch(items)) { guilty.append($0) }
-        let running = Task { try await Self.committer(queue, database: database).run() }
-        try await pollUntil { innocent.all.count == 1 && guilty.all.count == 1 }
+        let (queue, items, innocent, guilty, running) = try await Self.commitInnocentBesideGuilty(database)
 
         #expect(innocent.all.map { try? $0.get().storedCount } == [3])
         let failure = try #require(guilty.all.first.flatMap { result -> PostgresError? in

@@ -142,22 +142,32 @@ struct SchedulerTests {
         await pool.close()
     }
 
+    /// The running experiment of `runningExperiment` beside a running one, `a-broken-one`, whose
+    /// stored definition this build does not decode (weights adding up to 1.2); with that
+    /// definition's JSON as it decodes (`good`) and as stored (`broken`).
+    static func runningExperimentBesideABrokenOne() async throws
+        -> (database: PostgresConfiguration, pool: ConnectionPool, good: String, broken: String) {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        var definition = try Fixtures.definition(id: "a-broken-one")
+        definition.status = .running
+        definition.startAt = start
+        let good = String(decoding: definition.canonicalJSON, as: UTF8.self)
+        let broken = good.replacingOccurrences(of: #""weight":0.5,"control":false"#, with: #""weight":0.7,"control":false"#)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiments (id, app_id, definition, status) VALUES ('a-broken-one', 'app-1', \(broken)::jsonb, 'running')
+                """)
+        }
+        return (database, pool, good, broken)
+    }
+
     /// A stored definition that does not decode under this build's rules (one stored by an older
     /// release with looser ones, or edited by hand; here weights adding up to 1.2) made every
     /// poll throw before enqueueing anything, so one experiment stopped the schedule of all the
     /// others. It is skipped and logged instead.
     @Test func aStoredDefinitionThatDoesNotDecodeStopsNoOtherSchedule() async throws {
-        let start = Fixtures.time("2026-03-01T00:00:30Z")
-        let (database, pool) = try await Self.runningExperiment(start: start)
-        var broken = try Fixtures.definition(id: "a-broken-one")
-        broken.status = .running
-        broken.startAt = start
-        let json = String(decoding: broken.canonicalJSON, as: UTF8.self).replacingOccurrences(of: #""weight":0.5,"control":false"#, with: #""weight":0.7,"control":false"#)
-        try await pool.withConnection { connection in
-            _ = try connection.execute("""
-                INSERT INTO experiments (id, app_id, definition, status) VALUES ('a-broken-one', 'app-1', \(json)::jsonb, 'running')
-                """)
-        }
+        let (database, pool, _, _) = try await Self.runningExperimentBesideABrokenOne()
         let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
         let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         #expect(try await scheduler.tick() == 1)
@@ -171,18 +181,7 @@ struct SchedulerTests {
     /// The undecodable definition is told once, when found, not at every poll (17,280 lines a day
     /// at the 5 s default), and again once it is mended and broken anew.
     @Test func anUndecodableDefinitionIsLoggedOnceNotAtEveryPoll() async throws {
-        let start = Fixtures.time("2026-03-01T00:00:30Z")
-        let (database, pool) = try await Self.runningExperiment(start: start)
-        var broken = try Fixtures.definition(id: "a-broken-one")
-        broken.status = .running
-        broken.startAt = start
-        let good = String(decoding: broken.canonicalJSON, as: UTF8.self)
-        let json = good.replacingOccurrences(of: #""weight":0.5,"control":false"#, with: #""weight":0.7,"control":false"#)
-        try await pool.withConnection { connection in
-            _ = try connection.execute("""
-                INSERT INTO experiments (id, app_id, definition, status) VALUES ('a-broken-one', 'app-1', \(json)::jsonb, 'running')
-                """)
-        }
+        let (database, pool, good, json) = try await Self.runningExperimentBesideABrokenOne()
         let sink = MemoryLogSink()
         var configuration = Scheduler.Configuration()
         configuration.ownerID = "scheduler-a"
