@@ -37,7 +37,8 @@ public struct Scheduler: Service {
         /// storing a result) may go without an answer before it is interrupted, its connection
         /// closed: a database that answers nothing (a frozen host, a network that drops
         /// everything) would otherwise hold the scheduler on that host for as long as it stays
-        /// so, even after a failover to another. Each call takes milliseconds. The analysis
+        /// so, even after a failover to another. Each call takes milliseconds; counted once it
+        /// has a connection (a wait for a busy pool is not the database gone). The analysis
         /// itself is not bounded: a renewal that gets no answer cancels it, which interrupts a
         /// replay on one connection, but not the lanes of a replay split over several
         /// (`SplitReplay` lets a started lane run to its end).
@@ -134,7 +135,7 @@ public struct Scheduler: Service {
     @discardableResult
     public func enqueueDue() async throws -> Int {
         let now = time.wallClock
-        return try await answered { try await pool.withConnection { connection in
+        return try await answered { connection in
             // The last run at or before now: a run enqueued while the wall clock was stepped
             // ahead would otherwise hold back every run until the real clock reached it. Times
             // already run conflict on the unique key below, so none runs twice.
@@ -178,7 +179,7 @@ public struct Scheduler: Service {
                     """)
             }
             return inserted
-        } }
+        }
     }
 
     /// A running experiment whose run at `stop_at` is over without stopping it (every attempt
@@ -224,7 +225,7 @@ public struct Scheduler: Service {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
         let maxAttempts = configuration.maxAttempts
-        return try await answered { try await pool.withTransaction { connection in
+        return try await answeredInTransaction { connection in
             // Runs whose schedulers died too often are given up rather than retried forever.
             try connection.execute("""
                 UPDATE experiment_runs
@@ -247,14 +248,14 @@ public struct Scheduler: Service {
                 RETURNING r.id, r.experiment_id, r.scheduled_for, r.attempts, r.manual
                 """)
             return try rows.rows.first.map(Self.claim)
-        } }
+        }
     }
 
     /// Claims one given pending run (a manual run just inserted).
     func claim(runID: Int64) async throws -> Claim? {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
-        return try await answered { try await pool.withConnection { connection in
+        return try await answered { connection in
             try connection.query("""
                 UPDATE experiment_runs
                 SET status = 'running', lease_owner = \(owner),
@@ -263,7 +264,7 @@ public struct Scheduler: Service {
                 WHERE id = \(runID) AND status = 'pending'
                 RETURNING id, experiment_id, scheduled_for, attempts, manual
                 """).rows.first.map(Self.claim)
-        } }
+        }
     }
 
     private static func claim(_ row: PostgresRow) throws -> Claim {
@@ -296,16 +297,15 @@ public struct Scheduler: Service {
         let outcome: ExperimentRunner.Outcome
         let source: ReadSource
         do {
-            let store = ExperimentStore(pool: pool)
-            guard let found = try await answered({ try await store.get(claim.experimentID) }) else {
+            guard let found = try await answered({ try ExperimentStore.get(claim.experimentID, app: nil, on: $0) }) else {
                 throw ExperimentStoreError.notFound(claim.experimentID)
             }
             record = found
-            let previous = try await answered { try await pool.withConnection { connection in
+            let previous = try await answered { connection in
                 try connection.query("""
                     SELECT count(*) FROM experiment_runs WHERE experiment_id = \(claim.experimentID) AND status = 'done'
                     """)[0].decode(0, as: Int.self)
-            } }
+            }
             let chunkSize = configuration.chunkSize
             (outcome, source) = try await whileRenewingLease(claim) {
                 let analysed: (ExperimentRunner.Outcome, ReadSource)
@@ -369,7 +369,7 @@ public struct Scheduler: Service {
     private func giveBack(_ claim: Claim, _ deferred: ExperimentLookDeferred) async throws -> Performed {
         let owner = configuration.ownerID
         let reason = deferred.description
-        let givenBack = try await answered { try await pool.withTransaction { connection in
+        let givenBack = try await answeredInTransaction { connection in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
             try connection.execute("""
                 UPDATE experiment_runs
@@ -377,7 +377,7 @@ public struct Scheduler: Service {
                 WHERE id = \(claim.runID)
                 """)
             return true
-        } }
+        }
         guard givenBack else {
             metrics.leaseLost.increment()
             logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
@@ -399,9 +399,9 @@ public struct Scheduler: Service {
     /// the marker cleared) once no command holds the lock they all hold while they run. The
     /// deferred run is looked at again at the next poll, from the log's start.
     private func endAbandonedRewrite() async throws {
-        let ended = try await answered { try await pool.withConnection { connection in
+        let ended = try await answered { connection in
             try LogRewrite.endIfAbandoned(reset: ExperimentTallyStore.resetEveryExperiment, on: connection)
-        } }
+        }
         if ended {
             logger.warning("scheduler.log-rewrite.abandoned", [
                 "detail": "a prune or restore of the log died before its reset: every experiment's tallies were dropped and the marker cleared",
@@ -438,12 +438,12 @@ public struct Scheduler: Service {
     func renewLease(_ claim: Claim) async throws -> Bool {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
-        return try await answered { try await pool.withConnection { connection in
+        return try await answered { connection in
             try connection.execute("""
                 UPDATE experiment_runs SET lease_until = now() + \(leaseMS) * interval '1 millisecond'
                 WHERE id = \(claim.runID) AND status = 'running' AND lease_owner = \(owner) AND attempts = \(claim.attempt)
                 """) == 1
-        } }
+        }
     }
 
     /// Stores the result in one transaction that re-checks the lease, appends the decision to the
@@ -464,7 +464,7 @@ public struct Scheduler: Service {
         let decision = result.decision.code
         let entry = ExperimentLogEntry.analysed(result, appID: appID, runID: claim.runID, scheduledFor: claim.scheduledFor,
                                                 isManual: claim.isManual)
-        let stopped = try await answered { try await pool.withTransaction { connection -> Bool? in
+        let stopped = try await answeredInTransaction { connection -> Bool? in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return nil }
             if let logGeneration {
                 try ExperimentLookDeferred.check(try LogRewrite.state(on: connection), since: logGeneration)
@@ -481,7 +481,7 @@ public struct Scheduler: Service {
             _ = try ExperimentStore.stop(claim.experimentID, app: nil, reason: Self.stopReason(result, runID: claim.runID),
                                          on: connection)
             return true
-        } }
+        }
         guard let stopped else { return false }
         if stopped {
             logger.info("scheduler.experiment.stopped", ["experiment": claim.experimentID, "run.id": String(claim.runID),
@@ -505,7 +505,7 @@ public struct Scheduler: Service {
     private func fail(_ claim: Claim, error: String) async throws -> Bool {
         let owner = configuration.ownerID
         let isFinal = claim.attempt >= configuration.maxAttempts
-        _ = try await answered { try await pool.withTransaction { connection in
+        _ = try await answeredInTransaction { connection in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
             try connection.execute("""
                 UPDATE experiment_runs
@@ -514,7 +514,7 @@ public struct Scheduler: Service {
                 WHERE id = \(claim.runID)
                 """)
             return true
-        } }
+        }
         return isFinal
     }
 
@@ -551,13 +551,25 @@ public struct Scheduler: Service {
         }
     }
 
-    /// `operation` (one database call of the scheduler's own), interrupted when no answer came
-    /// within `databaseAnswerLimit`: then `DatabaseDidNotAnswer`, and the next poll starts on a
-    /// new connection (a failover's new primary, say).
-    private func answered<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    /// `body` (one database call of the scheduler's own) on a connection of the pool, interrupted
+    /// (its connection closed) when no answer came within `databaseAnswerLimit` of getting that
+    /// connection: then `DatabaseDidNotAnswer`, and the next poll starts on a new connection (a
+    /// failover's new primary, say). The wait for a free connection does not count: `engage
+    /// serve`'s pool is shared with the read routes, and a pool busy with long reads is not a
+    /// database that does not answer (counted, it failed the scheduler's calls, each failed read
+    /// of a claimed run costing the run an attempt: `BusyPoolSchedulerTests`).
+    private func answered<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let limit = configuration.databaseAnswerLimit
-        guard let value = try await withTimeLimit(limit, operation) else { throw DatabaseDidNotAnswer(limit: limit) }
-        return value
+        do {
+            return try await pool.withConnection(answerLimit: limit, body)
+        } catch let error as PostgresError where error.kind == .interrupted {
+            throw DatabaseDidNotAnswer(limit: limit)
+        }
+    }
+
+    /// `answered`, with `body` in one transaction.
+    private func answeredInTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
+        try await answered { connection in try connection.transaction(body) }
     }
 
     /// A database call of the scheduler got no answer within its limit.

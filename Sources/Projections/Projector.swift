@@ -20,6 +20,7 @@ public struct Projector: Service {
         /// its stored checkpoint. A database that answers nothing (a frozen host, a network that
         /// drops everything) would otherwise hold the projector on that host for as long as it
         /// stays so, even after a failover to another. A batch takes a fraction of a second.
+        /// Counted once the call has a connection: a wait for a busy pool is not the database gone.
         public var databaseAnswerLimit = Duration.seconds(30)
         public var failpoints = Failpoints.none
         public init() {}
@@ -161,14 +162,18 @@ public struct Projector: Service {
     }
 
     /// `body` on a connection of `pool`, interrupted (its connection closed) when no answer came
-    /// within `databaseAnswerLimit`: then `DatabaseDidNotAnswer`, and the projector starts again
-    /// from its stored checkpoint on a new connection (a failover's new primary, say).
+    /// within `databaseAnswerLimit` of getting that connection: then `DatabaseDidNotAnswer`, and
+    /// the projector starts again from its stored checkpoint on a new connection (a failover's new
+    /// primary, say). The wait for a free connection does not count: `engage serve`'s pool is
+    /// shared with the read routes, and a pool busy with long reads is not a database that does
+    /// not answer (counted, the projector dropped its batch and started again: `ProjectorBusyPoolTests`).
     private func answered<T: Sendable>(on pool: ConnectionPool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let limit = configuration.databaseAnswerLimit
-        guard let value = try await withTimeLimit(limit, { try await pool.withConnection(body) }) else {
+        do {
+            return try await pool.withConnection(answerLimit: limit, body)
+        } catch let error as PostgresError where error.kind == .interrupted {
             throw DatabaseDidNotAnswer(limit: limit)
         }
-        return value
     }
 
     /// A database call of the projector got no answer within its limit.
