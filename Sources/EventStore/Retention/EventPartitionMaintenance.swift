@@ -9,7 +9,7 @@ public struct EventPartitionMaintenance: Service {
     public let interval: Duration
     public let logger: Logger
 
-    /// How long one run may go without an answer before it is interrupted (its connection
+    /// How long one run may go without an answer, once it has its pooled connection, before it is interrupted (its connection
     /// closed) and tried again an interval later: a database that answers nothing (a frozen
     /// host) would otherwise keep the pooled connection it holds for as long as it stays so,
     /// even after a failover to another, and with a small pool every other user of the pool
@@ -26,12 +26,14 @@ public struct EventPartitionMaintenance: Service {
     public func run() async throws {
         while !Task.isCancelled {
             do {
-                let pool = self.pool
-                let created = try await withTimeLimit(answerLimit) {
-                    try await pool.withConnection { connection in try EventPartitions.ensure(on: connection) }
+                // The limit counts once the run has its connection: a wait behind the pool's
+                // other users (long reads in engage serve) is no database that does not answer.
+                let created = try await pool.withConnection(answerLimit: answerLimit) { connection in
+                    try EventPartitions.ensure(on: connection)
                 }
-                if let created, created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
-                if created == nil { logger.warning("log.partitions-failed", ["error": "the database did not answer within \(answerLimit)"]) }
+                if created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
+            } catch let error as PostgresError where error.kind == .interrupted {
+                logger.warning("log.partitions-failed", ["error": "the database did not answer within \(answerLimit)"])
             } catch {
                 logger.warning("log.partitions-failed", ["error": "\(error)"])
             }
