@@ -36,6 +36,10 @@ public struct EngageServer: Sendable {
         /// than clients' own timeouts, longer than any healthy commit, and no longer than the HTTP
         /// shutdown grace, so that a stuck commit is answered before shutdown gives up on it.
         public var commitTimeout = Duration.seconds(10)
+        /// The fewest synchronous standbys that must have a commit before its events are
+        /// acknowledged, whatever the primary's `synchronous_standby_names` says
+        /// (`PostgresConfiguration.requiredSynchronousStandbys`); 0 trusts the setting.
+        public var requiredSynchronousStandbys = 0
         /// A read replica for what only reads (reports, analysis and strategy replays), nil for none.
         public var readDatabase: PostgresConfiguration?
         /// Connections to the read replica.
@@ -73,6 +77,8 @@ public struct EngageServer: Sendable {
         self.logger = logger
         self.registry = registry
         let time = configuration.time
+        var database = database
+        database.requiredSynchronousStandbys = configuration.requiredSynchronousStandbys
         let pool = ConnectionPool(configuration: database, size: configuration.poolSize)
         self.pool = pool
         store = EventStore(pool: pool)

@@ -112,7 +112,7 @@ public struct EventStore: Sendable {
         do {
             let results = try appendCarefully(batches, on: connection)
             let verdict = try connection.failingOnWarnings { connection in
-                try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.commit))
+                try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.statements(on: connection).commit))
             }
             try StandbyConfirmation.acknowledge(verdict, on: connection)
             return results
@@ -135,7 +135,7 @@ public struct EventStore: Sendable {
                 ids.appendText(batches[row.batch].appIDs[row.row])
             }
             try connection.copyIn(beginAndCopyIDsStatement, data: ids.finish())
-            return try StandbyConfirmation.verdict(from: copy(rows, of: batches, into: copyAndCommitStatement, on: connection))
+            return try StandbyConfirmation.verdict(from: copy(rows, of: batches, into: StandbyConfirmation.committing(after: copyStatement, on: connection), on: connection))
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
@@ -280,11 +280,12 @@ public struct EventStore: Sendable {
 
     static let beginAndCopyIDsStatement: SQL = "BEGIN; COPY event_ids (event_id, app_id) FROM STDIN (FORMAT binary)"
 
-    static let copyAndCommitStatement = StandbyConfirmation.committing(after: """
+    /// The events' COPY, which the commit and its check follow in the same text.
+    static let copyStatement: SQL = """
         COPY events (event_id, app_id, notification_id, type, category, device_id, occurred_at,
                      experiment_id, experiment_arm, payload)
         FROM STDIN (FORMAT binary)
-        """)
+        """
 
     static let stagingCopyStatement: SQL = """
         COPY engage_append_staging_v1 (event_id, app_id, notification_id, type, category, device_id, occurred_at,

@@ -19,6 +19,11 @@ import Postgres
 /// needs `pg_read_all_stats` (or `pg_monitor`, or a superuser); without it nothing can be
 /// confirmed, and commits are refused while synchronous replication is configured.
 ///
+/// An operator can require more than the setting asks for (`requiredSynchronousStandbys` of the
+/// connection's configuration, `engage serve --synchronous-standbys`): a keeper that empties the
+/// setting to let its primary run alone then gets no commit acknowledged on it, instead of commits
+/// a standby being promoted may never receive (docs/high-availability.md).
+///
 /// Not checked: the commit record itself, after the recorded point (a standby promoted in the
 /// instant between receiving a transaction's rows and its commit record, while that commit
 /// skipped its wait, is not noticed); commits of `appendInOpenTransaction`, which its caller
@@ -36,62 +41,106 @@ public enum StandbyConfirmation {
         case unverifiable
     }
 
-    /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far,
-    /// or '' when no synchronous standby is configured. Only then is the WAL function called:
-    /// managed servers that restrict WAL functions (Aurora) reject `pg_current_wal_insert_lsn()`,
-    /// and every commit would fail there.
-    static let beforeCommit: SQL = """
-        SELECT set_config('engage.pre_commit_lsn',
-            CASE WHEN current_setting('synchronous_standby_names') <> ''
-                  AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
-                 THEN pg_current_wal_insert_lsn()::text
-                 ELSE '' END,
-            false)
-        """
+    /// The statements of the check for one floor (`PostgresConfiguration.requiredSynchronousStandbys`):
+    /// at least that many synchronous standbys must have the commit, even when the setting asks
+    /// for fewer or none. 0, the default, trusts the setting.
+    struct Statements: Sendable {
+        /// Runs just before the COMMIT, in its round trip: where the transaction's WAL ends so far,
+        /// or '' when nothing will be checked. Only then is the WAL function called: managed
+        /// servers that restrict WAL functions (Aurora) reject `pg_current_wal_insert_lsn()`, and
+        /// every commit would fail there.
+        let beforeCommit: SQL
+        /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values.
+        let afterCommit: SQL
+        /// The COMMIT between the two, as one text for one round trip.
+        let commit: SQL
+        /// The check again after a short pause, on the session that committed (its recorded point).
+        let recheck: SQL
 
-    /// Runs just after the COMMIT, in its round trip; answers one of `Verdict`'s raw values. The
-    /// number of standbys required is the setting's `ANY n (...)` or `FIRST n (...)` or `n (...)`,
-    /// else 1. No point recorded before the COMMIT (synchronous replication was off then, and a
-    /// reload turned it on in between) confirms nothing: no standby counts ('unconfirmed'), and
-    /// '' is never cast. No backslash: a server with standard_conforming_strings off would warn
-    /// about one, and a warning fails the commit.
-    static let afterCommit: SQL = """
-        SELECT CASE
-            WHEN current_setting('synchronous_standby_names') = ''
-              OR current_setting('synchronous_commit') NOT IN ('on', 'remote_write', 'remote_apply')
-              OR current_setting('max_wal_senders')::int = 0 THEN 'not required'
-            WHEN NOT pg_has_role('pg_read_all_stats', 'USAGE') THEN 'unverifiable'
-            WHEN (SELECT count(*) FROM pg_stat_get_wal_senders() s
-                  WHERE s.sync_state IN ('sync', 'quorum')
-                    AND CASE current_setting('synchronous_commit')
-                            WHEN 'remote_write' THEN s.write_lsn
-                            WHEN 'remote_apply' THEN s.replay_lsn
-                            ELSE s.flush_lsn END >= nullif(current_setting('engage.pre_commit_lsn', true), '')::pg_lsn)
-                 >= coalesce((regexp_match(current_setting('synchronous_standby_names'),
-                                           '^[[:space:]]*(?:any[[:space:]]+|first[[:space:]]+)?([0-9]+)[[:space:]]*[(]', 'i'))[1]::int, 1)
-              THEN 'confirmed'
-            ELSE 'unconfirmed'
-        END::text
-        """
+        init(requiring floor: Int) {
+            precondition(floor >= 0, "a number of standbys is never negative")
+            let floor = String(floor)
+            beforeCommit = SQL(unsafeSQL: """
+                SELECT set_config('engage.pre_commit_lsn',
+                    CASE WHEN \(floor) > 0
+                           OR (current_setting('synchronous_standby_names') <> ''
+                               AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply'))
+                         THEN pg_current_wal_insert_lsn()::text
+                         ELSE '' END,
+                    false)
+                """)
+            afterCommit = SQL(unsafeSQL: """
+                SELECT CASE
+                    WHEN required = 0 THEN 'not required'
+                    WHEN NOT pg_has_role('pg_read_all_stats', 'USAGE') THEN 'unverifiable'
+                    WHEN (SELECT count(*) FROM pg_stat_get_wal_senders() s
+                          WHERE s.sync_state IN ('sync', 'quorum')
+                            AND CASE current_setting('synchronous_commit')
+                                    WHEN 'remote_write' THEN s.write_lsn
+                                    WHEN 'remote_apply' THEN s.replay_lsn
+                                    ELSE s.flush_lsn END >= nullif(current_setting('engage.pre_commit_lsn', true), '')::pg_lsn)
+                         >= required
+                      THEN 'confirmed'
+                    ELSE 'unconfirmed'
+                END::text
+                FROM (SELECT \(Self.required(floor: floor)) AS required) r
+                """)
+            commit = SQL(unsafeSQL: "\(beforeCommit.text);\nCOMMIT;\n\(afterCommit.text)")
+            recheck = SQL(unsafeSQL: "SELECT pg_sleep(0.02);\n\(afterCommit.text)")
+        }
 
-    /// The COMMIT between the two, as one text for one round trip.
-    static let commit = SQL(unsafeSQL: "\(beforeCommit.text);\nCOMMIT;\n\(afterCommit.text)")
+        /// How many synchronous standbys a commit needs: the setting's `ANY n (...)` or
+        /// `FIRST n (...)` or `n (...)`, else 1, when commits wait for standbys at all (0 when the
+        /// setting is empty, `synchronous_commit` is `local` or `off`, or no WAL sender may run),
+        /// and never fewer than `floor`. No point recorded before the COMMIT (synchronous
+        /// replication was off then, and a reload turned it on in between) confirms nothing: no
+        /// standby counts ('unconfirmed'), and '' is never cast. No backslash: a server with
+        /// standard_conforming_strings off would warn about one, and a warning fails the commit.
+        static func required(floor: String) -> String {
+            """
+            greatest(\(floor),
+                     CASE WHEN current_setting('synchronous_standby_names') = ''
+                            OR current_setting('synchronous_commit') NOT IN ('on', 'remote_write', 'remote_apply')
+                            OR current_setting('max_wal_senders')::int = 0 THEN 0
+                          ELSE coalesce((regexp_match(current_setting('synchronous_standby_names'),
+                                                      '^[[:space:]]*(?:any[[:space:]]+|first[[:space:]]+)?([0-9]+)[[:space:]]*[(]', 'i'))[1]::int, 1)
+                     END)
+            """
+        }
 
-    /// Whether synchronous replication is configured and this role cannot read the standbys'
-    /// positions: then every commit is refused (`.unverifiable`), which readiness reports.
-    public static func roleCannotConfirm(on connection: Connection) throws -> Bool {
-        try connection.query(roleCannotConfirmStatement)[0].decode(0, as: Bool.self)
+        /// The default's texts, made once: most servers run with it.
+        static let trustingTheSetting = Statements(requiring: 0)
+
+        static func requiring(_ floor: Int) -> Statements {
+            floor == 0 ? trustingTheSetting : Statements(requiring: floor)
+        }
     }
 
-    static let roleCannotConfirmStatement: SQL = """
-        SELECT current_setting('synchronous_standby_names') <> ''
-           AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
-           AND current_setting('max_wal_senders')::int > 0
-           AND NOT pg_has_role('pg_read_all_stats', 'USAGE')
-        """
+    /// The statements for the floor `connection` was configured with.
+    static func statements(on connection: Connection) -> Statements {
+        .requiring(connection.configuration.requiredSynchronousStandbys)
+    }
 
-    /// The check again after a short pause, on the session that committed (its recorded point).
-    static let recheck = SQL(unsafeSQL: "SELECT pg_sleep(0.02);\n\(afterCommit.text)")
+    /// Whether this role cannot read the standbys' positions while a commit needs them (synchronous
+    /// replication is configured, or the connection requires standbys): then every commit is
+    /// refused (`.unverifiable`), which readiness reports.
+    public static func roleCannotConfirm(on connection: Connection) throws -> Bool {
+        let required = Statements.required(floor: String(connection.configuration.requiredSynchronousStandbys))
+        return try connection.query(SQL(unsafeSQL: "SELECT \(required) > 0 AND NOT pg_has_role('pg_read_all_stats', 'USAGE')"))[0]
+            .decode(0, as: Bool.self)
+    }
+
+    /// How many more synchronous standbys must stream before a commit on `connection` can be
+    /// confirmed, counting only its floor (`requiredSynchronousStandbys`): a primary that runs
+    /// alone (its setting emptied) while engage requires a standby refuses every commit, which
+    /// readiness reports. 0 without a floor: what the setting asks for, commits wait for.
+    public static func missingRequiredStandbys(on connection: Connection) throws -> Int {
+        let floor = connection.configuration.requiredSynchronousStandbys
+        guard floor > 0 else { return 0 }
+        return try connection.query("""
+            SELECT greatest(0, \(floor) - (SELECT count(*) FROM pg_stat_get_wal_senders() WHERE sync_state IN ('sync', 'quorum'))::int)
+            """)[0].decode(0, as: Int.self)
+    }
 
     /// How many times `recheck` runs at most before an unconfirmed commit is refused: about 3 s
     /// of pauses, within the ingest commit timeout (10 s by default) whose interrupter cancels
@@ -105,6 +154,7 @@ public enum StandbyConfirmation {
     public static func awaitingStandbys(_ verdict: Verdict, on connection: Connection) throws -> Verdict {
         var verdict = verdict
         var attempts = 0
+        let recheck = statements(on: connection).recheck
         while verdict == .unconfirmed && attempts < rechecks {
             verdict = try self.verdict(from: connection.queryScript(recheck))
             attempts += 1
@@ -112,11 +162,12 @@ public enum StandbyConfirmation {
         return verdict
     }
 
-    /// `statement` (the transaction's last work), then `commit`, as one text.
-    /// `statement` takes no `$n` parameters: the text is sent as a script, which has none.
-    static func committing(after statement: SQL) -> SQL {
+    /// `statement` (the transaction's last work), then the commit with its check on
+    /// `connection`, as one text. `statement` takes no `$n` parameters: the text is sent as a
+    /// script, which has none.
+    static func committing(after statement: SQL, on connection: Connection) -> SQL {
         precondition(statement.parameters.isEmpty, "a statement committed with the standby check takes no parameters")
-        return SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
+        return SQL(unsafeSQL: "\(statement.text);\n\(statements(on: connection).commit.text)")
     }
 
     /// The check's answer, from the rows the committing text returned.

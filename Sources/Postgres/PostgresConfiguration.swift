@@ -4,6 +4,14 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     public var connectionString: String
     public var applicationName: String
     public var connectTimeoutSeconds: Int
+    /// The fewest synchronous standbys that must have an append's commit before it is
+    /// acknowledged, whatever the server's `synchronous_standby_names` asks for at that moment
+    /// (`StandbyConfirmation`). 0 trusts the setting. A formation's keeper empties the setting
+    /// when it gives up on its standby (pg_auto_failover's `wait_primary`), and during a
+    /// switchover on a busy machine the old primary has been seen to do so while its standby was
+    /// being promoted, acknowledging commits the new primary never got (docs/high-availability.md);
+    /// 1 refuses those commits instead, at the cost of ingestion while the primary runs alone.
+    public var requiredSynchronousStandbys = 0
 
     /// `connectTimeoutSeconds` bounds each host's attempt (libpq tries the hosts of a multi-host
     /// URL in turn); 2 s is libpq's smallest recommended value, and a failover is noticed sooner.

@@ -76,6 +76,10 @@ enum ServerOptions {
     static let commitTimeout = Option(
         "commit-timeout", value: "seconds", help: "Time a request may wait for its group commit (a primary waiting for a lost standby) before it gets 503.",
         environment: "ENGAGE_COMMIT_TIMEOUT", default: Int(defaults.commitTimeout.components.seconds), validate: .range(1...3600))
+    static let synchronousStandbys = Option(
+        "synchronous-standbys", value: "n",
+        help: "Synchronous standbys that must have a commit before its events are acknowledged, even when the primary's synchronous_standby_names asks for fewer (1 on a pg_auto_failover formation: docs/high-availability.md).",
+        environment: "ENGAGE_SYNCHRONOUS_STANDBYS", default: defaults.requiredSynchronousStandbys, validate: .range(0...16))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
                                   default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))
     static let maxBodyBytes = Option("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES",
@@ -99,7 +103,7 @@ enum ServerOptions {
     static let all: [any CommandOption] = [
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
         rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents, commitTimeout,
-        maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
+        synchronousStandbys, maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
     ] + ReadOptions.all
 
     /// The server's flags: the in-process scheduler's as `engage scheduler` declares them.
@@ -132,6 +136,7 @@ enum ServerOptions {
         server.queueCapacity = arguments[queueCapacity]
         server.parallelCommitEvents = arguments[parallelCommitEvents]
         server.commitTimeout = .seconds(arguments[commitTimeout])
+        server.requiredSynchronousStandbys = arguments[synchronousStandbys]
         server.readDatabase = ReadOptions.replica(arguments)
         server.readReplica = ReadOptions.configuration(arguments)
         var limits = IngestLimits()

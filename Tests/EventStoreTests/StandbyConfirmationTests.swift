@@ -136,6 +136,14 @@ struct StandbyConfirmationTests {
         let beforeReplication = try Connection(configuration: asRole)
         #expect(try !StandbyConfirmation.roleCannotConfirm(on: beforeReplication))
         beforeReplication.close()
+        // Unless a standby is required of every commit: then it must see them.
+        var requiring = asRole
+        requiring.requiredSynchronousStandbys = 1
+        let requiringConnection = try Connection(configuration: requiring)
+        #expect(try StandbyConfirmation.roleCannotConfirm(on: requiringConnection))
+        requiringConnection.close()
+        let unseen = #expect(throws: PostgresError.self) { try Self.append(EventFactory.items(1, notificationPrefix: "unseen"), requiring) }
+        #expect(unseen?.message.contains("pg_read_all_stats") == true, "\(String(describing: unseen))")
 
         try await offPool { try replication.synchronousStandby(StreamingReplication.standbyName) }
         defer { try? replication.synchronousStandby(nil) }
@@ -155,7 +163,52 @@ struct StandbyConfirmationTests {
         #expect(try Self.append(blind, asRole).duplicateCount == 2)
     }
 
+    /// The state a pg_auto_failover keeper leaves its primary in when it gives up on the standby
+    /// (`wait_primary`, and once, during a switchover on a loaded machine, while the standby was
+    /// being promoted): `synchronous_standby_names` emptied, commits acknowledged by the primary
+    /// alone although a standby still streams. Trusting the setting acknowledges them; a
+    /// connection that requires a synchronous standby gets none acknowledged until one is named
+    /// again, and readiness sees the shortfall.
+    @Test func aPrimaryRunningAloneGetsNoCommitAcknowledgedWhileAStandbyIsRequired() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby(nil) }
+        var oneRequired = database
+        oneRequired.requiredSynchronousStandbys = 1
+        var twoRequired = database
+        twoRequired.requiredSynchronousStandbys = 2
+
+        #expect(try Self.verdictNow(database) == .notRequired)
+        #expect(try Self.append(EventFactory.items(1, notificationPrefix: "trusted"), database).storedCount == 1)
+        #expect(try Self.missingRequiredStandbys(database) == 0)
+
+        let items = EventFactory.items(3, notificationPrefix: "alone")
+        let refused = #expect(throws: PostgresError.self) { try Self.append(items, oneRequired) }
+        #expect(refused?.kind == .unconfirmedCommit, "\(String(describing: refused))")
+        #expect(try Self.verdictNow(oneRequired) == .unconfirmed)
+        // Committed on the primary, not acknowledged: the device resends them.
+        #expect(try Self.storedCount(database) == 4)
+        #expect(try Self.missingRequiredStandbys(oneRequired) == 1)
+        #expect(try Self.missingRequiredStandbys(twoRequired) == 2)
+
+        try await offPool { try replication.synchronousStandby("ANY 1 (\(StreamingReplication.standbyName))") }
+        defer { try? replication.synchronousStandby(nil) }
+        #expect(try Self.append(items, oneRequired).outcomes == [.duplicate, .duplicate, .duplicate])
+        #expect(try Self.missingRequiredStandbys(oneRequired) == 0)
+        // More than the setting asks for: the one streaming standby is not enough for two.
+        #expect(try Self.missingRequiredStandbys(twoRequired) == 1)
+        let beyond = #expect(throws: PostgresError.self) { try Self.append(EventFactory.items(2, notificationPrefix: "two"), twoRequired) }
+        #expect(beyond?.kind == .unconfirmedCommit, "\(String(describing: beyond))")
+        #expect(try Self.storedCount(database) == 6)
+    }
+
     // MARK: Helpers
+
+    static func missingRequiredStandbys(_ database: PostgresConfiguration) throws -> Int {
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        return try StandbyConfirmation.missingRequiredStandbys(on: connection)
+    }
 
     // One connection per call, as UnconfirmedCommitTests use them.
     static func append(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {
@@ -171,7 +224,7 @@ struct StandbyConfirmationTests {
         let connection = try Connection(configuration: database)
         defer { connection.close() }
         try connection.execute("BEGIN")
-        return try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.commit))
+        return try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.statements(on: connection).commit))
     }
 
     static func databaseName(_ database: PostgresConfiguration) throws -> String {

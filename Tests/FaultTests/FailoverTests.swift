@@ -63,6 +63,48 @@ struct FailoverTests {
         }
     }
 
+    /// The same loss with `--synchronous-standbys 1`: the primary in `wait_primary` (its
+    /// keeper emptied `synchronous_standby_names`) acknowledges nothing sent from then on, and
+    /// readiness says why; once the secondary is back, ingestion resumes. The primary running
+    /// alone is the state in which an old primary, during a switchover on a loaded machine, once
+    /// acknowledged commits the promoted secondary never got (docs/high-availability.md).
+    @Test(.timeLimit(.minutes(8)))
+    func losingTheSecondaryWhileAStandbyIsRequiredAcknowledgesNothingUntilItReturns() async throws {
+        // The default commit timeout (10 s) outlasts the check's 3 s of rechecks: refusals are
+        // unconfirmed commits, not timeouts.
+        try await FailoverRun.with(label: "required", options: ["--synchronous-standbys", "1"]) { run in
+            let primary = try await offPool { try run.formation.waitUntilStable() }
+            let secondary = try #require(run.formation.nodes.first { $0 != primary })
+            try await offPool { try run.formation.kill(secondary) }
+            try await run.waitFor("the primary to run alone, synchronous replication off") {
+                let states = try await offPool { try run.formation.states() }
+                guard states.contains(where: { $0.name == primary.name && $0.reported == "wait_primary" }) else { return false }
+                return try await offPool {
+                    let connection = try Connection(configuration: run.formation.configuration(of: primary))
+                    defer { connection.close() }
+                    return try connection.query("SHOW synchronous_standby_names")[0].decode(0, as: String.self).isEmpty
+                }
+            }
+            run.load.mark()
+            try await run.waitFor("answers to requests sent since") {
+                let answered = run.load.snapshot.sinceMark
+                return answered.refused + answered.acknowledged >= 8
+            }
+            let ledger = run.load.snapshot
+            #expect(ledger.sinceMark.acknowledged == 0, "acknowledged by the primary alone: \(ledger.sinceMark)")
+            let ready = try await offPool { try RawHTTPClient(port: run.port, receiveTimeout: 5).request("GET", "/readyz") }
+            #expect(ready.status == 503 && ready.text.contains("synchronous-standbys-missing"), "\(ready.status) \(ready.text)")
+            #expect((try await EngageProcess.metric("engage_ingest_commit_unconfirmed_total", port: run.port) ?? 0) >= 1)
+
+            try await offPool { try run.formation.restart(secondary) }
+            let settled = try await offPool { try run.formation.waitUntilSettled() }
+            #expect(settled == primary)
+            try await run.waitFor("readiness once the secondary streams again") {
+                try await offPool { try RawHTTPClient(port: run.port, receiveTimeout: 5).request("GET", "/readyz") }.status == 200
+            }
+        }
+    }
+
     /// What only reads can go to the secondary: the log tailed there never skips an event while
     /// writers commit out of order on the primary, and reads there say so.
     @Test(.timeLimit(.minutes(6)))
@@ -113,10 +155,13 @@ struct FailoverTests {
     }
 
     /// `pg_autoctl perform switchover` while the load runs, from a stable formation (asked again
-    /// if the monitor refuses it or undoes it: ``AutoFailoverFormation/switchover(timeout:)``).
+    /// if the monitor refuses it or undoes it: ``AutoFailoverFormation/switchover(timeout:)``),
+    /// with `--synchronous-standbys 1` as docs/high-availability.md advises: on a loaded machine
+    /// the old primary was once set to `wait_primary` on its way out and acknowledged commits
+    /// alone while the secondary was promoted; required standbys refuse those.
     @Test(.timeLimit(.minutes(8)))
     func aPlannedSwitchoverUnderLoadLosesNothing() async throws {
-        try await FailoverRun.with(label: "switchover") { run in
+        try await FailoverRun.with(label: "switchover", options: ["--synchronous-standbys", "1"]) { run in
             let primary = try await offPool { try run.formation.waitUntilStable() }
             let promoted = try await offPool { try run.formation.switchover() }
             let settled = try await offPool { try run.formation.waitUntilSettled() }
@@ -133,7 +178,7 @@ struct FailoverTests {
     /// nothing acknowledged is lost; once the keeper runs again the old primary rejoins.
     @Test(.timeLimit(.minutes(8)))
     func aSwitchoverWhileTheOldPrimaryStillTakesCommitsThatSkipTheirWaitLosesNothing() async throws {
-        try await FailoverRun.with(label: "split") { run in
+        try await FailoverRun.with(label: "split", options: ["--synchronous-standbys", "1"]) { run in
             let primary = try await offPool { try run.formation.waitUntilStable() }
             let checkpointer = try await offPool { try run.formation.skipSynchronousWaits(on: primary) }
             let keeper = try await offPool { try run.formation.freezeKeeper(primary) }

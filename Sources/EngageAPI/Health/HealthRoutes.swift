@@ -42,17 +42,23 @@ public struct HealthRoutes: Sendable {
                 try await pool.withConnection { connection in
                     let pending = try migrator.pendingProblem(connection)
                     // The readers' tables exist only once migrated.
-                    return (pending, try StandbyConfirmation.roleCannotConfirm(on: connection),
+                    let cannotConfirm = try StandbyConfirmation.roleCannotConfirm(on: connection)
+                    return (pending, cannotConfirm, cannotConfirm ? 0 : try StandbyConfirmation.missingRequiredStandbys(on: connection),
                             pending == nil ? try TransactionIDHealth.read(on: connection).problem : nil)
                 }
             }
-            guard let (problem, cannotConfirm, behind) = answer else { return APIProblems.response(APIProblems.unavailable, retryAfter: 5) }
+            guard let (problem, cannotConfirm, missingStandbys, behind) = answer else {
+                return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+            }
             if let problem {
                 return APIProblems.response(HTTPProblem(status: 503, slug: "migrations-pending", title: "The database schema is not current",
                                                         detail: problem), retryAfter: 5)
             }
             if cannotConfirm {
                 return APIProblems.response(APIProblems.standbysUnverifiable, retryAfter: 5)
+            }
+            if missingStandbys > 0 {
+                return APIProblems.response(APIProblems.requiredStandbysMissing(missingStandbys), retryAfter: 5)
             }
             if let behind {
                 // Not ready to take events: each would sort before what the readers have read.
