@@ -13,16 +13,8 @@ import TestSupport
 struct PartitionMaintenanceNoAnswerTests {
     @Test(.timeLimit(.minutes(1)))
     func aRunWithoutAnAnswerIsInterruptedAndLogged() async throws {
-        let database = try TestPostgres.freshDatabase()
-        let pool = ConnectionPool(configuration: database, size: 1)
-        // The partitions after this week's, so that the run has one to make, which needs the lock below.
-        try await pool.withConnection { connection in
-            _ = try connection.execute("""
-                DO $$ DECLARE p text; BEGIN
-                    FOR p IN SELECT name FROM event_partitions WHERE lower > now() LOOP EXECUTE format('DROP TABLE %I', p); END LOOP;
-                END $$
-                """)
-        }
+        // A partition to make, which needs the lock held below.
+        let (database, pool) = try await PartitionMaintenanceFixtures.databaseWithAPartitionToMake(poolSize: 1)
         let holder = try Connection(configuration: database)
         defer { holder.close() }
         try holder.execute("BEGIN")
