@@ -41,7 +41,12 @@ public struct Scheduler: Service {
         /// has a connection (a wait for a busy pool is not the database gone). The analysis
         /// itself is not bounded: a renewal that gets no answer cancels it, which interrupts a
         /// replay on one connection, but not the lanes of a replay split over several
-        /// (`SplitReplay` lets a started lane run to its end).
+        /// (`SplitReplay` lets a started lane run to its end). `engage serve`'s pool is shared
+        /// with the read routes, and a pool busy with long reads is not a database that does not
+        /// answer (counted, it failed the scheduler's calls, each failed read of a claimed run
+        /// costing the run an attempt: `BusyPoolSchedulerTests`). Past it the call throws
+        /// `DatabaseDidNotAnswer`, and the next poll starts on a new connection (a failover's new
+        /// primary, say).
         public var databaseAnswerLimit = Duration.seconds(30)
         /// Identifies this scheduler in `lease_owner`.
         public var ownerID = Scheduler.defaultOwnerID()
@@ -135,7 +140,7 @@ public struct Scheduler: Service {
     @discardableResult
     public func enqueueDue() async throws -> Int {
         let now = time.wallClock
-        return try await answered { connection in
+        return try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             // The last run at or before now: a run enqueued while the wall clock was stepped
             // ahead would otherwise hold back every run until the real clock reached it. Times
             // already run conflict on the unique key below, so none runs twice.
@@ -225,7 +230,7 @@ public struct Scheduler: Service {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
         let maxAttempts = configuration.maxAttempts
-        return try await answeredInTransaction { connection in
+        return try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
             // Runs whose schedulers died too often are given up rather than retried forever.
             try connection.execute("""
                 UPDATE experiment_runs
@@ -255,7 +260,7 @@ public struct Scheduler: Service {
     func claim(runID: Int64) async throws -> Claim? {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
-        return try await answered { connection in
+        return try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             try connection.query("""
                 UPDATE experiment_runs
                 SET status = 'running', lease_owner = \(owner),
@@ -297,11 +302,12 @@ public struct Scheduler: Service {
         let outcome: ExperimentRunner.Outcome
         let source: ReadSource
         do {
-            guard let found = try await answered({ try ExperimentStore.get(claim.experimentID, app: nil, on: $0) }) else {
-                throw ExperimentStoreError.notFound(claim.experimentID)
+            let found = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
+                try ExperimentStore.get(claim.experimentID, app: nil, on: connection)
             }
+            guard let found else { throw ExperimentStoreError.notFound(claim.experimentID) }
             record = found
-            let previous = try await answered { connection in
+            let previous = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
                 try connection.query("""
                     SELECT count(*) FROM experiment_runs WHERE experiment_id = \(claim.experimentID) AND status = 'done'
                     """)[0].decode(0, as: Int.self)
@@ -369,7 +375,7 @@ public struct Scheduler: Service {
     private func giveBack(_ claim: Claim, _ deferred: ExperimentLookDeferred) async throws -> Performed {
         let owner = configuration.ownerID
         let reason = deferred.description
-        let givenBack = try await answeredInTransaction { connection in
+        let givenBack = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
             try connection.execute("""
                 UPDATE experiment_runs
@@ -399,7 +405,7 @@ public struct Scheduler: Service {
     /// the marker cleared) once no command holds the lock they all hold while they run. The
     /// deferred run is looked at again at the next poll, from the log's start.
     private func endAbandonedRewrite() async throws {
-        let ended = try await answered { connection in
+        let ended = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             try LogRewrite.endIfAbandoned(reset: ExperimentTallyStore.resetEveryExperiment, on: connection)
         }
         if ended {
@@ -438,7 +444,7 @@ public struct Scheduler: Service {
     func renewLease(_ claim: Claim) async throws -> Bool {
         let owner = configuration.ownerID
         let leaseMS = Self.milliseconds(configuration.leaseDuration)
-        return try await answered { connection in
+        return try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             try connection.execute("""
                 UPDATE experiment_runs SET lease_until = now() + \(leaseMS) * interval '1 millisecond'
                 WHERE id = \(claim.runID) AND status = 'running' AND lease_owner = \(owner) AND attempts = \(claim.attempt)
@@ -464,7 +470,7 @@ public struct Scheduler: Service {
         let decision = result.decision.code
         let entry = ExperimentLogEntry.analysed(result, appID: appID, runID: claim.runID, scheduledFor: claim.scheduledFor,
                                                 isManual: claim.isManual)
-        let stopped = try await answeredInTransaction { connection -> Bool? in
+        let stopped = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection -> Bool? in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return nil }
             if let logGeneration {
                 try ExperimentLookDeferred.check(try LogRewrite.state(on: connection), since: logGeneration)
@@ -505,7 +511,7 @@ public struct Scheduler: Service {
     private func fail(_ claim: Claim, error: String) async throws -> Bool {
         let owner = configuration.ownerID
         let isFinal = claim.attempt >= configuration.maxAttempts
-        _ = try await answeredInTransaction { connection in
+        _ = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
             try connection.execute("""
                 UPDATE experiment_runs
@@ -549,33 +555,6 @@ public struct Scheduler: Service {
             try ExperimentStore.run(connection.query(
                 "SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])
         }
-    }
-
-    /// `body` (one database call of the scheduler's own) on a connection of the pool, interrupted
-    /// (its connection closed) when no answer came within `databaseAnswerLimit` of getting that
-    /// connection: then `DatabaseDidNotAnswer`, and the next poll starts on a new connection (a
-    /// failover's new primary, say). The wait for a free connection does not count: `engage
-    /// serve`'s pool is shared with the read routes, and a pool busy with long reads is not a
-    /// database that does not answer (counted, it failed the scheduler's calls, each failed read
-    /// of a claimed run costing the run an attempt: `BusyPoolSchedulerTests`).
-    private func answered<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        let limit = configuration.databaseAnswerLimit
-        do {
-            return try await pool.withConnection(answerLimit: limit, body)
-        } catch let error as PostgresError where error.kind == .interrupted {
-            throw DatabaseDidNotAnswer(limit: limit)
-        }
-    }
-
-    /// `answered`, with `body` in one transaction.
-    private func answeredInTransaction<T: Sendable>(_ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        try await answered { connection in try connection.transaction(body) }
-    }
-
-    /// A database call of the scheduler got no answer within its limit.
-    public struct DatabaseDidNotAnswer: Error, CustomStringConvertible {
-        public var limit: Duration
-        public var description: String { "the database did not answer within \(limit)" }
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

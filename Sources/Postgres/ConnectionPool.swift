@@ -51,8 +51,8 @@ public final class ConnectionPool: Sendable {
     /// interrupts it unless `interruptingOnCancel` is false (then only a wait for a free
     /// connection is cancelled, and a body that started runs to its end). With `answerLimit`,
     /// a body still running that long after it got its connection is interrupted too, and this
-    /// throws `PostgresError.Kind.interrupted`: the wait for a free connection does not count,
-    /// since a busy pool is not a database that does not answer.
+    /// throws `DatabaseDidNotAnswer`: the wait for a free connection does not count, since a busy
+    /// pool is not a database that does not answer.
     public func withConnection<T: Sendable>(interruptingOnCancel: Bool = true, answerLimit: Duration? = nil,
                                             _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let index = try await acquire()
@@ -78,18 +78,20 @@ public final class ConnectionPool: Sendable {
             } onCancel: {
                 slot.interrupter.interrupt(unit, because: .cancelled)
             }
-        } catch let error as PostgresError where error.kind == .interrupted {
-            if case .timedOut? = slot.interrupter.reason { throw error }
+        } catch let interrupted as PostgresError where interrupted.kind == .interrupted {
+            if case .timedOut(let limit)? = slot.interrupter.reason { throw DatabaseDidNotAnswer(limit: limit) }
             throw CancellationError()
         }
     }
 
-    /// Runs `body` inside a transaction (READ COMMITTED unless told otherwise).
+    /// Runs `body` inside a transaction (READ COMMITTED unless told otherwise), bounded by
+    /// `answerLimit` as `withConnection` is.
     public func withTransaction<T: Sendable>(
         isolation: TransactionIsolation = .readCommitted,
+        answerLimit: Duration? = nil,
         _ body: @escaping @Sendable (Connection) throws -> T
     ) async throws -> T {
-        try await withConnection { connection in try connection.transaction(isolation: isolation, body) }
+        try await withConnection(answerLimit: answerLimit) { connection in try connection.transaction(isolation: isolation, body) }
     }
 
     /// Closes every connection and ends their threads; waiting and later callers get `.poolClosed`.

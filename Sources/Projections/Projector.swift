@@ -20,7 +20,11 @@ public struct Projector: Service {
         /// its stored checkpoint. A database that answers nothing (a frozen host, a network that
         /// drops everything) would otherwise hold the projector on that host for as long as it
         /// stays so, even after a failover to another. A batch takes a fraction of a second.
-        /// Counted once the call has a connection: a wait for a busy pool is not the database gone.
+        /// Counted once the call has a connection: `engage serve`'s pool is shared with the read
+        /// routes, and a pool busy with long reads is not the database gone (counted, the
+        /// projector dropped its batch and started again: `ProjectorBusyPoolTests`). Past it the
+        /// call throws `DatabaseDidNotAnswer`, and the projector starts again from its stored
+        /// checkpoint on a new connection (a failover's new primary, say).
         public var databaseAnswerLimit = Duration.seconds(30)
         public var failpoints = Failpoints.none
         public init() {}
@@ -84,7 +88,7 @@ public struct Projector: Service {
 
     /// The backend pid holding the lock, or nil when another process holds it.
     private func acquireLock() async -> Int32? {
-        try? await answered(on: lockPool) { connection -> Int32? in
+        try? await lockPool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection -> Int32? in
             let acquired = try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
             guard acquired else { return nil }
             try connection.listen("engage_events")
@@ -96,7 +100,9 @@ public struct Projector: Service {
     /// the next is read on another connection and folded per notification (`FoldedEvents`), so
     /// reading and decoding the log overlap writing the read model.
     private func runActive(lockHolder: Int32) async throws {
-        let initial = try await answered(on: pool) { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) }
+        let initial = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
+            try EngagementStore.checkpoint(EngagementStore.projectionName, on: connection)
+        }
         let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
                                                    batchSize: configuration.batchSize, position: initial))
         let failpoints = configuration.failpoints
@@ -105,7 +111,7 @@ public struct Projector: Service {
             guard let last = events.last else {
                 // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
                 let interval = configuration.pollInterval
-                let stillHolder = try await answered(on: lockPool) { connection -> Bool in
+                let stillHolder = try await lockPool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection -> Bool in
                     guard connection.backendPID == lockHolder else { return false }
                     _ = try connection.waitForNotifications(timeout: interval)
                     return true
@@ -121,7 +127,7 @@ public struct Projector: Service {
             async let following = read(after: last)
             let batch = events
             do {
-                let processed = try await answered(on: pool) { connection in
+                let processed = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
                     try batcher.withValue { try $0.process(prefetched: batch, on: connection, failpoints: failpoints) }
                 }
                 metrics.events.increment(by: processed)
@@ -136,7 +142,7 @@ public struct Projector: Service {
             } catch is EngagementBatcher.Fenced {
                 logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
                 _ = try? await following
-                let position = try await answered(on: pool) { connection in
+                let position = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
                     try batcher.withValue { batcher -> LogPosition in
                         try batcher.resynchronize(on: connection)
                         return batcher.position
@@ -154,32 +160,11 @@ public struct Projector: Service {
     /// few threads of Swift's cooperative pool that the rest of the process shares.
     private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
-        let folded = try await answered(on: pool) { connection in
+        let folded = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
         }
         metrics.transactionIDsBehind.set(0)
         return folded
-    }
-
-    /// `body` on a connection of `pool`, interrupted (its connection closed) when no answer came
-    /// within `databaseAnswerLimit` of getting that connection: then `DatabaseDidNotAnswer`, and
-    /// the projector starts again from its stored checkpoint on a new connection (a failover's new
-    /// primary, say). The wait for a free connection does not count: `engage serve`'s pool is
-    /// shared with the read routes, and a pool busy with long reads is not a database that does
-    /// not answer (counted, the projector dropped its batch and started again: `ProjectorBusyPoolTests`).
-    private func answered<T: Sendable>(on pool: ConnectionPool, _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
-        let limit = configuration.databaseAnswerLimit
-        do {
-            return try await pool.withConnection(answerLimit: limit, body)
-        } catch let error as PostgresError where error.kind == .interrupted {
-            throw DatabaseDidNotAnswer(limit: limit)
-        }
-    }
-
-    /// A database call of the projector got no answer within its limit.
-    public struct DatabaseDidNotAnswer: Error, CustomStringConvertible {
-        public var limit: Duration
-        public var description: String { "the database did not answer within \(limit)" }
     }
 }
 

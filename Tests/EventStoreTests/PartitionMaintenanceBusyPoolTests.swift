@@ -12,16 +12,7 @@ import TestSupport
 struct PartitionMaintenanceBusyPoolTests {
     @Test(.timeLimit(.minutes(1)))
     func aWaitForABusyPoolIsNotADatabaseThatDoesNotAnswer() async throws {
-        let database = try TestPostgres.freshDatabase()
-        let pool = ConnectionPool(configuration: database, size: 1)
-        // The partitions after this week's, so that the run has one to make and says so.
-        try await pool.withConnection { connection in
-            _ = try connection.execute("""
-                DO $$ DECLARE p text; BEGIN
-                    FOR p IN SELECT name FROM event_partitions WHERE lower > now() LOOP EXECUTE format('DROP TABLE %I', p); END LOOP;
-                END $$
-                """)
-        }
+        let (_, pool) = try await PartitionMaintenanceFixtures.databaseWithAPartitionToMake(poolSize: 1)
         let longRead = Task { try await pool.withConnection { _ = try $0.query("SELECT pg_sleep(3)") } }
         try await pollUntil { pool.statistics.inUse == 1 }
         let sink = MemoryLogSink()

@@ -54,6 +54,9 @@ struct ProjectorLockWaitTests {
             return (seen.interrupted >= 2 && seen.waiting <= 1) || seen.interrupted >= 6
         }
         #expect(seen.waiting <= 1, "\(seen.waiting) backends wait for a lock after \(seen.interrupted) interruptions")
+        // Each interruption is one warning naming the limit, worded as every service's is.
+        #expect(sink.lines.contains { $0.contains("projector.error") && $0.contains(#"error="the database did not answer within 2.0 seconds""#) },
+                "\(sink.lines.filter { $0.contains("projector.error") })")
 
         try holder.execute("ROLLBACK")
         holder.close()

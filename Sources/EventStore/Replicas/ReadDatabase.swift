@@ -96,7 +96,9 @@ public final class ReadDatabase: Sendable {
             // limit starts once a connection is ours: waiting while the replica's pool serves long
             // reads (a replay, an analysis) is not a replica gone (`BusyReplicaReadTests`).
             lag = try await replica.withConnection(answerLimit: configuration.answerLimit) { try ReplicaLag.measure(on: $0) }
-        } catch let error as PostgresError where error.isConnectionProblem || error.kind == .interrupted {
+        } catch let error as PostgresError where error.isConnectionProblem {
+            return try await fallBack(.replicaUnreachable, body)
+        } catch is DatabaseDidNotAnswer {
             return try await fallBack(.replicaUnreachable, body)
         }
         metrics?.lagSeconds.set(lag.map { $0 / .seconds(1) } ?? -1)

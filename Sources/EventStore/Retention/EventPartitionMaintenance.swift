@@ -32,9 +32,8 @@ public struct EventPartitionMaintenance: Service {
                     try EventPartitions.ensure(on: connection)
                 }
                 if created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
-            } catch let error as PostgresError where error.kind == .interrupted {
-                logger.warning("log.partitions-failed", ["error": "the database did not answer within \(answerLimit)"])
             } catch {
+                // `DatabaseDidNotAnswer` past `answerLimit`, worded as every bounded service's.
                 logger.warning("log.partitions-failed", ["error": "\(error)"])
             }
             do { try await Task.sleep(for: interval) } catch { return }

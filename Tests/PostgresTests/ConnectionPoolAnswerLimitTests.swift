@@ -1,0 +1,32 @@
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// `answerLimit` bounds a pooled body once it has its connection; past it the body's connection
+/// is closed under it and the caller gets one typed error, whose description the services log as
+/// it is.
+@Suite("Connection pool: answer limit")
+struct ConnectionPoolAnswerLimitTests {
+    @Test(.timeLimit(.minutes(1)))
+    func aBodyWithoutAnAnswerThrowsDatabaseDidNotAnswer() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(migrated: false), size: 1)
+        let pid = try await pool.withConnection { $0.backendPID }
+        let started = ContinuousClock.now
+        await #expect(throws: DatabaseDidNotAnswer(limit: .milliseconds(500))) {
+            try await pool.withConnection(answerLimit: .milliseconds(500)) { _ = try $0.query("SELECT pg_sleep(600)") }
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        // The interrupted connection is not handed out again.
+        #expect(try await pool.withConnection { $0.backendPID } != pid)
+
+        await #expect(throws: DatabaseDidNotAnswer(limit: .milliseconds(300))) {
+            try await pool.withTransaction(answerLimit: .milliseconds(300)) { _ = try $0.query("SELECT pg_sleep(600)") }
+        }
+        #expect(String(describing: DatabaseDidNotAnswer(limit: .seconds(30))) == "the database did not answer within 30.0 seconds")
+        #expect(String(describing: DatabaseDidNotAnswer(limit: .milliseconds(500))) == "the database did not answer within 0.5 seconds")
+        // Answered in time, the body's value comes back as without a limit.
+        #expect(try await pool.withConnection(answerLimit: .seconds(30)) { try $0.query("SELECT 7")[0].decode(0, as: Int.self) } == 7)
+        await pool.close()
+    }
+}
