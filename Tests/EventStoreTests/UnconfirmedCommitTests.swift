@@ -55,15 +55,7 @@ struct UnconfirmedCommitTests {
         let (queue, running) = Self.committing(on: database, committers: 2, commitTimeout: .seconds(2), time: time, registry: registry)
 
         let items = EventFactory.items(3, notificationPrefix: "stuck")
-        let answers = Results()
-        queue.submit(PreparedBatch(items)) { answers.append($0) }
-        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
-        // Time passes (by hand) until the watchdog gives up on the commit.
-        while answers.all.isEmpty {
-            time.advance(by: .milliseconds(500))
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let answer = try #require(answers.all.first)
+        let answer = try await Self.answerToAStuckCommit(items, queue: queue, replication: replication, time: time)
         #expect((try? answer.get()) == nil, "a commit the standby never confirmed was acknowledged")
         #expect((answer.error as? PostgresError)?.kind == .interrupted)
         #expect(registry.renderPrometheus().contains("engage_ingest_commit_timeouts_total 1"))
@@ -137,10 +129,7 @@ struct UnconfirmedCommitTests {
     /// any other (counted and logged), not a silent failure.
     /// The resend, once the standby answers, stores the rest once and refuses the one event.
     @Test func aStuckCommitWhileIsolatingARefusedEventIsACommitTimeout() async throws {
-        let replication = try await Self.replication()
-        let (database, _) = try await offPool { try replication.freshDatabase() }
-        try await offPool { try RefusingConstraint.add(to: database) }
-        try await offPool { try replication.synchronousStandby("nobody") }
+        let (replication, database) = try await Self.databaseWaitingForNobody(before: RefusingConstraint.add(to:))
         defer { try? replication.synchronousStandby(nil) }
         let time = ManualTime()
         let registry = MetricsRegistry()
@@ -148,14 +137,7 @@ struct UnconfirmedCommitTests {
 
         var items = EventFactory.items(4, notificationPrefix: "isolating")
         items[1].event.category = RefusingConstraint.category
-        let answers = Results()
-        queue.submit(PreparedBatch(items)) { answers.append($0) }
-        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
-        while answers.all.isEmpty {
-            time.advance(by: .milliseconds(500))
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let answer = try #require(answers.all.first)
+        let answer = try await Self.answerToAStuckCommit(items, queue: queue, replication: replication, time: time)
         #expect((try? answer.get()) == nil, "a commit the standby never confirmed was acknowledged")
         #expect((answer.error as? PostgresError)?.kind == .interrupted)
         #expect(registry.renderPrometheus().contains("engage_ingest_commit_timeouts_total 1"))
@@ -172,12 +154,30 @@ struct UnconfirmedCommitTests {
     // MARK: Helpers
 
     /// A fresh database on the pair's primary, which from now on waits for `nobody` at every
-    /// commit (the caller resets it: `synchronousStandby(nil)`).
-    static func databaseWaitingForNobody() async throws -> (StreamingReplication, PostgresConfiguration) {
+    /// commit (the caller resets it: `synchronousStandby(nil)`). `prepare` runs on the database
+    /// before, while its commits still go through.
+    static func databaseWaitingForNobody(
+        before prepare: @escaping @Sendable (PostgresConfiguration) throws -> Void = { _ in }
+    ) async throws -> (StreamingReplication, PostgresConfiguration) {
         let replication = try await Self.replication()
         let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try prepare(database) }
         try await offPool { try replication.synchronousStandby("nobody") }
         return (replication, database)
+    }
+
+    /// Submits `items` to committers whose commit then waits for the standby, and moves `time` on
+    /// (by hand) until the watchdog gives up on the commit: the answer the request got.
+    static func answerToAStuckCommit(_ items: [AppendItem], queue: IngestQueue, replication: StreamingReplication,
+                                     time: ManualTime) async throws -> Result<AppendResult, Error> {
+        let answers = Results()
+        queue.submit(PreparedBatch(items)) { answers.append($0) }
+        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
+        while answers.all.isEmpty {
+            time.advance(by: .milliseconds(500))
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return try #require(answers.all.first)
     }
 
     /// Committers on `database` under a hand-moved clock, their queue, and the task running them

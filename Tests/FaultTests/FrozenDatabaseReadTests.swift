@@ -1,6 +1,4 @@
-import EmbeddedPostgres
 import EngageAPI
-import EventStore
 import Foundation
 import Postgres
 import Runtime
@@ -20,62 +18,45 @@ import TestSupport
 struct FrozenDatabaseReadTests {
     @Test(.timeLimit(.minutes(3)))
     func readsAreAnswered503WithinTheirBoundAndResume() async throws {
-        let workspace = try FaultWorkspace("frozen-reads")
-        defer { workspace.remove() }
-        let cluster = try EmbeddedPostgres(options: .init(dataDirectory: workspace.file("pg"), database: "frozen", settings: ["fsync": "off"]))
-        #expect(try cluster.start() == .started)
-        defer { try? cluster.stop(mode: "immediate") }
-        let run = ShutdownRun(cluster: cluster, database: cluster.configuration())
-        // A failure while frozen: processes stopped with SIGSTOP ignore the immediate stop above.
-        defer { try? run.continueServer() }
-        do {
-            let connection = try Connection(configuration: run.database)
-            defer { connection.close() }
-            try Migrator.fromSQLDirectory().migrate(connection)
-        }
-        var configuration = EngageServer.Configuration()
-        configuration.http.port = 0
-        // Fewer connections than the requests sent while frozen: a request must not wait for
-        // a connection another stuck request holds, either.
-        configuration.poolSize = 2
-        configuration.keyCacheLifetime = .seconds(600)
-        configuration.runProjector = false
-        configuration.runScheduler = false
-        let engage = try EngageServer(configuration: configuration, database: run.database,
-                                      logger: Logger(label: "frozen", level: .warning, sink: MemoryLogSink()))
-        let serving = Task { try await engage.run() }
-        defer { serving.cancel() }
-        let ingestKey = try await engage.keys.create(app: "frozen", role: .ingest).secret
-        let readKey = try await engage.keys.create(app: "frozen", role: .read).secret
-        let port = engage.port
-        let reads: [(path: String, key: String)] = [
-            ("/v1/assignments?device_id=device-1", ingestKey), ("/v1/assignments?device_id=device-2", ingestKey),
-            ("/v1/report", readKey), ("/v1/experiments", readKey),
-        ]
-        // Answered while PostgreSQL answers, which also caches both keys.
-        try await waitFor("the server to answer every read") {
-            try await Self.statuses(reads, port: port).map(\.status) == [200, 200, 200, 200]
-        }
+        try await ShutdownRun.withMigratedCluster(workspace: "frozen-reads", database: "frozen") { run, _ in
+            // Fewer connections than the requests sent while frozen: a request must not wait for
+            // a connection another stuck request holds, either.
+            let engage = try EngageServer(configuration: .requestsOnly(poolSize: 2), database: run.database,
+                                          logger: Logger(label: "frozen", level: .warning, sink: MemoryLogSink()))
+            let serving = Task { try await engage.run() }
+            defer { serving.cancel() }
+            let ingestKey = try await engage.keys.create(app: "frozen", role: .ingest).secret
+            let readKey = try await engage.keys.create(app: "frozen", role: .read).secret
+            let port = engage.port
+            let reads: [(path: String, key: String)] = [
+                ("/v1/assignments?device_id=device-1", ingestKey), ("/v1/assignments?device_id=device-2", ingestKey),
+                ("/v1/report", readKey), ("/v1/experiments", readKey),
+            ]
+            // Answered while PostgreSQL answers, which also caches both keys.
+            try await run.waitFor("the server to answer every read") {
+                try await Self.statuses(reads, port: port).map(\.status) == [200, 200, 200, 200]
+            }
 
-        try await run.freezeServer()
-        let started = ContinuousClock.now
-        let answers = try await Self.statuses(reads, port: port, receiveTimeout: 40)
-        let took = ContinuousClock.now - started
-        for (read, answer) in zip(reads, answers) {
-            #expect(answer.status == 503 && answer.retryAfter == "5", "\(read.path): \(answer.status) \(answer.text)")
-        }
-        #expect(took < .seconds(20), "the reads took \(took) to be answered while PostgreSQL did not answer")
+            try await run.freezeServer()
+            let started = ContinuousClock.now
+            let answers = try await Self.statuses(reads, port: port, receiveTimeout: 40)
+            let took = ContinuousClock.now - started
+            for (read, answer) in zip(reads, answers) {
+                #expect(answer.status == 503 && answer.retryAfter == "5", "\(read.path): \(answer.status) \(answer.text)")
+            }
+            #expect(took < .seconds(20), "the reads took \(took) to be answered while PostgreSQL did not answer")
 
-        // A process of the tree that ran on would void the test.
-        let running = try run.serverProcesses().filter { !ProcessTreeFreeze.cannotRun($0) }
-        #expect(running.isEmpty, "PostgreSQL processes ran while the test took PostgreSQL for frozen: \(running.map(LocalSystem.describe))")
-        try run.continueServer()
-        try await waitFor("the server to answer every read again") {
-            try await Self.statuses(reads, port: port).map(\.status) == [200, 200, 200, 200]
+            // A process of the tree that ran on would void the test.
+            let running = try run.serverProcesses().filter { !ProcessTreeFreeze.cannotRun($0) }
+            #expect(running.isEmpty, "PostgreSQL processes ran while the test took PostgreSQL for frozen: \(running.map(LocalSystem.describe))")
+            try run.continueServer()
+            try await run.waitFor("the server to answer every read again") {
+                try await Self.statuses(reads, port: port).map(\.status) == [200, 200, 200, 200]
+            }
+            serving.cancel()
+            _ = try? await serving.value
+            await engage.closePools()
         }
-        serving.cancel()
-        _ = try? await serving.value
-        await engage.closePools()
     }
 
     struct Answer: Sendable {
@@ -105,14 +86,6 @@ struct FrozenDatabaseReadTests {
             var answers = [Answer?](repeating: nil, count: reads.count)
             for try await (index, answer) in group { answers[index] = answer }
             return answers.map { $0! }
-        }
-    }
-
-    private func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now.advanced(by: timeout)
-        while (try? await condition()) != true {
-            guard ContinuousClock.now < deadline else { throw FaultTestError("no \(what) within \(timeout)") }
-            try await Task.sleep(for: .milliseconds(50))
         }
     }
 }

@@ -55,10 +55,71 @@ struct ShutdownRun {
     /// `databaseAnswers`: whether reads still get answers while it is stuck.
     static func with(label: String, databaseAnswers: Bool, stick: (ShutdownRun) async throws -> Void,
                      recover: (ShutdownRun) async throws -> Void) async throws {
-        let workspace = try FaultWorkspace("shutdown-\(label)")
+        try await withMigratedCluster(workspace: "shutdown-\(label)", database: "shutdown") { run, workspace in
+            let pool = ConnectionPool(configuration: run.database, size: 1)
+            let key = try await KeyStore(pool: pool).create(app: "shutdown", role: .ingest).secret
+            let uncachedKey = try await KeyStore(pool: pool).create(app: "shutdown-probe", role: .ingest).secret
+            let (server, port) = try await EngageProcess.readyServer(database: run.database, projector: true, scheduler: true,
+                                                                     workspace: workspace, name: "serve")
+            let clients = 4
+            let load = IngestLoad(key: key, ports: [port])
+            async let running: Void = load.run(clients: clients)
+            // A wait that throws ends the test: the clients stop before it awaits them.
+            defer { load.halt() }
+            try await load.waitForAcknowledgements(200)
+
+            try await stick(run)
+            // Requests, probes and scrapes are answered meanwhile: a database that does not answer is
+            // reported, not waited for. First a request whose key the server has not cached (its
+            // lookup needs the database), while the pool still holds connections that look sound.
+            let uncached = try await offPool {
+                try RawHTTPClient(port: port, receiveTimeout: 30).request(
+                    "POST", "/v1/events", headers: [("Authorization", "Bearer \(uncachedKey)"), ("Content-Type", "application/json")],
+                    body: Array(FunnelEvents.notifications(1, label: "probe").body.utf8))
+            }
+            #expect(uncached.status == 503 && uncached.headers["Retry-After"] != nil, "\(uncached.status) \(uncached.text)")
+            let lag = try await EngageProcess.metric("engage_projector_lag_seconds", port: port)
+            #expect(lag?.isNaN == !databaseAnswers, "lag \(String(describing: lag))")
+            let ready = try await offPool { try RawHTTPClient(port: port, receiveTimeout: 10).request("GET", "/readyz") }
+            #expect(ready.status == (databaseAnswers ? 200 : 503), "\(ready.status) \(ready.text)")
+            // No request sent from here on can be acknowledged (a retry of a batch committed before
+            // included: it waits for the commit to be durable). Every client waits for one.
+            load.mark()
+            try await run.waitFor("every client to wait for the answer to a request sent since") { load.snapshot.sinceMark.inFlight == clients }
+            // ...and the server to have begun each (this scrape is one more): a connection still in the
+            // listener's backlog at SIGTERM is refused, not drained.
+            try await run.waitFor("engage serve to hold every client's request") {
+                (try await EngageProcess.metric("engage_http_requests_in_flight", port: port) ?? 0) >= Double(clients + 1)
+            }
+            load.halt()
+            let sent = ContinuousClock.now
+            let status = try await server.terminate(timeout: .seconds(90))
+            print("shutdown \(label): engage serve exited \(status) \(ContinuousClock.now - sent) after SIGTERM; \(load.summary)")
+            await running
+
+            #expect(status == 0, "engage serve did not stop cleanly within its shutdown bound:\n\(server.log.suffix(3000))")
+            let ledger = load.snapshot
+            #expect(ledger.connectionFailures == 0, "\(ledger.connectionFailures) requests got no answer")
+            #expect(Set(ledger.refusals.keys).isSubset(of: [503]), "refusals: \(ledger.refusals)")
+            #expect(ledger.sinceMark.acknowledged == 0, "acknowledged while PostgreSQL could not commit durably: \(ledger.sinceMark)")
+            #expect(ledger.sinceMark.refused == ledger.sinceMark.sent && ledger.sinceMark.sent >= clients, "\(ledger.sinceMark)")
+            #expect(!server.log.contains("service_group.shutdown.timeout"))
+
+            try await recover(run)
+            try await load.expectAcknowledgedStoredOnce(pool, app: "shutdown")
+            await pool.close()
+        }
+    }
+
+    /// A migrated cluster of its own, in a workspace of its own (`workspace` names it), for `body`.
+    /// However `body` ends, the cluster's processes go on if it left them frozen, the cluster is
+    /// stopped and the workspace removed.
+    static func withMigratedCluster(workspace label: String, database: String, sourceLocation: SourceLocation = #_sourceLocation,
+                                    _ body: (ShutdownRun, FaultWorkspace) async throws -> Void) async throws {
+        let workspace = try FaultWorkspace(label)
         defer { workspace.remove() }
-        let cluster = try EmbeddedPostgres(options: .init(dataDirectory: workspace.file("pg"), database: "shutdown", settings: ["fsync": "off"]))
-        #expect(try cluster.start() == .started)
+        let cluster = try EmbeddedPostgres(options: .init(dataDirectory: workspace.file("pg"), database: database, settings: ["fsync": "off"]))
+        #expect(try cluster.start() == .started, sourceLocation: sourceLocation)
         defer { try? cluster.stop(mode: "immediate") }
         let run = ShutdownRun(cluster: cluster, database: cluster.configuration())
         // A failure while frozen: processes stopped with SIGSTOP ignore the immediate stop above.
@@ -68,58 +129,7 @@ struct ShutdownRun {
             defer { connection.close() }
             try Migrator.fromSQLDirectory().migrate(connection)
         }
-        let pool = ConnectionPool(configuration: run.database, size: 1)
-        let key = try await KeyStore(pool: pool).create(app: "shutdown", role: .ingest).secret
-        let uncachedKey = try await KeyStore(pool: pool).create(app: "shutdown-probe", role: .ingest).secret
-        let (server, port) = try await EngageProcess.readyServer(database: run.database, projector: true, scheduler: true,
-                                                                 workspace: workspace, name: "serve")
-        let clients = 4
-        let load = IngestLoad(key: key, ports: [port])
-        async let running: Void = load.run(clients: clients)
-        // A wait that throws ends the test: the clients stop before it awaits them.
-        defer { load.halt() }
-        try await load.waitForAcknowledgements(200)
-
-        try await stick(run)
-        // Requests, probes and scrapes are answered meanwhile: a database that does not answer is
-        // reported, not waited for. First a request whose key the server has not cached (its
-        // lookup needs the database), while the pool still holds connections that look sound.
-        let uncached = try await offPool {
-            try RawHTTPClient(port: port, receiveTimeout: 30).request(
-                "POST", "/v1/events", headers: [("Authorization", "Bearer \(uncachedKey)"), ("Content-Type", "application/json")],
-                body: Array(FunnelEvents.notifications(1, label: "probe").body.utf8))
-        }
-        #expect(uncached.status == 503 && uncached.headers["Retry-After"] != nil, "\(uncached.status) \(uncached.text)")
-        let lag = try await EngageProcess.metric("engage_projector_lag_seconds", port: port)
-        #expect(lag?.isNaN == !databaseAnswers, "lag \(String(describing: lag))")
-        let ready = try await offPool { try RawHTTPClient(port: port, receiveTimeout: 10).request("GET", "/readyz") }
-        #expect(ready.status == (databaseAnswers ? 200 : 503), "\(ready.status) \(ready.text)")
-        // No request sent from here on can be acknowledged (a retry of a batch committed before
-        // included: it waits for the commit to be durable). Every client waits for one.
-        load.mark()
-        try await run.waitFor("every client to wait for the answer to a request sent since") { load.snapshot.sinceMark.inFlight == clients }
-        // ...and the server to have begun each (this scrape is one more): a connection still in the
-        // listener's backlog at SIGTERM is refused, not drained.
-        try await run.waitFor("engage serve to hold every client's request") {
-            (try await EngageProcess.metric("engage_http_requests_in_flight", port: port) ?? 0) >= Double(clients + 1)
-        }
-        load.halt()
-        let sent = ContinuousClock.now
-        let status = try await server.terminate(timeout: .seconds(90))
-        print("shutdown \(label): engage serve exited \(status) \(ContinuousClock.now - sent) after SIGTERM; \(load.summary)")
-        await running
-
-        #expect(status == 0, "engage serve did not stop cleanly within its shutdown bound:\n\(server.log.suffix(3000))")
-        let ledger = load.snapshot
-        #expect(ledger.connectionFailures == 0, "\(ledger.connectionFailures) requests got no answer")
-        #expect(Set(ledger.refusals.keys).isSubset(of: [503]), "refusals: \(ledger.refusals)")
-        #expect(ledger.sinceMark.acknowledged == 0, "acknowledged while PostgreSQL could not commit durably: \(ledger.sinceMark)")
-        #expect(ledger.sinceMark.refused == ledger.sinceMark.sent && ledger.sinceMark.sent >= clients, "\(ledger.sinceMark)")
-        #expect(!server.log.contains("service_group.shutdown.timeout"))
-
-        try await recover(run)
-        try await load.expectAcknowledgedStoredOnce(pool, app: "shutdown")
-        await pool.close()
+        try await body(run, workspace)
     }
 
     func setting(_ statement: String) throws {
@@ -138,7 +148,7 @@ struct ShutdownRun {
     /// Stops the postmaster and every process it started (SIGSTOP), including any it forks
     /// meanwhile: see `ProcessTreeFreeze`.
     func freezeServer() async throws {
-        var freeze = ProcessTreeFreeze(root: try postmaster())
+        var freeze = ProcessTreeFreeze(root: try cluster.postmasterPID())
         try await waitFor("every PostgreSQL process to stop") { freeze.step() }
     }
 
@@ -149,15 +159,7 @@ struct ShutdownRun {
 
     /// The postmaster and every process it started.
     func serverProcesses() throws -> [Int32] {
-        LocalSystem.processTree(of: try postmaster())
-    }
-
-    private func postmaster() throws -> Int32 {
-        let pidFile = try String(contentsOfFile: cluster.dataDirectory + "/postmaster.pid", encoding: .utf8)
-        guard let postmaster = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else {
-            throw FaultTestError("no postmaster pid in \(cluster.dataDirectory)/postmaster.pid")
-        }
-        return postmaster
+        LocalSystem.processTree(of: try cluster.postmasterPID())
     }
 
     func waitFor(_ what: String, timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws {

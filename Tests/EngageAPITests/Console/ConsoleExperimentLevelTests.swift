@@ -12,25 +12,7 @@ import Testing
                                       formToken: "token")
 
     @Test func everyIntervalShowsItsOwnLevel() throws {
-        let definition = ExperimentDefinition(
-            id: "three-arms", appID: "app",
-            arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.34, isControl: true),
-                   ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.33),
-                   ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.33)],
-            primaryMetric: .open, guardrails: [ExperimentGuardrail(.dismiss)],
-            startAt: Timestamp(microsecondsSinceEpoch: 1_772_000_000_000_000), status: .running)
-        var tallies = ExperimentTallies(definition: definition)
-        for (arm, opened) in [("control", 100), ("treatment", 110), ("poster", 120)] {
-            for i in 0..<1_000 {
-                _ = tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
-                    .notifications: 1, .delivered: 1, .displayed: 1, .opened: i < opened ? 1 : 0, .dismissed: i < 50 ? 1 : 0]))
-            }
-        }
-        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies,
-                                            now: Timestamp(microsecondsSinceEpoch: 1_772_100_000_000_000))
-        let run = ExperimentRunSummary(id: 1, scheduledFor: result.analyzedAt, isManual: false, status: "done", error: nil,
-                                       result: result.canonicalJSON)
-        let html = ExperimentView(definition: definition, runs: [run], lifecycle: [], viewer: Self.viewer).page().render()
+        let html = Self.threeArmPage(id: "three-arms")
         #expect(!html.contains("fixed 95%"))
         let primary = try #require(html.range(of: #"data-arm="treatment" data-metric="open""#))
         let guardrail = try #require(html.range(of: #"data-arm="treatment" data-metric="dismiss""#))
@@ -39,19 +21,17 @@ import Testing
         let guardrailRow = html[guardrail.lowerBound...].prefix(800)
         #expect(guardrailRow.contains("at 95%"), "\(guardrailRow)")
     }
-}
 
-extension ConsoleExperimentLevelTests {
-    /// A level close to 1 was rounded to one decimal: at alpha 0.0001 (or 0.001 over two
-    /// treatments) the label read "at 100%", a level no interval has, and a reader could not
-    /// tell a 99.99% interval from a 99.9% one.
-    @Test func aLevelCloseToOneIsNotShownAsOneHundredPercent() throws {
+    /// The experiment page after one analysis of three arms (one control, two treatments: the
+    /// primary metric's intervals Bonferroni-corrected) with `open` as primary metric and
+    /// `dismiss` as guardrail, 1,000 devices an arm, at `alpha` (0.05: the definition's default).
+    static func threeArmPage(id: String, alpha: Double = 0.05) -> String {
         let definition = ExperimentDefinition(
-            id: "strict", appID: "app",
+            id: id, appID: "app",
             arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.34, isControl: true),
                    ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.33),
                    ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.33)],
-            primaryMetric: .open, guardrails: [ExperimentGuardrail(.dismiss)], alpha: 0.0001,
+            primaryMetric: .open, guardrails: [ExperimentGuardrail(.dismiss)], alpha: alpha,
             startAt: Timestamp(microsecondsSinceEpoch: 1_772_000_000_000_000), status: .running)
         var tallies = ExperimentTallies(definition: definition)
         for (arm, opened) in [("control", 100), ("treatment", 110), ("poster", 120)] {
@@ -64,7 +44,16 @@ extension ConsoleExperimentLevelTests {
                                             now: Timestamp(microsecondsSinceEpoch: 1_772_100_000_000_000))
         let run = ExperimentRunSummary(id: 1, scheduledFor: result.analyzedAt, isManual: false, status: "done", error: nil,
                                        result: result.canonicalJSON)
-        let html = ExperimentView(definition: definition, runs: [run], lifecycle: [], viewer: Self.viewer).page().render()
+        return ExperimentView(definition: definition, runs: [run], lifecycle: [], viewer: viewer).page().render()
+    }
+}
+
+extension ConsoleExperimentLevelTests {
+    /// A level close to 1 was rounded to one decimal: at alpha 0.0001 (or 0.001 over two
+    /// treatments) the label read "at 100%", a level no interval has, and a reader could not
+    /// tell a 99.99% interval from a 99.9% one.
+    @Test func aLevelCloseToOneIsNotShownAsOneHundredPercent() throws {
+        let html = Self.threeArmPage(id: "strict", alpha: 0.0001)
         #expect(!html.contains("at 100%"))
         let primary = try #require(html.range(of: #"data-arm="treatment" data-metric="open""#))
         let guardrail = try #require(html.range(of: #"data-arm="treatment" data-metric="dismiss""#))
