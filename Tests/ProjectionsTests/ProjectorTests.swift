@@ -102,7 +102,7 @@ struct ProjectorTests {
     @Test(.timeLimit(.minutes(2)))
     func anUndecodableEventIsCountedAndLogged() async throws {
         _ = try await store.append(ProjectionFixtures.events(notifications: 5, seed: 61))
-        try await pool.withConnection { connection in
+        _ = try await pool.withConnection { connection in
             try connection.execute("""
                 INSERT INTO events (event_id, app_id, notification_id, type, category, device_id, occurred_at, payload)
                 SELECT gen_random_uuid(), app_id, notification_id, 'unknown-type', category, device_id, occurred_at, payload
@@ -346,7 +346,7 @@ struct ProjectorTests {
         _ = try await store.append(first)
         try await catchUpWithFreshProjector()
         let json = String(decoding: NotificationState(folding: first.map(\.event)).encodedJSON(), as: UTF8.self)
-        try await pool.withConnection { connection in
+        _ = try await pool.withConnection { connection in
             try connection.execute("UPDATE notification_states SET state = convert_to(\(json), 'UTF8') WHERE notification_id = 'old'")
         }
         #expect(try await count("SELECT count(*) FROM notification_states WHERE get_byte(state, 0) = ascii('{')") == 1)
