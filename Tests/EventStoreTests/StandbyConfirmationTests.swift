@@ -229,6 +229,35 @@ struct StandbyConfirmationTests {
         #expect(try Self.append(items, oneRequired).duplicateCount == 3)
     }
 
+    /// With a floor the check runs whatever `synchronous_commit` the session has: a commit that
+    /// did not wait for the standby (`local`, `off`) is acknowledged once the standby has it,
+    /// one that waited for its write or replay (`remote_write`, `remote_apply`) at once; with
+    /// the setting emptied (the standby streams asynchronously) none is.
+    @Test func aFloorIsCheckedUnderEverySynchronousCommitLevel() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby("ANY 1 (\(StreamingReplication.standbyName))") }
+        defer { try? replication.synchronousStandby(nil) }
+        var stored = 0
+        for level in ["local", "off", "remote_write", "remote_apply", "on"] {
+            var oneRequired = database
+            oneRequired.connectionString += " options='-c synchronous_commit=\(level)'"
+            oneRequired.requiredSynchronousStandbys = 1
+            #expect(try Self.append(EventFactory.items(2, notificationPrefix: "level-\(level)"), oneRequired).storedCount == 2, "\(level)")
+            stored += 2
+        }
+        try await offPool { try replication.synchronousStandby(nil) }
+        for level in ["local", "remote_write", "remote_apply"] {
+            var oneRequired = database
+            oneRequired.connectionString += " options='-c synchronous_commit=\(level)'"
+            oneRequired.requiredSynchronousStandbys = 1
+            let refused = #expect(throws: PostgresError.self) { try Self.append(EventFactory.items(1, notificationPrefix: "alone-\(level)"), oneRequired) }
+            #expect(refused?.kind == .unconfirmedCommit && refused?.sqlState == nil, "\(level): \(String(describing: refused))")
+            stored += 1
+        }
+        #expect(try Self.storedCount(database) == stored)
+    }
+
     // MARK: Helpers
 
     static func missingRequiredStandbys(_ database: PostgresConfiguration) throws -> Int {
