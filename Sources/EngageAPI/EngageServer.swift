@@ -38,7 +38,8 @@ public struct EngageServer: Sendable {
         public var commitTimeout = Duration.seconds(10)
         /// The fewest synchronous standbys that must have a commit before its events are
         /// acknowledged, whatever the primary's `synchronous_standby_names` says
-        /// (`PostgresConfiguration.requiredSynchronousStandbys`); 0 trusts the setting.
+        /// (`PostgresConfiguration.requiredSynchronousStandbys`, which it raises on every connection
+        /// of the server, never lowers); 0 trusts the setting.
         public var requiredSynchronousStandbys = 0
         /// A read replica for what only reads (reports, analysis and strategy replays), nil for none.
         public var readDatabase: PostgresConfiguration?
@@ -78,7 +79,9 @@ public struct EngageServer: Sendable {
         self.registry = registry
         let time = configuration.time
         var database = database
-        database.requiredSynchronousStandbys = configuration.requiredSynchronousStandbys
+        // The higher of the two: the option's default (0) must not lower a floor the caller set
+        // on the database's configuration, where the check reads it.
+        database.requiredSynchronousStandbys = max(database.requiredSynchronousStandbys, configuration.requiredSynchronousStandbys)
         let pool = ConnectionPool(configuration: database, size: configuration.poolSize)
         self.pool = pool
         store = EventStore(pool: pool)

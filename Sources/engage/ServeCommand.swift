@@ -78,7 +78,7 @@ enum ServerOptions {
         environment: "ENGAGE_COMMIT_TIMEOUT", default: Int(defaults.commitTimeout.components.seconds), validate: .range(1...3600))
     static let synchronousStandbys = Option(
         "synchronous-standbys", value: "n",
-        help: "Synchronous standbys that must have a commit before its events are acknowledged, even when the primary's synchronous_standby_names asks for fewer (1 on a pg_auto_failover formation: docs/high-availability.md).",
+        help: "Synchronous standbys that must have a commit before its events are acknowledged, even when the primary's synchronous_standby_names asks for fewer (1 on a pg_auto_failover formation of three data nodes; on two, every node lost stops ingestion: docs/high-availability.md).",
         environment: "ENGAGE_SYNCHRONOUS_STANDBYS", default: defaults.requiredSynchronousStandbys, validate: .range(0...16))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
                                   default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))

@@ -1,5 +1,7 @@
 import EngageAPI
 import Foundation
+import Postgres
+import Runtime
 import Testing
 import TestSupport
 
@@ -28,6 +30,27 @@ struct RequiredStandbysTests {
         try expectAccepted(try await trusting.post(events.array, key: try await trusting.key(app: uniqueApp("trusting"))),
                            Acceptance(accepted: 3))
         await trusting.stop()
+    }
+
+    /// The floor given on the database's configuration (`PostgresConfiguration.requiredSynchronousStandbys`,
+    /// the name docs/high-availability.md gives it) holds for the server too: the server's own
+    /// option may raise it, never lower it to the option's default.
+    @Test func aFloorGivenOnTheDatabaseConfigurationIsKept() async throws {
+        var database = try TestPostgres.freshDatabase()
+        database.requiredSynchronousStandbys = 1
+        var configuration = EngageServer.Configuration()
+        configuration.http.port = 0
+        configuration.poolSize = 2
+        let engage = try EngageServer(configuration: configuration, database: database,
+                                      logger: Logger(label: "test", level: .debug, sink: MemoryLogSink()))
+        let running = Task { try await engage.run() }
+        let client = LoopbackClient(port: engage.port)
+        try expectProblem(try await client.request("GET", "/readyz"), Self.missingOneStandby, retryAfter: "5")
+        let key = try await engage.keys.create(app: uniqueApp("database-floor"), role: .ingest).secret
+        try expectProblem(try await client.post(WireEvent.valid(2).array, key: key), .unconfirmedCommit, retryAfter: "5")
+        running.cancel()
+        _ = try? await running.value
+        await engage.closePools()
     }
 
     static let missingOneStandby = Problem(

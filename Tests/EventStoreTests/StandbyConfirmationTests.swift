@@ -202,6 +202,62 @@ struct StandbyConfirmationTests {
         #expect(try Self.storedCount(database) == 6)
     }
 
+    /// A server with `standard_conforming_strings` off warns about a backslash in a string
+    /// literal, and a warning during the commit fails it: the check's texts hold none, for any
+    /// floor, and a commit checked against a floor is acknowledged there, on the fast and the
+    /// careful path.
+    @Test func theCheckWithAFloorRunsWithoutWarningsWhereStringsAreNotStandardConforming() async throws {
+        for floor in 0...16 {
+            let statements = StandbyConfirmation.Statements.requiring(floor)
+            #expect(![statements.commit.text, statements.recheck.text].contains { $0.contains("\\") }, "floor \(floor)")
+        }
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        var oneRequired = database
+        oneRequired.connectionString += " options='-c standard_conforming_strings=off -c escape_string_warning=on'"
+        oneRequired.requiredSynchronousStandbys = 1
+        let setting = try { () throws -> String in
+            let connection = try Connection(configuration: oneRequired)
+            defer { connection.close() }
+            return try connection.query("SHOW standard_conforming_strings")[0].decode(0, as: String.self)
+        }()
+        #expect(setting == "off")
+        try await offPool { try replication.synchronousStandby("ANY 1 (\(StreamingReplication.standbyName))") }
+        defer { try? replication.synchronousStandby(nil) }
+        let items = EventFactory.items(3, notificationPrefix: "nonstandard")
+        #expect(try Self.append(items, oneRequired).storedCount == 3)
+        #expect(try Self.append(items, oneRequired).duplicateCount == 3)
+    }
+
+    /// With a floor the check runs whatever `synchronous_commit` the session has: a commit that
+    /// did not wait for the standby (`local`, `off`) is acknowledged once the standby has it,
+    /// one that waited for its write or replay (`remote_write`, `remote_apply`) at once; with
+    /// the setting emptied (the standby streams asynchronously) none is.
+    @Test func aFloorIsCheckedUnderEverySynchronousCommitLevel() async throws {
+        let replication = try await Self.replication()
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.synchronousStandby("ANY 1 (\(StreamingReplication.standbyName))") }
+        defer { try? replication.synchronousStandby(nil) }
+        var stored = 0
+        for level in ["local", "off", "remote_write", "remote_apply", "on"] {
+            var oneRequired = database
+            oneRequired.connectionString += " options='-c synchronous_commit=\(level)'"
+            oneRequired.requiredSynchronousStandbys = 1
+            #expect(try Self.append(EventFactory.items(2, notificationPrefix: "level-\(level)"), oneRequired).storedCount == 2, "\(level)")
+            stored += 2
+        }
+        try await offPool { try replication.synchronousStandby(nil) }
+        for level in ["local", "remote_write", "remote_apply"] {
+            var oneRequired = database
+            oneRequired.connectionString += " options='-c synchronous_commit=\(level)'"
+            oneRequired.requiredSynchronousStandbys = 1
+            let refused = #expect(throws: PostgresError.self) { try Self.append(EventFactory.items(1, notificationPrefix: "alone-\(level)"), oneRequired) }
+            #expect(refused?.kind == .unconfirmedCommit && refused?.sqlState == nil, "\(level): \(String(describing: refused))")
+            stored += 1
+        }
+        #expect(try Self.storedCount(database) == stored)
+    }
+
     // MARK: Helpers
 
     static func missingRequiredStandbys(_ database: PostgresConfiguration) throws -> Int {
