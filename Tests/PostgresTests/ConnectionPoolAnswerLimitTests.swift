@@ -29,4 +29,33 @@ struct ConnectionPoolAnswerLimitTests {
         #expect(try await pool.withConnection(answerLimit: .seconds(30)) { try $0.query("SELECT 7")[0].decode(0, as: Int.self) } == 7)
         await pool.close()
     }
+
+    /// A bounded body whose task is cancelled before its limit passes is a cancellation, as
+    /// without a limit (services stopping tell it apart from a database gone: the scheduler does
+    /// not charge the run an attempt for it), and its connection is not handed out again. The
+    /// same for a timed-out transaction's connection.
+    @Test(.timeLimit(.minutes(1)))
+    func aCancelledBoundedBodyIsACancellationAndItsConnectionIsDropped() async throws {
+        let database = try TestPostgres.freshDatabase(migrated: false)
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let pid = try await pool.withConnection { $0.backendPID }
+        let sleeping = Task { try await pool.withConnection(answerLimit: .seconds(60)) { try $0.query("SELECT pg_sleep(600)") } }
+        let admin = try Connection(configuration: database)
+        defer { admin.close() }
+        try await pollUntil {
+            try admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid) AND wait_event = 'PgSleep'")[0].decode(0, as: Int.self) == 1
+        }
+        sleeping.cancel()
+        await #expect(throws: CancellationError.self) { try await sleeping.value }
+        let next = try await pool.withConnection { $0.backendPID }
+        #expect(next != pid)
+
+        await #expect(throws: DatabaseDidNotAnswer(limit: .milliseconds(300))) {
+            try await pool.withTransaction(answerLimit: .milliseconds(300)) { _ = try $0.query("SELECT pg_sleep(600)") }
+        }
+        #expect(try await pool.withConnection { $0.backendPID } != next)
+        // The server may still run the abandoned statements until it sees their clients gone.
+        for abandoned in [pid, next] { _ = try admin.query("SELECT pg_terminate_backend(\(abandoned))") }
+        await pool.close()
+    }
 }
