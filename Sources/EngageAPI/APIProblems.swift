@@ -67,6 +67,16 @@ enum APIProblems {
                         : "committed but not confirmed on the synchronous standbys; resend with the same event ids")
     }
 
+    /// An experiment's change (created, started, stopped) committed on the primary but not seen
+    /// on the synchronous standbys required: made, not acknowledged. Repeating it blindly may find
+    /// it made (409), so the detail says to read the experiment back first.
+    static func changeUnconfirmed(roleCannotSeeStandbys: Bool) -> HTTPProblem {
+        HTTPProblem(status: 503, slug: "change-unconfirmed", title: "The change is not confirmed on the synchronous standbys",
+                    detail: "the change was committed on the primary but not confirmed on the synchronous standbys"
+                        + (roleCannotSeeStandbys ? " (the database role cannot read their positions: GRANT pg_read_all_stats TO it)" : "")
+                        + "; a failover now could undo it: read the experiment back before repeating the request (a repeat may answer 409)")
+    }
+
     static let standbysUnverifiable = HTTPProblem(
         status: 503, slug: "standbys-unverifiable", title: "Commits cannot be confirmed on the synchronous standbys",
         detail: "synchronous replication is configured (synchronous_standby_names, or --synchronous-standbys) but the database role "

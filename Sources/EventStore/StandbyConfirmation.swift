@@ -162,6 +162,28 @@ public enum StandbyConfirmation {
         return verdict
     }
 
+    /// `body` in a transaction whose commit is checked like an append's: throws
+    /// `.unconfirmedCommit` when the standbys required do not have it (it is then committed on
+    /// the primary alone, and the caller must say so: a change repeated blindly may find itself
+    /// already made). For writes that are acknowledged to someone (an experiment created,
+    /// started or stopped), not only events.
+    public static func confirmedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws -> T {
+        try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        let value: T
+        let verdict: Verdict
+        do {
+            value = try body(connection)
+            verdict = try connection.failingOnWarnings { connection in
+                try self.verdict(from: connection.queryScript(statements(on: connection).commit))
+            }
+        } catch {
+            if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
+            throw error
+        }
+        try acknowledge(verdict, on: connection)
+        return value
+    }
+
     /// `statement` (the transaction's last work), then the commit with its check on
     /// `connection`, as one text. `statement` takes no `$n` parameters: the text is sent as a
     /// script, which has none.

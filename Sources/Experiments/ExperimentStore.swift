@@ -7,7 +7,9 @@ import Runtime
 ///
 /// Every change is one transaction that also appends an entry to the event log (the action, its
 /// reason and the definition after it; see `ExperimentLogEntry`), so the log holds the whole
-/// lifecycle. The definition's own `status` always equals the `status` column.
+/// lifecycle. Its commit is checked against the synchronous standbys like an append's
+/// (`StandbyConfirmation.confirmedTransaction`): a change they do not have throws
+/// `.unconfirmedCommit`, committed on the primary alone. The definition's own `status` always equals the `status` column.
 public struct ExperimentStore: Sendable {
     public let pool: ConnectionPool
     /// Stamps the log entries of lifecycle changes, and starts experiments by default.
@@ -51,14 +53,16 @@ public struct ExperimentStore: Sendable {
         }
         let json = PostgresJSONB(definition.canonicalJSON)
         do {
-            return try await pool.withTransaction { connection in
-                let row = try connection.query("""
-                    INSERT INTO experiments (id, app_id, definition, status)
-                    VALUES (\(definition.id), \(definition.appID), \(json), 'draft')
-                    RETURNING created_at, updated_at
-                    """)[0]
-                try ExperimentLog.append(.lifecycle(.created, definition: definition, reason: nil, at: time.wallClock), on: connection)
-                return ExperimentRecord(definition: definition, createdAt: try row.timestamp(0), updatedAt: try row.timestamp(1))
+            return try await pool.withConnection { connection in
+                try StandbyConfirmation.confirmedTransaction(on: connection) { connection in
+                    let row = try connection.query("""
+                        INSERT INTO experiments (id, app_id, definition, status)
+                        VALUES (\(definition.id), \(definition.appID), \(json), 'draft')
+                        RETURNING created_at, updated_at
+                        """)[0]
+                    try ExperimentLog.append(.lifecycle(.created, definition: definition, reason: nil, at: time.wallClock), on: connection)
+                    return ExperimentRecord(definition: definition, createdAt: try row.timestamp(0), updatedAt: try row.timestamp(1))
+                }
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw ExperimentStoreError(code: .alreadyExists, experimentID: definition.id,
@@ -116,7 +120,9 @@ public struct ExperimentStore: Sendable {
     /// Draft or running to stopped; no further runs are scheduled. `reason` is logged with it
     /// (nil when stopped by hand).
     public func stop(_ id: String, app: String? = nil, reason: String? = nil) async throws -> ExperimentRecord {
-        try await pool.withTransaction { connection in try Self.stop(id, app: app, reason: reason, on: connection) }
+        try await pool.withConnection { connection in
+            try StandbyConfirmation.confirmedTransaction(on: connection) { try Self.stop(id, app: app, reason: reason, on: $0) }
+        }
     }
 
     /// Inside an open transaction.
@@ -131,8 +137,10 @@ public struct ExperimentStore: Sendable {
 
     private func transition(_ id: String, app: String?, action: ExperimentLogEntry.Action, reason: String?,
                             _ change: @escaping @Sendable (inout ExperimentDefinition) throws -> Void) async throws -> ExperimentRecord {
-        try await pool.withTransaction { connection in
-            try Self.transition(id, app: app, action: action, reason: reason, on: connection, change)
+        try await pool.withConnection { connection in
+            try StandbyConfirmation.confirmedTransaction(on: connection) {
+                try Self.transition(id, app: app, action: action, reason: reason, on: $0, change)
+            }
         }
     }
 

@@ -60,11 +60,13 @@ struct DatabaseSetup: Sendable {
     /// Runs `body` on a pool of `size` connections to the command's database (not migrated when
     /// `migrate` is false); the pool, and a local cluster started for it, are closed after.
     static func withPool<T: Sendable>(_ arguments: ParsedArguments, size: Int, logger: Logger, migrate: Bool = true,
-                                      requireTransactionIDsAhead: Bool = false,
+                                      requireTransactionIDsAhead: Bool = false, requiredSynchronousStandbys: Int = 0,
                                       _ body: (ConnectionPool) async throws -> T) async throws -> T {
         let setup = try open(arguments, logger: logger, migrate: migrate, requireTransactionIDsAhead: requireTransactionIDsAhead)
         defer { setup.close() }
-        let pool = ConnectionPool(configuration: setup.configuration, size: size)
+        var configuration = setup.configuration
+        configuration.requiredSynchronousStandbys = requiredSynchronousStandbys
+        let pool = ConnectionPool(configuration: configuration, size: size)
         do {
             let result = try await body(pool)
             await pool.close()

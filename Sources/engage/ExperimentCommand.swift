@@ -13,17 +13,22 @@ enum ExperimentCommand {
     static let format = Option("format", value: "text|json", help: "text, or the definition as JSON.", default: ShowFormat.text)
     static let limit = Option("limit", value: "n", help: "Most runs listed.", default: 50, validate: .range(1...10_000))
     static let common = CommonOptions.databaseAndLogging
+    /// As `engage serve`'s: a change is acknowledged only once that many synchronous standbys have it.
+    static let standbys = ServerOptions.synchronousStandbys
 
     static let definition = Command(
         name: "experiment",
         abstract: "Create, start, stop and analyse A/B experiments of attachment strategies.",
         subcommands: [
-            Command(name: "create", abstract: "Create a draft experiment from a JSON definition.", options: common + [file], run: create),
+            Command(name: "create", abstract: "Create a draft experiment from a JSON definition.", options: common + [file, standbys],
+                    run: create),
             Command(name: "list", abstract: "List experiments, newest first.", options: common + [app], run: list),
             Command(name: "show", abstract: "Print an experiment: definition, latest decision and lifecycle from the log.",
                     options: common + [format], arguments: [id], run: show),
-            Command(name: "start", abstract: "Start a draft experiment; its schedule begins now.", options: common, arguments: [id], run: start),
-            Command(name: "stop", abstract: "Stop an experiment; no further runs are scheduled.", options: common, arguments: [id], run: stop),
+            Command(name: "start", abstract: "Start a draft experiment; its schedule begins now.", options: common + [standbys],
+                    arguments: [id], run: start),
+            Command(name: "stop", abstract: "Stop an experiment; no further runs are scheduled.", options: common + [standbys],
+                    arguments: [id], run: stop),
             Command(name: "run", abstract: "Analyse an experiment now and print the result as JSON.", options: common + ReadOptions.all,
                     arguments: [id], run: run),
             Command(name: "runs", abstract: "List an experiment's analysis runs, newest first.",
@@ -42,7 +47,7 @@ enum ExperimentCommand {
             }
             bytes = Array(data)
         }
-        let record = try await withStore(arguments) { store, _ in try await store.create(json: bytes) }
+        let record = try await withStore(arguments, standbys: arguments[standbys]) { store, _ in try await store.create(json: bytes) }
         print("created experiment \(record.id) (draft); start it with: engage experiment start \(record.id)")
     }
 
@@ -77,13 +82,13 @@ enum ExperimentCommand {
 
     static func start(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
-        let record = try await withStore(arguments) { store, _ in try await store.start(id) }
+        let record = try await withStore(arguments, standbys: arguments[standbys]) { store, _ in try await store.start(id) }
         print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
     }
 
     static func stop(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
-        let record = try await withStore(arguments) { store, _ in try await store.stop(id) }
+        let record = try await withStore(arguments, standbys: arguments[standbys]) { store, _ in try await store.stop(id) }
         print("stopped \(record.id)")
     }
 
@@ -118,10 +123,11 @@ enum ExperimentCommand {
 
     /// Runs `body` on the experiment store of the command's database; a store's refusal becomes
     /// an `ExperimentCommandError`.
-    private static func withStore<T: Sendable>(_ arguments: ParsedArguments, connections: Int = 2,
+    private static func withStore<T: Sendable>(_ arguments: ParsedArguments, connections: Int = 2, standbys: Int = 0,
                                                _ body: (ExperimentStore, ConnectionPool) async throws -> T) async throws -> T {
         do {
-            return try await DatabaseSetup.withPool(arguments, size: connections, logger: CommonOptions.quietLogger(arguments)) { pool in
+            return try await DatabaseSetup.withPool(arguments, size: connections, logger: CommonOptions.quietLogger(arguments),
+                                                    requiredSynchronousStandbys: standbys) { pool in
                 try await body(ExperimentStore(pool: pool), pool)
             }
         } catch let error as ExperimentStoreError {

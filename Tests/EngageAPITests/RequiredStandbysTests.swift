@@ -53,6 +53,32 @@ struct RequiredStandbysTests {
         await engage.closePools()
     }
 
+    /// An experiment created through the API on such a primary: made, not acknowledged (503 with
+    /// Retry-After and a detail saying to read it back); reading it back finds it, and a repeat
+    /// finds it made.
+    @Test func anExperimentCreatedOnAPrimaryWithoutTheRequiredStandbyIsNotAcknowledged() async throws {
+        let server = try TestServer { $0.requiredSynchronousStandbys = 1 }
+        let app = uniqueApp("experiment")
+        let admin = [("Authorization", "Bearer \(try await server.key(app: app, role: .admin))"), ("Content-Type", "application/json")]
+        let id = "alone-\(UUID().uuidString.prefix(8).lowercased())"
+        let definition = #"{"id":"\#(id)","app_id":"\#(app)","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
+            + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
+
+        let created = try await server.request("POST", "/v1/experiments", headers: admin, body: Array(definition.utf8))
+        try expectProblem(created, Self.changeUnconfirmed, retryAfter: "5")
+        #expect(try await server.request("GET", "/v1/experiments/\(id)", headers: admin).status == 200)
+        let repeated = try await server.request("POST", "/v1/experiments", headers: admin, body: Array(definition.utf8))
+        #expect(repeated.status == 409, "\(repeated.text)")
+        try expectProblem(try await server.request("POST", "/v1/experiments/\(id)/start", headers: admin), Self.changeUnconfirmed,
+                          retryAfter: "5")
+        await server.stop()
+    }
+
+    static let changeUnconfirmed = Problem(
+        "change-unconfirmed", status: 503, title: "The change is not confirmed on the synchronous standbys",
+        detail: "the change was committed on the primary but not confirmed on the synchronous standbys; a failover now could undo it: "
+            + "read the experiment back before repeating the request (a repeat may answer 409)")
+
     static let missingOneStandby = Problem(
         "synchronous-standbys-missing", status: 503, title: "Fewer synchronous standbys than required are streaming",
         detail: "1 more synchronous standby must stream from the primary before a commit can be confirmed (--synchronous-standbys); "

@@ -36,21 +36,41 @@ struct ExperimentStoreTests {
 
     /// With a synchronous standby required of every commit (`engage serve --synchronous-standbys 1`)
     /// on a primary that runs alone (the test cluster has no standby; a pg_auto_failover primary in
-    /// `wait_primary` is one too), an experiment's change and its log entry commit on the primary
-    /// alone and are acknowledged: unlike an append, they are not checked against the required
-    /// standbys (docs/high-availability.md, "Requiring a standby", "Not covered"). A known issue:
-    /// refusing them needs a decision on what a resend of a refused change answers (a create
-    /// resent finds the experiment, a start finds it running).
+    /// `wait_primary` is one too), an experiment's change commits on the primary alone and is not
+    /// acknowledged (`.unconfirmedCommit`), as an append is not: a failover then could undo it.
+    /// Reading it back shows what was made; a repeated create finds it (409), a repeated start
+    /// finds it running.
     @Test func anExperimentChangeOnAPrimaryRunningAloneIsRefusedWhileAStandbyIsRequired() async throws {
         var database = try TestPostgres.freshDatabase()
+        let trusting = ConnectionPool(configuration: database, size: 1)
         database.requiredSynchronousStandbys = 1
         let pool = ConnectionPool(configuration: database, size: 1)
         let store = ExperimentStore(pool: pool)
         let definition = try Fixtures.definition()
-        await withKnownIssue("experiment changes commit without the standby check") {
-            await #expect(throws: PostgresError.self) { try await store.create(definition) }
+
+        let created = await #expect(throws: PostgresError.self) { try await store.create(definition) }
+        #expect(created?.kind == .unconfirmedCommit, "\(String(describing: created))")
+        #expect(try await store.get(definition.id)?.definition.status == .draft)
+        let repeated = await #expect(throws: ExperimentStoreError.self) { try await store.create(definition) }
+        #expect(repeated?.code == .alreadyExists)
+
+        let started = await #expect(throws: PostgresError.self) { try await store.start(definition.id) }
+        #expect(started?.kind == .unconfirmedCommit, "\(String(describing: started))")
+        #expect(try await store.get(definition.id)?.definition.status == .running)
+        let stopped = await #expect(throws: PostgresError.self) { try await store.stop(definition.id) }
+        #expect(stopped?.kind == .unconfirmedCommit, "\(String(describing: stopped))")
+        #expect(try await store.get(definition.id)?.definition.status == .stopped)
+        // Each change and its log entry committed together, unacknowledged.
+        let logged = try await trusting.withConnection { connection in
+            try ExperimentLog.entries(experimentID: definition.id, appID: definition.appID, on: connection).map(\.action)
         }
+        #expect(logged == [.created, .started, .stopped])
+
+        // Trusting the server's setting (no standby asked for), the same changes are acknowledged.
+        let other = try Fixtures.definition(id: "\(definition.id)-trusted")
+        #expect(try await ExperimentStore(pool: trusting).create(other).definition.id == other.id)
         await pool.close()
+        await trusting.close()
     }
 
     @Test func invalidAndDuplicateDefinitionsAreRefusedWithTheirFields() async throws {

@@ -2,6 +2,7 @@ import EngageConsole
 import EngageCore
 import Experiments
 import HTTPServer
+import Postgres
 import Projections
 import Runtime
 
@@ -166,10 +167,18 @@ extension ConsoleRoutes {
             default:
                 return await experimentResponse(id, viewer: viewer, notice: .init(.error, error.detail), status: 409)
             }
+        } catch let error as PostgresError where error.kind == .unconfirmedCommit {
+            return await experimentResponse(id, viewer: viewer, notice: .init(.error, Self.unconfirmedChange(start: start)), status: 503)
         } catch {
             return unavailable(viewer, section: .experiments)
         }
         return Self.secured(.seeOther(viewer.link(ConsolePath.experiment(id), [("done", start ? "started" : "stopped")])))
+    }
+
+    /// What the page says when the start or stop committed on the primary alone.
+    static func unconfirmedChange(start: Bool) -> String {
+        "The experiment was \(start ? "started" : "stopped") on the primary database, but its synchronous standbys were not seen to have "
+            + "the change: a failover now could undo it. Reload this page to see its status before trying again."
     }
 
     // MARK: Ingestion

@@ -238,6 +238,9 @@ public struct ExperimentRoutes: Sendable {
             return response
         } catch let error as ExperimentStoreError {
             return APIProblems.response(Self.problem(error))
+        } catch let error as PostgresError where error.kind == .unconfirmedCommit {
+            return APIProblems.response(APIProblems.changeUnconfirmed(
+                roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }

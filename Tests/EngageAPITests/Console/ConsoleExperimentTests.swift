@@ -1,5 +1,7 @@
 import EngageAPI
 import Foundation
+import Postgres
+import Experiments
 import HTTPServer
 import Testing
 import TestSupport
@@ -64,6 +66,29 @@ struct ConsoleExperimentTests {
             let list = try await reader.get("/console/experiments?app=\(fixture.app)")
             #expect(list.text.contains(#"data-experiment="\#(id)""#))
             #expect(list.text.contains(#"<span class="badge stopped">stopped</span>"#))
+        }
+    }
+
+    /// On a server that requires a synchronous standby (`--synchronous-standbys 1`) and a
+    /// primary running alone, a start from the console is made on the primary but not
+    /// acknowledged: the page says so (503), not that the database is unreachable.
+    @Test(.timeLimit(.minutes(3)))
+    func aStartThePrimaryMadeAloneIsSaidToBeUnconfirmed() async throws {
+        try await TestServer.withServer(configure: { $0.requiredSynchronousStandbys = 1 }) { server in
+            let fixture = try await Fixture(server: server)
+            let id = Fixture.newExperimentID()
+            // Created where nothing is required (the test's own pool trusts the server's setting).
+            let trusting = ConnectionPool(configuration: server.database, size: 1)
+            _ = try await ExperimentStore(pool: trusting).create(json: Array(Fixture.definition(id: id, app: fixture.app).utf8))
+            await trusting.close()
+            let admin = ConsoleClient(server: server, keys: [try #require(fixture.keys[.admin])])
+            let token = try #require(ConsoleClient.formToken(try await admin.get("/console/experiments/\(id)?app=\(fixture.app)")))
+
+            let started = try await admin.post("/console/experiments/\(id)/start?app=\(fixture.app)", [("csrf", token)])
+            #expect(started.status == 503, "\(started.text.prefix(300))")
+            #expect(started.text.contains("The experiment was started on the primary database, but its synchronous standbys were not seen"))
+            #expect(!started.text.contains("The database is unreachable"))
+            #expect(try await fixture.status(of: id) == "running")
         }
     }
 }

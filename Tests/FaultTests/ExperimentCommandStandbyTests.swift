@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// `engage experiment create|start|stop --synchronous-standbys 1` on a primary that runs alone
+/// (the test cluster has no standby): the change is made on the primary but not acknowledged, and
+/// the command says so and fails; `engage experiment show` then finds what was made.
+@Suite("Faults: experiment changes when a synchronous standby is required")
+struct ExperimentCommandStandbyTests {
+    @Test(.timeLimit(.minutes(2)))
+    func aChangeThePrimaryMadeAloneFailsTheCommandAndSaysWhy() async throws {
+        let workspace = try FaultWorkspace("experiment-standbys")
+        defer { workspace.remove() }
+        let database = try await offPool { try TestPostgres.freshDatabase() }
+        let id = "alone-\(UUID().uuidString.prefix(8).lowercased())"
+        let file = workspace.file("definition.json")
+        let definition = #"{"id":"\#(id)","app_id":"app-1","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
+            + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
+        try Data(definition.utf8).write(to: URL(fileURLWithPath: file))
+        let onDatabase = ["--database", database.connectionString]
+
+        let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file, "--synchronous-standbys", "1"] + onDatabase,
+                                                               in: workspace)
+        #expect(created.status != 0, "\(created.output)")
+        #expect(created.output.contains("fewer synchronous standbys than configured have the transaction"), "\(created.output)")
+        #expect(!created.output.contains("created experiment"), "\(created.output)")
+        let shown = try await CommandLineOptionsTests.engage(["experiment", "show", id, "--format", "json"] + onDatabase, in: workspace)
+        #expect(shown.status == 0 && shown.output.contains(#""status":"draft""#), "\(shown.output)")
+
+        let started = try await CommandLineOptionsTests.engage(["experiment", "start", id, "--synchronous-standbys", "1"] + onDatabase,
+                                                               in: workspace)
+        #expect(started.status != 0 && started.output.contains("fewer synchronous standbys"), "\(started.output)")
+        // Without the option the server's own setting, which asks for no standby, is trusted.
+        let stopped = try await CommandLineOptionsTests.engage(["experiment", "stop", id] + onDatabase, in: workspace)
+        #expect(stopped.status == 0 && stopped.output.contains("stopped \(id)"), "\(stopped.output)")
+    }
+}
