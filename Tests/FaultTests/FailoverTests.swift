@@ -207,6 +207,24 @@ struct FailoverTests {
         }
     }
 
+    /// A secondary whose keeper does nothing while the monitor wants it to rejoin (every
+    /// pg_autoctl process of the node frozen, its server stopped: assigned `catchingup`, reported
+    /// `secondary`, unhealthy) has its keeper restarted by the harness's waits after
+    /// ``AutoFailoverFormation/idleRejoinLimit``, as an operator restarts the service, and rejoins:
+    /// what a CI run's switchover needed when pg_autoctl hung after a failed pg_rewind.
+    @Test(.timeLimit(.minutes(8)))
+    func aKeeperThatDoesNothingWhileItsNodeShouldRejoinIsRestarted() async throws {
+        let formation = try await offPool { try AutoFailoverFormation.stableShared() }
+        let primary = try await offPool { try formation.waitUntilStable() }
+        let secondary = try #require(formation.nodes.first { $0 != primary })
+        let keeper = formation.keeperPID(secondary)
+        _ = try await offPool { try formation.freezeServices(secondary) }
+        try await offPool { try formation.stopServerImmediately(secondary) }
+        let settled = try await offPool { try formation.waitUntilSettled(timeout: .seconds(240)) }
+        #expect(settled == primary)
+        #expect(formation.keeperPID(secondary) != keeper, "the secondary rejoined without its keeper restarted")
+    }
+
     /// A formation a test left stuck (here the secondary's keeper frozen: it never reports
     /// again, so the formation is never stable) is not waited on by the next test: that one gets
     /// a new formation, stable, and the stuck one's processes and directory are gone.

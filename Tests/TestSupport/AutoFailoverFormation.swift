@@ -361,6 +361,22 @@ public final class AutoFailoverFormation: Sendable {
         return frozen
     }
 
+    /// Freezes (SIGSTOP) every pg_autoctl process of `node`: its keeper and its services, the
+    /// PostgreSQL controller included, so that nothing restarts a server that stops and nothing
+    /// acts on the monitor's goals. Returns what to `thaw`.
+    public func freezeServices(_ node: Node) throws -> [Int32] {
+        guard let keeper = keepers.withLock({ $0[node.name] }) else { throw FormationError("\(node) has no keeper running") }
+        let frozen = LocalSystem.processTree(of: keeper.pid).filter { LocalSystem.executable(of: $0)?.hasSuffix("/pg_autoctl") == true }
+        guard !frozen.isEmpty else { throw FormationError("\(node)'s keeper has no pg_autoctl process to freeze") }
+        for pid in frozen { Glibc.kill(pid, SIGSTOP) }
+        return frozen
+    }
+
+    /// The process id of `node`'s keeper, nil when none runs.
+    public func keeperPID(_ node: Node) -> Int32? {
+        keepers.withLock { $0[node.name]?.pid }
+    }
+
     public func thaw(_ pids: [Int32]) {
         for pid in pids { Glibc.kill(pid, SIGCONT) }
     }
@@ -494,12 +510,14 @@ public final class AutoFailoverFormation: Sendable {
         let deadline = ContinuousClock.now + timeout
         var last: [NodeState] = []
         var hurried = ContinuousClock.now
+        var idleRejoins: [String: ContinuousClock.Instant] = [:]
         while ContinuousClock.now < deadline {
             if let states = try? states() {
                 last = states
                 if try condition(states) { return }
                 if ContinuousClock.now - hurried >= .seconds(1) {
                     hurryBaseBackups(states)
+                    restartIdleRejoins(states, idleSince: &idleRejoins)
                     hurried = ContinuousClock.now
                 }
             }
@@ -545,6 +563,46 @@ public final class AutoFailoverFormation: Sendable {
             } catch {
                 print("formation: a keeper runs pg_basebackup; \(node) refused a checkpoint: \(error)")
             }
+        }
+    }
+
+    /// How long a node may be assigned `catchingup` while it reports another state, is marked
+    /// unhealthy and its keeper runs neither pg_rewind nor pg_basebackup, before its keeper is
+    /// restarted.
+    static let idleRejoinLimit = Duration.seconds(60)
+
+    /// Restarts the keeper of a node that should be rejoining and does nothing, as an operator
+    /// restarts the service. A demoted primary's pg_rewind can fail by the race described above
+    /// (`hurryBaseBackups`); pg_autoctl 2.0 then falls back to a base backup and first stops the
+    /// server, and once (CI, 2026-12-05, a switchover) its keeper logged "Target directory
+    /// exists: stopping PostgreSQL" and nothing more for seven minutes while its own controller
+    /// kept the server running: the formation never had its secondary back, and the test ran
+    /// out of time. A keeper restarted there runs the rejoin again (rewind, or a base backup),
+    /// and the node becomes secondary. Only nodes that are not primary are touched.
+    private func restartIdleRejoins(_ states: [NodeState], idleSince: inout [String: ContinuousClock.Instant]) {
+        let now = ContinuousClock.now
+        for state in states {
+            guard state.assigned == "catchingup", state.reported != "catchingup", !state.healthy,
+                  let node = node(named: state.name), let keeper = keepers.withLock({ $0[state.name] }),
+                  !LocalSystem.processTree(of: keeper.pid).contains(where: { pid in
+                      let program = LocalSystem.executable(of: pid) ?? ""
+                      return program.hasSuffix("/pg_basebackup") || program.hasSuffix("/pg_rewind")
+                  })
+            else {
+                idleSince[state.name] = nil
+                continue
+            }
+            let since = idleSince[state.name] ?? now
+            idleSince[state.name] = since
+            guard now - since >= Self.idleRejoinLimit else { continue }
+            do {
+                try kill(node)
+                try restart(node)
+                print("formation: \(node) assigned catchingup did nothing for \(now - since) (reported \(state.reported)); its keeper restarted")
+            } catch {
+                print("formation: \(node) assigned catchingup did nothing for \(now - since); restarting its keeper failed: \(error)")
+            }
+            idleSince[state.name] = nil
         }
     }
 
