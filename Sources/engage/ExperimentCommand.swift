@@ -13,8 +13,16 @@ enum ExperimentCommand {
     static let format = Option("format", value: "text|json", help: "text, or the definition as JSON.", default: ShowFormat.text)
     static let limit = Option("limit", value: "n", help: "Most runs listed.", default: 50, validate: .range(1...10_000))
     static let common = CommonOptions.databaseAndLogging
-    /// As `engage serve`'s: a change is acknowledged only once that many synchronous standbys have it.
-    static let standbys = ServerOptions.synchronousStandbys
+    /// As `engage serve`'s (the same variable, so one setting covers both): a change is
+    /// acknowledged only once that many synchronous standbys have it. Its own help: the server's
+    /// speaks of events and ingestion.
+    static let standbys = Option(
+        "synchronous-standbys", value: "n",
+        help: "Synchronous standbys that must have the commit before the experiment's change is acknowledged, even when the "
+            + "primary's synchronous_standby_names asks for fewer; without them the change is made on the primary but the command "
+            + "fails: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
+        environment: ServerOptions.synchronousStandbys.environment, default: ServerOptions.synchronousStandbys.defaultValue,
+        validate: .range(0...16))
 
     static let definition = Command(
         name: "experiment",

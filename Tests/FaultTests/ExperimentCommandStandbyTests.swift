@@ -35,3 +35,20 @@ struct ExperimentCommandStandbyTests {
         #expect(stopped.status == 0 && stopped.output.contains("stopped \(id)"), "\(stopped.output)")
     }
 }
+
+/// The help of `engage experiment create|start|stop --synchronous-standbys` speaks of what the
+/// command changes, not of events and ingestion (the option is `engage serve`'s, reused).
+@Suite("Help: experiment changes' --synchronous-standbys")
+struct ExperimentCommandStandbyHelpTests {
+    @Test func theOptionSpeaksOfTheExperimentsChange() async throws {
+        let workspace = try FaultWorkspace("experiment-standbys-help")
+        defer { workspace.remove() }
+        for command in ["create", "start", "stop"] {
+            let (status, help) = try await CommandLineOptionsTests.engage(["help", "experiment", command], in: workspace)
+            let flattened = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(status == 0 && flattened.contains("--synchronous-standbys"), "\(help)")
+            #expect(flattened.contains("before the experiment's change is acknowledged"), "\(command): \(help)")
+            #expect(!flattened.contains("ingestion") && !flattened.contains("its events"), "\(command): \(help)")
+        }
+    }
+}
