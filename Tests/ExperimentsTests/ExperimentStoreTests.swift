@@ -73,6 +73,35 @@ struct ExperimentStoreTests {
         await trusting.close()
     }
 
+    /// The default (no standby required, none configured) through the standby-checked commit:
+    /// a refused change (its `ExperimentStoreError`, or the unique violation of a repeated create,
+    /// thrown inside the transaction) rolls back and leaves the pooled connection in use, not
+    /// dropped; a session whose server warns about backslashes in literals still commits.
+    @Test func refusedChangesRollBackOnTheSameConnectionWithoutAStandby() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        let definition = try Fixtures.definition()
+        let session = try await pool.withConnection { $0.backendPID }
+
+        _ = try await store.create(definition)
+        let repeated = await #expect(throws: ExperimentStoreError.self) { try await store.create(definition) }
+        #expect(repeated?.code == .alreadyExists)
+        _ = try await store.start(definition.id)
+        _ = try await store.stop(definition.id)
+        let again = await #expect(throws: ExperimentStoreError.self) { try await store.stop(definition.id) }
+        #expect(again?.code == .invalidTransition)
+        let missing = await #expect(throws: ExperimentStoreError.self) { try await store.start("no-such-experiment") }
+        #expect(missing?.code == .notFound)
+        #expect(try await pool.withConnection { ($0.backendPID, $0.isIdle) } == (session, true))
+        #expect(try await store.history(definition.id).map(\.action) == [.created, .started, .stopped])
+
+        try await pool.withConnection { try $0.executeScript(unsafeSQL: "SET standard_conforming_strings = off; SET escape_string_warning = on") }
+        let other = try Fixtures.definition(id: "\(definition.id)-nonstandard")
+        #expect(try await store.create(other).id == other.id)
+        #expect(try await pool.withConnection { $0.backendPID } == session)
+        await pool.close()
+    }
+
     @Test func invalidAndDuplicateDefinitionsAreRefusedWithTheirFields() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
         let store = ExperimentStore(pool: pool)
