@@ -1,4 +1,5 @@
 import EngageCore
+import Foundation
 @testable import Experiments
 import Postgres
 import Testing
@@ -100,6 +101,38 @@ struct ExperimentStoreTests {
         #expect(try await store.create(other).id == other.id)
         #expect(try await pool.withConnection { $0.backendPID } == session)
         await pool.close()
+    }
+
+    /// A session lost after the COMMIT, while the check waits for the required standbys (the
+    /// server restarted, the session terminated): the change is made, so it is not acknowledged
+    /// and is said to be unconfirmed (`.unconfirmedCommit`: the API's `change-unconfirmed`, read it
+    /// back), never a plain database error (`database-unavailable`, "nothing was stored").
+    @Test(.timeLimit(.minutes(1)))
+    func aSessionLostWhileTheStandbysAreAwaitedLeavesTheChangeUnconfirmed() async throws {
+        var database = try TestPostgres.freshDatabase()
+        let admin = ConnectionPool(configuration: database, size: 1)
+        database.requiredSynchronousStandbys = 1
+        database.applicationName = "engage-awaiting-\(UUID().uuidString.prefix(8).lowercased())"
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let definition = try Fixtures.definition()
+        let name = database.applicationName
+
+        let change = Task { try await ExperimentStore(pool: pool).create(definition) }
+        // The recheck's pause runs only after the COMMIT: the session is ended there.
+        try await pollUntil(every: .milliseconds(10)) {
+            try await admin.withConnection { connection in
+                // Found first, then ended: only that session.
+                guard let pid = try connection.query("""
+                    SELECT pid FROM pg_stat_activity WHERE application_name = \(name) AND query LIKE '%pg_sleep(0.02)%'
+                    """).rows.first?.decode(0, as: Int32.self) else { return false }
+                return try connection.query("SELECT pg_terminate_backend(\(pid))")[0].decode(0, as: Bool.self)
+            }
+        }
+        let refused = await #expect(throws: PostgresError.self) { try await change.value }
+        #expect(refused?.kind == .unconfirmedCommit, "\(String(describing: refused))")
+        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        await pool.close()
+        await admin.close()
     }
 
     @Test func invalidAndDuplicateDefinitionsAreRefusedWithTheirFields() async throws {
