@@ -80,14 +80,16 @@ enum APIProblems {
     static let standbysUnverifiable = HTTPProblem(
         status: 503, slug: "standbys-unverifiable", title: "Commits cannot be confirmed on the synchronous standbys",
         detail: "synchronous replication is configured (synchronous_standby_names, or --synchronous-standbys) but the database role "
-            + "cannot read the standbys' positions, so every ingest request is refused: GRANT pg_read_all_stats TO the role engage connects as")
+            + "cannot read the standbys' positions, so every ingest request and experiment change is refused (an experiment's change "
+            + "is made on the primary, not acknowledged): GRANT pg_read_all_stats TO the role engage connects as")
 
     /// Fewer synchronous standbys stream than `--synchronous-standbys` requires (a pg_auto_failover
     /// primary in `wait_primary` has none): every commit is refused until they are back.
     static func requiredStandbysMissing(_ missing: Int) -> HTTPProblem {
         HTTPProblem(status: 503, slug: "synchronous-standbys-missing", title: "Fewer synchronous standbys than required are streaming",
                     detail: "\(missing) more synchronous standby\(missing == 1 ? "" : "s") must stream from the primary before a commit "
-                        + "can be confirmed (--synchronous-standbys); until then every ingest request is refused, and devices keep their events")
+                        + "can be confirmed (--synchronous-standbys); until then every ingest request and experiment change is refused "
+                        + "(devices keep their events; an experiment's change is made on the primary, not acknowledged)")
     }
 
     static func transactionIDsBehindLog(_ error: TransactionIDsBehindLog) -> HTTPProblem {

@@ -180,7 +180,15 @@ public enum StandbyConfirmation {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
         }
-        try acknowledge(verdict, on: connection)
+        do {
+            try acknowledge(verdict, on: connection)
+        } catch let error as PostgresError where error.kind != .unconfirmedCommit {
+            // Committed: a session lost while the standbys are awaited (the server restarted, the
+            // session was terminated) leaves the change made and unconfirmed, never "nothing
+            // stored". An interrupted wait is still reported as such by the pool.
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
+                                message: "committed, but the check on the synchronous standbys did not finish (\(error.description))")
+        }
         return value
     }
 

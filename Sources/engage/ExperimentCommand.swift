@@ -13,8 +13,16 @@ enum ExperimentCommand {
     static let format = Option("format", value: "text|json", help: "text, or the definition as JSON.", default: ShowFormat.text)
     static let limit = Option("limit", value: "n", help: "Most runs listed.", default: 50, validate: .range(1...10_000))
     static let common = CommonOptions.databaseAndLogging
-    /// As `engage serve`'s: a change is acknowledged only once that many synchronous standbys have it.
-    static let standbys = ServerOptions.synchronousStandbys
+    /// As `engage serve`'s (the same variable, so one setting covers both): a change is
+    /// acknowledged only once that many synchronous standbys have it. Its own help: the server's
+    /// speaks of events and ingestion.
+    static let standbys = Option(
+        "synchronous-standbys", value: "n",
+        help: "Synchronous standbys that must have the commit before the experiment's change is acknowledged, even when the "
+            + "primary's synchronous_standby_names asks for fewer; without them the change is made on the primary but the command "
+            + "fails: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
+        environment: ServerOptions.synchronousStandbys.environment, default: ServerOptions.synchronousStandbys.defaultValue,
+        validate: .range(0...16))
 
     static let definition = Command(
         name: "experiment",
@@ -47,7 +55,9 @@ enum ExperimentCommand {
             }
             bytes = Array(data)
         }
-        let record = try await withStore(arguments, standbys: arguments[standbys]) { store, _ in try await store.create(json: bytes) }
+        let record = try await withStore(arguments, standbys: arguments[standbys], changing: nil) { store, _ in
+            try await store.create(json: bytes)
+        }
         print("created experiment \(record.id) (draft); start it with: engage experiment start \(record.id)")
     }
 
@@ -82,13 +92,13 @@ enum ExperimentCommand {
 
     static func start(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
-        let record = try await withStore(arguments, standbys: arguments[standbys]) { store, _ in try await store.start(id) }
+        let record = try await withStore(arguments, standbys: arguments[standbys], changing: id) { store, _ in try await store.start(id) }
         print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
     }
 
     static func stop(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
-        let record = try await withStore(arguments, standbys: arguments[standbys]) { store, _ in try await store.stop(id) }
+        let record = try await withStore(arguments, standbys: arguments[standbys], changing: id) { store, _ in try await store.stop(id) }
         print("stopped \(record.id)")
     }
 
@@ -122,14 +132,21 @@ enum ExperimentCommand {
     }
 
     /// Runs `body` on the experiment store of the command's database; a store's refusal becomes
-    /// an `ExperimentCommandError`.
+    /// an `ExperimentCommandError`, and so does a change (of experiment `changing`, nil for a
+    /// create) made on the primary but not confirmed on the synchronous standbys: the command
+    /// fails saying it was made, as the API and the console do, since a repeat finds it made.
     private static func withStore<T: Sendable>(_ arguments: ParsedArguments, connections: Int = 2, standbys: Int = 0,
+                                               changing: String? = nil,
                                                _ body: (ExperimentStore, ConnectionPool) async throws -> T) async throws -> T {
         do {
             return try await DatabaseSetup.withPool(arguments, size: connections, logger: CommonOptions.quietLogger(arguments),
                                                     requiredSynchronousStandbys: standbys) { pool in
                 try await body(ExperimentStore(pool: pool), pool)
             }
+        } catch let error as PostgresError where error.kind == .unconfirmedCommit {
+            throw ExperimentCommandError(detail: "the change was made on the primary but not confirmed on the synchronous standbys ("
+                + error.description + "); a failover now could undo it: check it with engage experiment show "
+                + (changing ?? "<id>") + " before repeating the command (a repeated create finds it existing, a repeated start running)")
         } catch let error as ExperimentStoreError {
             switch error.code {
             case .invalidDefinition:

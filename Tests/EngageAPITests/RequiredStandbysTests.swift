@@ -64,6 +64,9 @@ struct RequiredStandbysTests {
         let definition = #"{"id":"\#(id)","app_id":"\#(app)","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
             + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
 
+        // Readiness, which an operator reads to learn why, names experiment changes too.
+        let ready = try await server.request("GET", "/readyz")
+        #expect(ready.status == 503 && ready.text.contains("every ingest request and experiment change is refused"), "\(ready.text)")
         let created = try await server.request("POST", "/v1/experiments", headers: admin, body: Array(definition.utf8))
         try expectProblem(created, Self.changeUnconfirmed, retryAfter: "5")
         #expect(try await server.request("GET", "/v1/experiments/\(id)", headers: admin).status == 200)
@@ -82,5 +85,6 @@ struct RequiredStandbysTests {
     static let missingOneStandby = Problem(
         "synchronous-standbys-missing", status: 503, title: "Fewer synchronous standbys than required are streaming",
         detail: "1 more synchronous standby must stream from the primary before a commit can be confirmed (--synchronous-standbys); "
-            + "until then every ingest request is refused, and devices keep their events")
+            + "until then every ingest request and experiment change is refused (devices keep their events; an experiment's change is "
+            + "made on the primary, not acknowledged)")
 }

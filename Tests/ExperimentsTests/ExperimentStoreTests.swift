@@ -1,4 +1,5 @@
 import EngageCore
+import Foundation
 @testable import Experiments
 import Postgres
 import Testing
@@ -71,6 +72,67 @@ struct ExperimentStoreTests {
         #expect(try await ExperimentStore(pool: trusting).create(other).definition.id == other.id)
         await pool.close()
         await trusting.close()
+    }
+
+    /// The default (no standby required, none configured) through the standby-checked commit:
+    /// a refused change (its `ExperimentStoreError`, or the unique violation of a repeated create,
+    /// thrown inside the transaction) rolls back and leaves the pooled connection in use, not
+    /// dropped; a session whose server warns about backslashes in literals still commits.
+    @Test func refusedChangesRollBackOnTheSameConnectionWithoutAStandby() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        let definition = try Fixtures.definition()
+        let session = try await pool.withConnection { $0.backendPID }
+
+        _ = try await store.create(definition)
+        let repeated = await #expect(throws: ExperimentStoreError.self) { try await store.create(definition) }
+        #expect(repeated?.code == .alreadyExists)
+        _ = try await store.start(definition.id)
+        _ = try await store.stop(definition.id)
+        let again = await #expect(throws: ExperimentStoreError.self) { try await store.stop(definition.id) }
+        #expect(again?.code == .invalidTransition)
+        let missing = await #expect(throws: ExperimentStoreError.self) { try await store.start("no-such-experiment") }
+        #expect(missing?.code == .notFound)
+        #expect(try await pool.withConnection { ($0.backendPID, $0.isIdle) } == (session, true))
+        #expect(try await store.history(definition.id).map(\.action) == [.created, .started, .stopped])
+
+        try await pool.withConnection { try $0.executeScript(unsafeSQL: "SET standard_conforming_strings = off; SET escape_string_warning = on") }
+        let other = try Fixtures.definition(id: "\(definition.id)-nonstandard")
+        #expect(try await store.create(other).id == other.id)
+        #expect(try await pool.withConnection { $0.backendPID } == session)
+        await pool.close()
+    }
+
+    /// A session lost after the COMMIT, while the check waits for the required standbys (the
+    /// server restarted, the session terminated): the change is made, so it is not acknowledged
+    /// and is said to be unconfirmed (`.unconfirmedCommit`: the API's `change-unconfirmed`, read it
+    /// back), never a plain database error (`database-unavailable`, "nothing was stored").
+    @Test(.timeLimit(.minutes(1)))
+    func aSessionLostWhileTheStandbysAreAwaitedLeavesTheChangeUnconfirmed() async throws {
+        var database = try TestPostgres.freshDatabase()
+        let admin = ConnectionPool(configuration: database, size: 1)
+        database.requiredSynchronousStandbys = 1
+        database.applicationName = "engage-awaiting-\(UUID().uuidString.prefix(8).lowercased())"
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let definition = try Fixtures.definition()
+        let name = database.applicationName
+
+        let change = Task { try await ExperimentStore(pool: pool).create(definition) }
+        // The recheck's pause runs only after the COMMIT: the session is ended there.
+        try await pollUntil(every: .milliseconds(10)) {
+            try await admin.withConnection { connection in
+                // Found first, then ended: only that session.
+                guard let pid = try connection.query("""
+                    SELECT pid FROM pg_stat_activity WHERE application_name = \(name) AND query LIKE '%pg_sleep(0.02)%'
+                    """).rows.first?.decode(0, as: Int32.self) else { return false }
+                return try connection.query("SELECT pg_terminate_backend(\(pid))")[0].decode(0, as: Bool.self)
+            }
+        }
+        let refused = await #expect(throws: PostgresError.self) { try await change.value }
+        #expect(refused?.kind == .unconfirmedCommit, "\(String(describing: refused))")
+        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        await pool.close()
+        await admin.close()
     }
 
     @Test func invalidAndDuplicateDefinitionsAreRefusedWithTheirFields() async throws {

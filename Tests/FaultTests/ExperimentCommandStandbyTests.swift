@@ -24,14 +24,34 @@ struct ExperimentCommandStandbyTests {
         #expect(created.status != 0, "\(created.output)")
         #expect(created.output.contains("fewer synchronous standbys than configured have the transaction"), "\(created.output)")
         #expect(!created.output.contains("created experiment"), "\(created.output)")
+        // As the API and the console do, it says the change was made and how to see it before a repeat.
+        #expect(created.output.contains("was made on the primary") && created.output.contains("engage experiment show"), "\(created.output)")
         let shown = try await CommandLineOptionsTests.engage(["experiment", "show", id, "--format", "json"] + onDatabase, in: workspace)
         #expect(shown.status == 0 && shown.output.contains(#""status":"draft""#), "\(shown.output)")
 
         let started = try await CommandLineOptionsTests.engage(["experiment", "start", id, "--synchronous-standbys", "1"] + onDatabase,
                                                                in: workspace)
         #expect(started.status != 0 && started.output.contains("fewer synchronous standbys"), "\(started.output)")
+        #expect(started.output.contains("engage experiment show \(id)"), "\(started.output)")
         // Without the option the server's own setting, which asks for no standby, is trusted.
         let stopped = try await CommandLineOptionsTests.engage(["experiment", "stop", id] + onDatabase, in: workspace)
         #expect(stopped.status == 0 && stopped.output.contains("stopped \(id)"), "\(stopped.output)")
+    }
+}
+
+/// The help of `engage experiment create|start|stop --synchronous-standbys` speaks of what the
+/// command changes, not of events and ingestion (the option is `engage serve`'s, reused).
+@Suite("Help: experiment changes' --synchronous-standbys")
+struct ExperimentCommandStandbyHelpTests {
+    @Test func theOptionSpeaksOfTheExperimentsChange() async throws {
+        let workspace = try FaultWorkspace("experiment-standbys-help")
+        defer { workspace.remove() }
+        for command in ["create", "start", "stop"] {
+            let (status, help) = try await CommandLineOptionsTests.engage(["help", "experiment", command], in: workspace)
+            let flattened = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(status == 0 && flattened.contains("--synchronous-standbys"), "\(help)")
+            #expect(flattened.contains("before the experiment's change is acknowledged"), "\(command): \(help)")
+            #expect(!flattened.contains("ingestion") && !flattened.contains("its events"), "\(command): \(help)")
+        }
     }
 }

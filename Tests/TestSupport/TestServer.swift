@@ -17,8 +17,13 @@ public final class TestServer: LoopbackServer {
     public var store: EventStore { engage.store }
     public var pool: ConnectionPool { engage.pool }
 
-    public init(configure: (inout EngageServer.Configuration) -> Void = { _ in }) throws {
-        database = try TestPostgres.freshDatabase()
+    public convenience init(configure: (inout EngageServer.Configuration) -> Void = { _ in }) throws {
+        try self.init(database: try TestPostgres.freshDatabase(), configure: configure)
+    }
+
+    /// Over `database` (migrated), e.g. a fresh one reached as a role of the test's own.
+    public init(database: PostgresConfiguration, configure: (inout EngageServer.Configuration) -> Void = { _ in }) throws {
+        self.database = database
         var configuration = EngageServer.Configuration()
         configuration.http.port = 0
         configuration.poolSize = 4

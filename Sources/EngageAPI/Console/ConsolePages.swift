@@ -1,5 +1,6 @@
 import EngageConsole
 import EngageCore
+import EventStore
 import Experiments
 import HTTPServer
 import Postgres
@@ -168,17 +169,23 @@ extension ConsoleRoutes {
                 return await experimentResponse(id, viewer: viewer, notice: .init(.error, error.detail), status: 409)
             }
         } catch let error as PostgresError where error.kind == .unconfirmedCommit {
-            return await experimentResponse(id, viewer: viewer, notice: .init(.error, Self.unconfirmedChange(start: start)), status: 503)
+            let roleCannotSeeStandbys = error.sqlState == StandbyConfirmation.insufficientPrivilege
+            return await experimentResponse(id, viewer: viewer, notice: .init(.error, Self.unconfirmedChange(
+                start: start, roleCannotSeeStandbys: roleCannotSeeStandbys)), status: 503)
         } catch {
             return unavailable(viewer, section: .experiments)
         }
         return Self.secured(.seeOther(viewer.link(ConsolePath.experiment(id), [("done", start ? "started" : "stopped")])))
     }
 
-    /// What the page says when the start or stop committed on the primary alone.
-    static func unconfirmedChange(start: Bool) -> String {
+    /// What the page says when the start or stop committed on the primary alone; when the role
+    /// cannot read the standbys' positions, which no standby coming back mends, the grant too
+    /// (as the API's `change-unconfirmed` does).
+    static func unconfirmedChange(start: Bool, roleCannotSeeStandbys: Bool) -> String {
         "The experiment was \(start ? "started" : "stopped") on the primary database, but its synchronous standbys were not seen to have "
             + "the change: a failover now could undo it. Reload this page to see its status before trying again."
+            + (roleCannotSeeStandbys
+                ? " The database role engage connects as cannot read the standbys' positions: GRANT pg_read_all_stats TO it." : "")
     }
 
     // MARK: Ingestion

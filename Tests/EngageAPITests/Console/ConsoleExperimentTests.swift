@@ -91,4 +91,42 @@ struct ConsoleExperimentTests {
             #expect(try await fixture.status(of: id) == "running")
         }
     }
+
+    /// The same with a database role that cannot read the standbys' positions (no
+    /// `pg_read_all_stats`): the page names the grant, as the API's problem does, since no
+    /// standby coming back would end it.
+    @Test(.timeLimit(.minutes(3)))
+    func aStartByARoleThatCannotSeeTheStandbysNamesTheGrant() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let role = "engage_blind_\(UUID().uuidString.prefix(6).lowercased())"
+        let admin = try Connection(configuration: database)
+        defer { admin.close() }
+        try admin.execute("CREATE ROLE \(identifier: role) LOGIN")
+        try admin.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
+        try admin.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \(identifier: role)")
+        try admin.execute("GRANT ALL ON SCHEMA public TO \(identifier: role)")
+        // Key/value pairs: a later keyword overrides the earlier one.
+        let asRole = PostgresConfiguration(connectionString: database.connectionString + " user=\(role)")
+        let server = try TestServer(database: asRole) { $0.requiredSynchronousStandbys = 1 }
+        let fixture = try await Fixture(server: server)
+        let id = Fixture.newExperimentID()
+        let trusting = ConnectionPool(configuration: database, size: 1)
+        _ = try await ExperimentStore(pool: trusting).create(json: Array(Fixture.definition(id: id, app: fixture.app).utf8))
+        await trusting.close()
+        let client = ConsoleClient(server: server, keys: [try #require(fixture.keys[.admin])])
+        let token = try #require(ConsoleClient.formToken(try await client.get("/console/experiments/\(id)?app=\(fixture.app)")))
+
+        let started = try await client.post("/console/experiments/\(id)/start?app=\(fixture.app)", [("csrf", token)])
+        #expect(started.status == 503, "\(started.text.prefix(300))")
+        #expect(started.text.contains("The experiment was started on the primary database"), "\(started.text)")
+        #expect(started.text.contains("pg_read_all_stats"), "\(started.text)")
+        #expect(try await fixture.status(of: id) == "running")
+        // The API's problem names it too, and readiness says why.
+        let stopped = try await server.request("POST", "/v1/experiments/\(id)/stop", headers: fixture.adminHeaders)
+        #expect(stopped.status == 503 && stopped.text.contains("change-unconfirmed") && stopped.text.contains("GRANT pg_read_all_stats"),
+                "\(stopped.text)")
+        let ready = try await server.request("GET", "/readyz")
+        #expect(ready.text.contains("standbys-unverifiable") && ready.text.contains("experiment change"), "\(ready.text)")
+        await server.stop()
+    }
 }
