@@ -120,10 +120,7 @@ struct StandbyConfirmationTests {
         let name = try Self.databaseName(database)
         let admin = try Connection(configuration: database)
         defer { admin.close() }
-        try admin.execute("CREATE ROLE \(identifier: role) LOGIN")
-        try admin.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
-        try admin.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \(identifier: role)")
-        try admin.execute("GRANT ALL ON SCHEMA public TO \(identifier: role)")
+        try UnprivilegedRole.create(role, on: admin)
         try admin.execute("GRANT TEMPORARY ON DATABASE \(identifier: name) TO \(identifier: role)")
         let asRole = PostgresConfiguration.unixSocket(directory: replication.primary.socketDirectory, port: replication.primary.options.port,
                                                       user: role, database: name)

@@ -39,14 +39,9 @@ struct ConnectionPoolAnswerLimitTests {
         let database = try TestPostgres.freshDatabase(migrated: false)
         let pool = ConnectionPool(configuration: database, size: 1)
         let pid = try await pool.withConnection { $0.backendPID }
-        let sleeping = Task { try await pool.withConnection(answerLimit: .seconds(60)) { try $0.query("SELECT pg_sleep(600)") } }
         let admin = try Connection(configuration: database)
         defer { admin.close() }
-        try await pollUntil {
-            try admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid) AND wait_event = 'PgSleep'")[0].decode(0, as: Int.self) == 1
-        }
-        sleeping.cancel()
-        await #expect(throws: CancellationError.self) { try await sleeping.value }
+        try await ConnectionPoolTests.cancelSleepingBody(on: pool, of: pid, watchedBy: admin, answerLimit: .seconds(60))
         let next = try await pool.withConnection { $0.backendPID }
         #expect(next != pid)
 

@@ -48,14 +48,9 @@ struct ConnectionPoolTests {
         let database = try TestPostgres.freshDatabase(migrated: false)
         let pool = ConnectionPool(configuration: database, size: 1)
         let pid = try await pool.withConnection { $0.backendPID }
-        let sleeping = Task { try await pool.withConnection { try $0.query("SELECT pg_sleep(600)") } }
         let admin = try Connection(configuration: database)
         defer { admin.close() }
-        try await pollUntil {
-            try admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid) AND wait_event = 'PgSleep'")[0].decode(0, as: Int.self) == 1
-        }
-        sleeping.cancel()
-        await #expect(throws: CancellationError.self) { try await sleeping.value }
+        try await Self.cancelSleepingBody(on: pool, of: pid, watchedBy: admin, answerLimit: nil)
         // The server may still run the abandoned statement (until it sees the client gone, within
         // a second: `AbandonedStatementTests`); the pool has moved on to a new session.
         _ = try admin.query("SELECT pg_terminate_backend(\(pid))")
@@ -148,6 +143,18 @@ struct ConnectionPoolTests {
         #expect(after.0 != before)
         #expect(after.1 == 1)
         await pool.close()
+    }
+
+    /// Starts a body that sleeps on `pool`'s session `pid`, waits until the server runs it, cancels
+    /// its task and expects a cancellation, with or without an answer limit.
+    static func cancelSleepingBody(on pool: ConnectionPool, of pid: Int32, watchedBy admin: Connection, answerLimit: Duration?,
+                                   sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let sleeping = Task { try await pool.withConnection(answerLimit: answerLimit) { try $0.query("SELECT pg_sleep(600)") } }
+        try await pollUntil {
+            try admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(pid) AND wait_event = 'PgSleep'")[0].decode(0, as: Int.self) == 1
+        }
+        sleeping.cancel()
+        await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await sleeping.value }
     }
 }
 

@@ -101,10 +101,7 @@ struct ConsoleExperimentTests {
         let role = "engage_blind_\(UUID().uuidString.prefix(6).lowercased())"
         let admin = try Connection(configuration: database)
         defer { admin.close() }
-        try admin.execute("CREATE ROLE \(identifier: role) LOGIN")
-        try admin.execute("GRANT ALL ON ALL TABLES IN SCHEMA public TO \(identifier: role)")
-        try admin.execute("GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO \(identifier: role)")
-        try admin.execute("GRANT ALL ON SCHEMA public TO \(identifier: role)")
+        try UnprivilegedRole.create(role, on: admin)
         // Key/value pairs: a later keyword overrides the earlier one.
         let asRole = PostgresConfiguration(connectionString: database.connectionString + " user=\(role)")
         let server = try TestServer(database: asRole) { $0.requiredSynchronousStandbys = 1 }
