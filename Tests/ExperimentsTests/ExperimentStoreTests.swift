@@ -135,6 +135,25 @@ struct ExperimentStoreTests {
         await admin.close()
     }
 
+    /// A draft that is not wanted any more is stopped without ever starting ("draft or running
+    /// to stopped"): it keeps no start, the scheduler never runs it, and the log says so.
+    @Test func aDraftIsStoppedWithoutEverStarting() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        let definition = try Fixtures.definition()
+        _ = try await store.create(definition)
+        let stopped = try await store.stop(definition.id, reason: "not needed")
+        #expect(stopped.definition.status == .stopped && stopped.definition.startAt == nil)
+        #expect(try await store.get(definition.id)?.definition.status == .stopped)
+        let logged = try await pool.withConnection { connection in
+            try ExperimentLog.entries(experimentID: definition.id, appID: definition.appID, on: connection).map(\.action)
+        }
+        #expect(logged == [.created, .stopped])
+        let again = await #expect(throws: ExperimentStoreError.self) { try await store.start(definition.id) }
+        #expect(again?.code == .invalidTransition)
+        await pool.close()
+    }
+
     @Test func invalidAndDuplicateDefinitionsAreRefusedWithTheirFields() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
         let store = ExperimentStore(pool: pool)

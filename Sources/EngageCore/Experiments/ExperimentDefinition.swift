@@ -227,7 +227,8 @@ extension ExperimentDefinition {
             add("alpha", Self.smallestAlphaProblem)
         }
         if let startAt, let stopAt, stopAt <= startAt { add("stop_at", "must be after start_at") }
-        if status != .draft && startAt == nil { add("start_at", "is required once the experiment is \(status.rawValue)") }
+        // A draft stopped without ever starting keeps no start: nothing was assigned or analysed.
+        if status == .running && startAt == nil { add("start_at", "is required once the experiment is running") }
         if !(analysis.sequentialTuning > 0 && analysis.sequentialTuning.isFinite) {
             add("sequential_tuning", "must be a positive number")
         }
