@@ -171,11 +171,24 @@ public enum StandbyConfirmation {
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         let value: T
         let verdict: Verdict
+        var warned = 0
         do {
             value = try body(connection)
+            warned = connection.warningsReceived.count
             verdict = try connection.failingOnWarnings { connection in
                 try self.verdict(from: connection.queryScript(statements(on: connection).commit))
             }
+        } catch let error as PostgresError
+            where error.kind != .unconfirmedCommit && !connection.isHealthy && connection.warningsReceived.count > warned {
+            // PostgreSQL warns "The transaction has already committed locally" and then closes a
+            // session terminated (or shut down) while its COMMIT waits for the standbys: the
+            // change is made on the primary, not "nothing stored". Any other lost session is not
+            // preceded by a warning during the commit.
+            let warning = connection.warningsReceived.last
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: warning?.sqlState,
+                                message: "committed on the primary, but the session ended while its commit waited for the "
+                                    + "synchronous standbys (\(error.description))",
+                                detail: [warning?.message, warning?.detail].compactMap { $0 }.joined(separator: " "))
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
