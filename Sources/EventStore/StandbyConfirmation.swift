@@ -196,13 +196,14 @@ public enum StandbyConfirmation {
     /// is `.unconfirmedCommit`, and so is a session the server closes after one. PostgreSQL warns
     /// "The transaction has already committed locally" and then closes a session terminated (or
     /// shut down) while its COMMIT waits for the standbys: the change is made on the primary, not
-    /// "nothing stored". A session lost without such a warning keeps its own error.
+    /// "nothing stored". A session lost without such a warning, or interrupted by engage itself
+    /// (`.interrupted`, the commit timeout), keeps its own error.
     static func committing<T>(on connection: Connection, _ commit: (Connection) throws -> T) throws -> T {
         let warned = connection.warningsReceived.count
         do {
             return try connection.failingOnWarnings(commit)
         } catch let error as PostgresError
-            where error.kind != .unconfirmedCommit && !connection.isHealthy && connection.warningsReceived.count > warned {
+            where error.kind == .connection && !connection.isHealthy && connection.warningsReceived.count > warned {
             let warning = connection.warningsReceived.last
             throw PostgresError(kind: .unconfirmedCommit, sqlState: warning?.sqlState,
                                 message: "committed on the primary, but the session ended while its commit waited for the "
