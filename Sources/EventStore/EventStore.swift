@@ -98,9 +98,10 @@ public struct EventStore: Sendable {
         if !zip(rows, rows.dropFirst()).contains(where: { $0.id == $1.id }) {
             do {
                 // A warning during the commit, which travels with the second COPY (a cancelled wait
-                // for a synchronous standby), means stored on the primary alone: a failure, retried
-                // by the client. So does a commit the synchronous standbys do not have.
-                let verdict = try connection.failingOnWarnings { try copyIDsAndRows(rows, of: batches, on: $0) }
+                // for a synchronous standby, or a session ended while it waited), means stored on the
+                // primary alone: a failure, retried by the client. So does a commit the synchronous
+                // standbys do not have.
+                let verdict = try StandbyConfirmation.committing(on: connection) { try copyIDsAndRows(rows, of: batches, on: $0) }
                 try StandbyConfirmation.acknowledge(verdict, on: connection)
                 // Every row is stored; an item repeating an id in its batch repeats a row stored now.
                 return batches.map { batch in batch.outcomes(storedRow: { _ in true }, holder: { batch.appIDs[$0] }) }
@@ -111,7 +112,7 @@ public struct EventStore: Sendable {
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         do {
             let results = try appendCarefully(batches, on: connection)
-            let verdict = try connection.failingOnWarnings { connection in
+            let verdict = try StandbyConfirmation.committing(on: connection) { connection in
                 try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.statements(on: connection).commit))
             }
             try StandbyConfirmation.acknowledge(verdict, on: connection)

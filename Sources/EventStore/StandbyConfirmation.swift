@@ -173,7 +173,7 @@ public enum StandbyConfirmation {
         let verdict: Verdict
         do {
             value = try body(connection)
-            verdict = try connection.failingOnWarnings { connection in
+            verdict = try committing(on: connection) { connection in
                 try self.verdict(from: connection.queryScript(statements(on: connection).commit))
             }
         } catch {
@@ -190,6 +190,26 @@ public enum StandbyConfirmation {
                                 message: "committed, but the check on the synchronous standbys did not finish (\(error.description))")
         }
         return value
+    }
+
+    /// `commit` (what sends the COMMIT and its check) with `failingOnWarnings`: a warning during it
+    /// is `.unconfirmedCommit`, and so is a session the server closes after one. PostgreSQL warns
+    /// "The transaction has already committed locally" and then closes a session terminated (or
+    /// shut down) while its COMMIT waits for the standbys: the change is made on the primary, not
+    /// "nothing stored". A session lost without such a warning, or interrupted by engage itself
+    /// (`.interrupted`, the commit timeout), keeps its own error.
+    static func committing<T>(on connection: Connection, _ commit: (Connection) throws -> T) throws -> T {
+        let warned = connection.warningsReceived.count
+        do {
+            return try connection.failingOnWarnings(commit)
+        } catch let error as PostgresError
+            where error.kind == .connection && !connection.isHealthy && connection.warningsReceived.count > warned {
+            let warning = connection.warningsReceived.last
+            throw PostgresError(kind: .unconfirmedCommit, sqlState: warning?.sqlState,
+                                message: "committed on the primary, but the session ended while its commit waited for the "
+                                    + "synchronous standbys (\(error.description))",
+                                detail: [warning?.message, warning?.detail].compactMap { $0 }.joined(separator: " "))
+        }
     }
 
     /// `statement` (the transaction's last work), then the commit with its check on

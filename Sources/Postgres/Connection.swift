@@ -213,6 +213,11 @@ public final class Connection {
         }
     }
 
+    /// How many WARNINGs the server has sent on this session, and the last of them: a session
+    /// that ends right after one while its COMMIT waited for the standbys ("The transaction has
+    /// already committed locally") made its change (`StandbyConfirmation.confirmedTransaction`).
+    public var warningsReceived: (count: Int, last: PostgresWarning?) { (warnings.count, warnings.last) }
+
     /// Runs `body` and throws `.unconfirmedCommit` if the server sent a WARNING meanwhile, even
     /// though every statement succeeded. A commit whose wait for synchronous replication was
     /// cancelled reports success after such a warning, with the transaction committed on the

@@ -190,6 +190,33 @@ struct UnconfirmedCommitTests {
         return (queue, Task { try await committer.run() })
     }
 
+    /// A session terminated while its commit waits for the standby (as a fast shutdown ends it):
+    /// PostgreSQL warns "The transaction has already committed locally" and closes it. The events
+    /// are stored on the primary, so the append is unconfirmed (`commit-unconfirmed`), not a lost
+    /// database (`database-unavailable`, "nothing from this request was stored"); so is the
+    /// resend's, on the careful path.
+    @Test func aCommitWhoseSessionIsTerminatedWhileItWaitsIsUnconfirmed() async throws {
+        let (replication, database) = try await Self.databaseWaitingForNobody()
+        defer { try? replication.synchronousStandby(nil) }
+        let items = EventFactory.items(3, notificationPrefix: "terminated")
+        for path in ["fast", "careful"] {
+            let append = Task { try await offPool { try Self.appendOnce(items, database) } }
+            try await Self.terminateTheWaitingCommit(replication)
+            let refused = await #expect(throws: PostgresError.self, "\(path)") { try await append.value }
+            #expect(refused?.kind == .unconfirmedCommit, "\(path): \(String(describing: refused))")
+            #expect(try Self.storedCount(database) == 3)
+        }
+    }
+
+    static func terminateTheWaitingCommit(_ replication: StreamingReplication) async throws {
+        try await pollUntil { try replication.commitsWaitingForStandby() == 1 }
+        try await offPool {
+            try replication.withPrimary { connection in
+                _ = try connection.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+            }
+        }
+    }
+
     static func appendOnce(_ items: [AppendItem], _ database: PostgresConfiguration) throws -> AppendResult {
         let connection = try Connection(configuration: database)
         defer { connection.close() }

@@ -69,6 +69,36 @@ struct ConsoleExperimentTests {
         }
     }
 
+    /// A draft not wanted is stopped from its page (the Stop button shows beside Start): the
+    /// stop is made without a start (no start_at), and the stopped draft's page and the list
+    /// still render, with no form left to change it.
+    @Test(.timeLimit(.minutes(3)))
+    func aDraftIsStoppedFromItsPageWithoutEverStarting() async throws {
+        try await TestServer.withServer { server in
+            let fixture = try await Fixture(server: server)
+            let id = try await fixture.experiment(running: false)
+            let page = "/console/experiments/\(id)?app=\(fixture.app)"
+            let admin = ConsoleClient(server: server, keys: [try #require(fixture.keys[.admin])])
+            let draftPage = try await admin.get(page)
+            #expect(draftPage.text.contains(#"action="/console/experiments/\#(id)/stop?app=\#(fixture.app)""#))
+            let token = try #require(ConsoleClient.formToken(draftPage))
+
+            let stopped = try await admin.post("/console/experiments/\(id)/stop?app=\(fixture.app)", [("csrf", token)])
+            #expect(stopped.status == 303, "\(stopped.text.prefix(400))")
+            #expect(try await fixture.status(of: id) == "stopped")
+            let after = try await admin.get(try #require(stopped.headers["Location"]))
+            #expect(after.status == 200, "\(after.text.prefix(300))")
+            #expect(after.text.contains("The experiment was stopped."))
+            #expect(after.text.contains(#"<span class="badge stopped">stopped</span>"#))
+            #expect(!after.text.contains("/stop?app=") && !after.text.contains("/start?app="))
+            #expect(!after.text.contains("<b>started</b>"))
+            let definition = try await server.request("GET", "/v1/experiments/\(id)", headers: fixture.adminHeaders)
+            #expect(definition.status == 200 && definition.text.contains(#""start_at":null"#), "\(definition.text.prefix(300))")
+            let list = try await admin.get("/console/experiments?app=\(fixture.app)")
+            #expect(list.status == 200 && list.text.contains(#"<span class="badge stopped">stopped</span>"#))
+        }
+    }
+
     /// On a server that requires a synchronous standby (`--synchronous-standbys 1`) and a
     /// primary running alone, a start from the console is made on the primary but not
     /// acknowledged: the page says so (503), not that the database is unreachable.
