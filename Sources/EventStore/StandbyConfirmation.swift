@@ -142,22 +142,23 @@ public enum StandbyConfirmation {
             """)[0].decode(0, as: Int.self)
     }
 
-    /// How many times `recheck` runs at most before an unconfirmed commit is refused: about 3 s
-    /// of pauses, within the ingest commit timeout (10 s by default) whose interrupter cancels
-    /// the pause like any statement.
-    static let rechecks = 150
+    /// How long `recheck` runs again at most before an unconfirmed commit is refused, within the
+    /// ingest commit timeout (10 s by default) whose interrupter cancels the pause like any
+    /// statement. Counted on the clock, not in rechecks: on a busy server each recheck's round
+    /// trip adds to its 20 ms pause, and a fixed 150 of them stretch with the load (refusals on a
+    /// loaded machine were seen to outlast a test client's 10 s).
+    static let recheckWindow = Duration.seconds(3)
 
     /// `verdict`, or, when it is `.unconfirmed`, the check's answer once the standbys caught up
-    /// or `rechecks` ran out: the wait for the standbys that PostgreSQL skipped for this commit.
-    /// Refusing at once would make the whole window an ingest outage: the check runs just after
-    /// a COMMIT that did not wait, and a resend is checked the same way.
+    /// or `recheckWindow` passed: the wait for the standbys that PostgreSQL skipped for this
+    /// commit. Refusing at once would make the whole window an ingest outage: the check runs
+    /// just after a COMMIT that did not wait, and a resend is checked the same way.
     public static func awaitingStandbys(_ verdict: Verdict, on connection: Connection) throws -> Verdict {
         var verdict = verdict
-        var attempts = 0
         let recheck = statements(on: connection).recheck
-        while verdict == .unconfirmed && attempts < rechecks {
+        let deadline = ContinuousClock.now.advanced(by: recheckWindow)
+        while verdict == .unconfirmed && ContinuousClock.now < deadline {
             verdict = try self.verdict(from: connection.queryScript(recheck))
-            attempts += 1
         }
         return verdict
     }
