@@ -510,7 +510,7 @@ public final class AutoFailoverFormation: Sendable {
         let deadline = ContinuousClock.now + timeout
         var last: [NodeState] = []
         var hurried = ContinuousClock.now
-        var idleRejoins: [String: ContinuousClock.Instant] = [:]
+        var idleRejoins: [String: (since: ContinuousClock.Instant, output: UInt64)] = [:]
         while ContinuousClock.now < deadline {
             if let states = try? states() {
                 last = states
@@ -567,8 +567,8 @@ public final class AutoFailoverFormation: Sendable {
     }
 
     /// How long a node may be assigned `catchingup` while it reports another state, is marked
-    /// unhealthy and its keeper runs neither pg_rewind nor pg_basebackup, before its keeper is
-    /// restarted.
+    /// unhealthy, its keeper runs neither pg_rewind nor pg_basebackup and writes nothing, before
+    /// its keeper is restarted.
     static let idleRejoinLimit = Duration.seconds(60)
 
     /// Restarts the keeper of a node that should be rejoining and does nothing, as an operator
@@ -578,8 +578,11 @@ public final class AutoFailoverFormation: Sendable {
     /// exists: stopping PostgreSQL" and nothing more for seven minutes while its own controller
     /// kept the server running: the formation never had its secondary back, and the test ran
     /// out of time. A keeper restarted there runs the rejoin again (rewind, or a base backup),
-    /// and the node becomes secondary. Only nodes that are not primary are touched.
-    private func restartIdleRejoins(_ states: [NodeState], idleSince: inout [String: ContinuousClock.Instant]) {
+    /// and the node becomes secondary. Only nodes that are not primary are touched, and only
+    /// when the keeper's output (its own lines and its server's, which logs crash recovery's
+    /// progress every 10 s: `log_startup_progress_interval`) stood still all along: a slow
+    /// recovery before pg_rewind is not idle.
+    private func restartIdleRejoins(_ states: [NodeState], idleSince: inout [String: (since: ContinuousClock.Instant, output: UInt64)]) {
         let now = ContinuousClock.now
         for state in states {
             guard state.assigned == "catchingup", state.reported != "catchingup", !state.healthy,
@@ -592,15 +595,18 @@ public final class AutoFailoverFormation: Sendable {
                 idleSince[state.name] = nil
                 continue
             }
-            let since = idleSince[state.name] ?? now
-            idleSince[state.name] = since
-            guard now - since >= Self.idleRejoinLimit else { continue }
+            let output = ((try? FileManager.default.attributesOfItem(atPath: keeper.outputPath))?[.size] as? NSNumber)?.uint64Value ?? 0
+            guard let idle = idleSince[state.name], idle.output == output else {
+                idleSince[state.name] = (now, output)
+                continue
+            }
+            guard now - idle.since >= Self.idleRejoinLimit else { continue }
             do {
                 try kill(node)
                 try restart(node)
-                print("formation: \(node) assigned catchingup did nothing for \(now - since) (reported \(state.reported)); its keeper restarted")
+                print("formation: \(node) assigned catchingup did nothing for \(now - idle.since) (reported \(state.reported)); its keeper restarted")
             } catch {
-                print("formation: \(node) assigned catchingup did nothing for \(now - since); restarting its keeper failed: \(error)")
+                print("formation: \(node) assigned catchingup did nothing for \(now - idle.since); restarting its keeper failed: \(error)")
             }
             idleSince[state.name] = nil
         }
