@@ -109,18 +109,12 @@ public struct EventStore: Sendable {
                 // Fall through to the careful path.
             }
         }
-        try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-        do {
-            let results = try appendCarefully(batches, on: connection)
-            let verdict = try StandbyConfirmation.committing(on: connection) { connection in
-                try StandbyConfirmation.verdict(from: connection.queryScript(StandbyConfirmation.statements(on: connection).commit))
-            }
-            try StandbyConfirmation.acknowledge(verdict, on: connection)
-            return results
-        } catch {
-            if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
-            throw error
-        }
+        // A failure after the COMMIT (the session lost while the standbys are awaited) is left to
+        // `AppendRetries`: a resend finds the events stored and reports them as duplicates once
+        // they are durable.
+        let (results, verdict) = try StandbyConfirmation.checkedTransaction(on: connection) { try appendCarefully(batches, on: $0) }
+        try StandbyConfirmation.acknowledge(verdict, on: connection)
+        return results
     }
 
     /// `BEGIN` and the ids' COPY in one round trip, then the events' COPY, `COMMIT` and the
@@ -136,7 +130,7 @@ public struct EventStore: Sendable {
                 ids.appendText(batches[row.batch].appIDs[row.row])
             }
             try connection.copyIn(beginAndCopyIDsStatement, data: ids.finish())
-            return try StandbyConfirmation.verdict(from: copy(rows, of: batches, into: StandbyConfirmation.committing(after: copyStatement, on: connection), on: connection))
+            return try StandbyConfirmation.verdict(from: copy(rows, of: batches, into: copyAndCommit(on: connection), on: connection))
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
@@ -287,6 +281,18 @@ public struct EventStore: Sendable {
                      experiment_id, experiment_arm, payload)
         FROM STDIN (FORMAT binary)
         """
+
+    /// `copyStatement`, the commit and its check, for each floor a server accepts (made once:
+    /// every fast-path commit sends one).
+    private static let copyAndCommitMade = PostgresConfiguration.acceptedSynchronousStandbys.map {
+        StandbyConfirmation.Statements.requiring($0).commit(after: copyStatement)
+    }
+
+    private static func copyAndCommit(on connection: Connection) -> SQL {
+        let floor = connection.configuration.requiredSynchronousStandbys
+        return copyAndCommitMade.indices.contains(floor)
+            ? copyAndCommitMade[floor] : StandbyConfirmation.statements(on: connection).commit(after: copyStatement)
+    }
 
     static let stagingCopyStatement: SQL = """
         COPY engage_append_staging_v1 (event_id, app_id, notification_id, type, category, device_id, occurred_at,

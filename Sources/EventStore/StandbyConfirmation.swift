@@ -108,11 +108,18 @@ public enum StandbyConfirmation {
             """
         }
 
-        /// The default's texts, made once: most servers run with it.
-        static let trustingTheSetting = Statements(requiring: 0)
+        /// The texts of every floor the commands accept, made once, not for every commit.
+        private static let made = PostgresConfiguration.acceptedSynchronousStandbys.map(Statements.init(requiring:))
 
         static func requiring(_ floor: Int) -> Statements {
-            floor == 0 ? trustingTheSetting : Statements(requiring: floor)
+            made.indices.contains(floor) ? made[floor] : Statements(requiring: floor)
+        }
+
+        /// `statement` (a transaction's last work), then `commit`, as one text. `statement` takes
+        /// no `$n` parameters: the text is sent as a script, which has none.
+        func commit(after statement: SQL) -> SQL {
+            precondition(statement.parameters.isEmpty, "a statement committed with the standby check takes no parameters")
+            return SQL(unsafeSQL: "\(statement.text);\n\(commit.text)")
         }
     }
 
@@ -163,24 +170,33 @@ public enum StandbyConfirmation {
         return verdict
     }
 
-    /// `body` in a transaction whose commit is checked like an append's: throws
-    /// `.unconfirmedCommit` when the standbys required do not have it (it is then committed on
-    /// the primary alone, and the caller must say so: a change repeated blindly may find itself
-    /// already made). For writes that are acknowledged to someone (an experiment created,
-    /// started or stopped), not only events.
-    public static func confirmedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws -> T {
+    /// `body` in a transaction committed with the check, and the check's verdict, not yet
+    /// acknowledged: what follows the COMMIT is the caller's to answer. Rolls back when `body`
+    /// or the commit fails, leaving the connection outside any transaction.
+    static func checkedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws
+        -> (value: T, verdict: Verdict) {
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
-        let value: T
-        let verdict: Verdict
         do {
-            value = try body(connection)
-            verdict = try committing(on: connection) { connection in
+            let value = try body(connection)
+            let verdict = try committing(on: connection) { connection in
                 try self.verdict(from: connection.queryScript(statements(on: connection).commit))
             }
+            return (value, verdict)
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
         }
+    }
+
+    /// `body` in a transaction whose commit is checked like an append's: throws
+    /// `.unconfirmedCommit` when the standbys required do not have it (it is then committed on
+    /// the primary alone, and the caller must say so: a change repeated blindly may find itself
+    /// already made). For writes that are acknowledged to someone (an experiment created,
+    /// started or stopped), not only events. Unlike an append, which a retry resolves (a resend
+    /// finds its events and reports them as duplicates), a change cannot be retried blindly, so
+    /// any failure after the COMMIT is reported as the commit unconfirmed.
+    public static func confirmedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws -> T {
+        let (value, verdict) = try checkedTransaction(on: connection, body)
         do {
             try acknowledge(verdict, on: connection)
         } catch let error as PostgresError where error.kind != .unconfirmedCommit {
@@ -213,14 +229,6 @@ public enum StandbyConfirmation {
         }
     }
 
-    /// `statement` (the transaction's last work), then the commit with its check on
-    /// `connection`, as one text. `statement` takes no `$n` parameters: the text is sent as a
-    /// script, which has none.
-    static func committing(after statement: SQL, on connection: Connection) -> SQL {
-        precondition(statement.parameters.isEmpty, "a statement committed with the standby check takes no parameters")
-        return SQL(unsafeSQL: "\(statement.text);\n\(statements(on: connection).commit.text)")
-    }
-
     /// The check's answer, from the rows the committing text returned.
     public static func verdict(from rows: QueryResult?) throws -> Verdict {
         guard let rows, rows.rowCount == 1, rows.columnCount == 1,
@@ -235,13 +243,13 @@ public enum StandbyConfirmation {
     /// the role lacks `pg_read_all_stats`.
     public static let insufficientPrivilege = "42501"
 
-    /// Throws `.unconfirmedCommit` unless the verdict lets the commit be acknowledged.
-    /// What the append does with a commit's verdict: waits for the standbys when they are behind
-    /// (`awaitingStandbys`), then throws unless the commit may be acknowledged.
+    /// What a commit's verdict comes to: waits for the standbys when they are behind
+    /// (`awaitingStandbys`), then throws `.unconfirmedCommit` unless the commit may be acknowledged.
     static func acknowledge(_ verdict: Verdict, on connection: Connection) throws {
         try requireAcknowledgeable(awaitingStandbys(verdict, on: connection))
     }
 
+    /// Throws `.unconfirmedCommit` unless the verdict lets the commit be acknowledged.
     public static func requireAcknowledgeable(_ verdict: Verdict) throws {
         switch verdict {
         case .notRequired, .confirmed: return

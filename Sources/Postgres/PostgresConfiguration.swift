@@ -13,6 +13,10 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// 1 refuses those commits instead, at the cost of ingestion while the primary runs alone.
     public var requiredSynchronousStandbys = 0
 
+    /// The values of `requiredSynchronousStandbys` the commands accept (PostgreSQL's own bound on
+    /// WAL senders is far above any formation's standbys); the check's texts are made once for each.
+    public static let acceptedSynchronousStandbys = 0...16
+
     /// `connectTimeoutSeconds` bounds each host's attempt (libpq tries the hosts of a multi-host
     /// URL in turn); 2 s is libpq's smallest recommended value, and a failover is noticed sooner.
     public init(connectionString: String, applicationName: String = "engage", connectTimeoutSeconds: Int = 2) {

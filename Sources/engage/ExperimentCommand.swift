@@ -22,7 +22,7 @@ enum ExperimentCommand {
             + "primary's synchronous_standby_names asks for fewer; without them the change is made on the primary but the command "
             + "fails: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
         environment: ServerOptions.synchronousStandbys.environment, default: ServerOptions.synchronousStandbys.defaultValue,
-        validate: .range(0...16))
+        validate: .range(PostgresConfiguration.acceptedSynchronousStandbys))
 
     static let definition = Command(
         name: "experiment",

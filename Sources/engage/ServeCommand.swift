@@ -2,6 +2,7 @@ import EngageAPI
 import Foundation
 import EngageCore
 import HTTPServer
+import Postgres
 import Projections
 import Runtime
 
@@ -79,7 +80,7 @@ enum ServerOptions {
     static let synchronousStandbys = Option(
         "synchronous-standbys", value: "n",
         help: "Synchronous standbys that must have a commit before its events are acknowledged, even when the primary's synchronous_standby_names asks for fewer (1 on a pg_auto_failover formation of three data nodes; on two, every node lost stops ingestion: docs/high-availability.md).",
-        environment: "ENGAGE_SYNCHRONOUS_STANDBYS", default: defaults.requiredSynchronousStandbys, validate: .range(0...16))
+        environment: "ENGAGE_SYNCHRONOUS_STANDBYS", default: defaults.requiredSynchronousStandbys, validate: .range(PostgresConfiguration.acceptedSynchronousStandbys))
     static let maxEvents = Option("max-events", value: "n", help: "Events per request.", environment: "ENGAGE_MAX_EVENTS",
                                   default: defaults.ingest.limits.maxEvents, validate: .range(1...100_000))
     static let maxBodyBytes = Option("max-body-bytes", value: "bytes", help: "Request body size after decompression.", environment: "ENGAGE_MAX_BODY_BYTES",
