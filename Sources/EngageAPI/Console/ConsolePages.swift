@@ -173,7 +173,12 @@ extension ConsoleRoutes {
             return await experimentResponse(id, viewer: viewer, notice: .init(.error, Self.unconfirmedChange(
                 start: start, roleCannotSeeStandbys: roleCannotSeeStandbys)), status: 503)
         } catch {
-            return unavailable(viewer, section: .experiments)
+            // Rolled back (the database did not answer before the COMMIT was sent): nothing changed.
+            var response = Self.respond(ProblemView(title: "Nothing was changed", detail: "The database did not answer in time, "
+                                                    + "so the experiment was not \(start ? "started" : "stopped"); try again in a few "
+                                                    + "seconds.", viewer: viewer, section: .experiments).page(), status: 503)
+            response.headers.set("Retry-After", "5")
+            return response
         }
         return Self.secured(.seeOther(viewer.link(ConsolePath.experiment(id), [("done", start ? "started" : "stopped")])))
     }
