@@ -145,8 +145,10 @@ public struct EngageServer: Sendable {
         let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
             KeyRateLimiter(limit: $0, time: time)
         })
+        // The API's and the console's experiment changes, bounded as a request's commit is.
+        let experiments = ExperimentStore(pool: pool, time: time, commitTimeout: configuration.commitTimeout)
         let console = configuration.console ? ConsoleRoutes(
-            authenticator: authenticator, reads: .on(pool, now: { time.wallClock }), store: ExperimentStore(pool: pool, time: time, commitTimeout: configuration.commitTimeout),
+            authenticator: authenticator, reads: .on(pool, now: { time.wallClock }), store: experiments,
             registry: registry, sampler: IngestionRateSampler(metrics: metrics, time: time),
             configuration: ConsoleRoutes.Configuration(secureCookies: configuration.http.tls != nil), time: time) : nil
         return EngageAPI(
@@ -154,7 +156,7 @@ public struct EngageServer: Sendable {
                                 metrics: metrics, time: time),
             report: ReportRoute(authenticator: authenticator, reads: reads, time: time),
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
-            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool, time: time, commitTimeout: configuration.commitTimeout),
+            experiments: ExperimentRoutes(authenticator: authenticator, store: experiments,
                                           scheduler: scheduler, deviceIDHasher: configuration.ingest.deviceIDHasher, time: time),
             simulate: StrategyReplayRoute(authenticator: authenticator, reads: reads, time: time), console: console)
     }

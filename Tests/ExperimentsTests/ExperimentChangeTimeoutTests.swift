@@ -47,6 +47,30 @@ struct ExperimentChangeTimeoutTests {
         await admin.close()
     }
 
+    /// Committed at once (no standby is configured on the test cluster), but one is required, so
+    /// the check after the COMMIT waits for it (`StandbyConfirmation.recheckWindow`, 3 s) and the
+    /// commit timeout interrupts that wait: the change is made, so it must not come back as the
+    /// pool's "did not answer" (`DatabaseDidNotAnswer`, nothing changed).
+    @Test func aChangeInterruptedWhileItsCommittedChangeAwaitsTheStandbysIsUnconfirmed() async throws {
+        var database = try await offPool { try TestPostgres.freshDatabase() }
+        database.requiredSynchronousStandbys = 1
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let store = ExperimentStore(pool: pool, commitTimeout: .seconds(1))
+        let definition = try Fixtures.definition(id: "bound-recheck")
+
+        let answer = try await Self.answer(within: Self.patience) { try await store.create(definition) }
+        let answered = try #require(answer, "the change was not answered within \(Self.patience)")
+        guard case .failure(let error) = answered else {
+            Issue.record("a change no standby has was acknowledged")
+            return
+        }
+        #expect((error as? PostgresError)?.kind == .unconfirmedCommit, "\(error)")
+        let admin = ConnectionPool(configuration: database, size: 1)
+        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        await pool.close()
+        await admin.close()
+    }
+
     @Test func aChangeThatCannotReachItsCommitIsRolledBackWithinItsTimeout() async throws {
         let database = try await offPool { try TestPostgres.freshDatabase() }
         let pool = ConnectionPool(configuration: database, size: 1)
