@@ -26,7 +26,7 @@ enum ExperimentCommand {
         "synchronous-standbys", value: "n",
         help: "Synchronous standbys that must have the commit before the experiment's change is acknowledged, even when the "
             + "primary's synchronous_standby_names asks for fewer; without them the change is made on the primary but the command "
-            + "fails: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
+            + "fails with exit status 3: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
         environment: ServerOptions.synchronousStandbys.environment, default: ServerOptions.synchronousStandbys.defaultValue,
         validate: .range(PostgresConfiguration.acceptedSynchronousStandbys))
 
