@@ -173,10 +173,11 @@ extension ConsoleRoutes {
             return await experimentResponse(id, viewer: viewer, notice: .init(.error, Self.unconfirmedChange(
                 start: start, roleCannotSeeStandbys: roleCannotSeeStandbys)), status: 503)
         } catch {
-            // Rolled back (the database did not answer before the COMMIT was sent): nothing changed.
-            var response = Self.respond(ProblemView(title: "Nothing was changed", detail: "The database did not answer in time, "
-                                                    + "so the experiment was not \(start ? "started" : "stopped"); try again in a few "
-                                                    + "seconds.", viewer: viewer, section: .experiments).page(), status: 503)
+            // Unreachable, or rolled back (no answer before the COMMIT was sent within the commit
+            // timeout): nothing changed, so trying again is safe.
+            var response = Self.respond(ProblemView(title: "The database is unreachable", detail: "Nothing was changed: the "
+                                                    + "experiment was not \(start ? "started" : "stopped"). Try again in a few seconds.",
+                                                    viewer: viewer, section: .experiments).page(), status: 503)
             response.headers.set("Retry-After", "5")
             return response
         }
