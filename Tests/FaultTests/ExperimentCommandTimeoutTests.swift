@@ -52,6 +52,48 @@ struct ExperimentCommandTimeoutTests {
         #expect(refused.status == 1 && refused.output.contains("only a draft can be started"), "\(refused.output)")
     }
 
+    /// The case the option is for: a primary waiting at every COMMIT for a synchronous standby
+    /// it lost. The command must reach its change and end within `--commit-timeout` (exit 3: made
+    /// on the primary, not confirmed), not wait for ever before it, in a commit of its own start
+    /// (the views it replaces on every run commit, and wait for the standby as any commit does).
+    @Test(.timeLimit(.minutes(3)))
+    func aChangeOnAPrimaryWaitingForALostStandbyEndsWithinItsTimeout() async throws {
+        let workspace = try FaultWorkspace("experiment-timeout-standby")
+        defer { workspace.remove() }
+        let replication = try await offPool { try Self.pair.get() }
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        let id = "lost-\(UUID().uuidString.prefix(8).lowercased())"
+        let file = workspace.file("definition.json")
+        let definition = #"{"id":"\#(id)","app_id":"app-1","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
+            + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
+        try Data(definition.utf8).write(to: URL(fileURLWithPath: file))
+        let onDatabase = ["--database", database.connectionString]
+        let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file] + onDatabase, in: workspace)
+        #expect(created.status == 0, "\(created.output)")
+        try await offPool { try replication.synchronousStandby("nobody") }
+        defer { try? replication.synchronousStandby(nil) }
+
+        let started = ContinuousClock.now
+        let start = try await CommandLineOptionsTests.engage(["experiment", "start", id, "--commit-timeout", "2"] + onDatabase,
+                                                             in: workspace)
+        let waited = ContinuousClock.now - started
+        // What the command tells the operator to run next answers during the outage too.
+        let shown = try await CommandLineOptionsTests.engage(["experiment", "show", id] + onDatabase, in: workspace)
+        try await offPool { try replication.synchronousStandby(nil) }
+        #expect(shown.status == 0, "\(shown.output)")
+        #expect(start.status == 3, "\(start.output)")
+        #expect(start.output.contains("was made on the primary"), "\(start.output)")
+        #expect(waited < .seconds(20), "ended after \(waited)")
+        // Made: once the primary stops waiting for a standby, the experiment reads back running.
+        try await pollUntil(every: .milliseconds(100)) {
+            try await CommandLineOptionsTests.engage(["experiment", "show", id, "--format", "json"] + onDatabase, in: workspace)
+                .output.contains(#""status":"running""#)
+        }
+    }
+
+    /// A pair of this suite's own: every commit on it stops while it waits for `nobody`.
+    static let pair = Result { try StreamingReplication(label: "clibound") }
+
     @Test func theHelpOfEachChangeNamesTheTimeoutAndTheExitStatuses() async throws {
         let workspace = try FaultWorkspace("experiment-timeout-help")
         defer { workspace.remove() }
