@@ -1,3 +1,4 @@
+import EventStore
 import Foundation
 import Postgres
 import Testing
@@ -89,6 +90,21 @@ struct ExperimentCommandTimeoutTests {
             try await CommandLineOptionsTests.engage(["experiment", "show", id, "--format", "json"] + onDatabase, in: workspace)
                 .output.contains(#""status":"running""#)
         }
+    }
+
+    /// Not migrating a migrated database again still migrates one that lacks its migrations, as
+    /// every experiment command did before.
+    @Test(.timeLimit(.minutes(2)))
+    func aCommandStillMigratesADatabaseThatLacksItsMigrations() async throws {
+        let workspace = try FaultWorkspace("experiment-migrates")
+        defer { workspace.remove() }
+        let database = try await offPool { try TestPostgres.freshDatabase(migrated: false) }
+        let listed = try await CommandLineOptionsTests.engage(["experiment", "list", "--database", database.connectionString],
+                                                              in: workspace)
+        #expect(listed.status == 0, "\(listed.output)")
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        #expect(try Migrator.fromSQLDirectory().pendingProblem(connection) == nil)
     }
 
     /// A pair of this suite's own: every commit on it stops while it waits for `nobody`.
