@@ -174,7 +174,8 @@ public enum StandbyConfirmation {
     /// acknowledged: what follows the COMMIT is the caller's to answer. Rolls back when `body`
     /// or the commit fails, leaving the connection outside any transaction. With
     /// `unansweredCommitIsUnconfirmed`, a connection that ends during the commit's round trip
-    /// without an answer (interrupted past a time limit, or lost) is `.unconfirmedCommit`: the
+    /// without an answer (interrupted past a time limit, or lost), or a failure once the COMMIT
+    /// ran (an error of the check after it), is `.unconfirmedCommit`: the
     /// COMMIT may have been made (a primary waiting for a lost standby has made it), so it is never
     /// reported as a failure that changed nothing; an append leaves that to its resend instead.
     static func checkedTransaction<T>(on connection: Connection, unansweredCommitIsUnconfirmed: Bool = false,
@@ -188,9 +189,13 @@ public enum StandbyConfirmation {
                 }
                 return (value, verdict)
             } catch let error as PostgresError
-                where unansweredCommitIsUnconfirmed && error.kind == .connection && !connection.isHealthy {
+                where unansweredCommitIsUnconfirmed && error.kind != .unconfirmedCommit && !(connection.isHealthy && !connection.isIdle) {
+                // Only a session still inside its (aborted) transaction shows that the script
+                // stopped before its COMMIT. Outside it, the COMMIT ran, and an error of the check
+                // after it (the server's, with an SQLSTATE) may follow a change made; a session
+                // that ended leaves it unknown.
                 throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
-                                    message: "the commit was sent but its answer never came (\(error.description)); it may be made "
+                                    message: "the commit was sent but no verdict on it came (\(error.description)); it may be made "
                                         + "on the primary, and the synchronous standbys were not seen to have it")
             }
         } catch {

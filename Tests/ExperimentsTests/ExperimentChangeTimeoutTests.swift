@@ -101,6 +101,40 @@ struct ExperimentChangeTimeoutTests {
         await admin.close()
     }
 
+    /// The COMMIT is made (its wait for the standbys cancelled: a warning, then success), and the
+    /// check after it, in the same round trip, fails with an error of the server's (here the
+    /// setting's count of standbys, past an int, which PostgreSQL takes but the check cannot
+    /// read). The change is made, so it must not come back as a plain server error, which the
+    /// routes answer `database-unavailable`, "nothing changed".
+    @Test func aServerErrorAfterTheCommitWasMadeIsUnconfirmed() async throws {
+        let replication = try await offPool { try Self.pair.get() }
+        let (database, _) = try await offPool { try replication.freshDatabase() }
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let store = ExperimentStore(pool: pool)
+        let definition = try Fixtures.definition(id: "bound-after")
+        try await offPool { try replication.synchronousStandby("99999999999 (nobody)") }
+        defer { try? replication.synchronousStandby(nil) }
+
+        let change = Task { try await Self.answer(within: Self.patience) { try await store.create(definition) } }
+        try await pollUntil(every: .milliseconds(20)) { try replication.commitsWaitingForStandby() == 1 }
+        try await offPool {
+            try replication.withPrimary { connection in
+                _ = try connection.query("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+            }
+        }
+        let answered = try #require(try await change.value, "the change was not answered within \(Self.patience)")
+        try await offPool { try replication.synchronousStandby(nil) }
+        guard case .failure(let error) = answered else {
+            Issue.record("a change whose check failed was acknowledged")
+            return
+        }
+        #expect((error as? PostgresError)?.kind == .unconfirmedCommit, "\(error)")
+        let admin = ConnectionPool(configuration: database, size: 1)
+        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        await pool.close()
+        await admin.close()
+    }
+
     /// `change`'s outcome, or nil when it did not come within `limit` (the change is then
     /// cancelled, which interrupts its pooled connection: the test does not hang).
     static func answer<T: Sendable>(within limit: Duration, _ change: @escaping @Sendable () async throws -> T) async throws
