@@ -34,7 +34,9 @@ public struct EngageServer: Sendable {
         /// How long a request may wait for its group commit before the commit is interrupted (or
         /// the request, still queued, refused) and it is answered 503 (see `Committer`): shorter
         /// than clients' own timeouts, longer than any healthy commit, and no longer than the HTTP
-        /// shutdown grace, so that a stuck commit is answered before shutdown gives up on it.
+        /// shutdown grace, so that a stuck commit is answered before shutdown gives up on it. An
+        /// experiment's create, start or stop (API and console) takes at most as long once it has
+        /// its connection (`ExperimentStore.commitTimeout`).
         public var commitTimeout = Duration.seconds(10)
         /// The fewest synchronous standbys that must have a commit before its events are
         /// acknowledged, whatever the primary's `synchronous_standby_names` says
@@ -143,8 +145,10 @@ public struct EngageServer: Sendable {
         let authenticator = Authenticator(keys: keys, rateLimiter: configuration.rateLimit.map {
             KeyRateLimiter(limit: $0, time: time)
         })
+        // The API's and the console's experiment changes, bounded as a request's commit is.
+        let experiments = ExperimentStore(pool: pool, time: time, commitTimeout: configuration.commitTimeout)
         let console = configuration.console ? ConsoleRoutes(
-            authenticator: authenticator, reads: .on(pool, now: { time.wallClock }), store: ExperimentStore(pool: pool, time: time),
+            authenticator: authenticator, reads: .on(pool, now: { time.wallClock }), store: experiments,
             registry: registry, sampler: IngestionRateSampler(metrics: metrics, time: time),
             configuration: ConsoleRoutes.Configuration(secureCookies: configuration.http.tls != nil), time: time) : nil
         return EngageAPI(
@@ -152,7 +156,7 @@ public struct EngageServer: Sendable {
                                 metrics: metrics, time: time),
             report: ReportRoute(authenticator: authenticator, reads: reads, time: time),
             health: HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: registry),
-            experiments: ExperimentRoutes(authenticator: authenticator, store: ExperimentStore(pool: pool, time: time),
+            experiments: ExperimentRoutes(authenticator: authenticator, store: experiments,
                                           scheduler: scheduler, deviceIDHasher: configuration.ingest.deviceIDHasher, time: time),
             simulate: StrategyReplayRoute(authenticator: authenticator, reads: reads, time: time), console: console)
     }

@@ -172,16 +172,32 @@ public enum StandbyConfirmation {
 
     /// `body` in a transaction committed with the check, and the check's verdict, not yet
     /// acknowledged: what follows the COMMIT is the caller's to answer. Rolls back when `body`
-    /// or the commit fails, leaving the connection outside any transaction.
-    static func checkedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws
-        -> (value: T, verdict: Verdict) {
+    /// or the commit fails, leaving the connection outside any transaction. With
+    /// `unansweredCommitIsUnconfirmed`, a connection that ends during the commit's round trip
+    /// without an answer (interrupted past a time limit, or lost), or a failure once the COMMIT
+    /// ran (an error of the check after it), is `.unconfirmedCommit`: the
+    /// COMMIT may have been made (a primary waiting for a lost standby has made it), so it is never
+    /// reported as a failure that changed nothing; an append leaves that to its resend instead.
+    static func checkedTransaction<T>(on connection: Connection, unansweredCommitIsUnconfirmed: Bool = false,
+                                      _ body: (Connection) throws -> T) throws -> (value: T, verdict: Verdict) {
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         do {
             let value = try body(connection)
-            let verdict = try committing(on: connection) { connection in
-                try self.verdict(from: connection.queryScript(statements(on: connection).commit))
+            do {
+                let verdict = try committing(on: connection) { connection in
+                    try self.verdict(from: connection.queryScript(statements(on: connection).commit))
+                }
+                return (value, verdict)
+            } catch let error as PostgresError
+                where unansweredCommitIsUnconfirmed && error.kind != .unconfirmedCommit && !(connection.isHealthy && !connection.isIdle) {
+                // Only a session still inside its (aborted) transaction shows that the script
+                // stopped before its COMMIT. Outside it, the COMMIT ran, and an error of the check
+                // after it (the server's, with an SQLSTATE) may follow a change made; a session
+                // that ended leaves it unknown.
+                throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
+                                    message: "the commit was sent but no verdict on it came (\(error.description)); it may be made "
+                                        + "on the primary, and the synchronous standbys were not seen to have it")
             }
-            return (value, verdict)
         } catch {
             if !connection.isIdle && connection.isHealthy { _ = try? connection.execute("ROLLBACK") }
             throw error
@@ -195,14 +211,20 @@ public enum StandbyConfirmation {
     /// started or stopped), not only events. Unlike an append, which a retry resolves (a resend
     /// finds its events and reports them as duplicates), a change cannot be retried blindly, so
     /// any failure after the COMMIT is reported as the commit unconfirmed.
+    ///
+    /// A commit interrupted by engage (the change's time limit, `ExperimentStore.commitTimeout`)
+    /// while its COMMIT waits for the standbys is `.unconfirmedCommit` too (its connection ended
+    /// before the answer: `checkedTransaction`), which the pool passes on as it is
+    /// (`ReusableConnection.use`); interrupted before the COMMIT was sent, the transaction is
+    /// rolled back, and the pool throws `DatabaseDidNotAnswer`: nothing changed.
     public static func confirmedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws -> T {
-        let (value, verdict) = try checkedTransaction(on: connection, body)
+        let (value, verdict) = try checkedTransaction(on: connection, unansweredCommitIsUnconfirmed: true, body)
         do {
             try acknowledge(verdict, on: connection)
         } catch let error as PostgresError where error.kind != .unconfirmedCommit {
             // Committed: a session lost while the standbys are awaited (the server restarted, the
-            // session was terminated) leaves the change made and unconfirmed, never "nothing
-            // stored". An interrupted wait is still reported as such by the pool.
+            // session was terminated, engage interrupted it past the time limit) leaves the change
+            // made and unconfirmed, never "nothing stored".
             throw PostgresError(kind: .unconfirmedCommit, sqlState: nil,
                                 message: "committed, but the check on the synchronous standbys did not finish (\(error.description))")
         }

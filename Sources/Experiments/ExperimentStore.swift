@@ -10,14 +10,24 @@ import Runtime
 /// lifecycle. Its commit is checked against the synchronous standbys like an append's
 /// (`StandbyConfirmation.confirmedTransaction`): a change they do not have throws
 /// `.unconfirmedCommit`, committed on the primary alone. The definition's own `status` always equals the `status` column.
+///
+/// A change takes at most `commitTimeout` once it has its connection (a primary waiting at the
+/// COMMIT for a standby it lost waits without end): past it, a change interrupted before its
+/// COMMIT was sent is rolled back (`DatabaseDidNotAnswer`: nothing changed, retry), and one
+/// interrupted during the COMMIT's round trip may be made (`.unconfirmedCommit`: read it back
+/// before repeating it).
 public struct ExperimentStore: Sendable {
     public let pool: ConnectionPool
     /// Stamps the log entries of lifecycle changes, and starts experiments by default.
     public let time: any TimeSource
+    /// How long a create, start or stop may take once it has its connection: the server's
+    /// `--commit-timeout` (`EngageServer.Configuration.commitTimeout`). nil leaves it unbounded.
+    public let commitTimeout: Duration?
 
-    public init(pool: ConnectionPool, time: any TimeSource = SystemTime()) {
+    public init(pool: ConnectionPool, time: any TimeSource = SystemTime(), commitTimeout: Duration? = nil) {
         self.pool = pool
         self.time = time
+        self.commitTimeout = commitTimeout
     }
 
     // MARK: Create
@@ -53,7 +63,7 @@ public struct ExperimentStore: Sendable {
         }
         let json = PostgresJSONB(definition.canonicalJSON)
         do {
-            return try await pool.withConnection { connection in
+            return try await pool.withConnection(answerLimit: commitTimeout) { connection in
                 try StandbyConfirmation.confirmedTransaction(on: connection) { connection in
                     let row = try connection.query("""
                         INSERT INTO experiments (id, app_id, definition, status)
@@ -120,7 +130,7 @@ public struct ExperimentStore: Sendable {
     /// Draft or running to stopped; no further runs are scheduled. `reason` is logged with it
     /// (nil when stopped by hand).
     public func stop(_ id: String, app: String? = nil, reason: String? = nil) async throws -> ExperimentRecord {
-        try await pool.withConnection { connection in
+        try await pool.withConnection(answerLimit: commitTimeout) { connection in
             try StandbyConfirmation.confirmedTransaction(on: connection) { try Self.stop(id, app: app, reason: reason, on: $0) }
         }
     }
@@ -137,7 +147,7 @@ public struct ExperimentStore: Sendable {
 
     private func transition(_ id: String, app: String?, action: ExperimentLogEntry.Action, reason: String?,
                             _ change: @escaping @Sendable (inout ExperimentDefinition) throws -> Void) async throws -> ExperimentRecord {
-        try await pool.withConnection { connection in
+        try await pool.withConnection(answerLimit: commitTimeout) { connection in
             try StandbyConfirmation.confirmedTransaction(on: connection) {
                 try Self.transition(id, app: app, action: action, reason: reason, on: $0, change)
             }

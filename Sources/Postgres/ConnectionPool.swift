@@ -49,19 +49,21 @@ public final class ConnectionPool: Sendable {
 
     /// Runs `body` with a healthy connection on that connection's own thread. Cancellation
     /// interrupts it unless `interruptingOnCancel` is false (then only a wait for a free
-    /// connection is cancelled, and a body that started runs to its end). With `answerLimit`,
-    /// a body still running that long after it got its connection is interrupted too, and this
-    /// throws `DatabaseDidNotAnswer`: the wait for a free connection does not count, since a busy
-    /// pool is not a database that does not answer.
+    /// connection is cancelled, and a body that started runs to its end or its limit). With
+    /// `answerLimit`, a body still running that long after it got its connection is interrupted
+    /// (whether or not cancellation interrupts it), and this throws `DatabaseDidNotAnswer`: the
+    /// wait for a free connection does not count, since a busy pool is not a database that does
+    /// not answer.
     public func withConnection<T: Sendable>(interruptingOnCancel: Bool = true, answerLimit: Duration? = nil,
                                             _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let index = try await acquire()
         defer { release(index) }
         let slot = slots[index]
-        guard interruptingOnCancel else { return try await slot.thread.run { try slot.use(body) } }
+        // Without a limit nothing can interrupt the body: no unit to bracket.
+        guard interruptingOnCancel || answerLimit != nil else { return try await slot.thread.run { try slot.use(body) } }
         // Cancelled while the slot was handed over: a healthy connection is not shut for a body
         // that never ran.
-        try Task.checkCancellation()
+        if interruptingOnCancel { try Task.checkCancellation() }
         let unit = slot.interrupter.begin(at: .now)
         defer { slot.interrupter.end(unit) }
         let interrupter = slot.interrupter
@@ -73,6 +75,9 @@ public final class ConnectionPool: Sendable {
         }
         defer { watchdog?.cancel() }
         do {
+            // A body that cancellation must not interrupt still gets no more than its limit: a
+            // database that does not answer is no reason to let it run on.
+            guard interruptingOnCancel else { return try await slot.thread.run { try slot.use(body) } }
             return try await withTaskCancellationHandler {
                 try await slot.thread.run { try slot.use(body) }
             } onCancel: {

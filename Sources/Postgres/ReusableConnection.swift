@@ -17,7 +17,8 @@ public final class ReusableConnection {
     /// Runs `body` with a healthy connection outside any transaction. A connection found broken,
     /// or left inside a transaction by `body`, is closed and never used again. Once the running
     /// unit of work is interrupted, this throws `.interrupted` instead of what the broken
-    /// connection reported, and starts nothing more.
+    /// connection reported (but an `.unconfirmedCommit` the body threw as it is: a commit that
+    /// may be made), and starts nothing more.
     public func use<T>(_ body: (Connection) throws -> T) throws -> T {
         try throwIfInterrupted()
         if let existing = connection, !existing.isHealthy {
@@ -36,6 +37,10 @@ public final class ReusableConnection {
             }
             defer { checkIn(active) }
             return try body(active)
+        } catch let error as PostgresError where error.kind == .unconfirmedCommit {
+            // What the body saw of its commit (made on the primary, maybe) outweighs the
+            // interruption that ended it: "did not answer" would read as nothing changed.
+            throw error
         } catch {
             try throwIfInterrupted()
             throw error

@@ -42,6 +42,13 @@ public struct Option<Value: Sendable>: CommandOption {
     /// `--name` as written on the command line.
     public var longName: String { "--" + name }
 
+    /// The same option (name, variable, default and validation) with `help` of another command's:
+    /// declared once, described where it is used.
+    public func helping(_ help: String) -> Option {
+        Option(name, value: valueName, help: help, environment: environment, default: defaultValue, defaultText: defaultText,
+               requirement: requirement, secret: isSecret, choices: choices, parse: convert)
+    }
+
     /// The value of `text`, or nil if the option refuses it.
     public func parse(_ text: String) -> Value? {
         convert(text)

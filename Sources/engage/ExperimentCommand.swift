@@ -13,6 +13,12 @@ enum ExperimentCommand {
     static let format = Option("format", value: "text|json", help: "text, or the definition as JSON.", default: ShowFormat.text)
     static let limit = Option("limit", value: "n", help: "Most runs listed.", default: 50, validate: .range(1...10_000))
     static let common = CommonOptions.databaseAndLogging
+    /// As `engage serve`'s (the same variable and bounds, so one setting covers both), with help
+    /// of its own: the server's speaks of requests and group commits.
+    static let commitTimeout = ServerOptions.commitTimeout.helping(
+        "Time the experiment's change may take (a primary waiting for a lost standby) before the command gives up: exit status 75 "
+            + "when nothing was changed (retry), exit status 3 when the change was made on the primary but not confirmed on the "
+            + "synchronous standbys (read it back with engage experiment show before repeating it).")
     /// As `engage serve`'s (the same variable, so one setting covers both): a change is
     /// acknowledged only once that many synchronous standbys have it. Its own help: the server's
     /// speaks of events and ingestion.
@@ -20,7 +26,7 @@ enum ExperimentCommand {
         "synchronous-standbys", value: "n",
         help: "Synchronous standbys that must have the commit before the experiment's change is acknowledged, even when the "
             + "primary's synchronous_standby_names asks for fewer; without them the change is made on the primary but the command "
-            + "fails: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
+            + "fails with exit status 3: read the experiment back (engage experiment show) before repeating it. As engage serve's (docs/high-availability.md).",
         environment: ServerOptions.synchronousStandbys.environment, default: ServerOptions.synchronousStandbys.defaultValue,
         validate: .range(PostgresConfiguration.acceptedSynchronousStandbys))
 
@@ -28,15 +34,15 @@ enum ExperimentCommand {
         name: "experiment",
         abstract: "Create, start, stop and analyse A/B experiments of attachment strategies.",
         subcommands: [
-            Command(name: "create", abstract: "Create a draft experiment from a JSON definition.", options: common + [file, standbys],
-                    run: create),
+            Command(name: "create", abstract: "Create a draft experiment from a JSON definition.",
+                    options: common + [file, standbys, commitTimeout], run: create),
             Command(name: "list", abstract: "List experiments, newest first.", options: common + [app], run: list),
             Command(name: "show", abstract: "Print an experiment: definition, latest decision and lifecycle from the log.",
                     options: common + [format], arguments: [id], run: show),
-            Command(name: "start", abstract: "Start a draft experiment; its schedule begins now.", options: common + [standbys],
-                    arguments: [id], run: start),
-            Command(name: "stop", abstract: "Stop an experiment; no further runs are scheduled.", options: common + [standbys],
-                    arguments: [id], run: stop),
+            Command(name: "start", abstract: "Start a draft experiment; its schedule begins now.",
+                    options: common + [standbys, commitTimeout], arguments: [id], run: start),
+            Command(name: "stop", abstract: "Stop an experiment; no further runs are scheduled.",
+                    options: common + [standbys, commitTimeout], arguments: [id], run: stop),
             Command(name: "run", abstract: "Analyse an experiment now and print the result as JSON.", options: common + ReadOptions.all,
                     arguments: [id], run: run),
             Command(name: "runs", abstract: "List an experiment's analysis runs, newest first.",
@@ -55,9 +61,7 @@ enum ExperimentCommand {
             }
             bytes = Array(data)
         }
-        let record = try await withStore(arguments, standbys: arguments[standbys], changing: nil) { store, _ in
-            try await store.create(json: bytes)
-        }
+        let record = try await withChangingStore(arguments, changing: nil) { store in try await store.create(json: bytes) }
         print("created experiment \(record.id) (draft); start it with: engage experiment start \(record.id)")
     }
 
@@ -92,13 +96,13 @@ enum ExperimentCommand {
 
     static func start(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
-        let record = try await withStore(arguments, standbys: arguments[standbys], changing: id) { store, _ in try await store.start(id) }
+        let record = try await withChangingStore(arguments, changing: id) { store in try await store.start(id) }
         print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
     }
 
     static func stop(_ arguments: ParsedArguments) async throws {
         let id = try arguments.required(Self.id)
-        let record = try await withStore(arguments, standbys: arguments[standbys], changing: id) { store, _ in try await store.stop(id) }
+        let record = try await withChangingStore(arguments, changing: id) { store in try await store.stop(id) }
         print("stopped \(record.id)")
     }
 
@@ -131,22 +135,42 @@ enum ExperimentCommand {
         print(table.render())
     }
 
-    /// Runs `body` on the experiment store of the command's database; a store's refusal becomes
-    /// an `ExperimentCommandError`, and so does a change (of experiment `changing`, nil for a
-    /// create) made on the primary but not confirmed on the synchronous standbys: the command
-    /// fails saying it was made, as the API and the console do, since a repeat finds it made.
+    /// `body`, a create, start or stop (of experiment `changing`, nil for a create), on the store
+    /// of the command's database with the command's `--synchronous-standbys` and
+    /// `--commit-timeout`. A change made on the primary but not confirmed on the synchronous
+    /// standbys fails the command saying it was made (exit status 3), as the API and the console
+    /// do, since a repeat finds it made; one past the timeout before its COMMIT was sent fails
+    /// saying nothing changed (exit status 75: retry).
+    private static func withChangingStore<T: Sendable>(_ arguments: ParsedArguments, changing: String?,
+                                                       _ body: (ExperimentStore) async throws -> T) async throws -> T {
+        let limit = Duration.seconds(arguments[commitTimeout])
+        do {
+            return try await withStore(arguments, standbys: arguments[standbys], commitTimeout: limit) { store, _ in try await body(store) }
+        } catch let error as PostgresError where error.kind == .unconfirmedCommit {
+            throw ExperimentCommandError(
+                detail: "the change was made on the primary but not confirmed on the synchronous standbys (" + error.description
+                    + "); a failover now could undo it: check it with engage experiment show " + (changing ?? "<id>")
+                    + " before repeating the command (a repeated create finds it existing, a repeated start running)",
+                exitStatus: ExperimentCommandError.madeUnconfirmed)
+        } catch let error as DatabaseDidNotAnswer {
+            throw ExperimentCommandError(detail: "nothing was changed: \(error) (--commit-timeout); run the command again",
+                                         exitStatus: ExperimentCommandError.nothingChanged)
+        }
+    }
+
+    /// Runs `body` on the experiment store of the command's database (its changes bounded by
+    /// `commitTimeout`); a store's refusal becomes an `ExperimentCommandError`. A migrated
+    /// database is not migrated again (`DatabaseSetup.migrateIfPending`): on a primary waiting
+    /// for a synchronous standby it lost, the views' commit would hold the command for ever
+    /// before its change, and `engage experiment show`, which an unconfirmed change says to run.
     private static func withStore<T: Sendable>(_ arguments: ParsedArguments, connections: Int = 2, standbys: Int = 0,
-                                               changing: String? = nil,
+                                               commitTimeout: Duration? = nil,
                                                _ body: (ExperimentStore, ConnectionPool) async throws -> T) async throws -> T {
         do {
             return try await DatabaseSetup.withPool(arguments, size: connections, logger: CommonOptions.quietLogger(arguments),
-                                                    requiredSynchronousStandbys: standbys) { pool in
-                try await body(ExperimentStore(pool: pool), pool)
+                                                    migrateOnlyWhenPending: true, requiredSynchronousStandbys: standbys) { pool in
+                try await body(ExperimentStore(pool: pool, commitTimeout: commitTimeout), pool)
             }
-        } catch let error as PostgresError where error.kind == .unconfirmedCommit {
-            throw ExperimentCommandError(detail: "the change was made on the primary but not confirmed on the synchronous standbys ("
-                + error.description + "); a failover now could undo it: check it with engage experiment show "
-                + (changing ?? "<id>") + " before repeating the command (a repeated create finds it existing, a repeated start running)")
         } catch let error as ExperimentStoreError {
             switch error.code {
             case .invalidDefinition:
@@ -164,8 +188,17 @@ enum ShowFormat: String, CaseIterable, OptionValue {
     case text, json
 }
 
-/// A refused experiment command: printed as `error: <detail>`, exit status 1.
+/// A refused experiment command: printed as `error: <detail>`, exit status 1 unless it says
+/// otherwise (a change made but unconfirmed, or not made within the commit timeout).
 struct ExperimentCommandError: Error, CustomStringConvertible {
     var detail: String
+    var exitStatus: Int32 = 1
     var description: String { detail }
+
+    /// The change was made on the primary but not confirmed on the synchronous standbys: read it
+    /// back before repeating it.
+    static let madeUnconfirmed: Int32 = 3
+    /// Nothing was changed (the database did not answer before the COMMIT was sent): run it again.
+    /// EX_TEMPFAIL of sysexits.h.
+    static let nothingChanged: Int32 = 75
 }

@@ -20,6 +20,9 @@ do {
 } catch let error as UsageError {
     FileHandle.standardError.write(Data((error.description + "\n").utf8))
     exitCode = UsageError.exitCode
+} catch let error as ExperimentCommandError {
+    FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
+    exitCode = error.exitStatus
 } catch {
     FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
     exitCode = 1

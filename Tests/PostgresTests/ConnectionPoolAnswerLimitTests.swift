@@ -30,6 +30,44 @@ struct ConnectionPoolAnswerLimitTests {
         await pool.close()
     }
 
+    /// A body that cancellation must not interrupt (it runs to its end once started) is still
+    /// bounded by its answer limit: `interruptingOnCancel: false` says nothing about a database
+    /// that does not answer.
+    @Test(.timeLimit(.minutes(1)))
+    func aBodyNotInterruptedOnCancelIsStillBoundedByItsLimit() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(migrated: false), size: 1)
+        let pid = try await pool.withConnection { $0.backendPID }
+        let started = ContinuousClock.now
+        await #expect(throws: DatabaseDidNotAnswer(limit: .milliseconds(500))) {
+            try await pool.withConnection(interruptingOnCancel: false, answerLimit: .milliseconds(500)) {
+                _ = try $0.query("SELECT pg_sleep(8)")
+            }
+        }
+        #expect(ContinuousClock.now - started < .seconds(6))
+        // The interrupted connection is not handed out again; one answered in time is.
+        let next = try await pool.withConnection { $0.backendPID }
+        #expect(next != pid)
+        #expect(try await pool.withConnection(interruptingOnCancel: false, answerLimit: .seconds(30)) { $0.backendPID } == next)
+
+        // Cancelling its task still leaves a started body to finish, limit or not.
+        let body = Task {
+            try await pool.withConnection(interruptingOnCancel: false, answerLimit: .seconds(30)) { connection -> Int32 in
+                _ = try connection.query("SELECT pg_sleep(0.5)")
+                return connection.backendPID
+            }
+        }
+        let admin = try Connection(configuration: pool.configuration)
+        defer { admin.close() }
+        try await pollUntil {
+            try admin.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(next) AND wait_event = 'PgSleep'")[0]
+                .decode(0, as: Int.self) == 1
+        }
+        body.cancel()
+        #expect(try await body.value == next)
+        _ = try admin.query("SELECT pg_terminate_backend(\(pid))")
+        await pool.close()
+    }
+
     /// A bounded body whose task is cancelled before its limit passes is a cancellation, as
     /// without a limit (services stopping tell it apart from a database gone: the scheduler does
     /// not charge the run an attempt for it), and its connection is not handed out again. The

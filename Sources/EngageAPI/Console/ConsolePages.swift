@@ -173,7 +173,13 @@ extension ConsoleRoutes {
             return await experimentResponse(id, viewer: viewer, notice: .init(.error, Self.unconfirmedChange(
                 start: start, roleCannotSeeStandbys: roleCannotSeeStandbys)), status: 503)
         } catch {
-            return unavailable(viewer, section: .experiments)
+            // Unreachable, or rolled back (no answer before the COMMIT was sent within the commit
+            // timeout): nothing changed, so trying again is safe.
+            var response = Self.respond(ProblemView(title: "The database is unreachable", detail: "Nothing was changed: the "
+                                                    + "experiment was not \(start ? "started" : "stopped"). Try again in a few seconds.",
+                                                    viewer: viewer, section: .experiments).page(), status: 503)
+            response.headers.set("Retry-After", "5")
+            return response
         }
         return Self.secured(.seeOther(viewer.link(ConsolePath.experiment(id), [("done", start ? "started" : "stopped")])))
     }

@@ -222,7 +222,12 @@ public struct ExperimentRoutes: Sendable {
 
     /// Authorizes, runs `body` and turns store errors into problems.
     /// A route for read keys only reads: it answers 503 past `ReadAnswerLimits.reads`. Admin
-    /// routes write (and a run analyses), and are left to finish what they began.
+    /// routes write (and a run analyses), and are not cut short here: a create, start or stop is
+    /// bounded by the store's commit timeout (`ExperimentStore.commitTimeout`, the server's
+    /// `--commit-timeout`), past which it is `database-unavailable` if its COMMIT was not sent
+    /// (rolled back: retry) and `change-unconfirmed` if it was (it may be made).
+    /// `change-unconfirmed` has no Retry-After: the next step is reading the experiment back, and
+    /// a client that repeats the request blindly after a pause finds the change made (409).
     private func respond(_ request: HTTPRequest, as role: Role,
                          _ body: @escaping @Sendable (APIKey) async throws -> HTTPResponse) async -> HTTPResponse {
         let key: APIKey
@@ -240,7 +245,7 @@ public struct ExperimentRoutes: Sendable {
             return APIProblems.response(Self.problem(error))
         } catch let error as PostgresError where error.kind == .unconfirmedCommit {
             return APIProblems.response(APIProblems.changeUnconfirmed(
-                roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
+                roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege))
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
