@@ -8,12 +8,9 @@ import TestSupport
 /// scheduler's database answer limit (30 s), saying the run may have been queued, instead of
 /// waiting as long as the primary does. A pair of this suite's own (`StreamingReplication`).
 ///
-/// A known issue: the command never reaches the run. Every command that opens the database
-/// migrates it first (`DatabaseSetup.open`), and `Migrator.migrate` re-applies the view scripts
-/// of `sql/views/` each time, in a transaction of their own whose COMMIT (the catalog changed)
-/// waits for the lost standby without a limit: the only session waiting on `SyncRep` is that
-/// `COMMIT`, not the run's INSERT. `engage experiment create|start|stop` wait there too, before
-/// their `--commit-timeout` begins. `Scheduler.runNow` itself is bounded (ManualRunTimeoutTests).
+/// The command migrates the database first (`DatabaseSetup.open`), and the migrator re-applies
+/// the view scripts each time: their commit is the primary's own (`synchronous_commit = local`),
+/// or the command would wait there, without a limit, before the run.
 @Suite("Faults: a manual run bounded by the scheduler's answer limit", .serialized)
 struct ExperimentRunTimeoutTests {
     static let pair = Result { try StreamingReplication(label: "clirunbound") }
@@ -35,17 +32,15 @@ struct ExperimentRunTimeoutTests {
         try await offPool { try replication.synchronousStandby("nobody") }
         defer { try? replication.synchronousStandby(nil) }
 
-        try await withKnownIssue("the migrator's view scripts commit before the run and wait for the lost standby without a limit") {
-            // Within CommandLineOptionsTests.engage's minute, or it throws saying it still runs.
-            let run = try await CommandLineOptionsTests.engage(["experiment", "run", id] + onDatabase, in: workspace)
-            try await offPool { try replication.synchronousStandby(nil) }
-            #expect(run.status == 1, "\(run.output)")
-            #expect(run.output.contains("a run of \(id) may have been queued but not answered (the database did not answer within 30.0 seconds)"),
-                    "\(run.output)")
-            // Queued: once the primary stops waiting, the runs list it.
-            try await pollUntil(every: .milliseconds(100)) {
-                try await CommandLineOptionsTests.engage(["experiment", "runs", id] + onDatabase, in: workspace).output.contains("pending")
-            }
+        // Within CommandLineOptionsTests.engage's minute, or it throws saying it still runs.
+        let run = try await CommandLineOptionsTests.engage(["experiment", "run", id] + onDatabase, in: workspace)
+        try await offPool { try replication.synchronousStandby(nil) }
+        #expect(run.status == 1, "\(run.output)")
+        #expect(run.output.contains("a run of \(id) may have been queued but not answered (the database did not answer within 30.0 seconds)"),
+                "\(run.output)")
+        // Queued: once the primary stops waiting, the runs list it.
+        try await pollUntil(every: .milliseconds(100)) {
+            try await CommandLineOptionsTests.engage(["experiment", "runs", id] + onDatabase, in: workspace).output.contains("pending")
         }
     }
 }
