@@ -1,5 +1,6 @@
 import EngageCore
 import EventStore
+import Experiments
 import HTTPServer
 
 /// Every whole-request problem the API answers with, as RFC 9457 problem details.
@@ -46,6 +47,20 @@ enum APIProblems {
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
+    /// A manual run whose database did not answer once its insert was sent (`ManualRunUnanswered`):
+    /// queued, or maybe queued (an insert interrupted while its COMMIT waits for a lost synchronous
+    /// standby is made on the primary), and a scheduler analyses a queued run later. An outage
+    /// like any other (`database-unavailable`, Retry-After), since a repeated run is harmless (an
+    /// analysis only reads, a second run adds a row), but the detail says the runs may already
+    /// hold it, and where to list them.
+    static func runUnanswered(_ error: ManualRunUnanswered) -> HTTPProblem {
+        let queued = error.runID.map { "the database did not answer after run \($0) was queued: a scheduler analyses it later" }
+            ?? "the database did not answer once the run was sent: it may have been queued, and a scheduler analyses a queued run later"
+        return HTTPProblem(status: 503, slug: "database-unavailable", title: unavailable.title,
+                           detail: queued + "; list the runs (GET /v1/experiments/\(error.experimentID)/runs) before repeating the "
+                               + "request (a repeat adds another run)")
+    }
+
     /// A constraint of the database refused an event of the request (SQLSTATE class 23,
     /// `Committer.refusesForItsValues` says why it is not rejected alone): the database answered,
     /// so this is no outage, and the schema is the operators' to mend. 500 without Retry-After: a

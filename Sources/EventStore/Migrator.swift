@@ -87,6 +87,11 @@ public struct Migrator: Sendable {
         for view in viewScripts {
             do {
                 try lockWait.run("views/" + view.name, on: connection) { connection in
+                    // Re-applied by every migrating command, changed or not: a COMMIT that waits
+                    // for a synchronous standby the primary lost would hold each of them (engage
+                    // experiment run, say) before its own bounds begin. A view lost in a failover
+                    // is re-applied by the next migration, so the primary's own commit will do.
+                    try connection.execute("SET LOCAL synchronous_commit = local")
                     try connection.executeScript(unsafeSQL: view.script)
                 }
             } catch let error as PostgresError {

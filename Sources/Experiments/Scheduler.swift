@@ -537,24 +537,53 @@ public struct Scheduler: Service {
     // MARK: Manual runs
 
     /// Analyses an experiment now, outside its schedule, and returns the stored run.
+    ///
+    /// Each of its own database calls takes at most `databaseAnswerLimit` once it has its
+    /// connection, as the scheduler's others do: a primary waiting at the COMMIT for a synchronous
+    /// standby it lost would otherwise hold the caller (a request, `engage experiment run`) for as
+    /// long. Past it before the run's insert was sent, nothing was queued (`DatabaseDidNotAnswer`);
+    /// from the insert on, the run is queued or may be (`ManualRunUnanswered`: an insert whose
+    /// COMMIT was interrupted is made on the primary), and a scheduler analyses a queued run later.
+    /// The analysis itself is not cut short by the limit: as a scheduled run's, it lasts as long
+    /// as its lease is renewed (`whileRenewingLease`), each renewal bounded by the limit.
     public func runNow(experimentID: String, app: String? = nil) async throws -> ExperimentRun {
-        guard try await ExperimentStore(pool: pool).get(experimentID, app: app) != nil else {
-            throw ExperimentStoreError.notFound(experimentID)
+        let limit = configuration.databaseAnswerLimit
+        let found = try await pool.withConnection(answerLimit: limit) { connection in
+            try ExperimentStore.get(experimentID, app: app, on: connection)
         }
+        guard found != nil else { throw ExperimentStoreError.notFound(experimentID) }
         let now = time.wallClock
-        let runID = try await pool.withConnection { connection in
-            try connection.query("""
-                INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)
-                VALUES (\(experimentID), \(now.postgres), true)
-                RETURNING id
-                """)[0].decode(0, as: Int64.self)
+        let runID: Int64
+        do {
+            runID = try await pool.withConnection(answerLimit: limit) { connection in
+                try connection.query("""
+                    INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)
+                    VALUES (\(experimentID), \(now.postgres), true)
+                    RETURNING id
+                    """)[0].decode(0, as: Int64.self)
+            }
+        } catch let error where Self.leftUnanswered(error) {
+            throw ManualRunUnanswered(experimentID: experimentID, runID: nil, cause: "\(error)")
         }
-        // A scheduler may have claimed it first; either way it is run once.
-        if let claim = try await claim(runID: runID) { _ = try await execute(claim) }
-        return try await pool.withConnection { connection in
-            try ExperimentStore.run(connection.query(
-                "SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])
+        do {
+            // A scheduler may have claimed it first; either way it is run once.
+            if let claim = try await claim(runID: runID) { _ = try await execute(claim) }
+            return try await pool.withConnection(answerLimit: limit) { connection in
+                try ExperimentStore.run(connection.query(
+                    "SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])
+            }
+        } catch let error where Self.leftUnanswered(error) {
+            throw ManualRunUnanswered(experimentID: experimentID, runID: runID, cause: "\(error)")
         }
+    }
+
+    /// Whether `error` ended a call without the database's answer (past the limit, the
+    /// connection lost or interrupted): the statement sent may have been made. A refusal by the
+    /// server, or a cancellation, is passed on as it is.
+    static func leftUnanswered(_ error: any Error) -> Bool {
+        if error is DatabaseDidNotAnswer { return true }
+        guard let error = error as? PostgresError else { return false }
+        return error.kind == .connection || error.kind == .interrupted
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

@@ -228,6 +228,9 @@ public struct ExperimentRoutes: Sendable {
     /// (rolled back: retry) and `change-unconfirmed` if it was (it may be made).
     /// `change-unconfirmed` has no Retry-After: the next step is reading the experiment back, and
     /// a client that repeats the request blindly after a pause finds the change made (409).
+    /// A manual run's database calls are bounded by the scheduler's `databaseAnswerLimit`
+    /// (`Scheduler.runNow`): past it once the run's insert was sent, the run may be queued, which
+    /// the 503's detail says (with Retry-After: a repeated run is harmless).
     private func respond(_ request: HTTPRequest, as role: Role,
                          _ body: @escaping @Sendable (APIKey) async throws -> HTTPResponse) async -> HTTPResponse {
         let key: APIKey
@@ -243,6 +246,8 @@ public struct ExperimentRoutes: Sendable {
             return response
         } catch let error as ExperimentStoreError {
             return APIProblems.response(Self.problem(error))
+        } catch let error as ManualRunUnanswered {
+            return APIProblems.response(APIProblems.runUnanswered(error), retryAfter: 5)
         } catch let error as PostgresError where error.kind == .unconfirmedCommit {
             return APIProblems.response(APIProblems.changeUnconfirmed(
                 roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege))
