@@ -16,9 +16,7 @@ struct DatabaseSetup: Sendable {
     /// Resolves, starts (if local) and optionally migrates the database. A command that appends or
     /// folds (`serve`, `project`, `scheduler`) passes `requireTransactionIDsAhead`: it refuses to
     /// start on a database whose transaction counter is behind the log (`TransactionIDHealth`).
-    /// With `migrateOnlyWhenPending`, a database that holds every migration is only read, and
-    /// nothing is committed (its views are left to `engage serve` and `engage migrate`).
-    static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true, migrateOnlyWhenPending: Bool = false,
+    static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true,
                      requireTransactionIDsAhead: Bool = false) throws -> DatabaseSetup {
         let setup: DatabaseSetup
         if let url = CommonOptions.externalDatabase(arguments) {
@@ -31,9 +29,7 @@ struct DatabaseSetup: Sendable {
             setup = DatabaseSetup(configuration: cluster.configuration(), embedded: cluster,
                                   startedHere: outcome == .started, logger: logger)
         }
-        if migrate {
-            if migrateOnlyWhenPending { try setup.migrateIfPending() } else { try setup.migrate() }
-        }
+        if migrate { try setup.migrate() }
         if requireTransactionIDsAhead {
             do {
                 try setup.requireTransactionIDsAhead()
@@ -62,14 +58,11 @@ struct DatabaseSetup: Sendable {
     }
 
     /// Runs `body` on a pool of `size` connections to the command's database (not migrated when
-    /// `migrate` is false, only when a migration is missing with `migrateOnlyWhenPending`); the
-    /// pool, and a local cluster started for it, are closed after.
+    /// `migrate` is false); the pool, and a local cluster started for it, are closed after.
     static func withPool<T: Sendable>(_ arguments: ParsedArguments, size: Int, logger: Logger, migrate: Bool = true,
-                                      migrateOnlyWhenPending: Bool = false,
                                       requireTransactionIDsAhead: Bool = false, requiredSynchronousStandbys: Int = 0,
                                       _ body: (ConnectionPool) async throws -> T) async throws -> T {
-        let setup = try open(arguments, logger: logger, migrate: migrate, migrateOnlyWhenPending: migrateOnlyWhenPending,
-                             requireTransactionIDsAhead: requireTransactionIDsAhead)
+        let setup = try open(arguments, logger: logger, migrate: migrate, requireTransactionIDsAhead: requireTransactionIDsAhead)
         defer { setup.close() }
         var configuration = setup.configuration
         configuration.requiredSynchronousStandbys = requiredSynchronousStandbys
@@ -87,24 +80,6 @@ struct DatabaseSetup: Sendable {
     static func localCluster(_ arguments: ParsedArguments) throws -> EmbeddedPostgres {
         let directory = arguments[CommonOptions.dataDirectory] ?? EmbeddedPostgres.defaultDataDirectory()
         return try EmbeddedPostgres(options: .init(dataDirectory: directory))
-    }
-
-    /// `migrate()` only when the database lacks a migration (or holds one that differs, which
-    /// `migrate()` then reports). A migration run replaces every view, and that commit waits for
-    /// the synchronous standbys like any other: on a primary waiting for one it lost, it would
-    /// never end, and a command bounded by `--commit-timeout` (`engage experiment`) would wait
-    /// for ever before its bounded change. Reading the migrations commits nothing, nor does
-    /// making the log's partitions for the coming days when they exist already (a migration run
-    /// makes them too, and a change appends its entry to the log).
-    func migrateIfPending() throws {
-        let migrator = try Migrator.fromSQLDirectory()
-        let connection = try Connection(configuration: configuration)
-        defer { connection.close() }
-        guard try migrator.pendingProblem(connection) == nil else {
-            try migrate()
-            return
-        }
-        try EventPartitions.ensure(on: connection)
     }
 
     @discardableResult

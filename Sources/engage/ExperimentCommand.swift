@@ -159,16 +159,16 @@ enum ExperimentCommand {
     }
 
     /// Runs `body` on the experiment store of the command's database (its changes bounded by
-    /// `commitTimeout`); a store's refusal becomes an `ExperimentCommandError`. A migrated
-    /// database is not migrated again (`DatabaseSetup.migrateIfPending`): on a primary waiting
-    /// for a synchronous standby it lost, the views' commit would hold the command for ever
-    /// before its change, and `engage experiment show`, which an unconfirmed change says to run.
+    /// `commitTimeout`); a store's refusal becomes an `ExperimentCommandError`. The migration
+    /// run before it commits nothing that waits for a synchronous standby on a migrated database
+    /// (`Migrator` replaces the views with the primary's own commit), so on a primary waiting for
+    /// one it lost the command reaches its bounded change, and `engage experiment show` answers.
     private static func withStore<T: Sendable>(_ arguments: ParsedArguments, connections: Int = 2, standbys: Int = 0,
                                                commitTimeout: Duration? = nil,
                                                _ body: (ExperimentStore, ConnectionPool) async throws -> T) async throws -> T {
         do {
             return try await DatabaseSetup.withPool(arguments, size: connections, logger: CommonOptions.quietLogger(arguments),
-                                                    migrateOnlyWhenPending: true, requiredSynchronousStandbys: standbys) { pool in
+                                                    requiredSynchronousStandbys: standbys) { pool in
                 try await body(ExperimentStore(pool: pool, commitTimeout: commitTimeout), pool)
             }
         } catch let error as ExperimentStoreError {
