@@ -572,18 +572,20 @@ public struct Scheduler: Service {
                 try ExperimentStore.run(connection.query(
                     "SELECT \(unsafeSQL: ExperimentStore.runColumns) FROM experiment_runs WHERE id = \(runID)")[0])
             }
-        } catch let error where Self.leftUnanswered(error) {
+        } catch let error where !(error is CancellationError) {
+            // Queued whatever failed after the insert (a refusal by the server as much as no
+            // answer): answered as anything else, it would read "nothing stored".
             throw ManualRunUnanswered(experimentID: experimentID, runID: runID, cause: "\(error)")
         }
     }
 
-    /// Whether `error` ended a call without the database's answer (past the limit, the
-    /// connection lost or interrupted): the statement sent may have been made. A refusal by the
-    /// server, or a cancellation, is passed on as it is.
+    /// Whether `error` ended the insert without the database's answer (past the limit, the
+    /// connection lost, interrupted or shut by the server): the insert may have been made. A
+    /// refusal by the server, or a cancellation, is passed on as it is.
     static func leftUnanswered(_ error: any Error) -> Bool {
         if error is DatabaseDidNotAnswer { return true }
         guard let error = error as? PostgresError else { return false }
-        return error.kind == .connection || error.kind == .interrupted
+        return error.kind == .connection || error.kind == .interrupted || error.isConnectionProblem
     }
 
     static func milliseconds(_ duration: Duration) -> Int64 {

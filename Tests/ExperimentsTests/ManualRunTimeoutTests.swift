@@ -58,9 +58,41 @@ struct ManualRunTimeoutTests {
     /// Inserted and claimed, but storing its result waits (here: for the run's row, which another
     /// session holds): the run is queued, and the answer names it, within the limit.
     @Test func aManualRunWhoseResultCannotBeStoredNamesItsQueuedRun() async throws {
-        let database = try await offPool { try TestPostgres.freshDatabase() }
+        let (error, runID, runs) = try await Self.runWithItsRowHeld(id: "bound-finish", shortLockTimeout: false)
+        #expect(error as? ManualRunUnanswered == ManualRunUnanswered(
+            experimentID: "bound-finish", runID: runID, cause: "the database did not answer within 2.0 seconds"), "\(error)")
+        // Queued, under this scheduler's lease: another claims it once the lease runs out.
+        #expect(runs.map(\.id) == [runID] && runs[0].status == .running, "\(runs)")
+    }
+
+    /// The same run refused by the server once it is queued (a `lock_timeout` shorter than the
+    /// limit: 55P03 when storing its result) is queued all the same: the answer names the run,
+    /// never "nothing stored", which is what any other error would be answered with.
+    @Test func aManualRunRefusedOnceQueuedNamesItsQueuedRun() async throws {
+        let (error, runID, runs) = try await Self.runWithItsRowHeld(id: "bound-refused", shortLockTimeout: true)
+        let unanswered = try #require(error as? ManualRunUnanswered, "\(error)")
+        #expect(unanswered.experimentID == "bound-refused" && unanswered.runID == runID, "\(unanswered)")
+        #expect(unanswered.cause.contains("55P03"), "\(unanswered)")
+        #expect(runs.map(\.id) == [runID], "\(runs)")
+    }
+
+    /// Runs experiment `id` by hand while the test holds its run's row as it stores its result
+    /// (every connection of the run with a `lock_timeout` of 300 ms with `shortLockTimeout`); the
+    /// run's error, its id and the experiment's runs after.
+    private static func runWithItsRowHeld(id: String, shortLockTimeout: Bool) async throws
+        -> (error: any Error, runID: Int64, runs: [ExperimentRun]) {
+        let database = try await offPool { () throws -> PostgresConfiguration in
+            let database = try TestPostgres.freshDatabase()
+            if shortLockTimeout {
+                let connection = try Connection(configuration: database)
+                defer { connection.close() }
+                let name = try connection.query("SELECT current_database()")[0].decode(0, as: String.self)
+                try connection.execute("ALTER DATABASE \(identifier: name) SET lock_timeout = '300ms'")
+            }
+            return database
+        }
         let pool = ConnectionPool(configuration: database, size: 2)
-        let definition = try Fixtures.definition(id: "bound-finish")
+        let definition = try Fixtures.definition(id: id)
         _ = try await ExperimentStore(pool: pool).create(definition)
         // The run waits before storing its result until the test holds the row.
         let (release, released) = AsyncStream.makeStream(of: Never.self)
@@ -77,27 +109,29 @@ struct ManualRunTimeoutTests {
             try await scheduler.runNow(experimentID: definition.id)
         }
         try await pollUntil { waiting.withLock { $0 } }
+        // Statements that return at once (the row is free until it is taken here).
         let blocker = try Connection(configuration: database)
         defer { blocker.close() }
         try blocker.execute("BEGIN")
         let runID = try blocker.query("SELECT id FROM experiment_runs WHERE experiment_id = \(definition.id) FOR UPDATE")[0]
             .decode(0, as: Int64.self)
         released.finish()
-        let answered = try #require(try await answer, "the manual run was not answered within \(Self.patience)")
+        let answered = try await answer
         _ = try blocker.query("""
             SELECT pg_terminate_backend(pid) FROM pg_stat_activity
             WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'
             """)
         try blocker.execute("ROLLBACK")
-        guard case .failure(let error) = answered else {
-            Issue.record("a run whose result could not be stored was answered with it")
-            return
-        }
-        #expect(error as? ManualRunUnanswered == ManualRunUnanswered(
-            experimentID: definition.id, runID: runID, cause: "the database did not answer within 2.0 seconds"), "\(error)")
-        // Queued, under this scheduler's lease: another claims it once the lease runs out.
         let runs = try await ExperimentStore(pool: pool).runs(definition.id)
-        #expect(runs.map(\.id) == [runID] && runs[0].status == .running, "\(runs)")
         await pool.close()
+        switch try #require(answered, "the manual run was not answered within \(Self.patience)") {
+        case .failure(let error): return (error, runID, runs)
+        case .success: throw ManualRunTimeoutTestsError.answeredWithAResult
+        }
     }
+}
+
+enum ManualRunTimeoutTestsError: Error {
+    /// A run whose result could not be stored was answered with it.
+    case answeredWithAResult
 }

@@ -56,7 +56,7 @@ struct ExperimentCommandTimeoutTests {
     /// The case the option is for: a primary waiting at every COMMIT for a synchronous standby
     /// it lost. The command must reach its change and end within `--commit-timeout` (exit 3: made
     /// on the primary, not confirmed), not wait for ever before it, in a commit of its own start
-    /// (the views it replaces on every run commit, and wait for the standby as any commit does).
+    /// (the views it replaces on every run: `Migrator` commits them on the primary alone).
     @Test(.timeLimit(.minutes(3)))
     func aChangeOnAPrimaryWaitingForALostStandbyEndsWithinItsTimeout() async throws {
         let workspace = try FaultWorkspace("experiment-timeout-standby")
@@ -92,8 +92,8 @@ struct ExperimentCommandTimeoutTests {
         }
     }
 
-    /// Not migrating a migrated database again still migrates one that lacks its migrations, as
-    /// every experiment command did before.
+    /// An experiment command migrates a database that lacks its migrations, as every command that
+    /// opens one does.
     @Test(.timeLimit(.minutes(2)))
     func aCommandStillMigratesADatabaseThatLacksItsMigrations() async throws {
         let workspace = try FaultWorkspace("experiment-migrates")

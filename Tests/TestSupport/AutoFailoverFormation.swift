@@ -566,9 +566,9 @@ public final class AutoFailoverFormation: Sendable {
         }
     }
 
-    /// How long a node may be assigned `catchingup` while it reports another state, is marked
-    /// unhealthy, its keeper runs neither pg_rewind nor pg_basebackup and writes nothing, before
-    /// its keeper is restarted.
+    /// How long a node may be assigned `catchingup` while its keeper runs neither pg_rewind nor
+    /// pg_basebackup and writes nothing (and the node reports another state while unhealthy, or
+    /// reports `catchingup` too), before its keeper is restarted.
     static let idleRejoinLimit = Duration.seconds(60)
 
     /// Restarts the keeper of a node that should be rejoining and does nothing, as an operator
@@ -582,10 +582,19 @@ public final class AutoFailoverFormation: Sendable {
     /// when the keeper's output (its own lines and its server's, which logs crash recovery's
     /// progress every 10 s: `log_startup_progress_interval`) stood still all along: a slow
     /// recovery before pg_rewind is not idle.
+    ///
+    /// A node that reports `catchingup` and stands still is rescued too, healthy or not: once
+    /// (CI, 2026-12-05, the split-brain test) the keeper's controller found the server not running
+    /// while pg_rewind rewrote its directory and started it ("PostgreSQL was not running,
+    /// restarted"), before pg_rewind wrote the standby's configuration; the server came up on the
+    /// old timeline, read-only, streaming from no one and logging nothing, the monitor saw it
+    /// answer (healthy), and the node stayed `catchingup` for 15 minutes. Its keeper and server
+    /// stopped and the keeper started again, the server starts with the configuration pg_rewind
+    /// left and streams. A node that really catches up streams in seconds here.
     private func restartIdleRejoins(_ states: [NodeState], idleSince: inout [String: (since: ContinuousClock.Instant, output: UInt64)]) {
         let now = ContinuousClock.now
         for state in states {
-            guard state.assigned == "catchingup", state.reported != "catchingup", !state.healthy,
+            guard state.assigned == "catchingup", state.reported == "catchingup" || !state.healthy,
                   let node = node(named: state.name), let keeper = keepers.withLock({ $0[state.name] }),
                   !LocalSystem.processTree(of: keeper.pid).contains(where: { pid in
                       let program = LocalSystem.executable(of: pid) ?? ""
