@@ -13,10 +13,7 @@ struct ExperimentCommandStandbyTests {
         defer { workspace.remove() }
         let database = try await offPool { try TestPostgres.freshDatabase() }
         let id = "alone-\(UUID().uuidString.prefix(8).lowercased())"
-        let file = workspace.file("definition.json")
-        let definition = #"{"id":"\#(id)","app_id":"app-1","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
-            + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
-        try Data(definition.utf8).write(to: URL(fileURLWithPath: file))
+        let file = try workspace.experimentDefinition(id: id)
         let onDatabase = ["--database", database.connectionString]
 
         let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file, "--synchronous-standbys", "1"] + onDatabase,

@@ -22,10 +22,7 @@ struct ExperimentRunTimeoutTests {
         let workspace = try FaultWorkspace("experiment-run-timeout")
         defer { workspace.remove() }
         let id = "bound-\(UUID().uuidString.prefix(8).lowercased())"
-        let file = workspace.file("definition.json")
-        let definition = #"{"id":"\#(id)","app_id":"app-1","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
-            + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
-        try Data(definition.utf8).write(to: URL(fileURLWithPath: file))
+        let file = try workspace.experimentDefinition(id: id)
         let onDatabase = ["--database", database.connectionString]
         let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file] + onDatabase, in: workspace)
         #expect(created.status == 0, "\(created.output)")
