@@ -567,8 +567,8 @@ public final class AutoFailoverFormation: Sendable {
     }
 
     /// How long a node may be assigned `catchingup` while its keeper runs neither pg_rewind nor
-    /// pg_basebackup and writes nothing (and the node reports another state while unhealthy, or
-    /// reports `catchingup` too), before its keeper is restarted.
+    /// pg_basebackup and writes nothing or runs no server (and the node reports another state
+    /// while unhealthy, or reports `catchingup` too), before its keeper is restarted.
     static let idleRejoinLimit = Duration.seconds(60)
 
     /// Restarts the keeper of a node that should be rejoining and does nothing, as an operator
@@ -595,17 +595,22 @@ public final class AutoFailoverFormation: Sendable {
         let now = ContinuousClock.now
         for state in states {
             guard state.assigned == "catchingup", state.reported == "catchingup" || !state.healthy,
-                  let node = node(named: state.name), let keeper = keepers.withLock({ $0[state.name] }),
-                  !LocalSystem.processTree(of: keeper.pid).contains(where: { pid in
-                      let program = LocalSystem.executable(of: pid) ?? ""
-                      return program.hasSuffix("/pg_basebackup") || program.hasSuffix("/pg_rewind")
-                  })
+                  let node = node(named: state.name), let keeper = keepers.withLock({ $0[state.name] })
             else {
                 idleSince[state.name] = nil
                 continue
             }
+            let programs = LocalSystem.processTree(of: keeper.pid).map { LocalSystem.executable(of: $0) ?? "" }
+            guard !programs.contains(where: { $0.hasSuffix("/pg_basebackup") || $0.hasSuffix("/pg_rewind") }) else {
+                idleSince[state.name] = nil
+                continue
+            }
+            // No server at all is idle however much the keeper writes: once (CI, 2026-12-05) a
+            // keeper whose server could not start before pg_rewind (another postmaster's lock file)
+            // logged "Is PostgreSQL up and running?" every 30 s for ten minutes and did nothing else.
+            let serverDown = !programs.contains { $0.hasSuffix("/postgres") }
             let output = ((try? FileManager.default.attributesOfItem(atPath: keeper.outputPath))?[.size] as? NSNumber)?.uint64Value ?? 0
-            guard let idle = idleSince[state.name], idle.output == output else {
+            guard let idle = idleSince[state.name], idle.output == output || serverDown else {
                 idleSince[state.name] = (now, output)
                 continue
             }
