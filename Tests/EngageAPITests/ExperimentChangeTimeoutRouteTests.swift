@@ -32,16 +32,13 @@ struct ExperimentChangeTimeoutRouteTests {
         try await pollUntil(every: .milliseconds(20)) {
             try await server.request("GET", "/v1/experiments/\(id)", headers: admin).status == 200
         }
-        #expect(try await server.request("GET", "/v1/experiments/\(id)", headers: admin).text.contains(#""status":"draft""#))
+        try await Self.expectStatus("draft", of: id, on: server, headers: admin)
         await server.stop()
     }
 
     @Test func aChangeThatCannotReachItsCommitIsAnsweredUnavailableAndNotMade() async throws {
-        let database = try await offPool { try TestPostgres.freshDatabase() }
-        let server = try Self.server(on: database)
-        let change = try await Self.adminAndDefinition(server, name: "locked")
-        let (admin, id, definition) = (change.headers, change.id, change.definition)
-        #expect(try await server.request("POST", "/v1/experiments", headers: admin, body: definition).status == 201)
+        let (database, server, draft) = try await Self.serverWithDraft(name: "locked")
+        let (admin, id) = (draft.headers, draft.id)
         // Another session holds the experiment's row: the start waits for it before its COMMIT.
         let blocker = try Connection(configuration: database)
         defer { blocker.close() }
@@ -56,17 +53,14 @@ struct ExperimentChangeTimeoutRouteTests {
         try blocker.execute("ROLLBACK")
         try expectProblem(started, .databaseUnavailable, retryAfter: "5")
         // Nothing changed: still a draft.
-        #expect(try await server.request("GET", "/v1/experiments/\(id)", headers: admin).text.contains(#""status":"draft""#))
+        try await Self.expectStatus("draft", of: id, on: server, headers: admin)
         await server.stop()
     }
 
     @Test func theConsolesStopThatCannotReachItsCommitSaysNothingChanged() async throws {
-        let database = try await offPool { try TestPostgres.freshDatabase() }
-        let server = try Self.server(on: database)
-        let change = try await Self.adminAndDefinition(server, name: "console")
-        let (admin, app, id, definition) = (change.headers, change.app, change.id, change.definition)
-        #expect(try await server.request("POST", "/v1/experiments", headers: admin, body: definition).status == 201)
-        let client = ConsoleClient(server: server, keys: [change.key])
+        let (database, server, draft) = try await Self.serverWithDraft(name: "console")
+        let (admin, app, id) = (draft.headers, draft.app, draft.id)
+        let client = ConsoleClient(server: server, keys: [draft.key])
         let token = try #require(ConsoleClient.formToken(try await client.get("/console/experiments/\(id)?app=\(app)")))
         let blocker = try Connection(configuration: database)
         defer { blocker.close() }
@@ -80,7 +74,7 @@ struct ExperimentChangeTimeoutRouteTests {
         try blocker.execute("ROLLBACK")
         #expect(stopped.status == 503 && stopped.headers["Retry-After"] == "5", "\(stopped.status) \(stopped.text.prefix(300))")
         #expect(stopped.text.contains("Nothing was changed"), "\(stopped.text)")
-        #expect(try await server.request("GET", "/v1/experiments/\(id)", headers: admin).text.contains(#""status":"draft""#))
+        try await Self.expectStatus("draft", of: id, on: server, headers: admin)
         await server.stop()
     }
 
@@ -93,14 +87,37 @@ struct ExperimentChangeTimeoutRouteTests {
         }
     }
 
-    static func adminAndDefinition(_ server: TestServer, name: String) async throws
-        -> (headers: [(String, String)], key: String, app: String, id: String, definition: [UInt8]) {
+    /// An admin of an app of its own (`key`, and the `headers` of its requests) and the definition
+    /// of a two-arm experiment `id` in that app.
+    typealias Change = (headers: [(String, String)], key: String, app: String, id: String, definition: [UInt8])
+
+    static func adminAndDefinition(_ server: TestServer, name: String) async throws -> Change {
         let app = uniqueApp("bound-\(name)")
         let key = try await server.key(app: app, role: .admin)
         let id = "bound-\(name)-\(UUID().uuidString.prefix(8).lowercased())"
         let definition = #"{"id":"\#(id)","app_id":"\#(app)","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
             + #"{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","schedule":"0 * * * *"}"#
         return ([("Authorization", "Bearer \(key)"), ("Content-Type", "application/json")], key, app, id, Array(definition.utf8))
+    }
+
+    /// A server (`server(on:)`) on a fresh database of the test cluster, where the experiment of
+    /// `adminAndDefinition(_:name:)` has been created (201), a draft.
+    static func serverWithDraft(name: String, sourceLocation: SourceLocation = #_sourceLocation) async throws
+        -> (database: PostgresConfiguration, server: TestServer, draft: Change) {
+        let database = try await offPool { try TestPostgres.freshDatabase() }
+        let server = try Self.server(on: database)
+        let draft = try await Self.adminAndDefinition(server, name: name)
+        let created = try await server.request("POST", "/v1/experiments", headers: draft.headers, body: draft.definition)
+        #expect(created.status == 201, "\(created.text.prefix(300))", sourceLocation: sourceLocation)
+        return (database, server, draft)
+    }
+
+    /// Reads experiment `id` back and expects it in `status` (as its JSON spells it).
+    static func expectStatus(_ status: String, of id: String, on server: TestServer, headers: [(String, String)],
+                             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let shown = try await server.request("GET", "/v1/experiments/\(id)", headers: headers)
+        #expect(shown.text.contains(#""status":"\#(status)""#), "\(shown.status) \(shown.text.prefix(300))",
+                sourceLocation: sourceLocation)
     }
 
     /// The server's answer, read for at most `patience` seconds (`RawHTTPClient.Failure.timedOut`

@@ -31,20 +31,10 @@ struct ExperimentChangeTimeoutTests {
         let answer = try await Self.answer(within: Self.patience) { try await store.create(definition) }
         let waited = ContinuousClock.now - started
         try await offPool { try replication.synchronousStandby(nil) }
-        let answered = try #require(answer, "the change was not answered within \(Self.patience)")
-        guard case .failure(let error) = answered else {
-            Issue.record("a change the standby never confirmed was acknowledged")
-            return
-        }
-        #expect((error as? PostgresError)?.kind == .unconfirmedCommit, "\(error)")
         #expect(waited < .seconds(12), "answered after \(waited)")
-        // Made: once the primary stops waiting for a standby (its waiting sessions are woken
-        // after the reload), the draft is there.
-        let admin = ConnectionPool(configuration: database, size: 1)
-        try await pollUntil(every: .milliseconds(20)) { try await ExperimentStore(pool: admin).get(definition.id) != nil }
-        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        // Made: once the primary stops waiting for a standby, the draft is there.
+        try await Self.expectMadeButUnconfirmed(answer, id: definition.id, status: .draft, on: database, waitForTheRow: true)
         await pool.close()
-        await admin.close()
     }
 
     /// Committed at once (no standby is configured on the test cluster), but one is required, so
@@ -59,16 +49,8 @@ struct ExperimentChangeTimeoutTests {
         let definition = try Fixtures.definition(id: "bound-recheck")
 
         let answer = try await Self.answer(within: Self.patience) { try await store.create(definition) }
-        let answered = try #require(answer, "the change was not answered within \(Self.patience)")
-        guard case .failure(let error) = answered else {
-            Issue.record("a change no standby has was acknowledged")
-            return
-        }
-        #expect((error as? PostgresError)?.kind == .unconfirmedCommit, "\(error)")
-        let admin = ConnectionPool(configuration: database, size: 1)
-        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        try await Self.expectMadeButUnconfirmed(answer, id: definition.id, status: .draft, on: database)
         await pool.close()
-        await admin.close()
     }
 
     @Test func aChangeThatCannotReachItsCommitIsRolledBackWithinItsTimeout() async throws {
@@ -122,17 +104,10 @@ struct ExperimentChangeTimeoutTests {
                 _ = try connection.query("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
             }
         }
-        let answered = try #require(try await change.value, "the change was not answered within \(Self.patience)")
+        let answer = try await change.value
         try await offPool { try replication.synchronousStandby(nil) }
-        guard case .failure(let error) = answered else {
-            Issue.record("a change whose check failed was acknowledged")
-            return
-        }
-        #expect((error as? PostgresError)?.kind == .unconfirmedCommit, "\(error)")
-        let admin = ConnectionPool(configuration: database, size: 1)
-        #expect(try await ExperimentStore(pool: admin).get(definition.id)?.status == .draft)
+        try await Self.expectMadeButUnconfirmed(answer, id: definition.id, status: .draft, on: database)
         await pool.close()
-        await admin.close()
     }
 
     /// `change`'s outcome, or nil when it did not come within `limit` (the change is then

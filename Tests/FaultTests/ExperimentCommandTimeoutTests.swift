@@ -15,11 +15,8 @@ struct ExperimentCommandTimeoutTests {
         let workspace = try FaultWorkspace("experiment-timeout")
         defer { workspace.remove() }
         let database = try await offPool { try TestPostgres.freshDatabase() }
-        let id = "bound-\(UUID().uuidString.prefix(8).lowercased())"
-        let file = try workspace.experimentDefinition(id: id)
+        let id = try await workspace.createdExperiment(prefix: "bound", on: database)
         let onDatabase = ["--database", database.connectionString]
-        let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file] + onDatabase, in: workspace)
-        #expect(created.status == 0, "\(created.output)")
 
         // Another session holds the experiment's row: the start cannot reach its COMMIT.
         let blocker = try Connection(configuration: database)
@@ -60,11 +57,8 @@ struct ExperimentCommandTimeoutTests {
         defer { workspace.remove() }
         let replication = try await offPool { try Self.pair.get() }
         let (database, _) = try await offPool { try replication.freshDatabase() }
-        let id = "lost-\(UUID().uuidString.prefix(8).lowercased())"
-        let file = try workspace.experimentDefinition(id: id)
+        let id = try await workspace.createdExperiment(prefix: "lost", on: database)
         let onDatabase = ["--database", database.connectionString]
-        let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file] + onDatabase, in: workspace)
-        #expect(created.status == 0, "\(created.output)")
         try await offPool { try replication.synchronousStandby("nobody") }
         defer { try? replication.synchronousStandby(nil) }
 

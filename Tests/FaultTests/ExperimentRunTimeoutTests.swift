@@ -21,11 +21,8 @@ struct ExperimentRunTimeoutTests {
         let (database, _) = try await offPool { try replication.freshDatabase() }
         let workspace = try FaultWorkspace("experiment-run-timeout")
         defer { workspace.remove() }
-        let id = "bound-\(UUID().uuidString.prefix(8).lowercased())"
-        let file = try workspace.experimentDefinition(id: id)
+        let id = try await workspace.createdExperiment(prefix: "bound", on: database)
         let onDatabase = ["--database", database.connectionString]
-        let created = try await CommandLineOptionsTests.engage(["experiment", "create", "--file", file] + onDatabase, in: workspace)
-        #expect(created.status == 0, "\(created.output)")
         try await offPool { try replication.synchronousStandby("nobody") }
         defer { try? replication.synchronousStandby(nil) }
 
