@@ -1,0 +1,54 @@
+-- The log's occurred_at BRIN index (015) summarized each range once it filled (autosummarize):
+-- an insert that crosses into a new range asks autovacuum to summarize the one before. Under
+-- sustained ingestion that did harm twice over (BENCHMARKS.md, "2026-12-05 06:25-06:44 UTC"):
+--   - the requests overflow autovacuum's work-item queue, and each refused one is logged at LOG
+--     level with the whole append statement: 9,000 lines, 17 MB of server log in 8 minutes at
+--     53,000 events/s;
+--   - the request a worker does take up locks the week's partition, which another worker is
+--     vacuuming, and after deadlock_timeout cancels that vacuum ("canceling autovacuum task"),
+--     every time: the partition's vacuum never finished, so most of its ranges stayed
+--     unsummarized anyway.
+-- Vacuum summarizes every full range when it runs (insert-driven, after a fifth of the partition
+-- is new); ranges filled since the last one are read by the pre-period query, as unsummarized
+-- ranges were before.
+--
+-- A partitioned index's options cannot be altered, so each partition's index is, and the function
+-- that makes partitions gives each new one its own index without autosummarize before attaching
+-- it (ATTACH adopts a matching index instead of cloning the log's). Altering the option takes a
+-- SHARE UPDATE EXCLUSIVE lock on the index alone: appends go on.
+DO $$
+DECLARE
+    partition_index regclass;
+BEGIN
+    FOR partition_index IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'events_occurred_at'::regclass LOOP
+        EXECUTE format('ALTER INDEX %s SET (autosummarize = off)', partition_index);
+    END LOOP;
+END
+$$;
+
+COMMENT ON INDEX events_occurred_at IS
+    'Summarized by vacuum: each partition''s index has autosummarize off (migration 020); this definition''s option is not used.';
+
+-- As in 010, with the occurred_at index made on the empty table first.
+CREATE OR REPLACE FUNCTION engage_ensure_event_partition(day date) RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    monday date := date_trunc('week', day)::date;
+    partition_name text := format('events_%s', to_char(monday, 'YYYY_MM_DD'));
+    lower_bound timestamptz := monday::timestamp AT TIME ZONE 'UTC';
+    day_start timestamptz := day::timestamp AT TIME ZONE 'UTC';
+BEGIN
+    IF to_regclass(partition_name) IS NOT NULL
+       OR EXISTS (SELECT 1 FROM event_partitions p WHERE p.lower <= day_start AND day_start < p.upper) THEN
+        RETURN false;
+    END IF;
+    EXECUTE format('CREATE TABLE %I (LIKE events INCLUDING DEFAULTS INCLUDING STORAGE)', partition_name);
+    EXECUTE format('CREATE INDEX %I ON %I USING brin (occurred_at timestamptz_minmax_multi_ops) WITH (autosummarize = off)',
+                   partition_name || '_occurred_at_idx', partition_name);
+    EXECUTE format('ALTER TABLE events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
+                   partition_name, lower_bound, lower_bound + interval '7 days');
+    RETURN true;
+EXCEPTION
+    -- Another session made it first.
+    WHEN duplicate_table OR unique_violation THEN RETURN false;
+END
+$$;
