@@ -14,8 +14,9 @@
 --
 -- A partitioned index's options cannot be altered, so each partition's index is, and the function
 -- that makes partitions gives each new one its own index without autosummarize before attaching
--- it (ATTACH adopts a matching index instead of cloning the log's). Altering the option takes a
--- SHARE UPDATE EXCLUSIVE lock on the index alone: appends go on.
+-- it (ATTACH adopts a matching index instead of cloning the log's). Altering the option locks each
+-- index ACCESS EXCLUSIVE until the migration commits: a catalog change, so appends wait only for
+-- this short transaction (the migrator takes its locks a second at a time, as for 018).
 DO $$
 DECLARE
     partition_index regclass;
