@@ -281,6 +281,12 @@ public final class AutoFailoverFormation: Sendable {
         }
         // The postmaster's children are not the keeper's to reap: wait for them to be gone.
         for _ in 0..<500 where tree.contains(where: { Glibc.kill($0, 0) == 0 && !LocalSystem.isZombie($0) }) { usleep(10_000) }
+        // A machine that dies loses its runtime directory (XDG_RUNTIME_DIR, a tmpfs), the keeper's
+        // pid file with it. Left here, it names a pid that another process may hold by the time the
+        // keeper starts again (pid_max is 32768 on the CI machines), and the keeper then refuses to
+        // start ("An instance of pg_autoctl is already running with PID ...": CI, 2026-12-05, the
+        // switchover test out of time while its secondary had no keeper for minutes).
+        try? FileManager.default.removeItem(atPath: "\(directory)/run/pg_autoctl\(node.dataDirectory)/pg_autoctl.pid")
     }
 
     /// Starts `node`'s keeper again; it rejoins as a secondary (pg_rewind, or a new base backup).
