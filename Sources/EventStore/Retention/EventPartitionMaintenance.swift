@@ -2,7 +2,8 @@ import Postgres
 import Runtime
 
 /// Makes the log's partitions a week ahead, at start and then every `interval`, so that appends
-/// never wait for one (an append that finds none makes it itself). Runs in every process that
+/// never wait for one (an append that finds none makes it itself), and summarizes the ranges of
+/// their `occurred_at` index that vacuum left (`OccurredAtSummaries`). Runs in every process that
 /// appends for long: engage serve and engage scheduler.
 public struct EventPartitionMaintenance: Service {
     public let pool: ConnectionPool
@@ -16,10 +17,16 @@ public struct EventPartitionMaintenance: Service {
     /// would wait for it. Making a week's partitions takes milliseconds.
     public let answerLimit: Duration
 
-    public init(pool: ConnectionPool, interval: Duration = .seconds(3600), answerLimit: Duration = .seconds(30), logger: Logger) {
+    /// The same for summarizing one partition's index, which reads the partition's pages that
+    /// have no summary: a week closed between two vacuums holds up to a fifth of the week.
+    public let summaryAnswerLimit: Duration
+
+    public init(pool: ConnectionPool, interval: Duration = .seconds(3600), answerLimit: Duration = .seconds(30),
+                summaryAnswerLimit: Duration = .seconds(600), logger: Logger) {
         self.pool = pool
         self.interval = interval
         self.answerLimit = answerLimit
+        self.summaryAnswerLimit = summaryAnswerLimit
         self.logger = logger
     }
 
@@ -36,7 +43,30 @@ public struct EventPartitionMaintenance: Service {
                 // `DatabaseDidNotAnswer` past `answerLimit`, worded as every bounded service's.
                 logger.warning("log.partitions-failed", ["error": "\(error)"])
             }
+            await summarize()
             do { try await Task.sleep(for: interval) } catch { return }
         }
+    }
+
+    /// One partition at a time, each with a pooled connection of its own, so that the pool's
+    /// other users wait at most for one partition's summary.
+    func summarize() async {
+        var ranges = 0
+        var busy: [String] = []
+        do {
+            let indexes = try await pool.withConnection(answerLimit: answerLimit) { try OccurredAtSummaries.indexes(on: $0) }
+            for index in indexes where !Task.isCancelled {
+                switch try await pool.withConnection(answerLimit: summaryAnswerLimit, { try OccurredAtSummaries.summarize(index: index, on: $0) }) {
+                case .summarized(let count): ranges += count
+                case .busy: busy.append(index)
+                case .gone: break
+                }
+            }
+        } catch {
+            logger.warning("log.summaries-failed", ["error": "\(error)", "ranges": String(ranges)])
+            return
+        }
+        if ranges > 0 { logger.info("log.ranges-summarized", ["ranges": String(ranges)]) }
+        if !busy.isEmpty { logger.info("log.summaries-deferred", ["indexes": busy.joined(separator: ",")]) }
     }
 }

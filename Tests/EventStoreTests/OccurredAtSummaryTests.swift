@@ -1,0 +1,178 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import Testing
+import TestSupport
+
+/// The log's `occurred_at` BRIN index (migration 015) is summarized by vacuum and by the partition
+/// maintenance (`OccurredAtSummaries`), never by autosummarize (migration 020). Under sustained ingestion autosummarize asks autovacuum to
+/// summarize each filled range; the work items overflowed the queue (a LOG line with the whole
+/// append statement per range refused: 17 MB of server log in 8 minutes), and the one a worker
+/// took up waited on the week's partition that another worker was vacuuming, and after
+/// `deadlock_timeout` cancelled that vacuum: the partition's vacuum never finished (BENCHMARKS.md,
+/// "2026-12-05 06:25-07:33 UTC").
+@Suite("Occurred-at summaries")
+struct OccurredAtSummaryTests {
+    /// The `occurred_at` index of each partition of the log, with its options.
+    static func partitionIndexes(_ connection: Connection) throws -> [String: String] {
+        let rows = try connection.query("""
+            SELECT c.relname::text, coalesce(array_to_string(c.reloptions, ','), '')
+            FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+            WHERE i.inhparent = 'events_occurred_at'::regclass
+            """)
+        var indexes: [String: String] = [:]
+        for row in rows.rows { indexes[try row.decode(0)] = try row.decode(1) }
+        return indexes
+    }
+
+    @Test func everyPartitionsIndexLeavesSummariesToVacuumThoseMadeLaterToo() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        // A week far from today's, made the way appends and engage serve make them.
+        let later = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970) * Timestamp.microsecondsPerSecond
+                                  + 60 * Timestamp.microsecondsPerDay)
+        try EventPartitions.ensure(day: later, on: connection)
+
+        let partitions = try EventPartitions.list(on: connection)
+        let indexes = try Self.partitionIndexes(connection)
+        #expect(indexes.count == partitions.count, "\(indexes) for \(partitions.map(\.name))")
+        for (index, options) in indexes {
+            #expect(options.contains("autosummarize=off"), "\(index): \(options)")
+        }
+    }
+
+    @Test func theIndexesOfPartitionsMadeBeforeTheMigrationLeaveSummariesToVacuum() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        defer { connection.close() }
+        let all = try Migrator.fromSQLDirectory()
+        // Migrated up to 019, with this week's partitions made as engage made them then.
+        try Migrator(migrations: all.migrations.filter { $0.version <= 19 }, viewScripts: all.viewScripts).migrate(connection)
+        let before = try Self.partitionIndexes(connection)
+        #expect(!before.isEmpty && before.values.allSatisfy { $0.contains("autosummarize=on") }, "\(before)")
+
+        try all.migrate(connection)
+
+        let after = try Self.partitionIndexes(connection)
+        #expect(after.count >= before.count)
+        for (index, options) in after {
+            #expect(options.contains("autosummarize=off"), "\(index): \(options)")
+        }
+    }
+
+    /// Today's partition with several ranges (128 pages each) of events and no summary, its
+    /// autovacuum off so that only the test summarizes it; its name and its index's.
+    static func filledPartition(_ connection: Connection) throws -> (partition: String, index: String, pages: Int64) {
+        for round in 0..<10 {
+            _ = try EventStore.append(EventFactory.items(1_000, notificationPrefix: "r\(round)"), on: connection)
+        }
+        let partition: String = try connection.query("SELECT tableoid::regclass::text FROM events LIMIT 1")[0].decode(0)
+        try connection.execute(SQL(unsafeSQL: "ALTER TABLE \(partition) SET (autovacuum_enabled = off)"))
+        let pages = try connection.query("SELECT pg_relation_size(\(partition)::regclass) / current_setting('block_size')::int8")[0]
+            .decode(0, as: Int64.self)
+        #expect(pages > 3 * 128, "\(pages) pages in \(partition)")
+        let index = try #require(try Self.partitionIndexes(connection).keys.first { $0.hasPrefix(partition) })
+        return (partition, index, pages)
+    }
+
+    /// Ranges of `index` without a summary; summarizes them, so it is asked once per state.
+    static func unsummarized(_ index: String, _ connection: Connection) throws -> Int {
+        try connection.query("SELECT brin_summarize_new_values(\(index)::regclass)")[0].decode(0, as: Int.self)
+    }
+
+    /// The ranges an outcome summarized, -1 for any other outcome. At least every full range: the
+    /// partial last one is summarized too, which PostgreSQL 15 does not always count.
+    static func ranges(_ outcome: OccurredAtSummaries.Outcome?) -> Int {
+        guard case .summarized(let ranges)? = outcome else { return -1 }
+        return ranges
+    }
+
+    @Test func vacuumSummarizesTheRangesAnAppendFilled() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        let (partition, index, pages) = try Self.filledPartition(connection)
+
+        try connection.execute(SQL(unsafeSQL: "VACUUM \(partition)"))
+
+        // Vacuum summarized every full range; the function, which takes partial ones too, finds
+        // at most the last range, still filling.
+        let left = try Self.unsummarized(index, connection)
+        #expect(left <= 1, "\(left) ranges of \(pages) pages left unsummarized")
+    }
+
+    @Test func summarizingTakesEveryRangeVacuumLeftThePartialLastOneToo() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        let (_, index, pages) = try Self.filledPartition(connection)
+
+        let outcomes = try OccurredAtSummaries.summarizeAll(on: connection)
+
+        #expect(outcomes.map(\.index) == (try OccurredAtSummaries.indexes(on: connection)))
+        #expect(Self.ranges(outcomes.first { $0.index == index }?.outcome) >= Int(pages / 128), "\(outcomes)")
+        for (other, outcome) in outcomes where other != index {
+            #expect(outcome == .summarized(ranges: 0), "\(other): \(outcome)")
+        }
+        #expect(try Self.unsummarized(index, connection) == 0)
+    }
+
+    @Test func thePartitionsIndexesComeInTheOrderOfTheirWeeks() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        let now = Int64(Date().timeIntervalSince1970) * Timestamp.microsecondsPerSecond
+        for weeks in [9, 3, 6] {
+            try EventPartitions.ensure(day: Timestamp(microsecondsSinceEpoch: now + Int64(weeks * 7) * Timestamp.microsecondsPerDay), on: connection)
+        }
+        let partitions = try EventPartitions.list(on: connection).map(\.name)
+
+        let indexes = try OccurredAtSummaries.indexes(on: connection)
+
+        #expect(indexes == partitions.map { $0 + "_occurred_at_idx" }, "\(indexes) for \(partitions)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func aPartitionHeldByAnotherSessionIsLeftForTheNextRunNotWaitedFor() throws {
+        let database = try TestPostgres.freshDatabase()
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        let (partition, index, pages) = try Self.filledPartition(connection)
+        let holder = try Connection(configuration: database)
+        defer { holder.close() }
+        // What a vacuum of the partition, or a second engage process summarizing it, holds.
+        try holder.execute("BEGIN")
+        try holder.execute(SQL(unsafeSQL: "LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE"))
+
+        #expect(try OccurredAtSummaries.summarize(index: index, on: connection) == .busy)
+
+        try holder.execute("ROLLBACK")
+        #expect(Self.ranges(try OccurredAtSummaries.summarize(index: index, on: connection)) >= Int(pages / 128))
+        #expect(try Self.unsummarized(index, connection) == 0)
+    }
+
+    @Test func aPartitionDroppedSinceTheListingIsGone() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        #expect(try OccurredAtSummaries.summarize(index: "events_1999_01_04_occurred_at_idx", on: connection) == .gone)
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func theMaintenanceSummarizesWhatIsLeftWhenItStarts() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        let (_, index, _) = try Self.filledPartition(connection)
+        let pool = ConnectionPool(configuration: database, size: 2)
+        let sink = MemoryLogSink()
+        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
+        let running = Task { try await maintenance.run() }
+        defer { running.cancel() }
+
+        try await pollUntil { sink.lines.contains { $0.contains("log.ranges-summarized") || $0.contains("log.summaries-") } }
+
+        #expect(sink.lines.filter { $0.contains("log.summaries-") }.isEmpty, "\(sink.lines)")
+        #expect(try Self.unsummarized(index, connection) == 0)
+        running.cancel()
+        _ = try? await running.value
+        await pool.close()
+    }
+}
