@@ -112,7 +112,9 @@ public struct EventStore: Sendable {
         // A failure after the COMMIT (the session lost while the standbys are awaited) is left to
         // `AppendRetries`: a resend finds the events stored and reports them as duplicates once
         // they are durable.
-        let (results, verdict) = try StandbyConfirmation.checkedTransaction(on: connection) { try appendCarefully(batches, on: $0) }
+        let (results, verdict) = try StandbyConfirmation.checkedTransaction(on: connection, unanswered: .leftToTheResend) {
+            try appendCarefully(batches, on: $0)
+        }
         try StandbyConfirmation.acknowledge(verdict, on: connection)
         return results
     }

@@ -170,15 +170,24 @@ public enum StandbyConfirmation {
         return verdict
     }
 
+    /// What a commit that got no verdict is reported as: a connection that ends during the
+    /// commit's round trip without an answer (interrupted past a time limit, or lost), or a
+    /// failure once the COMMIT ran (an error of the check after it). The COMMIT may have been
+    /// made (a primary waiting for a lost standby has made it).
+    enum UnansweredCommit {
+        /// The error as it came: an append's resend finds its events if they were stored and
+        /// reports them as duplicates.
+        case leftToTheResend
+        /// `.unconfirmedCommit`, never a failure that changed nothing: a change that cannot be
+        /// repeated blindly (an experiment created, started or stopped).
+        case unconfirmed
+    }
+
     /// `body` in a transaction committed with the check, and the check's verdict, not yet
     /// acknowledged: what follows the COMMIT is the caller's to answer. Rolls back when `body`
-    /// or the commit fails, leaving the connection outside any transaction. With
-    /// `unansweredCommitIsUnconfirmed`, a connection that ends during the commit's round trip
-    /// without an answer (interrupted past a time limit, or lost), or a failure once the COMMIT
-    /// ran (an error of the check after it), is `.unconfirmedCommit`: the
-    /// COMMIT may have been made (a primary waiting for a lost standby has made it), so it is never
-    /// reported as a failure that changed nothing; an append leaves that to its resend instead.
-    static func checkedTransaction<T>(on connection: Connection, unansweredCommitIsUnconfirmed: Bool = false,
+    /// or the commit fails, leaving the connection outside any transaction; a commit without a
+    /// verdict is reported as `unanswered` says.
+    static func checkedTransaction<T>(on connection: Connection, unanswered: UnansweredCommit,
                                       _ body: (Connection) throws -> T) throws -> (value: T, verdict: Verdict) {
         try connection.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
         do {
@@ -189,7 +198,7 @@ public enum StandbyConfirmation {
                 }
                 return (value, verdict)
             } catch let error as PostgresError
-                where unansweredCommitIsUnconfirmed && error.kind != .unconfirmedCommit && !(connection.isHealthy && !connection.isIdle) {
+                where unanswered == .unconfirmed && error.kind != .unconfirmedCommit && !(connection.isHealthy && !connection.isIdle) {
                 // Only a session still inside its (aborted) transaction shows that the script
                 // stopped before its COMMIT. Outside it, the COMMIT ran, and an error of the check
                 // after it (the server's, with an SQLSTATE) may follow a change made; a session
@@ -218,7 +227,7 @@ public enum StandbyConfirmation {
     /// (`ReusableConnection.use`); interrupted before the COMMIT was sent, the transaction is
     /// rolled back, and the pool throws `DatabaseDidNotAnswer`: nothing changed.
     public static func confirmedTransaction<T>(on connection: Connection, _ body: (Connection) throws -> T) throws -> T {
-        let (value, verdict) = try checkedTransaction(on: connection, unansweredCommitIsUnconfirmed: true, body)
+        let (value, verdict) = try checkedTransaction(on: connection, unanswered: .unconfirmed, body)
         do {
             try acknowledge(verdict, on: connection)
         } catch let error as PostgresError where error.kind != .unconfirmedCommit {
