@@ -67,6 +67,9 @@ public final class AutoFailoverFormation: Sendable {
     static let serverUser = "postgres"
 
     public let directory: String
+    /// XDG_RUNTIME_DIR of every keeper, where each keeps its pid file; a machine's tmpfs, which
+    /// its death empties. Its path in a process's environment marks the formation's processes.
+    var runtimeDirectory: String { directory + "/run" }
     public let monitorPort: Int
     public let nodes: [Node]
     let settings: Settings
@@ -286,7 +289,7 @@ public final class AutoFailoverFormation: Sendable {
         // keeper starts again (pid_max is 32768 on the CI machines), and the keeper then refuses to
         // start ("An instance of pg_autoctl is already running with PID ...": CI, 2026-12-05, the
         // switchover test out of time while its secondary had no keeper for minutes).
-        try? FileManager.default.removeItem(atPath: "\(directory)/run/pg_autoctl\(node.dataDirectory)/pg_autoctl.pid")
+        try? FileManager.default.removeItem(atPath: "\(runtimeDirectory)/pg_autoctl\(node.dataDirectory)/pg_autoctl.pid")
     }
 
     /// Starts `node`'s keeper again; it rejoins as a secondary (pg_rewind, or a new base backup).
@@ -461,7 +464,7 @@ public final class AutoFailoverFormation: Sendable {
     private func prepareDirectory() throws {
         try? FileManager.default.removeItem(atPath: directory)
         // The keepers' pid files go in run/ (XDG_RUNTIME_DIR), which must exist.
-        try FileManager.default.createDirectory(atPath: directory + "/run", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true)
         if geteuid() == 0 {
             let outcome = try ProcessRunner.run(["/bin/chown", "-R", "\(Self.serverUser):\(Self.serverUser)", directory])
             guard outcome.status == 0 else { throw FormationError("could not give \(directory) to \(Self.serverUser): \(outcome.output)") }
@@ -638,7 +641,7 @@ public final class AutoFailoverFormation: Sendable {
     /// directory, as the postgres user when this runs as root.
     private func command(_ arguments: [String]) -> [String] {
         let environment = ["HOME=\(directory)", "XDG_CONFIG_HOME=\(directory)/config", "XDG_DATA_HOME=\(directory)/data",
-                           "XDG_RUNTIME_DIR=\(directory)/run", "PATH=\(binaryDirectory):/usr/bin:/bin"]
+                           "XDG_RUNTIME_DIR=\(runtimeDirectory)", "PATH=\(binaryDirectory):/usr/bin:/bin"]
         let program = ["/usr/bin/env"] + environment + ["/usr/bin/pg_autoctl"] + arguments
         return geteuid() == 0 ? ["/usr/sbin/runuser", "-u", Self.serverUser, "--"] + program : program
     }
@@ -755,7 +758,7 @@ public final class AutoFailoverFormation: Sendable {
     /// The running processes of the formation: keepers, their services, the servers they
     /// started, recognised by the environment ``command(_:)`` gives them all.
     public func processes() -> [Int32] {
-        let marker = "XDG_RUNTIME_DIR=\(directory)/run"
+        let marker = "XDG_RUNTIME_DIR=\(runtimeDirectory)"
         return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
             pid != getpid() && LocalSystem.isRunning(pid)
                 && ((FileHandle(forReadingAtPath: "/proc/\(pid)/environ")?.readDataToEndOfFile())
@@ -789,7 +792,7 @@ public final class AutoFailoverFormation: Sendable {
             while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
             for round in 1 2 3 4 5 6 7 8 9 10; do
                 pids=$(for entry in /proc/[0-9]*; do
-                    [ "${entry#/proc/}" != "$$" ] && grep -qaF -- 'XDG_RUNTIME_DIR=\(directory)/run' "$entry/environ" 2>/dev/null && echo "${entry#/proc/}"
+                    [ "${entry#/proc/}" != "$$" ] && grep -qaF -- 'XDG_RUNTIME_DIR=\(runtimeDirectory)' "$entry/environ" 2>/dev/null && echo "${entry#/proc/}"
                 done)
                 [ -z "$pids" ] && break
                 kill -STOP $pids 2>/dev/null; kill -KILL $pids 2>/dev/null
