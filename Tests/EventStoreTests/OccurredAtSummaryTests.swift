@@ -62,13 +62,14 @@ struct OccurredAtSummaryTests {
     }
 
     /// Today's partition with several ranges (128 pages each) of events and no summary, its
-    /// autovacuum off so that only the test summarizes it; its name and its index's.
+    /// autovacuum off before the first append so that only the test summarizes it; its name and
+    /// its index's.
     static func filledPartition(_ connection: Connection) throws -> (partition: String, index: String, pages: Int64) {
+        let partition: String = try connection.query("SELECT name FROM event_partitions WHERE lower <= now() AND now() < upper")[0].decode(0)
+        try connection.execute(SQL(unsafeSQL: "ALTER TABLE \(partition) SET (autovacuum_enabled = off)"))
         for round in 0..<10 {
             _ = try EventStore.append(EventFactory.items(1_000, notificationPrefix: "r\(round)"), on: connection)
         }
-        let partition: String = try connection.query("SELECT tableoid::regclass::text FROM events LIMIT 1")[0].decode(0)
-        try connection.execute(SQL(unsafeSQL: "ALTER TABLE \(partition) SET (autovacuum_enabled = off)"))
         let pages = try connection.query("SELECT pg_relation_size(\(partition)::regclass) / current_setting('block_size')::int8")[0]
             .decode(0, as: Int64.self)
         #expect(pages > 3 * 128, "\(pages) pages in \(partition)")
@@ -81,10 +82,24 @@ struct OccurredAtSummaryTests {
         try connection.query("SELECT brin_summarize_new_values(\(index)::regclass)")[0].decode(0, as: Int.self)
     }
 
-    /// The ranges an outcome summarized, -1 for any other outcome. At least every full range: the
-    /// partial last one is summarized too, which PostgreSQL 15 does not always count.
-    static func ranges(_ outcome: OccurredAtSummaries.Outcome?) -> Int {
-        guard case .summarized(let ranges)? = outcome else { return -1 }
+    /// The summaries in `index` and how many of them are placeholders (a summarization stopped
+    /// inside its range), read from the index's pages with pageinspect.
+    static func summaries(_ index: String, _ connection: Connection) throws -> (all: Int, placeholders: Int) {
+        try connection.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        let row = try connection.query("""
+            SELECT count(*), count(*) FILTER (WHERE item.placeholder)
+            FROM generate_series(1, (pg_relation_size(\(index)::regclass) / current_setting('block_size')::int8)::int - 1) page,
+                 LATERAL (SELECT get_raw_page(\(index), page) AS raw) p,
+                 LATERAL brin_page_items(p.raw, \(index)::regclass) item
+            WHERE brin_page_type(p.raw) = 'regular'
+            """)[0]
+        return (try row.decode(0, as: Int.self), try row.decode(1, as: Int.self))
+    }
+
+    /// The ranges an outcome summarized, -1 for any other outcome. At least every full range but
+    /// the first, which has had a summary since the index was made on the empty partition.
+    static func ranges(_ outcome: OccurredAtSummaries.Outcome) -> Int {
+        guard case .summarized(let ranges) = outcome else { return -1 }
         return ranges
     }
 
@@ -101,58 +116,90 @@ struct OccurredAtSummaryTests {
         #expect(left <= 1, "\(left) ranges of \(pages) pages left unsummarized")
     }
 
-    @Test func summarizingTakesEveryRangeVacuumLeftThePartialLastOneToo() throws {
+    @Test func summarizingTakesEveryRangeThePartialLastOneToo() async throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase())
         defer { connection.close() }
-        let (_, index, pages) = try Self.filledPartition(connection)
+        let (partition, index, pages) = try Self.filledPartition(connection)
 
-        let outcomes = try OccurredAtSummaries.summarizeAll(on: connection)
+        let outcome = try await OccurredAtSummaries.summarize(partition: partition, on: connection)
 
-        #expect(outcomes.map(\.index) == (try OccurredAtSummaries.indexes(on: connection)))
-        #expect(Self.ranges(outcomes.first { $0.index == index }?.outcome) >= Int(pages / 128), "\(outcomes)")
-        for (other, outcome) in outcomes where other != index {
-            #expect(outcome == .summarized(ranges: 0), "\(other): \(outcome)")
-        }
+        #expect(Self.ranges(outcome) >= Int(pages / 128) - 1, "\(outcome)")
         #expect(try Self.unsummarized(index, connection) == 0)
+        #expect(try Self.summaries(index, connection) == (Int((pages + 127) / 128), 0))
+        for other in try EventPartitions.list(on: connection).map(\.name) where other != partition {
+            #expect(try await OccurredAtSummaries.summarize(partition: other, on: connection) == .summarized(ranges: 0), "\(other)")
+        }
     }
 
-    @Test func thePartitionsIndexesComeInTheOrderOfTheirWeeks() throws {
+    @Test func aStepStopsBetweenTwoRangesLeavingNoPlaceholder() async throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase())
         defer { connection.close() }
-        let now = Int64(Date().timeIntervalSince1970) * Timestamp.microsecondsPerSecond
-        for weeks in [9, 3, 6] {
-            try EventPartitions.ensure(day: Timestamp(microsecondsSinceEpoch: now + Int64(weeks * 7) * Timestamp.microsecondsPerDay), on: connection)
-        }
-        let partitions = try EventPartitions.list(on: connection).map(\.name)
+        let (partition, index, pages) = try Self.filledPartition(connection)
 
-        let indexes = try OccurredAtSummaries.indexes(on: connection)
+        // The first range has had a summary since the index was made on the empty partition
+        // (inserts widen it). No time at all: one range, then the next one's start.
+        #expect(try Self.summaries(index, connection) == (1, 0))
+        let step = try OccurredAtSummaries.step(partition: partition, from: 128, budget: .zero, on: connection)
 
-        #expect(indexes == partitions.map { $0 + "_occurred_at_idx" }, "\(indexes) for \(partitions)")
+        #expect(step == .summarized(ranges: 1, next: 256))
+        #expect(try Self.summaries(index, connection) == (2, 0))
+        // Step after step, one range each, to the end.
+        #expect(Self.ranges(try await OccurredAtSummaries.summarize(partition: partition, budget: .zero, on: connection)) >= Int(pages / 128) - 2)
+        #expect(try Self.summaries(index, connection) == (Int((pages + 127) / 128), 0))
     }
 
     @Test(.timeLimit(.minutes(1)))
-    func aPartitionHeldByAnotherSessionIsLeftForTheNextRunNotWaitedFor() throws {
+    func aPartitionHeldByAnotherSessionIsLeftForTheNextRunNotWaitedFor() async throws {
         let database = try TestPostgres.freshDatabase()
         let connection = try Connection(configuration: database)
         defer { connection.close() }
-        let (partition, index, pages) = try Self.filledPartition(connection)
+        let (partition, index, _) = try Self.filledPartition(connection)
         let holder = try Connection(configuration: database)
         defer { holder.close() }
         // What a vacuum of the partition, or a second engage process summarizing it, holds.
         try holder.execute("BEGIN")
         try holder.execute(SQL(unsafeSQL: "LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE"))
 
-        #expect(try OccurredAtSummaries.summarize(index: index, on: connection) == .busy)
+        #expect(try await OccurredAtSummaries.summarize(partition: partition, on: connection) == .busy(ranges: 0))
 
         try holder.execute("ROLLBACK")
-        #expect(Self.ranges(try OccurredAtSummaries.summarize(index: index, on: connection)) >= Int(pages / 128))
+        #expect(Self.ranges(try await OccurredAtSummaries.summarize(partition: partition, on: connection)) > 0)
         #expect(try Self.unsummarized(index, connection) == 0)
     }
 
-    @Test func aPartitionDroppedSinceTheListingIsGone() throws {
+    @Test(.timeLimit(.minutes(1)))
+    func aPartitionAPruneDropsWhileTheStepWaitsIsGone() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        let partition: String = try connection.query("SELECT name FROM event_partitions WHERE lower > now() ORDER BY lower LIMIT 1")[0].decode(0)
+        // What `engage log prune` does to a week it removed.
+        try connection.execute("BEGIN")
+        try connection.execute(SQL(unsafeSQL: "ALTER TABLE events DETACH PARTITION \(partition)"))
+        try connection.execute(SQL(unsafeSQL: "DROP TABLE \(partition)"))
+
+        let step = Task.detached {
+            let stepper = try Connection(configuration: database)
+            defer { stepper.close() }
+            return try OccurredAtSummaries.step(partition: partition, from: 0, lockWait: .seconds(50), on: stepper)
+        }
+        let observer = try Connection(configuration: database)
+        defer { observer.close() }
+        // The step waits for the partition's lock (the only lock of this database not granted).
+        try await pollUntil(every: .milliseconds(20)) {
+            try observer.query("""
+                SELECT count(*) FROM pg_locks WHERE NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                """)[0].decode(0, as: Int.self) > 0
+        }
+        try connection.execute("COMMIT")
+
+        #expect(try await step.value == .gone)
+    }
+
+    @Test func aPartitionThatDoesNotExistIsGone() async throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase())
         defer { connection.close() }
-        #expect(try OccurredAtSummaries.summarize(index: "events_1999_01_04_occurred_at_idx", on: connection) == .gone)
+        #expect(try await OccurredAtSummaries.summarize(partition: "events_1999_01_04", on: connection) == .gone)
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -173,6 +220,35 @@ struct OccurredAtSummaryTests {
         #expect(try Self.unsummarized(index, connection) == 0)
         running.cancel()
         _ = try? await running.value
+        await pool.close()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func stoppingTheMaintenanceDuringItsSummariesIsNoFailure() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        let (partition, _, _) = try Self.filledPartition(connection)
+        let holder = try Connection(configuration: database)
+        defer { holder.close() }
+        try holder.execute("BEGIN")
+        try holder.execute(SQL(unsafeSQL: "LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE"))
+        let pool = ConnectionPool(configuration: database, size: 2)
+        let sink = MemoryLogSink()
+        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
+        let running = Task { try await maintenance.run() }
+
+        // Stopped (SIGTERM) while its step waits for the partition's lock.
+        try await pollUntil(every: .milliseconds(5)) {
+            try connection.query("""
+                SELECT count(*) FROM pg_locks WHERE relation = \(partition)::regclass AND NOT granted
+                """)[0].decode(0, as: Int.self) > 0
+        }
+        running.cancel()
+        _ = try? await running.value
+
+        #expect(sink.lines.filter { $0.contains("log.summaries-failed") }.isEmpty, "\(sink.lines)")
+        try holder.execute("ROLLBACK")
         await pool.close()
     }
 }

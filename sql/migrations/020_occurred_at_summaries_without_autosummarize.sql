@@ -8,9 +8,10 @@
 --     vacuuming, and after deadlock_timeout cancels that vacuum ("canceling autovacuum task"),
 --     every time: the partition's vacuum never finished, so most of its ranges stayed
 --     unsummarized anyway.
--- Instead vacuum summarizes every full range when it runs (insert-driven, after a fifth of the
--- partition is new), and engage's partition maintenance summarizes what is left in every
--- partition at start and then hourly (EventPartitions.summarize): a week that closed since the
+-- Instead vacuum summarizes every full range when it runs (insert-driven, once the rows inserted
+-- since the last one reach a fifth of those before: up to a sixth of the partition), and engage's
+-- partition maintenance summarizes what is left in every partition at start and then hourly
+-- (OccurredAtSummaries, with engage_summarize_occurred_at below): a week that closed since its
 -- last vacuum, a restored one. It never waits for a lock (lock_timeout under deadlock_timeout),
 -- so it never cancels a vacuum: a partition busy now is summarized an hour later.
 --
@@ -65,5 +66,50 @@ BEGIN
     EXECUTE format('ALTER TABLE events ATTACH PARTITION %I FOR VALUES FROM (%L) TO (%L)',
                    partition_name, lower_bound, lower_bound + interval '7 days');
     RETURN true;
+END
+$$;
+
+-- Summarizes the ranges of the partition's occurred_at index that have none, from heap block
+-- `from_block` on, range by range, until `budget` has passed (one range at least); returns the
+-- ranges summarized and the block to go on from, NULL once it reached the partition's end.
+-- brin_summarize_new_values does the whole partition in one statement: stopped inside a range (a
+-- time limit, a shutdown), it leaves that range's placeholder, which no later summarization or
+-- vacuum replaces and every scan reads whole (checked on PostgreSQL 15). A budget of seconds also
+-- keeps the partition's lock short: autovacuum skips a partition locked so, and a prune's detach
+-- waits for it. The partition is locked by name first, so a partition a prune dropped after the
+-- caller listed it raises undefined_table (42P01), not an error about a vanished relation's OID.
+CREATE FUNCTION engage_summarize_occurred_at(partition_name text, from_block bigint, budget interval,
+                                             OUT summarized int, OUT next_block bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    deadline timestamptz := clock_timestamp() + budget;
+    partition regclass;
+    occurred_at_index regclass;
+    pages_per_range int;
+    pages bigint;
+    block bigint := from_block;
+BEGIN
+    summarized := 0;
+    EXECUTE format('LOCK TABLE %I IN SHARE UPDATE EXCLUSIVE MODE', partition_name);
+    partition := to_regclass(quote_ident(partition_name));
+    SELECT x.indexrelid::regclass INTO occurred_at_index
+    FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indexrelid
+    WHERE x.indrelid = partition AND i.inhparent = 'events_occurred_at'::regclass;
+    IF occurred_at_index IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT coalesce((SELECT o.option_value::int FROM pg_options_to_table(c.reloptions) o WHERE o.option_name = 'pages_per_range'), 128)
+    INTO pages_per_range
+    FROM pg_class c WHERE c.oid = occurred_at_index;
+    pages := pg_relation_size(partition) / current_setting('block_size')::int;
+    block := block - block % pages_per_range;
+    WHILE block < pages LOOP
+        summarized := summarized + brin_summarize_range(occurred_at_index, block);
+        block := block + pages_per_range;
+        IF block < pages AND clock_timestamp() >= deadline THEN
+            next_block := block;
+            RETURN;
+        END IF;
+    END LOOP;
 END
 $$;

@@ -14,19 +14,14 @@ public struct EventPartitionMaintenance: Service {
     /// closed) and tried again an interval later: a database that answers nothing (a frozen
     /// host) would otherwise keep the pooled connection it holds for as long as it stays so,
     /// even after a failover to another, and with a small pool every other user of the pool
-    /// would wait for it. Making a week's partitions takes milliseconds.
+    /// would wait for it. Making a week's partitions takes milliseconds, a step of summaries about
+    /// `OccurredAtSummaries.stepBudget`.
     public let answerLimit: Duration
 
-    /// The same for summarizing one partition's index, which reads the partition's pages that
-    /// have no summary: a week closed between two vacuums holds up to a fifth of the week.
-    public let summaryAnswerLimit: Duration
-
-    public init(pool: ConnectionPool, interval: Duration = .seconds(3600), answerLimit: Duration = .seconds(30),
-                summaryAnswerLimit: Duration = .seconds(600), logger: Logger) {
+    public init(pool: ConnectionPool, interval: Duration = .seconds(3600), answerLimit: Duration = .seconds(30), logger: Logger) {
         self.pool = pool
         self.interval = interval
         self.answerLimit = answerLimit
-        self.summaryAnswerLimit = summaryAnswerLimit
         self.logger = logger
     }
 
@@ -48,25 +43,34 @@ public struct EventPartitionMaintenance: Service {
         }
     }
 
-    /// One partition at a time, each with a pooled connection of its own, so that the pool's
-    /// other users wait at most for one partition's summary.
+    /// One partition at a time, one step (`OccurredAtSummaries.stepBudget`, seconds) per pooled
+    /// connection, so that the pool's other users wait at most for one step. A step is not
+    /// interrupted when the service stops (it ends at a range's start within its budget; stopped
+    /// inside a range it would leave a placeholder that nothing replaces), only past `answerLimit`.
     func summarize() async {
         var ranges = 0
         var busy: [String] = []
         do {
-            let indexes = try await pool.withConnection(answerLimit: answerLimit) { try OccurredAtSummaries.indexes(on: $0) }
-            for index in indexes where !Task.isCancelled {
-                switch try await pool.withConnection(answerLimit: summaryAnswerLimit, { try OccurredAtSummaries.summarize(index: index, on: $0) }) {
+            let partitions = try await pool.withConnection(answerLimit: answerLimit) { try EventPartitions.list(on: $0).map(\.name) }
+            for partition in partitions {
+                let outcome = try await OccurredAtSummaries.summarize { fromBlock in
+                    try await pool.withConnection(interruptingOnCancel: false, answerLimit: answerLimit) {
+                        try OccurredAtSummaries.step(partition: partition, from: fromBlock, on: $0)
+                    }
+                }
+                switch outcome {
                 case .summarized(let count): ranges += count
-                case .busy: busy.append(index)
+                case .busy(let count): ranges += count; busy.append(partition)
                 case .gone: break
                 }
             }
+        } catch is CancellationError {
+            return
         } catch {
             logger.warning("log.summaries-failed", ["error": "\(error)", "ranges": String(ranges)])
             return
         }
         if ranges > 0 { logger.info("log.ranges-summarized", ["ranges": String(ranges)]) }
-        if !busy.isEmpty { logger.info("log.summaries-deferred", ["indexes": busy.joined(separator: ",")]) }
+        if !busy.isEmpty { logger.info("log.summaries-deferred", ["partitions": busy.joined(separator: ",")]) }
     }
 }
