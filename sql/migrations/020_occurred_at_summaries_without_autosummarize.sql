@@ -12,8 +12,8 @@
 -- since the last one reach a fifth of those before: up to a sixth of the partition), and engage's
 -- partition maintenance summarizes what is left in every partition at start and then hourly
 -- (OccurredAtSummaries, with engage_summarize_occurred_at below): a week that closed since its
--- last vacuum, a restored one. It never waits for a lock (lock_timeout under deadlock_timeout),
--- so it never cancels a vacuum: a partition busy now is summarized an hour later.
+-- last vacuum, a restored one. It waits for a partition's lock at most half of deadlock_timeout,
+-- so it never cancels a vacuum: a partition busy now is summarized at a later pass.
 --
 -- A partitioned index's options cannot be altered, so each partition's index is, in the order of
 -- the partitions' bounds, and the function that makes partitions gives each new one its own index
@@ -91,6 +91,9 @@ DECLARE
 BEGIN
     summarized := 0;
     EXECUTE format('LOCK TABLE %I IN SHARE UPDATE EXCLUSIVE MODE', partition_name);
+    -- The caller's lock_timeout is for the partition's lock: a timeout on a lock taken inside a
+    -- range's summarization (the index's extension, shared with appends) would leave a placeholder.
+    PERFORM set_config('lock_timeout', '0', true);
     partition := to_regclass(quote_ident(partition_name));
     SELECT x.indexrelid::regclass INTO occurred_at_index
     FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indexrelid
@@ -98,6 +101,8 @@ BEGIN
     IF occurred_at_index IS NULL THEN
         RETURN;
     END IF;
+    -- The index's own setting (015 and this migration make it with the default); an ALTER INDEX
+    -- of pages_per_range would change this without changing the index, and skip ranges.
     SELECT coalesce((SELECT o.option_value::int FROM pg_options_to_table(c.reloptions) o WHERE o.option_name = 'pages_per_range'), 128)
     INTO pages_per_range
     FROM pg_class c WHERE c.oid = occurred_at_index;

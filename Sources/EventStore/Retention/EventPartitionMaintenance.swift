@@ -46,22 +46,29 @@ public struct EventPartitionMaintenance: Service {
     /// One partition at a time, one step (`OccurredAtSummaries.stepBudget`, seconds) per pooled
     /// connection, so that the pool's other users wait at most for one step. A step is not
     /// interrupted when the service stops (it ends at a range's start within its budget; stopped
-    /// inside a range it would leave a placeholder that nothing replaces), only past `answerLimit`.
+    /// inside a range it would leave a placeholder that nothing replaces, and the server notices a
+    /// closed connection within a second, `client_connection_check_interval`), only past
+    /// `answerLimit`. A partition the server refuses (one the role does not own, where another
+    /// role ran the migrations) is logged and passed over: the newest weeks come last.
     func summarize() async {
         var ranges = 0
         var busy: [String] = []
         do {
             let partitions = try await pool.withConnection(answerLimit: answerLimit) { try EventPartitions.list(on: $0).map(\.name) }
             for partition in partitions {
-                let outcome = try await OccurredAtSummaries.summarize { fromBlock in
-                    try await pool.withConnection(interruptingOnCancel: false, answerLimit: answerLimit) {
-                        try OccurredAtSummaries.step(partition: partition, from: fromBlock, on: $0)
+                do {
+                    let outcome = try await OccurredAtSummaries.summarize { fromBlock in
+                        try await pool.withConnection(interruptingOnCancel: false, answerLimit: answerLimit) {
+                            try OccurredAtSummaries.step(partition: partition, from: fromBlock, on: $0)
+                        }
                     }
-                }
-                switch outcome {
-                case .summarized(let count): ranges += count
-                case .busy(let count): ranges += count; busy.append(partition)
-                case .gone: break
+                    switch outcome {
+                    case .summarized(let count): ranges += count
+                    case .busy(let count): ranges += count; busy.append(partition)
+                    case .gone: break
+                    }
+                } catch let error as PostgresError where error.sqlState != nil {
+                    logger.warning("log.summaries-failed", ["partition": partition, "error": "\(error)"])
                 }
             }
         } catch is CancellationError {

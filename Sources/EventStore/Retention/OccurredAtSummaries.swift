@@ -69,6 +69,10 @@ public enum OccurredAtSummaries {
                             on connection: Connection) throws -> Step {
         do {
             return try connection.transaction { connection in
+                // Past the partition's lock nothing may stop the step but its own budget: a
+                // statement ended inside a range leaves its placeholder (the function turns
+                // lock_timeout off once it has the partition).
+                _ = try connection.query("SELECT set_config('statement_timeout', '0', true)")
                 if let lockWait {
                     _ = try connection.query("SELECT set_config('lock_timeout', \(String(BoundedLockWait.milliseconds(lockWait)) + "ms"), true)")
                 } else {
