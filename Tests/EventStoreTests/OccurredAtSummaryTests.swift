@@ -103,6 +103,14 @@ struct OccurredAtSummaryTests {
         return ranges
     }
 
+    /// The partition maintenance of engage serve, running on a pool of its own with its lines kept.
+    static func runningMaintenance(_ configuration: PostgresConfiguration) -> (ConnectionPool, MemoryLogSink, Task<Void, any Error>) {
+        let pool = ConnectionPool(configuration: configuration, size: 2)
+        let sink = MemoryLogSink()
+        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
+        return (pool, sink, Task { try await maintenance.run() })
+    }
+
     @Test func vacuumSummarizesTheRangesAnAppendFilled() throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase())
         defer { connection.close() }
@@ -208,10 +216,7 @@ struct OccurredAtSummaryTests {
         let connection = try Connection(configuration: database)
         defer { connection.close() }
         let (_, index, _) = try Self.filledPartition(connection)
-        let pool = ConnectionPool(configuration: database, size: 2)
-        let sink = MemoryLogSink()
-        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
-        let running = Task { try await maintenance.run() }
+        let (pool, sink, running) = Self.runningMaintenance(database)
         defer { running.cancel() }
 
         try await pollUntil { sink.lines.contains { $0.contains("log.ranges-summarized") || $0.contains("log.summaries-") } }
@@ -235,10 +240,7 @@ struct OccurredAtSummaryTests {
         defer { holder.close() }
         try holder.execute("BEGIN")
         try holder.execute(SQL(unsafeSQL: "LOCK TABLE \(partition) IN SHARE UPDATE EXCLUSIVE MODE"))
-        let pool = ConnectionPool(configuration: database, size: 2)
-        let sink = MemoryLogSink()
-        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
-        let running = Task { try await maintenance.run() }
+        let (pool, sink, running) = Self.runningMaintenance(database)
 
         // Stopped (SIGTERM) while its step waits for the partition's lock; the step, let go,
         // summarizes within its budget and the pass ends there.
@@ -271,10 +273,7 @@ struct OccurredAtSummaryTests {
         let older = try #require(try EventPartitions.list(on: connection).first?.name)
         #expect(older != partition)
         try connection.execute(SQL(unsafeSQL: "ALTER TABLE \(partition) OWNER TO \(role)"))
-        let pool = ConnectionPool(configuration: PostgresConfiguration(connectionString: database.connectionString + " user=\(role)"), size: 2)
-        let sink = MemoryLogSink()
-        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
-        let running = Task { try await maintenance.run() }
+        let (pool, sink, running) = Self.runningMaintenance(PostgresConfiguration(connectionString: database.connectionString + " user=\(role)"))
         defer { running.cancel() }
 
         try await pollUntil { sink.lines.contains { $0.contains("log.ranges-summarized") } }
