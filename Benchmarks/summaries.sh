@@ -73,7 +73,8 @@ window="SELECT count(*) FROM events
 read -r windowed < <(sql -c "$window")
 log "$events events, $windowed in the pre-period's window; $partition: $pages pages, $ranges ranges"
 
-# "time_ms heap_blocks rows_rechecked" of one window read.
+# "time_ms blocks rows_rechecked" of one window read: blocks read or hit by the whole plan (heap and
+# index; each node counts its children and the parallel workers), rows rechecked per process.
 read_window() {
     sql -c "EXPLAIN (ANALYZE, BUFFERS, TIMING OFF, FORMAT JSON) $window" | python3 -c '
 import json, sys
@@ -81,7 +82,6 @@ plan = json.load(sys.stdin)[0]
 def walk(node):
     yield node
     for child in node.get("Plans", []): yield from walk(child)
-blocks = sum(n.get("Lossy Heap Blocks", 0) + n.get("Exact Heap Blocks", 0) for n in walk(plan["Plan"]))
 rechecked = sum(n.get("Rows Removed by Index Recheck", 0) for n in walk(plan["Plan"]))
 shared = plan["Plan"].get("Shared Read Blocks", 0) + plan["Plan"].get("Shared Hit Blocks", 0)
 print("%.0f %d %d" % (plan["Execution Time"], shared, rechecked))'
@@ -117,7 +117,7 @@ cat <<EOF
 
 ### occurred_at summaries ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs)
 
-\`NOTIFICATIONS=$NOTIFICATIONS DEVICES=$DEVICES ROUNDS=$ROUNDS Benchmarks/summaries.sh\`: $(grouped "$events") events, $(grouped "$windowed") of them in the pre-period's window; $partition: $(grouped "$pages") pages, $(grouped "$ranges") ranges of 128 pages. The window read is PrePeriodReader's WHERE, counted (EXPLAIN ANALYZE: execution time, blocks read or hit, rows rechecked); a pass is engage_summarize_occurred_at in 2-s steps over every partition.
+\`NOTIFICATIONS=$NOTIFICATIONS DEVICES=$DEVICES ROUNDS=$ROUNDS Benchmarks/summaries.sh\`: $(grouped "$events") events, $(grouped "$windowed") of them in the pre-period's window; $partition: $(grouped "$pages") pages, $(grouped "$ranges") ranges of 128 pages. The window read is PrePeriodReader's WHERE, counted (EXPLAIN ANALYZE: execution time, blocks read or hit, rows rechecked per process); a pass is engage_summarize_occurred_at in 2-s steps over every partition.
 
 | round | window read, no range summarized | summarize pass | pass again | window read, every range summarized |
 |---:|---|---|---|---|
