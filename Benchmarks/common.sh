@@ -40,6 +40,16 @@ make_work() {
     chmod 755 "$WORK" # the postgres user (when run as root) must reach the data directory inside
 }
 
+# The end of a cleanup() whose work has engage's local PostgreSQL in $WORK/pg: stops it if it runs,
+# keeps WORK (KEEP_WORK=1, or a failure other than Ctrl-C or SIGTERM) or removes it, exits with $1.
+finish_work() { # status
+    if [[ -f $WORK/pg/postmaster.pid ]]; then
+        "$ENGAGE_BIN" db stop --data-dir "$WORK/pg" >/dev/null 2>&1 || log "could not stop PostgreSQL in $WORK/pg"
+    fi
+    if [[ $KEEP_WORK == 1 || ($1 -ne 0 && $1 -ne 130 && $1 -ne 143) ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
+    exit "$1"
+}
+
 # For a script that defines cleanup(): it runs at every exit, Ctrl-C and SIGTERM included, and a
 # failing command is logged with its line.
 trap_cleanup() {

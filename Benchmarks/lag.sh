@@ -71,9 +71,7 @@ cleanup() {
     trap - EXIT INT TERM
     if [[ -n $LOAD_PID ]]; then kill "$LOAD_PID" 2>/dev/null || true; wait "$LOAD_PID" 2>/dev/null || true; fi
     if [[ -n $SERVER_PID ]]; then stop_server || true; fi
-    if [[ -f $WORK/pg/postmaster.pid ]]; then "$ENGAGE_BIN" db stop --data-dir "$WORK/pg" >/dev/null 2>&1 || true; fi
-    if [[ $KEEP_WORK == 1 || ($status -ne 0 && $status -ne 130 && $status -ne 143) ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
-    exit "$status"
+    finish_work "$status"
 }
 trap cleanup EXIT
 trap 'exit 130' INT

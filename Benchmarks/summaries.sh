@@ -39,11 +39,7 @@ make_work summaries
 cleanup() {
     local status=$?
     trap - EXIT INT TERM
-    if [[ -f $WORK/pg/postmaster.pid ]]; then
-        "$ENGAGE_BIN" db stop --data-dir "$WORK/pg" >/dev/null 2>&1 || log "could not stop PostgreSQL in $WORK/pg"
-    fi
-    if [[ $KEEP_WORK == 1 || ($status -ne 0 && $status -ne 130 && $status -ne 143) ]]; then log "kept $WORK"; else rm -rf "$WORK"; fi
-    exit "$status"
+    finish_work "$status"
 }
 trap_cleanup
 
