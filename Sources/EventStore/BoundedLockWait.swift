@@ -2,57 +2,85 @@ import Foundation
 import Postgres
 import Runtime
 
-/// One step of the migrator (a migration, or a views script) in one transaction whose every lock
-/// wait is bounded by `lock_timeout`. A step waiting for a table's lock behind a long
-/// transaction holds up every statement queued behind it (for `event_ids`, every append; for a
-/// view, every dashboard query), so it waits a moment, rolls back, pauses while they pass, and
-/// tries again; each wait is logged with the sessions that hold locks since before it began, and
-/// after the last attempt it gives up with `MigrationError.lockWaitGaveUp`.
-struct BoundedLockWait {
-    let lockTimeout: Duration
-    let retryPause: Duration
-    let attempts: Int
+/// One step in one transaction whose every lock wait is bounded by `lock_timeout`: a migration
+/// or a views script of the migrator, a rebuild's swap of the read model. A step waiting for a
+/// table's lock behind a long transaction holds up every statement queued behind it (for
+/// `event_ids`, every append; for a view or a read-model table, every dashboard query), so it
+/// waits a moment, rolls back, pauses while they pass, and tries again; each wait is logged with
+/// the sessions that hold locks since before it began (`<subject>.lock_wait`), and after the last
+/// attempt it gives up with `GaveUp` (`<subject>.lock_wait_gave_up`).
+public struct BoundedLockWait: Sendable {
+    public let lockTimeout: Duration
+    public let retryPause: Duration
+    public let attempts: Int
+    /// What the log lines are about: `migration` gives `migration.lock_wait` with `file=<step>`.
+    let subject: (event: String, stepField: String)
     let logger: Logger?
 
-    /// Runs `body` in a transaction, again after each lock timeout, up to `attempts` times.
-    func run(_ file: String, on connection: Connection, _ body: (Connection) throws -> Void) throws {
+    public init(lockTimeout: Duration, retryPause: Duration, attempts: Int,
+                logging subject: (event: String, stepField: String), to logger: Logger?) {
+        self.lockTimeout = lockTimeout
+        self.retryPause = retryPause
+        self.attempts = attempts
+        self.subject = subject
+        self.logger = logger
+    }
+
+    /// Every attempt at `step` waited `lockTimeoutMilliseconds` for a lock and was rolled back;
+    /// `heldBy` names the sessions holding table locks since before the last wait.
+    public struct GaveUp: Error, Sendable, Equatable, CustomStringConvertible {
+        public let step: String
+        public let attempts: Int
+        public let lockTimeoutMilliseconds: Int64
+        public let heldBy: String
+
+        public var description: String {
+            "\(step) was rolled back: \(attempts) attempts each waited \(lockTimeoutMilliseconds) ms for a lock "
+                + "held by another session and gave up; held by: \(heldBy)"
+        }
+    }
+
+    /// Runs `body` in a transaction, again after each lock timeout, up to `attempts` times;
+    /// `betweenAttempts` runs outside any transaction before each pause (a rebuild catches up there,
+    /// so that its next attempt has little left to do).
+    public func run<T>(_ step: String, on connection: Connection, betweenAttempts: (Connection) throws -> Void = { _ in },
+                       _ body: (Connection) throws -> T) throws -> T {
         let timeoutMilliseconds = max(1, Self.milliseconds(lockTimeout))
         let timeout = "\(timeoutMilliseconds)ms"
         var attempt = 1
         while true {
             do {
-                try connection.transaction { connection in
+                return try connection.transaction { connection in
                     _ = try connection.query("SELECT set_config('lock_timeout', \(timeout), true)")
-                    try body(connection)
+                    return try body(connection)
                 }
-                return
             } catch let error as PostgresError where error.sqlState == Self.lockNotAvailable {
                 let holders = (try? Self.holders(on: connection, heldFor: timeoutMilliseconds)) ?? "unknown (the lock table could not be read)"
                 if attempt >= attempts {
-                    logger?.error("migration.lock_wait_gave_up", [
-                        "file": file, "lock.attempts": String(attempts), "lock.timeout_ms": String(timeoutMilliseconds),
+                    logger?.error("\(subject.event).lock_wait_gave_up", [
+                        subject.stepField: step, "lock.attempts": String(attempts), "lock.timeout_ms": String(timeoutMilliseconds),
                         "lock.held_by": holders,
                     ])
-                    throw MigrationError.lockWaitGaveUp(file: file, attempts: attempts,
-                                                        lockTimeoutMilliseconds: timeoutMilliseconds, heldBy: holders)
+                    throw GaveUp(step: step, attempts: attempts, lockTimeoutMilliseconds: timeoutMilliseconds, heldBy: holders)
                 }
                 // The first wait, then every tenth: about every 15 s with the defaults.
                 if attempt == 1 || attempt % 10 == 0 {
-                    logger?.warning("migration.lock_wait", [
-                        "file": file, "lock.attempt": String(attempt), "lock.attempts": String(attempts),
+                    logger?.warning("\(subject.event).lock_wait", [
+                        subject.stepField: step, "lock.attempt": String(attempt), "lock.attempts": String(attempts),
                         "lock.timeout_ms": String(timeoutMilliseconds), "lock.held_by": holders,
                     ])
                 }
                 attempt += 1
+                try betweenAttempts(connection)
                 _ = try connection.query("SELECT pg_sleep(\(Double(Self.milliseconds(retryPause)) / 1000))")
             }
         }
     }
 
     /// SQLSTATE lock_not_available: `lock_timeout` ran out.
-    static let lockNotAvailable = "55P03"
+    public static let lockNotAvailable = "55P03"
 
-    static func milliseconds(_ duration: Duration) -> Int64 {
+    public static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 

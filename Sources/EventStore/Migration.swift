@@ -68,8 +68,13 @@ public enum MigrationError: Error, Sendable, Equatable, CustomStringConvertible 
         case .failed(let file, let reason):
             return "migration \(file) failed and was rolled back: \(reason)"
         case .lockWaitGaveUp(let file, let attempts, let milliseconds, let heldBy):
-            return "migration \(file) was rolled back: \(attempts) attempts each waited \(milliseconds) ms for a lock "
-                + "held by another session and gave up; held by: \(heldBy). End that transaction, or migrate again later"
+            let gaveUp = BoundedLockWait.GaveUp(step: "migration \(file)", attempts: attempts, lockTimeoutMilliseconds: milliseconds, heldBy: heldBy)
+            return "\(gaveUp). End that transaction, or migrate again later"
         }
+    }
+
+    init(_ gaveUp: BoundedLockWait.GaveUp) {
+        self = .lockWaitGaveUp(file: gaveUp.step, attempts: gaveUp.attempts, lockTimeoutMilliseconds: gaveUp.lockTimeoutMilliseconds,
+                               heldBy: gaveUp.heldBy)
     }
 }

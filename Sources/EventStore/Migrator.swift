@@ -52,7 +52,8 @@ public struct Migrator: Sendable {
     /// `logger` hears of each wait for a lock (`migration.lock_wait`).
     @discardableResult
     public func migrate(_ connection: Connection, logger: Logger? = nil) throws -> Report {
-        let lockWait = BoundedLockWait(lockTimeout: lockTimeout, retryPause: lockRetryPause, attempts: lockAttempts, logger: logger)
+        let lockWait = BoundedLockWait(lockTimeout: lockTimeout, retryPause: lockRetryPause, attempts: lockAttempts,
+                                       logging: ("migration", "file"), to: logger)
         try connection.execute("SELECT pg_advisory_lock(\(Self.lockKey))")
         defer { _ = try? connection.execute("SELECT pg_advisory_unlock(\(Self.lockKey))") }
         try connection.execute("""
@@ -81,6 +82,8 @@ public struct Migrator: Sendable {
                 }
             } catch let error as PostgresError {
                 throw MigrationError.failed(file: migration.fileName, reason: error.debugDescription)
+            } catch let error as BoundedLockWait.GaveUp {
+                throw MigrationError(error)
             }
             report.applied.append(migration.fileName)
         }
@@ -96,6 +99,8 @@ public struct Migrator: Sendable {
                 }
             } catch let error as PostgresError {
                 throw MigrationError.failed(file: "views/" + view.name, reason: error.debugDescription)
+            } catch let error as BoundedLockWait.GaveUp {
+                throw MigrationError(error)
             }
         }
         return report

@@ -59,10 +59,36 @@ public struct EngagementRebuild: Sendable {
         }
     }
 
-    public init(pool: ConnectionPool, batchSize: Int = 10_000, prunedDays: PrunedDaysPolicy = .refuse) {
+    /// How the swap waits for the read model's tables. It takes their ACCESS EXCLUSIVE locks, and a
+    /// swap waiting behind a long report query would hold up every reader queued behind it
+    /// (dashboards, `GET /v1/report`, the live projector) until that query ends. So each attempt
+    /// waits at most `lockTimeout`, rolls back, catches up with the log again, pauses while the
+    /// readers pass, and tries again; after `attempts` (about 25 minutes with the defaults) the
+    /// rebuild fails with `SwapLockedOut`, nothing swapped in. Waits are logged (`rebuild.lock_wait`).
+    public struct SwapLockWait: Sendable {
+        public var lockTimeout: Duration = .seconds(1)
+        public var retryPause: Duration = .milliseconds(500)
+        public var attempts = 1000
+        public init() {}
+    }
+
+    public var swapLockWait = SwapLockWait()
+    public var logger: Logger?
+
+    /// Every attempt at the swap waited for a lock and was rolled back.
+    public struct SwapLockedOut: Error, CustomStringConvertible {
+        public let gaveUp: BoundedLockWait.GaveUp
+
+        public var description: String {
+            "\(gaveUp); nothing was swapped in (the live read model is as it was): end that transaction, or rebuild again later"
+        }
+    }
+
+    public init(pool: ConnectionPool, batchSize: Int = 10_000, prunedDays: PrunedDaysPolicy = .refuse, logger: Logger? = nil) {
         self.pool = pool
         self.batchSize = batchSize
         self.prunedDays = prunedDays
+        self.logger = logger
     }
 
     public struct Progress: Sendable {
@@ -95,8 +121,32 @@ public struct EngagementRebuild: Sendable {
             replayed += count
             progress(Progress(events: replayed, total: max(total, replayed)))
         }
-        replayed += try await pool.withConnection { connection in
-            try connection.transaction { connection -> Int in
+        let lockWait = BoundedLockWait(lockTimeout: swapLockWait.lockTimeout, retryPause: swapLockWait.retryPause,
+                                       attempts: swapLockWait.attempts, logging: ("rebuild", "step"), to: logger)
+        do {
+            replayed += try await swapIn(after: lockWait, batcher: batcher, shadowName: shadowName, recordedAtStart: recordedAtStart)
+        } catch let error as BoundedLockWait.GaveUp {
+            throw SwapLockedOut(gaveUp: error)
+        }
+        progress(Progress(events: replayed, total: max(total, replayed)))
+        return replayed
+    }
+
+    /// Folds what the log gained since the catch-up and swaps the rebuilt tables in, in one
+    /// transaction; returns the events folded on the way.
+    private func swapIn(after lockWait: BoundedLockWait, batcher: BatcherBox, shadowName: String,
+                        recordedAtStart: [PrunedDays.Day]) async throws -> Int {
+        let batchSize = self.batchSize
+        let prunedDays = self.prunedDays
+        return try await pool.withConnection { connection in
+            var caughtUpBetweenAttempts = 0
+            let tail = try lockWait.run("the rebuild's swap", on: connection, betweenAttempts: { connection in
+                while true {
+                    let count = try batcher.withValue { try $0.processBatch(on: connection) }
+                    if count == 0 { break }
+                    caughtUpBetweenAttempts += count
+                }
+            }) { connection -> Int in
                 // Blocks the live projector's next batch until the swap commits.
                 _ = try EngagementStore.beginBatch(EngagementStore.projectionName, waitsForFlush: true, on: connection)
                 var tail = 0
@@ -133,9 +183,8 @@ public struct EngagementRebuild: Sendable {
                 try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
                 return tail
             }
+            return caughtUpBetweenAttempts + tail
         }
-        progress(Progress(events: replayed, total: max(total, replayed)))
-        return replayed
     }
 
     /// The days whose prune or restore differs between two readings of the pruned days (a rebuild

@@ -48,9 +48,10 @@ enum ProjectionsCommand {
             throw arguments.usageError(.invalidValue, "unknown read model '\(name)'; the read models are: engagement")
         }
         let progress = ProgressLine.standardError("rebuild \(name)")
-        try await DatabaseSetup.withPool(arguments, size: 2, logger: CommonOptions.logger(arguments)) { pool in
+        let logger = CommonOptions.logger(arguments)
+        try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in
             let stopwatch = Stopwatch()
-            let rebuild = EngagementRebuild(pool: pool, prunedDays: arguments[discardPruned] ? .discard : .refuse)
+            let rebuild = EngagementRebuild(pool: pool, prunedDays: arguments[discardPruned] ? .discard : .refuse, logger: logger)
             let replayed = try await rebuild.run { step in
                 progress.update(step.events, of: step.total, "events")
             }

@@ -1,0 +1,137 @@
+import EventStore
+import Foundation
+import Postgres
+import Projections
+import Runtime
+import Testing
+import TestSupport
+
+/// A rebuild's swap takes the read model's tables ACCESS EXCLUSIVE. Behind a long report query it
+/// must not stand in line for long, since every reader queues behind a waiting lock request: it
+/// waits a moment, rolls back, catches up, and tries again, and gives up with a clear error when
+/// the query never ends, nothing swapped in.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct RebuildSwapLockWaitTests {
+    let pool: ConnectionPool
+    let store: EventStore
+    let database: PostgresConfiguration
+
+    init() throws {
+        database = try TestPostgres.freshDatabase()
+        pool = ConnectionPool(configuration: database, size: 4)
+        store = EventStore(pool: pool)
+    }
+
+    /// A report query in a transaction that has not ended: it holds engagement_daily (ACCESS SHARE).
+    struct LongReader {
+        let connection: Connection
+        let pid: Int
+
+        init(_ database: PostgresConfiguration) throws {
+            connection = try Connection(configuration: database)
+            pid = try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+            try connection.execute("BEGIN")
+            _ = try connection.query("SELECT count(*) FROM engagement_daily")
+        }
+    }
+
+    func rebuild(lockTimeout: Duration, attempts: Int = 1000, logger: Logger) -> EngagementRebuild {
+        var rebuild = EngagementRebuild(pool: pool, batchSize: 97, logger: logger)
+        rebuild.swapLockWait.lockTimeout = lockTimeout
+        rebuild.swapLockWait.retryPause = .milliseconds(20)
+        rebuild.swapLockWait.attempts = attempts
+        return rebuild
+    }
+
+    /// Runs a projector from the checkpoint a rebuild left until it has folded every event stored.
+    func catchUp() async throws {
+        var configuration = Projector.Configuration()
+        configuration.pollInterval = .milliseconds(20)
+        let projector = Projector(pool: pool, configuration: configuration, logger: Logger(label: "test", sink: MemoryLogSink()),
+                                  metrics: ProjectorMetrics(registry: MetricsRegistry()))
+        let running = Task { try await projector.run() }
+        try await pollUntil(every: .milliseconds(20)) { try await ReadModelSnapshot.isCaughtUp(pool) }
+        running.cancel()
+        _ = try? await running.value
+        #expect(try await pool.withConnection {
+            try $0.query("SELECT (SELECT events_processed FROM projection_checkpoints WHERE projection = 'engagement') = (SELECT count(*) FROM events)")[0]
+                .decode(0, as: Bool.self)
+        }, "every event folded once")
+    }
+
+    /// Some session waits for engagement_daily's ACCESS EXCLUSIVE lock: the swap's request.
+    func aSwapIsWaiting() async throws -> Bool {
+        try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT count(*) FROM pg_locks
+                WHERE NOT granted AND mode = 'AccessExclusiveLock' AND relation = 'engagement_daily'::regclass
+                """)[0].decode(0, as: Int.self) > 0
+        }
+    }
+
+    @Test func readersPassWhileTheSwapWaitsAndItFinishesOnceTheLongReaderEnds() async throws {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 120, seed: 31))
+        let reader = try LongReader(database)
+        defer { reader.connection.close() }
+        let sink = MemoryLogSink()
+        let running = Task { [self] in try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: sink)).run() }
+
+        try await pollUntil(every: .milliseconds(5)) { try await aSwapIsWaiting() }
+        // A reader arriving now queues behind the swap's request; the swap gives its place up
+        // within its lock timeout, so the reader gets the table long before its own 10 s.
+        let laterReader = try Connection(configuration: database)
+        defer { laterReader.close() }
+        try laterReader.execute("SET lock_timeout = '10s'")
+        for _ in 0..<3 {
+            #expect(try laterReader.query("SELECT count(*) FROM engagement_daily")[0].decode(0, as: Int.self) == 0)
+        }
+        try await pollUntil(every: .milliseconds(20)) { sink.lines.contains { $0.contains("msg=rebuild.lock_wait ") } }
+        let wait = try #require(sink.lines.first { $0.contains("msg=rebuild.lock_wait ") })
+        #expect(wait.contains("lock.timeout_ms=100") && wait.contains("lock.attempt=1 "), "\(wait)")
+        #expect(wait.contains("pid \(reader.pid) (idle in transaction, transaction "), "\(wait)")
+        #expect(wait.contains("AccessShareLock on engagement_daily"), "\(wait)")
+
+        // Events stored while the swap waits are folded between attempts, in the last one, or
+        // (above the visibility horizon then, which other tests' transactions can hold) by the
+        // projector from the swapped-in checkpoint: once, whichever it is.
+        _ = try await store.append(ProjectionFixtures.events(notifications: 40, seed: 32, app: "app-2"))
+        try reader.connection.execute("COMMIT")
+        #expect(try await running.value > 0)
+        try await catchUp()
+        let retried = try await ReadModelSnapshot.rows(pool)
+        #expect(retried.contains { $0.contains("app-2") }, "the events stored during the wait are in the model")
+        try await EngagementRebuild(pool: pool).run()
+        try await catchUp()
+        #expect(try await ReadModelSnapshot.rows(pool) == retried)
+        #expect(!sink.lines.contains { $0.contains("rebuild.lock_wait_gave_up") })
+    }
+
+    @Test func theSwapGivesUpWhenTheLongReaderNeverEndsAndLeavesTheLiveModelAsItWas() async throws {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 60, seed: 33))
+        let liveTable = try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
+        let reader = try LongReader(database)
+        defer { reader.connection.close() }
+        let sink = MemoryLogSink()
+
+        let failure = await #expect(throws: EngagementRebuild.SwapLockedOut.self) {
+            try await rebuild(lockTimeout: .milliseconds(50), attempts: 3, logger: Logger(label: "test", sink: sink)).run()
+        }
+        let description = String(describing: try #require(failure))
+        #expect(description.hasPrefix(
+            "the rebuild's swap was rolled back: 3 attempts each waited 50 ms for a lock held by another session and gave up; "
+                + "held by: pid \(reader.pid) (idle in transaction, transaction "), "\(description)")
+        #expect(description.hasSuffix("nothing was swapped in (the live read model is as it was): end that transaction, or rebuild again later"))
+        #expect(sink.lines.contains { $0.contains("msg=rebuild.lock_wait_gave_up") && $0.contains("lock.attempts=3") })
+        try reader.connection.execute("COMMIT")
+        #expect(try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
+                == liveTable)
+        #expect(try await pool.withConnection {
+            try $0.query("SELECT count(*) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
+        } == 0, "the live checkpoint was not moved")
+
+        // The reader was the only obstacle: ended, the rebuild swaps in.
+        #expect(try await EngagementRebuild(pool: pool).run() > 0)
+        #expect(try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
+                != liveTable)
+    }
+}
