@@ -210,6 +210,21 @@ struct OccurredAtSummaryTests {
         #expect(try await OccurredAtSummaries.summarize(partition: "events_1999_01_04", on: connection) == .gone)
     }
 
+    /// Without the log's partitioned index the function fails as a dropped partition does
+    /// (undefined_table); the partition still there, that is an error to report, not a prune.
+    @Test func aPartitionWithoutTheLogsIndexIsAFailureNotGone() async throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        let partition = try #require(try EventPartitions.list(on: connection).first).name
+        try connection.execute("DROP INDEX events_occurred_at")
+
+        let error = await #expect(throws: PostgresError.self) {
+            try await OccurredAtSummaries.summarize(partition: partition, on: connection)
+        }
+        #expect(error?.sqlState == "42P01")
+        #expect(try await OccurredAtSummaries.summarize(partition: "events_1999_01_04", on: connection) == .gone)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func theMaintenanceSummarizesWhatIsLeftWhenItStarts() async throws {
         let database = try TestPostgres.freshDatabase()
