@@ -1,5 +1,6 @@
 import CProcess
 import Foundation
+import Postgres
 import Runtime
 
 // Parses the command line and hands over to one subcommand; nothing else happens here.
@@ -7,6 +8,10 @@ import Runtime
 // Lines reach a pipe or a file as they are printed (the demo prints its keys, then serves for
 // hours), not when a block fills or the process exits.
 CProcess_line_buffer_stdout()
+
+/// PostgreSQL could not be reached, or the connection to it broke: nothing was refused, so a script
+/// can try again later, where exit 1 means a refusal. EX_UNAVAILABLE of sysexits.h.
+let databaseUnreachableExitStatus: Int32 = 69
 
 let exitCode: Int32
 do {
@@ -23,6 +28,10 @@ do {
 } catch let error as ExperimentCommandError {
     FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
     exitCode = error.exitStatus
+} catch let error as PostgresError where error.kind == .connection {
+    // The description is safe to print: libpq's message, and the connection string with its password hidden.
+    FileHandle.standardError.write(Data(("error: the database could not be reached: \(error)\n").utf8))
+    exitCode = databaseUnreachableExitStatus
 } catch {
     FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
     exitCode = 1

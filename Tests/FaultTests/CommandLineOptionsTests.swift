@@ -8,11 +8,15 @@ import TestSupport
 /// environment and refusals of the built executable.
 @Suite("engage command line")
 struct CommandLineOptionsTests {
-    /// Runs engage with `arguments` and only PATH and `environment` set; its exit status and output.
-    static func engage(_ arguments: [String], environment: [String: String] = [:], in workspace: FaultWorkspace) async throws -> (status: Int32, output: String) {
+    /// Runs engage with `arguments` and only PATH and `environment` set; its exit status and output
+    /// (its standard error alone when `standardErrorOnly`: standard output goes to /dev/null).
+    static func engage(_ arguments: [String], environment: [String: String] = [:], standardErrorOnly: Bool = false,
+                       in workspace: FaultWorkspace) async throws -> (status: Int32, output: String) {
         var variables = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": workspace.path]
         variables.merge(environment) { $1 }
-        let child = try ChildProcess([try BuiltProgram.path("engage")] + arguments, environment: variables,
+        let command = [try BuiltProgram.path("engage")] + arguments
+        let child = try ChildProcess(standardErrorOnly ? ["/bin/sh", "-c", #"exec "$0" "$@" >/dev/null"#] + command : command,
+                                     environment: variables,
                                      outputPath: workspace.file("engage-\(UUID().uuidString.prefix(6)).log"))
         guard let status = await child.waitForExit(timeout: .seconds(60)) else {
             child.signal(SIGKILL)
