@@ -33,13 +33,13 @@ public final class Connection {
             }
         }
         guard let handle else {
-            throw PostgresError(kind: .connection, message: "out of memory creating a connection")
+            throw PostgresError.cannotConnect("out of memory creating a connection")
         }
         guard PQstatus(handle) == CONNECTION_OK else {
             let message = Self.errorMessage(handle)
             PQfinish(handle)
             self.handle = nil
-            throw PostgresError(kind: .connection, message: "cannot connect to \(configuration): \(message)")
+            throw PostgresError.cannotConnect("cannot connect to \(configuration): \(message)")
         }
         // Warnings are counted (see `failingOnWarnings`); other notices go nowhere.
         warnings.receive(on: handle)

@@ -32,6 +32,9 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var message: String
     public var detail: String?
     public var hint: String?
+    /// No connection was made, so nothing was sent: what the caller asked for was not done. (A
+    /// `.connection` error of a connection that broke later leaves that unknown.)
+    public var failedToConnect = false
 
     public init(kind: Kind, sqlState: String? = nil, message: String, detail: String? = nil, hint: String? = nil) {
         self.kind = kind
@@ -39,6 +42,13 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         self.message = message
         self.detail = detail
         self.hint = hint
+    }
+
+    /// A connection that could not be made.
+    static func cannotConnect(_ message: String) -> PostgresError {
+        var error = PostgresError(kind: .connection, message: message)
+        error.failedToConnect = true
+        return error
     }
 
     /// SQLSTATE 23505.

@@ -64,11 +64,14 @@ public struct EngagementRebuild: Sendable {
     /// (dashboards, `GET /v1/report`, the live projector) until that query ends. So each attempt
     /// waits at most `lockTimeout`, rolls back, catches up with the log again, pauses while the
     /// readers pass, and tries again; after `attempts` (about 25 minutes with the defaults) the
-    /// rebuild fails with `SwapLockedOut`, nothing swapped in. Waits are logged (`rebuild.lock_wait`).
+    /// rebuild fails with `SwapLockedOut`, nothing swapped in. The first wait and every tenth are
+    /// logged (`rebuild.lock_wait`). `lockTimeout` stays above `deadlock_timeout` (1 s by
+    /// default): a lock request that has waited that long on an autovacuum of the table cancels
+    /// the vacuum, which the swap needs, since the read model's tables are vacuumed often.
     public struct SwapLockWait: Sendable {
-        public var lockTimeout: Duration = .seconds(1)
+        public var lockTimeout: Duration = .seconds(2)
         public var retryPause: Duration = .milliseconds(500)
-        public var attempts = 1000
+        public var attempts = 600
         public init() {}
     }
 

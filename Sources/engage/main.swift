@@ -9,8 +9,9 @@ import Runtime
 // hours), not when a block fills or the process exits.
 CProcess_line_buffer_stdout()
 
-/// PostgreSQL could not be reached, or the connection to it broke: nothing was refused, so a script
-/// can try again later, where exit 1 means a refusal. EX_UNAVAILABLE of sysexits.h.
+/// No connection to PostgreSQL could be made: nothing was done and nothing refused, so a script
+/// can try again later, where exit 1 means a refusal or an error (a connection that broke during
+/// a change among them: whether the change was made is unknown). EX_UNAVAILABLE of sysexits.h.
 let databaseUnreachableExitStatus: Int32 = 69
 
 let exitCode: Int32
@@ -28,7 +29,7 @@ do {
 } catch let error as ExperimentCommandError {
     FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
     exitCode = error.exitStatus
-} catch let error as PostgresError where error.kind == .connection {
+} catch let error as PostgresError where error.failedToConnect {
     // The description is safe to print: libpq's message, and the connection string with its password hidden.
     FileHandle.standardError.write(Data(("error: the database could not be reached: \(error)\n").utf8))
     exitCode = databaseUnreachableExitStatus

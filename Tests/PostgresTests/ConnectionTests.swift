@@ -20,6 +20,25 @@ struct ConnectionTests {
         #expect(try rows[0].decode("nothing", as: String?.self) == nil)
     }
 
+    /// A connection never made and a connection that broke are both `.connection` errors; only the
+    /// first says nothing was done (`engage` exits 69 for it, 1 for the other).
+    @Test func onlyAConnectionNeverMadeSaysItFailedToConnect() throws {
+        let refused = #expect(throws: PostgresError.self) {
+            _ = try Connection(configuration: PostgresConfiguration(connectionString: "host=127.0.0.1 port=1 dbname=x"))
+        }
+        #expect(refused?.kind == .connection && refused?.failedToConnect == true, "\(String(describing: refused))")
+
+        let connection = try Connection(configuration: configuration)
+        defer { connection.close() }
+        let backend = try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+        let administrator = try Connection(configuration: configuration)
+        defer { administrator.close() }
+        // Waits (up to 10 s) until the backend has exited.
+        #expect(try administrator.query("SELECT pg_terminate_backend(\(backend), 10000)")[0].decode(0, as: Bool.self))
+        let broken = #expect(throws: PostgresError.self) { try connection.execute("SELECT 1") }
+        #expect(broken?.isConnectionProblem == true && broken?.failedToConnect == false, "\(String(describing: broken))")
+    }
+
     @Test func decodesBinaryValuesOfEveryType() throws {
         let connection = try Connection(configuration: configuration)
         let id = UUID(uuidString: "0F8FAD5B-D9CB-469F-A165-70867728950E")!

@@ -96,7 +96,7 @@ struct RebuildSwapLockWaitTests {
         // projector from the swapped-in checkpoint: once, whichever it is.
         _ = try await store.append(ProjectionFixtures.events(notifications: 40, seed: 32, app: "app-2"))
         try reader.connection.execute("COMMIT")
-        #expect(try await running.value > 0)
+        _ = try await running.value
         try await catchUp()
         let retried = try await ReadModelSnapshot.rows(pool)
         #expect(retried.contains { $0.contains("app-2") }, "the events stored during the wait are in the model")
@@ -118,8 +118,9 @@ struct RebuildSwapLockWaitTests {
         }
         let description = String(describing: try #require(failure))
         #expect(description.hasPrefix(
-            "the rebuild's swap was rolled back: 3 attempts each waited 50 ms for a lock held by another session and gave up; "
-                + "held by: pid \(reader.pid) (idle in transaction, transaction "), "\(description)")
+            "the rebuild's swap was rolled back: 3 attempts each waited 50 ms for a lock held by another session and gave up; held by: "),
+            "\(description)")
+        #expect(description.contains("pid \(reader.pid) (idle in transaction, transaction "), "\(description)")
         #expect(description.hasSuffix("nothing was swapped in (the live read model is as it was): end that transaction, or rebuild again later"))
         #expect(sink.lines.contains { $0.contains("msg=rebuild.lock_wait_gave_up") && $0.contains("lock.attempts=3") })
         try reader.connection.execute("COMMIT")
@@ -130,7 +131,7 @@ struct RebuildSwapLockWaitTests {
         } == 0, "the live checkpoint was not moved")
 
         // The reader was the only obstacle: ended, the rebuild swaps in.
-        #expect(try await EngagementRebuild(pool: pool).run() > 0)
+        try await EngagementRebuild(pool: pool).run()
         #expect(try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
                 != liveTable)
     }

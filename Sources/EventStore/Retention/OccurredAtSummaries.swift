@@ -92,7 +92,7 @@ public enum OccurredAtSummaries {
         } catch let error as PostgresError where error.sqlState == undefinedTable {
             // The partition dropped since it was listed; if it is still there, what is missing
             // is the log's partitioned index `events_occurred_at`, which is no prune's doing.
-            let stillThere = try connection.query("SELECT to_regclass(quote_ident(\(partition))) IS NOT NULL")[0].decode(0, as: Bool.self)
+            let stillThere = (try? connection.query("SELECT to_regclass(quote_ident(\(partition))) IS NOT NULL")[0].decode(0, as: Bool.self)) ?? true
             if stillThere { throw error }
             return .gone
         }
