@@ -13,16 +13,8 @@ import TestSupport
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ViewsLockWaitTests {
     /// A session of a migrated database holding engagement_daily, which the views read.
-    struct Holder {
-        let connection: Connection
-        let pid: Int
-
-        init(_ database: PostgresConfiguration) throws {
-            connection = try Connection(configuration: database)
-            pid = try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
-            try connection.execute("BEGIN")
-            try connection.execute("LOCK TABLE engagement_daily IN ACCESS EXCLUSIVE MODE")
-        }
+    static func holder(_ database: PostgresConfiguration) throws -> OpenTransaction {
+        try OpenTransaction(database, holding: "LOCK TABLE engagement_daily IN ACCESS EXCLUSIVE MODE")
     }
 
     /// The migrator's outcome, once its thread has one.
@@ -47,7 +39,7 @@ struct ViewsLockWaitTests {
 
     @Test func theViewsStepReportsItsWaitAndFinishesOnceTheLockIsReleased() async throws {
         let database = try TestPostgres.freshDatabase()
-        let holder = try Holder(database)
+        let holder = try Self.holder(database)
         defer { holder.connection.close() }
         let sink = MemoryLogSink()
         var migrator = try Migrator.fromSQLDirectory()
@@ -65,7 +57,7 @@ struct ViewsLockWaitTests {
         #expect(wait.contains("AccessExclusiveLock on engagement_daily"))
         #expect(finished.withLock { $0 == nil }, "still waiting while the lock is held")
 
-        try holder.connection.execute("COMMIT")
+        try holder.commit()
         try await pollUntil(every: .milliseconds(20)) { finished.withLock { $0 != nil } }
         let report = try #require(finished.withLock { $0 }).get()
         #expect(report.applied.isEmpty)
@@ -74,7 +66,7 @@ struct ViewsLockWaitTests {
 
     @Test func theViewsStepGivesUpWhenTheLockIsNeverReleased() async throws {
         let database = try TestPostgres.freshDatabase()
-        let holder = try Holder(database)
+        let holder = try Self.holder(database)
         defer { holder.connection.close() }
         let sink = MemoryLogSink()
         var migrator = try Migrator.fromSQLDirectory()
@@ -97,7 +89,7 @@ struct ViewsLockWaitTests {
             "migration views/010_engagement.sql was rolled back: 3 attempts each waited 50 ms for a lock held by another session and gave up; held by: pid \(holder.pid) "))
         #expect(sink.lines.contains { $0.contains("msg=migration.lock_wait_gave_up") && $0.contains("file=views/010_engagement.sql") })
         // The lock was the only obstacle: released, the same migrator finishes.
-        try holder.connection.execute("COMMIT")
+        try holder.commit()
         let connection = try Connection(configuration: database)
         defer { connection.close() }
         #expect(try migrator.migrate(connection).applied.isEmpty)

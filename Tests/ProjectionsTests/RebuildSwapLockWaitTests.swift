@@ -23,16 +23,8 @@ struct RebuildSwapLockWaitTests {
     }
 
     /// A report query in a transaction that has not ended: it holds engagement_daily (ACCESS SHARE).
-    struct LongReader {
-        let connection: Connection
-        let pid: Int
-
-        init(_ database: PostgresConfiguration) throws {
-            connection = try Connection(configuration: database)
-            pid = try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
-            try connection.execute("BEGIN")
-            _ = try connection.query("SELECT count(*) FROM engagement_daily")
-        }
+    static func longReader(_ database: PostgresConfiguration) throws -> OpenTransaction {
+        try OpenTransaction(database, holding: "SELECT count(*) FROM engagement_daily")
     }
 
     func rebuild(lockTimeout: Duration, attempts: Int = 1000, logger: Logger) -> EngagementRebuild {
@@ -71,7 +63,7 @@ struct RebuildSwapLockWaitTests {
 
     @Test func readersPassWhileTheSwapWaitsAndItFinishesOnceTheLongReaderEnds() async throws {
         _ = try await store.append(ProjectionFixtures.events(notifications: 120, seed: 31))
-        let reader = try LongReader(database)
+        let reader = try Self.longReader(database)
         defer { reader.connection.close() }
         let sink = MemoryLogSink()
         let running = Task { [self] in try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: sink)).run() }
@@ -95,7 +87,7 @@ struct RebuildSwapLockWaitTests {
         // (above the visibility horizon then, which other tests' transactions can hold) by the
         // projector from the swapped-in checkpoint: once, whichever it is.
         _ = try await store.append(ProjectionFixtures.events(notifications: 40, seed: 32, app: "app-2"))
-        try reader.connection.execute("COMMIT")
+        try reader.commit()
         _ = try await running.value
         try await catchUp()
         let retried = try await ReadModelSnapshot.rows(pool)
@@ -109,7 +101,7 @@ struct RebuildSwapLockWaitTests {
     @Test func theSwapGivesUpWhenTheLongReaderNeverEndsAndLeavesTheLiveModelAsItWas() async throws {
         _ = try await store.append(ProjectionFixtures.events(notifications: 60, seed: 33))
         let liveTable = try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
-        let reader = try LongReader(database)
+        let reader = try Self.longReader(database)
         defer { reader.connection.close() }
         let sink = MemoryLogSink()
 
@@ -123,7 +115,7 @@ struct RebuildSwapLockWaitTests {
         #expect(description.contains("pid \(reader.pid) (idle in transaction, transaction "), "\(description)")
         #expect(description.hasSuffix("nothing was swapped in (the live read model is as it was): end that transaction, or rebuild again later"))
         #expect(sink.lines.contains { $0.contains("msg=rebuild.lock_wait_gave_up") && $0.contains("lock.attempts=3") })
-        try reader.connection.execute("COMMIT")
+        try reader.commit()
         #expect(try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
                 == liveTable)
         #expect(try await pool.withConnection {
