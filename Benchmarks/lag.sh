@@ -25,6 +25,8 @@
 #   SAMPLE_SECONDS=0.5 seconds between scrapes of /metrics
 #   CONNECTIONS=16 BATCH=100 IDS=time    the load, as in ingest.sh
 #   PACED_CONNECTIONS=64                 connections of the paced load (step 2)
+#   PROJECTOR=on       off runs step 2 without the projector: what ingestion alone costs the
+#                      machine at that rate (the lag then only grows; its table means nothing)
 #
 # The paced load gives each free connection the next slot of the schedule and never sends in the
 # past, so it can carry at most PACED_CONNECTIONS / (request latency) requests/s: 16 connections
@@ -47,6 +49,7 @@ BATCH=${BATCH:-100}
 IDS=${IDS:-time}
 WORK_PARENT=${WORK_PARENT:-/var/tmp}
 KEEP_WORK=${KEEP_WORK:-0}
+PROJECTOR=${PROJECTOR:-on}
 APP=lag-bench
 
 SCRIPT=lag.sh
@@ -58,6 +61,7 @@ require_int MAX_SECONDS "$MAX_SECONDS" 1 60
 require_int CONNECTIONS "$CONNECTIONS" 1 10000
 require_int PACED_CONNECTIONS "$PACED_CONNECTIONS" 1 10000
 require_int BATCH "$BATCH" 1 1000
+[[ $PROJECTOR == on || $PROJECTOR == off ]] || die "PROJECTOR must be on or off, not '$PROJECTOR'"
 [[ $SAMPLE_SECONDS =~ ^[0-9]+(\.[0-9]+)?$ ]] || usage_error "SAMPLE_SECONDS=$SAMPLE_SECONDS: expected seconds such as 0.5"
 [[ $IDS == time || $IDS == random ]] || usage_error "IDS=$IDS: expected time or random"
 for program in curl awk psql; do command -v "$program" >/dev/null || die "$program not found"; done
@@ -139,9 +143,12 @@ sql -c "TRUNCATE events, notification_states, engagement_daily, engagement_actio
 stop_server || die "engage (projector off) did not exit 0 after SIGTERM"
 
 # 2. Half of it for MINUTES minutes, projector on, lag sampled.
-start_server on
+start_server "$PROJECTOR"
 RATE=$(calc "$MAX_RATE / $BATCH / 2")
 log "sustained: $(grouped "$(calc "$MAX_RATE / 2")") events/s for $MINUTES min, lag sampled every ${SAMPLE_SECONDS} s"
+# The whole machine's CPU over the paced step (/proc/stat: user, nice, system, irq and softirq
+# busy; steal is time the hypervisor gave to others), to show how close to saturation it ran.
+cpu_before=$(head -1 /proc/stat)
 load $((MINUTES * 60)) "$RATE" sustained 2 "$PACED_CONNECTIONS"
 start_ns=$(date +%s%N)
 : >"$WORK/lag.txt"
@@ -152,6 +159,9 @@ while kill -0 "$LOAD_PID" 2>/dev/null; do
     sleep "$SAMPLE_SECONDS"
 done
 finish_load sustained
+cpu_used=$(printf '%s\n%s\n' "$cpu_before" "$(head -1 /proc/stat)" | awk -v cores="$(nproc)" '
+    { busy[NR] = $2 + $3 + $4 + $7 + $8; all[NR] = busy[NR] + $5 + $6 + $9; steal[NR] = $9 }
+    END { d = all[2] - all[1]; printf "%.2f of %d cores busy, %.2f stolen", cores * (busy[2] - busy[1]) / d, cores, cores * (steal[2] - steal[1]) / d }')
 sleep 1
 stored=$(sql -c "SELECT count(*) FROM events")
 accepted_rate=$(calc "$(result "$WORK/load-sustained.txt" accepted) / ($(result "$WORK/load-sustained.txt" duration_us) / 1e6)")
@@ -185,7 +195,7 @@ cat <<EOF
 
 ### Sustained projector lag ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-\`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector in the same process ($(grouped "$accepted_rate") events/s accepted, $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
+\`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector $([[ $PROJECTOR == on ]] && echo "in the same process" || echo "OFF (ingestion's own cost)") ($(grouped "$accepted_rate") events/s accepted, machine CPU $cpu_used, $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
 
 | minute | samples | no reading | lag p50 s | lag p99 s | lag max s | max backlog events (counted up to 100,000) |
 |---:|---:|---:|---:|---:|---:|---:|
