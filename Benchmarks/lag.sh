@@ -155,7 +155,7 @@ start_ns=$(date +%s%N)
 while kill -0 "$LOAD_PID" 2>/dev/null; do
     curl -fsS "$URL/metrics" 2>/dev/null | awk -v t="$(( ($(date +%s%N) - start_ns) / 1000000 ))" '
         $1 == "engage_projector_lag_seconds" { s = $2 } $1 == "engage_projector_lag_events" { e = $2 }
-        END { if (s != "") print t / 1000, s, e }' >>"$WORK/lag.txt" || true
+        END { print t / 1000, (s == "" ? "nan" : s), (e == "" ? "nan" : e) }' >>"$WORK/lag.txt" || true
     sleep "$SAMPLE_SECONDS"
 done
 finish_load sustained
@@ -171,11 +171,12 @@ stop_server || die "engage (projector on) did not exit 0 after SIGTERM"
 # Per minute: p50, p99, max of the lag in seconds (nearest rank), and the largest backlog in events
 # (engage_projector_lag_events counts up to 100,000: a reading costs the same however far behind).
 # A scrape whose lag reads NaN (the database gave no reading within the metric's limit, itself a
-# sign of an overloaded machine) is counted apart, not sorted among the readings.
+# sign of an overloaded machine) or that got no answer is counted apart, not sorted among the
+# readings; a minute with no reading at all has no p50 to compare ("n/a"), not 0.
 ROWS=$(awk -v minutes="$MINUTES" '
     { m = int($1 / 60); if (m >= minutes) m = minutes - 1
       if (tolower($2) ~ /nan/) { u[m]++; next }
-      n[m]++; v[m, n[m]] = $2; if ($3 > e[m]) e[m] = $3 }
+      n[m]++; v[m, n[m]] = $2; if (tolower($3) !~ /nan/ && $3 > e[m]) e[m] = $3 }
     END {
         for (m = 0; m < minutes; m++) {
             if (!n[m]) { printf "| %d | 0 | %d | | | | |\n", m + 1, u[m]; continue }
@@ -185,8 +186,9 @@ ROWS=$(awk -v minutes="$MINUTES" '
             printf "| %d | %d | %d | %.2f | %.2f | %.2f | %d |\n", m + 1, n[m], u[m], p50, p99, mx, e[m]
         }
     }' "$WORK/lag.txt")
-first_p50=$(echo "$ROWS" | head -1 | awk -F'|' '{ print $5 + 0 }')
-last_p50=$(echo "$ROWS" | tail -1 | awk -F'|' '{ print $5 + 0 }')
+p50_of() { awk -F'|' '{ v = $5; gsub(/ /, "", v); print (v == "" ? "n/a" : v) }'; }
+first_p50=$(echo "$ROWS" | head -1 | p50_of)
+last_p50=$(echo "$ROWS" | tail -1 | p50_of)
 worst_p99=$(echo "$ROWS" | awk -F'|' '$6 + 0 > w { w = $6 + 0 } END { printf "%.2f", w }')
 unread_minutes=$(echo "$ROWS" | awk -F'|' '$4 + 0 > 0 { k++ } END { print k + 0 }')
 
