@@ -6,9 +6,10 @@ import Runtime
 /// or a views script of the migrator, a rebuild's swap of the read model. A step waiting for a
 /// table's lock behind a long transaction holds up every statement queued behind it (for
 /// `event_ids`, every append; for a view or a read-model table, every dashboard query), so it
-/// waits a moment, rolls back, pauses while they pass, and tries again; each wait is logged with
-/// the sessions that hold locks since before it began (`<subject>.lock_wait`), and after the last
-/// attempt it gives up with `GaveUp` (`<subject>.lock_wait_gave_up`).
+/// waits a moment, rolls back, pauses while they pass, and tries again; the first wait and every
+/// tenth are logged with the sessions that hold locks since before it began
+/// (`<subject>.lock_wait`), and after the last attempt it gives up with `GaveUp`
+/// (`<subject>.lock_wait_gave_up`).
 public struct BoundedLockWait: Sendable {
     public let lockTimeout: Duration
     public let retryPause: Duration
