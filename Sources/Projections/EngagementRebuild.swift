@@ -87,6 +87,30 @@ public struct EngagementRebuild: Sendable {
         }
     }
 
+    /// Another rebuild of the read model holds its lock: two at once would replay into the same
+    /// copies, and the first to fail would drop the other's.
+    public struct AlreadyRunning: Error, CustomStringConvertible {
+        public var description: String {
+            "another rebuild of the read model is running (it holds the rebuild's lock): let it finish; nothing was changed"
+        }
+    }
+
+    /// "rebuild " in ASCII, the advisory lock a rebuild holds for its whole run (its session's), so
+    /// that a second one refuses and `engage log prune` can tell a running rebuild's checkpoint
+    /// from one a stopped process left.
+    public static let lockKey: Int64 = 0x7265_6275_696C_6420
+
+    /// True while some session holds a rebuild's lock.
+    static func isRunning(on connection: Connection) throws -> Bool {
+        // pg_locks shows a bigint advisory key as its high and low 32 bits.
+        try connection.query("""
+            SELECT EXISTS (SELECT 1 FROM pg_locks
+                           WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                             AND classid::int8 = \(Self.lockKey >> 32) AND objid::int8 = \(Self.lockKey & 0xFFFF_FFFF))
+            """)[0].decode(0, as: Bool.self)
+    }
+
     public init(pool: ConnectionPool, batchSize: Int = 10_000, prunedDays: PrunedDaysPolicy = .refuse, logger: Logger? = nil) {
         self.pool = pool
         self.batchSize = batchSize
@@ -103,8 +127,26 @@ public struct EngagementRebuild: Sendable {
     /// Returns the number of events replayed.
     @discardableResult
     public func run(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Int {
-        let shadowName = EngagementStore.projectionName + ":rebuild"
-        let batchSize = self.batchSize
+        // A connection of its own holds the lock for the whole run: closing it releases the lock.
+        let lockPool = ConnectionPool(configuration: pool.configuration, size: 1)
+        do {
+            let acquired = try await lockPool.withConnection { connection in
+                try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
+            }
+            guard acquired else { throw AlreadyRunning() }
+            let replayed = try await runHoldingLock(progress: progress)
+            await lockPool.close()
+            return replayed
+        } catch {
+            await lockPool.close()
+            throw error
+        }
+    }
+
+    private static let shadowName = EngagementStore.projectionName + ":rebuild"
+
+    private func runHoldingLock(progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
+        let shadowName = Self.shadowName
         let prunedDays = self.prunedDays
         let (total, recordedAtStart) = try await pool.withConnection { connection -> (Int, [PrunedDays.Day]) in
             let recorded = try PrunedDays.all(on: connection)
@@ -114,6 +156,35 @@ public struct EngagementRebuild: Sendable {
             try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
             return (try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self), recorded)
         }
+        do {
+            return try await replayAndSwap(total: total, recordedAtStart: recordedAtStart, progress: progress)
+        } catch {
+            await dropCopies(after: error)
+            throw error
+        }
+    }
+
+    /// A rebuild that failed leaves nothing behind: its copies are the size of the read model, and
+    /// the next rebuild starts from an empty copy anyway. Best effort: a database that cannot be
+    /// reached now leaves them for the next rebuild, which replaces them.
+    private func dropCopies(after failure: any Error) async {
+        let shadowName = Self.shadowName
+        do {
+            try await pool.withTransaction(answerLimit: .seconds(30)) { connection in
+                for table in ReadModelTables.rebuild.all {
+                    try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: table)")
+                }
+                try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+            }
+        } catch {
+            logger?.warning("rebuild.copies_left", ["error": "\(error)", "after": "\(failure)"])
+        }
+    }
+
+    private func replayAndSwap(total: Int, recordedAtStart: [PrunedDays.Day],
+                               progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
+        let shadowName = Self.shadowName
+        let batchSize = self.batchSize
         let batcher = BatcherBox(EngagementBatcher(tables: .rebuild, checkpointName: shadowName, batchSize: batchSize,
                                                    cacheLimit: 2_000_000, position: .start))
         var replayed = 0

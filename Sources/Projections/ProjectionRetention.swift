@@ -14,8 +14,11 @@ public enum ProjectionRetention {
 
     /// Every projection that has not folded all the events recorded before `cut`. A projection
     /// that never ran has no checkpoint and is not listed: it will start from the oldest event kept.
+    /// Nor is a rebuild's checkpoint while no rebuild runs: a rebuild's process that died left it,
+    /// and the next rebuild replays from the oldest event kept.
     public static func behind(recordedBefore cut: Timestamp, on connection: Connection) throws -> [Behind] {
-        try connection.query("""
+        let rebuildRuns = try EngagementRebuild.isRunning(on: connection)
+        return try connection.query("""
             SELECT c.projection, c.transaction_id, c.position
             FROM projection_checkpoints c
             WHERE EXISTS (
@@ -26,6 +29,6 @@ public enum ProjectionRetention {
             """).rows.map { row in
             Behind(projection: try row.decode(0),
                    checkpoint: LogPosition(transactionID: try row.decode(1), sequence: try row.decode(2)))
-        }
+        }.filter { !$0.isRebuild || rebuildRuns }
     }
 }

@@ -153,10 +153,18 @@ struct PruneUnderProjectorTests {
         // No projector ran: nothing to hold back, it will start from the oldest event kept.
         let cut = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000))
         #expect(try await pool.withConnection { try ProjectionRetention.behind(recordedBefore: cut, on: $0) }.isEmpty)
-        // A projector that stopped before the old days, and a rebuild replaying.
+        // A projector that stopped before the old days, and a rebuild's checkpoint.
         _ = try await pool.withConnection { connection in
             try connection.execute("INSERT INTO projection_checkpoints (projection) VALUES ('engagement'), ('engagement:rebuild')")
         }
+        // No rebuild runs (its process died and left its checkpoint): only the projector holds
+        // the prune back.
+        #expect(try await pool.withConnection { try ProjectionRetention.behind(recordedBefore: cut, on: $0) }.map(\.projection)
+                == ["engagement"])
+        // A rebuild replaying holds its lock.
+        let rebuildLock = try Connection(configuration: pool.configuration)
+        defer { rebuildLock.close() }
+        #expect(try rebuildLock.query("SELECT pg_try_advisory_lock(\(EngagementRebuild.lockKey))")[0].decode(0, as: Bool.self))
         let behind = try await pool.withConnection { try ProjectionRetention.behind(recordedBefore: cut, on: $0) }
         #expect(behind.map(\.projection) == ["engagement", "engagement:rebuild"])
         #expect(behind.map(\.isRebuild) == [false, true])

@@ -61,6 +61,37 @@ struct RebuildSwapLockWaitTests {
         }
     }
 
+    /// The rebuild's copies and its checkpoint that exist.
+    func copiesLeft() async throws -> [String] {
+        let tables = ReadModelTables.rebuild.all
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT t FROM unnest(\(tables)::text[]) AS t WHERE to_regclass(t) IS NOT NULL
+                UNION ALL SELECT projection FROM projection_checkpoints WHERE projection = 'engagement:rebuild'
+                """).rows.map { try $0.decode(0, as: String.self) }.sorted()
+        }
+    }
+
+    @Test func aSecondRebuildRefusesWhileOneRunsAndLeavesItsCopiesAlone() async throws {
+        let events = ProjectionFixtures.events(notifications: 50, seed: 35)
+        _ = try await store.append(events)
+        let reader = try Self.longReader(database)
+        defer { reader.connection.close() }
+        let sink = MemoryLogSink()
+        let first = Task { [self] in try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: sink)).run() }
+        try await pollUntil(every: .milliseconds(5)) { try await aSwapIsWaiting() }
+
+        let refusal = await #expect(throws: EngagementRebuild.AlreadyRunning.self) { try await EngagementRebuild(pool: pool).run() }
+        #expect(String(describing: try #require(refusal)).hasPrefix("another rebuild of the read model is running"))
+        #expect(try await copiesLeft().count == ReadModelTables.rebuild.all.count + 1, "the running rebuild's copies are still there")
+
+        try reader.commit()
+        #expect(try await first.value == events.count)
+        #expect(try await copiesLeft() == [], "swapped in: no copies left")
+        // The lock went with the rebuild: the next one runs.
+        try await EngagementRebuild(pool: pool).run()
+    }
+
     @Test func readersPassWhileTheSwapWaitsAndItFinishesOnceTheLongReaderEnds() async throws {
         _ = try await store.append(ProjectionFixtures.events(notifications: 120, seed: 31))
         let reader = try Self.longReader(database)
@@ -121,6 +152,7 @@ struct RebuildSwapLockWaitTests {
         #expect(try await pool.withConnection {
             try $0.query("SELECT count(*) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
         } == 0, "the live checkpoint was not moved")
+        #expect(try await copiesLeft() == [], "the rebuilt copies and their checkpoint were dropped")
 
         // The reader was the only obstacle: ended, the rebuild swaps in.
         try await EngagementRebuild(pool: pool).run()
