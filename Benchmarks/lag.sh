@@ -85,6 +85,16 @@ trap 'exit 143' TERM
 milliseconds() { awk -v us="$(result "$WORK/load-sustained.txt" "$1")" 'BEGIN { printf "%.1f", us / 1000 }'; }
 result() { sed -n 's/^[a-z]*\.result .*\<'"$2"'=\([^ ]*\).*/\1/p' "$1" | tail -1; }
 
+# process_ticks: CPU clock ticks (user + system) of engage, of its PostgreSQL (the postmaster with
+# the children it reaped, and every child alive: a backend or autovacuum worker that exits in
+# between moves from the second sum to the first).
+process_ticks() {
+    ticks() { awk '{ sub(/^.*\) /, ""); t = $12 + $13; if (with_children) t += $14 + $15; print t }' with_children="${2:-0}" "/proc/$1/stat" 2>/dev/null || echo 0; }
+    local postgres=$(( $(ticks "$POSTMASTER_PID" 1) )) child
+    for child in $(pgrep -P "$POSTMASTER_PID"); do postgres=$(( postgres + $(ticks "$child") )); done
+    echo "$(ticks "$SERVER_PID") $postgres"
+}
+
 # start_server on|off: engage serve with the projector on or off; sets SERVER_PID and URL.
 start_server() {
     log "starting engage serve --projector $1"
@@ -149,7 +159,11 @@ log "sustained: $(grouped "$(calc "$MAX_RATE / 2")") events/s for $MINUTES min, 
 # The whole machine's CPU over the paced step (/proc/stat: user, nice, system, irq and softirq
 # busy; steal is time the hypervisor gave to others), to show how close to saturation it ran.
 cpu_before=$(head -1 /proc/stat)
+POSTMASTER_PID=$(head -1 "$WORK/pg/postmaster.pid")
 load $((MINUTES * 60)) "$RATE" sustained 2 "$PACED_CONNECTIONS"
+# And who spent it: engage and its PostgreSQL (clock ticks, read at both ends; the rest of the
+# machine's figure is the load generator, the lag's scrapes and the kernel).
+ticks_before=$(process_ticks)
 start_ns=$(date +%s%N)
 : >"$WORK/lag.txt"
 while kill -0 "$LOAD_PID" 2>/dev/null; do
@@ -158,7 +172,12 @@ while kill -0 "$LOAD_PID" 2>/dev/null; do
         END { print t / 1000, (s == "" ? "nan" : s), (e == "" ? "nan" : e) }' >>"$WORK/lag.txt" || true
     sleep "$SAMPLE_SECONDS"
 done
+ticks_after=$(process_ticks)
+ticks_ns=$(( $(date +%s%N) - start_ns ))
 finish_load sustained
+cpu_split=$(printf '%s\n%s\n' "$ticks_before" "$ticks_after" | awk -v hz="$(getconf CLK_TCK)" -v ns="$ticks_ns" '
+    { e[NR] = $1; p[NR] = $2 }
+    END { s = ns / 1e9 * hz; printf "engage %.2f cores, its PostgreSQL %.2f", (e[2] - e[1]) / s, (p[2] - p[1]) / s }')
 cpu_used=$(printf '%s\n%s\n' "$cpu_before" "$(head -1 /proc/stat)" | awk -v cores="$(nproc)" '
     { busy[NR] = $2 + $3 + $4 + $7 + $8; all[NR] = busy[NR] + $5 + $6 + $9; steal[NR] = $9 }
     END { d = all[2] - all[1]; printf "%.2f of %d cores busy, %.2f stolen", cores * (busy[2] - busy[1]) / d, cores, cores * (steal[2] - steal[1]) / d }')
@@ -197,7 +216,7 @@ cat <<EOF
 
 ### Sustained projector lag ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-\`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector $([[ $PROJECTOR == on ]] && echo "in the same process" || echo "OFF (ingestion's own cost)") ($(grouped "$accepted_rate") events/s accepted, machine CPU $cpu_used, $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
+\`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector $([[ $PROJECTOR == on ]] && echo "in the same process" || echo "OFF (ingestion's own cost)") ($(grouped "$accepted_rate") events/s accepted, machine CPU $cpu_used ($cpu_split), $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
 
 | minute | samples | no reading | lag p50 s | lag p99 s | lag max s | max backlog events (counted up to 100,000) |
 |---:|---:|---:|---:|---:|---:|---:|

@@ -100,14 +100,15 @@ public struct EngagementRebuild: Sendable {
     /// from one a stopped process left.
     public static let lockKey: Int64 = 0x7265_6275_696C_6420
 
-    /// True while some session holds a rebuild's lock.
-    static func isRunning(on connection: Connection) throws -> Bool {
+    /// True while some session (or the one of backend `holder`) holds a rebuild's lock.
+    static func isRunning(holder: Int32? = nil, on connection: Connection) throws -> Bool {
         // pg_locks shows a bigint advisory key as its high and low 32 bits.
         try connection.query("""
             SELECT EXISTS (SELECT 1 FROM pg_locks
                            WHERE locktype = 'advisory' AND granted AND objsubid = 1
                              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                             AND classid::int8 = \(Self.lockKey >> 32) AND objid::int8 = \(Self.lockKey & 0xFFFF_FFFF))
+                             AND classid::int8 = \(Self.lockKey >> 32) AND objid::int8 = \(Self.lockKey & 0xFFFF_FFFF)
+                             AND (\(holder.map(Int64.init))::int4 IS NULL OR pid = \(holder.map(Int64.init))::int4))
             """)[0].decode(0, as: Bool.self)
     }
 
@@ -127,61 +128,91 @@ public struct EngagementRebuild: Sendable {
     /// Returns the number of events replayed.
     @discardableResult
     public func run(progress: @escaping @Sendable (Progress) -> Void = { _ in }) async throws -> Int {
-        // A connection of its own holds the lock for the whole run: closing it releases the lock.
+        // A connection of its own holds the lock for the whole run.
         let lockPool = ConnectionPool(configuration: pool.configuration, size: 1)
         do {
-            let acquired = try await lockPool.withConnection { connection in
-                try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
+            let lockHolder = try await lockPool.withConnection { connection -> Int32? in
+                let acquired = try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
+                return acquired ? connection.backendPID : nil
             }
-            guard acquired else { throw AlreadyRunning() }
-            let replayed = try await runHoldingLock(progress: progress)
-            await lockPool.close()
+            guard let lockHolder else { throw AlreadyRunning() }
+            let replayed = try await runHoldingLock(lockHolder, progress: progress)
+            await release(lockPool)
             return replayed
         } catch {
-            await lockPool.close()
+            await release(lockPool)
             throw error
         }
     }
 
+    /// Unlocks before closing: the server ends a closed session's backend, and frees its locks,
+    /// only a moment after the client has gone, and a rebuild started right after this one would
+    /// find the lock still held. Outside the caller's task, so that a cancelled rebuild unlocks too.
+    private func release(_ lockPool: ConnectionPool) async {
+        _ = try? await Task {
+            try await lockPool.withConnection(answerLimit: .seconds(10)) { connection in
+                _ = try connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))")
+            }
+        }.value
+        await lockPool.close()
+    }
+
     private static let shadowName = EngagementStore.projectionName + ":rebuild"
 
-    private func runHoldingLock(progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
+    private func runHoldingLock(_ lockHolder: Int32, progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
         let shadowName = Self.shadowName
         let prunedDays = self.prunedDays
-        let (total, recordedAtStart) = try await pool.withConnection { connection -> (Int, [PrunedDays.Day]) in
+        let recordedAtStart = try await pool.withConnection { connection -> [PrunedDays.Day] in
             let recorded = try PrunedDays.all(on: connection)
             let missing = recorded.filter { $0.restoredAt == nil }
             if prunedDays == .refuse && !missing.isEmpty { throw PrunedLogError(days: missing) }
-            try Self.createShadowTables(on: connection)
-            try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
-            return (try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self), recorded)
+            return recorded
         }
         do {
-            return try await replayAndSwap(total: total, recordedAtStart: recordedAtStart, progress: progress)
+            let total = try await pool.withConnection { connection -> Int in
+                try Self.createShadowTables(on: connection)
+                try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+                return try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
+            }
+            return try await replayAndSwap(lockHolder, total: total, recordedAtStart: recordedAtStart, progress: progress)
         } catch {
-            await dropCopies(after: error)
+            await dropCopies(lockHolder, after: error)
             throw error
         }
     }
 
     /// A rebuild that failed leaves nothing behind: its copies are the size of the read model, and
-    /// the next rebuild starts from an empty copy anyway. Best effort: a database that cannot be
-    /// reached now leaves them for the next rebuild, which replaces them.
-    private func dropCopies(after failure: any Error) async {
+    /// the next rebuild starts from empty copies anyway. Outside the caller's task, so that a
+    /// cancelled rebuild drops them too, and only while its lock is still held (they might be
+    /// another rebuild's otherwise). Best effort: a database that cannot be reached now leaves
+    /// them for the next rebuild, which replaces them.
+    private func dropCopies(_ lockHolder: Int32, after failure: any Error) async {
         let shadowName = Self.shadowName
+        let pool = self.pool
         do {
-            try await pool.withTransaction(answerLimit: .seconds(30)) { connection in
-                for table in ReadModelTables.rebuild.all {
-                    try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: table)")
+            try await Task {
+                try await pool.withTransaction(answerLimit: .seconds(30)) { connection in
+                    guard try Self.isRunning(holder: lockHolder, on: connection) else { throw LockLost() }
+                    for table in ReadModelTables.rebuild.all {
+                        try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: table)")
+                    }
+                    try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
                 }
-                try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
-            }
+            }.value
         } catch {
             logger?.warning("rebuild.copies_left", ["error": "\(error)", "after": "\(failure)"])
         }
     }
 
-    private func replayAndSwap(total: Int, recordedAtStart: [PrunedDays.Day],
+    /// The rebuild's lock session ended while it ran (a terminated backend, `idle_session_timeout`,
+    /// a failover): another rebuild may have started on its copies. Nothing was swapped in.
+    public struct LockLost: Error, CustomStringConvertible {
+        public var description: String {
+            "the rebuild's lock was lost while it ran (its session ended); nothing was swapped in: run the rebuild again"
+        }
+    }
+
+    private func replayAndSwap(_ lockHolder: Int32, total: Int, recordedAtStart: [PrunedDays.Day],
                                progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
         let shadowName = Self.shadowName
         let batchSize = self.batchSize
@@ -198,7 +229,8 @@ public struct EngagementRebuild: Sendable {
         let lockWait = BoundedLockWait(lockTimeout: swapLockWait.lockTimeout, retryPause: swapLockWait.retryPause,
                                        attempts: swapLockWait.attempts, logging: ("rebuild", "step"), to: logger)
         do {
-            replayed += try await swapIn(after: lockWait, batcher: batcher, shadowName: shadowName, recordedAtStart: recordedAtStart)
+            replayed += try await swapIn(after: lockWait, lockHolder: lockHolder, batcher: batcher, shadowName: shadowName,
+                                         recordedAtStart: recordedAtStart)
         } catch let error as BoundedLockWait.GaveUp {
             throw SwapLockedOut(gaveUp: error)
         }
@@ -208,7 +240,7 @@ public struct EngagementRebuild: Sendable {
 
     /// Folds what the log gained since the catch-up and swaps the rebuilt tables in, in one
     /// transaction; returns the events folded on the way.
-    private func swapIn(after lockWait: BoundedLockWait, batcher: BatcherBox, shadowName: String,
+    private func swapIn(after lockWait: BoundedLockWait, lockHolder: Int32, batcher: BatcherBox, shadowName: String,
                         recordedAtStart: [PrunedDays.Day]) async throws -> Int {
         let batchSize = self.batchSize
         let prunedDays = self.prunedDays
@@ -255,6 +287,9 @@ public struct EngagementRebuild: Sendable {
                     WHERE projection = \(EngagementStore.projectionName)
                     """)
                 try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+                // Last, once the swap has every lock it waits for: from here to the commit, another
+                // rebuild's DROP of the copies would wait for this transaction.
+                guard try Self.isRunning(holder: lockHolder, on: connection) else { throw LockLost() }
                 return tail
             }
             return caughtUpBetweenAttempts + tail

@@ -75,6 +75,8 @@ struct RebuildSwapLockWaitTests {
     @Test func aSecondRebuildRefusesWhileOneRunsAndLeavesItsCopiesAlone() async throws {
         let events = ProjectionFixtures.events(notifications: 50, seed: 35)
         _ = try await store.append(events)
+        // Below every other test's transactions, so that the rebuild reads them all.
+        try await TestPostgres.waitForEarlierTransactions(pool)
         let reader = try Self.longReader(database)
         defer { reader.connection.close() }
         let sink = MemoryLogSink()
@@ -90,6 +92,57 @@ struct RebuildSwapLockWaitTests {
         #expect(try await copiesLeft() == [], "swapped in: no copies left")
         // The lock went with the rebuild: the next one runs.
         try await EngagementRebuild(pool: pool).run()
+    }
+
+    func liveTable() async throws -> Int64 {
+        try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
+    }
+
+    @Test func aCancelledRebuildDropsItsCopiesAndReleasesItsLock() async throws {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 30, seed: 36))
+        let live = try await liveTable()
+        let reader = try Self.longReader(database)
+        defer { reader.connection.close() }
+        let running = Task { [self] in
+            try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: MemoryLogSink())).run()
+        }
+        try await pollUntil(every: .milliseconds(5)) { try await aSwapIsWaiting() }
+        #expect(try await copiesLeft().count == ReadModelTables.rebuild.all.count + 1)
+        running.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await running.value }
+        #expect(try await copiesLeft() == [], "the cancelled rebuild's copies and checkpoint were dropped")
+        #expect(try await liveTable() == live)
+        try reader.commit()
+        // Its lock went with it: a rebuild right after runs.
+        try await EngagementRebuild(pool: pool).run()
+        #expect(try await liveTable() != live)
+    }
+
+    @Test func aRebuildWhoseLockWasLostSwapsNothingIn() async throws {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 30, seed: 37))
+        let live = try await liveTable()
+        let reader = try Self.longReader(database)
+        defer { reader.connection.close() }
+        let running = Task { [self] in
+            try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: MemoryLogSink())).run()
+        }
+        try await pollUntil(every: .milliseconds(5)) { try await aSwapIsWaiting() }
+        // The lock's session ends (an administrator's pg_terminate_backend, idle_session_timeout).
+        #expect(try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT pg_terminate_backend(pid) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                  AND classid::int8 = \(EngagementRebuild.lockKey >> 32)
+                """).rowCount
+        } == 1)
+        try reader.commit()
+        await #expect(throws: EngagementRebuild.LockLost.self) { _ = try await running.value }
+        #expect(try await liveTable() == live, "nothing swapped in")
+        // Its copies stay (they might have been another rebuild's); the next rebuild replaces them.
+        try await EngagementRebuild(pool: pool).run()
+        #expect(try await liveTable() != live)
+        #expect(try await copiesLeft() == [])
     }
 
     @Test func readersPassWhileTheSwapWaitsAndItFinishesOnceTheLongReaderEnds() async throws {
