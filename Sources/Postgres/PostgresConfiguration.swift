@@ -37,6 +37,14 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         return copy
     }
 
+    /// The same server and database as another role, without this one's password (a URL's
+    /// password belongs to its user; a role that needs one puts it in `~/.pgpass` or `PGPASSWORD`).
+    public func withUser(_ user: String) -> PostgresConfiguration {
+        var copy = self
+        copy.connectionString = Self.replacingUser(in: connectionString, with: user)
+        return copy
+    }
+
     /// libpq settings engage applies unless the connection string sets them: the connect timeout,
     /// the application name, and TCP keepalives that find a server gone without a word (a
     /// machine lost, a network cut) within about 20 s on an idle connection, instead of the
@@ -69,6 +77,35 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         }
         // Later keywords win in libpq, so appending overrides any dbname already present.
         return connectionString + " dbname=" + quote(database)
+    }
+
+    static func replacingUser(in connectionString: String, with user: String) -> String {
+        if isURL(connectionString) {
+            // scheme://[user[:password]@]host[,host]/database?query: the user info comes once.
+            let schemeEnd = connectionString.range(of: "://")!.upperBound
+            let rest = connectionString[schemeEnd...]
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+            let hostStart = rest[..<authorityEnd].firstIndex(of: "@").map { rest.index(after: $0) } ?? schemeEnd
+            let encoded = user.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? user
+            // A user or password in the query would win over the user info (libpq reads it last).
+            let afterHosts = connectionString[hostStart...]
+            var url = String(connectionString[..<schemeEnd]) + encoded + "@"
+            guard let queryStart = afterHosts.firstIndex(of: "?") else { return url + afterHosts }
+            url += afterHosts[..<queryStart]
+            let kept = afterHosts[afterHosts.index(after: queryStart)...].split(separator: "&")
+                .filter { !$0.hasPrefix("user=") && !$0.hasPrefix("password=") }
+            return kept.isEmpty ? url : url + "?" + kept.joined(separator: "&")
+        }
+        // Later keywords win in libpq; the password goes with the user it was for.
+        let withoutPassword = redactingPassword(connectionString) == connectionString
+            ? connectionString : removingPassword(from: connectionString)
+        return withoutPassword + " user=" + quote(user)
+    }
+
+    /// Key/value pairs without `password=...` (an unquoted value: engage writes none, and a
+    /// quoted one would be redacted only in part by `redactingPassword` too).
+    private static func removingPassword(from connectionString: String) -> String {
+        connectionString.split(separator: " ").filter { !$0.hasPrefix("password=") }.joined(separator: " ")
     }
 
     static func redactingPassword(_ connectionString: String) -> String {

@@ -288,7 +288,7 @@ struct OccurredAtSummaryTests {
         let older = try #require(try EventPartitions.list(on: connection).first?.name)
         #expect(older != partition)
         try connection.execute(SQL(unsafeSQL: "ALTER TABLE \(partition) OWNER TO \(role)"))
-        let (pool, sink, running) = Self.runningMaintenance(PostgresConfiguration(connectionString: database.connectionString + " user=\(role)"))
+        let (pool, sink, running) = Self.runningMaintenance(database.withUser(role))
         defer { running.cancel() }
 
         try await pollUntil { sink.lines.contains { $0.contains("log.ranges-summarized") } }

@@ -259,4 +259,15 @@ struct SQLTests {
         #expect(PostgresConfiguration(connectionString: "host=h password=secret dbname=d").description == "host=h password=*** dbname=d")
         #expect(PostgresConfiguration(connectionString: "postgresql://u@h/db?x=1").withDatabase("other").connectionString == "postgresql://u@h/other?x=1")
     }
+
+    @Test func anotherRoleReplacesTheUserAndDropsThePassword() {
+        func asRole(_ connectionString: String) -> String { PostgresConfiguration(connectionString: connectionString).withUser("r-1").connectionString }
+        #expect(asRole("postgresql://u:secret@h1:5432,h2:5433/db?sslmode=disable") == "postgresql://r%2D1@h1:5432,h2:5433/db?sslmode=disable")
+        #expect(asRole("postgres://h/db") == "postgres://r%2D1@h/db")
+        #expect(asRole("postgresql://u@h") == "postgresql://r%2D1@h")
+        #expect(asRole("postgresql://h/db?user=u&sslmode=disable&password=p") == "postgresql://r%2D1@h/db?sslmode=disable")
+        #expect(asRole("postgresql://h?user=u") == "postgresql://r%2D1@h")
+        #expect(asRole("host=/tmp/s port=5432 user=postgres dbname=d") == "host=/tmp/s port=5432 user=postgres dbname=d user='r-1'")
+        #expect(asRole("host=h password=secret dbname=d") == "host=h dbname=d user='r-1'")
+    }
 }

@@ -132,8 +132,7 @@ struct ConsoleExperimentTests {
         let admin = try Connection(configuration: database)
         defer { admin.close() }
         try UnprivilegedRole.create(role, on: admin)
-        // Key/value pairs: a later keyword overrides the earlier one.
-        let asRole = PostgresConfiguration(connectionString: database.connectionString + " user=\(role)")
+        let asRole = database.withUser(role)
         let server = try TestServer(database: asRole) { $0.requiredSynchronousStandbys = 1 }
         let fixture = try await Fixture(server: server)
         let id = Fixture.newExperimentID()
