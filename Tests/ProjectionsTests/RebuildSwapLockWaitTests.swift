@@ -98,15 +98,22 @@ struct RebuildSwapLockWaitTests {
         try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
     }
 
-    @Test func aCancelledRebuildDropsItsCopiesAndReleasesItsLock() async throws {
-        _ = try await store.append(ProjectionFixtures.events(notifications: 30, seed: 36))
+    /// A rebuild of 30 notifications' events whose swap waits behind a long reader; the caller
+    /// closes the reader's connection.
+    func rebuildWaitingBehindALongReader(seed: UInt64) async throws -> (live: Int64, reader: OpenTransaction, running: Task<Int, any Error>) {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 30, seed: seed))
         let live = try await liveTable()
         let reader = try Self.longReader(database)
-        defer { reader.connection.close() }
         let running = Task { [self] in
             try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: MemoryLogSink())).run()
         }
         try await pollUntil(every: .milliseconds(5)) { try await aSwapIsWaiting() }
+        return (live, reader, running)
+    }
+
+    @Test func aCancelledRebuildDropsItsCopiesAndReleasesItsLock() async throws {
+        let (live, reader, running) = try await rebuildWaitingBehindALongReader(seed: 36)
+        defer { reader.connection.close() }
         #expect(try await copiesLeft().count == ReadModelTables.rebuild.all.count + 1)
         running.cancel()
         await #expect(throws: CancellationError.self) { _ = try await running.value }
@@ -119,14 +126,8 @@ struct RebuildSwapLockWaitTests {
     }
 
     @Test func aRebuildWhoseLockWasLostSwapsNothingIn() async throws {
-        _ = try await store.append(ProjectionFixtures.events(notifications: 30, seed: 37))
-        let live = try await liveTable()
-        let reader = try Self.longReader(database)
+        let (live, reader, running) = try await rebuildWaitingBehindALongReader(seed: 37)
         defer { reader.connection.close() }
-        let running = Task { [self] in
-            try await rebuild(lockTimeout: .milliseconds(100), logger: Logger(label: "test", sink: MemoryLogSink())).run()
-        }
-        try await pollUntil(every: .milliseconds(5)) { try await aSwapIsWaiting() }
         // The lock's session ends (an administrator's pg_terminate_backend, idle_session_timeout).
         #expect(try await pool.withConnection { connection in
             try connection.query("""
@@ -184,7 +185,7 @@ struct RebuildSwapLockWaitTests {
 
     @Test func theSwapGivesUpWhenTheLongReaderNeverEndsAndLeavesTheLiveModelAsItWas() async throws {
         _ = try await store.append(ProjectionFixtures.events(notifications: 60, seed: 33))
-        let liveTable = try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
+        let live = try await liveTable()
         let reader = try Self.longReader(database)
         defer { reader.connection.close() }
         let sink = MemoryLogSink()
@@ -200,8 +201,7 @@ struct RebuildSwapLockWaitTests {
         #expect(description.hasSuffix("nothing was swapped in (the live read model is as it was): end that transaction, or rebuild again later"))
         #expect(sink.lines.contains { $0.contains("msg=rebuild.lock_wait_gave_up") && $0.contains("lock.attempts=3") })
         try reader.commit()
-        #expect(try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
-                == liveTable)
+        #expect(try await liveTable() == live)
         #expect(try await pool.withConnection {
             try $0.query("SELECT count(*) FROM projection_checkpoints WHERE projection = 'engagement'")[0].decode(0, as: Int.self)
         } == 0, "the live checkpoint was not moved")
@@ -209,7 +209,6 @@ struct RebuildSwapLockWaitTests {
 
         // The reader was the only obstacle: ended, the rebuild swaps in.
         try await EngagementRebuild(pool: pool).run()
-        #expect(try await pool.withConnection { try $0.query("SELECT 'engagement_daily'::regclass::oid::int8")[0].decode(0, as: Int64.self) }
-                != liveTable)
+        #expect(try await liveTable() != live)
     }
 }
