@@ -96,16 +96,12 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
                 .filter { !$0.hasPrefix("user=") && !$0.hasPrefix("password=") }
             return kept.isEmpty ? url : url + "?" + kept.joined(separator: "&")
         }
-        // Later keywords win in libpq; the password goes with the user it was for.
-        let withoutPassword = redactingPassword(connectionString) == connectionString
-            ? connectionString : removingPassword(from: connectionString)
+        // Later keywords win in libpq; the password goes with the user it was for. Only a string
+        // that has one is split into words (a quoted value may hold spaces).
+        let withoutPassword = connectionString.contains("password=")
+            ? connectionString.split(separator: " ").filter { !$0.hasPrefix("password=") }.joined(separator: " ")
+            : connectionString
         return withoutPassword + " user=" + quote(user)
-    }
-
-    /// Key/value pairs without `password=...` (an unquoted value: engage writes none, and a
-    /// quoted one would be redacted only in part by `redactingPassword` too).
-    private static func removingPassword(from connectionString: String) -> String {
-        connectionString.split(separator: " ").filter { !$0.hasPrefix("password=") }.joined(separator: " ")
     }
 
     static func redactingPassword(_ connectionString: String) -> String {
