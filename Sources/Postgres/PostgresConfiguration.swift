@@ -1,3 +1,5 @@
+import CLibPQ
+
 /// Where and how to connect: a libpq connection string, either a URL
 /// (`postgresql://user@host:5432/db?sslmode=disable`) or key/value pairs (`host=/run/pg dbname=engage`).
 public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertible {
@@ -37,8 +39,8 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         return copy
     }
 
-    /// The same server and database as another role, without this one's password (a URL's
-    /// password belongs to its user; a role that needs one puts it in `~/.pgpass` or `PGPASSWORD`).
+    /// The same server and database as another role, without this one's password (it belongs to
+    /// its user; a role that needs one puts it in `~/.pgpass` or `PGPASSWORD`), as key/value pairs.
     public func withUser(_ user: String) -> PostgresConfiguration {
         var copy = self
         copy.connectionString = Self.replacingUser(in: connectionString, with: user)
@@ -79,29 +81,27 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         return connectionString + " dbname=" + quote(database)
     }
 
+    /// Parsed by libpq itself (URL or key/value pairs, quoting, percent-encoding, a query's
+    /// keywords included), then written back as key/value pairs without `user` and `password`,
+    /// with the new user last. A string libpq cannot parse is returned with the user appended, for
+    /// the connection to report.
     static func replacingUser(in connectionString: String, with user: String) -> String {
-        if isURL(connectionString) {
-            // scheme://[user[:password]@]host[,host]/database?query: the user info comes once.
-            let schemeEnd = connectionString.range(of: "://")!.upperBound
-            let rest = connectionString[schemeEnd...]
-            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
-            let hostStart = rest[..<authorityEnd].firstIndex(of: "@").map { rest.index(after: $0) } ?? schemeEnd
-            let encoded = user.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? user
-            // A user or password in the query would win over the user info (libpq reads it last).
-            let afterHosts = connectionString[hostStart...]
-            var url = String(connectionString[..<schemeEnd]) + encoded + "@"
-            guard let queryStart = afterHosts.firstIndex(of: "?") else { return url + afterHosts }
-            url += afterHosts[..<queryStart]
-            let kept = afterHosts[afterHosts.index(after: queryStart)...].split(separator: "&")
-                .filter { !$0.hasPrefix("user=") && !$0.hasPrefix("password=") }
-            return kept.isEmpty ? url : url + "?" + kept.joined(separator: "&")
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            if let error { PQfreemem(error) }
+            return connectionString + " user=" + quote(user)
         }
-        // Later keywords win in libpq; the password goes with the user it was for. Only a string
-        // that has one is split into words (a quoted value may hold spaces).
-        let withoutPassword = connectionString.contains("password=")
-            ? connectionString.split(separator: " ").filter { !$0.hasPrefix("password=") }.joined(separator: " ")
-            : connectionString
-        return withoutPassword + " user=" + quote(user)
+        defer { PQconninfoFree(options) }
+        var pairs: [String] = []
+        var option = options
+        while let keyword = option.pointee.keyword {
+            let name = String(cString: keyword)
+            if let value = option.pointee.val, name != "user", name != "password" {
+                pairs.append(name + "=" + quote(String(cString: value)))
+            }
+            option += 1
+        }
+        return (pairs + ["user=" + quote(user)]).joined(separator: " ")
     }
 
     static func redactingPassword(_ connectionString: String) -> String {
