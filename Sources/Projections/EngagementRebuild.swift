@@ -157,10 +157,14 @@ public struct EngagementRebuild: Sendable {
         await lockPool.close()
     }
 
+    /// The checkpoint of the copies while they are rebuilt.
     private static let shadowName = EngagementStore.projectionName + ":rebuild"
 
+    private static func forgetShadowCheckpoint(on connection: Connection) throws {
+        try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+    }
+
     private func runHoldingLock(_ lockHolder: Int32, progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
-        let shadowName = Self.shadowName
         let prunedDays = self.prunedDays
         let recordedAtStart = try await pool.withConnection { connection -> [PrunedDays.Day] in
             let recorded = try PrunedDays.all(on: connection)
@@ -171,7 +175,7 @@ public struct EngagementRebuild: Sendable {
         do {
             let total = try await pool.withConnection { connection -> Int in
                 try Self.createShadowTables(on: connection)
-                try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+                try Self.forgetShadowCheckpoint(on: connection)
                 return try connection.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self)
             }
             return try await replayAndSwap(lockHolder, total: total, recordedAtStart: recordedAtStart, progress: progress)
@@ -187,7 +191,6 @@ public struct EngagementRebuild: Sendable {
     /// another rebuild's otherwise). Best effort: a database that cannot be reached now leaves
     /// them for the next rebuild, which replaces them.
     private func dropCopies(_ lockHolder: Int32, after failure: any Error) async {
-        let shadowName = Self.shadowName
         let pool = self.pool
         do {
             try await Task {
@@ -196,7 +199,7 @@ public struct EngagementRebuild: Sendable {
                     for table in ReadModelTables.rebuild.all {
                         try connection.execute("DROP TABLE IF EXISTS \(unsafeSQL: table)")
                     }
-                    try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+                    try Self.forgetShadowCheckpoint(on: connection)
                 }
             }.value
         } catch {
@@ -214,9 +217,8 @@ public struct EngagementRebuild: Sendable {
 
     private func replayAndSwap(_ lockHolder: Int32, total: Int, recordedAtStart: [PrunedDays.Day],
                                progress: @escaping @Sendable (Progress) -> Void) async throws -> Int {
-        let shadowName = Self.shadowName
         let batchSize = self.batchSize
-        let batcher = BatcherBox(EngagementBatcher(tables: .rebuild, checkpointName: shadowName, batchSize: batchSize,
+        let batcher = BatcherBox(EngagementBatcher(tables: .rebuild, checkpointName: Self.shadowName, batchSize: batchSize,
                                                    cacheLimit: 2_000_000, position: .start))
         var replayed = 0
         // Catch up with the log outside the swap, so the swap transaction only has a little left to do.
@@ -229,7 +231,7 @@ public struct EngagementRebuild: Sendable {
         let lockWait = BoundedLockWait(lockTimeout: swapLockWait.lockTimeout, retryPause: swapLockWait.retryPause,
                                        attempts: swapLockWait.attempts, logging: ("rebuild", "step"), to: logger)
         do {
-            replayed += try await swapIn(after: lockWait, lockHolder: lockHolder, batcher: batcher, shadowName: shadowName,
+            replayed += try await swapIn(after: lockWait, lockHolder: lockHolder, batcher: batcher,
                                          recordedAtStart: recordedAtStart)
         } catch let error as BoundedLockWait.GaveUp {
             throw SwapLockedOut(gaveUp: error)
@@ -240,7 +242,7 @@ public struct EngagementRebuild: Sendable {
 
     /// Folds what the log gained since the catch-up and swaps the rebuilt tables in, in one
     /// transaction; returns the events folded on the way.
-    private func swapIn(after lockWait: BoundedLockWait, lockHolder: Int32, batcher: BatcherBox, shadowName: String,
+    private func swapIn(after lockWait: BoundedLockWait, lockHolder: Int32, batcher: BatcherBox,
                         recordedAtStart: [PrunedDays.Day]) async throws -> Int {
         let batchSize = self.batchSize
         let prunedDays = self.prunedDays
@@ -256,7 +258,7 @@ public struct EngagementRebuild: Sendable {
                 // Blocks the live projector's next batch until the swap commits.
                 _ = try EngagementStore.beginBatch(EngagementStore.projectionName, waitsForFlush: true, on: connection)
                 var tail = 0
-                var position = try EngagementStore.checkpoint(shadowName, on: connection)
+                var position = try EngagementStore.checkpoint(Self.shadowName, on: connection)
                 while true {
                     let events = FoldedEvents(try EventStore.readFoldable(after: position, limit: batchSize, on: connection))
                     guard let last = events.last else { break }
@@ -278,7 +280,7 @@ public struct EngagementRebuild: Sendable {
                 try Self.swapIn(on: connection)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }
                 let replayedBefore = try connection.query("""
-                    SELECT events_processed FROM projection_checkpoints WHERE projection = \(shadowName)
+                    SELECT events_processed FROM projection_checkpoints WHERE projection = \(Self.shadowName)
                     """).rows.first.map { try $0.decode(0, as: Int.self) } ?? 0
                 try connection.execute("""
                     UPDATE projection_checkpoints
@@ -286,7 +288,7 @@ public struct EngagementRebuild: Sendable {
                         events_processed = \(replayedBefore + tail), updated_at = now()
                     WHERE projection = \(EngagementStore.projectionName)
                     """)
-                try connection.execute("DELETE FROM projection_checkpoints WHERE projection = \(shadowName)")
+                try Self.forgetShadowCheckpoint(on: connection)
                 // Last, once the swap has every lock it waits for: from here to the commit, another
                 // rebuild's DROP of the copies would wait for this transaction.
                 guard try Self.isRunning(holder: lockHolder, on: connection) else { throw LockLost() }

@@ -17,8 +17,7 @@ public enum ProjectionRetention {
     /// Nor is a rebuild's checkpoint while no rebuild runs: a rebuild's process that died left it,
     /// and the next rebuild replays from the oldest event kept.
     public static func behind(recordedBefore cut: Timestamp, on connection: Connection) throws -> [Behind] {
-        let rebuildRuns = try EngagementRebuild.isRunning(on: connection)
-        return try connection.query("""
+        let behind = try connection.query("""
             SELECT c.projection, c.transaction_id, c.position
             FROM projection_checkpoints c
             WHERE EXISTS (
@@ -29,6 +28,8 @@ public enum ProjectionRetention {
             """).rows.map { row in
             Behind(projection: try row.decode(0),
                    checkpoint: LogPosition(transactionID: try row.decode(1), sequence: try row.decode(2)))
-        }.filter { !$0.isRebuild || rebuildRuns }
+        }
+        guard behind.contains(where: \.isRebuild), try !EngagementRebuild.isRunning(on: connection) else { return behind }
+        return behind.filter { !$0.isRebuild }
     }
 }
