@@ -2,14 +2,15 @@ import EngageCore
 import Foundation
 import Glibc
 
-/// Adds a pass's rows of the legacy partition to days the archive already holds, so that a
-/// rerun into the same directory never loses an archived event.
+/// Adds a prune's rows to days the archive already holds, so that pruning into the same
+/// directory again never loses an archived event.
 ///
-/// A weekly partition leaves the log whole (its rows stay until it is dropped), so a rerun reads
-/// every row of its days again and replacing a day's file is right. The legacy partition loses a
-/// pass's rows in batches after the pass archived them: a prune cut short during those deletions
-/// leaves days partly gone from the log, and a rerun reads only what remains of them. For a day
-/// the manifest lists, the pass's rows are therefore written apart (`NAME.pass`), the day's file
+/// What the log holds of a day the archive lists can be less than the day's file: the legacy
+/// partition loses a pass's rows in batches after the pass archived them (a prune cut short
+/// during those deletions leaves days partly gone from the log); a restore cut short brings a
+/// week's partition back with part of its days; a restore leaves out an event whose id another
+/// event holds. Replacing the day's file with what the log holds would lose the rest. For a day
+/// the manifest lists, the prune's rows are therefore written apart (`NAME.pass`), the day's file
 /// is checked against its entry, and the new file is the old one's bytes as they are (its gzip
 /// members) followed by a member holding the pass's lines whose event_id the old file does not
 /// hold. A day that gains nothing keeps its file and entry.

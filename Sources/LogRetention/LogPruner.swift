@@ -246,6 +246,10 @@ public struct LogPruner: Sendable {
         var targets: [Target] = []
         for partition in try EventPartitions.list(on: connection) where partition.lower.map({ $0 < cut }) ?? true {
             let whole = partition.upper <= cut
+            // A week that straddles the cut stays whole until a later prune: deleting its older
+            // rows would leave them dead for vacuum, what the weekly partitions are there to avoid.
+            // Only the legacy partition (no lower bound) loses rows in batches.
+            if !whole && partition.lower != nil { continue }
             let estimate = try Self.estimatedRows(of: partition.name, before: whole ? nil : cut, on: connection)
             if !whole && estimate == 0 { continue }
             targets.append(Target(partition: partition, whole: whole, estimatedEvents: estimate))
@@ -286,10 +290,7 @@ public struct LogPruner: Sendable {
                             on connection: Connection) throws -> [Day] {
         let name = partition.name
         let lastBlock = try Self.blockCount(of: name, on: connection)
-        // The legacy partition goes whole once all of it is older than the cut: earlier passes may
-        // have archived part of a day of it (`ArchiveMerge`).
-        let pruned = try readDays(of: name, before: partition.upper, blocks: lastBlock, merging: partition.lower == nil, archive: &archive,
-                                  counter: &counter, on: connection)
+        let pruned = try readDays(of: name, before: partition.upper, blocks: lastBlock, archive: &archive, counter: &counter, on: connection)
         counter.step = "prune \(name)"
         // The ids first: event_ids never holds an id whose event is gone, so a restore can trust it.
         var block: Int64 = 0
@@ -339,8 +340,7 @@ public struct LogPruner: Sendable {
             SELECT coalesce(max((ctid::text::point)[0])::int8 + 1, 0) FROM \(identifier: partition.name)
             WHERE recorded_at < \(PostgresTimestamp(cut))
             """)[0].decode(0, as: Int64.self)
-        let pruned = try readDays(of: partition.name, before: cut, blocks: lastBlock, merging: true, archive: &archive, counter: &counter,
-                                  on: connection)
+        let pruned = try readDays(of: partition.name, before: cut, blocks: lastBlock, archive: &archive, counter: &counter, on: connection)
         counter.step = "prune \(partition.name) before \(ArchiveManifest.dayText(cut))"
         var block: Int64 = 0
         while block < lastBlock {
@@ -366,15 +366,16 @@ public struct LogPruner: Sendable {
     /// blocks: archived when asked (every file synced and in the manifest) and recorded in
     /// `log_pruned_days`, before any of their events go.
     ///
-    /// `merging` (the legacy partition, whose rows go in batches after a pass): a day the archive
-    /// holds already keeps its file's events and gains the rows it lacks, rather than being
-    /// replaced by what remains of it after an interrupted prune (`ArchiveMerge`).
-    private func readDays(of partition: String, before bound: Timestamp, blocks: Int64, merging: Bool, archive: inout ArchiveManifest?,
+    /// A day the archive holds already keeps its file's events and gains the rows it lacks
+    /// (`ArchiveMerge`), rather than being replaced by what the log holds of it now: less than
+    /// the file after a prune of the legacy partition cut short, after a restore cut short, or
+    /// when the restore found some of the day's ids taken by other events.
+    private func readDays(of partition: String, before bound: Timestamp, blocks: Int64, archive: inout ArchiveManifest?,
                           counter: inout ProgressCounter, on connection: Connection) throws -> [Day] {
         let reader = PartitionReader(partition: partition, recordedBefore: bound, blocks: blocks, blocksPerBatch: blocksPerBatch,
                                      pace: configuration.pace)
         var read: [PartitionReader.DayRead]
-        if let directory = configuration.archiveDirectory, var manifest = archive, merging {
+        if let directory = configuration.archiveDirectory, var manifest = archive {
             counter.step = "archive \(partition)"
             counter.advance(by: 0)
             try ArchiveMerge.finishPending(in: directory, manifest: manifest)
@@ -385,12 +386,6 @@ public struct LogPruner: Sendable {
             for (day, added) in merged.added.sorted(by: { $0.key < $1.key }) {
                 logger.info("log.archive-merged", ["day": day, "added": String(added)])
             }
-        } else if let directory = configuration.archiveDirectory, archive != nil {
-            counter.step = "archive \(partition)"
-            counter.advance(by: 0)
-            read = try reader.archive(into: directory, on: connection)
-            for day in read { archive?.record(day.entry!) }
-            try archive?.save(to: directory)
         } else {
             counter.step = "count \(partition)"
             read = try reader.countByDay(on: connection)
