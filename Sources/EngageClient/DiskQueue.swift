@@ -74,6 +74,13 @@ struct DiskQueue: Sendable {
         var alreadyRecorded = false
     }
 
+    /// An append that failed after it had dropped events to make room (a full disk that dropping
+    /// every waiting event did not clear): the events are gone, so they are reported all the same.
+    struct AppendFailed: Error {
+        var cause: QueueError
+        var dropped: Drops
+    }
+
     struct ClaimResult: Sendable {
         var claims: [Claim] = []
         var dropped = Drops()
@@ -132,7 +139,8 @@ struct DiskQueue: Sendable {
     /// Appends the events to the head segment, durably, before returning. Makes room first when
     /// the queue would pass `maxBytes` (dropping the oldest waiting segments), and when the disk
     /// is full (dropping the oldest until the write fits). With `onceID`, does nothing if that
-    /// id is among the last ones recorded with an `onceID`.
+    /// id is among the last ones recorded with an `onceID`. Throws `AppendFailed` when it dropped
+    /// events and still could not write, `QueueError` when it failed without dropping any.
     @discardableResult
     func append(_ events: [QueuedEvent], onceID: String? = nil) throws -> AppendResult {
         let text = Array(events.map { $0.json + "\n" }.joined().utf8)
@@ -160,8 +168,9 @@ struct DiskQueue: Sendable {
                 } catch let error as QueueError where error.code == .diskFull {
                     let freed = dropOldest(&index, maxFiles: 1) { _ in false }
                     guard freed.files > 0 else {
+                        if result.dropped.isEmpty { throw error }
                         try? addToDropCounts(result.dropped.counts)
-                        throw error
+                        throw AppendFailed(cause: error, dropped: result.dropped)
                     }
                     result.dropped.diskFull += freed.ids
                     result.dropped.unreadable += freed.unreadable
@@ -171,17 +180,21 @@ struct DiskQueue: Sendable {
             index.bytes += text.count
             if let onceID { remember(onceID) }
             // The count of what was dropped must survive too: on a full disk, make room for it
-            // (never at the cost of the event just written, which is in the head).
+            // (never at the cost of the event just written, which is in the head). Any other
+            // failure is no reason to drop more: the drops are still reported to the caller,
+            // only their count is not kept.
             var counted = result.dropped.isEmpty
             while !counted {
                 do {
                     try addToDropCounts(result.dropped.counts)
                     counted = true
-                } catch {
+                } catch let error as QueueError where error.code == .diskFull {
                     let freed = dropOldest(&index, maxFiles: 1, keeping: index.head) { _ in false }
                     if freed.files == 0 { break }
                     result.dropped.diskFull += freed.ids
                     result.dropped.unreadable += freed.unreadable
+                } catch {
+                    break
                 }
             }
             return result
@@ -190,7 +203,10 @@ struct DiskQueue: Sendable {
 
     /// Deletes the oldest waiting segments, one at a time, until `enough` says so, `maxFiles`
     /// are gone or none is left; returns the ids of their events, and the text of their lines
-    /// that are not events (set aside in quarantine, as a claim does). Claimed segments are being
+    /// that are not events (set aside in quarantine, as a claim does), and how many files went.
+    /// Empty files go too but count for nothing, in `maxFiles` or the result: dropping one frees
+    /// no room (a write the disk refused leaves its segment empty, and counted, dropping it
+    /// would let the caller write again and fail again for ever). Claimed segments are being
     /// sent and stay.
     private func dropOldest(_ index: inout QueueIndex, maxFiles: Int = .max, keeping kept: Int64? = nil,
                             until enough: (QueueIndex) -> Bool) -> (ids: [String], unreadable: [String], files: Int) {
@@ -201,15 +217,24 @@ struct DiskQueue: Sendable {
             if files >= maxFiles || enough(index) { break }
             let path = ready.appendingPathComponent(name).path
             let bytes = QueueFiles.size(atPath: path)
+            // What is dropped is reported: a segment that cannot be read now (a locked device, a
+            // process short of descriptors) stays in line, as a claim leaves it; one that can
+            // never be read goes, reported as a claim reports it.
             var parsed: (events: [QueuedEvent], unreadable: [String]) = ([], [])
-            if case let .content(data) = QueueFiles.readFile(path) { parsed = Self.parse(data) }
+            var broken: Int32?
+            switch QueueFiles.readFile(path) {
+            case .missing, .unavailable: continue
+            case let .broken(code): broken = code
+            case let .content(data): parsed = Self.parse(data)
+            }
             guard unlink(path) == 0 else { continue }
             dropped += parsed.events.map(\.id)
+            if let broken { unreadable.append("file \(name): errno \(broken)") }
             if !parsed.unreadable.isEmpty {
                 quarantineLines(parsed.unreadable, as: String(name.dropLast(Self.suffix.count)))
                 unreadable += parsed.unreadable.map(Self.excerpt)
             }
-            files += 1
+            if bytes > 0 { files += 1 }
             index.bytes = max(0, index.bytes - bytes)
             if Self.number(of: name) == index.head { index.headEvents = 0 }
         }

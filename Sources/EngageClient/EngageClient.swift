@@ -160,7 +160,13 @@ public final class EngageClient: Sendable {
     public func record(_ event: EngageEvent) throws -> UUID {
         let id = event.eventID.uuidString.lowercased()
         let queued = DiskQueue.QueuedEvent(id: id, json: event.json)
-        let result = try queue.append([queued], onceID: event.isRecordedOnce ? id : nil)
+        let result: DiskQueue.AppendResult
+        do {
+            result = try queue.append([queued], onceID: event.isRecordedOnce ? id : nil)
+        } catch let failed as DiskQueue.AppendFailed {
+            report(failed.dropped)
+            throw failed.cause
+        }
         report(result.dropped)
         if !result.alreadyRecorded { recordedSinceFlush.add(1) }
         return event.eventID

@@ -6,17 +6,20 @@ import Foundation
 // returned (the event is then on disk), and every event the client drops. With `send` it also
 // sends every ten events. Without COUNT it runs until it is killed; with COUNT it stops after
 // that many, sends what waits (`send`), prints the ids still queued and the drop counts, and exits.
+// With `fill` it records COUNT events, fills the container's file system to the last byte
+// (CONTAINER/filler), then records one event larger than all of them together.
 //
-//     EngageClientProbe CONTAINER ENDPOINT KEY send|hold [COUNT]
+//     EngageClientProbe CONTAINER ENDPOINT KEY send|hold|fill [COUNT]
 
 let arguments = CommandLine.arguments
-guard (5...6).contains(arguments.count), let endpoint = URL(string: arguments[2]), ["send", "hold"].contains(arguments[4]),
+guard (5...6).contains(arguments.count), let endpoint = URL(string: arguments[2]), ["send", "hold", "fill"].contains(arguments[4]),
       arguments.count == 5 || Int(arguments[5]) != nil
 else {
-    FileHandle.standardError.write(Data("usage: EngageClientProbe CONTAINER ENDPOINT KEY send|hold [COUNT]\n".utf8))
+    FileHandle.standardError.write(Data("usage: EngageClientProbe CONTAINER ENDPOINT KEY send|hold|fill [COUNT]\n".utf8))
     exit(64)
 }
 let sends = arguments[4] == "send"
+let fills = arguments[4] == "fill"
 let count = arguments.count == 6 ? Int(arguments[5]) : nil
 let container = URL(fileURLWithPath: arguments[1])
 
@@ -57,6 +60,21 @@ while count.map({ recorded < $0 }) ?? true {
         await client.flush(budget: .seconds(5))
     } else if !sends && count == nil && recorded >= 2_000 {
         try await Task.sleep(for: .seconds(3_600))
+    }
+}
+if fills {
+    let filler = open(container.appendingPathComponent("filler").path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+    let block = [UInt8](repeating: 0, count: 4_096)
+    // Whole blocks, then single bytes, until the file system has none left.
+    while write(filler, block, block.count) > 0 {}
+    while write(filler, block, 1) > 0 {}
+    close(filler)
+    do {
+        let id = try client.recordDisplayed(notificationID: "probe-\(pid)-large", category: "new_photo", presentation: .rich,
+                                            attachmentKind: .image, properties: ["padding": .string(String(repeating: "x", count: 65_536))])
+        say("recorded \(id.uuidString.lowercased())")
+    } catch {
+        say("failed \(String(reflecting: error))")
     }
 }
 if sends {

@@ -22,4 +22,45 @@ struct OverflowTests {
         #expect(queue.claim(maxEvents: 10, now: QueueTests.now).claims.flatMap(\.events).map(\.id)
                 == [2, 3, 4].map { QueueTests.event($0).id })
     }
+
+    /// Counting what overflow dropped can fail for another reason than a full disk (here
+    /// `dropped.json` is a directory, so its new text cannot be renamed over it): only a full disk
+    /// is a reason to drop more to make room for the count. The events overflow dropped are still
+    /// reported, and every other waiting event stays.
+    @Test func aCountThatCannotBeWrittenOnAFreeDiskDropsNothingMore() throws {
+        let container = Container()
+        defer { container.remove() }
+        let size = QueueTests.event(1).json.utf8.count + 1
+        let queue = try QueueTests.queue(container, maxBytes: size * 6, segmentEvents: 1)
+        for number in 1...6 { #expect(try queue.append([QueueTests.event(number)]).dropped.isEmpty) }
+        try FileManager.default.createDirectory(atPath: container.path("dropped.json"), withIntermediateDirectories: false)
+
+        let dropped = try queue.append([QueueTests.event(7)]).dropped
+
+        #expect(dropped.overflow == [QueueTests.event(1).id])
+        #expect(dropped.diskFull.isEmpty)
+        #expect(queue.claim(maxEvents: 10, now: QueueTests.now).claims.flatMap(\.events).map(\.id)
+                == (2...7).map { QueueTests.event($0).id })
+    }
+
+    /// A segment that can never be read (here larger than any the queue writes, as a damaged or
+    /// sparse file would be) is dropped by overflow like any other, and reported and counted as
+    /// unreadable, as a claim reports it: its events are gone, so it is not dropped in silence.
+    @Test func anUnreadableSegmentDroppedByOverflowIsReported() throws {
+        let container = Container()
+        defer { container.remove() }
+        let size = QueueTests.event(1).json.utf8.count + 1
+        let queue = try QueueTests.queue(container, maxBytes: size * 4, segmentEvents: 2)
+        for number in 1...4 { try queue.append([QueueTests.event(number)]) }
+        let oldest = container.path("ready/00000000000000000001.ndjson")
+        #expect(truncate(oldest, off_t(QueueFiles.largestReadBytes + 1)) == 0)
+
+        let dropped = try queue.append([QueueTests.event(5)]).dropped
+
+        #expect(dropped.overflow.isEmpty)
+        #expect(dropped.unreadable == ["file 00000000000000000001.ndjson: errno \(EFBIG)"])
+        #expect(queue.dropCounts.unreadable == 1)
+        #expect(queue.claim(maxEvents: 10, now: QueueTests.now).claims.flatMap(\.events).map(\.id)
+                == [3, 4, 5].map { QueueTests.event($0).id })
+    }
 }

@@ -85,6 +85,35 @@ struct ClientQueueProcessTests {
         #expect(output.contains("counts disk_full=\(dropped.count) overflow=0"))
     }
 
+    /// A full disk that dropping every waiting event does not clear (the tmpfs filled to its last
+    /// byte, then an event larger than the whole queue): recording fails, and the events it
+    /// dropped while trying are reported through `onDrop` all the same.
+    @Test(.timeLimit(.minutes(2)))
+    func eventsDroppedByARecordThatStillFailsAreReported() async throws {
+        let workspace = try FaultWorkspace("client-filled")
+        defer { workspace.remove() }
+        let container = workspace.file("container")
+        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
+        let probe = try BuiltProgram.path("EngageClientProbe")
+        let script = #"mount -t tmpfs -o size=256k tmpfs "$1" && exec "$2" "$1" http://127.0.0.1:9 egk_x fill 3"#
+        let child = try ChildProcess(["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", script, "sh", container, probe],
+                                     environment: ["PATH": "/usr/bin:/bin", "HOME": workspace.path], outputPath: workspace.file("probe.log"))
+        let status = await child.waitForExit(timeout: .seconds(90))
+        let output = child.output
+        guard status == 0, output.contains("\ndone") else {
+            throw FaultTestError("the probe could not run on a small tmpfs (needs unshare with user namespaces; status \(String(describing: status)))",
+                                 log: output)
+        }
+        let recorded = Self.values("recorded", in: output)
+        let dropped = output.split(separator: "\n").compactMap { line -> String? in
+            line.hasPrefix("dropped disk_full ") ? String(line.dropFirst("dropped disk_full ".count)) : nil
+        }
+        #expect(recorded.count == 3)
+        #expect(output.contains("failed engage queue: disk-full"))
+        #expect(dropped == recorded)
+        #expect(Self.values("queued", in: output).isEmpty)
+    }
+
     /// The values of the output's lines starting with `label `.
     static func values(_ label: String, in output: String) -> [String] {
         output.split(separator: "\n").compactMap { line in
