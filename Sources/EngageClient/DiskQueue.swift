@@ -115,7 +115,9 @@ struct DiskQueue: Sendable {
     let claimed: URL
     let quarantine: URL
     let options: Options
-    var lockPath: String { root.appendingPathComponent("queue.lock").path }
+    var lockPath: String { root.appendingPathComponent(Self.lockName).path }
+    /// The lock every process takes to change the queue's files (and `InstallationID` to mend its own).
+    static let lockName = "queue.lock"
     private var pid: Int32 { ProcessInfo.processInfo.processIdentifier }
 
     init(container: URL, options: Options) throws {

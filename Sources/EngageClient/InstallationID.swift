@@ -27,7 +27,14 @@ public enum InstallationID {
             case let .content(bytes):
                 if let id = valid(bytes) { return id }
                 // Damaged (it never is written in place): replace it, atomically, and read again.
-                try QueueFiles.replace(path, with: Array((newID() + "\n").utf8), protection: protector)
+                // Under the queue's lock, and only if still damaged: two processes finding it so
+                // at once would otherwise each write an id of their own and each keep its own.
+                let lock = directory.appendingPathComponent(DiskQueue.lockName).path
+                try QueueFiles.withExclusiveLock(lock, protection: protector) { _ in
+                    if case let .content(now) = QueueFiles.readFile(path), valid(now) != nil { return }
+                    try QueueFiles.replace(path, with: Array((newID() + "\n").utf8), protection: protector)
+                    excludeFromBackup(path)
+                }
                 continue
             case let .unavailable(code), let .broken(code):
                 throw QueueError(code: .writeFailed, errno: code, path: path)
@@ -39,6 +46,7 @@ public enum InstallationID {
                 unlink(own)
                 if linked {
                     QueueFiles.synchronizeDirectory(directory.path)
+                    excludeFromBackup(path)
                 } else if failure != EEXIST {
                     throw QueueError(code: .writeFailed, errno: failure, path: path)
                 }
@@ -48,6 +56,18 @@ public enum InstallationID {
     }
 
     private static func newID() -> String { UUID().uuidString.lowercased() }
+
+    /// A backup restored onto a second device would give both the same id, and the events of
+    /// two devices one device's: the id stays with the device it was made on. (Only Apple's
+    /// platforms back containers up; not exercised by the tests, which run on Linux.)
+    private static func excludeFromBackup(_ path: String) {
+        #if canImport(Darwin)
+        var url = URL(fileURLWithPath: path)
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? url.setResourceValues(values)
+        #endif
+    }
 
     private static func valid(_ bytes: [UInt8]) -> String? {
         let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -408,4 +408,22 @@ struct QueueTests {
         let replaced = try InstallationID.readOrCreate(in: container.url)
         #expect(replaced != ids.all[0] && UUID(uuidString: replaced) != nil)
     }
+
+    /// Processes that find the file damaged at once agree on the one id that replaces it (each
+    /// replaced it with its own before, and kept its own).
+    @Test func aDamagedInstallationIDIsReplacedOnceUnderARace() throws {
+        let container = Container()
+        defer { container.remove() }
+        _ = try InstallationID.readOrCreate(in: container.url)
+        for _ in 0..<20 {
+            try Data("\n".utf8).write(to: URL(fileURLWithPath: container.path("installation-id")))
+            let ids = Recorder<String>()
+            DispatchQueue.concurrentPerform(iterations: 16) { _ in
+                if let id = try? InstallationID.readOrCreate(in: container.url) { ids.add(id) }
+            }
+            #expect(ids.all.count == 16)
+            #expect(Set(ids.all).count == 1)
+            #expect(try InstallationID.readOrCreate(in: container.url) == ids.all.first)
+        }
+    }
 }
