@@ -53,24 +53,9 @@ struct ClientQueueProcessTests {
     /// drop is reported through `onDrop` and counted, and nothing recorded is lost silently.
     @Test(.timeLimit(.minutes(3)))
     func aFullDiskDropsTheOldestEventsAndReportsThem() async throws {
-        let workspace = try FaultWorkspace("client-full")
-        defer { workspace.remove() }
-        let container = workspace.file("container")
-        try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
-        let probe = try BuiltProgram.path("EngageClientProbe")
-        let script = #"mount -t tmpfs -o size=256k tmpfs "$1" && exec "$2" "$1" http://127.0.0.1:9 egk_x hold 2000"#
-        let child = try ChildProcess(["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", script, "sh", container, probe],
-                                     environment: ["PATH": "/usr/bin:/bin", "HOME": workspace.path], outputPath: workspace.file("probe.log"))
-        let status = await child.waitForExit(timeout: .seconds(150))
-        let output = child.output
-        guard status == 0, output.contains("\ndone") else {
-            throw FaultTestError("the probe could not run on a small tmpfs (needs unshare with user namespaces; status \(String(describing: status)))",
-                                 log: output)
-        }
+        let output = try await Self.probeOnASmallDisk("client-full", mode: "hold", count: 2000, timeout: .seconds(150))
         let recorded = Self.values("recorded", in: output)
-        let dropped = output.split(separator: "\n").compactMap { line -> String? in
-            line.hasPrefix("dropped disk_full ") ? String(line.dropFirst("dropped disk_full ".count)) : nil
-        }
+        let dropped = Self.values("dropped disk_full", in: output)
         let queued = Self.values("queued", in: output)
         #expect(!output.contains("failed "))
         #expect(recorded.count == 2000)
@@ -90,28 +75,33 @@ struct ClientQueueProcessTests {
     /// dropped while trying are reported through `onDrop` all the same.
     @Test(.timeLimit(.minutes(2)))
     func eventsDroppedByARecordThatStillFailsAreReported() async throws {
-        let workspace = try FaultWorkspace("client-filled")
+        let output = try await Self.probeOnASmallDisk("client-filled", mode: "fill", count: 3, timeout: .seconds(90))
+        let recorded = Self.values("recorded", in: output)
+        #expect(recorded.count == 3)
+        #expect(output.contains("failed engage queue: disk-full"))
+        #expect(Self.values("dropped disk_full", in: output) == recorded)
+        #expect(Self.values("queued", in: output).isEmpty)
+    }
+
+    /// Runs `EngageClientProbe` with its container on a 256 KiB tmpfs mounted in a mount namespace
+    /// of its own (`unshare --user --mount`, so no privilege is needed); its output once it ended.
+    static func probeOnASmallDisk(_ name: String, mode: String, count: Int, timeout: Duration) async throws -> String {
+        let workspace = try FaultWorkspace(name)
         defer { workspace.remove() }
         let container = workspace.file("container")
         try FileManager.default.createDirectory(atPath: container, withIntermediateDirectories: true)
         let probe = try BuiltProgram.path("EngageClientProbe")
-        let script = #"mount -t tmpfs -o size=256k tmpfs "$1" && exec "$2" "$1" http://127.0.0.1:9 egk_x fill 3"#
-        let child = try ChildProcess(["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", script, "sh", container, probe],
+        let script = #"mount -t tmpfs -o size=256k tmpfs "$1" && exec "$2" "$1" http://127.0.0.1:9 egk_x "$3" "$4""#
+        let child = try ChildProcess(["/usr/bin/unshare", "--user", "--map-root-user", "--mount", "/bin/sh", "-c", script, "sh",
+                                      container, probe, mode, String(count)],
                                      environment: ["PATH": "/usr/bin:/bin", "HOME": workspace.path], outputPath: workspace.file("probe.log"))
-        let status = await child.waitForExit(timeout: .seconds(90))
+        let status = await child.waitForExit(timeout: timeout)
         let output = child.output
         guard status == 0, output.contains("\ndone") else {
             throw FaultTestError("the probe could not run on a small tmpfs (needs unshare with user namespaces; status \(String(describing: status)))",
                                  log: output)
         }
-        let recorded = Self.values("recorded", in: output)
-        let dropped = output.split(separator: "\n").compactMap { line -> String? in
-            line.hasPrefix("dropped disk_full ") ? String(line.dropFirst("dropped disk_full ".count)) : nil
-        }
-        #expect(recorded.count == 3)
-        #expect(output.contains("failed engage queue: disk-full"))
-        #expect(dropped == recorded)
-        #expect(Self.values("queued", in: output).isEmpty)
+        return output
     }
 
     /// The values of the output's lines starting with `label `.
