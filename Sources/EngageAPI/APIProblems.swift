@@ -47,6 +47,13 @@ enum APIProblems {
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
+    /// An append that failed for want of the database (`unavailable` for ingestion, once the
+    /// request reached the committer): a commit cut short by the commit timeout or a lost
+    /// connection may have been made on the primary, so "nothing was stored" would not be known.
+    static let eventsNotAcknowledged = HTTPProblem(
+        status: 503, slug: unavailable.code, title: unavailable.title,
+        detail: "the events are not acknowledged, and some may be stored (the database stopped answering while they were committed, "
+            + "or never answered); resend them unchanged after the number of seconds in Retry-After: any stored are then reported as duplicates")
     /// A manual run whose database did not answer once its insert was sent (`ManualRunUnanswered`):
     /// queued, or maybe queued (an insert interrupted while its COMMIT waits for a lost synchronous
     /// standby is made on the primary), and a scheduler analyses a queued run later. An outage
@@ -67,8 +74,9 @@ enum APIProblems {
     /// client resends with its backoff, and loses nothing meanwhile.
     static func eventNotStorable(sqlState: String) -> HTTPProblem {
         HTTPProblem(status: 500, slug: "event-not-storable", title: "A constraint of the database refused an event of this request",
-                    detail: "nothing from this request was stored (SQLSTATE \(sqlState)); engage's own schema has no constraint a valid "
-                        + "event breaks, so the server's operators must mend the database's; resend later, unchanged")
+                    detail: "the request is not acknowledged (SQLSTATE \(sqlState)); engage's own schema has no constraint a valid "
+                        + "event breaks, so the server's operators must mend the database's; resend later, unchanged (any events of it "
+                        + "stored meanwhile are then reported as duplicates)")
     }
 
     /// A commit the synchronous standbys were not seen to have (`PostgresError.Kind.unconfirmedCommit`):

@@ -111,8 +111,9 @@ struct IngestRefusedEventTests {
         let answer = try await server.post(body, key: key)
         try expectProblem(answer, Problem(
             "event-not-storable", status: 500, title: "A constraint of the database refused an event of this request",
-            detail: "nothing from this request was stored (SQLSTATE 23514); engage's own schema has no constraint a valid "
-                + "event breaks, so the server's operators must mend the database's; resend later, unchanged"))
+            detail: "the request is not acknowledged (SQLSTATE 23514); engage's own schema has no constraint a valid "
+                + "event breaks, so the server's operators must mend the database's; resend later, unchanged (any events of it "
+                + "stored meanwhile are then reported as duplicates)"))
         #expect(try await server.count("SELECT count(*) FROM events") == 0)
         let samples = metricSamples(try await server.request("GET", "/metrics").text)
         #expect(samples[#"engage_events_rejected_by_field_total{field="not-storable"}"#] == nil)

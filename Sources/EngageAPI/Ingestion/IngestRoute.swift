@@ -186,7 +186,7 @@ public struct IngestRoute: Sendable {
                 roleCannotSeeStandbys: error.sqlState == StandbyConfirmation.insufficientPrivilege), retryAfter: 5)
         case let error as PostgresError where Committer.refusesSomeRow(error):
             APIProblems.response(APIProblems.eventNotStorable(sqlState: error.sqlState ?? ""))
-        default: APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+        default: APIProblems.response(APIProblems.eventsNotAcknowledged, retryAfter: 5)
         }
     }
 

@@ -252,8 +252,12 @@ struct IngestRouteTests {
             try expectProblem(try await server.post(events.array, key: key), Problem(
                 "shutting-down", status: 503, title: "The server is shutting down",
                 detail: "nothing from this request was stored; retry on another instance or later"), retryAfter: "5")
-            server.events.setFailure(CommitFailed())
-            try expectProblem(try await server.post(events.array, key: key), .databaseUnavailable, retryAfter: "5")
+            // A commit that failed or was cut short (the commit timeout's interruption): the events
+            // may be stored on the primary, so the answer does not say they are not.
+            for failure: any Error in [CommitFailed(), PostgresError(kind: .interrupted, message: "the commit timeout passed")] {
+                server.events.setFailure(failure)
+                try expectProblem(try await server.post(events.array, key: key), .eventsNotAcknowledged, retryAfter: "5")
+            }
             // A commit the synchronous standbys do not have (StandbyConfirmation): not acknowledged.
             // Its own problem, naming the missing privilege when that is why.
             for (verdict, expected) in [(StandbyConfirmation.Verdict.unconfirmed, Problem.unconfirmedCommit),
@@ -280,8 +284,9 @@ struct IngestRouteTests {
             server.events.setFailure(PostgresError(kind: .server, sqlState: "23514", message: "new row violates check constraint"))
             try expectProblem(try await server.post(WireEvent.valid(2).array, key: key), Problem(
                 "event-not-storable", status: 500, title: "A constraint of the database refused an event of this request",
-                detail: "nothing from this request was stored (SQLSTATE 23514); engage's own schema has no constraint a valid "
-                    + "event breaks, so the server's operators must mend the database's; resend later, unchanged"))
+                detail: "the request is not acknowledged (SQLSTATE 23514); engage's own schema has no constraint a valid "
+                    + "event breaks, so the server's operators must mend the database's; resend later, unchanged (any events of it "
+                    + "stored meanwhile are then reported as duplicates)"))
             #expect(server.events.storedIDs.isEmpty)
         }
     }

@@ -144,6 +144,12 @@ struct Problem: Decodable, Equatable, Sendable {
         "database-unavailable", status: 503, title: "The event log is unreachable",
         detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
 
+    /// An append the database did not answer: some of it may be stored.
+    static let eventsNotAcknowledged = Problem(
+        "database-unavailable", status: 503, title: "The event log is unreachable",
+        detail: "the events are not acknowledged, and some may be stored (the database stopped answering while they were committed, "
+            + "or never answered); resend them unchanged after the number of seconds in Retry-After: any stored are then reported as duplicates")
+
     static let unconfirmedCommit = Problem(
         "commit-unconfirmed", status: 503, title: "The commit is not confirmed on the synchronous standbys",
         detail: "committed but not confirmed on the synchronous standbys; resend with the same event ids")
