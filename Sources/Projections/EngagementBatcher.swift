@@ -45,8 +45,8 @@ struct EngagementBatcher: Sendable {
     /// Processes one batch in its own transaction: `prefetched`, the events after `position` read
     /// and folded per notification beforehand, on another connection and task (any read below the
     /// visibility horizon stays the log's next events, and the fence proves the checkpoint is
-    /// still `position`), or, when nil, the events read here. Returns how many events it folded
-    /// (0: caught up).
+    /// still `position`) of the same server (else they are read again here: `ServerIdentity`),
+    /// or, when nil, the events read here. Returns how many events it folded (0: caught up).
     mutating func process(prefetched: FoldedEvents?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
         let batchSize = self.batchSize
         let (count, newPosition, states, written) = try connection.transaction { connection in
@@ -56,7 +56,10 @@ struct EngagementBatcher: Sendable {
             let model = try EngagementStore.tableIdentity(tables.states, on: connection)
             guard self.model == nil || self.model == model else { throw Fenced() }
             self.model = model
-            let events = try prefetched ?? FoldedEvents(EventStore.readFoldable(after: checkpoint, limit: batchSize, on: connection))
+            let readHere = { try FoldedEvents(EventStore.readFoldable(after: checkpoint, limit: batchSize, on: connection)) }
+            let events = try prefetched.map { prefetched in
+                try prefetched.server == ServerIdentity.read(on: connection) ? prefetched : readHere()
+            } ?? readHere()
             guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), EngagementStore.Written()) }
             try failpoints.hit("projector.after-read")
             let changes = try fold(events, on: connection)

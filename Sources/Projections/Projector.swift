@@ -161,7 +161,10 @@ public struct Projector: Service {
     private func read(after position: LogPosition) async throws -> FoldedEvents {
         let limit = configuration.batchSize
         let folded = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
-            FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
+            let server = try ServerIdentity.read(on: connection)
+            var folded = FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
+            folded.server = server
+            return folded
         }
         metrics.transactionIDsBehind.set(0)
         return folded

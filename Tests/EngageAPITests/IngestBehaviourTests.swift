@@ -274,7 +274,10 @@ struct IngestBehaviourTests {
         #expect(health.status == 200)
         #expect(health.headers["Content-Type"] == "application/json")
         #expect(health.text == #"{"status":"ok"}"#)
-        let ready = try await server.request("GET", "/readyz")
+        // Readiness is a state to wait for: on a machine busy with the rest of the suite the
+        // database may miss the check's limit (2 s) once, and the server rightly says 503 then.
+        var ready = try await server.request("GET", "/readyz")
+        for _ in 0..<10 where ready.status == 503 { ready = try await server.request("GET", "/readyz") }
         #expect(ready.status == 200)
         #expect(ready.headers["Content-Type"] == "application/json")
         #expect(ready.text == #"{"status":"ready","database":"ok","migrations":"current"}"#)
