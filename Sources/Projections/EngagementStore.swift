@@ -359,13 +359,15 @@ public enum EngagementStore {
         return stored
     }
 
-    /// `stored` plus the dense counts up to the highest bucket `buckets` uses: as long as the
-    /// longer of the two, as `engage_add_counts` adds them.
+    /// `stored` plus the dense counts of `buckets`, ending at the highest bucket left in use: a
+    /// notification that leaves the highest bucket (a late event moves it to another day, or to a
+    /// faster download) leaves no zeros behind, so the row equals a rebuild's, which never held it.
     static func adding(_ buckets: [Int: Int64], to stored: [Int64]) -> [Int64] {
         let used = buckets.filter { $0.value != 0 }
         let length = max(stored.count, (used.keys.max() ?? -1) + 1)
         var dense = stored + [Int64](repeating: 0, count: length - stored.count)
         for (index, count) in used { dense[index] += count }
+        while dense.last == 0 { dense.removeLast() }
         return dense
     }
 

@@ -360,7 +360,8 @@ struct ProjectorTests {
     }
 
     /// The projector adds histogram changes to the stored arrays itself: the same sums as
-    /// `engage_add_counts`, which it did before and reports and dashboards still use.
+    /// `engage_add_counts`, which it did before and reports and dashboards still use, without the
+    /// trailing zeros that function keeps (`HistogramTrimTests`).
     @Test func histogramSumsEqualEngageAddCounts() async throws {
         var random = SimulationRandom(seed: 19)
         for _ in 0..<200 {
@@ -369,10 +370,13 @@ struct ProjectorTests {
             for _ in 0..<Int(random.next() % 4) { buckets[Int(random.next() % 8)] = Int64(random.next() % 5) - 2 }
             let delta = EngagementStore.arrayLiteral(EngagementStore.adding(buckets, to: []))
             let mine = EngagementStore.arrayLiteral(EngagementStore.adding(buckets, to: stored))
-            let theirs = try await pool.withConnection { connection in
+            var theirs = try await pool.withConnection { connection in
                 try connection.query("SELECT engage_add_counts(\(stored)::int8[], \(delta)::int8[])::text")[0].decode(0, as: String.self)
             }
+            while theirs.hasSuffix(",0}") { theirs = String(theirs.dropLast(3)) + "}" }
+            if theirs == "{0}" { theirs = "{}" }
             #expect(mine == theirs, "stored \(stored), changes \(buckets)")
+            #expect(!mine.hasSuffix(",0}") && mine != "{0}")
         }
     }
 
