@@ -47,6 +47,12 @@ enum APIProblems {
                                        detail: "retry after the number of seconds in Retry-After")
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
+    /// `/readyz` on a server in recovery (a standby: a demoted primary the pool reached again):
+    /// every read answers, no write can succeed.
+    static let databaseReadOnly = HTTPProblem(
+        status: 503, slug: "database-read-only", title: "The database is a standby",
+        detail: "the server engage is connected to is in recovery and takes no writes; point --database at the primary "
+            + "(with several hosts, engage asks for the one that takes writes unless the URL sets target_session_attrs)")
     /// An append that failed for want of the database (`unavailable` for ingestion, once the
     /// request reached the committer): a commit cut short by the commit timeout or a lost
     /// connection may have been made on the primary, so "nothing was stored" would not be known.

@@ -50,10 +50,39 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// libpq settings engage applies unless the connection string sets them: the connect timeout,
     /// the application name, and TCP keepalives that find a server gone without a word (a
     /// machine lost, a network cut) within about 20 s on an idle connection, instead of the
-    /// system's two hours. (Ignored for Unix sockets.)
+    /// system's two hours (ignored for Unix sockets). With several hosts, the one that takes
+    /// writes (`target_session_attrs=read-write`): libpq's own default takes the first that
+    /// answers, which after a failover is the old primary come back as a standby, and every
+    /// append would fail there while a new connection went to it again. A read URL that wants
+    /// a standby says so (`prefer-standby`, docs/high-availability.md).
     var connectionDefaults: [(keyword: String, value: String)] {
         [("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName),
          ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "3"), ("keepalives_count", "3")]
+            + (namesSeveralHosts ? [("target_session_attrs", "read-write")] : [])
+    }
+
+    /// True when the connection string lists more than one host (or host address).
+    var namesSeveralHosts: Bool {
+        Self.parsed(connectionString)?.contains { ($0.keyword == "host" || $0.keyword == "hostaddr") && $0.value.contains(",") } ?? false
+    }
+
+    /// The keywords the connection string sets, with their values, as libpq parses it (URL or
+    /// key/value pairs, quoting, percent-encoding, a query's keywords included); nil if libpq
+    /// cannot parse it.
+    static func parsed(_ connectionString: String) -> [(keyword: String, value: String)]? {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            if let error { PQfreemem(error) }
+            return nil
+        }
+        defer { PQconninfoFree(options) }
+        var pairs: [(keyword: String, value: String)] = []
+        var option = options
+        while let keyword = option.pointee.keyword {
+            if let value = option.pointee.val { pairs.append((String(cString: keyword), String(cString: value))) }
+            option += 1
+        }
+        return pairs
     }
 
     /// Never prints a password.
@@ -86,21 +115,8 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// with the new user last. A string libpq cannot parse is returned with the user appended, for
     /// the connection to report.
     static func replacingUser(in connectionString: String, with user: String) -> String {
-        var error: UnsafeMutablePointer<CChar>?
-        guard let options = PQconninfoParse(connectionString, &error) else {
-            if let error { PQfreemem(error) }
-            return connectionString + " user=" + quote(user)
-        }
-        defer { PQconninfoFree(options) }
-        var pairs: [String] = []
-        var option = options
-        while let keyword = option.pointee.keyword {
-            let name = String(cString: keyword)
-            if let value = option.pointee.val, name != "user", name != "password" {
-                pairs.append(name + "=" + quote(String(cString: value)))
-            }
-            option += 1
-        }
+        guard let options = parsed(connectionString) else { return connectionString + " user=" + quote(user) }
+        let pairs = options.filter { $0.keyword != "user" && $0.keyword != "password" }.map { $0.keyword + "=" + quote($0.value) }
         return (pairs + ["user=" + quote(user)]).joined(separator: " ")
     }
 

@@ -1,4 +1,6 @@
-import EngageAPI
+import EmbeddedPostgres
+@testable import EngageAPI
+import HTTPServer
 import EngageCore
 import EventStore
 import Foundation
@@ -17,6 +19,44 @@ import TestSupport
 struct ReadReplicaTests {
     static let pair = Result { try StreamingReplication(label: "fault") }
     static let app = "replica-app"
+
+    /// A URL naming the standby first and the primary second, without `target_session_attrs`
+    /// (after a failover the old primary comes back as a standby, wherever the URL lists it):
+    /// engage's connection is the primary's, where libpq's own default would take the first host
+    /// that answers, and every append would fail there.
+    @Test(.timeLimit(.minutes(2)))
+    func aURLListingTheStandbyFirstConnectsToThePrimary() async throws {
+        let replication = try await offPool { try Self.pair.get() }
+        if (try? replication.withReplica { _ in true }) == nil { try await offPool { try replication.startReplica() } }
+        let (primary, replica) = (replication.primary, replication.replica)
+        let standbyFirst = PostgresConfiguration(connectionString: "host=\(replica.socketDirectory),\(primary.socketDirectory) "
+            + "port=\(replica.options.port),\(primary.options.port) user=\(EmbeddedPostgres.superuser) dbname=postgres")
+        let inRecovery = try await offPool {
+            let connection = try Connection(configuration: standbyFirst)
+            defer { connection.close() }
+            return try connection.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self)
+        }
+        #expect(inRecovery == false)
+        // The first host is the standby indeed.
+        #expect(try await offPool { try replication.withReplica { try $0.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self) } })
+    }
+
+    /// `/readyz` on a standby (a demoted primary the pool reached again): every read it makes
+    /// answers, and still it says not ready, since no event could be stored there.
+    @Test(.timeLimit(.minutes(2)))
+    func readinessOnAStandbySaysItTakesNoWrites() async throws {
+        let replication = try await offPool { try Self.pair.get() }
+        if (try? replication.withReplica { _ in true }) == nil { try await offPool { try replication.startReplica() } }
+        let (_, replica) = try await offPool { try replication.freshDatabase() }
+        try await offPool { try replication.waitForReplay() }
+        let pool = ConnectionPool(configuration: replica, size: 1)
+        let routes = HealthRoutes(pool: pool, migrator: try Migrator.fromSQLDirectory(), registry: MetricsRegistry())
+        let response = await routes.readyz(HTTPRequest(method: .GET, path: "/readyz"))
+        #expect(response.status == 503)
+        let problem = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+        #expect(problem?["type"] as? String == "https://engage.dev/problems/database-read-only")
+        await pool.close()
+    }
 
     @Test(.timeLimit(.minutes(4)))
     func engageServeReadsOnTheReplicaAndOnThePrimaryWhileTheReplicaIsGone() async throws {

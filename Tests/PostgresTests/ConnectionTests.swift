@@ -1,5 +1,5 @@
 import Foundation
-import Postgres
+@testable import Postgres
 import Testing
 import TestSupport
 
@@ -280,5 +280,20 @@ struct SQLTests {
             "host='h": "host='h user='r-1'",
         ]
         for (input, output) in expected { #expect(asRole(input) == output, "\(input)") }
+    }
+
+    /// Several hosts: engage asks for the one that takes writes unless the string says otherwise
+    /// (libpq takes the last value given, and engage's defaults come before the string). One host:
+    /// nothing added.
+    @Test func severalHostsMeanTheWritableOne() {
+        func attrs(_ connectionString: String) -> [String] {
+            PostgresConfiguration(connectionString: connectionString).connectionDefaults.filter { $0.keyword == "target_session_attrs" }.map(\.value)
+        }
+        #expect(attrs("postgresql://u@h1:5432,h2:5433/db") == ["read-write"])
+        #expect(attrs("host=/a,/b port=1,2 dbname=d") == ["read-write"])
+        #expect(attrs("hostaddr=127.0.0.1,127.0.0.2 dbname=d") == ["read-write"])
+        #expect(attrs("postgresql://u@h1/db") == [])
+        #expect(attrs("host=/tmp/s port=5432 dbname=d") == [])
+        #expect(attrs("host='h") == [])
     }
 }

@@ -15,7 +15,9 @@ public final class KeyStore: KeyLookup {
     private let lookupLimit: Duration
     private let time: any TimeSource
     private let cache = Mutex<[String: CacheEntry]>([:])
-    private static let cacheLimit = 10_000
+    /// Entries the cache holds at most; past it, expired entries go first, then those of ids no
+    /// key has (which anyone can make up by the thousand), and only then every entry.
+    private let cacheLimit: Int
 
     private struct CacheEntry {
         var key: APIKey?
@@ -27,8 +29,9 @@ public final class KeyStore: KeyLookup {
     }
 
     public init(pool: ConnectionPool, cacheLifetime: Duration = .seconds(5), lookupLimit: Duration = .seconds(5),
-                time: any TimeSource = SystemTime()) {
+                cacheLimit: Int = 10_000, time: any TimeSource = SystemTime()) {
         self.pool = pool
+        self.cacheLimit = max(1, cacheLimit)
         self.cacheLifetime = cacheLifetime
         self.lookupLimit = lookupLimit
         self.time = time
@@ -104,8 +107,11 @@ public final class KeyStore: KeyLookup {
         }
         guard let found = answer else { throw KeyLookupTimedOut(limit: lookupLimit) }
         let verified = Self.verified(found?.0, storedHash: found?.1, presentedHash: hash)
+        let limit = cacheLimit
         cache.withLock { cache in
-            if cache.count >= Self.cacheLimit { cache.removeAll() }
+            if cache.count >= limit { cache = cache.filter { $0.value.expires > now } }
+            if cache.count >= limit { cache = cache.filter { $0.value.key != nil } }
+            if cache.count >= limit { cache.removeAll() }
             cache[keyID] = CacheEntry(key: found?.0, hash: found?.1, expires: now.advanced(by: cacheLifetime),
                                       verifiedSecret: verified != nil ? presented : nil)
         }

@@ -35,11 +35,18 @@ public struct HealthRoutes: Sendable {
     /// interrupted one) can add its `connect_timeout`, which no interruption cuts short.
     static let databaseAnswerLimit = Duration.seconds(2)
 
+    /// What `/readyz` reads: a pending migration, whether commits can be confirmed on the
+    /// standbys, how many required standbys are missing, and the transaction counter's problem.
+    private typealias DatabaseReadiness = (pending: String?, cannotConfirm: Bool, missingStandbys: Int, behind: TransactionIDsBehindLog?)
+
     func readyz(_ request: HTTPRequest) async -> HTTPResponse {
         let (migrator, pool) = (self.migrator, self.pool)
         do {
             let answer = try await withTimeLimit(Self.databaseAnswerLimit) {
-                try await pool.withConnection { connection in
+                try await pool.withConnection { connection -> DatabaseReadiness? in
+                    // A standby answers every read below, and takes no write: a demoted primary
+                    // the pool reached again (a URL without target_session_attrs=read-write).
+                    if try connection.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self) { return nil }
                     let pending = try migrator.pendingProblem(connection)
                     // The readers' tables exist only once migrated.
                     let cannotConfirm = try StandbyConfirmation.roleCannotConfirm(on: connection)
@@ -47,8 +54,9 @@ public struct HealthRoutes: Sendable {
                             pending == nil ? try TransactionIDHealth.read(on: connection).problem : nil)
                 }
             }
+            guard let answer else { return APIProblems.response(APIProblems.unavailable, retryAfter: 5) }
             guard let (problem, cannotConfirm, missingStandbys, behind) = answer else {
-                return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
+                return APIProblems.response(APIProblems.databaseReadOnly, retryAfter: 5)
             }
             if let problem {
                 return APIProblems.response(HTTPProblem(status: 503, slug: "migrations-pending", title: "The database schema is not current",

@@ -207,11 +207,20 @@ struct CSVWriter {
         text += fields.map(Self.field).joined(separator: ",") + "\r\n"
     }
 
-    /// The field as is, or quoted with inner quotes doubled when it holds `,` `"` CR or LF.
+    /// The field as is, or quoted with inner quotes doubled when it holds `,` `"` CR or LF. Text a
+    /// spreadsheet would take for a formula (starting with `=` `+` `-` `@`, a tab or CR, and not a
+    /// number) gets a leading `'` first: categories and app ids come from whoever holds an ingest
+    /// key, and a report is opened in spreadsheets (OWASP's advice for CSV injection).
     static func field(_ value: String) -> String {
+        let value = startsLikeAFormula(value) ? "'" + value : value
         guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
             return value
         }
         return "\"" + value.replacing("\"", with: "\"\"") + "\""
+    }
+
+    static func startsLikeAFormula(_ value: String) -> Bool {
+        guard let first = value.unicodeScalars.first, "=+-@\t\r".unicodeScalars.contains(first) else { return false }
+        return Double(value) == nil
     }
 }

@@ -71,4 +71,20 @@ struct KeyStorageTests {
         #expect(try await keys.authenticate(issued.secret) == nil)
         #expect(keys.authenticateFromCache(issued.secret) == .refused)
     }
+
+    /// Made-up keys of the right shape (anyone can make thousands) fill the cache with ids no key
+    /// has; when it is full they go, not the real keys cached beside them, whose requests would
+    /// otherwise all wait for the database again.
+    @Test(.timeLimit(.minutes(1)))
+    func madeUpKeysDoNotPushRealOnesOutOfTheCache() async throws {
+        let server = try SharedServer.get()
+        let keys = KeyStore(pool: server.pool, cacheLifetime: .seconds(600), cacheLimit: 20)
+        let issued = try await keys.create(app: uniqueApp("flood"), role: .ingest)
+        #expect(try await keys.authenticate(issued.secret)?.keyID == issued.key.keyID)
+        for _ in 0..<50 {
+            let madeUp = KeyFormat.generate().text
+            #expect(try await keys.authenticate(madeUp) == nil)
+            #expect(keys.authenticateFromCache(issued.secret) == .key(issued.key))
+        }
+    }
 }

@@ -145,6 +145,25 @@ import Testing
         #expect(open[24] == "true")
     }
 
+    /// A category a spreadsheet would take for a formula (an ingest key may send any text) is
+    /// written with a leading `'`; negative numbers stay numbers.
+    @Test func csvDefusesCategoriesThatLookLikeFormulas() throws {
+        for category in ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd", "-2-3", "@SUM(A1)", "\tsneak"] {
+            let report = EngagementReport.build(engagement: [
+                ReportFixture.engagement(category, .rich, "image", notifications: 10, delivered: 10, displayed: 10, opened: 4),
+                ReportFixture.engagement(category, .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
+            ], generatedAt: ReportFixture.generatedAt)
+            let records = Self.parseCSV(report.renderCSV())
+            let rows = records.filter { $0[0] == "group" }
+            #expect(!rows.isEmpty)
+            #expect(rows.allSatisfy { $0[1] == "'" + category }, "\(rows.map { $0[1] })")
+            #expect(records.allSatisfy { $0.allSatisfy { !CSVWriter.startsLikeAFormula($0) } })
+        }
+        #expect(CSVWriter.field("-0.25") == "-0.25")
+        #expect(CSVWriter.field("+5") == "+5")
+        #expect(CSVWriter.field("=1,2") == "\"'=1,2\"")
+    }
+
     @Test func csvHasOneRowPerGroupAndMetric() throws {
         let records = Self.parseCSV(Self.report.renderCSV())
         #expect(records[0] == EngagementReport.csvHeader)
