@@ -41,17 +41,17 @@ import Testing
 
         == ADJUSTED FOR CATEGORY: rich vs plain within each category, combined ==
         - Adjusted for category, rich notifications are expanded 1.92x as often as plain ones [1.40, 2.64],
-          significant (p < 0.001; 1 category). Excluded: sport (no plain displays), weather (no rich
-          displays).
+          significant (p < 0.001; 1 category; notifications as the unit). Excluded: sport (no plain
+          displays), weather (no rich displays).
         - Adjusted for category, rich notifications are acted on 1.63x as often as plain ones [0.96, 2.78],
-          not significant (p = 0.072; 1 category). Excluded: sport (no plain displays), weather (no rich
-          displays).
+          not significant (p = 0.072; 1 category; notifications as the unit). Excluded: sport (no plain
+          displays), weather (no rich displays).
         - Adjusted for category, rich notifications are opened 1.32x as often as plain ones [0.92, 1.90],
-          not significant (p = 0.136; 1 category). Excluded: sport (no plain displays), weather (no rich
-          displays).
+          not significant (p = 0.136; 1 category; notifications as the unit). Excluded: sport (no plain
+          displays), weather (no rich displays).
         - Adjusted for category, rich notifications are dismissed 0.76x as often as plain ones [0.63, 0.92],
-          significant (p = 0.005; 1 category). Excluded: sport (no plain displays), weather (no rich
-          displays).
+          significant (p = 0.005; 1 category; notifications as the unit). Excluded: sport (no plain
+          displays), weather (no rich displays).
         - Adjusted for category, reply: not enough data for risk ratio: no plain successes in any category.
 
           rate per displayed  adjusted rich / plain       p  adjusted rich − plain          p   CMH p  categories Q p  crude rich / plain    crude vs adjusted

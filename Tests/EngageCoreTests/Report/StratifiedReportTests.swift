@@ -81,7 +81,7 @@ import Testing
         #expect(disagreement.direction && disagreement.significance)
         let headline = summary.headline
         #expect(headline.hasPrefix("Adjusted for category, rich notifications are expanded 1.06x as often as plain "
-            + "ones [0.96, 1.17], not significant (p = 0.276; 3 categories); no clear disagreement between "
+            + "ones [0.96, 1.17], not significant (p = 0.276; 3 categories; notifications as the unit); no clear disagreement between "
             + "categories (Cochran's Q p = 0.174), though promo_sale 0.89x [0.71, 1.11] points the other way."))
         #expect(headline.contains("The crude total, which pools categories, says 0.57x [0.53, 0.61]: it points the "
             + "other way and is significant where the adjusted figure is not (Simpson's paradox"))
