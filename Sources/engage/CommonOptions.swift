@@ -2,6 +2,10 @@ import Runtime
 
 /// Options shared by every subcommand that reaches the database or logs.
 enum CommonOptions {
+    /// What `--app` takes wherever it names an app: an id `engage keys create` would accept (no
+    /// other app has events or keys, so any other value could only select nothing, silently).
+    static let appID = Validation("use 1-64 letters, digits, '.', '_' or '-'", accepts: KeysCommand.isValidAppID)
+
     static let database = Option<String?>(
         "database", value: "url", help: "PostgreSQL connection URL or key=value string; without it engage runs its own local PostgreSQL.",
         environment: "ENGAGE_DATABASE_URL")

@@ -9,7 +9,7 @@ import Runtime
 enum ExperimentCommand {
     static let id = Argument("id", help: "The experiment id.")
     static let file = Option<String?>("file", value: "path", help: "The definition as JSON ('-' for standard input).")
-    static let app = Option<String?>("app", value: "id", help: "Only this app's experiments.")
+    static let app = Option<String?>("app", value: "id", help: "Only this app's experiments.", validate: CommonOptions.appID)
     static let format = Option("format", value: "text|json", help: "text, or the definition as JSON.", default: ShowFormat.text)
     static let limit = Option("limit", value: "n", help: "Most runs listed.", default: 50, validate: .range(1...10_000))
     static let common = CommonOptions.databaseAndLogging

@@ -10,7 +10,7 @@ import Runtime
 enum ExperimentSimulate {
     enum Format: String, CaseIterable, OptionValue { case text, json }
 
-    static let app = Option<String?>("app", value: "id", help: "The app whose log is replayed.")
+    static let app = Option<String?>("app", value: "id", help: "The app whose log is replayed.", validate: CommonOptions.appID)
     static let strategy = Option<String?>(
         "strategy", value: "name", help: "The strategy to replay: " + StrategyCatalog.standard.names.joined(separator: ", ") + ".")
     static let since = Option<String?>(

@@ -7,10 +7,10 @@ import Runtime
 /// `engage keys create|list|revoke`.
 enum KeysCommand {
     static let app = Option<String?>("app", value: "id", help: "The app whose events the key writes or reads.",
-                                     validate: Validation("use 1-64 letters, digits, '.', '_' or '-'", accepts: isValidAppID))
+                                     validate: CommonOptions.appID)
     static let role = Option("role", value: "role", help: "ingest (send events), read (reports) or admin (everything).", default: Role.ingest)
     static let name = Option("name", value: "text", help: "A label to recognise the key by.", default: "")
-    static let listedApp = Option<String?>("app", value: "id", help: "Only this app's keys.")
+    static let listedApp = Option<String?>("app", value: "id", help: "Only this app's keys.", validate: CommonOptions.appID)
     static let keyID = Argument("key-id", help: "The id shown by engage keys list.")
 
     static let definition = Command(

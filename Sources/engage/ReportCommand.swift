@@ -10,7 +10,7 @@ import Runtime
 enum ReportCommand {
     enum Format: String, CaseIterable, OptionValue { case table, json, csv, html }
 
-    static let app = Option<String?>("app", value: "id", help: "Only this app.")
+    static let app = Option<String?>("app", value: "id", help: "Only this app.", validate: CommonOptions.appID)
     static let category = Option<String?>("category", value: "name", help: "Only this notification category.",
                                           requirement: "expected a notification category such as new_photo",
                                           parse: { $0.isEmpty ? nil : $0 })

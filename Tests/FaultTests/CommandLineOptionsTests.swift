@@ -114,6 +114,10 @@ struct CommandLineOptionsTests {
          "error: --arms must list arm counts between 2 and 10, such as 2,3, none above --devices (4)\nusage: engage bench calibration"),
         (["bench", "calibration", "--spread", "nan"], [:], "error: invalid value 'nan' for option '--spread': expected a number from 0 to 10"),
         (["bench", "report-coverage", "--spread", "nan"], [:], "error: invalid value 'nan' for option '--spread': expected a number from 0 to 10"),
+        // An app id no key could have selects nothing: refused, as keys create refuses it.
+        (["report", "--app", ""], [:], "error: invalid value '' for option '--app': use 1-64 letters, digits, '.', '_' or '-'"),
+        (["report", "--app", "two words"], [:], "error: invalid value 'two words' for option '--app': use 1-64 letters, digits, '.', '_' or '-'"),
+        (["experiment", "list", "--app", "a/b"], [:], "error: invalid value 'a/b' for option '--app': use 1-64 letters, digits, '.', '_' or '-'"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
         let workspace = try FaultWorkspace("cli")
