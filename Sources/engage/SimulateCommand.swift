@@ -11,9 +11,13 @@ import Runtime
 /// appended straight to the log.
 enum SimulateCommand {
     static let url = Option("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
-                            default: "http://127.0.0.1:8080")
+                            default: "http://127.0.0.1:8080",
+                            validate: Validation("expected an http:// or https:// address such as http://127.0.0.1:8080") { text in
+                                guard let url = URL(string: text + "/v1/events"), let scheme = url.scheme?.lowercased() else { return false }
+                                return (scheme == "http" || scheme == "https") && !(url.host ?? "").isEmpty
+                            })
     static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY")
-    static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo")
+    static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo", validate: CommonOptions.appID)
     static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000, validate: .range(1...10_000_000))
     static let devices = Option("devices", value: "n", help: "Devices they go to.", default: 1_000, validate: .range(1...10_000_000))
     static let seed = Option("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: 1, validate: .range(0...Int.max))
