@@ -49,13 +49,19 @@ public struct EmbeddedPostgres: Sendable {
         self.options = options
         dataDirectory = URL(fileURLWithPath: options.dataDirectory).standardizedFileURL.path
         binaryDirectory = try options.binaryDirectory ?? Self.findBinaryDirectory()
-        if dataDirectory.utf8.count + "/.s.PGSQL.\(options.port)".utf8.count > 100 {
+        if !Self.socketFits(in: dataDirectory, port: options.port) {
             throw EmbeddedPostgresError("the data directory path is too long for a Unix socket (\(dataDirectory)); choose a shorter --data-dir")
         }
     }
 
     /// The server's socket lives in the data directory.
     public var socketDirectory: String { dataDirectory }
+
+    /// Whether the socket's path in `directory` stays within the 107 bytes a Unix socket's name
+    /// may take (PostgreSQL refuses longer ones; with a margin).
+    static func socketFits(in directory: String, port: Int) -> Bool {
+        directory.utf8.count + "/.s.PGSQL.\(port)".utf8.count <= 100
+    }
 
     /// How to reach `database` (the configured one by default).
     public func configuration(database: String? = nil) -> PostgresConfiguration {
@@ -214,16 +220,18 @@ public struct EmbeddedPostgres: Sendable {
         throw lastError!
     }
 
-    /// `./.engage/postgres` under `workingDirectory`, unless this runs as root and the postgres
-    /// user cannot reach that directory (a checkout under /root): then a directory of its own under
-    /// /var/tmp, named after the working directory so each checkout keeps its own cluster.
+    /// `./.engage/postgres` under `workingDirectory`, unless its path is too long for the server's
+    /// socket (a checkout deep in a tree), or this runs as root and the postgres user cannot reach
+    /// that directory (a checkout under /root): then a directory of its own under /var/tmp, named
+    /// after the working directory so each checkout keeps its own cluster.
     public static func defaultDataDirectory(workingDirectory: String = FileManager.default.currentDirectoryPath) -> String {
         let local = workingDirectory + "/.engage/postgres"
+        let elsewhere = "/var/tmp/engage-\(SHA256.hexDigest(workingDirectory).prefix(12))/postgres"
+        // The longest port there is: the check must hold whatever --port says.
+        guard socketFits(in: local, port: 65_535) else { return elsewhere }
         guard geteuid() == 0 else { return local }
         let reachable = (try? ProcessRunner.run(["/usr/bin/test", "-x", workingDirectory], asUser: serverUser))?.status == 0
-        if reachable { return local }
-        let tag = SHA256.hexDigest(workingDirectory).prefix(12)
-        return "/var/tmp/engage-\(tag)/postgres"
+        return reachable ? local : elsewhere
     }
 
     /// Installed PostgreSQL client program (psql) next to the server binaries, or on PATH.

@@ -215,12 +215,13 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
 
     /// Settles the type once enough bytes (or all) arrived; returns a verdict when the type
     /// ends the download. Called with `lock` held.
+    ///
+    /// The bytes have the last word: a type the headers or the URL name is taken only when the
+    /// first bytes are of no other known type and do not read as text (a captive portal's or a
+    /// CDN's error page served with 200 for `photo.jpg`, which iOS would refuse or show broken).
     private func decideType(final: Bool) -> DownloadResult? {
-        if case let .supported(known) = headerGuess {
-            type = known
-            return nil
-        }
         guard final || leading.count >= MediaTypeDetector.sniffLength else { return nil }
+        let named: MediaType? = if case let .supported(known) = headerGuess { known } else { nil }
         switch MediaTypeDetector.fromLeadingBytes(leading) {
         case let .supported(sniffed):
             type = sniffed
@@ -230,7 +231,11 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         case let .unsupported(name):
             return .unsupportedFormat(name)
         case .unknown:
-            return .unsupportedFormat("unknown")
+            guard let named, !MediaTypeDetector.readsAsText(leading) else {
+                return .unsupportedFormat(named == nil ? "unknown" : "text")
+            }
+            type = named
+            return nil
         }
     }
 

@@ -166,6 +166,15 @@ public enum MediaTypeDetector {
         return .unknown
     }
 
+    /// True when the leading bytes look like a document rather than media: markup or JSON, after
+    /// optional whitespace or a UTF-8 byte order mark (an error page, an API's error body).
+    public static func readsAsText(_ bytes: [UInt8]) -> Bool {
+        var rest = bytes[...]
+        if rest.starts(with: [0xEF, 0xBB, 0xBF]) { rest = rest.dropFirst(3) }
+        guard let first = rest.first(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else { return false }
+        return first == UInt8(ascii: "<") || first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+    }
+
     /// The kind of an attachment iOS delivered, from its `type` (a UTI), for `displayed` events.
     public static func kind(ofUTI uti: String) -> AttachmentKind? {
         if let known = MediaType.supported.first(where: { $0.uti == uti }) { return known.kind }

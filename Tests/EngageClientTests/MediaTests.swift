@@ -143,6 +143,38 @@ struct MediaDownloadTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path) == [media.file.lastPathComponent])
     }
 
+    /// The first bytes have the last word over the headers and the URL: an error page served
+    /// with 200 for `photo.jpg` (as `text/html`, or even as `image/jpeg`) is refused, not
+    /// attached as a JPEG; a PNG served as `image/jpeg` is attached as the PNG it is.
+    @Test(arguments: [("text/html; charset=utf-8", Array("<!doctype html><html><body>Sign in to the Wi-Fi</body></html>".utf8)),
+                      ("image/jpeg", Array("\u{FEFF}  <html><head><title>502</title></head></html>".utf8)),
+                      ("image/jpeg", Array(#"{"error":"not found"}"#.utf8))])
+    func aPageServedForAnImageIsNotAttached(contentType: String, body: [UInt8]) async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let result = await download(host.url.appendingPathComponent("p/photo.jpg"), directory: directory.url)
+        #expect(result == .unsupportedFormat("text"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+    }
+
+    @Test func aPNGServedAsJPEGIsAttachedAsThePNGItIs() async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.png(), declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let result = await download(host.url.appendingPathComponent("p/photo.jpg"), directory: directory.url)
+        guard case let .downloaded(media) = result else {
+            Issue.record("expected a download, got \(result)")
+            return
+        }
+        #expect(media.type == .png)
+        #expect(media.file.pathExtension == "png")
+    }
+
     @Test func withoutATypeTheLeadingBytesDecide() async throws {
         let host = try FaultInjector(reply: .bytes(status: 200, headers: [], body: MediaSamples.png(), declareLength: false))
         defer { host.stop() }

@@ -143,4 +143,25 @@ struct CommandLineDetailsTests {
         #expect(fish.status == 64)
         #expect(fish.output.hasPrefix("error: unknown shell 'fish' for argument '<shell>': expected bash or zsh\nusage: engage completion <shell>"))
     }
+
+    /// A checkout deeper than the server's socket path allows gets its default cluster under
+    /// /var/tmp (named after the checkout), not a data directory `engage demo` would refuse.
+    @Test func aDeepCheckoutKeepsItsClusterWhereTheSocketFits() throws {
+        // A real directory anyone may enter, so that only its depth decides (run as root, an
+        // unreachable checkout goes to /var/tmp anyway).
+        let top = NSTemporaryDirectory() + "engage-deep-\(UUID().uuidString.prefix(8))"
+        let deep = top + String(repeating: "/projects", count: 8) + "/engage"
+        try FileManager.default.createDirectory(atPath: deep, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(atPath: top) }
+        let shallow = EmbeddedPostgres.defaultDataDirectory(workingDirectory: top)
+        #expect(shallow == top + "/.engage/postgres")
+        let directory = EmbeddedPostgres.defaultDataDirectory(workingDirectory: deep)
+        #expect(directory.hasPrefix("/var/tmp/engage-") && directory.hasSuffix("/postgres"), "\(directory)")
+        #expect(directory == EmbeddedPostgres.defaultDataDirectory(workingDirectory: deep))
+        #expect(directory != EmbeddedPostgres.defaultDataDirectory(workingDirectory: deep + "2"))
+        #expect(throws: Never.self) { try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: directory, port: 65_535)) }
+        #expect(throws: EmbeddedPostgresError.self) {
+            try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: deep + "/.engage/postgres", port: 5432))
+        }
+    }
 }
