@@ -129,6 +129,8 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
             do {
                 rich = try attach(media, original)
             } catch {
+                // No attachment holds the file: nobody else would remove it (up to 50 MB).
+                try? FileManager.default.removeItem(at: media.file)
                 finish(original, outcome: .unsupportedFormat,
                        attachment: AttachmentTelemetry(kind: .none, format: media.type.format, bytes: media.bytes,
                                                        source: .network, downloadMS: media.downloadMS, variant: variant),
@@ -140,7 +142,11 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
                 phase = .ready(rich, telemetry, media.finishedAt)
                 return true
             }
-            guard proceed else { return }
+            guard proceed else {
+                // The deadline delivered the plain content first: the attachment goes nowhere.
+                try? FileManager.default.removeItem(at: media.file)
+                return
+            }
             finish(finishing(rich), outcome: .attached, attachment: telemetry, timeWillExpire: false,
                    downloadFinishedAt: media.finishedAt)
         case let .tooLarge(bytes, _):

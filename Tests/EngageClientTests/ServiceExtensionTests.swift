@@ -85,6 +85,33 @@ struct ServiceExtensionTests {
 
     /// The arm comes from the payload: an assignments cache an older version of the app left
     /// in the container, naming another arm, changes nothing.
+    /// An attachment iOS refuses to make (`attach` throws) leaves no downloaded file behind:
+    /// the plain content goes, as `unsupported_format`, and the file with nothing holding it.
+    @Test func aFileNoAttachmentTookIsRemoved() async throws {
+        let downloads = Container()
+        try FileManager.default.createDirectory(at: downloads.url, withIntermediateDirectories: true)
+        defer { downloads.remove() }
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.jpeg(20_000),
+                                                   declareLength: true))
+        defer { host.stop() }
+        struct Refused: Error {}
+        let payload = PushPayload(notificationID: "n-refused", strategy: "full",
+                                  media: [PushPayload.Media(variant: "original", url: host.url.appendingPathComponent("p.jpg"))])
+        let probe = SessionProbe()
+        let attempted = Recorder<String>()
+        let session = makeSession(client: nil, payload: payload, notificationID: "n-refused", probe: probe, directory: downloads.url,
+                                  attach: { media, _ in
+                                      attempted.add(media.file.lastPathComponent)
+                                      throw Refused()
+                                  })
+        session.start()
+        await probe.finished()
+        #expect(attempted.all.count == 1)
+        #expect(probe.deliveries == [FakeContent(title: "New photo")])
+        #expect(probe.report?.outcome == .unsupportedFormat)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: downloads.url.path).isEmpty)
+    }
+
     @Test func theArmComesFromThePayloadNotFromACache() async throws {
         let container = Container()
         defer { container.remove() }
