@@ -150,29 +150,30 @@ struct MediaDownloadTests {
                       ("image/jpeg", Array("\u{FEFF}  <html><head><title>502</title></head></html>".utf8)),
                       ("image/jpeg", Array(#"{"error":"not found"}"#.utf8))])
     func aPageServedForAnImageIsNotAttached(contentType: String, body: [UInt8]) async throws {
-        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))
-        defer { host.stop() }
-        let directory = Container()
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        defer { directory.remove() }
-        let result = await download(host.url.appendingPathComponent("p/photo.jpg"), directory: directory.url)
+        let (result, filesLeft) = try await Self.downloadPhotoJPG(contentType: contentType, body: body)
         #expect(result == .unsupportedFormat("text"))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+        #expect(filesLeft.isEmpty)
     }
 
     @Test func aPNGServedAsJPEGIsAttachedAsThePNGItIs() async throws {
-        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.png(), declareLength: true))
-        defer { host.stop() }
-        let directory = Container()
-        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
-        defer { directory.remove() }
-        let result = await download(host.url.appendingPathComponent("p/photo.jpg"), directory: directory.url)
+        let (result, _) = try await Self.downloadPhotoJPG(contentType: "image/jpeg", body: MediaSamples.png())
         guard case let .downloaded(media) = result else {
             Issue.record("expected a download, got \(result)")
             return
         }
         #expect(media.type == .png)
         #expect(media.file.pathExtension == "png")
+    }
+
+    /// `body` served as `contentType` for `p/photo.jpg`: the outcome, and the files left.
+    static func downloadPhotoJPG(contentType: String, body: [UInt8]) async throws -> (DownloadResult, [String]) {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let result = await download(host.url.appendingPathComponent("p/photo.jpg"), directory: directory.url)
+        return (result, try FileManager.default.contentsOfDirectory(atPath: directory.url.path))
     }
 
     @Test func withoutATypeTheLeadingBytesDecide() async throws {

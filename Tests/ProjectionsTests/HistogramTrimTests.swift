@@ -1,6 +1,5 @@
 import EngageCore
 import EventStore
-import Foundation
 import Postgres
 @testable import Projections
 import Testing
