@@ -223,7 +223,9 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         guard final || leading.count >= MediaTypeDetector.sniffLength else { return nil }
         let named: MediaType? = if case let .supported(known) = headerGuess { known } else { nil }
         switch MediaTypeDetector.fromLeadingBytes(leading) {
-        case let .supported(sniffed):
+        case let .supported(bytesSay):
+            // Where the bytes cannot tell a family's members apart, the name says which.
+            let sniffed = named.map { MediaTypeDetector.refines($0, bytesSay) } == true ? named ?? bytesSay : bytesSay
             type = sniffed
             // Content-Length was checked against the largest limit; now the kind's applies.
             if declared > Int64(policy.sizeLimit(for: sniffed.kind)) { return .tooLarge(bytes: Int(declared), kind: sniffed.kind) }

@@ -166,6 +166,13 @@ public enum MediaTypeDetector {
         return .unknown
     }
 
+    /// True when `named` is a member of the family whose signature `sniffed` is: an ISO media file
+    /// of any brand (`isom`, `mp42`) may be MPEG-4 audio, and an MPEG stream's first header does
+    /// not say MPEG-1 from MPEG-2.
+    public static func refines(_ named: MediaType, _ sniffed: MediaType) -> Bool {
+        (named == .m4a && sniffed == .mp4) || (named == .mpeg2 && sniffed == .mpeg)
+    }
+
     /// True when the leading bytes look like a document rather than media: markup or JSON, after
     /// optional whitespace or a UTF-8 byte order mark (an error page, an API's error body).
     public static func readsAsText(_ bytes: [UInt8]) -> Bool {

@@ -165,6 +165,18 @@ struct MediaDownloadTests {
         #expect(media.file.pathExtension == "png")
     }
 
+    /// An ISO media file of a generic brand served as `audio/mp4` stays MPEG-4 audio (its bytes
+    /// say only "MPEG-4"), and keeps audio's 5 MB limit.
+    @Test func audioInAGenericMP4ContainerStaysAudio() async throws {
+        let body: [UInt8] = [0, 0, 0, 0x20] + Array("ftypisom".utf8) + MediaSamples.filler(4_000)
+        let (result, _) = try await Self.downloadPhotoJPG(contentType: "audio/mp4", body: body)
+        guard case let .downloaded(media) = result else {
+            Issue.record("expected a download, got \(result)")
+            return
+        }
+        #expect(media.type == .m4a)
+    }
+
     /// `body` served as `contentType` for `p/photo.jpg`: the outcome, and the files left.
     static func downloadPhotoJPG(contentType: String, body: [UInt8]) async throws -> (DownloadResult, [String]) {
         let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))
