@@ -8,14 +8,16 @@ import Postgres
 public struct EmbeddedPostgres: Sendable {
     public struct Options: Sendable {
         public var dataDirectory: String
-        public var port: Int = 5432
+        /// PostgreSQL's own default.
+        public static let defaultPort = 5432
+        public var port: Int = Options.defaultPort
         public var database: String = "engage"
         /// Extra `postgresql.conf` settings passed as `-c name=value`.
         public var settings: [String: String] = [:]
         /// Directory holding initdb, pg_ctl and postgres; found automatically when nil.
         public var binaryDirectory: String?
 
-        public init(dataDirectory: String, port: Int = 5432, database: String = "engage",
+        public init(dataDirectory: String, port: Int = Options.defaultPort, database: String = "engage",
                     settings: [String: String] = [:], binaryDirectory: String? = nil) {
             self.dataDirectory = dataDirectory
             self.port = port
@@ -227,8 +229,9 @@ public struct EmbeddedPostgres: Sendable {
     public static func defaultDataDirectory(workingDirectory: String = FileManager.default.currentDirectoryPath) -> String {
         let local = workingDirectory + "/.engage/postgres"
         let elsewhere = "/var/tmp/engage-\(SHA256.hexDigest(workingDirectory).prefix(12))/postgres"
-        // The longest port there is: the check must hold whatever --port says.
-        guard socketFits(in: local, port: 65_535) else { return elsewhere }
+        // The default port's socket: a checkout whose cluster ran there keeps it (a port given
+        // with --port whose name is longer still meets init's check, with its message).
+        guard socketFits(in: local, port: Options.defaultPort) else { return elsewhere }
         guard geteuid() == 0 else { return local }
         let reachable = (try? ProcessRunner.run(["/usr/bin/test", "-x", workingDirectory], asUser: serverUser))?.status == 0
         return reachable ? local : elsewhere

@@ -25,7 +25,11 @@ public enum InstallationID {
         for _ in 0..<3 {
             switch QueueFiles.readFile(path) {
             case let .content(bytes):
-                if let id = valid(bytes) { return id }
+                if let id = valid(bytes) {
+                    // Files made by earlier versions too (setting it again costs next to nothing).
+                    excludeFromBackup(path)
+                    return id
+                }
                 // Damaged (it never is written in place): replace it, atomically, and read again.
                 // Under the queue's lock, and only if still damaged: two processes finding it so
                 // at once would otherwise each write an id of their own and each keep its own.

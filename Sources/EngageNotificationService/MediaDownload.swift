@@ -230,6 +230,11 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
             // Content-Length was checked against the largest limit; now the kind's applies.
             if declared > Int64(policy.sizeLimit(for: sniffed.kind)) { return .tooLarge(bytes: Int(declared), kind: sniffed.kind) }
             return nil
+        case .unsupported("quicktime") where named == .mp4:
+            // An ISO file branded QuickTime served as MP4 (an iPhone's .mov renamed): attached as
+            // MP4, as the name says and as before the bytes were read.
+            type = named
+            return nil
         case let .unsupported(name):
             return .unsupportedFormat(name)
         case .unknown:

@@ -14,6 +14,10 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// being promoted, acknowledging commits the new primary never got (docs/high-availability.md);
     /// 1 refuses those commits instead, at the cost of ingestion while the primary runs alone.
     public var requiredSynchronousStandbys = 0
+    /// Whether engage writes through this connection, so that with several hosts it asks for the
+    /// one that takes writes (`connectionDefaults`); false for a read replica's URL, whose hosts
+    /// are standbys by design.
+    public var writes = true
 
     /// The values of `requiredSynchronousStandbys` the commands accept (PostgreSQL's own bound on
     /// WAL senders is far above any formation's standbys); the check's texts are made once for each.
@@ -50,15 +54,16 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// libpq settings engage applies unless the connection string sets them: the connect timeout,
     /// the application name, and TCP keepalives that find a server gone without a word (a
     /// machine lost, a network cut) within about 20 s on an idle connection, instead of the
-    /// system's two hours (ignored for Unix sockets). With several hosts, the one that takes
-    /// writes (`target_session_attrs=read-write`): libpq's own default takes the first that
-    /// answers, which after a failover is the old primary come back as a standby, and every
-    /// append would fail there while a new connection went to it again. A read URL that wants
-    /// a standby says so (`prefer-standby`, docs/high-availability.md).
+    /// system's two hours (ignored for Unix sockets). For writing with several hosts, the one
+    /// that takes writes (`target_session_attrs=read-write`), unless `PGTARGETSESSIONATTRS` says
+    /// otherwise: libpq's own default takes the first that answers, which after a failover is
+    /// the old primary come back as a standby, and every append would fail there while a new
+    /// connection went to it again.
     var connectionDefaults: [(keyword: String, value: String)] {
-        [("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName),
-         ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "3"), ("keepalives_count", "3")]
-            + (namesSeveralHosts ? [("target_session_attrs", "read-write")] : [])
+        let asksForTheWritableHost = writes && namesSeveralHosts && ProcessInfo.processInfo.environment["PGTARGETSESSIONATTRS"] == nil
+        return [("connect_timeout", String(connectTimeoutSeconds)), ("application_name", applicationName),
+                ("keepalives", "1"), ("keepalives_idle", "10"), ("keepalives_interval", "3"), ("keepalives_count", "3")]
+            + (asksForTheWritableHost ? [("target_session_attrs", "read-write")] : [])
     }
 
     /// True when the connection string lists more than one host (or host address).

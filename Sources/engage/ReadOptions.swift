@@ -20,7 +20,9 @@ enum ReadOptions {
     /// The read replica's connection, nil when none is given (an empty variable counts as none).
     static func replica(_ arguments: ParsedArguments) -> PostgresConfiguration? {
         guard let url = arguments[readDatabase], !url.isEmpty else { return nil }
-        return PostgresConfiguration(connectionString: url)
+        var configuration = PostgresConfiguration(connectionString: url)
+        configuration.writes = false
+        return configuration
     }
 
     static func configuration(_ arguments: ParsedArguments) -> ReadDatabase.Configuration {

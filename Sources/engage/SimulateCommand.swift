@@ -11,11 +11,7 @@ import Runtime
 /// appended straight to the log.
 enum SimulateCommand {
     static let url = Option("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
-                            default: "http://127.0.0.1:8080",
-                            validate: Validation("expected an http:// or https:// address such as http://127.0.0.1:8080") { text in
-                                guard let url = URL(string: text + "/v1/events"), let scheme = url.scheme?.lowercased() else { return false }
-                                return (scheme == "http" || scheme == "https") && !(url.host ?? "").isEmpty
-                            })
+                            default: "http://127.0.0.1:8080")
     static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY")
     static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo", validate: CommonOptions.appID)
     static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000, validate: .range(1...10_000_000))
@@ -38,6 +34,11 @@ enum SimulateCommand {
                                                       spread],
         flags: [direct, prePeriod],
         run: run)
+
+    static func isHTTPAddress(_ text: String) -> Bool {
+        guard let url = URL(string: text + "/v1/events"), let scheme = url.scheme?.lowercased() else { return false }
+        return (scheme == "http" || scheme == "https") && !(url.host ?? "").isEmpty
+    }
 
     static func run(_ arguments: ParsedArguments) async throws {
         let logger = CommonOptions.quietLogger(arguments)
@@ -72,6 +73,11 @@ enum SimulateCommand {
         } else {
             guard let key = arguments[Self.key] else {
                 throw arguments.usageError(.missingValue, "missing \(Self.key.longName) (an ingest key) to send through the API; or use \(direct.longName)")
+            }
+            // Checked here, not with the option: --direct never uses it, whatever ENGAGE_URL says.
+            guard Self.isHTTPAddress(arguments[url]) else {
+                throw arguments.usageError(.invalidValue, "invalid value '\(arguments[url])' for option '\(url.longName)': "
+                    + "expected an http:// or https:// address such as http://127.0.0.1:8080")
             }
             target = .api(EventSender(base: arguments[url], key: key))
         }

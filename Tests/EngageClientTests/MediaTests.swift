@@ -177,6 +177,21 @@ struct MediaDownloadTests {
         #expect(media.type == .m4a)
     }
 
+    /// An ISO file branded QuickTime served as `video/mp4` (an iPhone's .mov renamed) is attached
+    /// as MP4, as before the bytes were read; named `.mov` or served as QuickTime it is refused.
+    @Test func aQuickTimeFileServedAsMP4IsAttachedAsMP4() async throws {
+        let body: [UInt8] = [0, 0, 0, 0x14] + Array("ftypqt  ".utf8) + MediaSamples.filler(4_000)
+        let (asMP4, _) = try await Self.downloadPhotoJPG(contentType: "video/mp4", body: body)
+        guard case let .downloaded(media) = asMP4 else {
+            Issue.record("expected a download, got \(asMP4)")
+            return
+        }
+        #expect(media.type == .mp4)
+        let (asQuickTime, _) = try await Self.downloadPhotoJPG(contentType: "video/quicktime", body: body)
+        #expect(asQuickTime != asMP4)
+        if case .downloaded = asQuickTime { Issue.record("a QuickTime file served as such was attached") }
+    }
+
     /// `body` served as `contentType` for `p/photo.jpg`: the outcome, and the files left.
     static func downloadPhotoJPG(contentType: String, body: [UInt8]) async throws -> (DownloadResult, [String]) {
         let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))

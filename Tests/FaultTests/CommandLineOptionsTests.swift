@@ -118,10 +118,10 @@ struct CommandLineOptionsTests {
         (["report", "--app", ""], [:], "error: invalid value '' for option '--app': use 1-64 letters, digits, '.', '_' or '-'"),
         (["report", "--app", "two words"], [:], "error: invalid value 'two words' for option '--app': use 1-64 letters, digits, '.', '_' or '-'"),
         (["experiment", "list", "--app", "a/b"], [:], "error: invalid value 'a/b' for option '--app': use 1-64 letters, digits, '.', '_' or '-'"),
-        (["simulate", "--url", "localhost 8080"], [:],
+        (["simulate", "--url", "localhost 8080", "--key", "egk_x"], [:],
          "error: invalid value 'localhost 8080' for option '--url': expected an http:// or https:// address such as http://127.0.0.1:8080"),
-        (["simulate"], ["ENGAGE_URL": "ftp://h"],
-         "error: invalid value 'ftp://h' for option '--url' (from ENGAGE_URL): expected an http:// or https:// address such as http://127.0.0.1:8080"),
+        (["simulate", "--key", "egk_x"], ["ENGAGE_URL": "ftp://h"],
+         "error: invalid value 'ftp://h' for option '--url': expected an http:// or https:// address such as http://127.0.0.1:8080"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
         let workspace = try FaultWorkspace("cli")

@@ -295,5 +295,9 @@ struct SQLTests {
         #expect(attrs("postgresql://u@h1/db") == [])
         #expect(attrs("host=/tmp/s port=5432 dbname=d") == [])
         #expect(attrs("host='h") == [])
+        // A read replica's URL: its hosts are standbys by design.
+        var replica = PostgresConfiguration(connectionString: "postgresql://u@h1:5432,h2:5433/db")
+        replica.writes = false
+        #expect(replica.connectionDefaults.allSatisfy { $0.keyword != "target_session_attrs" })
     }
 }
