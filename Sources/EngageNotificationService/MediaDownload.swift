@@ -222,18 +222,18 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     private func decideType(final: Bool) -> DownloadResult? {
         guard final || leading.count >= MediaTypeDetector.sniffLength else { return nil }
         let named: MediaType? = if case let .supported(known) = headerGuess { known } else { nil }
-        switch MediaTypeDetector.fromLeadingBytes(leading) {
-        case let .supported(bytesSay):
-            // Where the bytes cannot tell a family's members apart, the name says which.
-            let sniffed = named.map { MediaTypeDetector.refines($0, bytesSay) } == true ? named ?? bytesSay : bytesSay
+        let bytesSay = MediaTypeDetector.fromLeadingBytes(leading)
+        // Where the bytes cannot tell a family's members apart, the name says which (its kind's
+        // limit was checked against Content-Length with the headers).
+        if let named, MediaTypeDetector.refines(named, bytesSay) {
+            type = named
+            return nil
+        }
+        switch bytesSay {
+        case let .supported(sniffed):
             type = sniffed
             // Content-Length was checked against the largest limit; now the kind's applies.
             if declared > Int64(policy.sizeLimit(for: sniffed.kind)) { return .tooLarge(bytes: Int(declared), kind: sniffed.kind) }
-            return nil
-        case .unsupported("quicktime") where named == .mp4:
-            // An ISO file branded QuickTime served as MP4 (an iPhone's .mov renamed): attached as
-            // MP4, as the name says and as before the bytes were read.
-            type = named
             return nil
         case let .unsupported(name):
             return .unsupportedFormat(name)

@@ -166,11 +166,17 @@ public enum MediaTypeDetector {
         return .unknown
     }
 
-    /// True when `named` is a member of the family whose signature `sniffed` is: an ISO media file
-    /// of any brand (`isom`, `mp42`) may be MPEG-4 audio, and an MPEG stream's first header does
-    /// not say MPEG-1 from MPEG-2.
-    public static func refines(_ named: MediaType, _ sniffed: MediaType) -> Bool {
-        (named == .m4a && sniffed == .mp4) || (named == .mpeg2 && sniffed == .mpeg)
+    /// True when `named` is a member of the family whose signature the bytes show: an ISO media
+    /// file of any brand (`isom`, `mp42`) may be MPEG-4 audio, one branded QuickTime served as MP4
+    /// (an iPhone's .mov renamed) plays as MP4, and an MPEG stream's first header does not say
+    /// MPEG-1 from MPEG-2.
+    public static func refines(_ named: MediaType, _ sniffed: MediaTypeGuess) -> Bool {
+        switch sniffed {
+        case .supported(.mp4): named == .m4a
+        case .supported(.mpeg): named == .mpeg2
+        case .unsupported("quicktime"): named == .mp4
+        default: false
+        }
     }
 
     /// True when the leading bytes look like a document rather than media: markup or JSON, after
