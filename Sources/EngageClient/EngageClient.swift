@@ -426,11 +426,17 @@ public final class EngageClient: Sendable {
 
     // MARK: Requests
 
+    /// The request header with this device's clock as it sends (the server's `ClockCorrection`).
+    public static let sentAtHeader = "Engage-Sent-At"
+
     private func eventsRequest(_ events: [DiskQueue.QueuedEvent]) -> URLRequest {
         var request = URLRequest(url: configuration.endpoint.appendingPathComponent("v1/events"))
         request.httpMethod = "POST"
         request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        // Read as the request is made, each retry anew: the server measures this clock against
+        // its own and moves the times of a clock running ahead back, instead of rejecting them.
+        request.setValue(Timestamp.rfc3339(now()), forHTTPHeaderField: Self.sentAtHeader)
         let body = Array(("[" + events.map(\.json).joined(separator: ",") + "]").utf8)
         if configuration.gzip {
             request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")

@@ -260,7 +260,8 @@ public struct LogPruner: Sendable {
     /// Why the window is what it is, for the refusal.
     public static func windowReason(_ window: IdempotencyWindow) -> String {
         "ingestion accepts occurred_at up to \(TimeSpan(window.limits.maxPast)) in the past and \(TimeSpan(window.limits.maxFuture)) ahead, "
-            + "so a retry of an event recorded up to \(TimeSpan(window.limits.maxPast + window.limits.maxFuture)) ago may still arrive and must be "
+            + "after moving back the times of a device clock up to \(TimeSpan(ClockCorrection.largest)) ahead, "
+            + "so a retry of an event recorded up to \(TimeSpan(window.length - IdempotencyWindow.clockMargin)) ago may still arrive and must be "
             + "found a duplicate; with \(TimeSpan(IdempotencyWindow.clockMargin)) of margin for clock differences, only events recorded "
             + "more than \(TimeSpan(window.length)) ago may go (--max-past-days, --max-future-minutes: use the largest any engage serve uses)"
     }

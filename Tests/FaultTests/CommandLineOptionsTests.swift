@@ -96,10 +96,10 @@ struct CommandLineOptionsTests {
         (["log", "prune", "--older-than", "3 weeks"], [:],
          "error: invalid value '3 weeks' for option '--older-than': expected a time span such as 31d, 36h or 30d12h"),
         (["log", "prune", "--older-than", "30d"], [:],
-         "error: option '--older-than' 30d is inside the idempotency window of 30 days 1 hour 10 minutes (30d1h10m): ingestion accepts "
-            + "occurred_at up to 30 days in the past and 10 minutes ahead"),
+         "error: option '--older-than' 30d is inside the idempotency window of 30 days 13 hours 10 minutes (30d13h10m): ingestion accepts "
+            + "occurred_at up to 30 days in the past and 10 minutes ahead, after moving back the times of a device clock up to 12 hours ahead"),
         (["log", "prune", "--older-than", "45d"], ["ENGAGE_MAX_PAST_DAYS": "90"],
-         "error: option '--older-than' 45d is inside the idempotency window of 90 days 1 hour 10 minutes (90d1h10m)"),
+         "error: option '--older-than' 45d is inside the idempotency window of 90 days 13 hours 10 minutes (90d13h10m)"),
         (["log", "prune", "--older-than", "31d", "--archive", "/proc/engage-archive"], [:],
          "error: option '--archive': cannot make the directory /proc/engage-archive\nusage: engage log prune [--database"),
         (["log", "prune", "--older-than", "31d", "--pace", "0"], [:],

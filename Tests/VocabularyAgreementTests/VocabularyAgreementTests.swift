@@ -1,3 +1,5 @@
+import EngageClient
+import EngageCore
 import Testing
 
 /// EngageClient repeats the server's event vocabulary on purpose (the client links nothing of
@@ -31,5 +33,9 @@ import Testing
                 Issue.record("\(sample.vocabulary.rawValue) \(sample.value): the server rejects \(sample.json): \(problem)")
             }
         }
+    }
+
+    @Test func bothSidesNameTheSentAtHeaderAlike() {
+        #expect(EngageClient.sentAtHeader == ClockCorrection.header)
     }
 }

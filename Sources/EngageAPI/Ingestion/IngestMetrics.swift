@@ -9,6 +9,8 @@ public struct IngestMetrics: Sendable {
     public let duplicates: Counter
     public let rejected: Counter
     public let requestEvents: Histogram
+    /// Requests whose `occurred_at` values were moved for their device's clock (`ClockCorrection`).
+    public let clockCorrected: Counter
     private let rejectedByField: FieldCounters
 
     public init(registry: MetricsRegistry) {
@@ -17,6 +19,8 @@ public struct IngestMetrics: Sendable {
         rejected = registry.counter("engage_events_rejected_total", help: "Events refused by validation, or by PostgreSQL after it (not-storable).")
         requestEvents = registry.histogram("engage_ingest_request_events", help: "Events per ingestion request.",
                                            buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
+        clockCorrected = registry.counter("engage_ingest_clock_corrected_requests_total",
+                                          help: "Ingestion requests whose occurred_at values were moved by their device clock's error, as Engage-Sent-At showed.")
         rejectedByField = FieldCounters(registry: registry)
     }
 

@@ -216,8 +216,15 @@ public struct IngestRoute: Sendable {
         if body.count > configuration.maxDecompressedBytes {
             return .failure(ProblemResponse(APIProblems.tooLarge("the body is \(body.count) bytes; the limit is \(configuration.maxDecompressedBytes)")))
         }
+        let now = time.wallClock
+        guard let correction = ClockCorrection.requested(by: request.headers[ClockCorrection.header], receivedAt: now) else {
+            return .failure(ProblemResponse(APIProblems.badRequest(
+                "\(ClockCorrection.header) must be an RFC 3339 time with a zone, the device's clock as it sent the request "
+                    + "(such as 2026-12-05T22:40:00.120Z)", slug: "bad-sent-at")))
+        }
+        if correction != .none { metrics.clockCorrected.increment() }
         do {
-            return .success(try decodeBatch(body, format: format, limits: configuration.limits, now: time.wallClock))
+            return .success(try decodeBatch(body, format: format, limits: configuration.limits, now: now, correction: correction))
         } catch {
             switch error {
             case .malformed(let json): return .failure(ProblemResponse(APIProblems.malformed(json)))

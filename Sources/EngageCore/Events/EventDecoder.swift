@@ -13,7 +13,7 @@ import Foundation
 extension Event {
     /// Decodes and validates one event object given as JSON text, as ingestion does.
     public static func decodeWire(_ bytes: [UInt8], limits: EventLimits = EventLimits(),
-                                  now: Timestamp) throws(EventProblem) -> Event {
+                                  now: Timestamp, correction: ClockCorrection = .none) throws(EventProblem) -> Event {
         let json: JSON
         do {
             // One level of slack so that too deep an event gets the same problem as in a batch.
@@ -21,13 +21,14 @@ extension Event {
         } catch {
             throw EventProblem(field: nil, problem: "malformed JSON at byte \(error.offset): \(error.reason)")
         }
-        return try decodeWire(json, json.root, limits: limits, now: now)
+        return try decodeWire(json, json.root, limits: limits, now: now, correction: correction)
     }
 
-    /// Decodes and validates the event object at `node` of a parsed request body.
+    /// Decodes and validates the event object at `node` of a parsed request body; `correction`
+    /// moves `occurred_at` before its window is checked.
     public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: EventLimits,
-                                  now: Timestamp) throws(EventProblem) -> Event {
-        try EventReader(json: json).wireEvent(node, limits: limits, now: now)
+                                  now: Timestamp, correction: ClockCorrection = .none) throws(EventProblem) -> Event {
+        try EventReader(json: json).wireEvent(node, limits: limits, now: now, correction: correction)
     }
 
     /// Rebuilds an event from its stored columns and its `payloadJSON` (any whitespace and key
@@ -141,7 +142,7 @@ struct EventReader {
 
     // MARK: Whole events
 
-    func wireEvent(_ node: JSON.Node, limits: EventLimits, now: Timestamp) throws(EventProblem) -> Event {
+    func wireEvent(_ node: JSON.Node, limits: EventLimits, now: Timestamp, correction: ClockCorrection) throws(EventProblem) -> Event {
         guard json.kind(node) == .object else {
             throw EventProblem(field: nil, problem: "must be a JSON object")
         }
@@ -165,8 +166,8 @@ struct EventReader {
         guard let occurredNode = fields[.occurredAt], !json.isNull(occurredNode) else {
             throw .required("occurred_at")
         }
-        let occurredAt = try timestamp(occurredNode, "occurred_at")
-        try checkWindow(occurredAt, limits: limits, now: now)
+        let occurredAt = try timestamp(occurredNode, "occurred_at").adding(microseconds: correction.microseconds)
+        try checkWindow(occurredAt, limits: limits, now: now, correction: correction)
 
         let (details, experiment, properties) = try body(fields, type)
         // Checked on the wire only: a stored payload holds what PostgreSQL accepted.
@@ -217,15 +218,15 @@ struct EventReader {
         }
     }
 
-    func checkWindow(_ t: Timestamp, limits: EventLimits, now: Timestamp) throws(EventProblem) {
+    func checkWindow(_ t: Timestamp, limits: EventLimits, now: Timestamp, correction: ClockCorrection) throws(EventProblem) {
         let age = now.microsecondsSinceEpoch - t.microsecondsSinceEpoch
         let maxPast = limits.maxPastMicroseconds
         if age > maxPast {
-            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: age)) in the past; the limit is \(EventProblem.describe(microseconds: maxPast))")
+            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: age)) in the past\(correction.explanation); the limit is \(EventProblem.describe(microseconds: maxPast))")
         }
         let maxFuture = limits.maxFutureMicroseconds
         if -age > maxFuture {
-            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: -age)) in the future; the limit is \(EventProblem.describe(microseconds: maxFuture))")
+            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: -age)) in the future\(correction.explanation); the limit is \(EventProblem.describe(microseconds: maxFuture))")
         }
     }
 

@@ -83,13 +83,14 @@ public enum BatchError: Error, Equatable, Sendable, CustomStringConvertible {
 ///
 /// Whole-request failures throw: malformed JSON (JSON format only; in NDJSON a malformed line
 /// rejects just that line), a wrong shape, no events, or more than `limits.maxEvents`. Each event
-/// is then validated on its own (`Event.decodeWire`) against `now`; the second and later events
-/// with an `event_id` already accepted in this request are dropped and counted.
+/// is then validated on its own (`Event.decodeWire`) against `now`, its `occurred_at` moved by
+/// `correction`; the second and later events with an `event_id` already accepted in this request
+/// are dropped and counted.
 public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimits = IngestLimits(),
-                        now: Timestamp) throws(BatchError) -> DecodedBatch {
+                        now: Timestamp, correction: ClockCorrection = .none) throws(BatchError) -> DecodedBatch {
     switch format {
-    case .json: try decodeJSONBatch(body, limits: limits, now: now)
-    case .ndjson: try decodeNDJSONBatch(body, limits: limits, now: now)
+    case .json: try decodeJSONBatch(body, limits: limits, now: now, correction: correction)
+    case .ndjson: try decodeNDJSONBatch(body, limits: limits, now: now, correction: correction)
     }
 }
 
@@ -121,7 +122,7 @@ private struct BatchBuilder {
     }
 }
 
-private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp) throws(BatchError) -> DecodedBatch {
+private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp, correction: ClockCorrection) throws(BatchError) -> DecodedBatch {
     let json: JSON
     do {
         // Two envelope levels ({"events": [...]}) above the events, whose own depth is checked per event.
@@ -153,13 +154,13 @@ private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timesta
 
     var builder = BatchBuilder(capacity: count)
     for (index, node) in json.elements(list).enumerated() {
-        let result = Result { () throws(EventProblem) in try Event.decodeWire(json, node, limits: limits.event, now: now) }
+        let result = Result { () throws(EventProblem) in try Event.decodeWire(json, node, limits: limits.event, now: now, correction: correction) }
         builder.add(result, index: index)
     }
     return builder.batch
 }
 
-private func decodeNDJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp) throws(BatchError) -> DecodedBatch {
+private func decodeNDJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp, correction: ClockCorrection) throws(BatchError) -> DecodedBatch {
     var lines: [Range<Int>] = []
     var start = 0
     while start < body.count {
@@ -177,13 +178,13 @@ private func decodeNDJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Times
 
     var builder = BatchBuilder(capacity: lines.count)
     for (index, line) in lines.enumerated() {
-        let result = Result { () throws(EventProblem) in try decodeLine(body, line, limits: limits, now: now) }
+        let result = Result { () throws(EventProblem) in try decodeLine(body, line, limits: limits, now: now, correction: correction) }
         builder.add(result, index: index)
     }
     return builder.batch
 }
 
-private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimits, now: Timestamp) throws(EventProblem) -> Event {
+private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimits, now: Timestamp, correction: ClockCorrection) throws(EventProblem) -> Event {
     if line.count > limits.event.maxEventBytes {
         throw EventProblem(field: nil, problem: "event is \(line.count) bytes; the limit is \(limits.event.maxEventBytes)")
     }
@@ -194,5 +195,5 @@ private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimit
     } catch {
         throw EventProblem(field: nil, problem: "malformed JSON at byte \(error.offset - line.lowerBound) of the line: \(error.reason)")
     }
-    return try Event.decodeWire(json, json.root, limits: limits.event, now: now)
+    return try Event.decodeWire(json, json.root, limits: limits.event, now: now, correction: correction)
 }

@@ -4,7 +4,9 @@
 /// A retry carries its original's `occurred_at`. When the original was recorded, `occurred_at`
 /// was at most `maxFuture` ahead of the clock; a retry is accepted only while `occurred_at` is at
 /// most `maxPast` old. So no retry of an event recorded more than `maxPast + maxFuture` ago can be
-/// stored, and the log may forget the event and its id. `clockMargin` covers the difference
+/// stored, and the log may forget the event and its id; but for the device clock's correction
+/// (`ClockCorrection`), which may have moved the original back by up to `ClockCorrection.largest`
+/// and not the retry (its clock put right in between), so that much more. `clockMargin` covers the difference
 /// between the clocks of the engage servers (which check `occurred_at`) and of PostgreSQL (which
 /// sets `recorded_at`).
 public struct IdempotencyWindow: Sendable, Equatable {
@@ -17,5 +19,5 @@ public struct IdempotencyWindow: Sendable, Equatable {
     }
 
     /// Events recorded less than this long ago must stay in the log.
-    public var length: Duration { limits.maxPast + limits.maxFuture + Self.clockMargin }
+    public var length: Duration { limits.maxPast + limits.maxFuture + ClockCorrection.largest + Self.clockMargin }
 }

@@ -1,0 +1,61 @@
+import EngageCore
+import Foundation
+import Testing
+
+@Suite("Clock correction: a device clock running ahead")
+struct ClockCorrectionTests {
+    static let now = Timestamp(rfc3339: "2026-12-05T22:00:00Z")!
+
+    static func sent(aheadBy seconds: Int64) -> Timestamp {
+        now.adding(microseconds: seconds * 1_000_000)
+    }
+
+    /// Seconds the device's clock is ahead, and seconds its events move.
+    static let cases: [(ahead: Int64, moved: Int64)] = [
+        (0, 0), (60, 0), (-3_600, 0), (-86_400, 0),
+        (61, -61), (7_200, -7_200), (12 * 3_600, -12 * 3_600),
+        (12 * 3_600 + 1, 0), (40 * 86_400, 0),
+    ]
+
+    @Test func onlyAClockAheadByMoreThanAMinuteAndAtMostHalfADayIsCorrected() {
+        for (ahead, moved) in Self.cases {
+            #expect(ClockCorrection(sentAt: Self.sent(aheadBy: ahead), receivedAt: Self.now).microseconds == moved * 1_000_000, "\(ahead) s ahead")
+        }
+    }
+
+    @Test func theHeaderIsReadOrRefused() {
+        #expect(ClockCorrection.requested(by: nil, receivedAt: Self.now) == ClockCorrection.none)
+        #expect(ClockCorrection.requested(by: "2026-12-06T00:00:00.5+00:00", receivedAt: Self.now)?.microseconds == -7_200_500_000)
+        #expect(ClockCorrection.requested(by: "2026-12-06T02:00:00+02:00", receivedAt: Self.now)?.microseconds == -7_200_000_000)
+        for bad in ["", "tomorrow", "2026-12-06T00:00:00", "2026-12-06 00:00:00Z", "2026-13-06T00:00:00Z"] {
+            #expect(ClockCorrection.requested(by: bad, receivedAt: Self.now) == nil, "\(bad)")
+        }
+    }
+
+    static func displayed(at time: String, id: String = "0192f5a0-0000-7000-8000-000000000001") -> [UInt8] {
+        Array(#"[{"event_id":"\#(id)","type":"displayed","notification_id":"n1","device_id":"d1","category":"c","occurred_at":"\#(time)","presentation":"plain","attachment_kind":"none"}]"#.utf8)
+    }
+
+    /// The events' times move back by the correction, and only then is the window checked.
+    @Test func aBatchIsMovedBeforeItsWindowIsChecked() throws {
+        let correction = ClockCorrection(sentAt: Self.sent(aheadBy: 7_200), receivedAt: Self.now)
+        let body = Self.displayed(at: "2026-12-06T00:00:00Z")
+        let uncorrected = try decodeBatch(body, format: .json, now: Self.now)
+        #expect(uncorrected.events.isEmpty)
+        #expect(uncorrected.rejected == [Rejection(index: 0, field: "occurred_at", problem: "is 2 hours in the future; the limit is 10 minutes")])
+
+        for format in [BodyFormat.json, .ndjson] {
+            let text = format == .json ? body : Array(String(decoding: body.dropFirst().dropLast(), as: UTF8.self).utf8)
+            let corrected = try decodeBatch(text, format: format, now: Self.now, correction: correction)
+            #expect(corrected.rejected.isEmpty)
+            #expect(corrected.events.map(\.occurredAt) == [Self.now])
+        }
+
+        let ahead = try decodeBatch(Self.displayed(at: "2026-12-06T03:30:00Z"), format: .json, now: Self.now, correction: correction)
+        #expect(ahead.rejected == [Rejection(index: 0, field: "occurred_at", problem:
+            "is 3 hours in the future (after moving it back 2 hours, the device clock's error that Engage-Sent-At showed); the limit is 10 minutes")])
+        let old = try decodeBatch(Self.displayed(at: "2026-11-05T21:00:00Z"), format: .json, now: Self.now, correction: correction)
+        #expect(old.rejected == [Rejection(index: 0, field: "occurred_at", problem:
+            "is 30 days in the past (after moving it back 2 hours, the device clock's error that Engage-Sent-At showed); the limit is 30 days")])
+    }
+}
