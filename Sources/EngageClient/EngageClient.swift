@@ -428,6 +428,8 @@ public final class EngageClient: Sendable {
 
     /// The request header with this device's clock as it sends (the server's `ClockCorrection`).
     public static let sentAtHeader = "Engage-Sent-At"
+    /// Seconds since 1970 of 0000-01-01T00:00:00Z through 9999-12-31T23:59:59.999Z.
+    static let writableYears: ClosedRange<TimeInterval> = -62_167_219_200...253_402_300_799.999
 
     private func eventsRequest(_ events: [DiskQueue.QueuedEvent]) -> URLRequest {
         var request = URLRequest(url: configuration.endpoint.appendingPathComponent("v1/events"))
@@ -436,7 +438,11 @@ public final class EngageClient: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         // Read as the request is made, each retry anew: the server measures this clock against
         // its own and moves the times of a clock running ahead back, instead of rejecting them.
-        request.setValue(Timestamp.rfc3339(now()), forHTTPHeaderField: Self.sentAtHeader)
+        // A clock outside the years RFC 3339 can write would have the whole batch refused.
+        let clock = now()
+        if Self.writableYears.contains(clock.timeIntervalSince1970) {
+            request.setValue(Timestamp.rfc3339(clock), forHTTPHeaderField: Self.sentAtHeader)
+        }
         let body = Array(("[" + events.map(\.json).joined(separator: ",") + "]").utf8)
         if configuration.gzip {
             request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")

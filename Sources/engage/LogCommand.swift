@@ -11,7 +11,7 @@ import Runtime
 enum LogCommand {
     static let olderThan = Option<TimeSpan?>(
         "older-than", value: "age",
-        help: "Prune the weeks recorded before the UTC day that began this long ago (e.g. 90d); at least the idempotency window (--max-past-days, --max-future-minutes, plus 1h).",
+        help: "Prune the weeks recorded before the UTC day that began this long ago (e.g. 90d); at least the idempotency window (--max-past-days, --max-future-minutes, plus 12h for a device clock running ahead and 1h).",
         validate: Validation("expected a time span such as 31d, 36h or 30d12h, at most \(TimeSpan(LogPruner.longestOlderThan).optionText) (100 years)") {
             $0.duration <= LogPruner.longestOlderThan
         })

@@ -7,11 +7,12 @@ import TestSupport
 /// moves the events back instead of rejecting them as in the future (a real server and database).
 @Suite("EngageClient: a clock running ahead", .serialized)
 struct ClockAheadTests {
-    /// Rows stored for these ids whose `occurred_at` lies within a minute of the database's clock.
-    static func storedNearNow(_ server: TestServer, _ ids: [UUID]) async throws -> Int {
+    /// Rows stored for these ids whose `occurred_at` lies within a minute of the database's clock
+    /// moved by `offset` seconds.
+    static func storedNearNow(_ server: TestServer, _ ids: [UUID], offset: Double = 0) async throws -> Int {
         try await server.count("""
             SELECT count(*) FROM events
-            WHERE event_id = ANY(\(ids)) AND abs(extract(epoch FROM occurred_at - clock_timestamp())) < 60
+            WHERE event_id = ANY(\(ids)) AND abs(extract(epoch FROM occurred_at - clock_timestamp()) - \(offset)) < 60
             """)
     }
 
@@ -20,17 +21,24 @@ struct ClockAheadTests {
         let container = Container()
         defer { container.remove() }
         let drops = DropLog()
-        let clock = TestClock(Date().addingTimeInterval(9_000))
+        // Right three hours ago: what the device recorded then, queued, keeps its time.
+        let clock = TestClock(Date().addingTimeInterval(-10_800))
         let client = try makeClient(container, port: server.port, key: try await server.key(), drops: drops, clock: clock)
+        let before = try client.recordExpanded(notificationID: "n0", category: "new_photo")
+        clock.advance(by: 10_800 + 9_000)
+        // So does an event the app gives the right time.
+        let given = try client.recordDisplayed(notificationID: "n0", category: "new_photo", presentation: .plain,
+                                               attachmentKind: .none, occurredAt: Date())
         let ids = [
             try client.recordDelivered(notificationID: "n1", category: "new_photo", attachment: .none, outcome: .notRequested,
                                        processingMS: 12, timeWillExpire: false),
             try client.recordDisplayed(notificationID: "n1", category: "new_photo", presentation: .plain, attachmentKind: .none),
         ]
         let report = await client.flush(budget: .seconds(10))
-        #expect(report == .init(ending: .drained, requests: 1, accepted: 2, duplicates: 0, dropped: 0))
+        #expect(report == .init(ending: .drained, requests: 1, accepted: 4, duplicates: 0, dropped: 0))
         #expect(drops.all.isEmpty)
-        #expect(try await Self.storedNearNow(server, ids) == 2)
+        #expect(try await Self.storedNearNow(server, ids + [given]) == 3)
+        #expect(try await Self.storedNearNow(server, [before], offset: -10_800) == 1)
         await server.stop()
     }
 

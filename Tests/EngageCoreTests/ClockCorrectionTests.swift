@@ -54,8 +54,20 @@ struct ClockCorrectionTests {
         let ahead = try decodeBatch(Self.displayed(at: "2026-12-06T03:30:00Z"), format: .json, now: Self.now, correction: correction)
         #expect(ahead.rejected == [Rejection(index: 0, field: "occurred_at", problem:
             "is 3 hours in the future (after moving it back 2 hours, the device clock's error that Engage-Sent-At showed); the limit is 10 minutes")])
+        // A time that could be right is not moved, so a correction never makes an event too old.
         let old = try decodeBatch(Self.displayed(at: "2026-11-05T21:00:00Z"), format: .json, now: Self.now, correction: correction)
-        #expect(old.rejected == [Rejection(index: 0, field: "occurred_at", problem:
-            "is 30 days in the past (after moving it back 2 hours, the device clock's error that Engage-Sent-At showed); the limit is 30 days")])
+        #expect(old.rejected == [Rejection(index: 0, field: "occurred_at", problem: "is 30 days in the past; the limit is 30 days")])
+        let recent = try decodeBatch(Self.displayed(at: "2026-11-05T23:00:00Z"), format: .json, now: Self.now, correction: correction)
+        #expect(recent.events.map(\.occurredAt) == [Timestamp(rfc3339: "2026-11-05T23:00:00Z")!])
+    }
+
+    /// Only a time more than the tolerance ahead of the server's clock cannot be right: it alone moves.
+    @Test func onlyATimeAheadOfTheServersClockMoves() {
+        let correction = ClockCorrection(sentAt: Self.sent(aheadBy: 7_200), receivedAt: Self.now)
+        for (ahead, moved) in [(Int64(-86_400), Int64(0)), (0, 0), (60, 0), (61, -7_200), (3_600, -7_200), (7_200, -7_200), (9_000, -7_200)] {
+            let recorded = Self.sent(aheadBy: ahead)
+            #expect(correction.applied(to: recorded, now: Self.now) == recorded.adding(microseconds: moved * 1_000_000), "\(ahead) s ahead")
+            #expect(ClockCorrection.none.applied(to: recorded, now: Self.now) == recorded)
+        }
     }
 }

@@ -9,7 +9,7 @@ public struct IngestMetrics: Sendable {
     public let duplicates: Counter
     public let rejected: Counter
     public let requestEvents: Histogram
-    /// Requests whose `occurred_at` values were moved for their device's clock (`ClockCorrection`).
+    /// Requests whose device clock ran ahead (`ClockCorrection`): their times ahead were moved back.
     public let clockCorrected: Counter
     private let rejectedByField: FieldCounters
 
@@ -20,7 +20,7 @@ public struct IngestMetrics: Sendable {
         requestEvents = registry.histogram("engage_ingest_request_events", help: "Events per ingestion request.",
                                            buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
         clockCorrected = registry.counter("engage_ingest_clock_corrected_requests_total",
-                                          help: "Ingestion requests whose occurred_at values were moved by their device clock's error, as Engage-Sent-At showed.")
+                                          help: "Ingestion requests whose Engage-Sent-At showed a device clock 60 s to 12 h ahead; their events ahead of the server's clock were moved back.")
         rejectedByField = FieldCounters(registry: registry)
     }
 

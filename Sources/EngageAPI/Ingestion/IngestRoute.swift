@@ -222,9 +222,10 @@ public struct IngestRoute: Sendable {
                 "\(ClockCorrection.header) must be an RFC 3339 time with a zone, the device's clock as it sent the request "
                     + "(such as 2026-12-05T22:40:00.120Z)", slug: "bad-sent-at")))
         }
-        if correction != .none { metrics.clockCorrected.increment() }
         do {
-            return .success(try decodeBatch(body, format: format, limits: configuration.limits, now: now, correction: correction))
+            let decoded = try decodeBatch(body, format: format, limits: configuration.limits, now: now, correction: correction)
+            if correction != .none { metrics.clockCorrected.increment() }
+            return .success(decoded)
         } catch {
             switch error {
             case .malformed(let json): return .failure(ProblemResponse(APIProblems.malformed(json)))

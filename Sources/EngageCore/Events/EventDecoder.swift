@@ -25,7 +25,7 @@ extension Event {
     }
 
     /// Decodes and validates the event object at `node` of a parsed request body; `correction`
-    /// moves `occurred_at` before its window is checked.
+    /// moves an `occurred_at` ahead of `now` before its window is checked.
     public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: EventLimits,
                                   now: Timestamp, correction: ClockCorrection = .none) throws(EventProblem) -> Event {
         try EventReader(json: json).wireEvent(node, limits: limits, now: now, correction: correction)
@@ -166,8 +166,9 @@ struct EventReader {
         guard let occurredNode = fields[.occurredAt], !json.isNull(occurredNode) else {
             throw .required("occurred_at")
         }
-        let occurredAt = try timestamp(occurredNode, "occurred_at").adding(microseconds: correction.microseconds)
-        try checkWindow(occurredAt, limits: limits, now: now, correction: correction)
+        let recorded = try timestamp(occurredNode, "occurred_at")
+        let occurredAt = correction.applied(to: recorded, now: now)
+        try checkWindow(occurredAt, limits: limits, now: now, explanation: correction.explanation(recorded: recorded, moved: occurredAt))
 
         let (details, experiment, properties) = try body(fields, type)
         // Checked on the wire only: a stored payload holds what PostgreSQL accepted.
@@ -218,15 +219,16 @@ struct EventReader {
         }
     }
 
-    func checkWindow(_ t: Timestamp, limits: EventLimits, now: Timestamp, correction: ClockCorrection) throws(EventProblem) {
+    /// `explanation` follows the distance in a problem: why the time is not the one sent.
+    func checkWindow(_ t: Timestamp, limits: EventLimits, now: Timestamp, explanation: String) throws(EventProblem) {
         let age = now.microsecondsSinceEpoch - t.microsecondsSinceEpoch
         let maxPast = limits.maxPastMicroseconds
         if age > maxPast {
-            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: age)) in the past\(correction.explanation); the limit is \(EventProblem.describe(microseconds: maxPast))")
+            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: age)) in the past\(explanation); the limit is \(EventProblem.describe(microseconds: maxPast))")
         }
         let maxFuture = limits.maxFutureMicroseconds
         if -age > maxFuture {
-            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: -age)) in the future\(correction.explanation); the limit is \(EventProblem.describe(microseconds: maxFuture))")
+            throw EventProblem(field: "occurred_at", problem: "is \(EventProblem.describe(microseconds: -age)) in the future\(explanation); the limit is \(EventProblem.describe(microseconds: maxFuture))")
         }
     }
 

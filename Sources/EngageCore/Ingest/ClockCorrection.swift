@@ -2,14 +2,16 @@
 ///
 /// `occurred_at` is the device's clock. A client that says what its clock read as it sent the
 /// request (`Engage-Sent-At`) lets the server measure that clock against its own: the difference is
-/// the clock's error less the request's transit. A clock more than `tolerance` ahead (no transit
-/// makes a clock look ahead) has every event of the request moved back by it, so its events are no
-/// longer rejected as in the future (and lost), nor filed hours late. A clock more than `largest`
-/// ahead is a clock set by hand to another day, not an error to undo: its events are judged as
-/// sent. A clock behind is left alone: its events are accepted for `--max-past-days` and lose
-/// nothing, and devices with good clocks keep their times exactly as recorded (their order across
-/// requests included). Because a retry may be moved differently from its original (the clock put
-/// right in between), the idempotency window is longer by `largest` (`IdempotencyWindow`).
+/// the clock's error less the request's transit. When the clock is more than `tolerance` ahead (no
+/// transit makes a clock look ahead), each event of the request whose time is itself more than
+/// `tolerance` ahead of the server's clock, a time that cannot be right, moves back by that
+/// difference: it is no longer rejected as in the future (and lost), nor filed hours late. An
+/// event whose time could be right stays as recorded: one recorded before the clock was set ahead,
+/// or given its time by the app. A clock more than `largest` ahead is a clock set by hand to
+/// another day, not an error to undo: its events are judged as sent. A clock behind is left alone:
+/// its events are accepted for `--max-past-days` and lose nothing. Because a retry may be moved
+/// differently from its original (the clock put right in between), the idempotency window is
+/// longer by `largest` (`IdempotencyWindow`).
 public struct ClockCorrection: Sendable, Equatable {
     /// The request header with the device's clock as it sent, an RFC 3339 time.
     public static let header = "Engage-Sent-At"
@@ -19,7 +21,8 @@ public struct ClockCorrection: Sendable, Equatable {
     /// time zone, and keeps the idempotency window under 31 days with the default limits.
     public static let largest: Duration = .seconds(12 * 3600)
 
-    /// Added to each `occurred_at` of the request: zero, or negative for a clock ahead.
+    /// Added to each `occurred_at` of the request ahead of the server's clock: zero, or negative
+    /// for a clock ahead.
     public let microseconds: Int64
 
     public static let none = ClockCorrection(microseconds: 0)
@@ -43,9 +46,17 @@ public struct ClockCorrection: Sendable, Equatable {
         return Timestamp(rfc3339: header).map { ClockCorrection(sentAt: $0, receivedAt: receivedAt) }
     }
 
-    /// Words for a problem about a moved `occurred_at`, empty when nothing moved.
-    var explanation: String {
-        guard microseconds != 0 else { return "" }
+    /// `recorded` moved back when it is more than `tolerance` ahead of `now`, as it cannot be right.
+    public func applied(to recorded: Timestamp, now: Timestamp) -> Timestamp {
+        guard microseconds != 0,
+              recorded.microsecondsSinceEpoch - now.microsecondsSinceEpoch > EventLimits.microseconds(Self.tolerance)
+        else { return recorded }
+        return recorded.adding(microseconds: microseconds)
+    }
+
+    /// Words for a problem about an `occurred_at` moved from `recorded`, empty when it was not.
+    func explanation(recorded: Timestamp, moved: Timestamp) -> String {
+        guard recorded != moved else { return "" }
         return " (after moving it back \(EventProblem.describe(microseconds: -microseconds)), "
             + "the device clock's error that \(Self.header) showed)"
     }
