@@ -306,6 +306,15 @@ public struct Scheduler: Service {
                 try ExperimentStore.get(claim.experimentID, app: nil, on: connection)
             }
             guard let found else { throw ExperimentStoreError.notFound(claim.experimentID) }
+            // Queued before the experiment was stopped: a look now would add a decision to a
+            // finished experiment. A run asked for by hand is analysed whatever the status.
+            guard claim.isManual || found.status == .running else {
+                let reason = "not analysed: the experiment was \(found.status.rawValue) before this scheduled run"
+                try await end(claim, error: reason, final: true)
+                logger.info("scheduler.run.skipped", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                      "scheduled.for": claim.scheduledFor.rfc3339, "status": found.status.rawValue])
+                return .notStored
+            }
             record = found
             let previous = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
                 try connection.query("""
@@ -509,8 +518,15 @@ public struct Scheduler: Service {
     /// Gives the run back for a retry, or marks it failed after the last attempt; returns
     /// whether it failed for good.
     private func fail(_ claim: Claim, error: String) async throws -> Bool {
-        let owner = configuration.ownerID
         let isFinal = claim.attempt >= configuration.maxAttempts
+        try await end(claim, error: error, final: isFinal)
+        return isFinal
+    }
+
+    /// Ends a claimed run without a result, if its lease is still this claim's: pending again to be
+    /// tried later, or failed for good with `error`.
+    private func end(_ claim: Claim, error: String, final isFinal: Bool) async throws {
+        let owner = configuration.ownerID
         _ = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
             try connection.execute("""
@@ -521,7 +537,6 @@ public struct Scheduler: Service {
                 """)
             return true
         }
-        return isFinal
     }
 
     /// Locks the run row and checks it is still running under this claim.
@@ -556,11 +571,19 @@ public struct Scheduler: Service {
         let runID: Int64
         do {
             runID = try await pool.withConnection(answerLimit: limit) { connection in
-                try connection.query("""
-                    INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)
-                    VALUES (\(experimentID), \(now.postgres), true)
-                    RETURNING id
-                    """)[0].decode(0, as: Int64.self)
+                // A run already at this microsecond (a scheduled one, or a manual one asked for
+                // elsewhere at once) takes it: this one takes the next free one.
+                for offset in 0..<Int64(Self.manualRunSlots) {
+                    let rows = try connection.query("""
+                        INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)
+                        VALUES (\(experimentID), \(now.adding(microseconds: offset).postgres), true)
+                        ON CONFLICT (experiment_id, scheduled_for) DO NOTHING
+                        RETURNING id
+                        """)
+                    if let row = rows.rows.first { return try row.decode(0, as: Int64.self) }
+                }
+                throw ExperimentStoreError(code: .invalidTransition, experimentID: experimentID, detail:
+                    "runs of \(experimentID) already take \(now.rfc3339) and the \(Self.manualRunSlots - 1) microseconds after it; ask again")
             }
         } catch let error where Self.leftUnanswered(error) {
             throw ManualRunUnanswered(experimentID: experimentID, runID: nil, cause: "\(error)")
@@ -587,6 +610,10 @@ public struct Scheduler: Service {
         guard let error = error as? PostgresError else { return false }
         return error.kind == .connection || error.kind == .interrupted || error.isConnectionProblem
     }
+
+    /// How many microseconds from its time a manual run looks for one no other run of the
+    /// experiment has.
+    static let manualRunSlots = 1_000
 
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components

@@ -384,3 +384,52 @@ extension SchedulerTests {
 struct FailpointHit: Error, Equatable {
     var name: String
 }
+
+extension SchedulerTests {
+    /// A scheduled run queued before the experiment was stopped (a scheduler's insert racing the
+    /// stop, or one that died before its claim) is closed when claimed, not analysed: no decision
+    /// is added to a finished experiment. A run asked for by hand is still analysed.
+    @Test func aScheduledRunQueuedBeforeAStopIsClosedNotAnalysed() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for) VALUES ('strategy-full-vs-adaptive', '2026-03-01T00:01:00Z')
+                """)
+        }
+        _ = try await ExperimentStore(pool: pool).stop("strategy-full-vs-adaptive")
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.status) == [.failed])
+        #expect(runs.first?.error == "not analysed: the experiment was stopped before this scheduled run")
+        #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped])
+
+        let manual = try await scheduler.runNow(experimentID: "strategy-full-vs-adaptive")
+        #expect(manual.status == .done && manual.isManual)
+        #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped, .analysed])
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    /// A manual run asked for at the very microsecond of another run of the experiment takes the
+    /// next free one instead of failing on the runs' unique key.
+    @Test func aManualRunAtTheMicrosecondOfAnotherTakesTheNext() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let at = Fixtures.time("2026-03-01T00:02:00Z")
+        try await pool.withConnection { connection in
+            _ = try connection.execute("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for, status)
+                VALUES ('strategy-full-vs-adaptive', \(at.postgres), 'done'), ('strategy-full-vs-adaptive', \(at.adding(microseconds: 1).postgres), 'done')
+                """)
+        }
+        let scheduler = Fixtures.scheduler(database, clock: ManualTime(wallClock: at), owner: "scheduler-a")
+        let manual = try await scheduler.runNow(experimentID: "strategy-full-vs-adaptive")
+        #expect(manual.status == .done)
+        #expect(manual.scheduledFor == at.adding(microseconds: 2))
+        await scheduler.pool.close()
+        await pool.close()
+    }
+}
