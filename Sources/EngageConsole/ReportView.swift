@@ -64,7 +64,9 @@ public struct ReportView: Sendable {
     /// The headline: per metric, rich against plain within each category combined, in the
     /// report's own words (and the crude total's disagreement when there is one).
     private func adjustedSection() -> String {
-        var html = "<section class=\"card\" id=\"adjusted\"><h2>Adjusted for category</h2><ul>"
+        var html = "<section class=\"card\" id=\"adjusted\"><h2>Adjusted for category</h2>"
+        if let warning = report.currentAsOf?.headlineWarning { html += "<p class=\"notice error\">\(Markup.text(warning))</p>" }
+        html += "<ul>"
         for summary in report.stratified {
             html += "<li data-metric=\"\(Markup.text(summary.metric.key))\">\(Markup.text(summary.headline))</li>"
         }

@@ -24,6 +24,21 @@ public struct ReportFreshness: Sendable, Hashable {
     /// behind the projector is (docs/design.md, "Lag").
     public static let lagEventsCountedUpTo = 100_000
 
+    /// A read model whose oldest unfolded event has waited this long is said to be behind beside the
+    /// headline too, not only in "current as of": the projector folds within seconds under load
+    /// (docs/scaling.md), so a minute means it has stopped or is falling behind.
+    public static let headlineWarningSeconds: Double = 60
+
+    /// Said beside the headline when the read model is a minute or more behind; nil otherwise.
+    public var headlineWarning: String? {
+        guard lagEvents > 0, lagSeconds >= Self.headlineWarningSeconds else { return nil }
+        let events = lagEvents >= Self.lagEventsCountedUpTo ? "at least \(lagEvents) events"
+            : lagEvents == 1 ? "1 event" : "\(lagEvents) events"
+        let waited = EventProblem.describe(microseconds: Int64(min(lagSeconds, 1e12) * 1_000_000))
+        return "NOT CURRENT: \(events) of the log \(lagEvents == 1 ? "is" : "are") not in these figures, "
+            + "the oldest recorded \(waited) ago: the projector is behind or stopped."
+    }
+
     /// One line for the table and the page: "2026-11-29T19:59:58Z (up to date)",
     /// "2026-11-29T19:59:58Z (1204 events behind, oldest 3.2 s)", or "at least 100000 events".
     public var summary: String {

@@ -71,7 +71,9 @@ extension EngagementReport {
     /// The headline: a sentence per metric, the forest plots, the adjusted and crude figures.
     private func stratifiedHTML() -> String {
         let adjustedFor = stratified.contains(where: \.acrossApps) ? "app and category" : "category"
-        var html = "<section class=\"adjusted\"><h2>The answer, adjusted for \(adjustedFor)</h2><ul class=\"headline\">"
+        var html = "<section class=\"adjusted\"><h2>The answer, adjusted for \(adjustedFor)</h2>"
+        if let warning = currentAsOf?.headlineWarning { html += "<p class=\"paradox\">\(HTMLText.escape(warning))</p>" }
+        html += "<ul class=\"headline\">"
         for summary in stratified {
             var sentence = HTMLText.escape(summary.headline)
             if let warning = summary.crudeWarning {

@@ -81,6 +81,7 @@ extension EngagementReport {
         var lines = ["", stratified.contains(where: \.acrossApps)
             ? "== ADJUSTED FOR APP AND CATEGORY: rich vs plain within each app's category, combined =="
             : "== ADJUSTED FOR CATEGORY: rich vs plain within each category, combined =="]
+        if let warning = currentAsOf?.headlineWarning { lines.append(contentsOf: ReportFormat.wrap("! " + warning, width: 98)) }
         guard !stratified.isEmpty else { return lines + ["  no metrics to compare"] }
         for summary in stratified {
             lines.append(contentsOf: ReportFormat.wrap(summary.headline, width: 98).enumerated().map { index, line in

@@ -79,6 +79,17 @@ import Testing
         #expect(policy.contains("default-src 'none'") && policy.contains("form-action 'self'") && policy.contains("frame-ancestors 'none'"))
     }
 
+    /// A read model a minute or more behind is said so above the adjusted answer.
+    @Test func aReadModelFarBehindIsSaidAboveTheAnswer() {
+        var report = Self.report()
+        report.currentAsOf = ReportFreshness(checkpointAt: nil, lagEvents: 12, lagSeconds: 600)
+        let page = ReportView(report: report, query: .init(), categories: [], viewer: Self.viewer).page().render()
+        #expect(page.contains("Adjusted for category</h2><p class=\"notice error\">NOT CURRENT: 12 events of the log are not in "
+            + "these figures, the oldest recorded 10 minutes ago: the projector is behind or stopped.</p><ul>"))
+        report.currentAsOf = ReportFreshness(checkpointAt: nil, lagEvents: 12, lagSeconds: 2)
+        #expect(!ReportView(report: report, query: .init(), categories: [], viewer: Self.viewer).page().render().contains("NOT CURRENT"))
+    }
+
     /// Each metric row carries the model's own numbers, for every grouping.
     @Test(arguments: ReportGrouping.allCases)
     func metricRowsCarryTheModelsNumbers(grouping: ReportGrouping) {

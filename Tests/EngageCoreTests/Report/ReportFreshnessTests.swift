@@ -32,4 +32,30 @@ import Testing
         #expect(String(decoding: report.renderJSON(), as: UTF8.self).contains(#""current_as_of":null,"#))
         #expect(!report.renderTable().contains("current    as of"))
     }
+
+    /// A read model a minute or more behind is said so beside the headline of the table and the
+    /// page, where a reader takes the answer from; seconds behind (a projector at work) is not.
+    @Test func aReadModelFarBehindIsSaidBesideTheHeadline() throws {
+        var report = EngagementReportTests.report()
+        let at = Timestamp(rfc3339: "2026-11-29T19:59:57Z")!
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 7, lagSeconds: 59.9).headlineWarning == nil)
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 0, lagSeconds: 0).headlineWarning == nil)
+        #expect(ReportFreshness(checkpointAt: at, lagEvents: 1, lagSeconds: 60).headlineWarning
+                == "NOT CURRENT: 1 event of the log is not in these figures, the oldest recorded 1 minute ago: the projector is behind or stopped.")
+        let behind = ReportFreshness(checkpointAt: at, lagEvents: ReportFreshness.lagEventsCountedUpTo, lagSeconds: 5_400)
+        let warning = "NOT CURRENT: at least 100000 events of the log are not in these figures, the oldest recorded 1 hour ago: the projector is behind or stopped."
+        #expect(behind.headlineWarning == warning)
+
+        report.currentAsOf = behind
+        let table = report.renderTable()
+        let said = try #require(table.range(of: "! NOT CURRENT: at least 100000 events"))
+        let headline = try #require(table.range(of: "\n- "))
+        #expect(said.lowerBound < headline.lowerBound, "before the first headline sentence")
+        let html = report.renderHTML()
+        let inPage = try #require(html.range(of: "<p class=\"paradox\">\(warning)</p><ul class=\"headline\">"))
+        #expect(inPage.lowerBound > html.range(of: "The answer, adjusted for")!.lowerBound)
+
+        report.currentAsOf = ReportFreshness(checkpointAt: at, lagEvents: 7, lagSeconds: 1.5)
+        #expect(!report.renderTable().contains("NOT CURRENT") && !report.renderHTML().contains("NOT CURRENT"))
+    }
 }
