@@ -306,13 +306,12 @@ public struct Scheduler: Service {
                 try ExperimentStore.get(claim.experimentID, app: nil, on: connection)
             }
             guard let found else { throw ExperimentStoreError.notFound(claim.experimentID) }
-            // Queued before the experiment was stopped: a look now would add a decision to a
-            // finished experiment. A run asked for by hand is analysed whatever the status.
+            // Stopped since the run was queued: a look would add a decision to a finished
+            // experiment (checked again as the result is stored, for a stop during the analysis).
+            // A run asked for by hand is analysed whatever the status.
             guard claim.isManual || found.status == .running else {
-                let reason = "not analysed: the experiment was \(found.status.rawValue) before this scheduled run"
-                try await end(claim, error: reason, final: true)
-                logger.info("scheduler.run.skipped", ["experiment": claim.experimentID, "run.id": String(claim.runID),
-                                                      "scheduled.for": claim.scheduledFor.rfc3339, "status": found.status.rawValue])
+                try await end(claim, error: Self.notAnalysed(found.status), final: true)
+                skipped(claim, status: found.status)
                 return .notStored
             }
             record = found
@@ -354,13 +353,18 @@ public struct Scheduler: Service {
                                                    "attempt": String(claim.attempt), "final": String(failed), "error": "\(error)"])
             return .notStored
         }
-        let stored: Bool
+        let finished: Finished
         do {
-            stored = try await finish(claim, outcome.result, appID: record.definition.appID, readFrom: source,
-                                      logGeneration: outcome.logGeneration)
+            finished = try await store(claim, outcome.result, appID: record.definition.appID, readFrom: source,
+                                       logGeneration: outcome.logGeneration)
         } catch let deferred as ExperimentLookDeferred {
             return try await giveBack(claim, deferred)
         }
+        if case .skipped(let status) = finished {
+            skipped(claim, status: status)
+            return .notStored
+        }
+        let stored = finished == .stored
         if stored {
             metrics.done.increment()
             metrics.runSeconds.observe(stopwatch.elapsed)
@@ -474,15 +478,50 @@ public struct Scheduler: Service {
     /// look read.
     func finish(_ claim: Claim, _ result: ExperimentRunResult, appID: String, readFrom: ReadSource = .primary,
                 logGeneration: Int64? = nil) async throws -> Bool {
+        try await store(claim, result, appID: appID, readFrom: readFrom, logGeneration: logGeneration) == .stored
+    }
+
+    /// What became of a result to store.
+    enum Finished: Equatable {
+        case stored
+        case leaseLost
+        /// Not stored: a scheduled run of an experiment no longer running (the run is closed).
+        case skipped(ExperimentStatus)
+    }
+
+    /// Why a scheduled run was closed without its analysis.
+    static func notAnalysed(_ status: ExperimentStatus) -> String {
+        "not analysed: the experiment was \(status.rawValue) before this scheduled run's result was stored"
+    }
+
+    private func skipped(_ claim: Claim, status: ExperimentStatus) {
+        metrics.skipped.increment()
+        logger.info("scheduler.run.skipped", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                              "scheduled.for": claim.scheduledFor.rfc3339, "status": status.rawValue])
+    }
+
+    private func store(_ claim: Claim, _ result: ExperimentRunResult, appID: String, readFrom: ReadSource,
+                       logGeneration: Int64?) async throws -> Finished {
         let owner = configuration.ownerID
         let json = PostgresJSONB(readFrom.addingMember(to: result.canonicalJSON))
         let decision = result.decision.code
         let entry = ExperimentLogEntry.analysed(result, appID: appID, runID: claim.runID, scheduledFor: claim.scheduledFor,
                                                 isManual: claim.isManual)
-        let stopped = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection -> Bool? in
-            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return nil }
+        let finished = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection -> (Finished, stopped: Bool) in
+            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return (.leaseLost, false) }
             if let logGeneration {
                 try ExperimentLookDeferred.check(try LogRewrite.state(on: connection), since: logGeneration)
+            }
+            // Locked until this commits: a stop either came first, and a scheduled run's result is
+            // not stored, or comes after the result, as the log then says.
+            let experiment = try ExperimentStore.get(claim.experimentID, app: nil, forUpdate: true, on: connection)
+            if !claim.isManual, let status = experiment?.status, status != .running {
+                try connection.execute("""
+                    UPDATE experiment_runs
+                    SET status = 'failed', finished_at = now(), lease_until = NULL, error = \(Self.notAnalysed(status))
+                    WHERE id = \(claim.runID)
+                    """)
+                return (.skipped(status), false)
             }
             try connection.execute("""
                 UPDATE experiment_runs
@@ -490,19 +529,16 @@ public struct Scheduler: Service {
                 WHERE id = \(claim.runID)
                 """)
             try ExperimentLog.append(entry, on: connection)
-            guard result.decision.isFinal,
-                  try ExperimentStore.get(claim.experimentID, app: nil, forUpdate: true, on: connection)?.status == .running
-            else { return false }
+            guard result.decision.isFinal, experiment?.status == .running else { return (.stored, false) }
             _ = try ExperimentStore.stop(claim.experimentID, app: nil, reason: Self.stopReason(result, runID: claim.runID),
                                          on: connection)
-            return true
+            return (.stored, true)
         }
-        guard let stopped else { return false }
-        if stopped {
+        if finished.stopped {
             logger.info("scheduler.experiment.stopped", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                          "decision": decision])
         }
-        return true
+        return finished.0
     }
 
     /// Why a decision stopped an experiment, as logged with the `stopped` entry.
@@ -566,17 +602,20 @@ public struct Scheduler: Service {
         let found = try await pool.withConnection(answerLimit: limit) { connection in
             try ExperimentStore.get(experimentID, app: app, on: connection)
         }
-        guard found != nil else { throw ExperimentStoreError.notFound(experimentID) }
+        guard let found else { throw ExperimentStoreError.notFound(experimentID) }
         let now = time.wallClock
         let runID: Int64
         do {
             runID = try await pool.withConnection(answerLimit: limit) { connection in
                 // A run already at this microsecond (a scheduled one, or a manual one asked for
-                // elsewhere at once) takes it: this one takes the next free one.
+                // elsewhere at once) takes it: this one takes the next free one. A time the
+                // schedule may still want (a whole minute, `stop_at`) is left to it.
                 for offset in 0..<Int64(Self.manualRunSlots) {
+                    let at = now.adding(microseconds: offset)
+                    if Self.mayBeScheduled(at, stopAt: found.definition.stopAt) { continue }
                     let rows = try connection.query("""
                         INSERT INTO experiment_runs (experiment_id, scheduled_for, manual)
-                        VALUES (\(experimentID), \(now.adding(microseconds: offset).postgres), true)
+                        VALUES (\(experimentID), \(at.postgres), true)
                         ON CONFLICT (experiment_id, scheduled_for) DO NOTHING
                         RETURNING id
                         """)
@@ -614,6 +653,11 @@ public struct Scheduler: Service {
     /// How many microseconds from its time a manual run looks for one no other run of the
     /// experiment has.
     static let manualRunSlots = 1_000
+
+    /// Whether the schedule may queue a run at `time`: its times are whole minutes, and `stop_at`.
+    static func mayBeScheduled(_ time: Timestamp, stopAt: Timestamp?) -> Bool {
+        time == stopAt || time.microsecondsSinceEpoch % 60_000_000 == 0
+    }
 
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components

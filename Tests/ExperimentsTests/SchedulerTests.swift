@@ -403,12 +403,32 @@ extension SchedulerTests {
         #expect(try await scheduler.tick() == 0)
         let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
         #expect(runs.map(\.status) == [.failed])
-        #expect(runs.first?.error == "not analysed: the experiment was stopped before this scheduled run")
+        #expect(runs.first?.error == "not analysed: the experiment was stopped before this scheduled run's result was stored")
         #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped])
 
         let manual = try await scheduler.runNow(experimentID: "strategy-full-vs-adaptive")
         #expect(manual.status == .done && manual.isManual)
         #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped, .analysed])
+        await scheduler.pool.close()
+        await pool.close()
+    }
+
+    /// Stopped while a scheduled run's analysis runs (by hand, or by another scheduler's final
+    /// decision): the result is not stored and no decision follows the stop in the log.
+    @Test func aStopDuringTheAnalysisKeepsItsResultOutOfTheLog() async throws {
+        let start = Fixtures.time("2026-03-01T00:00:30Z")
+        let (database, pool) = try await Self.runningExperiment(start: start)
+        let clock = ManualTime(wallClock: Fixtures.time("2026-03-01T00:01:10Z"))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a") { configuration in
+            configuration.failpoint = { name in
+                if name == "scheduler.after-analysis" { _ = try await ExperimentStore(pool: pool).stop("strategy-full-vs-adaptive") }
+            }
+        }
+        #expect(try await scheduler.tick() == 0)
+        let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
+        #expect(runs.map(\.status) == [.failed])
+        #expect(runs.first?.error == "not analysed: the experiment was stopped before this scheduled run's result was stored")
+        #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped])
         await scheduler.pool.close()
         await pool.close()
     }
@@ -425,10 +445,18 @@ extension SchedulerTests {
                 VALUES ('strategy-full-vs-adaptive', \(at.postgres), 'done'), ('strategy-full-vs-adaptive', \(at.adding(microseconds: 1).postgres), 'done')
                 """)
         }
-        let scheduler = Fixtures.scheduler(database, clock: ManualTime(wallClock: at), owner: "scheduler-a")
+        let clock = ManualTime(wallClock: at.adding(microseconds: 1))
+        let scheduler = Fixtures.scheduler(database, clock: clock, owner: "scheduler-a")
         let manual = try await scheduler.runNow(experimentID: "strategy-full-vs-adaptive")
         #expect(manual.status == .done)
         #expect(manual.scheduledFor == at.adding(microseconds: 2))
+        // A whole minute is left to the schedule, which may still queue a run there.
+        clock.setWallClock(Fixtures.time("2026-03-01T00:03:00Z"))
+        let onTheMinute = try await scheduler.runNow(experimentID: "strategy-full-vs-adaptive")
+        #expect(onTheMinute.scheduledFor == Fixtures.time("2026-03-01T00:03:00.000001Z"))
+        #expect(Scheduler.mayBeScheduled(Fixtures.time("2026-03-01T00:03:00Z"), stopAt: nil))
+        #expect(Scheduler.mayBeScheduled(Fixtures.time("2026-03-01T00:03:07.5Z"), stopAt: Fixtures.time("2026-03-01T00:03:07.5Z")))
+        #expect(!Scheduler.mayBeScheduled(Fixtures.time("2026-03-01T00:03:07.5Z"), stopAt: nil))
         await scheduler.pool.close()
         await pool.close()
     }

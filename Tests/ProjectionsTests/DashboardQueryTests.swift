@@ -36,8 +36,8 @@ struct DashboardQueryTests {
             "Dismiss rate per day: $category": ["time"] + intervals("rich", "plain"),
             "Reply rate per day: $category": ["time"] + intervals("rich", "plain"),
             "Funnel: delivered → displayed → expanded → actioned / opened": ["stage", "rich", "plain", "not_displayed"],
-            "Funnel conversion (share of delivered)":
-                ["presentation", "delivered", "displayed_share", "expanded_share", "actioned_share", "opened_share"],
+            "Funnel conversion (share of notifications)":
+                ["presentation", "notifications", "delivered_share", "displayed_share", "expanded_share", "actioned_share", "opened_share"],
             "App-defined actions, rich vs plain": ["action_id", "rich", "plain"],
         ],
         "engage-extension": [

@@ -34,9 +34,19 @@ public struct ReportFreshness: Sendable, Hashable {
         guard lagEvents > 0, lagSeconds >= Self.headlineWarningSeconds else { return nil }
         let events = lagEvents >= Self.lagEventsCountedUpTo ? "at least \(lagEvents) events"
             : lagEvents == 1 ? "1 event" : "\(lagEvents) events"
-        let waited = EventProblem.describe(microseconds: Int64(min(lagSeconds, 1e12) * 1_000_000))
+        let waited = Self.duration(lagSeconds)
         return "NOT CURRENT: \(events) of the log \(lagEvents == 1 ? "is" : "are") not in these figures, "
             + "the oldest recorded \(waited) ago: the projector is behind or stopped."
+    }
+
+    /// "90 seconds", "90 minutes", "30 hours", "3 days": whole units, each under half the value,
+    /// so that the words never make a wait look much shorter than it is.
+    static func duration(_ seconds: Double) -> String {
+        let whole = seconds.isNaN ? 0 : Int64(min(max(seconds, 0), 1e12))
+        let (count, unit): (Int64, String) = whole < 120 ? (whole, "second")
+            : whole < 7_200 ? (whole / 60, "minute")
+            : whole < 172_800 ? (whole / 3_600, "hour") : (whole / 86_400, "day")
+        return "\(count) \(unit)\(count == 1 ? "" : "s")"
     }
 
     /// One line for the table and the page: "2026-11-29T19:59:58Z (up to date)",

@@ -64,9 +64,12 @@ public struct DeviceMoments: Hashable, Sendable {
     public var rate: Double { trials == 0 ? 0 : Double(successes) / Double(trials) }
 
     /// `sum (x - p n)^2` over devices, with `p` the bucket's rate: `sum x^2 - 2 p sum x n + p^2 sum n^2`.
+    /// Exactly 0 when every device has the bucket's rate, though `p` (0.1, 0.2) is not exact in
+    /// binary: what the difference cancels to is rounding, not variation between devices.
     var residualSumOfSquares: Double {
         let p = rate
-        return max(0, Double(successesSquared) - 2 * p * Double(successesTimesTrials) + p * p * Double(trialsSquared))
+        let terms = (Double(successesSquared), 2 * p * Double(successesTimesTrials), p * p * Double(trialsSquared))
+        return max(0, DeviceCovariance.unlessCancelled(terms.0 - terms.1 + terms.2, scale: terms.0 + terms.1 + terms.2))
     }
 
     /// The variance of the rate with the device as the unit: the delta method for the ratio

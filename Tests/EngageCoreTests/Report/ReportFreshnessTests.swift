@@ -41,10 +41,12 @@ import Testing
         #expect(ReportFreshness(checkpointAt: at, lagEvents: 7, lagSeconds: 59.9).headlineWarning == nil)
         #expect(ReportFreshness(checkpointAt: at, lagEvents: 0, lagSeconds: 0).headlineWarning == nil)
         #expect(ReportFreshness(checkpointAt: at, lagEvents: 1, lagSeconds: 60).headlineWarning
-                == "NOT CURRENT: 1 event of the log is not in these figures, the oldest recorded 1 minute ago: the projector is behind or stopped.")
+                == "NOT CURRENT: 1 event of the log is not in these figures, the oldest recorded 60 seconds ago: the projector is behind or stopped.")
         let behind = ReportFreshness(checkpointAt: at, lagEvents: ReportFreshness.lagEventsCountedUpTo, lagSeconds: 5_400)
-        let warning = "NOT CURRENT: at least 100000 events of the log are not in these figures, the oldest recorded 1 hour ago: the projector is behind or stopped."
+        let warning = "NOT CURRENT: at least 100000 events of the log are not in these figures, the oldest recorded 90 minutes ago: the projector is behind or stopped."
         #expect(behind.headlineWarning == warning)
+        #expect([119.9, 120, 7_199, 7_200, 172_799, 172_800, .infinity, .nan].map(ReportFreshness.duration)
+                == ["119 seconds", "2 minutes", "119 minutes", "2 hours", "47 hours", "2 days", "11574074 days", "0 seconds"])
 
         report.currentAsOf = behind
         let table = report.renderTable()

@@ -55,6 +55,18 @@ struct ZeroVarianceReasonTests {
             + "(their clustered covariance is singular, as when every device has its group's rate)")
     }
 
+    /// The same where the rates are not exact in binary (0.2 and 0.1, 0.3 and 0.1): the sums cancel
+    /// to rounding, which is no variation either, not a variance of 1e-21 and a p-value of 0.
+    @Test(arguments: [(2, 1), (3, 1)])
+    func devicesAllAtRatesNotExactInBinary(rich: Int, plain: Int) throws {
+        let summary = try Self.expansionSummary(devicesPerSide: 1_000, shown: 10, richExpanded: rich, plainExpanded: plain)
+        #expect(summary.unit == .device)
+        #expect(summary.riskRatio == nil, "\(String(describing: summary.riskRatio))")
+        #expect(summary.riskDifference == nil, "\(String(describing: summary.riskDifference))")
+        #expect(summary.unavailable?.contains("no variation between devices (every device has its group's rate)") == true,
+                "\(summary.unavailable ?? "")")
+    }
+
     /// Every notification expanded, rich and plain: every rate is 1, and that is the reason,
     /// with the device as the unit and without.
     @Test func everyRateOneIsNamedAsSuch() throws {

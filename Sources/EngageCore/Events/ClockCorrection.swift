@@ -11,7 +11,7 @@
 /// another day, not an error to undo: its events are judged as sent. A clock behind is left alone:
 /// its events are accepted for `--max-past-days` and lose nothing. Because a retry may be moved
 /// differently from its original (the clock put right in between), the idempotency window is
-/// longer by `largest` (`IdempotencyWindow`).
+/// longer by `largest` (the window a prune keeps).
 public struct ClockCorrection: Sendable, Equatable {
     /// The request header with the device's clock as it sent, an RFC 3339 time.
     public static let header = "Engage-Sent-At"
