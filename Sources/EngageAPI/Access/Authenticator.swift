@@ -37,6 +37,24 @@ public struct Authenticator: Sendable {
         return admit(key, asAnyOf: roles)
     }
 
+    /// `authorize` with the key's rate left alone: the console checks every key its cookie holds,
+    /// and takes a token (`charge`) only from the key of the app its page shows.
+    func identify(presented: String, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
+        let key: APIKey?
+        do {
+            key = try await keys.authenticate(presented)
+        } catch {
+            return .failure(ProblemResponse(APIProblems.unavailable, retryAfter: 5))
+        }
+        return admit(key, asAnyOf: roles, checkingRate: false)
+    }
+
+    /// Takes a token of a key `identify` found; the 429 when it has none.
+    func charge(_ key: APIKey) -> ProblemResponse? {
+        guard case .failure(let refusal) = admit(key, asAnyOf: [key.role]) else { return nil }
+        return refusal
+    }
+
     /// `authorize` without waiting: nil when only the database knows the key (the caller then
     /// goes the way that may wait). Without `takingToken`, the rate is only looked at: for a
     /// refusal before the body, whose request is authorized again once complete.
@@ -63,7 +81,8 @@ public struct Authenticator: Sendable {
         return .success(presented)
     }
 
-    private func admit(_ key: APIKey?, asAnyOf roles: [Role], takingToken: Bool = true) -> Result<APIKey, ProblemResponse> {
+    private func admit(_ key: APIKey?, asAnyOf roles: [Role], takingToken: Bool = true,
+                       checkingRate: Bool = true) -> Result<APIKey, ProblemResponse> {
         guard let key else {
             return .failure(ProblemResponse(APIProblems.unauthorized("the key is unknown or revoked")))
         }
@@ -71,7 +90,7 @@ public struct Authenticator: Sendable {
             let role = roles[0]
             return .failure(ProblemResponse(APIProblems.forbidden("\(key.role.article) \(key.role.rawValue) key cannot \(role.verb)")))
         }
-        if let rateLimiter,
+        if checkingRate, let rateLimiter,
            case .refused(let wait) = takingToken ? rateLimiter.admit(keyID: key.keyID) : rateLimiter.peek(keyID: key.keyID) {
             return .failure(ProblemResponse(APIProblems.rateLimited(rateLimiter.limit),
                                             retryAfter: KeyRateLimiter.retryAfterSeconds(wait)))

@@ -23,15 +23,17 @@ enum SignedIn {
 
 extension ConsoleRoutes {
     /// The request's signed-in browser, or the page that refuses it: 401 with the sign-in form
-    /// (no cookie, or none of its keys valid), 403 for an app whose key it does not hold, 429 or
-    /// 503 from the key store. Keys found unknown or revoked are dropped from the cookie.
+    /// (no cookie, or none of its keys valid), 403 for an app whose key it does not hold, 503 from
+    /// the key store, 429 when the key of the app shown is over its rate (a token is taken from that
+    /// key alone: another app's key, busy elsewhere, does not refuse this page). Keys found unknown
+    /// or revoked are dropped from the cookie.
     func signedIn(_ request: HTTPRequest) async -> SignedIn {
         guard let session = ConsoleSession(request) else {
             return .refused(signInRequired(request, message: nil))
         }
         var valid: [(secret: String, key: APIKey)] = []
         for secret in session.keys {
-            switch await authenticator.authorize(presented: secret, asAnyOf: [.read]) {
+            switch await authenticator.identify(presented: secret, asAnyOf: [.read]) {
             case .success(let key): valid.append((secret, key))
             case .failure(let refusal) where refusal.problem.status == 401 || refusal.problem.status == 403: continue
             case .failure(let refusal): return .refused(refused(refusal, viewer: nil))
@@ -56,6 +58,11 @@ extension ConsoleRoutes {
                                                          viewer: viewer).page(), status: 403))
             }
             app = found
+        }
+        // The app's admin key if it has one, as changes need it, else its read key.
+        let shown = valid.map(\.key).filter { $0.appID == app.id }.sorted { ($0.role == .admin ? 0 : 1) < ($1.role == .admin ? 0 : 1) }
+        if let key = shown.first, let refusal = authenticator.charge(key) {
+            return .refused(refused(refusal, viewer: nil))
         }
         return .granted(ConsoleAccess(session: kept, keys: valid, viewer: ConsoleViewer(apps: apps, app: app, formToken: kept.formToken)))
     }

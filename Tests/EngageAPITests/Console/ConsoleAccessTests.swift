@@ -219,6 +219,26 @@ struct ConsoleAccessTests {
         }
     }
 
+    /// A page takes a token from the key of the app it shows, not from every key the browser holds:
+    /// another app's key, over its rate from its use elsewhere, does not refuse it.
+    @Test func aPageChargesOnlyTheKeyOfTheAppItShows() async throws {
+        let clock = ManualTime()
+        try await RouteTestServer.withServer(configure: clock.limiting(RateLimit(requests: 1, burst: 1))) { server in
+            let busy = server.keys.issue(app: "app-a", role: .read)
+            let client = ConsoleClient(server: server, keys: [busy, server.keys.issue(app: "app-b", role: .read)])
+            // app-a's key spends its token on the API.
+            _ = try await server.request("GET", "/v1/report", headers: [("Authorization", "Bearer \(busy)")])
+            for _ in 0..<3 {
+                #expect(try await client.get("/console/ingestion?app=app-b").status == 200)
+                clock.advance(by: .seconds(1))
+            }
+            let limited = try await client.get("/console/ingestion?app=app-a")
+            #expect(limited.status == 200, "a second on, app-a's key has a token again")
+            #expect(try await client.get("/console/ingestion?app=app-a").status == 429)
+            #expect(try await client.get("/console/ingestion?app=app-b").status == 200)
+        }
+    }
+
     /// `--console off`: no page, and the API as before.
     @Test func theConsoleCanBeLeftOut() async throws {
         try await RouteTestServer.withServer(configure: { $0.console = false }) { server in
