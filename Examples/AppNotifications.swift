@@ -17,8 +17,10 @@ final class AppDelegate: NSObject, UIApplicationDelegate, UNUserNotificationCent
     /// Shown while the app is in the foreground.
     func userNotificationCenter(_ center: UNUserNotificationCenter, willPresent notification: UNNotification,
                                 withCompletionHandler completion: @escaping (UNNotificationPresentationOptions) -> Void) {
-        EngageSetup.record { try $0.recordWillPresent(notification) }
-        completion([.banner, .list, .sound])
+        let options: UNNotificationPresentationOptions = [.banner, .list, .sound]
+        // Recorded only when shown: an app that completes with [] (a chat already open) records nothing.
+        if !options.isEmpty { EngageSetup.record { try $0.recordWillPresent(notification) } }
+        completion(options)
     }
 
     /// Taps (`AppleActionIdentifier.open`), dismissals (with `.customDismissAction`) and the

@@ -61,13 +61,21 @@ public struct PushPayload: Sendable, Equatable {
     /// The category a notification's events are counted under: the one the push was sent with
     /// (`aps.category`), which a Notification Service Extension changing the content's category
     /// does not touch, so that every event of the notification, the extension's `delivered` and
-    /// the app's `displayed` or action alike, names the same one. `shown` (the content's
-    /// category) when the payload has none, as for a local notification.
+    /// the app's `displayed` or action alike, names the same one. A push sent without one is
+    /// counted under `uncategorized`, whatever category an extension gives its content (the
+    /// extension saw none, the app would see the one it gave). `shown` (the content's category)
+    /// for a local notification (no `aps`), and `uncategorized` when that is empty too: the
+    /// server takes no event without a category.
     public static func category(userInfo: [AnyHashable: Any], shown: String) -> String {
-        let aps = userInfo["aps"] as? [String: Any]
-        guard let sent = aps?["category"] as? String, !sent.isEmpty else { return shown }
-        return sent
+        if let aps = userInfo["aps"] as? [String: Any] {
+            guard let sent = aps["category"] as? String, !sent.isEmpty else { return uncategorized }
+            return sent
+        }
+        return shown.isEmpty ? uncategorized : shown
     }
+
+    /// The category of a notification sent or shown without one.
+    public static let uncategorized = "uncategorized"
 
     /// Reads the `engage` member of a notification's `userInfo`; members it does not know or
     /// cannot read are ignored, so a newer sender cannot break an older app.

@@ -192,10 +192,17 @@ public enum MediaTypeDetector {
     public static func kind(ofUTI uti: String) -> AttachmentKind? {
         if let known = MediaType.supported.first(where: { $0.uti == uti }) { return known.kind }
         switch uti {
-        case "public.image", "public.heic", "public.tiff", "org.webmproject.webp": return .image
-        case "public.movie", "public.video", "com.apple.quicktime-movie": return .video
-        case "public.audio", "com.apple.coreaudio-format", "public.aac-audio": return .audio
-        default: return nil
+        case "public.image", "public.heic", "public.heif", "public.tiff", "org.webmproject.webp": return .image
+        case "public.movie", "public.video", "com.apple.quicktime-movie", "com.apple.m4v-video", "public.3gpp", "public.3gpp2":
+            return .video
+        case "public.audio", "com.apple.coreaudio-format", "public.aac-audio", "com.apple.m4a-audio", "public.aifc-audio": return .audio
+        default:
+            // A type of another vendor usually names its family: rather that than an image.
+            let lowered = uti.lowercased()
+            if lowered.contains("video") || lowered.contains("movie") { return .video }
+            if lowered.contains("audio") { return .audio }
+            if lowered.contains("image") { return .image }
+            return nil
         }
     }
 }

@@ -310,8 +310,13 @@ public struct Scheduler: Service {
             // experiment (checked again as the result is stored, for a stop during the analysis).
             // A run asked for by hand is analysed whatever the status.
             guard claim.isManual || found.status == .running else {
-                try await end(claim, error: Self.notAnalysed(found.status), final: true)
-                skipped(claim, status: found.status)
+                if try await end(claim, error: Self.notAnalysed(found.status), final: true) {
+                    skipped(claim, status: found.status)
+                } else {
+                    metrics.leaseLost.increment()
+                    logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                                "attempt": String(claim.attempt), "during": "skip"])
+                }
                 return .notStored
             }
             record = found
@@ -491,7 +496,7 @@ public struct Scheduler: Service {
 
     /// Why a scheduled run was closed without its analysis.
     static func notAnalysed(_ status: ExperimentStatus) -> String {
-        "not analysed: the experiment was \(status.rawValue) before this scheduled run's result was stored"
+        "not analysed: the experiment is no longer running (\(status.rawValue)), and a scheduled run is analysed only while it runs"
     }
 
     private func skipped(_ claim: Claim, status: ExperimentStatus) {
@@ -560,10 +565,11 @@ public struct Scheduler: Service {
     }
 
     /// Ends a claimed run without a result, if its lease is still this claim's: pending again to be
-    /// tried later, or failed for good with `error`.
-    private func end(_ claim: Claim, error: String, final isFinal: Bool) async throws {
+    /// tried later, or failed for good with `error`. False when the lease was no longer this claim's.
+    @discardableResult
+    private func end(_ claim: Claim, error: String, final isFinal: Bool) async throws -> Bool {
         let owner = configuration.ownerID
-        _ = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
+        return try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
             guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
             try connection.execute("""
                 UPDATE experiment_runs

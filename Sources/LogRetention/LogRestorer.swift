@@ -175,7 +175,8 @@ public struct LogRestorer: Sendable {
         guard result.inArchive == entry.events else {
             throw LogRetentionError.corruptArchive(file: path, problem: "it holds \(result.inArchive) events, the manifest says \(entry.events)")
         }
-        let record = try PrunedDays.markRestored(day: day, archiveSHA256: entry.sha256, on: connection)
+        let record = try PrunedDays.markRestored(day: day, archiveSHA256: entry.sha256,
+                                                 eventsInLog: result.restored + result.present, on: connection)
         result.rebuiltWithout = record?.rebuiltWithoutAt != nil && record?.archiveSHA256 == entry.sha256
         logger.info("log.day-restored", ["day": entry.day, "restored": String(result.restored), "present": String(result.present),
                                          "conflicting": String(result.conflicting)])

@@ -201,15 +201,20 @@ struct RetryPolicyTests {
 
     /// An extension that changes the content's category (`prepareRichContent`) must not move the
     /// app's events of the notification to another category than the extension's `delivered`:
-    /// both read the category the push was sent with, and the content's only without one.
+    /// both read the category the push was sent with. A push sent without one is `uncategorized`
+    /// on both sides (the extension sees an empty category, the app the one the extension gave);
+    /// a local notification has the content's, and none is ever empty (the server refuses that).
     @Test func eventsTakeTheCategoryThePushWasSentWith() {
         let sent: [AnyHashable: Any] = ["aps": ["mutable-content": 1, "category": "new_photo"]]
         #expect(PushPayload.category(userInfo: sent, shown: "new_photo") == "new_photo")
         #expect(PushPayload.category(userInfo: sent, shown: "new_photo_rich") == "new_photo")
-        #expect(PushPayload.category(userInfo: ["aps": ["alert": "hi"]], shown: "local") == "local")
-        #expect(PushPayload.category(userInfo: ["aps": ["category": ""]], shown: "local") == "local")
-        #expect(PushPayload.category(userInfo: ["aps": ["category": 7]], shown: "local") == "local")
-        #expect(PushPayload.category(userInfo: [:], shown: "") == "")
+        let without: [AnyHashable: Any] = ["aps": ["mutable-content": 1, "alert": "hi"]]
+        #expect(PushPayload.category(userInfo: without, shown: "") == "uncategorized", "in the extension")
+        #expect(PushPayload.category(userInfo: without, shown: "photo_preview") == "uncategorized", "in the app")
+        #expect(PushPayload.category(userInfo: ["aps": ["category": ""]], shown: "local") == "uncategorized")
+        #expect(PushPayload.category(userInfo: ["aps": ["category": 7]], shown: "local") == "uncategorized")
+        #expect(PushPayload.category(userInfo: [:], shown: "reminder") == "reminder")
+        #expect(PushPayload.category(userInfo: [:], shown: "") == "uncategorized")
     }
 
     /// Reference values from Python's `uuid.uuid5` (RFC 9562's algorithm): the DNS namespace

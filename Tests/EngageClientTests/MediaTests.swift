@@ -70,6 +70,12 @@ struct MediaTypeTests {
         #expect(MediaTypeDetector.kind(ofUTI: "public.mpeg-4") == .video)
         #expect(MediaTypeDetector.kind(ofUTI: "public.mpeg-4-audio") == .audio)
         #expect(MediaTypeDetector.kind(ofUTI: "com.example.custom") == nil)
+        // Video and audio iOS attaches under types of their own are not counted as images.
+        #expect(MediaTypeDetector.kind(ofUTI: "com.apple.m4v-video") == .video)
+        #expect(MediaTypeDetector.kind(ofUTI: "public.3gpp") == .video)
+        #expect(MediaTypeDetector.kind(ofUTI: "com.apple.m4a-audio") == .audio)
+        #expect(MediaTypeDetector.kind(ofUTI: "com.example.flac-audio") == .audio)
+        #expect(MediaTypeDetector.kind(ofUTI: "org.example.matroska-video") == .video)
     }
 
     @Test func theDeadlineComesFromTheTimeLeft() {

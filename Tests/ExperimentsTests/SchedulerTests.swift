@@ -403,7 +403,7 @@ extension SchedulerTests {
         #expect(try await scheduler.tick() == 0)
         let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
         #expect(runs.map(\.status) == [.failed])
-        #expect(runs.first?.error == "not analysed: the experiment was stopped before this scheduled run's result was stored")
+        #expect(runs.first?.error == "not analysed: the experiment is no longer running (stopped), and a scheduled run is analysed only while it runs")
         #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped])
 
         let manual = try await scheduler.runNow(experimentID: "strategy-full-vs-adaptive")
@@ -427,7 +427,7 @@ extension SchedulerTests {
         #expect(try await scheduler.tick() == 0)
         let runs = try await ExperimentStore(pool: pool).runs("strategy-full-vs-adaptive")
         #expect(runs.map(\.status) == [.failed])
-        #expect(runs.first?.error == "not analysed: the experiment was stopped before this scheduled run's result was stored")
+        #expect(runs.first?.error == "not analysed: the experiment is no longer running (stopped), and a scheduled run is analysed only while it runs")
         #expect(try await Self.logEntries(pool).map(\.action) == [.created, .started, .stopped])
         await scheduler.pool.close()
         await pool.close()

@@ -64,6 +64,34 @@ struct PruneAgainTests {
         #expect(try await fixtures.pool.withConnection { try PrunedDays.missing(on: $0) }.isEmpty)
     }
 
+    /// A day pruned again, into another archive, after a restore, then restored from the first
+    /// archive is back, whichever archive its events came from: it is not listed as missing.
+    @Test func aDayRestoredFromTheFirstArchiveAfterAPruneIntoAnotherIsNotMissing() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d45"), daysAgo: 45)
+        let before = try await fixtures.log()
+        let first = try RetentionFixtures.temporaryDirectory()
+        let second = try RetentionFixtures.temporaryDirectory()
+        defer { for directory in [first, second] { try? FileManager.default.removeItem(atPath: directory) } }
+        #expect(try await fixtures.pruner(olderThan: 31, archive: first).run().events == 20)
+        #expect(try await fixtures.restorer(first).run().restored == 20)
+        // Restored in part (as a restore cut short leaves it), so the second archive's file holds
+        // less than the first's.
+        _ = try await fixtures.pool.withConnection { connection in
+            try connection.execute("""
+                WITH gone AS (DELETE FROM events WHERE notification_id IN ('d45-0', 'd45-1', 'd45-2') RETURNING event_id)
+                DELETE FROM event_ids WHERE event_id IN (SELECT event_id FROM gone)
+                """)
+        }
+        #expect(try await fixtures.pruner(olderThan: 31, archive: second).run().events == 14)
+        let record = try await fixtures.pool.withConnection { try PrunedDays.missing(on: $0) }
+        #expect(record.count == 1)
+
+        #expect(try await fixtures.restorer(first).run().restored == 20)
+        #expect(try await fixtures.log() == before)
+        #expect(try await fixtures.pool.withConnection { try PrunedDays.missing(on: $0) }.isEmpty)
+    }
+
     /// Days back to a cut (the start of that UTC day) outside the idempotency window whose day
     /// and the day after are neither a Monday (a week's first day), so that the day before it lies
     /// in its week even if midnight passes while the test runs.

@@ -28,25 +28,23 @@ public struct Authenticator: Sendable {
 
     /// The same for a key presented some other way (the console's cookie).
     func authorize(presented: String, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
-        let key: APIKey?
-        do {
-            key = try await keys.authenticate(presented)
-        } catch {
-            return .failure(ProblemResponse(APIProblems.unavailable, retryAfter: 5))
-        }
-        return admit(key, asAnyOf: roles)
+        await lookUp(presented).flatMap { admit($0, asAnyOf: roles) }
     }
 
     /// `authorize` with the key's rate left alone: the console checks every key its cookie holds,
     /// and takes a token (`charge`) only from the key of the app its page shows.
     func identify(presented: String, asAnyOf roles: [Role]) async -> Result<APIKey, ProblemResponse> {
-        let key: APIKey?
+        await lookUp(presented).flatMap { admit($0, asAnyOf: roles, checkingRate: false) }
+    }
+
+    /// The active key of a presented secret (nil when none is), or the 503 of a key store that
+    /// did not answer.
+    private func lookUp(_ presented: String) async -> Result<APIKey?, ProblemResponse> {
         do {
-            key = try await keys.authenticate(presented)
+            return .success(try await keys.authenticate(presented))
         } catch {
             return .failure(ProblemResponse(APIProblems.unavailable, retryAfter: 5))
         }
-        return admit(key, asAnyOf: roles, checkingRate: false)
     }
 
     /// Takes a token of a key `identify` found; the 429 when it has none.

@@ -83,20 +83,33 @@ struct DeviceClusteredRates {
         guard first.trials > 0, second.trials > 0 else { return 0 }
         let p = first.rate
         let q = second.rate
-        let residualProduct = Double(moments.successesProduct) - q * Double(moments.firstSuccessesSecondTrials)
-            - p * Double(moments.firstTrialsSecondSuccesses) + p * q * Double(moments.trialsProduct)
+        let terms = [Double(moments.successesProduct), q * Double(moments.firstSuccessesSecondTrials),
+                     p * Double(moments.firstTrialsSecondSuccesses), p * q * Double(moments.trialsProduct)]
+        // Exactly 0 when every shared device has its buckets' rates, though the rates are not exact
+        // in binary: the sums cancel to rounding, which a variance built on them would take for
+        // certainty (as `DeviceMoments.residualSumOfSquares`).
+        let residualProduct = Self.unlessCancelled(terms[0] - terms[1] - terms[2] + terms[3], scale: terms.map(abs).reduce(0, +))
         return residualProduct / (Double(first.trials) * Double(second.trials))
     }
 
     /// `Cov(sum_a c_a p_a, sum_b d_b p_b)` for sparse coefficient lists.
     func covariance(_ first: [(bucket: Int, coefficient: Double)], _ second: [(bucket: Int, coefficient: Double)]) -> Double {
         var total = 0.0
+        var scale = 0.0
         for a in first {
             for b in second {
-                total += a.coefficient * b.coefficient * covariance(a.bucket, b.bucket)
+                let term = a.coefficient * b.coefficient * covariance(a.bucket, b.bucket)
+                total += term
+                scale += abs(term)
             }
         }
-        return total
+        return Self.unlessCancelled(total, scale: scale)
+    }
+
+    /// `value`, or 0 when it is rounding left by terms that cancel (`DeviceCovariance.cancellation`
+    /// of their sizes); for a covariance, which may be negative, as much as for a variance.
+    static func unlessCancelled(_ value: Double, scale: Double) -> Double {
+        abs(value) <= DeviceCovariance.cancellation * scale ? 0 : value
     }
 
     /// The binomial counterpart of `covariance(c, c)`: buckets independent, `p (1 - p) / n` each.

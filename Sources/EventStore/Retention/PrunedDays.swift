@@ -31,14 +31,18 @@ public enum PrunedDays {
             """)
     }
 
-    /// Marks the day restored when it was pruned into the archive file with this checksum;
-    /// returns the day's record as it was before (nil if the day was never pruned here).
+    /// Marks the day restored when it was pruned into the archive file with this checksum, or when
+    /// the restore put back at least as many of its events as its last prune removed (an earlier
+    /// archive of the day: a day's events only ever come back from its archives, so its first
+    /// archive holds every event a later prune of it can remove); returns the day's record as it
+    /// was before (nil if the day was never pruned here).
     @discardableResult
-    public static func markRestored(day: Timestamp, archiveSHA256: String, on connection: Connection) throws -> Day? {
+    public static func markRestored(day: Timestamp, archiveSHA256: String, eventsInLog: Int, on connection: Connection) throws -> Day? {
         let before = try all(on: connection).first { $0.day == day }
         try connection.execute("""
             UPDATE log_pruned_days SET restored_at = now()
-            WHERE day = (\(Self.value(day)) AT TIME ZONE 'UTC')::date AND archive_sha256 = \(archiveSHA256)
+            WHERE day = (\(Self.value(day)) AT TIME ZONE 'UTC')::date
+              AND (archive_sha256 = \(archiveSHA256) OR events <= \(eventsInLog))
             """)
         return before
     }

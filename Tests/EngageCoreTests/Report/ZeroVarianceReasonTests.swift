@@ -67,6 +67,33 @@ struct ZeroVarianceReasonTests {
                 "\(summary.unavailable ?? "")")
     }
 
+    /// Devices seen both rich and plain, every one at its group's rates (0.7 and 0.1, not exact in
+    /// binary): the covariance between the groups cancels to rounding too, which is no variation,
+    /// not a variance of 1e-19 and a p-value of 0.
+    @Test func devicesSeenBothWaysAllAtTheirGroupsRates() throws {
+        var rows: [EngagementRow] = []
+        var moments: [CategoryDeviceMoments] = []
+        for category in ["news", "chat"] {
+            let devices = [DeviceCategoryCounts(rich: Self.displays(shown: 10, expanded: 7, rich: true),
+                                                plain: Self.displays(shown: 10, expanded: 1, rich: false))]
+                + (0..<29).map { _ in
+                    DeviceCategoryCounts(rich: Self.displays(shown: 20, expanded: 14, rich: true),
+                                         plain: Self.displays(shown: 20, expanded: 2, rich: false))
+                }
+            let total = devices.reduce(DeviceCategoryCounts(), +)
+            for (presentation, funnel) in [(ObservedPresentation.rich, total.rich), (.plain, total.plain)] {
+                rows.append(EngagementRow(appID: "app", category: category, presentation: presentation,
+                                          attachmentKind: presentation == .rich ? "image" : "none", day: Self.day, counts: funnel))
+            }
+            moments.append(CategoryDeviceMoments(appID: "app", category: category, devices: devices))
+        }
+        let report = EngagementReport.build(engagement: rows, devices: moments, generatedAt: Timestamp(microsecondsSinceEpoch: 0))
+        let summary = try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+        #expect(summary.unit == .device)
+        #expect(summary.riskRatio == nil, "\(String(describing: summary.riskRatio))")
+        #expect(summary.riskDifference == nil, "\(String(describing: summary.riskDifference))")
+    }
+
     /// Every notification expanded, rich and plain: every rate is 1, and that is the reason,
     /// with the device as the unit and without.
     @Test func everyRateOneIsNamedAsSuch() throws {
