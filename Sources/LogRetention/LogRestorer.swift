@@ -177,7 +177,8 @@ public struct LogRestorer: Sendable {
         }
         let record = try PrunedDays.markRestored(day: day, archiveSHA256: entry.sha256,
                                                  eventsInLog: result.restored + result.present, on: connection)
-        result.rebuiltWithout = record?.rebuiltWithoutAt != nil && record?.archiveSHA256 == entry.sha256
+        // Back in the log, and the read models rebuilt without it: the output says to rebuild.
+        result.rebuiltWithout = record.marked && record.before?.rebuiltWithoutAt != nil
         logger.info("log.day-restored", ["day": entry.day, "restored": String(result.restored), "present": String(result.present),
                                          "conflicting": String(result.conflicting)])
         return result

@@ -8,9 +8,11 @@ public struct ExperimentClusteredComparison: Sendable, Equatable {
     public var sharedDevices: Int
     /// `p_rich - p_plain`, Wald with the cluster-robust variance; nil with `unavailable`.
     public var difference: ClusteredEffect?
-    /// `p_rich / p_plain` on the log scale; nil with `unavailable`.
+    /// `p_rich / p_plain` on the log scale; nil with `unavailable`, also when the difference
+    /// stands (a side without successes has a difference but no log ratio).
     public var ratio: ClusteredEffect?
-    /// Why the effects are missing (`StatisticsError.Code`), nil when they are present.
+    /// Why an effect is missing (`StatisticsError.Code`), nil when both are present: the
+    /// difference's reason when neither is, else the ratio's.
     public var unavailable: String?
 
     init(metric: ExperimentMetric, rich: ExperimentArmTally, plain: ExperimentArmTally, confidence: Double) {

@@ -35,16 +35,18 @@ public enum PrunedDays {
     /// the restore put back at least as many of its events as its last prune removed (an earlier
     /// archive of the day: a day's events only ever come back from its archives, so its first
     /// archive holds every event a later prune of it can remove); returns the day's record as it
-    /// was before (nil if the day was never pruned here).
+    /// was before (nil if the day was never pruned here) and whether it is marked now.
     @discardableResult
-    public static func markRestored(day: Timestamp, archiveSHA256: String, eventsInLog: Int, on connection: Connection) throws -> Day? {
+    public static func markRestored(day: Timestamp, archiveSHA256: String, eventsInLog: Int,
+                                    on connection: Connection) throws -> (before: Day?, marked: Bool) {
         let before = try all(on: connection).first { $0.day == day }
-        try connection.execute("""
+        let marked = try connection.query("""
             UPDATE log_pruned_days SET restored_at = now()
             WHERE day = (\(Self.value(day)) AT TIME ZONE 'UTC')::date
               AND (archive_sha256 = \(archiveSHA256) OR events <= \(eventsInLog))
-            """)
-        return before
+            RETURNING day
+            """).rows.isEmpty == false
+        return (before, marked)
     }
 
     /// Days whose events the log no longer holds: pruned and not restored since.
