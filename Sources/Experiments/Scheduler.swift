@@ -313,9 +313,7 @@ public struct Scheduler: Service {
                 if try await end(claim, error: Self.notAnalysed(found.status), final: true) {
                     skipped(claim, status: found.status)
                 } else {
-                    metrics.leaseLost.increment()
-                    logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
-                                                                "attempt": String(claim.attempt), "during": "skip"])
+                    lostLease(claim, during: "skip")
                 }
                 return .notStored
             }
@@ -345,9 +343,7 @@ public struct Scheduler: Service {
         } catch is CancellationError {
             throw CancellationError()
         } catch let lost as LeaseLost {
-            metrics.leaseLost.increment()
-            logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
-                                                        "attempt": String(claim.attempt), "during": lost.during])
+            lostLease(claim, during: lost.during)
             return .notStored
         } catch let deferred as ExperimentLookDeferred {
             return try await giveBack(claim, deferred)
@@ -381,9 +377,7 @@ public struct Scheduler: Service {
                 "read.from": source.database.rawValue, "read.lag.s": source.lagSeconds,
             ])
         } else {
-            metrics.leaseLost.increment()
-            logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
-                                                        "attempt": String(claim.attempt), "during": "finish"])
+            lostLease(claim, during: "finish")
         }
         return stored ? .stored : .notStored
     }
@@ -403,9 +397,7 @@ public struct Scheduler: Service {
             return true
         }
         guard givenBack else {
-            metrics.leaseLost.increment()
-            logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
-                                                        "attempt": String(claim.attempt), "during": "deferral"])
+            lostLease(claim, during: "deferral")
             return .notStored
         }
         metrics.deferred.increment()
@@ -497,6 +489,13 @@ public struct Scheduler: Service {
     /// Why a scheduled run was closed without its analysis.
     static func notAnalysed(_ status: ExperimentStatus) -> String {
         "not analysed: the experiment is no longer running (\(status.rawValue)), and a scheduled run is analysed only while it runs"
+    }
+
+    /// A claim found taken over (its lease expired and claimed again) at `during`.
+    private func lostLease(_ claim: Claim, during: String) {
+        metrics.leaseLost.increment()
+        logger.warning("scheduler.run.lease-lost", ["experiment": claim.experimentID, "run.id": String(claim.runID),
+                                                    "attempt": String(claim.attempt), "during": during])
     }
 
     private func skipped(_ claim: Claim, status: ExperimentStatus) {

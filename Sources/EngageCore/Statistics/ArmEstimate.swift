@@ -69,6 +69,11 @@ struct DeviceCovariance {
         value <= cancellation * scale ? 0 : value
     }
 
+    /// The same for a covariance, which may be negative: a value of either sign that small is 0.
+    static func unlessCancelledEitherSign(_ value: Double, scale: Double) -> Double {
+        abs(value) <= cancellation * scale ? 0 : value
+    }
+
     init(_ moments: RatioMoments) {
         self.init(AdjustedRatioMoments(post: moments, pre: RatioMoments(devices: moments.devices)))
     }

@@ -88,7 +88,7 @@ struct DeviceClusteredRates {
         // Exactly 0 when every shared device has its buckets' rates, though the rates are not exact
         // in binary: the sums cancel to rounding, which a variance built on them would take for
         // certainty (as `DeviceMoments.residualSumOfSquares`).
-        let residualProduct = Self.unlessCancelled(terms[0] - terms[1] - terms[2] + terms[3], scale: terms.map(abs).reduce(0, +))
+        let residualProduct = DeviceCovariance.unlessCancelledEitherSign(terms[0] - terms[1] - terms[2] + terms[3], scale: terms.map(abs).reduce(0, +))
         return residualProduct / (Double(first.trials) * Double(second.trials))
     }
 
@@ -103,13 +103,7 @@ struct DeviceClusteredRates {
                 scale += abs(term)
             }
         }
-        return Self.unlessCancelled(total, scale: scale)
-    }
-
-    /// `value`, or 0 when it is rounding left by terms that cancel (`DeviceCovariance.cancellation`
-    /// of their sizes); for a covariance, which may be negative, as much as for a variance.
-    static func unlessCancelled(_ value: Double, scale: Double) -> Double {
-        abs(value) <= DeviceCovariance.cancellation * scale ? 0 : value
+        return DeviceCovariance.unlessCancelledEitherSign(total, scale: scale)
     }
 
     /// The binomial counterpart of `covariance(c, c)`: buckets independent, `p (1 - p) / n` each.
