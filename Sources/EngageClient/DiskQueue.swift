@@ -75,9 +75,10 @@ struct DiskQueue: Sendable {
     }
 
     /// An append that failed after it had dropped events to make room (a full disk that dropping
-    /// every waiting event did not clear): the events are gone, so they are reported all the same.
+    /// every waiting event did not clear, or a write that failed otherwise after the overflow's
+    /// drops): the events are gone, so they are reported all the same.
     struct AppendFailed: Error {
-        var cause: QueueError
+        var cause: any Error
         var dropped: Drops
     }
 
@@ -146,6 +147,10 @@ struct DiskQueue: Sendable {
     @discardableResult
     func append(_ events: [QueuedEvent], onceID: String? = nil) throws -> AppendResult {
         let text = Array(events.map { $0.json + "\n" }.joined().utf8)
+        // Room for it would be every waiting event, and it would still pass the limit.
+        guard text.count <= options.maxBytes else {
+            throw QueueError(code: .tooLarge, errno: 0, path: root.path)
+        }
         return try QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
             var index = QueueIndex.read(from: lock) ?? rebuiltIndex()
             var result = AppendResult()
@@ -169,13 +174,13 @@ struct DiskQueue: Sendable {
                     break
                 } catch let error as QueueError where error.code == .diskFull {
                     let freed = dropOldest(&index, maxFiles: 1) { _ in false }
-                    guard freed.files > 0 else {
-                        if result.dropped.isEmpty { throw error }
-                        try? addToDropCounts(result.dropped.counts)
-                        throw AppendFailed(cause: error, dropped: result.dropped)
-                    }
+                    guard freed.files > 0 else { throw failure(error, after: result.dropped) }
                     result.dropped.diskFull += freed.ids
                     result.dropped.unreadable += freed.unreadable
+                } catch {
+                    // Any other failure (a read-only or damaged file system, too many open files)
+                    // after the overflow made room: the dropped events are reported all the same.
+                    throw failure(error, after: result.dropped)
                 }
             }
             index.headEvents += events.count
@@ -201,6 +206,14 @@ struct DiskQueue: Sendable {
             }
             return result
         }
+    }
+
+    /// What an append that failed throws: `AppendFailed`, with the drops counted, when it dropped
+    /// events to make room first; else the failure itself.
+    private func failure(_ error: any Error, after dropped: Drops) -> any Error {
+        if dropped.isEmpty { return error }
+        try? addToDropCounts(dropped.counts)
+        return AppendFailed(cause: error, dropped: dropped)
     }
 
     /// Deletes the oldest waiting segments, one at a time, until `enough` says so, `maxFiles`
@@ -677,6 +690,8 @@ public struct QueueError: Error, Sendable, Equatable, CustomStringConvertible, C
         case lockFailed = "lock-failed"
         /// The disk is full and dropping every waiting event did not make room.
         case diskFull = "disk-full"
+        /// The event alone is larger than the queue's limit (`maxQueueBytes`): nothing was dropped for it.
+        case tooLarge = "too-large"
     }
 
     public var code: Code

@@ -316,7 +316,7 @@ public final class EngageClient: Sendable {
             report.requests += 1
             let outcome = await transport.send(eventsRequest(events), timeout: timeout)
 
-            switch IngestAnswer.classify(outcome) {
+            switch IngestAnswer.classify(outcome, sent: events.count) {
             case let .stored(answer):
                 queue.complete(claims)
                 queue.setRetryState(nil)
@@ -333,7 +333,7 @@ public final class EngageClient: Sendable {
                 counts.rejected = answer.rejected.count
                 if counts.rejected > 0 { queue.count(counts) }
                 for rejection in answer.rejected {
-                    let id = rejection.index < events.count ? events[rejection.index].id : "index \(rejection.index)"
+                    let id = events[rejection.index].id
                     onDrop(DroppedEvents(reason: .rejected(field: rejection.field, problem: rejection.problem), eventIDs: [id]))
                 }
             case let .retryAfter(seconds):
@@ -435,7 +435,10 @@ public final class EngageClient: Sendable {
         var request = URLRequest(url: configuration.endpoint.appendingPathComponent("v1/events"))
         request.httpMethod = "POST"
         request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        // One event per line, as queued: the server parses each line on its own, so an event it
+        // cannot parse (JSON nested deeper than it takes) is rejected alone, by its index, where
+        // in an array it would make the whole request malformed and every event of it refused.
+        request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
         // Read as the request is made, each retry anew: the server measures this clock against
         // its own and moves the times of a clock running ahead back, instead of rejecting them.
         // A clock outside the years RFC 3339 can write would have the whole batch refused.
@@ -443,7 +446,7 @@ public final class EngageClient: Sendable {
         if Self.writableYears.contains(clock.timeIntervalSince1970) {
             request.setValue(Timestamp.rfc3339(clock), forHTTPHeaderField: Self.sentAtHeader)
         }
-        let body = Array(("[" + events.map(\.json).joined(separator: ",") + "]").utf8)
+        let body = Array(events.map { $0.json + "\n" }.joined().utf8)
         if configuration.gzip {
             request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
             request.httpBody = Data(Gzip.compress(body))

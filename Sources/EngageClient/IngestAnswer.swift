@@ -34,7 +34,8 @@ struct IngestAnswer: Equatable {
     /// `HTTPProblem.problemBase`; `LiveServerTests` sees the server's refusals classified).
     static let problemBase = "https://engage.dev/problems/"
 
-    static func classify(_ outcome: Transport.Outcome) -> Verdict {
+    /// What the exchange of a request of `sent` events means for them.
+    static func classify(_ outcome: Transport.Outcome, sent: Int) -> Verdict {
         switch outcome {
         case .timedOut, .cancelled:
             return .interrupted
@@ -45,7 +46,7 @@ struct IngestAnswer: Equatable {
             case 200:
                 // A captive portal or a proxy answers 200 with its own page: only engage's
                 // answer means the events are stored.
-                guard let answer = parse(body) else { return .transient }
+                guard let answer = parse(body, sent: sent) else { return .transient }
                 return .stored(answer)
             case 429, 503:
                 if let seconds = RetryPolicy.parseRetryAfter(headers["retry-after"]) { return .retryAfter(seconds) }
@@ -54,8 +55,14 @@ struct IngestAnswer: Equatable {
                 return .transient
             case 413:
                 return .tooLarge(problemType: engageProblemType(body))
+            case 401, 403:
+                // The key, not the events: unknown, revoked or of another role. An app update
+                // that ships a new key finds them still queued (the queue outlives updates in the
+                // app group) and sends them; until then they wait with the backoff, within
+                // `maxQueueBytes`.
+                return .transient
             case 400...499:
-                // A firewall's or captive portal's 403 page, a proxy's 407, a CDN's 421 or 425 say
+                // A firewall's or captive portal's page, a proxy's 407, a CDN's 421 or 425 say
                 // nothing about the events: only engage's own refusal drops them.
                 guard let type = engageProblemType(body) else { return .transient }
                 return .refused(status: status, problemType: type)
@@ -72,26 +79,33 @@ struct IngestAnswer: Equatable {
         return type
     }
 
-    /// engage's 200 body: an object with integer `accepted` and `duplicates` and an array
-    /// `rejected` of objects with an integer `index`; nil for anything else.
-    static func parse(_ body: Data) -> IngestAnswer? {
+    /// engage's 200 body for a request of `sent` events: an object with integer `accepted` and
+    /// `duplicates` and an array `rejected` of objects with an integer `index`, every count and
+    /// index within the request, each index once; nil for anything else (it is not engage's
+    /// answer to this request, and a count it made up must not reach the client's sums).
+    static func parse(_ body: Data, sent: Int) -> IngestAnswer? {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let accepted = integer(object["accepted"]), let duplicates = integer(object["duplicates"]),
-              let rejected = object["rejected"] as? [Any]
+              let accepted = count(object["accepted"], below: sent + 1),
+              let duplicates = count(object["duplicates"], below: sent + 1),
+              let rejected = object["rejected"] as? [Any], accepted + duplicates + rejected.count <= sent
         else { return nil }
         var answer = IngestAnswer(accepted: accepted, duplicates: duplicates)
+        var indices = Set<Int>()
         for entry in rejected {
-            guard let entry = entry as? [String: Any], let index = integer(entry["index"]) else { return nil }
+            guard let entry = entry as? [String: Any], let index = count(entry["index"], below: sent),
+                  indices.insert(index).inserted
+            else { return nil }
             answer.rejected.append(.init(index: index, field: entry["field"] as? String,
                                          problem: entry["problem"] as? String ?? ""))
         }
         return answer
     }
 
-    /// A JSON number that is a whole, non-negative count.
-    private static func integer(_ value: Any?) -> Int? {
-        guard let number = value as? NSNumber, number.doubleValue >= 0, number.doubleValue == number.doubleValue.rounded()
+    /// A JSON number that is a whole count under `limit`.
+    private static func count(_ value: Any?, below limit: Int) -> Int? {
+        guard let number = value as? NSNumber, number.doubleValue >= 0, number.doubleValue < Double(limit),
+              number.doubleValue == number.doubleValue.rounded()
         else { return nil }
-        return number.intValue
+        return Int(number.doubleValue)
     }
 }

@@ -26,7 +26,9 @@ struct DeliveredCountTests {
         let lost = await throughGateway.flush(budget: .seconds(2))
         #expect(lost.requests >= 1 && lost.accepted == 0 && lost.dropped == 0, "\(lost)")
         let swallowed = try #require(gateway.hits.first)
-        let stored = try await server.post(String(decoding: swallowed.body, as: UTF8.self), key: key)
+        #expect(swallowed.headers["content-type"] == "application/x-ndjson")
+        let stored = try await server.post(String(decoding: swallowed.body, as: UTF8.self), key: key,
+                                           contentType: "application/x-ndjson")
         #expect(stored.status == 200 && stored.text.hasPrefix(#"{"accepted":3,"duplicates":0,"#), "\(stored.text)")
 
         // The resend, once the way is clear: the server has the three, and rejects the fourth again.

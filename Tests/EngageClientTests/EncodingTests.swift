@@ -104,7 +104,7 @@ struct RetryPolicyTests {
 
     @Test func ingestAnswer() {
         let body = #"{"accepted":2,"duplicates":1,"rejected":[{"index":3,"field":"attachment.kind","problem":"must be one of image"},{"index":0,"field":null,"problem":"must be a JSON object"}]}"#
-        #expect(IngestAnswer.parse(Data(body.utf8)) == .init(accepted: 2, duplicates: 1, rejected: [
+        #expect(IngestAnswer.parse(Data(body.utf8), sent: 5) == .init(accepted: 2, duplicates: 1, rejected: [
             .init(index: 3, field: "attachment.kind", problem: "must be one of image"),
             .init(index: 0, field: nil, problem: "must be a JSON object"),
         ]))
@@ -118,32 +118,56 @@ struct RetryPolicyTests {
         #"{"accepted":-1,"duplicates":0,"rejected":[]}"#, #"{"accepted":1.5,"duplicates":0,"rejected":[]}"#,
     ])
     func aTwoHundredWithoutEngagesAnswerIsNotStored(body: String) {
-        #expect(IngestAnswer.parse(Data(body.utf8)) == nil)
-        #expect(IngestAnswer.classify(.response(status: 200, headers: [:], body: Data(body.utf8))) == .transient)
+        #expect(IngestAnswer.parse(Data(body.utf8), sent: 5) == nil)
+        #expect(IngestAnswer.classify(.response(status: 200, headers: [:], body: Data(body.utf8)), sent: 5) == .transient)
+    }
+
+    /// A count or index beyond the request (a proxy's made-up answer, or numbers that would overflow
+    /// the flush's sums or index past its events) is not engage's answer: nothing is taken as stored.
+    @Test(arguments: [
+        #"{"accepted":3,"duplicates":0,"rejected":[]}"#, #"{"accepted":0,"duplicates":3,"rejected":[]}"#,
+        #"{"accepted":9223372036854775807,"duplicates":0,"rejected":[]}"#, #"{"accepted":1e300,"duplicates":0,"rejected":[]}"#,
+        #"{"accepted":1,"duplicates":1,"rejected":[{"index":0}]}"#, #"{"accepted":0,"duplicates":0,"rejected":[{"index":2}]}"#,
+        #"{"accepted":0,"duplicates":0,"rejected":[{"index":1},{"index":1}]}"#,
+        #"{"accepted":0,"duplicates":0,"rejected":[{"index":18446744073709551615}]}"#,
+    ])
+    func anAnswerBeyondTheRequestIsNotStored(body: String) {
+        #expect(IngestAnswer.parse(Data(body.utf8), sent: 2) == nil)
+        #expect(IngestAnswer.classify(.response(status: 200, headers: [:], body: Data(body.utf8)), sent: 2) == .transient)
+    }
+
+    @Test func anAnswerWithinTheRequestIsStored() {
+        let body = #"{"accepted":1,"duplicates":0,"rejected":[{"index":1,"problem":"p"}]}"#
+        #expect(IngestAnswer.parse(Data(body.utf8), sent: 2) == .init(accepted: 1, duplicates: 0, rejected: [.init(index: 1, problem: "p")]))
     }
 
     @Test func redirectsAndServerErrorsAreRetriedAndEngagesOwn4xxRefused() {
         for status in [301, 302, 303, 307, 308, 408, 500, 502] {
-            #expect(IngestAnswer.classify(.response(status: status, headers: ["location": "http://portal"], body: Data())) == .transient)
+            #expect(IngestAnswer.classify(.response(status: status, headers: ["location": "http://portal"], body: Data()), sent: 1) == .transient)
         }
-        #expect(IngestAnswer.classify(.response(status: 429, headers: ["retry-after": "7"], body: Data())) == .retryAfter(7))
-        let unauthorized = "https://engage.dev/problems/unauthorized"
-        #expect(IngestAnswer.classify(.response(status: 401, headers: [:], body: Data(#"{"type":"\#(unauthorized)"}"#.utf8)))
-                == .refused(status: 401, problemType: unauthorized))
+        #expect(IngestAnswer.classify(.response(status: 429, headers: ["retry-after": "7"], body: Data()), sent: 1) == .retryAfter(7))
+        let malformed = "https://engage.dev/problems/malformed-json"
+        #expect(IngestAnswer.classify(.response(status: 400, headers: [:], body: Data(#"{"type":"\#(malformed)"}"#.utf8)), sent: 1)
+                == .refused(status: 400, problemType: malformed))
+        // engage's refusal of the key, not of the events: they wait for a key it takes (an app update).
+        for (status, type) in [(401, "unauthorized"), (403, "forbidden")] {
+            let problem = Data(#"{"type":"https://engage.dev/problems/\#(type)"}"#.utf8)
+            #expect(IngestAnswer.classify(.response(status: status, headers: [:], body: problem), sent: 1) == .transient)
+        }
         // Not engage's problem: a firewall's page, another service's problem type, no type.
         for body in ["<html>Blocked by network policy</html>", #"{"type":"t"}"#, #"{"type":"https://example.com/problems/x"}"#,
                      #"{"title":"Forbidden"}"#, ""] {
             for status in [400, 401, 403, 404, 407, 421, 425] {
-                #expect(IngestAnswer.classify(.response(status: status, headers: [:], body: Data(body.utf8))) == .transient)
+                #expect(IngestAnswer.classify(.response(status: status, headers: [:], body: Data(body.utf8)), sent: 1) == .transient)
             }
             // A proxy's body limit: fewer events may pass, and nothing is dropped for it.
-            #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(body.utf8))) == .tooLarge(problemType: nil))
+            #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(body.utf8)), sent: 1) == .tooLarge(problemType: nil))
         }
         let tooLarge = "https://engage.dev/problems/payload-too-large"
-        #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(#"{"type":"\#(tooLarge)"}"#.utf8)))
+        #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(#"{"type":"\#(tooLarge)"}"#.utf8)), sent: 1)
                 == .tooLarge(problemType: tooLarge))
-        #expect(IngestAnswer.classify(.timedOut) == .interrupted)
-        #expect(IngestAnswer.classify(.failed("refused")) == .transient)
+        #expect(IngestAnswer.classify(.timedOut, sent: 1) == .interrupted)
+        #expect(IngestAnswer.classify(.failed("refused"), sent: 1) == .transient)
     }
 
     /// Retry-After is honoured up to the cap, and a recorded wait longer than any the policy

@@ -215,14 +215,6 @@ struct LiveServerTests {
         defer { container.remove() }
         let drops = DropLog()
 
-        // A key the server does not know: 401, and the batch cannot block the queue.
-        let unauthorized = try makeClient(container, port: server.port, key: "egk_unknown", drops: drops)
-        let lost = try unauthorized.recordExpanded(notificationID: "n1", category: "new_photo")
-        let refused = await unauthorized.flush(budget: .seconds(5))
-        #expect(refused == .init(ending: .drained, requests: 1, dropped: 1))
-        #expect(drops.all == [.init(reason: .refused(status: 401, problemType: "https://engage.dev/problems/unauthorized"),
-                                    eventIDs: [lost.uuidString.lowercased()])])
-
         // One bad event among good ones: 200, only it is dropped.
         let client = try makeClient(container, port: server.port, key: key, drops: drops)
         let good = try client.recordAction(notificationID: "n1", category: "new_photo", actionID: "like")
@@ -230,15 +222,28 @@ struct LiveServerTests {
                                           actionID: String(repeating: "x", count: 65))
         let partial = await client.flush(budget: .seconds(5))
         #expect(partial == .init(ending: .drained, requests: 1, accepted: 1, duplicates: 0, dropped: 1))
-        guard drops.all.count == 2, case let .rejected(field, problem) = drops.all[1].reason else {
+        guard drops.all.count == 1, case let .rejected(field, problem) = drops.all[0].reason else {
             Issue.record("expected a rejection, got \(drops.all)")
             await server.stop()
             return
         }
         #expect(field == "action_id")
         #expect(!problem.isEmpty)
-        #expect(drops.all[1].eventIDs == [bad.uuidString.lowercased()])
-        #expect(try await stored(server, [good, bad, lost]) == 1)
+        #expect(drops.all[0].eventIDs == [bad.uuidString.lowercased()])
+        #expect(try await stored(server, [good, bad]) == 1)
+
+        // An event the server cannot parse (nested deeper than it takes) among good ones: the
+        // request is one event per line, so it alone is rejected, by its index.
+        var nested = JSONValue.string("deep")
+        for _ in 0..<40 { nested = .array([nested]) }
+        let before = try client.recordAction(notificationID: "n2", category: "new_photo", actionID: "like")
+        let deep = try client.recordAction(notificationID: "n2", category: "new_photo", actionID: "reply",
+                                           properties: ["nested": nested])
+        let after = try client.recordExpanded(notificationID: "n2", category: "new_photo")
+        let mixed = await client.flush(budget: .seconds(5))
+        #expect(mixed == .init(ending: .drained, requests: 1, accepted: 2, duplicates: 0, dropped: 1))
+        #expect(drops.all.count == 2 && drops.all.last?.eventIDs == [deep.uuidString.lowercased()], "\(drops.all)")
+        #expect(try await stored(server, [before, deep, after]) == 2)
 
         // Nothing valid at all: 400 no-valid-events.
         let worse = try client.recordAction(notificationID: "n1", category: "new_photo", actionID: "")
@@ -247,6 +252,41 @@ struct LiveServerTests {
         #expect(drops.all.last == .init(reason: .refused(status: 400, problemType: "https://engage.dev/problems/no-valid-events"),
                                         eventIDs: [worse.uuidString.lowercased()]))
         #expect(client.pending == (0, 0, 0))
+        await server.stop()
+    }
+
+    /// A key the server refuses (unknown, revoked, of another role) is the key's fault, not the
+    /// events': they wait with the backoff, and an app update that brings a key the server takes
+    /// finds them in the app group's queue and sends them. They were dropped as refused before.
+    @Test func eventsRefusedForTheirKeyWaitForAKeyTheServerTakes() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        let container = Container()
+        defer { container.remove() }
+        let drops = DropLog()
+        let clock = TestClock()
+
+        let unauthorized = try makeClient(container, port: server.port, key: "egk_unknown", drops: drops, clock: clock) {
+            $0.retry = RetryPolicy(initialDelay: .seconds(60), maxDelay: .seconds(300), retryAfterJitter: .seconds(1))
+        }
+        let kept = try unauthorized.recordExpanded(notificationID: "n1", category: "new_photo")
+        let refused = await unauthorized.flush(budget: .seconds(5))
+        guard case .backingOff = refused.ending else {
+            Issue.record("expected a backoff, got \(refused)")
+            await server.stop()
+            return
+        }
+        #expect(refused.requests == 1 && refused.dropped == 0, "\(refused)")
+        #expect(drops.all.isEmpty, "\(drops.all)")
+        #expect(unauthorized.pending.events == 1)
+        #expect(unauthorized.dropCounts == DropCounts())
+
+        clock.advance(by: 301)
+        let updated = try makeClient(container, port: server.port, key: key, drops: drops, clock: clock)
+        let sent = await updated.flush(budget: .seconds(5))
+        #expect(sent == .init(ending: .drained, requests: 1, accepted: 1), "\(sent)")
+        #expect(drops.all.isEmpty)
+        #expect(try await stored(server, [kept]) == 1)
         await server.stop()
     }
 
@@ -294,8 +334,11 @@ struct LiveServerTests {
         let sentIDs = try injector.hits.map { hit -> [String] in
             #expect(hit.headers["content-encoding"] == "gzip")
             #expect(hit.headers["authorization"] == "Bearer egk_x")
-            let events = try JSONSerialization.jsonObject(with: Data(try GzipTests.gunzip(hit.body))) as? [[String: Any]]
-            return events?.compactMap { $0["event_id"] as? String } ?? []
+            #expect(hit.headers["content-type"] == "application/x-ndjson")
+            // One event per line.
+            return try GzipTests.gunzip(hit.body).split(separator: 0x0A).compactMap { line in
+                (try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["event_id"] as? String
+            }
         }
         #expect(sentIDs.allSatisfy { $0 == ids.map { $0.uuidString.lowercased() } })
         #expect(busy.pending.events == 2)

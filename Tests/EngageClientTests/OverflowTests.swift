@@ -43,6 +43,44 @@ struct OverflowTests {
                 == (2...7).map { QueueTests.event($0).id })
     }
 
+    /// An event larger than the queue's whole limit could only be queued by dropping every
+    /// waiting event, and would pass the limit still: it is refused, and nothing is dropped for it.
+    @Test func anEventLargerThanTheQueueIsRefusedWithoutDroppingAny() throws {
+        let container = Container()
+        defer { container.remove() }
+        let size = QueueTests.event(1).json.utf8.count + 1
+        let queue = try QueueTests.queue(container, maxBytes: size * 4, segmentEvents: 2)
+        for number in 1...3 { try queue.append([QueueTests.event(number)]) }
+        let huge = DiskQueue.QueuedEvent(id: "huge", json: #"{"event_id":"huge","pad":""# + String(repeating: "x", count: size * 4) + #""}"#)
+
+        #expect { try queue.append([huge]) } throws: { ($0 as? QueueError)?.code == .tooLarge }
+
+        #expect(queue.dropCounts == DropCounts())
+        #expect(queue.claim(maxEvents: 10, now: QueueTests.now).claims.flatMap(\.events).map(\.id)
+                == (1...3).map { QueueTests.event($0).id })
+    }
+
+    /// A write that fails for another reason than a full disk (here the next segment's name is
+    /// taken by a directory) after overflow dropped the oldest to make room: those events are
+    /// gone, so they are reported and counted all the same (they were lost in silence).
+    @Test func eventsOverflowDroppedBeforeAFailedWriteAreReported() throws {
+        let container = Container()
+        defer { container.remove() }
+        let size = QueueTests.event(1).json.utf8.count + 1
+        let queue = try QueueTests.queue(container, maxBytes: size * 2, segmentEvents: 1)
+        for number in 1...2 { try queue.append([QueueTests.event(number)]) }
+        try FileManager.default.createDirectory(atPath: container.path("ready/00000000000000000003.ndjson"),
+                                                withIntermediateDirectories: false)
+
+        #expect {
+            try queue.append([QueueTests.event(3)])
+        } throws: { error in
+            guard let failed = error as? DiskQueue.AppendFailed else { return false }
+            return failed.dropped.overflow == [QueueTests.event(1).id] && (failed.cause as? QueueError)?.code != .diskFull
+        }
+        #expect(queue.dropCounts.overflow == 1)
+    }
+
     /// A segment that can never be read (here larger than any the queue writes, as a damaged or
     /// sparse file would be) is dropped by overflow like any other, and reported and counted as
     /// unreadable, as a claim reports it: its events are gone, so it is not dropped in silence.
