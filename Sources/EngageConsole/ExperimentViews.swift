@@ -171,7 +171,7 @@ public struct ExperimentView: Sendable {
                 : Self.belowThreshold(look) ? "not trusted yet: the arms expecting fewer than 5 devices are pooled, "
                     + "and the test over cells that size finds no mismatch (or has too few cells to test)."
                 : "the arms' device counts match their weights.") + "</p>"
-        let devices = look.arms.reduce(0) { $0 + $1.devices }
+        let devices = look.arms.reduce(0) { $0.addingSaturated($1.devices) }
         html += "<div class=\"scroll\"><table><thead><tr><th>arm</th><th>strategy</th><th>weight</th><th>devices</th>"
             + "<th>expected</th><th>notifications</th><th>displayed</th><th>rich displayed</th></tr></thead><tbody>"
         for arm in look.arms {

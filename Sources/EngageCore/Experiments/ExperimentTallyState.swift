@@ -98,8 +98,9 @@ public struct ExperimentTallyState: Sendable, Equatable {
         changedDevices.insert(DeviceKey(tally: tally, deviceID: device))
         if let milliseconds = observation.processingMS {
             let layout = LatencyHistogram.Layout.standard
-            processing[tally, default: Array(repeating: 0, count: layout.countsLength)][layout.index(of: Double(milliseconds))]
-                += Int64(sign)
+            let bucket = layout.index(of: Double(milliseconds))
+            // A stored bucket may hold anything (a hand edit): held at the bound, never trapping.
+            processing[tally, default: Array(repeating: 0, count: layout.countsLength)][bucket].addSaturated(Int64(sign))
             changedHistograms.insert(tally)
         }
     }

@@ -8,7 +8,8 @@ public struct ChartScale: Sendable {
     /// The smallest round scale covering `values` (ticks at 1, 2, 2.5 or 5 times a power of ten),
     /// `including` a value that must show (0, the line of no effect); about `ticks` ticks.
     public init(covering values: [Double], including fixed: [Double] = [], ticks: Int = 5) {
-        let all = (values + fixed).filter(\.isFinite)
+        // Beyond ±1e300 a span or a step would be infinite (a stored result may hold anything).
+        let all = (values + fixed).filter { $0.isFinite && abs($0) <= Self.largestMagnitude }
         var low = all.min() ?? 0
         var high = all.max() ?? 1
         if high - low < 1e-12 {
@@ -24,6 +25,8 @@ public struct ChartScale: Sendable {
         lower = (low / step).rounded(.down) * step
         upper = (high / step).rounded(.up) * step
     }
+
+    static let largestMagnitude = 1e300
 
     /// The report's rate axis: from 0 to the smallest of a few round maxima that shows `value` (0...1).
     public init(rateCovering value: Double) {

@@ -222,9 +222,10 @@ private struct GroupAccumulator {
 
     mutating func add(_ row: ActionCountRow) {
         switch row.presentation {
-        case .rich: rich.actions[row.actionID, default: 0] += row.count
-        case .plain: plain.actions[row.actionID, default: 0] += row.count
-        case .unknown: notDisplayed.actions[row.actionID, default: 0] += row.count
+        // A stored count may hold anything (a hand edit): sums are held at the bound, never trapping.
+        case .rich: rich.actions[row.actionID, default: 0].addSaturated(row.count)
+        case .plain: plain.actions[row.actionID, default: 0].addSaturated(row.count)
+        case .unknown: notDisplayed.actions[row.actionID, default: 0].addSaturated(row.count)
         }
     }
 

@@ -255,14 +255,15 @@ public struct TelemetrySummary: Sendable, Hashable {
         var totalBytes: Int128 = 0
         var download = LatencyHistogram()
         var processing = LatencyHistogram()
+        // Sums of stored counts, held at the largest Int rather than trapping (see `addingSaturated`).
         for row in rows {
-            delivered += row.delivered
-            for (outcome, count) in row.outcomes { outcomes[outcome, default: 0] += count }
-            timeWillExpire += row.timeWillExpire
-            cacheHits += row.cacheHits
-            networkFetches += row.networkFetches
+            delivered.addSaturated(row.delivered)
+            for (outcome, count) in row.outcomes { outcomes[outcome, default: 0].addSaturated(count) }
+            timeWillExpire.addSaturated(row.timeWillExpire)
+            cacheHits.addSaturated(row.cacheHits)
+            networkFetches.addSaturated(row.networkFetches)
             totalBytes += row.bytes
-            bytesReported += row.bytesReported
+            bytesReported.addSaturated(row.bytesReported)
             mergeHistogram(row.downloadHistogram, into: &download)
             mergeHistogram(row.processingHistogram, into: &processing)
         }
@@ -288,7 +289,7 @@ public struct TelemetrySummary: Sendable, Hashable {
 
     /// `cacheHits / (cacheHits + networkFetches)`.
     public var cacheHitRate: Double? {
-        let fetched = cacheHits + networkFetches
+        let fetched = cacheHits.addingSaturated(networkFetches)
         return fetched > 0 ? Double(cacheHits) / Double(fetched) : nil
     }
 

@@ -93,9 +93,15 @@ public struct LatencyHistogram: Hashable, Sendable {
         guard counts.allSatisfy({ $0 >= 0 }) else {
             throw StatisticsError(.invalidHistogram, detail: "negative count")
         }
+        var total: Int64 = 0
+        for count in counts {
+            let (sum, overflow) = total.addingReportingOverflow(count)
+            guard !overflow else { throw StatisticsError(.invalidHistogram, detail: "the counts add up past the largest count") }
+            total = sum
+        }
         self.layout = layout
         self.counts = counts
-        totalCount = counts.reduce(0, +)
+        totalCount = total
     }
 
     public var isEmpty: Bool { totalCount == 0 }
@@ -103,8 +109,10 @@ public struct LatencyHistogram: Hashable, Sendable {
     /// Adds `count` occurrences of a latency in milliseconds.
     public mutating func record(_ milliseconds: Double, count: Int64 = 1) {
         precondition(count >= 0, "count must not be negative")
-        counts[layout.index(of: milliseconds)] += count
-        totalCount += count
+        // Held at the largest count rather than trapping: the histograms merged come from the
+        // database, each valid alone, and sums of them are only ever read as quantiles.
+        counts[layout.index(of: milliseconds)].addSaturated(count)
+        totalCount.addSaturated(count)
     }
 
     /// Adds a latency given as a `Duration`.
@@ -117,19 +125,20 @@ public struct LatencyHistogram: Hashable, Sendable {
     public mutating func merge(_ other: LatencyHistogram) {
         precondition(layout == other.layout, "histograms with different layouts cannot merge")
         for index in counts.indices {
-            counts[index] += other.counts[index]
+            counts[index].addSaturated(other.counts[index])
         }
-        totalCount += other.totalCount
+        totalCount.addSaturated(other.totalCount)
     }
 
     /// The `q`-quantile (0...1) within the documented error bound; nil when empty.
     public func quantile(_ q: Double) -> Double? {
         precondition(q >= 0 && q <= 1, "quantile must be in [0, 1]")
         guard totalCount > 0 else { return nil }
-        let rank = Int64((q * Double(totalCount - 1)).rounded(.down))
+        // Below 2^63, which a count near the largest rounds up to as a Double.
+        let rank = Int64(min((q * Double(totalCount - 1)).rounded(.down), Double(Int64.max).nextDown))
         var cumulative: Int64 = 0
         for (index, count) in counts.enumerated() {
-            cumulative += count
+            cumulative.addSaturated(count)
             if cumulative > rank {
                 return layout.representative(ofIndex: index)
             }

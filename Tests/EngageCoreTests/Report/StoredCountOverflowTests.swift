@@ -1,0 +1,84 @@
+import Testing
+@testable import EngageCore
+
+/// Counts read from the read model may hold anything an older version or a hand edit left there:
+/// sums of them past the largest integer are held at it, or refused, and never crash the report,
+/// the console or a look (each trapped before).
+@Suite struct StoredCountOverflowTests {
+    @Test func storedHistogramCountsAddingUpPastTheLargestAreRefused() {
+        var counts = [Int64](repeating: 0, count: LatencyHistogram.Layout.standard.countsLength)
+        counts[3] = .max
+        counts[7] = 1
+        #expect(throws: StatisticsError.self) { try LatencyHistogram(counts: counts) }
+    }
+
+    @Test func histogramsMergedPastTheLargestCountStillAnswerQuantiles() throws {
+        var counts = [Int64](repeating: 0, count: LatencyHistogram.Layout.standard.countsLength)
+        counts[3] = .max - 1
+        var merged = try LatencyHistogram(counts: counts)
+        merged.merge(try LatencyHistogram(counts: counts))
+        merged.record(250, count: 5)
+        #expect(merged.totalCount == .max)
+        #expect(merged.counts[3] == .max)
+        #expect(merged.quantile(0.5) != nil && merged.quantile(1) != nil)
+    }
+
+    @Test func telemetrySumsPastTheLargestCountAreHeldThere() {
+        let day = UTCDay(daysSinceEpoch: 20_000)
+        let rows = [Int.max, 1].map { count in
+            TelemetryRow(appID: "app", category: "news", attachmentKind: "image", day: day, delivered: count,
+                         outcomes: [.attached: count], timeWillExpire: count, cacheHits: count, networkFetches: count,
+                         bytesReported: count)
+        }
+        let summary = TelemetrySummary(category: "news", attachmentKind: "image", rows: rows)
+        #expect(summary.delivered == .max && summary.outcomes[.attached] == .max && summary.timeWillExpire == .max)
+        #expect(summary.bytesReported == .max)
+        #expect(summary.cacheHitRate.map { (0...1).contains($0) } == true)
+    }
+
+    @Test func actionCountsPastTheLargestAreHeldThere() {
+        let day = UTCDay(daysSinceEpoch: 20_000)
+        let rows = [Int.max, 1].map { count in
+            ActionCountRow(appID: "app", category: "news", presentation: .rich, attachmentKind: "image", day: day,
+                           actionID: "save", count: count)
+        }
+        let report = EngagementReport.build(
+            engagement: [EngagementRow(appID: "app", category: "news", presentation: .rich, attachmentKind: "image", day: day,
+                                       counts: FunnelCounts([.notifications: 2, .delivered: 2, .displayed: 2, .actioned: 2]))],
+            actions: rows, grouping: .action, generatedAt: Timestamp(rfc3339: "2026-11-29T20:00:00Z")!)
+        #expect(!report.groups.isEmpty)
+    }
+
+    /// A stored lift of ±8e307 would make the scale's span infinite (a trap turning it into tick
+    /// counts), and ±1e308 would never end the search for its step: such values are left out.
+    @Test(arguments: [[8e307, -8e307], [1e308], [-1e308, 0.1], [1e300, -1e300]])
+    func aScaleOverValuesNearTheLargestDoubleIsFinite(values: [Double]) {
+        let scale = ChartScale(covering: values, including: [0])
+        #expect(scale.lower.isFinite && scale.upper.isFinite && scale.step > 0)
+        #expect((2...20).contains(scale.ticks.count), "\(scale.ticks)")
+    }
+}
+
+@Suite struct StoredTallyOverflowTests {
+    /// A stored processing-time bucket at the largest count (valid alone) and a new event in it:
+    /// the incremental look holds the bucket there instead of crashing the scheduler.
+    @Test func aStoredBucketAtTheLargestCountTakesOneMore() throws {
+        let definition = ExperimentDefinition(
+            id: "thumbs-v1", appID: "app-1", categories: ["news"],
+            arms: [ExperimentArmDefinition(name: "full", strategy: .full, weight: 0.5, isControl: true),
+                   ExperimentArmDefinition(name: "poster", strategy: .poster, weight: 0.5)],
+            primaryMetric: .open)
+        let layout = LatencyHistogram.Layout.standard
+        var counts = [Int64](repeating: 0, count: layout.countsLength)
+        counts[layout.index(of: 900)] = .max
+        var state = ExperimentTallyState(definition: definition)
+        try state.load(.arm(0), processingCounts: counts)
+
+        state.replace(nil, with: ExperimentObservation(arm: .arm(0), category: "news", deviceID: "d1",
+                                                       stages: [.notifications, .delivered], presentation: .unknown,
+                                                       processingMS: 900))
+
+        #expect(state.processing[.arm(0)]?[layout.index(of: 900)] == .max)
+        #expect(state.notifications == 1)
+    }
+}
