@@ -16,13 +16,19 @@ public struct ExperimentRunner: Sendable {
     public var chunkSize: Int
     /// Connections reading at once, at most the pool's size.
     public var lanes: Int
+    /// How long each of the analysis's reads may go without a result from the database before it
+    /// is interrupted (`DatabaseDidNotAnswer`); nil: for ever. A pooled connection may still lead
+    /// to a host that froze (a failover's old primary, which the kernel keeps answering for),
+    /// where a read would otherwise wait as long as it stays frozen, holding its caller.
+    public var silenceLimit: Duration?
 
-    public init(pool: ConnectionPool, chunkSize: Int = 5_000, lanes: Int = 2) {
+    public init(pool: ConnectionPool, chunkSize: Int = 5_000, lanes: Int = 2, silenceLimit: Duration? = nil) {
         precondition(chunkSize > 0, "chunk size must be positive")
         precondition(lanes > 0, "a replay needs at least one lane")
         self.pool = pool
         self.chunkSize = chunkSize
         self.lanes = lanes
+        self.silenceLimit = silenceLimit
     }
 
     /// What a replay found besides the analysis.
@@ -60,13 +66,14 @@ public struct ExperimentRunner: Sendable {
     /// marker's generation is read before CUPED's pre-period and the fold start, so that the
     /// check where the analysis is stored (`Scheduler.finish`) covers both of their reads.
     public func look(_ definition: ExperimentDefinition, previousRuns: Int, now: Timestamp) async throws -> Outcome {
-        let generation = try await pool.withConnection { connection in
+        let generation = try await pool.withConnection(silenceLimit: silenceLimit) { connection in
             let rewrite = try LogRewrite.state(on: connection)
             try ExperimentLookDeferred.check(rewrite, since: nil)
             return rewrite.generation
         }
         async let covariates = covariates(definition)
-        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize, logGeneration: generation)
+        let tallies = try await ExperimentTallyStore.look(definition, pool: pool, chunkSize: chunkSize, logGeneration: generation,
+                                                          silenceLimit: silenceLimit)
         return analyse(definition, tallies, covariates: try await covariates, previousRuns: previousRuns, now: now)
     }
 
@@ -89,7 +96,9 @@ public struct ExperimentRunner: Sendable {
     /// lane does not wait for that.
     func covariates(_ definition: ExperimentDefinition) async throws -> ExperimentCovariates? {
         guard definition.analysis.cupedPrePeriodDays != nil, definition.startAt != nil else { return nil }
-        let rows = try await pool.withConnection { connection in try PrePeriodReader.rows(definition, on: connection) }
+        let rows = try await pool.withConnection(silenceLimit: silenceLimit) { connection in
+            try PrePeriodReader.rows(definition, on: connection)
+        }
         return try rows?.covariates()
     }
 
@@ -97,10 +106,10 @@ public struct ExperimentRunner: Sendable {
     func replay(_ definition: ExperimentDefinition) async throws -> ExperimentReplay {
         let lanes = min(lanes, pool.size)
         if lanes > 1 {
-            return try await SplitReplay.read(definition, lanes: lanes, chunkSize: chunkSize, pool: pool)
+            return try await SplitReplay.read(definition, lanes: lanes, chunkSize: chunkSize, pool: pool, silenceLimit: silenceLimit)
         }
         let chunkSize = chunkSize
-        return try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
+        return try await pool.withTransaction(isolation: "REPEATABLE READ", silenceLimit: silenceLimit) { connection in
             try ExperimentReplay.read(definition, chunkSize: chunkSize, on: connection)
         }
     }

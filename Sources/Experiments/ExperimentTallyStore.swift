@@ -33,9 +33,10 @@ public enum ExperimentTallyStore {
     /// `logGeneration`: the `LogRewrite` generation the caller read before it began (nil: the
     /// fold's own reading); the fold refuses if a prune or restore began since.
     static func look(_ definition: ExperimentDefinition, pool: ConnectionPool, chunkSize: Int = 5_000, logGeneration: Int64? = nil,
+                     silenceLimit: Duration? = nil,
                      afterReading: @escaping @Sendable (Connection) throws -> Void = { _ in },
                      beforeCommit: @escaping @Sendable () throws -> Void = {}) async throws -> ExperimentReplay {
-        try await pool.withTransaction { connection in
+        try await pool.withTransaction(silenceLimit: silenceLimit) { connection in
             try fold(definition, chunkSize: chunkSize, logGeneration: logGeneration, afterReading: afterReading,
                      beforeCommit: beforeCommit, on: connection)
         }

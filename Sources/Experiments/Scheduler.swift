@@ -38,16 +38,22 @@ public struct Scheduler: Service {
         /// closed: a database that answers nothing (a frozen host, a network that drops
         /// everything) would otherwise hold the scheduler on that host for as long as it stays
         /// so, even after a failover to another. Each call takes milliseconds; counted once it
-        /// has a connection (a wait for a busy pool is not the database gone). The analysis
-        /// itself is not bounded: a renewal that gets no answer cancels it, which interrupts a
-        /// replay on one connection, but not the lanes of a replay split over several
-        /// (`SplitReplay` lets a started lane run to its end). `engage serve`'s pool is shared
+        /// has a connection (a wait for a busy pool is not the database gone). The analysis's
+        /// reads have `analysisSilenceLimit` instead. `engage serve`'s pool is shared
         /// with the read routes, and a pool busy with long reads is not a database that does not
         /// answer (counted, it failed the scheduler's calls, each failed read of a claimed run
         /// costing the run an attempt: `BusyPoolSchedulerTests`). Past it the call throws
         /// `DatabaseDidNotAnswer`, and the next poll starts on a new connection (a failover's new
         /// primary, say).
         public var databaseAnswerLimit = Duration.seconds(30)
+        /// How long each read of an analysis (a replay's lanes and chunks, CUPED's pre-period, an
+        /// incremental look's fold) may go without a result from the database before it is
+        /// interrupted and the run fails this attempt (`ExperimentRunner.silenceLimit`). A read
+        /// may take long as a whole; only a database that stops answering is cut off. Without
+        /// it, a pooled connection still leading to a host that froze (a failover's old primary)
+        /// held the analysis, the scheduler and a stop of `engage serve` for as long as the host
+        /// stayed frozen, while the lease was renewed on another connection.
+        public var analysisSilenceLimit = Duration.seconds(300)
         /// Identifies this scheduler in `lease_owner`.
         public var ownerID = Scheduler.defaultOwnerID()
         /// Called at named points (`scheduler.after-claim`, `scheduler.after-analysis` (still
@@ -323,15 +329,15 @@ public struct Scheduler: Service {
                     SELECT count(*) FROM experiment_runs WHERE experiment_id = \(claim.experimentID) AND status = 'done'
                     """)[0].decode(0, as: Int.self)
             }
-            let chunkSize = configuration.chunkSize
+            let chunkSize = configuration.chunkSize, silenceLimit = configuration.analysisSilenceLimit
             (outcome, source) = try await whileRenewingLease(claim) {
                 let analysed: (ExperimentRunner.Outcome, ReadSource)
                 if configuration.incrementalLooks {
-                    analysed = (try await ExperimentRunner(pool: pool, chunkSize: chunkSize)
+                    analysed = (try await ExperimentRunner(pool: pool, chunkSize: chunkSize, silenceLimit: silenceLimit)
                         .look(record.definition, previousRuns: previous, now: time.wallClock), .primary)
                 } else {
                     let read = try await reads.read { pool in
-                        try await ExperimentRunner(pool: pool, chunkSize: chunkSize)
+                        try await ExperimentRunner(pool: pool, chunkSize: chunkSize, silenceLimit: silenceLimit)
                             .analyse(record.definition, previousRuns: previous, now: time.wallClock)
                     }
                     analysed = (read.value, read.source)

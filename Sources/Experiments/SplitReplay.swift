@@ -16,22 +16,33 @@ import Synchronization
 /// lane to start, only for an import already under way, so a busy pool slows a replay down but
 /// cannot deadlock it.
 enum SplitReplay {
+    /// `silenceLimit`: as `ExperimentRunner.silenceLimit`, for each lane: a lane runs to its end
+    /// whatever is cancelled (below), and one on a connection to a frozen host would otherwise
+    /// never end, nor would the replay.
     static func read(_ definition: ExperimentDefinition, lanes: Int, chunkSize: Int,
-                     pool: ConnectionPool) async throws -> ExperimentReplay {
+                     pool: ConnectionPool, silenceLimit: Duration? = nil) async throws -> ExperimentReplay {
         let shared = SharedRanges()
         return try await withThrowingTaskGroup(of: ExperimentReplay.self) { group in
             group.addTask {
-                // Not interrupted by the cancellation of lanes still waiting for a connection
-                // (below), which comes once the ranges are gone: this lane may still be committing.
-                try await pool.withConnection(interruptingOnCancel: false) { connection in
-                    try connection.transaction(isolation: "REPEATABLE READ") { connection in
-                        // Closing waits for imports under way, so it must happen before COMMIT.
-                        defer { shared.close() }
-                        let snapshot: String = try connection.query("SELECT pg_export_snapshot()")[0].decode(0)
-                        let ranges = try ExperimentReplay.ranges(definition, count: lanes * rangesPerLane, on: connection)
-                        shared.publish(snapshot: snapshot, ranges: ranges)
-                        return try readClaimed(definition, shared, chunkSize: chunkSize, on: connection)
+                do {
+                    // Not interrupted by the cancellation of lanes still waiting for a connection
+                    // (below), which comes once the ranges are gone: this lane may still be committing.
+                    return try await pool.withConnection(interruptingOnCancel: false, silenceLimit: silenceLimit) { connection in
+                        try connection.transaction(isolation: "REPEATABLE READ") { connection in
+                            // Closing waits for imports under way, so it must happen before COMMIT.
+                            defer { shared.close() }
+                            let snapshot: String = try connection.query("SELECT pg_export_snapshot()")[0].decode(0)
+                            let ranges = try ExperimentReplay.ranges(definition, count: lanes * rangesPerLane, on: connection)
+                            shared.publish(snapshot: snapshot, ranges: ranges)
+                            return try readClaimed(definition, shared, chunkSize: chunkSize, on: connection)
+                        }
                     }
+                } catch {
+                    // Failed before its transaction began (no connection to be had, or interrupted
+                    // while connecting): nothing was published, and the wait for it below would
+                    // never end.
+                    shared.close()
+                    throw error
                 }
             }
             if await shared.hasOtherLanesWork() {
@@ -40,7 +51,7 @@ enum SplitReplay {
                         do {
                             // Cancelled once the ranges are gone, which must not cut short a
                             // lane that is reading one: only the wait for a connection ends.
-                            return try await pool.withConnection(interruptingOnCancel: false) { connection in
+                            return try await pool.withConnection(interruptingOnCancel: false, silenceLimit: silenceLimit) { connection in
                                 try importAndRead(definition, shared, chunkSize: chunkSize, on: connection)
                             }
                         } catch is CancellationError where shared.isClosed {

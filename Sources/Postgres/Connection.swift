@@ -1,6 +1,7 @@
 import CLibPQ
 import Glibc
 import Foundation
+import Synchronization
 
 /// One libpq connection. Blocking: use it from a thread you own (the pool gives each connection
 /// its own thread), never from Swift's cooperative pool. Not thread-safe, hence not Sendable.
@@ -14,6 +15,11 @@ public final class Connection {
     /// socket (an HTTP client's, another connection's) before this connection is closed.
     /// Shutting the duplicate down ends libpq's wait just the same.
     private var interruptionSocket: Int32 = -1
+    /// Unique among the connections this process made: a session-level state (an advisory lock, a
+    /// LISTEN) belongs to one connection, and a connection that replaced a broken one may get the
+    /// same backend pid on a restarted or another server.
+    public let serial = Connection.nextSerial.add(1, ordering: .relaxed).newValue
+    private static let nextSerial = Atomic<UInt64>(0)
 
     /// Connects, blocking until the server answers or the connect timeout passes. An
     /// `interrupter` can end this connection's blocking calls from another thread.
@@ -447,6 +453,7 @@ public final class Connection {
 
     private func check(_ result: OpaquePointer?, handle: OpaquePointer) throws -> QueryResult {
         guard let result else { throw connectionError(handle) }
+        interrupter?.answered(at: .now)
         switch PQresultStatus(result) {
         case PGRES_COMMAND_OK, PGRES_TUPLES_OK, PGRES_EMPTY_QUERY, PGRES_COPY_IN:
             return QueryResult(taking: result)

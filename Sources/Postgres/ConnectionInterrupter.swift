@@ -23,11 +23,14 @@ public final class ConnectionInterrupter: Sendable {
         case cancelled
         /// The work took longer than this.
         case timedOut(Duration)
+        /// The server sent nothing for this long (since the work began or its last answer).
+        case silent(Duration)
 
         public var description: String {
             switch self {
             case .cancelled: "cancelled"
             case .timedOut(let limit): "took longer than \(limit)"
+            case .silent(let limit): "got no answer for \(limit)"
             }
         }
     }
@@ -36,6 +39,8 @@ public final class ConnectionInterrupter: Sendable {
         var socket: Int32?
         var unit: UInt64 = 0
         var started: ContinuousClock.Instant?
+        /// When the running unit last received a result.
+        var lastAnswer: ContinuousClock.Instant?
         var reason: Reason?
     }
 
@@ -48,6 +53,7 @@ public final class ConnectionInterrupter: Sendable {
         state.withLock { state in
             state.unit += 1
             state.started = instant
+            state.lastAnswer = nil
             state.reason = nil
             return state.unit
         }
@@ -77,6 +83,26 @@ public final class ConnectionInterrupter: Sendable {
             guard let started = state.started, state.reason == nil, now - started > limit else { return false }
             Self.interrupt(&state, because: reason ?? .timedOut(limit))
             return true
+        }
+    }
+
+    /// Interrupts `unit` if it is still running and the server has sent no result for more than
+    /// `limit` (since the unit began, or since its last result); true if it did. Long work made
+    /// of many statements (a replay's chunks) keeps going while the server answers each.
+    @discardableResult
+    public func interruptIfSilent(_ unit: UInt64, longerThan limit: Duration, now: ContinuousClock.Instant) -> Bool {
+        state.withLock { state in
+            guard state.unit == unit, let started = state.started, state.reason == nil,
+                  now - (state.lastAnswer ?? started) > limit else { return false }
+            Self.interrupt(&state, because: .silent(limit))
+            return true
+        }
+    }
+
+    /// Called by the connection as each result arrives: the server is answering.
+    func answered(at instant: ContinuousClock.Instant) {
+        state.withLock { state in
+            if state.started != nil { state.lastAnswer = instant }
         }
     }
 

@@ -53,14 +53,19 @@ public final class ConnectionPool: Sendable {
     /// `answerLimit`, a body still running that long after it got its connection is interrupted
     /// (whether or not cancellation interrupts it), and this throws `DatabaseDidNotAnswer`: the
     /// wait for a free connection does not count, since a busy pool is not a database that does
-    /// not answer.
+    /// not answer. With `silenceLimit`, a body is interrupted (`DatabaseDidNotAnswer` too) once the
+    /// server has sent no result for that long: long work of many statements (a replay's chunks)
+    /// runs on while each is answered, and still ends when a frozen host stops answering.
     public func withConnection<T: Sendable>(interruptingOnCancel: Bool = true, answerLimit: Duration? = nil,
+                                            silenceLimit: Duration? = nil,
                                             _ body: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let index = try await acquire()
         defer { release(index) }
         let slot = slots[index]
         // Without a limit nothing can interrupt the body: no unit to bracket.
-        guard interruptingOnCancel || answerLimit != nil else { return try await slot.thread.run { try slot.use(body) } }
+        guard interruptingOnCancel || answerLimit != nil || silenceLimit != nil else {
+            return try await slot.thread.run { try slot.use(body) }
+        }
         // Cancelled while the slot was handed over: a healthy connection is not shut for a body
         // that never ran.
         if interruptingOnCancel { try Task.checkCancellation() }
@@ -74,6 +79,15 @@ public final class ConnectionPool: Sendable {
             }
         }
         defer { watchdog?.cancel() }
+        let listener = silenceLimit.map { limit in
+            Task {
+                while true {
+                    try await Task.sleep(for: limit / 4)
+                    if interrupter.interruptIfSilent(unit, longerThan: limit, now: .now) { return }
+                }
+            }
+        }
+        defer { listener?.cancel() }
         do {
             // A body that cancellation must not interrupt still gets no more than its limit: a
             // database that does not answer is no reason to let it run on.
@@ -84,7 +98,10 @@ public final class ConnectionPool: Sendable {
                 slot.interrupter.interrupt(unit, because: .cancelled)
             }
         } catch let interrupted as PostgresError where interrupted.kind == .interrupted {
-            if case .timedOut(let limit)? = slot.interrupter.reason { throw DatabaseDidNotAnswer(limit: limit) }
+            switch slot.interrupter.reason {
+            case .timedOut(let limit)?, .silent(let limit)?: throw DatabaseDidNotAnswer(limit: limit)
+            default: break
+            }
             throw CancellationError()
         }
     }
@@ -94,9 +111,12 @@ public final class ConnectionPool: Sendable {
     public func withTransaction<T: Sendable>(
         isolation: TransactionIsolation = .readCommitted,
         answerLimit: Duration? = nil,
+        silenceLimit: Duration? = nil,
         _ body: @escaping @Sendable (Connection) throws -> T
     ) async throws -> T {
-        try await withConnection(answerLimit: answerLimit) { connection in try connection.transaction(isolation: isolation, body) }
+        try await withConnection(answerLimit: answerLimit, silenceLimit: silenceLimit) { connection in
+            try connection.transaction(isolation: isolation, body)
+        }
     }
 
     /// Closes every connection and ends their threads; waiting and later callers get `.poolClosed`.

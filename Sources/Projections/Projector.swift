@@ -86,20 +86,20 @@ public struct Projector: Service {
         await lockPool.close()
     }
 
-    /// The backend pid holding the lock, or nil when another process holds it.
-    private func acquireLock() async -> Int32? {
-        try? await lockPool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection -> Int32? in
+    /// The connection holding the lock (its `serial`), or nil when another process holds it.
+    private func acquireLock() async -> UInt64? {
+        try? await lockPool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection -> UInt64? in
             let acquired = try connection.query("SELECT pg_try_advisory_lock(\(Self.lockKey))")[0].decode(0, as: Bool.self)
             guard acquired else { return nil }
             try connection.listen("engage_events")
-            return connection.backendPID
+            return connection.serial
         }
     }
 
     /// Folds batch after batch; while one batch is merged into the stored states and committed,
     /// the next is read on another connection and folded per notification (`FoldedEvents`), so
     /// reading and decoding the log overlap writing the read model.
-    private func runActive(lockHolder: Int32) async throws {
+    private func runActive(lockHolder: UInt64) async throws {
         let initial = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             try EngagementStore.checkpoint(EngagementStore.projectionName, on: connection)
         }
@@ -112,7 +112,9 @@ public struct Projector: Service {
                 // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
                 let interval = configuration.pollInterval
                 let stillHolder = try await lockPool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection -> Bool in
-                    guard connection.backendPID == lockHolder else { return false }
+                    // The lock is the session's: a connection that replaced a broken one holds none, even
+                    // with the same backend pid (a restarted server, another host after a failover).
+                    guard connection.serial == lockHolder else { return false }
                     _ = try connection.waitForNotifications(timeout: interval)
                     return true
                 }

@@ -101,6 +101,55 @@ struct FrozenPrimaryFailoverTests {
         }
     }
 
+    /// Two connections, both to the primary when it freezes: an analysis reads its replay and
+    /// CUPED's pre-period at once, one of them on the connection still leading to the frozen
+    /// host. That read got no answer for as long as the host stayed frozen while the lease was
+    /// renewed on the other connection, so the scheduler (and a stop of the server) waited with
+    /// it. Each read of an analysis now ends once the database has sent nothing for
+    /// `analysisSilenceLimit`, and the run's next attempt reads on the new primary.
+    @Test(.timeLimit(.minutes(4)))
+    func anAnalysisReadingOnAConnectionToTheFrozenHostEnds() async throws {
+        try await FrozenPrimaryPair.with(label: "frozen-failover-analysis") { pair in
+            var configuration = EngageServer.Configuration()
+            configuration.http.port = 0
+            configuration.poolSize = 2
+            configuration.runProjector = false
+            configuration.scheduler.pollInterval = .milliseconds(200)
+            configuration.scheduler.databaseAnswerLimit = .seconds(5)
+            configuration.scheduler.analysisSilenceLimit = .seconds(5)
+            let sink = MemoryLogSink()
+            try await pair.serving(configuration, logger: Logger(label: "frozen-analysis", level: .debug, sink: sink)) { engage in
+                let primary = pair.primary.configuration(database: pair.databaseName)
+                try await pair.waitFor("both of the pool's connections to lead to the primary") {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for _ in 0..<2 {
+                            group.addTask { try await engage.pool.withConnection { _ = try $0.query("SELECT pg_sleep(0.2)") } }
+                        }
+                        try await group.waitForAll()
+                    }
+                    return try Self.count("""
+                        SELECT count(*) FROM pg_stat_activity
+                        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+                        """, on: primary) >= 2
+                }
+
+                try await pair.freezePrimaryAndPromoteStandby()
+                let newPrimary = ConnectionPool(configuration: pair.standby.configuration(database: pair.databaseName), size: 1)
+                try await ScheduledRuns.startExperiments(2, pool: newPrimary, prefix: "after-failover")
+                do {
+                    try await ScheduledRuns.waitUntilAllDone(newPrimary, experiments: 2, prefix: "after-failover", timeout: .seconds(90))
+                } catch {
+                    let runs = try await newPrimary.withConnection { connection in
+                        try connection.query("SELECT experiment_id || ' ' || status || ' ' || attempts FROM experiment_runs ORDER BY id")
+                            .rows.map { try $0.decode(0, as: String.self) }
+                    }
+                    Issue.record("\(error); runs on the new primary: \(runs); the server's last log lines:\n\(sink.lines.suffix(15).joined(separator: "\n"))")
+                }
+                await newPrimary.close()
+            }
+        }
+    }
+
     /// `/readyz` says ready again once the new primary takes writes, although each new connection
     /// first spends its connect timeout on the frozen host listed first.
     @Test(.timeLimit(.minutes(3)))
