@@ -168,7 +168,7 @@ public struct LogPruner: Sendable {
                     // archive): the dead command's reset is due whatever this prune goes on to do,
                     // and the catch below finishes it if this prune stops early.
                     if leftOver { try beginRewrite() }
-                    let finishedDetaches = try finishInterruptedDetaches(beforeChange: beginRewrite, on: connection)
+                    let finishedDetaches = try InterruptedDetaches.finish(beforeChange: beginRewrite, logger: logger, on: connection)
                     let plan = try makePlan(on: connection)
                     try runChecks(plan, on: connection)
                     var archive = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
@@ -402,32 +402,6 @@ public struct LogPruner: Sendable {
     private var blocksPerBatch: Int64 { Int64(max(1, configuration.batchRows / 20)) }
 
     // MARK: Steps
-
-    /// A detach that a crash cut short leaves its partition pending: finish it. A detached
-    /// partition that was not dropped yet has no ids left in `event_ids`: drop it. Returns how
-    /// many partitions it finished or dropped. `beforeChange` runs before the first of either.
-    private func finishInterruptedDetaches(beforeChange: () throws -> Void, on connection: Connection) throws -> Int {
-        let pending = try connection.query("""
-            SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-            WHERE i.inhparent = 'events'::regclass AND i.inhdetachpending
-            """).rows.map { try $0.decode(0, as: String.self) }
-        if !pending.isEmpty { try beforeChange() }
-        for name in pending {
-            try connection.execute("ALTER TABLE events DETACH PARTITION \(identifier: name) FINALIZE")
-        }
-        let detached = try connection.query("""
-            SELECT c.relname::text FROM pg_class c
-            WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'events'::regclass)
-              AND c.relkind = 'r' AND c.relname ~ '^events_(legacy|[0-9]{4}_[0-9]{2}_[0-9]{2})$'
-              AND NOT c.relispartition
-            """).rows.map { try $0.decode(0, as: String.self) }
-        if !detached.isEmpty { try beforeChange() }
-        for name in detached {
-            logger.notice("log.detached-partition-dropped", ["partition": name])
-            try connection.execute("DROP TABLE \(identifier: name)")
-        }
-        return Set(pending + detached).count
-    }
 
     static func blockCount(of table: String, on connection: Connection) throws -> Int64 {
         try connection.query("SELECT pg_relation_size(to_regclass(\(table))) / current_setting('block_size')::int8")[0]

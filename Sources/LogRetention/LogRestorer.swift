@@ -68,9 +68,16 @@ public struct LogRestorer: Sendable {
                 throw LogRetentionError.corruptArchive(
                     file: path, problem: "its SHA-256 or size does not match the manifest (changed or damaged since it was written); nothing was restored")
             }
-            // Its lines' lengths, before any day is loaded: a file with a line no event can make
-            // (one with no newline at all, inflating without end) refuses the whole archive.
-            try ArchiveMerge.forEachLine(of: path, maxLineBytes: maxLineBytes, outcome: "nothing was restored") { _ in }
+            // Its lines' lengths and number, before any day is loaded: a file with a line no event
+            // can make (one with no newline at all, inflating without end), or with another number
+            // of events than the manifest says, refuses the whole archive. Found only once its day
+            // was loaded, a wrong count stopped every rerun there, and the days after it never came back.
+            var lines = 0
+            try ArchiveMerge.forEachLine(of: path, maxLineBytes: maxLineBytes, outcome: "nothing was restored") { _ in lines += 1 }
+            guard lines == entry.events else {
+                throw LogRetentionError.corruptArchive(
+                    file: path, problem: "it holds \(lines) events, the manifest says \(entry.events); nothing was restored")
+            }
         }
         // The counts are the manifest's word, which no checksum covers: added up with a check, an
         // edited manifest is a corrupt archive, not a trap.
@@ -106,6 +113,9 @@ public struct LogRestorer: Sendable {
                 // a fold of a log this restore changed (`LogRewrite`).
                 try LogRewrite.begin(.restore, on: connection)
                 do {
+                    // A prune killed after it began detaching a week, before it dropped it: the
+                    // week's name is taken, and its days' events would find no partition.
+                    _ = try InterruptedDetaches.finish(beforeChange: {}, logger: logger, on: connection)
                     for entry in manifest.days {
                         guard let day = ArchiveManifest.timestamp(ofDay: entry.day) else { continue }
                         counter.step = "restore \(entry.day)"

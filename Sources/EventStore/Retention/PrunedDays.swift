@@ -20,6 +20,9 @@ public enum PrunedDays {
 
     /// Records that the day is being pruned (before its events go, so that a prune cut short
     /// never leaves a day missing unrecorded); a day pruned again after a restore is recorded anew.
+    /// A day still missing keeps its first record: a prune cut short and run again (into another
+    /// archive) finds only what the first left, and its record would let a restore of that part
+    /// mark the whole day restored, while the rest of it is in the first archive only.
     public static func record(day: Timestamp, events: Int, archiveFile: String?, archiveSHA256: String?,
                               on connection: Connection) throws {
         try connection.execute("""
@@ -28,6 +31,7 @@ public enum PrunedDays {
             ON CONFLICT (day) DO UPDATE SET
                 events = EXCLUDED.events, pruned_at = now(), archive_file = EXCLUDED.archive_file,
                 archive_sha256 = EXCLUDED.archive_sha256, restored_at = NULL, rebuilt_without_at = NULL
+            WHERE log_pruned_days.restored_at IS NOT NULL
             """)
     }
 

@@ -1,0 +1,92 @@
+import EngageCore
+import EventStore
+import Foundation
+import LogRetention
+import Postgres
+import Testing
+import TestSupport
+
+/// Restores after a prune or a restore that was cut short, and archives whose manifest is wrong
+/// (each failed before its fix, as described).
+@Suite("Log restore after what was cut short")
+struct RestoreAfterCutShortTests {
+    /// A prune killed after it detached a week and before it dropped it leaves the week's table
+    /// (its events archived, its ids gone): the restore finishes that first. It failed with "no
+    /// partition of relation events found for row", every day of the week, until the next prune.
+    @Test func aWeekLeftDetachedByAKilledPruneDoesNotStopTheRestore() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "d45"), daysAgo: 45)
+        let before = try await fixtures.log()
+        let week = try #require(try await fixtures.pool.withConnection { try EventPartitions.list(on: $0) }.first?.name)
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        // The table as the killed prune left it: detached from the log, not dropped.
+        try await fixtures.pool.withConnection { connection in
+            try connection.execute("CREATE TABLE \(identifier: week) (LIKE events INCLUDING ALL)")
+        }
+
+        let report = try await fixtures.restorer(directory).run()
+
+        #expect(report.restored == before.count)
+        #expect(try await fixtures.log() == before)
+    }
+
+    /// A day still missing keeps its first record when it is pruned again: a prune cut short
+    /// (half the day deleted) and run again into another archive finds only the other half, and
+    /// a restore of that archive alone marked the whole day restored, so that a rebuild went on
+    /// without the half that is in the first archive only.
+    @Test func aDayPrunedAgainBeforeItsRestoreKeepsItsFirstRecord() async throws {
+        let fixtures = try RetentionFixtures()
+        let day = Timestamp(rfc3339: "2026-10-05T00:00:00Z")!
+        try await fixtures.pool.withConnection { connection in
+            try PrunedDays.record(day: day, events: 100, archiveFile: "first/events-2026-10-05.tsv.gz", archiveSHA256: "aa",
+                                  on: connection)
+            try PrunedDays.record(day: day, events: 30, archiveFile: "second/events-2026-10-05.tsv.gz", archiveSHA256: "bb",
+                                  on: connection)
+        }
+        let recorded = try await fixtures.pool.withConnection { try PrunedDays.all(on: $0) }
+        #expect(recorded.map(\.events) == [100])
+        #expect(recorded.map(\.archiveSHA256) == ["aa"])
+
+        let second = try await fixtures.pool.withConnection {
+            try PrunedDays.markRestored(day: day, archiveSHA256: "bb", eventsInLog: 30, on: $0)
+        }
+        #expect(!second.marked)
+        let first = try await fixtures.pool.withConnection {
+            try PrunedDays.markRestored(day: day, archiveSHA256: "aa", eventsInLog: 100, on: $0)
+        }
+        #expect(first.marked)
+
+        // Restored, the day is recorded anew when pruned again.
+        try await fixtures.pool.withConnection { connection in
+            try PrunedDays.record(day: day, events: 100, archiveFile: "third/events-2026-10-05.tsv.gz", archiveSHA256: "cc",
+                                  on: connection)
+        }
+        let again = try await fixtures.pool.withConnection { try PrunedDays.all(on: $0) }
+        #expect(again.map(\.archiveSHA256) == ["cc"] && again.first?.restoredAt == nil)
+    }
+
+    /// A manifest whose count for a day is not the number of events its file holds (edited: the
+    /// counts are the manifest's word, which no checksum covers) refuses the whole archive before
+    /// any day is loaded. It was found only after the day was loaded: every rerun stopped there.
+    @Test func aManifestCountThatIsNotTheFilesIsRefusedBeforeAnythingIsLoaded() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "d45"), daysAgo: 45)
+        try await fixtures.seed(RetentionFixtures.events(notifications: 5, tag: "d38"), daysAgo: 38)
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        let manifestURL = URL(fileURLWithPath: directory + "/manifest.json")
+        var manifest = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: manifestURL)) as? [String: Any])
+        var days = try #require(manifest["days"] as? [[String: Any]])
+        try #require(days.count == 2)
+        days[1]["events"] = (days[1]["events"] as? Int ?? 0) + 1
+        manifest["days"] = days
+        try JSONSerialization.data(withJSONObject: manifest).write(to: manifestURL)
+
+        let error = await #expect(throws: LogRetentionError.self) { try await fixtures.restorer(directory).run() }
+        #expect(error?.description.contains("the manifest says") == true, "\(String(describing: error))")
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 0)
+    }
+}
