@@ -48,12 +48,14 @@ public struct Scheduler: Service {
         public var databaseAnswerLimit = Duration.seconds(30)
         /// How long each read of an analysis (a replay's lanes and chunks, CUPED's pre-period, an
         /// incremental look's fold) may go without a result from the database before it is
-        /// interrupted and the run fails this attempt (`ExperimentRunner.silenceLimit`). A read
-        /// may take long as a whole; only a database that stops answering is cut off. Without
-        /// it, a pooled connection still leading to a host that froze (a failover's old primary)
-        /// held the analysis, the scheduler and a stop of `engage serve` for as long as the host
-        /// stayed frozen, while the lease was renewed on another connection.
-        public var analysisSilenceLimit = Duration.seconds(300)
+        /// interrupted and the run fails this attempt (`ExperimentRunner.silenceLimit`;
+        /// `--analysis-silence`). A read of many statements may take long as a whole; but
+        /// PostgreSQL sends nothing while one statement runs, so this also bounds each statement
+        /// (CUPED's pre-period read is one, over the app's events of the window): hence half an
+        /// hour. Without it, a pooled connection still leading to a host that froze (a failover's
+        /// old primary) held the analysis, the scheduler and a stop of `engage serve` for as long
+        /// as the host stayed frozen, while the lease was renewed on another connection.
+        public var analysisSilenceLimit = Duration.seconds(1_800)
         /// Identifies this scheduler in `lease_owner`.
         public var ownerID = Scheduler.defaultOwnerID()
         /// Called at named points (`scheduler.after-claim`, `scheduler.after-analysis` (still

@@ -13,6 +13,11 @@ enum SchedulerCommand {
         help: "Seconds a claimed run stays reserved without renewal (renewed every third of it while it runs); how soon another scheduler retries a crashed one.",
         environment: "ENGAGE_SCHEDULER_LEASE", default: Int(defaults.leaseDuration.components.seconds), validate: .range(3...86_400))
 
+    static let analysisSilence = Option(
+        "analysis-silence", value: "seconds",
+        help: "Seconds one statement of an analysis may go without an answer from the database before the run's attempt fails (a host that froze); a statement running longer than this is cut off too.",
+        environment: "ENGAGE_ANALYSIS_SILENCE", default: Int(defaults.analysisSilenceLimit.components.seconds), validate: .range(10...86_400))
+
     static let incrementalLooks = Flag(
         "incremental-looks",
         help: "Analyse with each experiment's incremental tallies, reading only the events since its last look (on the primary), instead of replaying it whole.")
@@ -20,7 +25,7 @@ enum SchedulerCommand {
     static let definition = Command(
         name: "scheduler",
         abstract: "Run only the experiment analysis scheduler, until SIGTERM or SIGINT.",
-        options: CommonOptions.databaseAndLogging + ReadOptions.all + [poll, lease],
+        options: CommonOptions.databaseAndLogging + ReadOptions.all + [poll, lease, analysisSilence],
         flags: [incrementalLooks],
         run: run)
 
@@ -30,6 +35,7 @@ enum SchedulerCommand {
         configuration.pollInterval = .seconds(arguments[poll])
         configuration.leaseDuration = .seconds(arguments[lease])
         configuration.incrementalLooks = arguments[incrementalLooks]
+        configuration.analysisSilenceLimit = .seconds(arguments[analysisSilence])
         let failpoints = Failpoints.fromEnvironment()
         configuration.failpoint = { try failpoints.hit($0) }
         // An analysis on the primary holds up to three connections at once (two replay lanes, or

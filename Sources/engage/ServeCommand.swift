@@ -105,6 +105,7 @@ enum ServerOptions {
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
         rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents, commitTimeout,
         synchronousStandbys, maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
+        SchedulerCommand.analysisSilence,
     ] + ReadOptions.all
 
     /// The server's flags: the in-process scheduler's as `engage scheduler` declares them.
@@ -151,6 +152,7 @@ enum ServerOptions {
         server.projector.failpoints = Failpoints.fromEnvironment()
         server.runScheduler = arguments[scheduler] == .on
         server.scheduler.incrementalLooks = arguments[SchedulerCommand.incrementalLooks]
+        server.scheduler.analysisSilenceLimit = .seconds(arguments[SchedulerCommand.analysisSilence])
         server.console = arguments[console] == .on
         let failpoints = server.projector.failpoints
         server.scheduler.failpoint = { try failpoints.hit($0) }
