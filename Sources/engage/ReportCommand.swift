@@ -13,7 +13,7 @@ enum ReportCommand {
     static let app = Option<String?>("app", value: "id", help: "Only this app.", validate: CommonOptions.appID)
     static let category = Option<String?>("category", value: "name", help: "Only this notification category.",
                                           requirement: "expected a notification category such as new_photo",
-                                          parse: { $0.isEmpty ? nil : $0 })
+                                          parse: { CategoryFilter.normalized($0) })
     static let since = day("since", help: "First UTC day included (YYYY-MM-DD).")
     static let until = day("until", help: "Last UTC day included (YYYY-MM-DD).")
     static let grouping = Option("by", value: "grouping", help: "Group by category, attachment, day or action.", default: ReportGrouping.category)

@@ -101,6 +101,18 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
         #expect(decode(body, .ndjson) == .success(expected))
     }
 
+    /// A UTF-8 byte order mark before the body is ignored (it made a JSON body malformed, and the
+    /// first line of NDJSON a rejected event).
+    @Test(arguments: [BodyFormat.json, .ndjson])
+    func aByteOrderMarkFirstIsIgnored(format: BodyFormat) {
+        let body = format == .json ? "[" + displayed(1) + "," + displayed(2) + "]" : displayed(1) + "\n" + displayed(2) + "\n"
+        guard case .success(let batch) = decode("\u{FEFF}" + body, format) else {
+            Issue.record("refused: \(decode("\u{FEFF}" + body, format))")
+            return
+        }
+        #expect(batch.events.map(\.eventID) == [id(1), id(2)] && batch.rejected.isEmpty)
+    }
+
     @Test func ndjsonWholeRequestErrors() {
         #expect(decode("", .ndjson) == .failure(.empty))
         #expect(decode("\n \r\n\t\n", .ndjson) == .failure(.empty))

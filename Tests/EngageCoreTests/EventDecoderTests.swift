@@ -243,6 +243,10 @@ func reformat(_ json: JSON, _ node: JSON.Node) -> String {
         (#""new_photo""#, "\"" + String(repeating: "c", count: 101) + "\"", "category", "must be 1 to 100 bytes long"),
         (#""new_photo""#, #""new\nphoto""#, "category", "must not contain control characters"),
         (#""new_photo""#, #""new\u0085photo""#, "category", "must not contain control characters"),
+        // Bidirectional overrides and isolates turn a headline's figures around after the name.
+        (#""new_photo""#, #""promo\u202E""#, "category", "must not contain control characters"),
+        (#""new_photo""#, "\"promo\u{202A}\"", "category", "must not contain control characters"),
+        (#""new_photo""#, #""iso\u2069late""#, "category", "must not contain control characters"),
         (#""new_photo""#, "7", "category", "must be a string"),
         (#""2026-11-29T19:16:23.120Z""#, #""2026-11-29T19:16:23""#, "occurred_at", "must be an RFC 3339 timestamp with a time zone"),
         (#""2026-11-29T19:16:23.120Z""#, "1795979783", "occurred_at", "must be an RFC 3339 timestamp with a time zone"),

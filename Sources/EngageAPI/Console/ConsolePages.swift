@@ -55,7 +55,11 @@ extension ConsoleRoutes {
                 do { try repeated.note(item) } catch { return .failure(FilterProblem(detail: RepeatedQueryParameter.detail(item.name))) }
             }
             switch item.name {
-            case "category": query.category = item.value
+            case "category":
+                guard let category = CategoryFilter.normalized(item.value) else {
+                    return .failure(FilterProblem(detail: "category must name a notification category, without control characters"))
+                }
+                query.category = category
             case "since", "until":
                 guard let day = UTCDay(parsing: item.value) else { return .failure(FilterProblem(detail: "\(item.name) must be a date such as 2026-11-29")) }
                 if item.name == "since" { query.since = day } else { query.until = day }

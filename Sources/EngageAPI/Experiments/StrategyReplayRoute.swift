@@ -39,7 +39,12 @@ public struct StrategyReplayRoute: Sendable {
                 settings.countFrom = try Self.option { () throws(ReplayOptionProblem) in
                     try StrategyReplayOptions.since(item.value, now: now)
                 }
-            case "category": categories.append(item.value)
+            case "category":
+                guard let category = CategoryFilter.normalized(item.value) else {
+                    throw APIProblems.badRequest(
+                        "category must name a notification category such as new_photo, without control characters", slug: "bad-query")
+                }
+                categories.append(category)
             default: throw ReplicaReadRoute.unknown(item, use: "strategy, since or category")
             }
         }

@@ -31,11 +31,14 @@ public struct ReportRoute: Sendable {
             try repeated.note(item)
             switch item.name {
             case "category":
-                // An empty name would filter every row out and answer an empty report.
-                guard !item.value.isEmpty else {
-                    throw APIProblems.badRequest("category must name a notification category such as new_photo", slug: "bad-query")
+                // An empty name, or one with a control character, would filter every row out and
+                // answer an empty report (a NUL, which PostgreSQL cannot take, a 503 as if the
+                // database were gone).
+                guard let category = CategoryFilter.normalized(item.value) else {
+                    throw APIProblems.badRequest(
+                        "category must name a notification category such as new_photo, without control characters", slug: "bad-query")
                 }
-                query.category = item.value
+                query.category = category
             case "since", "until":
                 guard let day = UTCDay(parsing: item.value) else {
                     throw APIProblems.badRequest("\(item.name) must be a date such as 2026-11-29", slug: "bad-query")

@@ -450,8 +450,13 @@ struct EventReader {
         var ascii = true
         while i < range.upperBound {
             let b = content[i]
-            // C0 controls and DEL; C1 controls are U+0080...U+009F, encoded C2 80...C2 9F.
-            if b < 0x20 || b == 0x7F || (b == 0xC2 && content[i + 1] < 0xA0) {
+            // C0 controls and DEL; C1 controls are U+0080...U+009F, encoded C2 80...C2 9F; the
+            // bidirectional embeddings and overrides U+202A...U+202E (E2 80 AA...AE) and isolates
+            // U+2066...U+2069 (E2 81 A6...A9), which would turn the text after a category's name
+            // around wherever it is shown (a report's headline: its figures read backwards).
+            if b < 0x20 || b == 0x7F || (b == 0xC2 && content[i + 1] < 0xA0)
+                || (b == 0xE2 && ((content[i + 1] == 0x80 && (0xAA...0xAE).contains(content[i + 2]))
+                    || (content[i + 1] == 0x81 && (0xA6...0xA9).contains(content[i + 2])))) {
                 throw EventProblem(field: field(), problem: "must not contain control characters")
             }
             if b >= 0x80 { ascii = false }
