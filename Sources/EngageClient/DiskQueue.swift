@@ -109,6 +109,18 @@ struct DiskQueue: Sendable {
         /// Runs between `complete`'s two steps, where a process killed there would stop (tests
         /// read what it would leave on disk).
         var completeMidpoint: (@Sendable () -> Void)? = nil
+        /// `EngageClient.Configuration.queueName`: nil, the container's one queue.
+        var name: String? = nil
+    }
+
+    /// Whether `name` may name a queue: one path component of a few safe characters.
+    static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        return (1...100).contains(bytes.count) && bytes[0] != UInt8(ascii: ".")
+            && bytes.allSatisfy { byte in
+                (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+            }
     }
 
     let root: URL
@@ -122,13 +134,20 @@ struct DiskQueue: Sendable {
     private var pid: Int32 { ProcessInfo.processInfo.processIdentifier }
 
     init(container: URL, options: Options) throws {
-        root = container.appendingPathComponent("EngageClient", isDirectory: true)
+        let shared = container.appendingPathComponent("EngageClient", isDirectory: true)
+        let named = shared.appendingPathComponent("queues", isDirectory: true)
+        if let name = options.name {
+            guard Self.isValidName(name) else { throw QueueError(code: .invalidName, errno: 0, path: name) }
+            root = named.appendingPathComponent(name, isDirectory: true)
+        } else {
+            root = shared
+        }
         ready = root.appendingPathComponent("ready", isDirectory: true)
         claimed = root.appendingPathComponent("claimed", isDirectory: true)
         quarantine = root.appendingPathComponent("quarantine", isDirectory: true)
         self.options = options
         try FileManager.default.createDirectory(at: container, withIntermediateDirectories: true)
-        for directory in [root, ready, claimed, quarantine] {
+        for directory in (options.name == nil ? [] : [shared, named]) + [root, ready, claimed, quarantine] {
             try QueueFiles.createDirectory(directory.path, protection: options.protection)
         }
     }
@@ -692,6 +711,8 @@ public struct QueueError: Error, Sendable, Equatable, CustomStringConvertible, C
         case diskFull = "disk-full"
         /// The event alone is larger than the queue's limit (`maxQueueBytes`): nothing was dropped for it.
         case tooLarge = "too-large"
+        /// `queueName` is not a name a queue may have (see `EngageClient.Configuration.queueName`).
+        case invalidName = "invalid-name"
     }
 
     public var code: Code

@@ -38,12 +38,18 @@ public final class EngageClient: Sendable {
         public var gzip: Bool
         /// The data protection class of the queue's files (see `QueueFileProtection`).
         public var fileProtection: QueueFileProtection
+        /// The queue's own name in the container; nil: the one queue of the container. Apps of one
+        /// team that share an App Group give each app (and its extensions) a name of its own, such
+        /// as the app's bundle identifier: whichever process sends a queue's events sends them
+        /// with its own key, so two apps on one queue would send each other's events as theirs.
+        /// Letters, digits, `.`, `-` and `_`, 1 to 100 of them, not beginning with `.`.
+        public var queueName: String?
 
         public init(endpoint: URL, ingestKey: String, containerDirectory: URL, deviceID: String,
                     batchSize: Int = 50, flushInterval: Duration = .seconds(10), maxQueueBytes: Int = 5 * 1024 * 1024,
                     sendBudget: Duration = .seconds(2), requestTimeout: Duration = .seconds(30),
                     claimLease: Duration = .seconds(60), retry: RetryPolicy = RetryPolicy(), gzip: Bool = true,
-                    fileProtection: QueueFileProtection = .completeUntilFirstUserAuthentication) {
+                    fileProtection: QueueFileProtection = .completeUntilFirstUserAuthentication, queueName: String? = nil) {
             self.endpoint = endpoint
             self.ingestKey = ingestKey
             self.containerDirectory = containerDirectory
@@ -57,6 +63,7 @@ public final class EngageClient: Sendable {
             self.retry = retry
             self.gzip = gzip
             self.fileProtection = fileProtection
+            self.queueName = queueName
         }
     }
 
@@ -143,6 +150,7 @@ public final class EngageClient: Sendable {
         options.segmentEvents = max(1, min(configuration.batchSize, 1000))
         options.lease = configuration.claimLease.seconds
         options.protection = FileProtector(protection: configuration.fileProtection, observe: protectionObserver)
+        options.name = configuration.queueName
         queue = try DiskQueue(container: configuration.containerDirectory, options: options)
         self.now = now
         self.onDrop = onDrop

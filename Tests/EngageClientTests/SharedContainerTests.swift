@@ -1,0 +1,44 @@
+import ClientTestSupport
+import EngageAPI
+import Foundation
+import Testing
+import TestSupport
+@testable import EngageClient
+
+/// Two apps of one team sharing an App Group: with a queue name each, each app's events are
+/// sent with its own key and stored as its own, whichever app sends first.
+@Suite("EngageClient: apps sharing a container")
+struct SharedContainerTests {
+    @Test func appsWithQueuesOfTheirOwnSendOnlyTheirOwnEvents() async throws {
+        let server = try TestServer()
+        let photosKey = try await server.key(app: "photos")
+        let notesKey = try await server.key(app: "notes")
+        let container = Container()
+        defer { container.remove() }
+        let photos = try makeClient(container, port: server.port, key: photosKey) { $0.queueName = "com.example.photos" }
+        let notes = try makeClient(container, port: server.port, key: notesKey) { $0.queueName = "com.example.notes" }
+        let photosEvents = try (0..<3).map { try photos.recordExpanded(notificationID: "p\($0)", category: "new_photo") }
+        let notesEvents = try (0..<2).map { try notes.recordExpanded(notificationID: "n\($0)", category: "reminder") }
+
+        // Notes sends first: only its own two.
+        #expect(await notes.flush(budget: .seconds(5)).accepted == 2)
+        #expect(await photos.flush(budget: .seconds(5)).accepted == 3)
+
+        func stored(_ app: String, _ ids: [UUID]) async throws -> Int {
+            try await server.count("SELECT count(*) FROM events WHERE app_id = \(app) AND event_id = ANY(\(ids))")
+        }
+        #expect(try await stored("photos", photosEvents) == 3)
+        #expect(try await stored("notes", notesEvents) == 2)
+        #expect(photos.pending == (0, 0, 0) && notes.pending == (0, 0, 0))
+        await server.stop()
+    }
+
+    @Test(arguments: ["", ".hidden", "a/b", "..", String(repeating: "x", count: 101), "naïve"])
+    func aQueueNameThatIsNoPlainNameIsRefused(name: String) throws {
+        let container = Container()
+        defer { container.remove() }
+        #expect { try makeClient(container, port: 1, key: "egk_x") { $0.queueName = name } } throws: {
+            ($0 as? QueueError)?.code == .invalidName
+        }
+    }
+}
