@@ -23,7 +23,8 @@ struct HostileRetentionInputTests {
         #expect(try await fixtures.count("SELECT count(*) FROM events") == 10)
     }
 
-    /// Two days whose files are sound but whose counts, added up, pass Int.max.
+    /// Two days whose files are sound but whose counts, added up, pass Int.max: refused at the
+    /// first, whose file holds no such number of events (each file's lines are counted first).
     @Test func aManifestWhoseCountsOverflowIsACorruptArchive() async throws {
         let fixtures = try RetentionFixtures()
         let directory = try RetentionFixtures.temporaryDirectory()
@@ -40,8 +41,8 @@ struct HostileRetentionInputTests {
 
         let error = await #expect(throws: LogRetentionError.self) { try await fixtures.restorer(directory).run() }
 
-        #expect(error == .corruptArchive(file: directory + "/manifest.json",
-                                         problem: "its days' event counts add up to more than a log holds; nothing was restored"))
+        #expect(error == .corruptArchive(file: directory + "/" + ArchiveManifest.fileName(forDay: "2026-10-01"),
+                                         problem: "it holds 0 events, the manifest says \(Int.max); nothing was restored"))
         #expect(try await fixtures.count("SELECT count(*) FROM events") == 0)
     }
 
