@@ -113,6 +113,21 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
         #expect(batch.events.map(\.eventID) == [id(1), id(2)] && batch.rejected.isEmpty)
     }
 
+    /// Only one mark is a writer's: a body of marks (a gzip of a kilobyte inflates to a megabyte
+    /// of them) is malformed, read once, never stripped mark by mark.
+    @Test func aBodyOfByteOrderMarksIsMalformed() {
+        let marks = String(repeating: "\u{FEFF}", count: 300_000)
+        guard case .failure(.malformed) = decode(marks + "[]") else {
+            Issue.record("not refused as malformed")
+            return
+        }
+        guard case .success(let lines) = decode(marks + "\n" + displayed(1) + "\n", .ndjson) else {
+            Issue.record("refused whole")
+            return
+        }
+        #expect(lines.events.map(\.eventID) == [id(1)] && lines.rejected.map(\.index) == [0])
+    }
+
     @Test func ndjsonWholeRequestErrors() {
         #expect(decode("", .ndjson) == .failure(.empty))
         #expect(decode("\n \r\n\t\n", .ndjson) == .failure(.empty))

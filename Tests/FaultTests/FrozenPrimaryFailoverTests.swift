@@ -63,40 +63,16 @@ struct FrozenPrimaryFailoverTests {
     @Test(.timeLimit(.minutes(4)))
     func theSchedulerRunsDueAnalysesOnTheNewPrimary() async throws {
         try await FrozenPrimaryPair.with(label: "frozen-failover-scheduler") { pair in
-            var configuration = EngageServer.Configuration()
-            configuration.http.port = 0
-            // One connection: the analysis then replays on one connection, which a cancellation
-            // interrupts. A replay split over several (`SplitReplay`, two connections or more) runs
-            // its lanes to their end, and a lane on a pooled connection still leading to the frozen
-            // host waits there as long as it stays frozen, holding the scheduler (not fixed here).
-            configuration.poolSize = 1
-            configuration.runProjector = false
-            configuration.scheduler.pollInterval = .milliseconds(200)
-            // Shorter than the default 30 s, so that the test is quick: any bound shows the fault.
-            configuration.scheduler.databaseAnswerLimit = .seconds(5)
+            // One connection: the analysis replays on it (two: the next test).
+            let configuration = Self.schedulerOnly(poolSize: 1)
             let sink = MemoryLogSink()
             try await pair.serving(configuration, logger: Logger(label: "frozen-failover", level: .debug, sink: sink)) { _ in
                 // The scheduler polls on the primary: its connection (the pool's only one, and nothing
                 // else of the server's opens one here) is there.
                 try await pair.waitFor("the scheduler to poll") {
-                    (try Self.count("""
-                        SELECT count(*) FROM pg_stat_activity
-                        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-                        """, on: pair.primary.configuration(database: pair.databaseName))) > 0
+                    try Self.clientBackends(on: pair.primary.configuration(database: pair.databaseName)) > 0
                 }
-
-                try await pair.freezePrimaryAndPromoteStandby()
-                let newPrimary = ConnectionPool(configuration: pair.standby.configuration(database: pair.databaseName), size: 1)
-                try await ScheduledRuns.startExperiments(2, pool: newPrimary, prefix: "after-failover")
-                do {
-                    try await ScheduledRuns.waitUntilAllDone(newPrimary, experiments: 2, prefix: "after-failover", timeout: .seconds(90))
-                } catch {
-                    let runs = try await newPrimary.withConnection { connection in
-                        try connection.query("SELECT experiment_id || ' ' || status FROM experiment_runs ORDER BY id").rows.map { try $0.decode(0, as: String.self) }
-                    }
-                    Issue.record("\(error); runs on the new primary: \(runs); the server's last log lines:\n\(sink.lines.suffix(15).joined(separator: "\n"))")
-                }
-                await newPrimary.close()
+                try await Self.failOverAndExpectDueRunsDone(pair, sink: sink)
             }
         }
     }
@@ -110,13 +86,7 @@ struct FrozenPrimaryFailoverTests {
     @Test(.timeLimit(.minutes(4)))
     func anAnalysisReadingOnAConnectionToTheFrozenHostEnds() async throws {
         try await FrozenPrimaryPair.with(label: "frozen-failover-analysis") { pair in
-            var configuration = EngageServer.Configuration()
-            configuration.http.port = 0
-            configuration.poolSize = 2
-            configuration.runProjector = false
-            configuration.scheduler.pollInterval = .milliseconds(200)
-            configuration.scheduler.databaseAnswerLimit = .seconds(5)
-            configuration.scheduler.analysisSilenceLimit = .seconds(5)
+            let configuration = Self.schedulerOnly(poolSize: 2)
             let sink = MemoryLogSink()
             try await pair.serving(configuration, logger: Logger(label: "frozen-analysis", level: .debug, sink: sink)) { engage in
                 let primary = pair.primary.configuration(database: pair.databaseName)
@@ -127,25 +97,9 @@ struct FrozenPrimaryFailoverTests {
                         }
                         try await group.waitForAll()
                     }
-                    return try Self.count("""
-                        SELECT count(*) FROM pg_stat_activity
-                        WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-                        """, on: primary) >= 2
+                    return try Self.clientBackends(on: primary) >= 2
                 }
-
-                try await pair.freezePrimaryAndPromoteStandby()
-                let newPrimary = ConnectionPool(configuration: pair.standby.configuration(database: pair.databaseName), size: 1)
-                try await ScheduledRuns.startExperiments(2, pool: newPrimary, prefix: "after-failover")
-                do {
-                    try await ScheduledRuns.waitUntilAllDone(newPrimary, experiments: 2, prefix: "after-failover", timeout: .seconds(90))
-                } catch {
-                    let runs = try await newPrimary.withConnection { connection in
-                        try connection.query("SELECT experiment_id || ' ' || status || ' ' || attempts FROM experiment_runs ORDER BY id")
-                            .rows.map { try $0.decode(0, as: String.self) }
-                    }
-                    Issue.record("\(error); runs on the new primary: \(runs); the server's last log lines:\n\(sink.lines.suffix(15).joined(separator: "\n"))")
-                }
-                await newPrimary.close()
+                try await Self.failOverAndExpectDueRunsDone(pair, sink: sink)
             }
         }
     }
@@ -188,6 +142,47 @@ struct FrozenPrimaryFailoverTests {
                 }
             }
         }
+    }
+
+    /// A server with the scheduler and no projector, polling every 200 ms, its own calls and each
+    /// read of an analysis bounded by 5 s: shorter than the defaults so that the tests are quick
+    /// (any bound shows the fault).
+    static func schedulerOnly(poolSize: Int) -> EngageServer.Configuration {
+        var configuration = EngageServer.Configuration()
+        configuration.http.port = 0
+        configuration.poolSize = poolSize
+        configuration.runProjector = false
+        configuration.scheduler.pollInterval = .milliseconds(200)
+        configuration.scheduler.databaseAnswerLimit = .seconds(5)
+        configuration.scheduler.analysisSilenceLimit = .seconds(5)
+        return configuration
+    }
+
+    /// Sessions of clients (the server's pool) on the test's database, besides the one asking.
+    static func clientBackends(on database: PostgresConfiguration) throws -> Int {
+        try count("""
+            SELECT count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+            """, on: database)
+    }
+
+    /// Freezes the primary and promotes the standby, starts two experiments with a run due on the
+    /// new primary, and expects both runs done there within 90 s (else records them and the
+    /// server's last log lines).
+    static func failOverAndExpectDueRunsDone(_ pair: FrozenPrimaryPair, sink: MemoryLogSink) async throws {
+        try await pair.freezePrimaryAndPromoteStandby()
+        let newPrimary = ConnectionPool(configuration: pair.standby.configuration(database: pair.databaseName), size: 1)
+        try await ScheduledRuns.startExperiments(2, pool: newPrimary, prefix: "after-failover")
+        do {
+            try await ScheduledRuns.waitUntilAllDone(newPrimary, experiments: 2, prefix: "after-failover", timeout: .seconds(90))
+        } catch {
+            let runs = try await newPrimary.withConnection { connection in
+                try connection.query("SELECT experiment_id || ' ' || status || ' ' || attempts FROM experiment_runs ORDER BY id")
+                    .rows.map { try $0.decode(0, as: String.self) }
+            }
+            Issue.record("\(error); runs on the new primary: \(runs); the server's last log lines:\n\(sink.lines.suffix(15).joined(separator: "\n"))")
+        }
+        await newPrimary.close()
     }
 
     static func count(_ query: SQL, on database: PostgresConfiguration) throws -> Int {

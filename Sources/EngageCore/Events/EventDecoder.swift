@@ -28,7 +28,7 @@ extension Event {
     /// moves an `occurred_at` ahead of `now` before its window is checked.
     public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: EventLimits,
                                   now: Timestamp, correction: ClockCorrection = .none) throws(EventProblem) -> Event {
-        try EventReader(json: json).wireEvent(node, limits: limits, now: now, correction: correction)
+        try EventReader(json: json, onTheWire: true).wireEvent(node, limits: limits, now: now, correction: correction)
     }
 
     /// Rebuilds an event from its stored columns and its `payloadJSON` (any whitespace and key
@@ -137,6 +137,9 @@ struct FieldNodes {
 
 struct EventReader {
     let json: JSON
+    /// Reading an event as sent (true), or as stored: a stored payload keeps what the version
+    /// that stored it accepted, and reads as the projector's trusted path reads it.
+    var onTheWire = false
 
     static let maxInteger: Int64 = 1 << 53
 
@@ -454,8 +457,9 @@ struct EventReader {
             // bidirectional embeddings and overrides U+202A...U+202E (E2 80 AA...AE) and isolates
             // U+2066...U+2069 (E2 81 A6...A9), which would turn the text after a category's name
             // around wherever it is shown (a report's headline: its figures read backwards).
+            // The latter on the wire only: events stored before they were refused stay readable.
             if b < 0x20 || b == 0x7F || (b == 0xC2 && content[i + 1] < 0xA0)
-                || (b == 0xE2 && ((content[i + 1] == 0x80 && (0xAA...0xAE).contains(content[i + 2]))
+                || (onTheWire && b == 0xE2 && ((content[i + 1] == 0x80 && (0xAA...0xAE).contains(content[i + 2]))
                     || (content[i + 1] == 0x81 && (0xA6...0xA9).contains(content[i + 2])))) {
                 throw EventProblem(field: field(), problem: "must not contain control characters")
             }

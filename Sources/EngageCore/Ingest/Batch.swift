@@ -89,10 +89,9 @@ public enum BatchError: Error, Equatable, Sendable, CustomStringConvertible {
 public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimits = IngestLimits(),
                         now: Timestamp, correction: ClockCorrection = .none) throws(BatchError) -> DecodedBatch {
     // A UTF-8 byte order mark some writers put first (RFC 8259 lets a parser ignore it): it made
-    // a JSON body malformed, and the first line of NDJSON a rejected event, dropped for good.
-    if body.starts(with: [0xEF, 0xBB, 0xBF]) {
-        return try decodeBatch(Array(body.dropFirst(3)), format: format, limits: limits, now: now, correction: correction)
-    }
+    // a JSON body malformed, and the first line of NDJSON a rejected event, dropped for good. One
+    // only: a second is no writer's.
+    let body = body.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(body.dropFirst(3)) : body
     switch format {
     case .json: return try decodeJSONBatch(body, limits: limits, now: now, correction: correction)
     case .ndjson: return try decodeNDJSONBatch(body, limits: limits, now: now, correction: correction)

@@ -12,11 +12,11 @@ public enum CategoryFilter {
         return value.precomposedStringWithCanonicalMapping
     }
 
-    /// C0 and C1 controls and DEL, and the bidirectional embeddings, overrides and isolates that
-    /// ingestion refuses too.
+    /// C0 and C1 controls and DEL, which no stored category holds. (Not the bidirectional
+    /// controls ingestion refuses now: categories stored before hold some, and can be filtered.)
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069: true
+        case 0x00...0x1F, 0x7F...0x9F: true
         default: false
         }
     }
