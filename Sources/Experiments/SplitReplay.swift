@@ -39,8 +39,8 @@ enum SplitReplay {
                     }
                 } catch {
                     // Failed before its transaction began (no connection to be had, or interrupted
-                    // while connecting): nothing was published, and the wait for it below would
-                    // never end.
+                    // while connecting), nothing was published, and the wait for it below would
+                    // never end; failed later, the ranges are closed already (closing is idempotent).
                     shared.close()
                     throw error
                 }
