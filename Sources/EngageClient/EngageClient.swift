@@ -170,7 +170,7 @@ public final class EngageClient: Sendable {
         let queued = DiskQueue.QueuedEvent(id: id, json: event.json)
         let result: DiskQueue.AppendResult
         do {
-            result = try queue.append([queued], onceID: event.isRecordedOnce ? id : nil)
+            result = try queue.append([queued], onceID: event.isRecordedOnce(queueName: configuration.queueName) ? id : nil)
         } catch let failed as DiskQueue.AppendFailed {
             report(failed.dropped)
             throw failed.cause
@@ -243,7 +243,7 @@ public final class EngageClient: Sendable {
                             properties: [String: JSONValue]?, body: EngageEvent.Body) throws -> UUID {
         try record(EngageEvent.once(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
                                     occurredAt: occurredAt ?? now(), experiment: experiment, properties: properties,
-                                    body: body))
+                                    queueName: configuration.queueName, body: body))
     }
 
     // MARK: Looking

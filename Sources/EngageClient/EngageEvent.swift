@@ -59,8 +59,16 @@ public struct EngageEvent: Sendable, Hashable {
     /// The name is the lines `engage-event-v1`, the device id, the notification id, the type and,
     /// for actions, the action id, joined with line feeds (which no id may contain) and hashed
     /// in `UUID.engageEventNamespace`: any platform can compute it.
-    public static func onceID(deviceID: String, notificationID: String, type: String, detail: String? = nil) -> UUID {
-        var name = "engage-event-v1\n\(deviceID)\n\(notificationID)\n\(type)"
+    ///
+    /// With a `queueName` (`Configuration.queueName`) the name begins with the lines
+    /// `engage-queue-event-v1` and the queue's name instead: apps of one App Group share the
+    /// installation id, and the same notification id sent to two of them would otherwise give
+    /// both apps' events one id, which the server stores for the first app only and refuses to
+    /// the second as another app's id.
+    public static func onceID(deviceID: String, notificationID: String, type: String, detail: String? = nil,
+                              queueName: String? = nil) -> UUID {
+        var name = queueName.map { "engage-queue-event-v1\n\($0)" } ?? "engage-event-v1"
+        name += "\n\(deviceID)\n\(notificationID)\n\(type)"
         if let detail { name += "\n" + detail }
         return .nameBased(name, namespace: .engageEventNamespace)
     }
@@ -68,15 +76,21 @@ public struct EngageEvent: Sendable, Hashable {
     /// An event with its `onceID`.
     public static func once(notificationID: String, deviceID: String, category: String, occurredAt: Date = Date(),
                             experiment: ExperimentArm? = nil, properties: [String: JSONValue]? = nil,
-                            body: Body) -> EngageEvent {
-        EngageEvent(eventID: onceID(deviceID: deviceID, notificationID: notificationID, type: body.type, detail: body.onceDetail),
+                            queueName: String? = nil, body: Body) -> EngageEvent {
+        EngageEvent(eventID: onceID(deviceID: deviceID, notificationID: notificationID, type: body.type,
+                                    detail: body.onceDetail, queueName: queueName),
                     notificationID: notificationID, deviceID: deviceID, category: category, occurredAt: occurredAt,
                     experiment: experiment, properties: properties, body: body)
     }
 
-    /// Whether the event carries its `onceID` (then the queue skips a repeat).
-    var isRecordedOnce: Bool {
-        eventID == Self.onceID(deviceID: deviceID, notificationID: notificationID, type: body.type, detail: body.onceDetail)
+    /// Whether the event carries its `onceID`, with or without the queue's name (then the queue
+    /// skips a repeat).
+    func isRecordedOnce(queueName: String?) -> Bool {
+        func id(_ queueName: String?) -> UUID {
+            Self.onceID(deviceID: deviceID, notificationID: notificationID, type: body.type, detail: body.onceDetail,
+                        queueName: queueName)
+        }
+        return eventID == id(nil) || (queueName != nil && eventID == id(queueName))
     }
 
     /// The v1 wire form: one compact JSON object, common fields first, in the order of
@@ -109,7 +123,9 @@ public struct EngageEvent: Sendable, Hashable {
                     $0.string("source", attachment.source?.rawValue)
                     $0.integer("download_ms", attachment.downloadMS)
                     $0.string("variant", attachment.variant)
-                    $0.integer("http_status", attachment.httpStatus)
+                    // The server takes a status of 100 to 599 and refuses the event with any
+                    // other; a media server may answer anything.
+                    $0.integer("http_status", attachment.httpStatus.flatMap { (100...599).contains($0) ? $0 : nil })
                 })
                 object.string("outcome", outcome.rawValue)
                 object.integer("processing_ms", processingMS)

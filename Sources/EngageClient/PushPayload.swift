@@ -65,31 +65,45 @@ public struct PushPayload: Sendable, Equatable {
     /// counted under `uncategorized`, whatever category an extension gives its content (the
     /// extension saw none, the app would see the one it gave). `shown` (the content's category)
     /// for a local notification (no `aps`), and `uncategorized` when that is empty too: the
-    /// server takes no event without a category.
+    /// server takes no event without a category. So is a category the server refuses (over 100
+    /// bytes, control characters): every event of the notification would be refused with it.
     public static func category(userInfo: [AnyHashable: Any], shown: String) -> String {
+        let category: String?
         if let aps = userInfo["aps"] as? [String: Any] {
-            guard let sent = aps["category"] as? String, !sent.isEmpty else { return uncategorized }
-            return sent
+            category = aps["category"] as? String
+        } else {
+            category = shown
         }
-        return shown.isEmpty ? uncategorized : shown
+        guard let category, WireText.isAcceptable(category, maxBytes: 100) else { return uncategorized }
+        return category
     }
 
     /// The category of a notification sent or shown without one.
     public static let uncategorized = "uncategorized"
 
     /// Reads the `engage` member of a notification's `userInfo`; members it does not know or
-    /// cannot read are ignored, so a newer sender cannot break an older app.
+    /// cannot read are ignored, so a newer sender cannot break an older app. So are names the
+    /// server would refuse in an event (`WireText`), which would take the events of the
+    /// notification down with them: a notification id (the request's identifier stands in), an
+    /// experiment or arm (the events count outside the experiment; the sender's `sent` event
+    /// with them was refused too), a media variant (that entry is left out). A media URL must be
+    /// `https` or `http`: a `file` URL would attach whatever the extension can read.
     public init(userInfo: [AnyHashable: Any]) {
         let object = userInfo[Self.key] as? [String: Any] ?? [:]
-        notificationID = (object["notification_id"] as? String).flatMap { $0.isEmpty ? nil : $0 }
-        if let id = object["experiment"] as? String, !id.isEmpty, let arm = object["arm"] as? String, !arm.isEmpty {
+        func name(_ key: String, maxBytes: Int) -> String? {
+            (object[key] as? String).flatMap { WireText.isAcceptable($0, maxBytes: maxBytes) ? $0 : nil }
+        }
+        notificationID = name("notification_id", maxBytes: 200)
+        if let id = name("experiment", maxBytes: 100), let arm = name("arm", maxBytes: 100) {
             let probability = (object["probability"] as? NSNumber)?.doubleValue
             experiment = ExperimentArm(id: id, arm: arm, probability: probability.flatMap { $0 > 0 && $0 <= 1 ? $0 : nil })
         }
         strategy = object["strategy"] as? String
         media = (object["media"] as? [Any] ?? []).compactMap { entry in
-            guard let entry = entry as? [String: Any], let variant = entry["variant"] as? String, !variant.isEmpty,
-                  let address = entry["url"] as? String, let url = URL(string: address), url.scheme != nil
+            guard let entry = entry as? [String: Any], let variant = entry["variant"] as? String,
+                  WireText.isAcceptable(variant, maxBytes: 100),
+                  let address = entry["url"] as? String, let url = URL(string: address),
+                  let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http"
             else { return nil }
             return Media(variant: variant, url: url, kind: (entry["kind"] as? String).flatMap(AttachmentKind.init(rawValue:)),
                          bytes: (entry["bytes"] as? NSNumber)?.intValue)

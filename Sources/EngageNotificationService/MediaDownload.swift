@@ -41,7 +41,7 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
     // its own queue and the deadline fires on another.
     private let lock = NSLock()
     private let url: URL
-    private let variant: String
+    let variant: String
     private let policy: ServiceExtensionPolicy
     private let directory: URL
     private let timeout: Duration
@@ -94,10 +94,18 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         configuration.timeoutIntervalForResource = max(1, timeout.seconds.rounded(.up) + 1)
         let session = URLSession(configuration: configuration, delegate: self, delegateQueue: nil)
         let task = session.dataTask(with: URLRequest(url: url))
-        lock.withLock {
+        // Cancelled before it started (the extension's time ran out first): nothing may run
+        // after the content handler, so this request is never sent.
+        let cancelledFirst: Bool = lock.withLock {
+            guard !finished else { return true }
             self.session = session
             self.task = task
             started = clock.now
+            return false
+        }
+        guard !cancelledFirst else {
+            session.invalidateAndCancel()
+            return
         }
         guard timeout > .zero else {
             finish(.timedOut)
@@ -193,6 +201,8 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         // The rename and the outcome are one step under `lock`: a deadline firing in between
         // would report a timeout and leave the renamed file behind, attached by nobody.
         finish { () -> DownloadResult in
+            // An empty body is no file, whatever its name says.
+            guard received > 0 else { return .failed("empty body") }
             if type == nil, let decided = decideType(final: true) { return decided }
             guard let type, let partial else { return .unsupportedFormat("unknown") }
             try? output?.close()

@@ -62,12 +62,14 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     ///     `UNNotificationAttachment` with the type hint); throwing means iOS refused the file.
     ///   - finishing: the app's last changes to the rich content, after the attachment is ready.
     ///   - deliver: the content handler; called exactly once.
+    ///   - receivedAt: when the push reached the extension (`didReceive` began); the budgets and
+    ///     `processing_ms` count from it, including the time taken to make the client.
     public init(client: EngageClient?, notificationID: String, category: String, payload: PushPayload,
                 policy: ServiceExtensionPolicy, downloadDirectory: URL, original: Content,
                 attach: @escaping (DownloadedMedia, Content) throws -> Content,
                 finishing: @escaping (Content) -> Content = { $0 },
                 deliver: @escaping (Content) -> Void,
-                onReport: ((Report) -> Void)? = nil) {
+                onReport: ((Report) -> Void)? = nil, receivedAt: ContinuousClock.Instant? = nil) {
         self.client = client
         self.notificationID = notificationID
         self.category = category
@@ -79,7 +81,7 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
         self.finishing = finishing
         self.deliver = deliver
         self.onReport = onReport
-        received = clock.now
+        received = receivedAt ?? clock.now
         strategy = policy.strategy(for: payload)
     }
 
@@ -105,16 +107,23 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     /// iOS is about to end the extension: delivers the best attempt now, the attachment when it
     /// is ready and the original content otherwise, and stops any send still running.
     public func expire() {
-        let (current, task): (Phase, Task<Void, Never>?) = lock.withLock { (phase, sendTask) }
+        // What to deliver is decided and claimed in one step: a download turning ready in
+        // between would otherwise lose to the plain content it just replaced.
+        let (claimed, task): (Phase, Task<Void, Never>?) = lock.withLock {
+            defer { phase = .finished }
+            return (phase, sendTask)
+        }
         task?.cancel()
-        switch current {
+        switch claimed {
         case let .ready(rich, telemetry, downloadFinishedAt):
-            finish(rich, outcome: .attached, attachment: telemetry, timeWillExpire: true, downloadFinishedAt: downloadFinishedAt)
+            recordAndDeliver(rich, outcome: .attached, attachment: telemetry, timeWillExpire: true,
+                             downloadFinishedAt: downloadFinishedAt)
         case let .downloading(download):
-            finish(original, outcome: .timeout, attachment: .none, timeWillExpire: true)
+            recordAndDeliver(original, outcome: .timeout, attachment: AttachmentTelemetry(kind: .none, variant: download.variant),
+                             timeWillExpire: true)
             download.cancel()
         case .idle:
-            finish(original, outcome: .timeout, attachment: .none, timeWillExpire: true)
+            recordAndDeliver(original, outcome: .timeout, attachment: .none, timeWillExpire: true)
         case .finished:
             break
         }
@@ -178,6 +187,13 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
             return true
         }
         guard first else { return }
+        recordAndDeliver(content, outcome: outcome, attachment: attachment, timeWillExpire: timeWillExpire,
+                         downloadFinishedAt: downloadFinishedAt)
+    }
+
+    /// The part of finishing after `phase` became `.finished` for this caller alone.
+    private func recordAndDeliver(_ content: Content, outcome: DeliveryOutcome, attachment: AttachmentTelemetry,
+                                  timeWillExpire: Bool, downloadFinishedAt: ContinuousClock.Instant? = nil) {
         let processingMS = Int((clock.now - received).seconds * 1000)
         var eventID: UUID?
         var recordError: QueueError?

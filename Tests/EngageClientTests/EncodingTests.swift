@@ -257,6 +257,18 @@ struct RetryPolicyTests {
                 != EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "action", detail: "reply"))
     }
 
+    /// With a queue's name, the name begins `engage-queue-event-v1` and the queue's name
+    /// (Python's `uuid.uuid5` of those lines); two apps' queues give two ids.
+    @Test func aNamedQueueGivesItsOwnOnceIDs() {
+        #expect(EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "displayed", queueName: "com.example.photos")
+                == UUID(uuidString: "71a54afc-061e-5bee-8c32-6edf72433755"))
+        #expect(EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "action", detail: "like",
+                                   queueName: "com.example.photos")
+                == UUID(uuidString: "455472bf-da7d-5332-8882-cecfc18e3b00"))
+        #expect(EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "displayed", queueName: "com.example.notes")
+                != EngageEvent.onceID(deviceID: "dev-1", notificationID: "n-1", type: "displayed", queueName: "com.example.photos"))
+    }
+
     static let referenceDisplayedID = "10c713dc-aa65-5773-b3d1-d53791e87e70"
     static let referenceLikeID = "3c5f1013-0cef-5f35-8701-60ac5da7927e"
     static let referenceLongID = "03cd28bd-ea54-5c3d-bd4c-110e254c314f"

@@ -58,11 +58,12 @@ func makeSession(client: EngageClient?, payload: PushPayload, notificationID: St
                  attach: @escaping (DownloadedMedia, FakeContent) throws -> FakeContent = { media, content in
                      FakeContent(title: content.title, attachment: media.file.lastPathComponent)
                  },
-                 finishing: @escaping (FakeContent) -> FakeContent = { $0 }) -> NotificationServiceSession<FakeContent> {
+                 finishing: @escaping (FakeContent) -> FakeContent = { $0 },
+                 receivedAt: ContinuousClock.Instant? = nil) -> NotificationServiceSession<FakeContent> {
     NotificationServiceSession<FakeContent>(
         client: client, notificationID: notificationID, category: "new_photo", payload: payload, policy: policy,
         downloadDirectory: directory, original: FakeContent(title: "New photo"), attach: attach, finishing: finishing,
-        deliver: { probe.deliver($0) }, onReport: { probe.record($0) })
+        deliver: { probe.deliver($0) }, onReport: { probe.record($0) }, receivedAt: receivedAt)
 }
 
 /// The JSON of the queued `delivered` event of a notification.
@@ -175,7 +176,8 @@ struct ServiceExtensionTests {
     }
 
     /// iOS ends the extension while the download hangs: the original content goes out at once,
-    /// recorded as a timeout, once.
+    /// recorded as a timeout of the variant being downloaded, once (as a timeout of the
+    /// download itself is).
     @Test func expiryDuringTheDownloadDeliversThePlainContent() async throws {
         let container = Container()
         defer { container.remove() }
@@ -197,7 +199,27 @@ struct ServiceExtensionTests {
         let event = try queuedDelivered(container, notificationID: "n-3")
         #expect(event["outcome"] as? String == "timeout")
         #expect(event["time_will_expire"] as? Bool == true)
-        #expect(try canonical(event["attachment"]) == #"{"kind":"none"}"#)
+        #expect(try canonical(event["attachment"]) == #"{"kind":"none","variant":"original"}"#)
+    }
+
+    /// The time limit and `processing_ms` count from when the push reached the extension,
+    /// which the glue takes before making the client (a first push makes it, and that takes
+    /// time): 3 s spent before the session began are in both.
+    @Test func timeSpentBeforeTheSessionBeganCounts() async throws {
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: try FaultInjector.closedPort(), key: "egk_x")
+        let probe = SessionProbe()
+        let policy = ServiceExtensionPolicy(timeLimit: .seconds(5), reserve: .seconds(2), sendBudget: .zero)
+        let payload = PushPayload(notificationID: "n-late", media: [Self.media])
+        let session = makeSession(client: client, payload: payload, notificationID: "n-late", probe: probe, directory: container.url,
+                                  policy: policy, receivedAt: ContinuousClock.now - .seconds(3))
+        session.start()
+        await probe.finished()
+        let report = try #require(probe.report)
+        #expect(report.processingMS >= 3000)
+        // Nothing was left of the 5 s after the 2 s reserve: the download got no time at all.
+        #expect(report.outcome == .timeout)
     }
 
     /// iOS ends the extension after the attachment is ready but before the app's last touches
@@ -245,6 +267,12 @@ struct ServiceExtensionTests {
         let cases: [(FaultInjector.Reply, ServiceExtensionPolicy, Bool, DeliveryOutcome, String)] = [
             (.respond(status: 503, headers: [], body: "busy"), usual, false, .downloadFailed,
              #"{"http_status":503,"kind":"none","source":"network","variant":"original"}"#),
+            // A status the server refuses in an event is left out, not the event lost.
+            (.respond(status: 999, headers: [], body: "odd"), usual, false, .downloadFailed,
+             #"{"kind":"none","source":"network","variant":"original"}"#),
+            // An empty body is no file, whatever its type says.
+            (.bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: [], declareLength: true), usual, false,
+             .downloadFailed, #"{"kind":"none","source":"network","variant":"original"}"#),
             (.bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.jpeg(5000), declareLength: true), small, false,
              .tooLarge, #"{"bytes":5000,"kind":"none","variant":"original"}"#),
             (.bytes(status: 200, headers: [], body: MediaSamples.filler(64), declareLength: true), usual, false,

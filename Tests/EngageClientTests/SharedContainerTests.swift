@@ -33,6 +33,35 @@ struct SharedContainerTests {
         await server.stop()
     }
 
+    /// The apps share the installation id; a push with the same notification id to both (one
+    /// campaign) is each app's own: both expansions are stored, each under its app. With one id
+    /// for both, the second app's event was refused as another app's id and dropped.
+    @Test func theSameNotificationIDInTwoAppsCountsInEach() async throws {
+        let server = try TestServer()
+        let photosKey = try await server.key(app: "photos")
+        let notesKey = try await server.key(app: "notes")
+        let container = Container()
+        defer { container.remove() }
+        let photos = try makeClient(container, port: server.port, key: photosKey) { $0.queueName = "com.example.photos" }
+        let notes = try makeClient(container, port: server.port, key: notesKey) { $0.queueName = "com.example.notes" }
+        let photosID = try photos.recordExpanded(notificationID: "campaign-7", category: "launch")
+        let notesID = try notes.recordExpanded(notificationID: "campaign-7", category: "launch")
+        #expect(photosID != notesID)
+        // A second expansion in one app is still the same event.
+        #expect(try photos.recordExpanded(notificationID: "campaign-7", category: "launch") == photosID)
+
+        let sentByPhotos = await photos.flush(budget: .seconds(5))
+        let sentByNotes = await notes.flush(budget: .seconds(5))
+        #expect(sentByPhotos.accepted == 1 && sentByNotes.accepted == 1)
+        #expect(sentByPhotos.dropped == 0 && sentByNotes.dropped == 0)
+        for (app, id) in [("photos", photosID), ("notes", notesID)] {
+            let stored = try await server.count(
+                "SELECT count(*) FROM events WHERE app_id = \(app) AND notification_id = 'campaign-7' AND event_id = \(id)")
+            #expect(stored == 1, "\(app)")
+        }
+        await server.stop()
+    }
+
     @Test(arguments: ["", ".hidden", "a/b", "..", String(repeating: "x", count: 101), "naïve"])
     func aQueueNameThatIsNoPlainNameIsRefused(name: String) throws {
         let container = Container()

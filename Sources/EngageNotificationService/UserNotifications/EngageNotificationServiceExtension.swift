@@ -28,6 +28,8 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
 
     override open func didReceive(_ request: UNNotificationRequest,
                                   withContentHandler contentHandler: @Sendable @escaping (UNNotificationContent) -> Void) {
+        // Before `engageClient`, whose first use makes the client: the time limit counts from here.
+        let receivedAt = ContinuousClock.now
         let payload = PushPayload(userInfo: request.content.userInfo)
         let session = NotificationServiceSession<UNNotificationContent>(
             client: engageClient, notificationID: payload.notificationID ?? request.identifier,
@@ -37,7 +39,8 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
             attach: { media, content in
                 let attachment = try UNNotificationAttachment(
                     identifier: media.variant, url: media.file, options: [UNNotificationAttachmentOptionsTypeHintKey: media.type.uti])
-                guard let rich = content.mutableCopy() as? UNMutableNotificationContent else { return content }
+                // Content without the attachment is not `attached`: throwing records what it is.
+                guard let rich = content.mutableCopy() as? UNMutableNotificationContent else { throw ContentNotMutable() }
                 rich.attachments = [attachment]
                 return rich
             },
@@ -46,7 +49,7 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
                 prepareRichContent(rich)
                 return rich
             },
-            deliver: contentHandler)
+            deliver: contentHandler, receivedAt: receivedAt)
         lock.withLock { self.session = session }
         session.start()
     }
@@ -55,4 +58,7 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
         lock.withLock { session }?.expire()
     }
 }
+
+/// The content iOS gave could not be copied for the attachment.
+private struct ContentNotMutable: Error {}
 #endif
