@@ -25,7 +25,7 @@ public struct PipelineLimits: Sendable, Equatable {
     /// them to disk, so they never occupy the extension's memory).
     public var memoryFactors: PerKind<Double>
     /// Largest file the system accepts as an attachment, per kind (`UNNotificationAttachment`:
-    /// images and GIFs 10 MiB, audio 5 MiB, video 50 MiB).
+    /// images and GIFs 10 MB, audio 5 MB, video 50 MB, decimal).
     public var sizeCapBytes: PerKind<Int>
     /// Which formats the system accepts for each kind.
     public var supportedFormats: SupportedFormats
@@ -56,8 +56,11 @@ public struct PipelineLimits: Sendable, Equatable {
 
     public static let mebibyte = 1_048_576
 
-    public static let appleSizeCaps = PerKind(image: 10 * mebibyte, gif: 10 * mebibyte,
-                                              video: 50 * mebibyte, audio: 5 * mebibyte)
+    /// Apple's attachment limits (image 10 MB, audio 5 MB, video 50 MB) in decimal megabytes,
+    /// as the Notification Service Extension applies them (`ServiceExtensionPolicy.appleSizeLimits`):
+    /// a model that allowed binary megabytes predicted attached for files of 10,000,001 to
+    /// 10,485,760 bytes that the extension refuses.
+    public static let appleSizeCaps = PerKind(image: 10_000_000, gif: 10_000_000, video: 50_000_000, audio: 5_000_000)
 
     /// The moment by which rich content must be ready: `timeBudgetMS - fallbackMarginMS`.
     public var deadlineMS: Int { timeBudgetMS - fallbackMarginMS }

@@ -22,10 +22,10 @@ import Testing
         let limits = PipelineLimits()
         #expect(limits.deadlineMS == 28_000)
         #expect(limits.memoryLimitBytes == 25_165_824)
-        #expect(limits.sizeCapBytes[.image] == 10_485_760)
-        #expect(limits.sizeCapBytes[.gif] == 10_485_760)
-        #expect(limits.sizeCapBytes[.audio] == 5_242_880)
-        #expect(limits.sizeCapBytes[.video] == 52_428_800)
+        #expect(limits.sizeCapBytes[.image] == 10_000_000)
+        #expect(limits.sizeCapBytes[.gif] == 10_000_000)
+        #expect(limits.sizeCapBytes[.audio] == 5_000_000)
+        #expect(limits.sizeCapBytes[.video] == 50_000_000)
         #expect(limits.sizeCapBytes[.noAttachment] == nil)
     }
 
@@ -96,12 +96,14 @@ import Testing
     }
 
     @Test func sizeCapsPerKind() {
-        let audio = [MediaVariant(variant: "original", kind: .audio, format: .mp3, bytes: 5_242_881)]
+        let audio = [MediaVariant(variant: "original", kind: .audio, format: .mp3, bytes: 5_000_001)]
         #expect(Self.run(audio, FullStrategy()).failure == .exceedsSizeCap)
-        let audioAtCap = [MediaVariant(variant: "original", kind: .audio, format: .mp3, bytes: 5_242_880)]
+        let audioAtCap = [MediaVariant(variant: "original", kind: .audio, format: .mp3, bytes: 5_000_000)]
         #expect(Self.run(audioAtCap, FullStrategy()).outcome == .attached)
         let video = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 40_000_000)]
         #expect(Self.run(video, FullStrategy()).outcome == .attached)
+        // Between the decimal and the binary 10 MB: the extension refuses it, so does the model.
+        #expect(Self.run(Self.photo(original: 10_200_000), FullStrategy()).failure == .exceedsSizeCap)
     }
 
     @Test func memoryLimitAppliesToImagesOnly() {
@@ -115,7 +117,7 @@ import Testing
         let video = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 40_000_000)]
         #expect(Self.run(video, FullStrategy(), limits: limits).outcome == .attached)
         // With the defaults no image under the size cap can reach the memory limit.
-        #expect(PipelineModel.attachFailure(Self.photo(original: 10_485_760)[0], limits: PipelineLimits()) == nil)
+        #expect(PipelineModel.attachFailure(Self.photo(original: 10_000_000)[0], limits: PipelineLimits()) == nil)
     }
 
     @Test func offlineDeviceCannotDownload() {
