@@ -47,7 +47,7 @@ public struct ReportView: Sendable {
         html += "<p class=\"small muted\">Generated \(Markup.text(report.generatedAt.rfc3339))\(currentAsOf) · grouped by "
             + "\(Markup.text(report.grouping.rawValue)) · rates per displayed notification with 95% intervals</p>"
         html += "<aside class=\"caveat\" role=\"note\"><strong>Read this first.</strong> \(Markup.text(EngagementReport.caveat))</aside>"
-        if report.total.rich[.displayed] + report.total.plain[.displayed] == 0 {
+        if report.total.rich[.displayed] == 0 && report.total.plain[.displayed] == 0 {
             html += "<section class=\"card\"><p>No displayed notifications match these filters yet.</p></section>"
             return ConsolePage(title: "Report", section: .report, viewer: viewer, notice: notice, body: html)
         }
@@ -108,7 +108,8 @@ public struct ReportView: Sendable {
             }
             html += "</tr>"
         }
-        return html + "</tbody></table></div><p class=\"small muted\">Bold: significant at p &lt; 0.05.</p></section>"
+        return html + "</tbody></table></div><p class=\"small muted\">Coloured: significant at p &lt; 0.05 (the 95% interval of the ratio "
+            + "rich ÷ plain leaves out 1).</p></section>"
     }
 
     private func groupSection(_ group: ReportGroup, folded: Bool) -> String {
@@ -175,10 +176,28 @@ public struct ReportView: Sendable {
     }
 
     /// The id of a group's section: `g-<category>[-<kind>][-<day>]` with anything unusual replaced.
+    /// The group's section id: one per group, however alike two names are (`promo!` and
+    /// `promo?` once both became `g-promo_`). Each part is tagged and spelled in ASCII letters and
+    /// digits, every other byte as `_` and two hex digits.
     static func anchor(_ key: ReportGroupKey) -> String {
-        guard key.category != nil else { return "total" }
-        let raw = ["g", key.category, key.attachmentKind, key.day?.description].compactMap { $0 }.joined(separator: "-")
-        return String(raw.map { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" ? $0 : "_" })
+        guard let category = key.category else { return "total" }
+        var anchor = "g-c" + spelled(category)
+        if let kind = key.attachmentKind { anchor += "-k" + spelled(kind) }
+        if let day = key.day { anchor += "-d" + spelled(day.description) }
+        return anchor
+    }
+
+    private static func spelled(_ part: String) -> String {
+        var spelled = ""
+        for byte in part.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                spelled.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                spelled += "_" + String(byte >> 4, radix: 16) + String(byte & 0xF, radix: 16)
+            }
+        }
+        return spelled
     }
 }
 

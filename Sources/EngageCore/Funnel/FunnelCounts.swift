@@ -58,6 +58,14 @@ public struct FunnelCounts: Sendable, Hashable, AdditiveArithmetic, CustomString
         return sum
     }
 
+    /// The sum with every count held at the bound instead of wrapping: for counts read back
+    /// from storage, which may hold anything (a hand edit). The fold keeps its wrapping `+`.
+    public func addingSaturated(_ other: FunnelCounts) -> FunnelCounts {
+        var sum = self
+        for lane in 0..<SIMD16<Int>.scalarCount { sum.lanes[lane].addSaturated(other.lanes[lane]) }
+        return sum
+    }
+
     public static func - (a: FunnelCounts, b: FunnelCounts) -> FunnelCounts {
         var difference = a
         difference.lanes &-= b.lanes

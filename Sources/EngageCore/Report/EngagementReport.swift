@@ -214,9 +214,9 @@ private struct GroupAccumulator {
 
     mutating func add(_ row: EngagementRow) {
         switch row.presentation {
-        case .rich: rich.funnel += row.counts
-        case .plain: plain.funnel += row.counts
-        case .unknown: notDisplayed.funnel += row.counts
+        case .rich: rich.funnel = rich.funnel.addingSaturated(row.counts)
+        case .plain: plain.funnel = plain.funnel.addingSaturated(row.counts)
+        case .unknown: notDisplayed.funnel = notDisplayed.funnel.addingSaturated(row.counts)
         }
     }
 

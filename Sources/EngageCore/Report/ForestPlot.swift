@@ -46,8 +46,9 @@ struct ForestPlot {
             }
             canvas.line(x1: x(ratio.interval.lower), y1: y, x2: x(ratio.interval.upper), y2: y, .stroke("#444", width: 1.5))
             // Square area grows with the category's displayed notifications, as forest plots weigh.
-            let trials = Double(category.rich.trials + category.plain.trials)
-            let largest = Double(summary.categories.map { $0.rich.trials + $0.plain.trials }.max() ?? 1)
+            // In Double: stored counts may add up past the largest integer.
+            let trials = Double(category.rich.trials) + Double(category.plain.trials)
+            let largest = summary.categories.map { Double($0.rich.trials) + Double($0.plain.trials) }.max() ?? 1
             let side = 4 + 8 * (trials / max(largest, 1)).squareRoot()
             canvas.rect(x: x(ratio.estimate) - side / 2, y: y - side / 2, width: side, height: side,
                         .fill(ReportPalette.rich),

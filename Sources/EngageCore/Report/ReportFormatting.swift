@@ -46,9 +46,16 @@ enum ReportFormat {
         return value > 0 && text.contains(where: { $0 != "0" && $0 != "." }) ? "+" + text : text
     }
 
-    /// A rate as `30.8%`.
+    /// A rate as `30.8%`. A rate strictly between 0 and 1 that would round to one of them reads
+    /// `<0.1%` or `>99.9%`: 9,996 of 10,000 is not everyone, 1 of 5,000 not no one.
     static func percent(_ rate: Double?, decimals: Int = 1) -> String {
-        rate.map { fixed($0 * 100, decimals) + "%" } ?? missing
+        guard let rate else { return missing }
+        let text = fixed(rate * 100, decimals)
+        var step = 1.0
+        for _ in 0..<decimals { step /= 10 }
+        if rate > 0 && text == fixed(0, decimals) { return "<" + fixed(step, decimals) + "%" }
+        if rate < 1 && text == fixed(100, decimals) { return ">" + fixed(100 - step, decimals) + "%" }
+        return text + "%"
     }
 
     /// A rate with its interval: `30.8% [25.5–36.6]`.

@@ -30,7 +30,8 @@ extension EngagementReport {
         html += "<p class=\"legend\"><span class=\"swatch\" style=\"background:\(ReportPalette.rich)\"></span>rich "
             + "<span class=\"swatch\" style=\"background:\(ReportPalette.plain)\"></span>plain · "
             + "dots are rates per displayed notification, whiskers their 95% intervals · "
-            + "<b>bold</b> lifts are significant (their interval leaves out no effect, p &lt; 0.05)</p>\n"
+            + "<b>bold</b> lifts are significant: the 95% interval of the ratio rich ÷ plain leaves out 1 (p &lt; 0.05); "
+            + "the interval in pp is the difference's own and can touch 0 when p is near 0.05</p>\n"
         html += overviewHTML()
         for group in [total] + groups {
             html += groupHTML(group)

@@ -91,6 +91,46 @@ import Testing
     }
 
     /// Each metric row carries the model's own numbers, for every grouping.
+    /// A stored displayed count at the largest integer beside another (a hand edit) renders; the
+    /// page's "nothing displayed" check added them and trapped.
+    @Test func aDisplayedCountAtTheLargestIntegerRenders() {
+        let rows = [
+            EngagementRow(appID: "app", category: "news", presentation: .rich, attachmentKind: "image", day: Self.day,
+                          counts: FunnelCounts([.notifications: .max, .delivered: .max, .displayed: .max, .expanded: 7])),
+            EngagementRow(appID: "app", category: "news", presentation: .plain, attachmentKind: "none", day: Self.day,
+                          counts: FunnelCounts([.notifications: 3, .delivered: 3, .displayed: 3, .expanded: 1])),
+        ]
+        let report = EngagementReport.build(engagement: rows, actions: [], telemetry: [], grouping: .category,
+                                            generatedAt: Timestamp(microsecondsSinceEpoch: 1_796_000_000_000_000))
+        let page = ReportView(report: report, query: .init(), categories: [], viewer: Self.viewer).page().render()
+        #expect(page.contains("data-category=\"news\""))
+    }
+
+    /// Categories that differ only in punctuation or beyond ASCII get sections of their own, and
+    /// each overview link leads to its group's section.
+    @Test(arguments: [ReportGrouping.category, .attachment, .day])
+    func everyGroupHasASectionIDOfItsOwn(grouping: ReportGrouping) throws {
+        let counts = FunnelCounts([.notifications: 10, .delivered: 10, .displayed: 9, .expanded: 2, .opened: 1])
+        let rows = ["promo!", "promo?", "promo_3f", "café", "cafe\u{301}x", "g-promo"].flatMap { category in
+            [ObservedPresentation.rich, .plain].map {
+                EngagementRow(appID: "app", category: category, presentation: $0, attachmentKind: $0 == .rich ? "image" : "none",
+                              day: Self.day, counts: counts)
+            }
+        }
+        let report = EngagementReport.build(engagement: rows, actions: [], telemetry: [], grouping: grouping,
+                                            generatedAt: Timestamp(microsecondsSinceEpoch: 1_796_000_000_000_000))
+        let page = ReportView(report: report, query: .init(grouping: grouping), categories: [], viewer: Self.viewer).page().render()
+        func values(after marker: String) -> [String] {
+            page.components(separatedBy: marker).dropFirst().map { String($0.prefix { $0 != "\"" }) }
+        }
+        let sectionIDs = values(after: "<section class=\"card\" id=\"").filter { $0 != "adjusted" }
+        let links = values(after: "href=\"#")
+        #expect(sectionIDs.count == report.groups.count + 1)
+        #expect(Set(sectionIDs).count == sectionIDs.count, "\(sectionIDs)")
+        #expect(links.count == sectionIDs.count && Set(links) == Set(sectionIDs))
+        #expect(sectionIDs.allSatisfy { $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") } })
+    }
+
     @Test(arguments: ReportGrouping.allCases)
     func metricRowsCarryTheModelsNumbers(grouping: ReportGrouping) {
         let report = Self.report(grouping: grouping)

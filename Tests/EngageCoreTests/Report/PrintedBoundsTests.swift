@@ -71,4 +71,15 @@ import Testing
                     "\(ReportFormat.relativeLift(metric)) \(ReportFormat.flags(metric)) (interval \(metric.relativeInterval!))")
         }
     }
+
+    /// A rate that is not 0 or 1 is never printed as one: 9,996 of 10,000 is not everyone.
+    @Test func ratesNearZeroOrOneAreNotPrintedAsThem() {
+        #expect(ReportFormat.percent(0.9996) == ">99.9%")
+        #expect(ReportFormat.percent(1.0 / 5000) == "<0.1%")
+        #expect(ReportFormat.percent(0.996, decimals: 0) == ">99%")
+        #expect(ReportFormat.percent(0.004, decimals: 0) == "<1%")
+        #expect(ReportFormat.percent(1) == "100.0%" && ReportFormat.percent(0) == "0.0%")
+        #expect(ReportFormat.percent(0.9994) == "99.9%" && ReportFormat.percent(0.0006) == "0.1%")
+        #expect(ReportFormat.percent(nil) == ReportFormat.missing)
+    }
 }

@@ -49,6 +49,24 @@ import Testing
         #expect(!report.groups.isEmpty)
     }
 
+    /// Two stored rows of one group whose displayed counts add up past the largest integer: the
+    /// group's count is held there (it wrapped to a negative count, and no rate), and the forest
+    /// plot's weights (rich plus plain displayed) no longer trap.
+    @Test func funnelCountsPastTheLargestAreHeldThereAndRender() throws {
+        let rows = [
+            ReportFixture.engagement("news", .rich, "image", notifications: .max, delivered: .max, displayed: .max,
+                                     expanded: .max / 2, opened: 5),
+            ReportFixture.engagement("news", .rich, "image", notifications: 10, delivered: 10, displayed: 10, expanded: 3, opened: 2),
+            ReportFixture.engagement("news", .plain, "none", notifications: 10, delivered: 10, displayed: 10, expanded: 3, opened: 2),
+        ]
+        let report = EngagementReport.build(engagement: rows, generatedAt: ReportFixture.generatedAt)
+        let news = try #require(report.groups.first)
+        #expect(news.rich[.displayed] == .max && report.total.rich[.displayed] == .max)
+        #expect(news.metrics.allSatisfy { $0.rich.rate != nil })
+        #expect(report.renderHTML().contains("news"))
+        #expect(!report.renderTable().isEmpty)
+    }
+
     /// A stored lift of ±8e307 would make the scale's span infinite (a trap turning it into tick
     /// counts), and ±1e308 would never end the search for its step: such values are left out.
     @Test(arguments: [[8e307, -8e307], [1e308], [-1e308, 0.1], [1e300, -1e300]])
