@@ -16,6 +16,16 @@ private final class DownloadHolder: @unchecked Sendable {
     }
 }
 
+/// Outcomes a download reported, from whichever thread.
+private final class OutcomeList: @unchecked Sendable {
+    // Guards `outcomes`.
+    private let lock = NSLock()
+    private var outcomes: [DownloadResult] = []
+
+    func append(_ outcome: DownloadResult) { lock.withLock { outcomes.append(outcome) } }
+    var all: [DownloadResult] { lock.withLock { outcomes } }
+}
+
 @Suite("Notification Service Extension: a download's outcome")
 struct DownloadOutcomeTests {
     /// The deadline fires just after the finished file got its name: the download happened, so
@@ -42,6 +52,34 @@ struct DownloadOutcomeTests {
     /// created it removes it once the hook returns, which may be just after the outcome is
     /// delivered: the test waits for the directory to empty (a file never removed meets the
     /// time limit).
+    /// The extension's time ran out between choosing the media and starting its download: the
+    /// cancelled download sends no request (it would run after the content handler). A second
+    /// download to the same host, started afterwards, is the only request the host sees.
+    @Test(.timeLimit(.minutes(1))) func aDownloadCancelledBeforeItStartedSendsNothing() async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.jpeg(500),
+                                                   declareLength: true))
+        defer { host.stop() }
+        let directory = Container()
+        try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
+        defer { directory.remove() }
+        let outcomes = OutcomeList()
+        let cancelled = MediaDownload(url: host.url.appendingPathComponent("cancelled.jpg"), variant: "original",
+                                      policy: ServiceExtensionPolicy(), directory: directory.url, timeout: .seconds(20)) {
+            outcomes.append($0)
+        }
+        cancelled.cancel()
+        cancelled.start()
+        let later = await EngageClientTests.download(host.url.appendingPathComponent("later.jpg"), directory: directory.url)
+        guard case .downloaded = later else {
+            Issue.record("expected the later download, got \(later)")
+            return
+        }
+        #expect(host.hits.map(\.target) == ["/later.jpg"])
+        let reported = outcomes.all
+        #expect(reported.count == 1)
+        if case .cancelled = reported.first {} else { Issue.record("expected only the cancellation, got \(reported)") }
+    }
+
     @Test(.timeLimit(.minutes(1))) func aDeadlineBeforeTheFileIsTakenLeavesNoFile() async throws {
         let host = try FaultInjector(reply: .stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: [],
                                                    declaredLength: 8000))
