@@ -62,18 +62,33 @@ extension EngageClient {
         return failure
     }
 
-    /// The Notification Content Extension showed its view.
+    /// The Notification Content Extension showed its view; the notification was shown too
+    /// (`recordShown`).
     @discardableResult
     public func recordExpanded(_ notification: NotificationFacts) throws -> UUID {
-        try recordExpanded(notificationID: notification.notificationID, category: notification.category,
-                           experiment: notification.payload.experiment)
+        recordShown(notification)
+        return try recordExpanded(notificationID: notification.notificationID, category: notification.category,
+                                  experiment: notification.payload.experiment)
     }
 
     /// The user's response: recorded once per notification and action, wherever it is seen
-    /// (a Content Extension, then the app it forwards the action to).
+    /// (a Content Extension, then the app it forwards the action to); the notification was
+    /// shown too (`recordShown`).
     @discardableResult
     public func recordAction(_ notification: NotificationFacts, actionID: String, textInputLength: Int? = nil) throws -> UUID {
-        try recordAction(notificationID: notification.notificationID, category: notification.category, actionID: actionID,
-                         textInputLength: textInputLength, experiment: notification.payload.experiment)
+        recordShown(notification)
+        return try recordAction(notificationID: notification.notificationID, category: notification.category, actionID: actionID,
+                                textInputLength: textInputLength, experiment: notification.payload.experiment)
+    }
+
+    /// A notification the user expanded or answered was shown, though no display may have been
+    /// recorded: one shown while the app was not running and then tapped (or dismissed, or
+    /// answered from its expanded view) leaves Notification Center before the next sweep could
+    /// find it, and without its display the notifications users engage with most would count
+    /// as never displayed, outside every rate. Its display is recorded at its date, once per
+    /// notification like every display (nothing when `willPresent` or a sweep recorded it).
+    /// Best effort: a queue that cannot take the display fails the response's own record too.
+    private func recordShown(_ notification: NotificationFacts) {
+        _ = try? recordDisplayed(notification)
     }
 }

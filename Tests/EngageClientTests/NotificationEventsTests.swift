@@ -70,6 +70,41 @@ struct NotificationEventsTests {
         await server.stop()
     }
 
+    /// A notification shown while the app was not running and then tapped, or expanded and
+    /// answered, leaves Notification Center before a sweep finds it: its display is recorded
+    /// with the response, at its date, with what iOS showed; once, however many record it.
+    @Test func aNotificationAnsweredBeforeAnySweepFoundItIsDisplayed() async throws {
+        let server = try TestServer()
+        let container = Container()
+        defer { container.remove() }
+        let app = try makeClient(container, port: server.port, key: try await server.key())
+        let tapped = Self.facts("n-tapped", attachments: ["public.jpeg"], date: Date(timeIntervalSinceNow: -3600))
+        let expanded = Self.facts("n-expanded", attachments: [])
+        try app.recordAction(tapped, actionID: AppleActionIdentifier.open)
+        let contentExtension = try makeClient(container, port: server.port, key: "unused")
+        try contentExtension.recordExpanded(expanded)
+        try contentExtension.recordAction(expanded, actionID: "like")
+        try app.recordAction(expanded, actionID: "like")
+        #expect(app.recordDisplays(of: [expanded]) == nil)
+
+        let displayed = [tapped, expanded].map {
+            EngageEvent.onceID(deviceID: "dev-test-1", notificationID: $0.notificationID, type: "displayed").uuidString.lowercased()
+        }
+        #expect(Set(displayed).isSubset(of: Set(app.pendingEventIDs())))
+        #expect(await app.flush(budget: .seconds(10)).accepted == 5)
+        #expect(try await server.count("""
+            SELECT count(*) FROM events WHERE type = 'displayed' AND notification_id = 'n-tapped'
+              AND payload->>'presentation' = 'rich' AND payload->>'attachment_kind' = 'image'
+              AND occurred_at < now() - interval '59 minutes'
+            """) == 1)
+        #expect(try await server.count("""
+            SELECT count(*) FROM events WHERE type = 'displayed' AND notification_id = 'n-expanded'
+              AND payload->>'presentation' = 'plain'
+            """) == 1)
+        #expect(try await server.count("SELECT count(*) FROM events") == 5)
+        await server.stop()
+    }
+
     /// The whole path of an arm: the sender asks engage for a send's devices at once, puts each
     /// device's assignment into its payload and its `sent` event; each device's extension, with
     /// a stale cache naming other arms, downloads what the arm's strategy asks for, and the app

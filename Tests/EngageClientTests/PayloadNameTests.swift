@@ -15,6 +15,8 @@ import Testing
         String(repeating: "e\u{301}", count: 34),
         // U+0958 composes to two scalars: 99 bytes as sent, 198 composed.
         String(repeating: "\u{0958}", count: 33),
+        // Escaped on the wire: the server counts the bytes after unescaping.
+        String(repeating: "a", count: 99) + "\"", String(repeating: "\\", count: 100), String(repeating: "\\", count: 101),
         "news\u{202E}", "news\u{2066}x", "tab\there", "nel\u{85}", "del\u{7F}", "c1\u{9F}", "\u{A0}nbsp", "🙂", "",
     ]
 

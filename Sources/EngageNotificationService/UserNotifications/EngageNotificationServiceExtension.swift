@@ -39,7 +39,8 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
             attach: { media, content in
                 let attachment = try UNNotificationAttachment(
                     identifier: media.variant, url: media.file, options: [UNNotificationAttachmentOptionsTypeHintKey: media.type.uti])
-                // Content without the attachment is not `attached`: throwing records what it is.
+                // Content without the attachment is not `attached`: throwing records it as not
+                // attached (`unsupported_format`, as when iOS refuses the file).
                 guard let rich = content.mutableCopy() as? UNMutableNotificationContent else { throw ContentNotMutable() }
                 rich.attachments = [attachment]
                 return rich
