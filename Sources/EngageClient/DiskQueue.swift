@@ -205,6 +205,7 @@ struct DiskQueue: Sendable {
             index.headEvents += events.count
             index.bytes += text.count
             if let onceID { remember(onceID) }
+            forgetRecent(result.dropped)
             // The count of what was dropped must survive too: on a full disk, make room for it
             // (never at the cost of the event just written, which is in the head). Any other
             // failure is no reason to drop more: the drops are still reported to the caller,
@@ -231,6 +232,7 @@ struct DiskQueue: Sendable {
     /// events to make room first; else the failure itself.
     private func failure(_ error: any Error, after dropped: Drops) -> any Error {
         if dropped.isEmpty { return error }
+        forgetRecent(dropped)
         try? addToDropCounts(dropped.counts)
         return AppendFailed(cause: error, dropped: dropped)
     }
@@ -656,6 +658,18 @@ struct DiskQueue: Sendable {
         } else {
             try? QueueFiles.appendDurably(Array((id + "\n").utf8), to: recentPath, protection: options.protection)
         }
+    }
+
+    /// Takes the ids of events dropped before they were sent off the recent ids: their events
+    /// never reached the server, so a sweep that finds the notification still in Notification
+    /// Center records its display again instead of taking it as recorded.
+    private func forgetRecent(_ dropped: Drops) {
+        let ids = Set(dropped.overflow + dropped.diskFull)
+        guard !ids.isEmpty else { return }
+        let known = recentIDs()
+        let kept = known.filter { !ids.contains(String($0)) }
+        guard kept.count < known.count else { return }
+        try? QueueFiles.replace(recentPath, with: Array(kept.map { $0 + "\n" }.joined().utf8), protection: options.protection)
     }
 
     private func quarantineFile(at path: String, as stem: String) {

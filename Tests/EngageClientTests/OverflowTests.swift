@@ -23,6 +23,24 @@ struct OverflowTests {
                 == [2, 3, 4].map { QueueTests.event($0).id })
     }
 
+    /// An event recorded once and then dropped by overflow before it was sent may be recorded
+    /// again (a later sweep finds its notification still in Notification Center): the queue
+    /// forgets its id. Those still waiting are still skipped.
+    @Test func anEventOverflowDroppedMayBeRecordedAgain() throws {
+        let container = Container()
+        defer { container.remove() }
+        let size = QueueTests.event(1).json.utf8.count + 1
+        let queue = try QueueTests.queue(container, maxBytes: size * 3, segmentEvents: 1)
+        for number in 1...3 { try queue.append([QueueTests.event(number)], onceID: QueueTests.event(number).id) }
+        let dropped = try queue.append([QueueTests.event(4)]).dropped
+        #expect(dropped.overflow == [QueueTests.event(1).id])
+        #expect(try queue.append([QueueTests.event(3)], onceID: QueueTests.event(3).id).alreadyRecorded)
+        let again = try queue.append([QueueTests.event(1)], onceID: QueueTests.event(1).id)
+        #expect(!again.alreadyRecorded && again.dropped.overflow == [QueueTests.event(2).id])
+        #expect(queue.eventIDs() == [3, 4, 1].map { QueueTests.event($0).id })
+        #expect(!container.text("recent-ids").contains(QueueTests.event(2).id))
+    }
+
     /// Counting what overflow dropped can fail for another reason than a full disk (here
     /// `dropped.json` is a directory, so its new text cannot be renamed over it): only a full disk
     /// is a reason to drop more to make room for the count. The events overflow dropped are still
