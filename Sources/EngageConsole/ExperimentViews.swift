@@ -100,7 +100,7 @@ public struct ExperimentView: Sendable {
         if let latest = looks.last {
             html += latestSection(latest)
             for arm in d.treatments {
-                html += LiftPerLookView(looks: looks, arm: arm.name, metric: d.primaryMetric.rawValue).markup
+                html += LiftPerLookView(looks: looks, arm: arm.name, metric: d.primaryMetric.rawValue, alpha: d.alpha).markup
             }
         } else {
             html += "<section class=\"card\"><h2>Latest decision</h2><p>No finished analysis yet. The scheduler analyses a "
@@ -117,7 +117,7 @@ public struct ExperimentView: Sendable {
 
     static func arms(_ definition: ExperimentDefinition) -> String {
         definition.arms.map { arm in
-            "\(arm.name) = \(arm.strategy.rawValue) \(ReportText.fixed(arm.weight * 100, 0))%" + (arm.isControl ? " (control)" : "")
+            "\(arm.name) = \(arm.strategy.rawValue) \(ReportText.percent(arm.weight, decimals: 0))" + (arm.isControl ? " (control)" : "")
         }.joined(separator: ", ")
     }
 
@@ -165,7 +165,7 @@ public struct ExperimentView: Sendable {
         if look.sampleRatioMismatch {
             html += "<span class=\"badge bad\">mismatch</span> "
         }
-        html += "p = \(Markup.text(ReportText.pValue(look.sampleRatioPValue))) against the threshold "
+        html += "p = \(Markup.text(ReportText.pValue(look.sampleRatioPValue, alpha: look.sampleRatioThreshold ?? 0.001))) against the threshold "
             + "\(Markup.text(look.sampleRatioThreshold.map { ReportText.fixed($0, 3) } ?? ReportText.missing)): "
             + (look.sampleRatioMismatch ? "the arms' device counts do not match their weights; the assignment is suspect."
                 : Self.belowThreshold(look) ? "not trusted yet: the arms expecting fewer than 5 devices are pooled, "
@@ -199,7 +199,8 @@ public struct ExperimentView: Sendable {
                                 ?? (comparison.unavailable.map { "not enough data (\($0))" } ?? ReportText.missing)),
                     Markup.text(Self.interval(relative?.fixed, level: comparison.confidence)),
                     Markup.text(Self.interval(relative?.sequential)),
-                    Markup.text(ReportText.pValue(relative?.fixed?.pValue) + Self.correction(comparison.pValueCorrection)),
+                    Markup.text(ReportText.pValue(relative?.fixed?.pValue, alpha: definition.alpha)
+                                + Self.correction(comparison.pValueCorrection)),
                     Markup.text(ReportText.percent(relative?.chanceToWin)),
                     Markup.text(Self.interval(comparison.logRatio?.sequential)),
                     Markup.text(ReportText.percent(comparison.varianceReduction)),
@@ -230,7 +231,9 @@ public struct ExperimentView: Sendable {
     /// intervals are at `1 - alpha / treatments`, so no single level fits a column header.
     static func interval(_ test: ExperimentLook.Test?, level: Double? = nil) -> String {
         guard let test else { return ReportText.missing }
-        let text = "[" + ReportText.signed(test.lower * 100, 1) + "%, " + ReportText.signed(test.upper * 100, 1) + "%]"
+        // A bound near 0 keeps the decimals that tell it from 0: it decides.
+        let text = "[" + ReportText.signedBound(test.lower * 100, 1, noEffect: 0) + "%, "
+            + ReportText.signedBound(test.upper * 100, 1, noEffect: 0) + "%]"
         guard let level else { return text }
         return text + " at " + levelText(level)
     }

@@ -3,10 +3,16 @@ import EngageCore
 /// The relative lift of one treatment arm on one metric at every look: the estimate as a dot,
 /// the fixed-horizon interval (at the comparison's level) as a thick bar, the sequential (always-valid) interval as a
 /// thin one beside it, and a dashed line at no effect; then the same as a table.
+///
+/// The sequential interval and its p-value are those of the log ratio of means, which decisions
+/// read (`ExperimentLook.Comparison.logRatio`), around the same estimate: gbstats' sequential
+/// interval on the relative scale lies lower, and beside a "ship" it could still cross 0.
 struct LiftPerLookView {
     var looks: [ExperimentLook]
     var arm: String
     var metric: String
+    /// The experiment's level, against which p-values are rounded.
+    var alpha: Double
 
     private let layout = ChartLayout.consoleLiftPerLook
 
@@ -15,7 +21,8 @@ struct LiftPerLookView {
         var html = "<section class=\"card\"><h2>\(Markup.text(arm)): relative lift in \(Markup.text(metric)) per look</h2>"
         guard !points.isEmpty else { return html + "<p>No look compared this arm yet.</p></section>" }
         html += "<p class=\"small muted\"><span class=\"key fixed\"></span>fixed-horizon interval (its level in the table)"
-            + "<span class=\"key sequential\"></span>sequential interval (valid at every look) · dashed: no effect</p>"
+            + "<span class=\"key sequential\"></span>sequential interval of the log ratio (valid at every look; what decisions "
+            + "use) · dashed: no effect</p>"
         html += chart(points)
         html += "<details><summary>Every look</summary><div class=\"scroll\"><table class=\"looks\"><thead><tr><th>look</th>"
             + "<th>analysed</th><th>decision</th><th>control</th><th>treatment</th><th>relative lift</th><th>fixed interval</th>"
@@ -27,8 +34,9 @@ struct LiftPerLookView {
                 Markup.text(ExperimentView.rate(comparison.control)), Markup.text(ExperimentView.rate(comparison.variant)),
                 Markup.text(lift.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
                 Markup.text(ExperimentView.interval(lift?.fixed, level: comparison.confidence)),
-                Markup.text(ExperimentView.interval(lift?.sequential)),
-                Markup.text(ReportText.pValue(lift?.fixed?.pValue)), Markup.text(ReportText.pValue(lift?.sequential?.pValue)),
+                Markup.text(ExperimentView.interval(comparison.logRatio?.sequential)),
+                Markup.text(ReportText.pValue(lift?.fixed?.pValue, alpha: alpha)),
+                Markup.text(ReportText.pValue(comparison.logRatio?.sequential?.pValue, alpha: alpha)),
                 Markup.text(ReportText.percent(lift?.chanceToWin)),
             ]) + "</tr>"
         }
@@ -41,7 +49,7 @@ struct LiftPerLookView {
         // estimates, and a sequential bar beyond it is cut at the edge.
         var shown = lifts.flatMap { [$0.estimate, $0.fixed?.lower, $0.fixed?.upper].compactMap { $0 } }
         let spread = max((shown.max() ?? 0) - (shown.min() ?? 0), 0.05)
-        shown += lifts.flatMap { [$0.sequential?.lower, $0.sequential?.upper].compactMap { $0 } }
+        shown += points.compactMap(\.1.logRatio?.sequential).flatMap { [$0.lower, $0.upper] }
             .map { min(max($0, (shown.min() ?? 0) - spread), (shown.max() ?? 0) + spread) }
         let scale = ChartScale(covering: shown, including: [0], ticks: 5)
         let (left, right, plotWidth) = (layout.plotLeft, layout.plotRight, layout.plotWidth)
@@ -61,7 +69,8 @@ struct LiftPerLookView {
                 canvas.text(String(look.look), x: x, y: plotBottom + 15, anchor: .middle, .cssClass("muted"))
             }
             guard let lift = comparison.relative else { continue }
-            if let sequential = lift.sequential {
+            let sequential = comparison.logRatio?.sequential
+            if let sequential {
                 canvas.line(x1: x + min(4, slot / 4), y1: y(sequential.lower), x2: x + min(4, slot / 4), y2: y(sequential.upper),
                             .cssClass("sequential"))
             }
@@ -70,7 +79,7 @@ struct LiftPerLookView {
             }
             canvas.circle(cx: x, cy: y(lift.estimate), r: min(3.5, max(1.5, slot / 3)), .cssClass("fixed"),
                           title: "look \(look.look): \(ReportText.signed(lift.estimate * 100, 1))%, fixed "
-                              + ExperimentView.interval(lift.fixed) + ", sequential " + ExperimentView.interval(lift.sequential))
+                              + ExperimentView.interval(lift.fixed) + ", sequential " + ExperimentView.interval(sequential))
         }
         canvas.text("look", x: right, y: plotBottom + 15, anchor: .end, .cssClass("muted"))
         return canvas.markup

@@ -205,22 +205,26 @@ public enum ExperimentAnalysis {
             return (.ship(arm: best.arm),
                     "the sequential interval of \(primary.rawValue) excludes no change in favour of \(best.arm) and no guardrail is significantly worse")
         }
+        // An arm better on the primary metric that a guardrail blocked is no "no effect": an
+        // ending without a winner says so.
+        let blockedText = "better on \(primary.rawValue) but blocked: \(blocked.joined(separator: "; "))"
+        let blockedNote = blocked.isEmpty ? "" : "; " + blockedText
         let margin = definition.analysis.equivalenceMargin
         let intervals = comparisons.compactMap { $0.metrics.first?.logRatio?.sequential?.interval }
         if !comparisons.isEmpty, intervals.count == comparisons.count,
            intervals.allSatisfy({ $0.lower >= -margin && $0.upper <= margin }) {
             return (.stopNoEffect(.equivalence),
-                    "every arm's sequential interval of the relative \(primary.rawValue) lift lies within +-\(margin)")
+                    "every arm's sequential interval of the relative \(primary.rawValue) lift lies within +-\(margin)" + blockedNote)
         }
         if let maximum = definition.analysis.maximumNotificationsPerArm,
            arms.allSatisfy({ $0.counts.trials(primary) >= maximum }) {
-            return (.stopNoEffect(.maximumSample), "every arm reached \(maximum) notifications without a winner")
+            return (.stopNoEffect(.maximumSample), "every arm reached \(maximum) notifications without a winner" + blockedNote)
         }
         if let stopAt = definition.stopAt, now >= stopAt {
-            return (.stopNoEffect(.scheduleEnded), "the experiment reached its stop time without a winner")
+            return (.stopNoEffect(.scheduleEnded), "the experiment reached its stop time without a winner" + blockedNote)
         }
         if !blocked.isEmpty {
-            return (.continue, "better on \(primary.rawValue) but blocked: \(blocked.joined(separator: "; "))")
+            return (.continue, blockedText)
         }
         let starved = comparisons.compactMap { comparison in
             comparison.metrics.first.flatMap { $0.isNotEnoughData ? "\(comparison.arm) (\($0.unavailable ?? ""))" : nil }

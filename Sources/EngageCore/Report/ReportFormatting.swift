@@ -112,9 +112,11 @@ enum ReportFormat {
 
     /// `<0.001`, `0.012`, `1.000`; near the significance level more places (`0.0496`), so that a
     /// significant figure never shows "0.050".
-    static func pValue(_ p: Double?) -> String {
+    /// A p-value: `<0.001`, else three decimals, more when those would print `alpha` itself for
+    /// a p-value that is not (0.0104 against 0.01 reads "0.0104", not "0.010").
+    static func pValue(_ p: Double?, alpha: Double = EngagementReport.alpha) -> String {
         guard let p else { return missing }
-        return p < 0.001 ? "<0.001" : bound(p, 3, noEffect: EngagementReport.alpha)
+        return p < 0.001 ? "<0.001" : bound(p, 3, noEffect: alpha)
     }
 
     /// `significant`, `small sample`, both, or `missing`.

@@ -25,8 +25,18 @@ public enum ReportText {
     /// Relative lift with its interval: `+92.5% [+37.3, +147.7]`.
     public static func relativeLift(_ comparison: MetricComparison) -> String { ReportFormat.relativeLift(comparison) }
 
-    /// `<0.001`, `0.012`, `1.000`.
-    public static func pValue(_ p: Double?) -> String { ReportFormat.pValue(p) }
+    /// `<0.001`, `0.012`, `1.000`; more decimals where three would print the level `alpha`
+    /// (0.05 unless given) for a p-value that is not exactly it.
+    public static func pValue(_ p: Double?, alpha: Double = EngagementReport.alpha) -> String {
+        ReportFormat.pValue(p, alpha: alpha)
+    }
+
+    /// `value` with a sign, rounded to `decimals` places, with more places where those would
+    /// print `noEffect` for a value that is not exactly it (a bound of +0.0004 is `+0.0004`,
+    /// not `0.0`).
+    public static func signedBound(_ value: Double, _ decimals: Int, noEffect: Double) -> String {
+        ReportFormat.signedBound(value, decimals, noEffect: noEffect)
+    }
 
     /// `significant`, `small sample`, both, or `missing`.
     public static func flags(_ comparison: MetricComparison) -> String { ReportFormat.flags(comparison) }

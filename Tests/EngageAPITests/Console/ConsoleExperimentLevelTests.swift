@@ -26,6 +26,10 @@ import Testing
     /// primary metric's intervals Bonferroni-corrected) with `open` as primary metric and
     /// `dismiss` as guardrail, 1,000 devices an arm, at `alpha` (0.05: the definition's default).
     static func threeArmPage(id: String, alpha: Double = 0.05) -> String {
+        threeArmAnalysis(id: id, alpha: alpha).html
+    }
+
+    static func threeArmAnalysis(id: String, alpha: Double = 0.05) -> (html: String, result: ExperimentRunResult) {
         let definition = ExperimentDefinition(
             id: id, appID: "app",
             arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.34, isControl: true),
@@ -44,7 +48,40 @@ import Testing
                                             now: Timestamp(microsecondsSinceEpoch: 1_772_100_000_000_000))
         let run = ExperimentRunSummary(id: 1, scheduledFor: result.analyzedAt, isManual: false, status: "done", error: nil,
                                        result: result.canonicalJSON)
-        return ExperimentView(definition: definition, runs: [run], lifecycle: [], viewer: viewer).page().render()
+        return (ExperimentView(definition: definition, runs: [run], lifecycle: [], viewer: viewer).page().render(), result)
+    }
+}
+
+extension ConsoleExperimentLevelTests {
+    /// The per-look table shows the sequential interval decisions read (the log ratio's), not
+    /// gbstats' sequential interval on the relative scale, which lies lower: beside a "ship" it
+    /// could still cross 0.
+    @Test func thePerLookSequentialIntervalIsTheOneThatDecides() throws {
+        let (html, result) = Self.threeArmAnalysis(id: "per-look")
+        let treatment = try #require(result.comparisons.first { $0.arm == "treatment" }?.metrics.first)
+        let decides = try #require(treatment.logRatio?.sequential?.interval)
+        let relative = try #require(treatment.relative?.sequential?.interval)
+        func text(_ interval: ConfidenceInterval) -> String {
+            "[" + ReportText.signedBound(interval.lower * 100, 1, noEffect: 0) + "%, "
+                + ReportText.signedBound(interval.upper * 100, 1, noEffect: 0) + "%]"
+        }
+        #expect(text(decides) != text(relative))
+        let start = try #require(html.range(of: "<h2>treatment: relative lift in open per look</h2>"))
+        let section = html[start.upperBound...]
+        let end = try #require(section.range(of: "</section>"))
+        let perLook = section[..<end.lowerBound]
+        let row = try #require(perLook.range(of: #"<tr data-look="1""#))
+        #expect(perLook[row.lowerBound...].contains(text(decides)))
+        #expect(!perLook[row.lowerBound...].contains(text(relative)))
+    }
+
+    /// A bound within a rounding step of 0 keeps the decimals that tell it from 0.
+    @Test func aBoundNearZeroIsNotPrintedAsZero() {
+        #expect(ReportText.signedBound(0.04, 1, noEffect: 0) == "+0.04")
+        #expect(ReportText.signedBound(-0.04, 1, noEffect: 0) == "-0.04")
+        #expect(ReportText.signedBound(2.04, 1, noEffect: 0) == "+2.0")
+        #expect(ReportText.pValue(0.0104, alpha: 0.01) == "0.0104")
+        #expect(ReportText.pValue(0.0104) == "0.010")
     }
 }
 

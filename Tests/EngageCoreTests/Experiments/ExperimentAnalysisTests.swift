@@ -285,6 +285,12 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(result.comparisons[0].metrics[1].isGuardrailViolated)
         #expect(result.decision == .continue)
         #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss)")
+        // Ended at its stop time without a winner, it still says the better arm was blocked
+        // (it read as no effect at all).
+        let ended = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: definition.stopAt!)
+        #expect(ended.decision == .stopNoEffect(.scheduleEnded))
+        #expect(ended.rationale
+                == "the experiment reached its stop time without a winner; better on open but blocked: treatment (guardrails dismiss)")
     }
 
     /// A guardrail that cannot be tested (here no control device dismissed, so the relative lift
