@@ -108,12 +108,13 @@ extension DashboardQueryTests {
         case "Relative lift of the primary metric per look: sequential and fixed intervals":
             #expect(result.rows.count == done.count, "\(context): a point per finished run (one treatment)")
             for (row, run) in zip(result.rows, done) {
-                let relative = json(stored.results[run.id], "intent_to_treat", 0, "metrics", 0, "relative")
+                let metric = json(stored.results[run.id], "intent_to_treat", 0, "metrics", 0)
                 #expect(sameTime(row[0], run.scheduledFor), "\(context) run \(run.id) time")
-                for (column, path) in [("lift", ["estimate"]), ("sequential_lower", ["sequential", "lower"]),
-                                       ("sequential_upper", ["sequential", "upper"]), ("fixed_lower", ["fixed", "lower"]),
-                                       ("fixed_upper", ["fixed", "upper"])] {
-                    let expected = path.reduce(relative) { json($0, $1) } as? Double
+                // The sequential interval is the one decisions read: the log ratio's.
+                for (column, path) in [("lift", ["relative", "estimate"]), ("sequential_lower", ["log_ratio", "sequential", "lower"]),
+                                       ("sequential_upper", ["log_ratio", "sequential", "upper"]),
+                                       ("fixed_lower", ["relative", "fixed", "lower"]), ("fixed_upper", ["relative", "fixed", "upper"])] {
+                    let expected = path.reduce(metric) { json($0, $1) } as? Double
                     #expect(same(number(row, result, column), expected), "\(context) run \(run.id) \(column)")
                 }
                 // Always valid at every look costs width: the sequential interval holds the fixed one.
@@ -126,7 +127,7 @@ extension DashboardQueryTests {
             for (row, run) in zip(result.rows, done) {
                 let stored = stored.results[run.id]
                 #expect(same(number(row, result, "sequential_p_value"),
-                             json(stored, "intent_to_treat", 0, "metrics", 0, "relative", "sequential", "p_value") as? Double),
+                             json(stored, "intent_to_treat", 0, "metrics", 0, "log_ratio", "sequential", "p_value") as? Double),
                         "\(context) run \(run.id)")
                 #expect(same(number(row, result, "alpha"), json(stored, "alpha") as? Double), "\(context) alpha")
             }
