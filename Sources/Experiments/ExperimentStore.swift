@@ -43,8 +43,10 @@ public struct ExperimentStore: Sendable {
         return try await create(definition)
     }
 
-    /// Validates and stores a new experiment; it must be a draft (start it afterwards).
-    public func create(_ definition: ExperimentDefinition) async throws -> ExperimentRecord {
+    /// What keeps a definition from being created: its own problems, a status other than draft,
+    /// and the checks made only at creation. Pure, so the command line says them before it opens
+    /// a database.
+    public static func creationProblems(_ definition: ExperimentDefinition) -> [ExperimentProblem] {
         var problems = definition.problems
         if definition.status != .draft {
             problems.append(ExperimentProblem(field: "status", problem: "must be draft when creating; start the experiment afterwards"))
@@ -57,6 +59,12 @@ public struct ExperimentStore: Sendable {
         if !definition.schedule.everFires {
             problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))
         }
+        return problems
+    }
+
+    /// Validates and stores a new experiment; it must be a draft (start it afterwards).
+    public func create(_ definition: ExperimentDefinition) async throws -> ExperimentRecord {
+        let problems = Self.creationProblems(definition)
         if !problems.isEmpty {
             throw ExperimentStoreError(code: .invalidDefinition, experimentID: definition.id, problems: problems,
                                        detail: problems.map(\.description).joined(separator: "; "))

@@ -147,6 +147,11 @@ extension Validation where Value == Int {
     }
 }
 
+extension Validation where Value == String {
+    /// A file or directory path: not empty (an empty one would quietly mean the current directory).
+    public static let path = Validation("expected a path, not an empty value") { !$0.isEmpty }
+}
+
 /// A type an option's text converts to and from.
 public protocol OptionValue: Sendable {
     init?(optionText: String)

@@ -11,7 +11,7 @@ enum CommonOptions {
         environment: "ENGAGE_DATABASE_URL")
     static let dataDirectory = Option<String?>(
         "data-dir", value: "path", help: "Data directory of the local PostgreSQL engage runs when no --database is given (default ./.engage/postgres).",
-        environment: "ENGAGE_DATA_DIR")
+        environment: "ENGAGE_DATA_DIR", validate: .path)
     static let logLevel = Option(
         "log-level", value: "level", help: "Least severe log level written: trace, debug, info, notice, warning or error.",
         environment: "ENGAGE_LOG_LEVEL", default: LogLevel.info)

@@ -61,7 +61,19 @@ enum ExperimentCommand {
             }
             bytes = Array(data)
         }
-        let record = try await withChangingStore(arguments, changing: nil) { store in try await store.create(json: bytes) }
+        // Checked before any database is opened (or a local one started): a malformed file is
+        // said as such, whatever the database's state.
+        let definition: ExperimentDefinition
+        do {
+            definition = try ExperimentDefinition(json: bytes)
+        } catch {
+            throw ExperimentCommandError(detail: "the definition is invalid:\n  \(error.field): \(error.problem)")
+        }
+        let problems = ExperimentStore.creationProblems(definition)
+        guard problems.isEmpty else {
+            throw ExperimentCommandError(detail: "the definition is invalid:\n" + problems.map { "  \($0.field): \($0.problem)" }.joined(separator: "\n"))
+        }
+        let record = try await withChangingStore(arguments, changing: nil) { store in try await store.create(definition) }
         print("created experiment \(record.id) (draft); start it with: engage experiment start \(record.id)")
     }
 

@@ -16,7 +16,8 @@ enum LogCommand {
             $0.duration <= LogPruner.longestOlderThan
         })
     static let archive = Option<String?>(
-        "archive", value: "dir", help: "Archive each pruned day into this directory first (made if missing); engage log restore loads it back.")
+        "archive", value: "dir", help: "Archive each pruned day into this directory first (made if missing); engage log restore loads it back.",
+        validate: .path)
     static let batch = Option("batch", value: "rows", help: "Ids (or legacy events) removed per transaction; also sizes the archive's read batches.",
                               default: 20_000, validate: .range(100...1_000_000))
     static let pause = Option("pause", value: "ms", help: "A further fixed rest after every batch, leaving the database to ingestion.",

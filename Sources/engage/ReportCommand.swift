@@ -18,7 +18,8 @@ enum ReportCommand {
     static let until = day("until", help: "Last UTC day included (YYYY-MM-DD).")
     static let grouping = Option("by", value: "grouping", help: "Group by category, attachment, day or action.", default: ReportGrouping.category)
     static let format = Option("format", value: "format", help: "table, json, csv or html.", default: Format.table)
-    static let output = Option<String?>("output", value: "file", help: "Write to this file instead of standard output.")
+    static let output = Option<String?>("output", value: "file", help: "Write to this file instead of standard output.",
+                                        validate: .path)
 
     static let definition = Command(
         name: "report",
@@ -35,6 +36,16 @@ enum ReportCommand {
             // An empty range is a typing slip, not a question: say so instead of an empty report.
             throw arguments.usageError(.invalidValue, "option '\(since.longName)' \(first) is after option "
                 + "'\(until.longName)' \(last): no day lies between them")
+        }
+        if let file = arguments[output] {
+            // Before the report is read: a file that cannot be written is a typing slip too.
+            let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue,
+                  FileManager.default.isWritableFile(atPath: directory) else {
+                throw arguments.usageError(.invalidValue, "option '\(output.longName)': cannot write '\(file)': "
+                    + "its directory '\(directory)' does not exist or is not writable")
+            }
         }
         let logger = CommonOptions.quietLogger(arguments)
         let query = ReportQuery(appID: arguments[app], category: arguments[category], from: arguments[since], through: arguments[until],
@@ -81,7 +92,11 @@ enum ReportCommand {
             bytes = Array(html.utf8)
         }
         if let file = arguments[output] {
-            try Data(bytes).write(to: URL(fileURLWithPath: file))
+            do {
+                try Data(bytes).write(to: URL(fileURLWithPath: file))
+            } catch {
+                throw arguments.usageError(.invalidValue, "option '\(output.longName)': cannot write '\(file)': \(error.localizedDescription)")
+            }
             FileHandle.standardError.write(Data("wrote \(file)\n".utf8))
         } else {
             FileHandle.standardOutput.write(Data(bytes))

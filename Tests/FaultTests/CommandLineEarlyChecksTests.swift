@@ -1,0 +1,50 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// What the command line can tell from its arguments alone it says before it opens a database
+/// (or starts a local one): a malformed experiment file, a report file that cannot be written,
+/// an empty path, a burst without a rate limit. Here the database never answers (port 1), so an
+/// answer naming the database would show the check came too late.
+@Suite("engage command line: checks before the database")
+struct CommandLineEarlyChecksTests {
+    static let nowhere = "postgresql://engage@127.0.0.1:1/engage?connect_timeout=2"
+
+    @Test(.timeLimit(.minutes(2)))
+    func anExperimentFileIsCheckedBeforeTheDatabase() async throws {
+        let workspace = try FaultWorkspace("cli-early-experiment")
+        defer { workspace.remove() }
+        try Data(#"{"id": "broken", "arms": ["#.utf8).write(to: URL(fileURLWithPath: workspace.file("broken.json")))
+        let broken = try await CommandLineOptionsTests.engage(
+            ["experiment", "create", "--file", workspace.file("broken.json"), "--database", Self.nowhere], in: workspace)
+        #expect(broken.status == 1)
+        #expect(broken.output.hasPrefix("error: the definition is invalid:\n"), "\(broken.output)")
+        #expect(!broken.output.contains("could not be reached"), "\(broken.output)")
+
+        // A check made only at creation (an alpha below the smallest the analysis can resolve).
+        let tiny = #"{"id":"tiny","app_id":"app","alpha":1e-12,"arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},"#
+            + #"{"name":"thumbnail","strategy":"thumbnail","weight":0.5}],"primary_metric":"open"}"#
+        try Data(tiny.utf8).write(to: URL(fileURLWithPath: workspace.file("tiny.json")))
+        let tooSmall = try await CommandLineOptionsTests.engage(
+            ["experiment", "create", "--file", workspace.file("tiny.json"), "--database", Self.nowhere], in: workspace)
+        #expect(tooSmall.status == 1)
+        #expect(tooSmall.output.hasPrefix("error: the definition is invalid:\n  alpha: "), "\(tooSmall.output)")
+    }
+
+    @Test(.timeLimit(.minutes(2)), arguments: [
+        (["report", "--output", "/nonexistent-engage-dir/report.html"], "option '--output': cannot write"),
+        (["report", "--output", ""], "option '--output'"),
+        (["log", "prune", "--older-than", "90d", "--archive", ""], "option '--archive'"),
+        (["db", "status", "--data-dir", ""], "option '--data-dir'"),
+        (["serve", "--rate-burst", "100"], "option '--rate-burst' needs option '--rate-limit'"),
+    ])
+    func argumentsThatCannotWorkAreUsageErrors(arguments: [String], message: String) async throws {
+        let workspace = try FaultWorkspace("cli-early")
+        defer { workspace.remove() }
+        let database = arguments.first == "db" ? [] : ["--database", Self.nowhere]
+        let answer = try await CommandLineOptionsTests.engage(arguments + database, in: workspace)
+        #expect(answer.status == 64, "\(answer.output)")
+        #expect(answer.output.hasPrefix("error: "), "\(answer.output)")
+        #expect(answer.output.contains(message), "\(answer.output)")
+    }
+}
