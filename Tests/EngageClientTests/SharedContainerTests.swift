@@ -9,14 +9,21 @@ import TestSupport
 /// sent with its own key and stored as its own, whichever app sends first.
 @Suite("EngageClient: apps sharing a container")
 struct SharedContainerTests {
-    @Test func appsWithQueuesOfTheirOwnSendOnlyTheirOwnEvents() async throws {
+    /// A server with the apps `photos` and `notes`, and a client of each on one container, each
+    /// with a queue of its own.
+    static func twoApps() async throws -> (TestServer, Container, photos: EngageClient, notes: EngageClient) {
         let server = try TestServer()
         let photosKey = try await server.key(app: "photos")
         let notesKey = try await server.key(app: "notes")
         let container = Container()
-        defer { container.remove() }
         let photos = try makeClient(container, port: server.port, key: photosKey) { $0.queueName = "com.example.photos" }
         let notes = try makeClient(container, port: server.port, key: notesKey) { $0.queueName = "com.example.notes" }
+        return (server, container, photos, notes)
+    }
+
+    @Test func appsWithQueuesOfTheirOwnSendOnlyTheirOwnEvents() async throws {
+        let (server, container, photos, notes) = try await Self.twoApps()
+        defer { container.remove() }
         let photosEvents = try (0..<3).map { try photos.recordExpanded(notificationID: "p\($0)", category: "new_photo") }
         let notesEvents = try (0..<2).map { try notes.recordExpanded(notificationID: "n\($0)", category: "reminder") }
 
@@ -37,13 +44,8 @@ struct SharedContainerTests {
     /// campaign) is each app's own: both expansions are stored, each under its app. With one id
     /// for both, the second app's event was refused as another app's id and dropped.
     @Test func theSameNotificationIDInTwoAppsCountsInEach() async throws {
-        let server = try TestServer()
-        let photosKey = try await server.key(app: "photos")
-        let notesKey = try await server.key(app: "notes")
-        let container = Container()
+        let (server, container, photos, notes) = try await Self.twoApps()
         defer { container.remove() }
-        let photos = try makeClient(container, port: server.port, key: photosKey) { $0.queueName = "com.example.photos" }
-        let notes = try makeClient(container, port: server.port, key: notesKey) { $0.queueName = "com.example.notes" }
         let photosID = try photos.recordExpanded(notificationID: "campaign-7", category: "launch")
         let notesID = try notes.recordExpanded(notificationID: "campaign-7", category: "launch")
         #expect(photosID != notesID)
