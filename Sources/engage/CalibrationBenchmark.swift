@@ -23,10 +23,13 @@ enum CalibrationBenchmark {
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let armCounts = arguments[arms].split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        let entries = arguments[arms].split(separator: ",", omittingEmptySubsequences: false)
+        let armCounts = entries.compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         // Each arm needs a device (ExperimentCalibration's precondition): checked here, so that
-        // --devices 4 --arms 5 is a usage error rather than a trap.
-        guard !armCounts.isEmpty, armCounts.allSatisfy({ $0 >= 2 && $0 <= min(10, arguments[devices]) }) else {
+        // --devices 4 --arms 5 is a usage error rather than a trap; an entry that does not read
+        // (2,x) is refused, not skipped.
+        guard !armCounts.isEmpty, armCounts.count == entries.count,
+              armCounts.allSatisfy({ $0 >= 2 && $0 <= min(10, arguments[devices]) }) else {
             throw arguments.usageError(.invalidValue,
                                        "--arms must list arm counts between 2 and 10, such as 2,3, none above --devices (\(arguments[devices]))")
         }

@@ -15,7 +15,8 @@ enum CupedBenchmark {
     static let preLooks = Option("pre-hours", value: "n", help: "Hours of traffic in the pre-period.", default: 48,
                                  validate: .range(0...100_000))
     static let lift = Option("lift", value: "x", help: "True relative lift of the open rate.", default: 0.05)
-    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.0)
+    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.0,
+                               validate: .spread)
     static let workers = Option("workers", value: "n", help: "Concurrent simulation tasks.", default: 2, validate: .range(1...64))
 
     static let definition = Command(
@@ -27,9 +28,6 @@ enum CupedBenchmark {
     static func run(_ arguments: ParsedArguments) async throws {
         guard arguments[lift] > -1, arguments[lift] < 10 else {
             throw arguments.usageError(.invalidValue, "--lift must lie in (-1, 10)")
-        }
-        guard arguments[spread] >= 0, arguments[spread].isFinite else {
-            throw arguments.usageError(.invalidValue, "--spread must be a non-negative number")
         }
         let simulation = ExperimentCupedSimulation(
             devices: arguments[devices], looks: arguments[looks], preLooks: arguments[preLooks], lift: arguments[lift],

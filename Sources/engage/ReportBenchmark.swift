@@ -10,10 +10,12 @@ import Runtime
 enum ReportBenchmark {
     static let sizes = Option<[Int]>(
         "sizes", value: "list", help: "Comma-separated log sizes in events.", default: [1_000_000, 10_000_000], defaultText: "1000000,10000000",
-        requirement: "expected sizes of at least 4000 events",
+        requirement: "expected sizes from 4000 to 100000000 events, such as 1000000,10000000",
         parse: { text in
-            let sizes = text.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
-            return !sizes.isEmpty && sizes.allSatisfy { $0 >= 4_000 } ? sizes : nil
+            // Every entry must read: one that does not is a typing slip, not a size to skip.
+            let entries = text.split(separator: ",", omittingEmptySubsequences: false)
+            let sizes = entries.compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            return !sizes.isEmpty && sizes.count == entries.count && sizes.allSatisfy { (4_000...100_000_000).contains($0) } ? sizes : nil
         })
     static let repeats = Option("repeats", value: "n", help: "Report queries per size; the median is reported.", default: 21, validate: .range(1...1000))
 

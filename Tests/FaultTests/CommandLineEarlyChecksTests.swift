@@ -37,11 +37,16 @@ struct CommandLineEarlyChecksTests {
         (["log", "prune", "--older-than", "90d", "--archive", ""], "option '--archive'"),
         (["db", "status", "--data-dir", ""], "option '--data-dir'"),
         (["serve", "--rate-burst", "100"], "option '--rate-burst' needs option '--rate-limit'"),
+        // A list entry that does not read is refused, not skipped; sizes and spreads are bounded.
+        (["bench", "calibration", "--arms", "2,x"], "--arms"),
+        (["bench", "report", "--sizes", "4000,99999999999999999999"], "option '--sizes'"),
+        (["bench", "report", "--sizes", "9223372036854775807"], "option '--sizes'"),
+        (["bench", "cuped", "--spread", "1e300"], "option '--spread'"),
     ])
     func argumentsThatCannotWorkAreUsageErrors(arguments: [String], message: String) async throws {
         let workspace = try FaultWorkspace("cli-early")
         defer { workspace.remove() }
-        let database = arguments.first == "db" ? [] : ["--database", Self.nowhere]
+        let database = ["report", "log", "serve"].contains(arguments[0]) ? ["--database", Self.nowhere] : []
         let answer = try await CommandLineOptionsTests.engage(arguments + database, in: workspace)
         #expect(answer.status == 64, "\(answer.output)")
         #expect(answer.output.hasPrefix("error: "), "\(answer.output)")
