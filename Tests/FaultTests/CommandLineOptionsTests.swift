@@ -86,7 +86,7 @@ struct CommandLineOptionsTests {
         (["projections", "rebuild", "other"], [:],
          "error: unknown read model 'other'; the read models are: engagement\nusage: engage projections rebuild [--database"),
         (["bench", "report", "--sizes", "10"], [:],
-         "error: invalid value '10' for option '--sizes': expected sizes of at least 4000 events\nusage: engage bench report [--database"),
+         "error: invalid value '10' for option '--sizes': expected sizes from 4000 to 100000000 events, such as 1000000,10000000\nusage: engage bench report [--database"),
         (["simulate", "--duplicates", "1.5"], [:], "error: invalid value '1.5' for option '--duplicates': expected a fraction from 0 to 1"),
         (["bench", "ingest", "--url", "http://127.0.0.1:9"], ["ENGAGE_BENCH_KEY": "a secret with spaces"],
          "error: invalid value for option '--key' (from ENGAGE_BENCH_KEY): expected a key as printed by engage keys create"),
