@@ -18,8 +18,9 @@ final class AppDelegate: NSObject, UIApplicationDelegate, UNUserNotificationCent
     func userNotificationCenter(_ center: UNUserNotificationCenter, willPresent notification: UNNotification,
                                 withCompletionHandler completion: @escaping (UNNotificationPresentationOptions) -> Void) {
         let options: UNNotificationPresentationOptions = [.banner, .list, .sound]
-        // Recorded only when shown (a banner or the list): an app that completes with [] (a chat
-        // already open), or with only a sound or a badge, shows nothing and records nothing.
+        // Recorded only when shown (a banner or the list; the deprecated .alert shows it too): an
+        // app that completes with [] (a chat already open), or with only a sound or a badge,
+        // shows nothing and records nothing.
         if !options.isDisjoint(with: [.banner, .list]) { EngageSetup.record { try $0.recordWillPresent(notification) } }
         completion(options)
     }

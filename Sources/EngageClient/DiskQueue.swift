@@ -205,7 +205,6 @@ struct DiskQueue: Sendable {
             index.headEvents += events.count
             index.bytes += text.count
             if let onceID { remember(onceID) }
-            forgetRecent(result.dropped)
             // The count of what was dropped must survive too: on a full disk, make room for it
             // (never at the cost of the event just written, which is in the head). Any other
             // failure is no reason to drop more: the drops are still reported to the caller,
@@ -224,6 +223,8 @@ struct DiskQueue: Sendable {
                     break
                 }
             }
+            // After the count's own drops too: each of them may be recorded again.
+            forgetRecent(result.dropped)
             return result
         }
     }

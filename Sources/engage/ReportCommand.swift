@@ -38,11 +38,14 @@ enum ReportCommand {
                 + "'\(until.longName)' \(last): no day lies between them")
         }
         if let file = arguments[output] {
-            // Before the report is read: a file that cannot be written is a typing slip too.
+            // Before the report is read: a file that cannot be written is a typing slip too. An
+            // existing writable file will do (/dev/stdout), else a writable directory for it.
             let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
             var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue,
-                  FileManager.default.isWritableFile(atPath: directory) else {
+            let files = FileManager.default
+            guard (files.fileExists(atPath: file) && files.isWritableFile(atPath: file))
+                    || (files.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue
+                        && files.isWritableFile(atPath: directory)) else {
                 throw arguments.usageError(.invalidValue, "option '\(output.longName)': cannot write '\(file)': "
                     + "its directory '\(directory)' does not exist or is not writable")
             }
@@ -95,7 +98,8 @@ enum ReportCommand {
             do {
                 try Data(bytes).write(to: URL(fileURLWithPath: file))
             } catch {
-                throw arguments.usageError(.invalidValue, "option '\(output.longName)': cannot write '\(file)': \(error.localizedDescription)")
+                // Not a usage error: the arguments were fine, the write failed (a full disk).
+                throw ReportError(description: "option '\(output.longName)': cannot write '\(file)': \(error.localizedDescription)")
             }
             FileHandle.standardError.write(Data("wrote \(file)\n".utf8))
         } else {

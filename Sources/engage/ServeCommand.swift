@@ -123,10 +123,6 @@ enum ServerOptions {
         server.http.maxHeaderBytes = arguments[maxHeaderBytes]
         server.http.requestTimeout = .seconds(arguments[requestTimeout])
         server.http.connectionTimeout = .seconds(arguments[idleTimeout])
-        if arguments[rateBurst] != nil && arguments[rateLimit] == nil {
-            throw arguments.usageError(.invalidValue, "option '\(rateBurst.longName)' needs option '\(rateLimit.longName)': "
-                + "without a rate limit there is no burst to size")
-        }
         server.rateLimit = arguments[rateLimit].map { rate in
             let tenSeconds = max(1, rate.requests * 10 / Int(rate.period.components.seconds))
             return RateLimit(requests: rate.requests, per: rate.period, burst: arguments[rateBurst] ?? tenSeconds)

@@ -4,8 +4,8 @@ import TestSupport
 
 /// What the command line can tell from its arguments alone it says before it opens a database
 /// (or starts a local one): a malformed experiment file, a report file that cannot be written,
-/// an empty path, a burst without a rate limit. Here the database never answers (port 1), so an
-/// answer naming the database would show the check came too late.
+/// an empty path. Here the database never answers (port 1), so an answer naming the database
+/// would show the check came too late, and one that does not shows a valid value got past it.
 @Suite("engage command line: checks before the database")
 struct CommandLineEarlyChecksTests {
     static let nowhere = "postgresql://engage@127.0.0.1:1/engage?connect_timeout=2"
@@ -31,12 +31,22 @@ struct CommandLineEarlyChecksTests {
         #expect(tooSmall.output.hasPrefix("error: the definition is invalid:\n  alpha: "), "\(tooSmall.output)")
     }
 
+    /// A file the report can be written to passes the check: a relative one (in the current
+    /// directory), an existing device. The database is what then fails.
+    @Test(.timeLimit(.minutes(2)), arguments: ["report.html", "/dev/null"])
+    func aWritableReportFileGetsPastTheCheck(file: String) async throws {
+        let workspace = try FaultWorkspace("cli-early-output")
+        defer { workspace.remove() }
+        let answer = try await CommandLineOptionsTests.engage(["report", "--output", file, "--database", Self.nowhere], in: workspace)
+        #expect(answer.status == 69, "\(answer.output)")
+        #expect(answer.output.contains("the database could not be reached"), "\(answer.output)")
+    }
+
     @Test(.timeLimit(.minutes(2)), arguments: [
         (["report", "--output", "/nonexistent-engage-dir/report.html"], "option '--output': cannot write"),
         (["report", "--output", ""], "option '--output'"),
         (["log", "prune", "--older-than", "90d", "--archive", ""], "option '--archive'"),
         (["db", "status", "--data-dir", ""], "option '--data-dir'"),
-        (["serve", "--rate-burst", "100"], "option '--rate-burst' needs option '--rate-limit'"),
         // A list entry that does not read is refused, not skipped; sizes and spreads are bounded.
         (["bench", "calibration", "--arms", "2,x"], "--arms"),
         (["bench", "report", "--sizes", "4000,99999999999999999999"], "option '--sizes'"),
