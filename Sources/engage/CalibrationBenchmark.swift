@@ -12,8 +12,7 @@ enum CalibrationBenchmark {
                                 default: 1_000, validate: .range(4...10_000_000))
     static let looks = Option("looks", value: "n", help: "Hourly analyses per experiment.", default: 24, validate: .range(1...10_000))
     static let arms = Option("arms", value: "list", help: "Arm counts to run, comma separated (control included).", default: "2,3")
-    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.0,
-                               validate: .spread)
+    static let spread = Option.propensitySpread(default: 1.0)
     static let workers = Option("workers", value: "n", help: "Concurrent simulation tasks.", default: 2, validate: .range(1...64))
 
     static let definition = Command(

@@ -15,8 +15,7 @@ enum CupedBenchmark {
     static let preLooks = Option("pre-hours", value: "n", help: "Hours of traffic in the pre-period.", default: 48,
                                  validate: .range(0...100_000))
     static let lift = Option("lift", value: "x", help: "True relative lift of the open rate.", default: 0.05)
-    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.0,
-                               validate: .spread)
+    static let spread = Option.propensitySpread(default: 1.0)
     static let workers = Option("workers", value: "n", help: "Concurrent simulation tasks.", default: 2, validate: .range(1...64))
 
     static let definition = Command(

@@ -10,8 +10,7 @@ enum ReportCoverageBenchmark {
     static let devices = Option("devices", value: "n", help: "Devices per dataset.", default: 300, validate: .range(2...1_000_000))
     static let notifications = Option("notifications", value: "n", help: "Notifications per device (over 4 categories).",
                                       default: 40, validate: .range(1...100_000))
-    static let spread = Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: 1.5,
-                               validate: .spread)
+    static let spread = Option.propensitySpread(default: 1.5)
     static let seed = Option("seed", value: "n", help: "Seed of the first dataset.", default: 16, validate: .range(0...Int.max))
 
     static let definition = Command(

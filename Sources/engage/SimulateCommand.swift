@@ -102,6 +102,14 @@ extension Validation where Value == Double {
     }
 }
 
+extension Option where Value == Double {
+    /// `--spread` of the simulations that draw devices: the standard deviation of their log-odds
+    /// propensity, from 0 to 10.
+    static func propensitySpread(default value: Double) -> Option {
+        Option("spread", value: "x", help: "Standard deviation of the devices' log-odds propensity.", default: value, validate: .spread)
+    }
+}
+
 /// Where simulated events go.
 enum SimulationTarget {
     case api(EventSender)
