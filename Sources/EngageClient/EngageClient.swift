@@ -166,11 +166,17 @@ public final class EngageClient: Sendable {
     /// last ones recorded (`EngageEvent.onceID`) is not queued again.
     @discardableResult
     public func record(_ event: EngageEvent) throws -> UUID {
+        try record(event, once: event.isRecordedOnce(queueName: configuration.queueName))
+    }
+
+    /// `once`: the event carries its once id (the queue skips a repeat); the client's own
+    /// `recordOnce` knows it made one and does not hash the names again to find out.
+    private func record(_ event: EngageEvent, once: Bool) throws -> UUID {
         let id = event.eventID.uuidString.lowercased()
         let queued = DiskQueue.QueuedEvent(id: id, json: event.json)
         let result: DiskQueue.AppendResult
         do {
-            result = try queue.append([queued], onceID: event.isRecordedOnce(queueName: configuration.queueName) ? id : nil)
+            result = try queue.append([queued], onceID: once ? id : nil)
         } catch let failed as DiskQueue.AppendFailed {
             report(failed.dropped)
             throw failed.cause
@@ -243,7 +249,7 @@ public final class EngageClient: Sendable {
                             properties: [String: JSONValue]?, body: EngageEvent.Body) throws -> UUID {
         try record(EngageEvent.once(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
                                     occurredAt: occurredAt ?? now(), experiment: experiment, properties: properties,
-                                    queueName: configuration.queueName, body: body))
+                                    queueName: configuration.queueName, body: body), once: true)
     }
 
     // MARK: Looking

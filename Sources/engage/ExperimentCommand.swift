@@ -67,11 +67,11 @@ enum ExperimentCommand {
         do {
             definition = try ExperimentDefinition(json: bytes)
         } catch {
-            throw ExperimentCommandError(detail: "the definition is invalid:\n  \(error.field): \(error.problem)")
+            throw ExperimentCommandError.invalidDefinition([error])
         }
         let problems = ExperimentStore.creationProblems(definition)
         guard problems.isEmpty else {
-            throw ExperimentCommandError(detail: "the definition is invalid:\n" + problems.map { "  \($0.field): \($0.problem)" }.joined(separator: "\n"))
+            throw ExperimentCommandError.invalidDefinition(problems)
         }
         let record = try await withChangingStore(arguments, changing: nil) { store in try await store.create(definition) }
         print("created experiment \(record.id) (draft); start it with: engage experiment start \(record.id)")
@@ -186,8 +186,7 @@ enum ExperimentCommand {
         } catch let error as ExperimentStoreError {
             switch error.code {
             case .invalidDefinition:
-                let lines = error.problems.map { "  \($0.field): \($0.problem)" }.joined(separator: "\n")
-                throw ExperimentCommandError(detail: "the definition is invalid:\n" + lines)
+                throw ExperimentCommandError.invalidDefinition(error.problems)
             default:
                 throw ExperimentCommandError(detail: error.description)
             }
@@ -206,6 +205,11 @@ struct ExperimentCommandError: Error, CustomStringConvertible {
     var detail: String
     var exitStatus: Int32 = 1
     var description: String { detail }
+
+    /// A definition refused, a problem a line.
+    static func invalidDefinition(_ problems: [ExperimentProblem]) -> ExperimentCommandError {
+        ExperimentCommandError(detail: "the definition is invalid:\n" + problems.map { "  \($0.field): \($0.problem)" }.joined(separator: "\n"))
+    }
 
     /// The change was made on the primary but not confirmed on the synchronous standbys: read it
     /// back before repeating it.

@@ -42,7 +42,7 @@ public struct StrategyReplayRoute: Sendable {
             case "category":
                 guard let category = CategoryFilter.normalized(item.value) else {
                     throw APIProblems.badRequest(
-                        "category must name a notification category such as new_photo, without control characters", slug: "bad-query")
+                        CategoryFilter.requirement, slug: "bad-query")
                 }
                 categories.append(category)
             default: throw ReplicaReadRoute.unknown(item, use: "strategy, since or category")

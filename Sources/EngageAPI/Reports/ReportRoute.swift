@@ -36,7 +36,7 @@ public struct ReportRoute: Sendable {
                 // database were gone).
                 guard let category = CategoryFilter.normalized(item.value) else {
                     throw APIProblems.badRequest(
-                        "category must name a notification category such as new_photo, without control characters", slug: "bad-query")
+                        CategoryFilter.requirement, slug: "bad-query")
                 }
                 query.category = category
             case "since", "until":

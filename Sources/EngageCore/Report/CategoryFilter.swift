@@ -6,6 +6,9 @@ import Foundation
 /// character (a NUL, which PostgreSQL text cannot hold, among them) can match nothing and is
 /// refused as the caller's mistake rather than read as a database failure.
 public enum CategoryFilter {
+    /// What a refused filter is told.
+    public static let requirement = "category must name a notification category such as new_photo, without control characters"
+
     /// The filter as stored categories are written; nil when empty or holding a control character.
     public static func normalized(_ value: String) -> String? {
         guard !value.isEmpty, !value.unicodeScalars.contains(where: isControl) else { return nil }
