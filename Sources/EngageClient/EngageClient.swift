@@ -131,6 +131,8 @@ public final class EngageClient: Sendable {
     let queue: DiskQueue
     let transport = Transport()
     let now: @Sendable () -> Date
+    /// Beside `now`, to tell how far the wall clock was set between recording and sending.
+    let bootClock: BootClock
     private let onDrop: @Sendable (DroppedEvents) -> Void
     private let recordedSinceFlush = Counter()
 
@@ -140,9 +142,10 @@ public final class EngageClient: Sendable {
         try self.init(configuration: configuration, now: { Date() }, onDrop: onDrop)
     }
 
-    /// `now` is the wall clock used for event times, backoff and claims (tests move it);
-    /// `protectionObserver` sees every file and directory the queue protects (tests on Linux).
-    init(configuration: Configuration, now: @escaping @Sendable () -> Date,
+    /// `now` is the wall clock used for event times, backoff and claims, and `bootClock` the time
+    /// since boot beside it (tests move both); `protectionObserver` sees every file and directory
+    /// the queue protects (tests on Linux).
+    init(configuration: Configuration, now: @escaping @Sendable () -> Date, bootClock: BootClock = .system,
          protectionObserver: (@Sendable (String, QueueFileProtection) -> Void)? = nil,
          onDrop: @escaping @Sendable (DroppedEvents) -> Void) throws {
         self.configuration = configuration
@@ -153,6 +156,7 @@ public final class EngageClient: Sendable {
         options.name = configuration.queueName
         queue = try DiskQueue(container: configuration.containerDirectory, options: options)
         self.now = now
+        self.bootClock = bootClock
         self.onDrop = onDrop
     }
 
@@ -166,14 +170,15 @@ public final class EngageClient: Sendable {
     /// last ones recorded (`EngageEvent.onceID`) is not queued again.
     @discardableResult
     public func record(_ event: EngageEvent) throws -> UUID {
-        try record(event, once: event.isRecordedOnce(queueName: configuration.queueName))
+        try record(event, once: event.isRecordedOnce(queueName: configuration.queueName), clock: nil)
     }
 
     /// `once`: the event carries its once id (the queue skips a repeat); the client's own
-    /// `recordOnce` knows it made one and does not hash the names again to find out.
-    private func record(_ event: EngageEvent, once: Bool) throws -> UUID {
+    /// `recordOnce` knows it made one and does not hash the names again to find out. `clock`:
+    /// the event's time is the wall clock the client read, which stood there (`RecordingClock`).
+    private func record(_ event: EngageEvent, once: Bool, clock: RecordingClock?) throws -> UUID {
         let id = event.eventID.uuidString.lowercased()
-        let queued = DiskQueue.QueuedEvent(id: id, json: event.json)
+        let queued = DiskQueue.QueuedEvent(id: id, json: clock?.stamp(event.json) ?? event.json)
         let result: DiskQueue.AppendResult
         do {
             result = try queue.append([queued], onceID: once ? id : nil)
@@ -194,9 +199,12 @@ public final class EngageClient: Sendable {
                            strategy: AttachmentStrategy? = nil, payloadBytes: Int? = nil,
                            experiment: ExperimentArm? = nil, deviceID: String? = nil,
                            properties: [String: JSONValue]? = nil) throws -> UUID {
-        try record(EngageEvent(notificationID: notificationID, deviceID: deviceID ?? configuration.deviceID,
-                               category: category, experiment: experiment, properties: properties,
-                               body: .sent(media: media, strategy: strategy, payloadBytes: payloadBytes)))
+        let wall = now()
+        let event = EngageEvent(notificationID: notificationID, deviceID: deviceID ?? configuration.deviceID,
+                                category: category, occurredAt: wall, experiment: experiment, properties: properties,
+                                body: .sent(media: media, strategy: strategy, payloadBytes: payloadBytes))
+        return try record(event, once: event.isRecordedOnce(queueName: configuration.queueName),
+                          clock: RecordingClock(wall: wall, boot: bootClock))
     }
 
     /// The Notification Service Extension finished, on its own or in `serviceExtensionTimeWillExpire()`.
@@ -245,11 +253,15 @@ public final class EngageClient: Sendable {
                        properties: properties, body: .action(actionID: actionID, textInputLength: textInputLength))
     }
 
+    /// A time the app gives goes as given: it may be on another clock, or have been read before
+    /// the clock was last set (a notification's date).
     private func recordOnce(notificationID: String, category: String, experiment: ExperimentArm?, occurredAt: Date?,
                             properties: [String: JSONValue]?, body: EngageEvent.Body) throws -> UUID {
-        try record(EngageEvent.once(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
-                                    occurredAt: occurredAt ?? now(), experiment: experiment, properties: properties,
-                                    queueName: configuration.queueName, body: body), once: true)
+        let wall = occurredAt ?? now()
+        return try record(EngageEvent.once(notificationID: notificationID, deviceID: configuration.deviceID, category: category,
+                                           occurredAt: wall, experiment: experiment, properties: properties,
+                                           queueName: configuration.queueName, body: body),
+                          once: true, clock: occurredAt == nil ? RecordingClock(wall: wall, boot: bootClock) : nil)
     }
 
     // MARK: Looking
@@ -442,6 +454,9 @@ public final class EngageClient: Sendable {
 
     /// The request header with this device's clock as it sends (the server's `ClockCorrection`).
     public static let sentAtHeader = "Engage-Sent-At"
+    /// The request header naming the events whose times are on the clock `Engage-Sent-At` reads
+    /// (`RecordingClock`).
+    public static let occurredAtClockHeader = "Engage-Occurred-At-Clock"
     /// Seconds since 1970 of 0000-01-01T00:00:00Z through 9999-12-31T23:59:59.999Z.
     static let writableYears: ClosedRange<TimeInterval> = -62_167_219_200...253_402_300_799.999
 
@@ -457,10 +472,14 @@ public final class EngageClient: Sendable {
         // its own and moves the times of a clock running ahead back, instead of rejecting them.
         // A clock outside the years RFC 3339 can write would have the whole batch refused.
         let clock = now()
+        // Without the clock as sent, the server has nothing to measure: the times go as recorded.
+        var sending = EventsAsSent(events.map(\.json), now: nil)
         if Self.writableYears.contains(clock.timeIntervalSince1970) {
             request.setValue(Timestamp.rfc3339(clock), forHTTPHeaderField: Self.sentAtHeader)
+            sending = EventsAsSent(events.map(\.json), now: RecordingClock(wall: clock, boot: bootClock))
+            request.setValue(sending.header, forHTTPHeaderField: Self.occurredAtClockHeader)
         }
-        let body = Array(events.map { $0.json + "\n" }.joined().utf8)
+        let body = Array(sending.lines.map { $0 + "\n" }.joined().utf8)
         if configuration.gzip {
             request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
             request.httpBody = Data(Gzip.compress(body))

@@ -37,7 +37,8 @@ public struct NotificationFacts: Sendable, Equatable {
 
 extension EngageClient {
     /// The notification was shown: from `willPresent` (now), or found by a sweep (at its date).
-    /// Once per notification, whoever records it first.
+    /// Once per notification, whoever records it first. Both times go as given: a notification's
+    /// date was read when it arrived, and the clock may have been set between then and now.
     @discardableResult
     public func recordDisplayed(_ notification: NotificationFacts, at time: Date? = nil) throws -> UUID {
         try recordDisplayed(notificationID: notification.notificationID, category: notification.category,

@@ -25,24 +25,40 @@ final class DropLog: @unchecked Sendable {
     }
 }
 
-/// A wall clock a test sets: backoff and claims read it, nothing waits for it.
+/// A wall clock a test sets, and the time since boot beside it: `advance` lets time pass (both
+/// move), `jump` sets the wall clock (it alone moves), `reboot` starts another boot. Backoff and
+/// claims read it; nothing waits for it.
 final class TestClock: @unchecked Sendable {
-    // Guards `current`.
+    // Guards the three.
     private let lock = NSLock()
     private var current: Date
+    private var uptime: TimeInterval = 1_000
+    private var boot = UUID().uuidString.lowercased()
 
     init(_ start: Date = Date()) { current = start }
 
-    var now: Date {
-        lock.lock()
-        defer { lock.unlock() }
-        return current
+    var now: Date { lock.withLock { current } }
+
+    var bootClock: BootClock {
+        BootClock(bootID: { [self] in lock.withLock { boot } }, sinceBoot: { [self] in lock.withLock { uptime } })
     }
 
     func advance(by seconds: TimeInterval) {
-        lock.lock()
-        current += seconds
-        lock.unlock()
+        lock.withLock {
+            current += seconds
+            uptime += seconds
+        }
+    }
+
+    func jump(by seconds: TimeInterval) {
+        lock.withLock { current += seconds }
+    }
+
+    func reboot() {
+        lock.withLock {
+            boot = UUID().uuidString.lowercased()
+            uptime = 30
+        }
     }
 }
 
@@ -52,7 +68,7 @@ func makeClient(_ container: Container, port: Int, key: String, drops: DropLog? 
         endpoint: URL(string: "http://127.0.0.1:\(port)")!, ingestKey: key,
         containerDirectory: container.url, deviceID: "dev-test-1")
     configure(&configuration)
-    return try EngageClient(configuration: configuration, now: { clock?.now ?? Date() }) { drops?.record($0) }
+    return try EngageClient(configuration: configuration, now: { clock?.now ?? Date() }, bootClock: clock?.bootClock ?? .system) { drops?.record($0) }
 }
 
 /// Rows stored for these ids.
@@ -187,7 +203,8 @@ struct LiveServerTests {
         let dying = try DiskQueue(container: container.url, maxBytes: 1 << 20, lease: 1)
         let claims = dying.claim(maxEvents: 10, now: clock.now).claims
         #expect(claims.flatMap(\.events).count == 4)
-        let body = "[" + claims.flatMap(\.events).map(\.json).joined(separator: ",") + "]"
+        // As a client sends them: without what the queue keeps beside each event.
+        let body = "[" + EventsAsSent(claims.flatMap(\.events).map(\.json), now: nil).lines.joined(separator: ",") + "]"
         let response = try await server.post(body, key: key)
         #expect(response.text == #"{"accepted":4,"duplicates":0,"rejected":[]}"#)
 

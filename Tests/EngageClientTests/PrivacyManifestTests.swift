@@ -16,8 +16,10 @@ struct PrivacyManifestTests {
         // Sizes and dates of the queue's files, all inside the app group container.
         ("NSPrivacyAccessedAPICategoryFileTimestamp",
          ["stat(", "fstat(", "lstat(", "attributesOfItem", "modificationDate", "creationDate", "fileSizeKey", "getattrlist"], "C617.1"),
-        // Elapsed time within the app (budgets, processing_ms); only intervals leave the device.
-        ("NSPrivacyAccessedAPICategorySystemBootTime", ["ContinuousClock", "systemUptime", "mach_absolute_time"], "35F9.1"),
+        // Elapsed time within the app (budgets, processing_ms, the clock set between recording and
+        // sending); only intervals leave the device.
+        ("NSPrivacyAccessedAPICategorySystemBootTime",
+         ["ContinuousClock", "systemUptime", "mach_absolute_time", "CLOCK_MONOTONIC", "CLOCK_BOOTTIME", "kern.boottime"], "35F9.1"),
         // Shared with the app's own extensions through the app group.
         ("NSPrivacyAccessedAPICategoryUserDefaults", ["UserDefaults"], "1C8F.1"),
         ("NSPrivacyAccessedAPICategoryDiskSpace", ["volumeAvailableCapacity", "statfs(", "systemFreeSize"], "E174.1"),

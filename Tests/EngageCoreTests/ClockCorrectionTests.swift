@@ -70,4 +70,68 @@ struct ClockCorrectionTests {
             #expect(ClockCorrection.none.applied(to: recorded, now: Self.now) == recorded)
         }
     }
+
+    /// Seconds the device's clock is off, and seconds its events on the sending clock move: either
+    /// way, by the whole error, within the same bounds.
+    static let sendingClockCases: [(ahead: Int64, moved: Int64)] = [
+        (0, 0), (60, 0), (-60, 0), (61, -61), (-61, 61), (7_200, -7_200), (-7_200, 7_200),
+        (12 * 3_600, -12 * 3_600), (-12 * 3_600, 12 * 3_600), (12 * 3_600 + 1, 0), (-12 * 3_600 - 1, 0), (-40 * 86_400, 0),
+    ]
+
+    @Test func anEventOnTheSendingClockMovesByTheWholeErrorEitherWay() {
+        for (ahead, moved) in Self.sendingClockCases {
+            let correction = ClockCorrection(sentAt: Self.sent(aheadBy: ahead), receivedAt: Self.now)
+            #expect(correction.sendingClockMicroseconds == moved * 1_000_000, "\(ahead) s ahead")
+            // Wherever the time lies: three hours ago, now, or ahead.
+            for offset in [Int64(-10_800), 0, 3_600] {
+                let recorded = Self.sent(aheadBy: offset)
+                #expect(correction.applied(to: recorded, now: Self.now, onSendingClock: true) == recorded.adding(microseconds: moved * 1_000_000),
+                        "\(ahead) s ahead, recorded \(offset) s from now")
+            }
+        }
+        // On the recording clock, a clock behind still moves nothing, and a time that could be right stays.
+        let behind = ClockCorrection(sentAt: Self.sent(aheadBy: -7_200), receivedAt: Self.now)
+        #expect(behind.applied(to: Self.sent(aheadBy: 3_600), now: Self.now) == Self.sent(aheadBy: 3_600))
+        let ahead = ClockCorrection(sentAt: Self.sent(aheadBy: 7_200), receivedAt: Self.now)
+        #expect(ahead.applied(to: Self.sent(aheadBy: -10_800), now: Self.now) == Self.sent(aheadBy: -10_800))
+    }
+
+    @Test func theOccurredAtClockHeaderIsReadOrRefused() {
+        #expect(ClockCorrection.eventsOnSendingClock(header: nil) == .noEvent)
+        #expect(ClockCorrection.eventsOnSendingClock(header: "recording") == .noEvent)
+        #expect(ClockCorrection.eventsOnSendingClock(header: "sending") == .everyEvent(except: []))
+        #expect(ClockCorrection.eventsOnSendingClock(header: " Sending ; EXCEPT=0, 3,3 ") == .everyEvent(except: [0, 3]))
+        for bad in ["", "send", "recording; except=1", "sending;", "sending; except=", "sending; except=1,", "sending; except=a",
+                    "sending; except=-1", "sending; except=+1", "sending; except=12345678", "sending; only=1", "sending, recording"] {
+            #expect(ClockCorrection.eventsOnSendingClock(header: bad) == nil, "\(bad)")
+        }
+    }
+
+    /// The header picks each event's clock by its index in the request, in both body formats.
+    @Test func eachEventOfABatchIsMovedOnItsOwnClock() throws {
+        // A clock two hours behind; both events read 30 minutes ahead of the server's clock.
+        let correction = ClockCorrection(sentAt: Self.sent(aheadBy: -7_200), receivedAt: Self.now)
+            .with(eventsOnSendingClock: .everyEvent(except: [1]))
+        #expect(correction.movesTimes)
+        #expect(!ClockCorrection(sentAt: Self.sent(aheadBy: -7_200), receivedAt: Self.now).movesTimes)
+        let line0 = Self.displayed(at: "2026-12-05T22:30:00Z", id: "0192f5a0-0000-7000-8000-000000000001").dropFirst().dropLast()
+        let line1 = Self.displayed(at: "2026-12-05T22:30:00Z", id: "0192f5a0-0000-7000-8000-000000000002").dropFirst().dropLast()
+        let bodies: [(BodyFormat, [UInt8])] = [(.json, [UInt8(ascii: "[")] + line0 + [UInt8(ascii: ",")] + line1 + [UInt8(ascii: "]")]),
+                                               (.ndjson, Array(line0) + [0x0A] + Array(line1))]
+        for (format, body) in bodies {
+            let batch = try decodeBatch(body, format: format, now: Self.now, correction: correction)
+            #expect(batch.events.isEmpty)
+            #expect(batch.rejected == [
+                Rejection(index: 0, field: "occurred_at", problem:
+                    "is 2 hours in the future (after moving it forward 2 hours, the device clock's error that Engage-Sent-At showed); the limit is 10 minutes"),
+                Rejection(index: 1, field: "occurred_at", problem: "is 30 minutes in the future; the limit is 10 minutes"),
+            ], "\(format)")
+        }
+        // Recorded just now by that clock: the event on the sending clock lands at the server's time.
+        let recent = Self.displayed(at: "2026-12-05T20:00:00Z")
+        let moved = try decodeBatch(recent, format: .json, now: Self.now, correction: correction.with(eventsOnSendingClock: .everyEvent(except: [])))
+        #expect(moved.events.map(\.occurredAt) == [Self.now])
+        let kept = try decodeBatch(recent, format: .json, now: Self.now, correction: correction.with(eventsOnSendingClock: .noEvent))
+        #expect(kept.events.map(\.occurredAt) == [Timestamp(rfc3339: "2026-12-05T20:00:00Z")!])
+    }
 }

@@ -9,7 +9,8 @@ public struct IngestMetrics: Sendable {
     public let duplicates: Counter
     public let rejected: Counter
     public let requestEvents: Histogram
-    /// Requests whose device clock ran ahead (`ClockCorrection`): their times ahead were moved back.
+    /// Requests whose device clock was off (`ClockCorrection`): their times that could not be right, or were on
+    /// the sending clock, were moved.
     public let clockCorrected: Counter
     private let rejectedByField: FieldCounters
 
@@ -20,7 +21,7 @@ public struct IngestMetrics: Sendable {
         requestEvents = registry.histogram("engage_ingest_request_events", help: "Events per ingestion request.",
                                            buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
         clockCorrected = registry.counter("engage_ingest_clock_corrected_requests_total",
-                                          help: "Ingestion requests whose Engage-Sent-At showed a device clock 60 s to 12 h ahead; their events ahead of the server's clock were moved back.")
+                                          help: "Ingestion requests whose Engage-Sent-At showed a device clock 60 s to 12 h ahead (or behind, for events on the sending clock); their times were moved.")
         rejectedByField = FieldCounters(registry: registry)
     }
 

@@ -217,14 +217,20 @@ public struct IngestRoute: Sendable {
             return .failure(ProblemResponse(APIProblems.tooLarge("the body is \(body.count) bytes; the limit is \(configuration.maxDecompressedBytes)")))
         }
         let now = time.wallClock
-        guard let correction = ClockCorrection.requested(by: request.headers[ClockCorrection.header], receivedAt: now) else {
+        guard let measured = ClockCorrection.requested(by: request.headers[ClockCorrection.header], receivedAt: now) else {
             return .failure(ProblemResponse(APIProblems.badRequest(
                 "\(ClockCorrection.header) must be an RFC 3339 time with a zone, the device's clock as it sent the request "
                     + "(such as 2026-12-05T22:40:00.120Z)", slug: "bad-sent-at")))
         }
+        guard let onSendingClock = ClockCorrection.eventsOnSendingClock(header: request.headers[ClockCorrection.clockHeader]) else {
+            return .failure(ProblemResponse(APIProblems.badRequest(
+                "\(ClockCorrection.clockHeader) must be recording, sending, or sending; except= and the indices of the events "
+                    + "on the recording clock (such as sending; except=0,3)", slug: "bad-occurred-at-clock")))
+        }
+        let correction = measured.with(eventsOnSendingClock: onSendingClock)
         do {
             let decoded = try decodeBatch(body, format: format, limits: configuration.limits, now: now, correction: correction)
-            if correction != .none { metrics.clockCorrected.increment() }
+            if correction.movesTimes { metrics.clockCorrected.increment() }
             return .success(decoded)
         } catch {
             switch error {

@@ -25,10 +25,11 @@ extension Event {
     }
 
     /// Decodes and validates the event object at `node` of a parsed request body; `correction`
-    /// moves an `occurred_at` ahead of `now` before its window is checked.
-    public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: EventLimits,
-                                  now: Timestamp, correction: ClockCorrection = .none) throws(EventProblem) -> Event {
-        try EventReader(json: json, onTheWire: true).wireEvent(node, limits: limits, now: now, correction: correction)
+    /// moves its `occurred_at` (on the sending clock or not) before its window is checked.
+    public static func decodeWire(_ json: JSON, _ node: JSON.Node, limits: EventLimits, now: Timestamp,
+                                  correction: ClockCorrection = .none, onSendingClock: Bool = false) throws(EventProblem) -> Event {
+        try EventReader(json: json, onTheWire: true).wireEvent(node, limits: limits, now: now, correction: correction,
+                                                               onSendingClock: onSendingClock)
     }
 
     /// Rebuilds an event from its stored columns and its `payloadJSON` (any whitespace and key
@@ -145,7 +146,8 @@ struct EventReader {
 
     // MARK: Whole events
 
-    func wireEvent(_ node: JSON.Node, limits: EventLimits, now: Timestamp, correction: ClockCorrection) throws(EventProblem) -> Event {
+    func wireEvent(_ node: JSON.Node, limits: EventLimits, now: Timestamp, correction: ClockCorrection,
+                   onSendingClock: Bool) throws(EventProblem) -> Event {
         guard json.kind(node) == .object else {
             throw EventProblem(field: nil, problem: "must be a JSON object")
         }
@@ -170,7 +172,7 @@ struct EventReader {
             throw .required("occurred_at")
         }
         let recorded = try timestamp(occurredNode, "occurred_at")
-        let occurredAt = correction.applied(to: recorded, now: now)
+        let occurredAt = correction.applied(to: recorded, now: now, onSendingClock: onSendingClock)
         try checkWindow(occurredAt, limits: limits, now: now, explanation: correction.explanation(recorded: recorded, moved: occurredAt))
 
         let (details, experiment, properties) = try body(fields, type)

@@ -84,7 +84,7 @@ public enum BatchError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Whole-request failures throw: malformed JSON (JSON format only; in NDJSON a malformed line
 /// rejects just that line), a wrong shape, no events, or more than `limits.maxEvents`. Each event
 /// is then validated on its own (`Event.decodeWire`) against `now`, its `occurred_at` moved by
-/// `correction`; the second and later events with an `event_id` already accepted in this request
+/// `correction` (which also says which events are on the sending clock); the second and later events with an `event_id` already accepted in this request
 /// are dropped and counted.
 public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimits = IngestLimits(),
                         now: Timestamp, correction: ClockCorrection = .none) throws(BatchError) -> DecodedBatch {
@@ -158,7 +158,10 @@ private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timesta
 
     var builder = BatchBuilder(capacity: count)
     for (index, node) in json.elements(list).enumerated() {
-        let result = Result { () throws(EventProblem) in try Event.decodeWire(json, node, limits: limits.event, now: now, correction: correction) }
+        let result = Result { () throws(EventProblem) in
+            try Event.decodeWire(json, node, limits: limits.event, now: now, correction: correction,
+                                 onSendingClock: correction.isOnSendingClock(eventAt: index))
+        }
         builder.add(result, index: index)
     }
     return builder.batch
@@ -182,13 +185,16 @@ private func decodeNDJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Times
 
     var builder = BatchBuilder(capacity: lines.count)
     for (index, line) in lines.enumerated() {
-        let result = Result { () throws(EventProblem) in try decodeLine(body, line, limits: limits, now: now, correction: correction) }
+        let result = Result { () throws(EventProblem) in
+            try decodeLine(body, line, limits: limits, now: now, correction: correction, onSendingClock: correction.isOnSendingClock(eventAt: index))
+        }
         builder.add(result, index: index)
     }
     return builder.batch
 }
 
-private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimits, now: Timestamp, correction: ClockCorrection) throws(EventProblem) -> Event {
+private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimits, now: Timestamp, correction: ClockCorrection,
+                        onSendingClock: Bool) throws(EventProblem) -> Event {
     if line.count > limits.event.maxEventBytes {
         throw EventProblem(field: nil, problem: "event is \(line.count) bytes; the limit is \(limits.event.maxEventBytes)")
     }
@@ -199,5 +205,5 @@ private func decodeLine(_ body: [UInt8], _ line: Range<Int>, limits: IngestLimit
     } catch {
         throw EventProblem(field: nil, problem: "malformed JSON at byte \(error.offset - line.lowerBound) of the line: \(error.reason)")
     }
-    return try Event.decodeWire(json, json.root, limits: limits.event, now: now, correction: correction)
+    return try Event.decodeWire(json, json.root, limits: limits.event, now: now, correction: correction, onSendingClock: onSendingClock)
 }

@@ -6,7 +6,12 @@
 /// most `maxPast` old. So no retry of an event recorded more than `maxPast + maxFuture` ago can be
 /// stored, and the log may forget the event and its id; but for the device clock's correction
 /// (`ClockCorrection`), which may have moved the original back by up to `ClockCorrection.largest`
-/// and not the retry (its clock put right in between), so that much more. `clockMargin` covers the difference
+/// and not the retry (its clock put right in between), so that much more. An event on the sending
+/// clock comes to its real time on every attempt whose clock was off by at most `largest`; only a
+/// device whose clock was more than `largest` off at one attempt (set by hand to another day) and
+/// within it at another may move a retry further, by up to three times `largest`, which the window
+/// does not cover: that device would also have to hold the event unsent for most of `maxPast`
+/// after a lost answer. `clockMargin` covers the difference
 /// between the clocks of the engage servers (which check `occurred_at`) and of PostgreSQL (which
 /// sets `recorded_at`).
 public struct IdempotencyWindow: Sendable, Equatable {

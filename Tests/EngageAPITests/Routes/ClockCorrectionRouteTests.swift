@@ -49,4 +49,40 @@ struct ClockCorrectionRouteTests {
             #expect(server.events.storedIDs.isEmpty)
         }
     }
+
+    /// Events on the sending clock (`Engage-Occurred-At-Clock`) move by the clock's whole error,
+    /// here a clock behind, and the others only when they cannot be right.
+    @Test func theOccurredAtClockHeaderPicksEachEventsClock() async throws {
+        try await IngestRouteTests.withServer(cached: true) { server in
+            let key = server.keys.issue(app: "app-1")
+            // Both read 45.5 minutes ahead of the server's clock, sent by a clock 2.5 hours behind
+            // (the figures keep clear of whole units: the header's time has whole seconds).
+            let events = [WireEvent.displayed(age: -2730), WireEvent.displayed(age: -2730)]
+            let headers = [(ClockCorrection.header, Self.sentAt(aheadBy: -9000)), (ClockCorrection.clockHeader, "sending; except=1")]
+            try expectProblem(try await server.post(events.array, key: key, extraHeaders: headers), Problem(
+                "no-valid-events", status: 400, title: "No event in the request is valid",
+                detail: "2 event(s) rejected; see rejected",
+                rejected: [RejectedEvent(0, "occurred_at", "is 3 hours in the future (after moving it forward 2 hours, "
+                               + "the device clock's error that Engage-Sent-At showed); the limit is 10 minutes"),
+                           RejectedEvent(1, "occurred_at", "is 45 minutes in the future; the limit is 10 minutes")]))
+            // Recorded just now by that clock, on the sending clock: accepted, as it is without the header.
+            try expectAccepted(try await server.post([WireEvent.displayed(age: 9000)].array, key: key, extraHeaders: headers),
+                               Acceptance(accepted: 1))
+            let metrics = try await server.request("GET", "/metrics")
+            #expect(metrics.text.contains("engage_ingest_clock_corrected_requests_total 2"), "\(metrics.text)")
+        }
+    }
+
+    @Test func anOccurredAtClockThatIsNotOneIsRefusedNamingTheHeader() async throws {
+        try await IngestRouteTests.withServer(cached: true) { server in
+            let key = server.keys.issue(app: "app-1")
+            for value in ["sent", "sending; except=first", "sending; except=1,,2"] {
+                try expectProblem(try await server.post(WireEvent.valid(1).array, key: key, extraHeaders: [(ClockCorrection.clockHeader, value)]),
+                                  .badRequest("bad-occurred-at-clock", "Engage-Occurred-At-Clock must be recording, sending, or sending; except= "
+                                      + "and the indices of the events on the recording clock (such as sending; except=0,3)"))
+            }
+            #expect(server.events.storedIDs.isEmpty)
+        }
+    }
 }
+
