@@ -12,8 +12,8 @@ import Darwin
 struct BootClock: Sendable {
     /// This boot's identity; nil where the system does not say (then nothing is corrected).
     var bootID: @Sendable () -> String?
-    /// Seconds since boot, time asleep included.
-    var sinceBoot: @Sendable () -> TimeInterval
+    /// Seconds since boot, time asleep included; nil when the system does not answer.
+    var sinceBoot: @Sendable () -> TimeInterval?
 
     /// The system's: `kern.bootsessionuuid` and `CLOCK_MONOTONIC` (which counts sleep on Apple's
     /// systems), or Linux's `boot_id` and `CLOCK_BOOTTIME`.
@@ -24,7 +24,7 @@ struct BootClock: Sendable {
         #else
         let clock = CLOCK_BOOTTIME
         #endif
-        guard clock_gettime(clock, &time) == 0 else { return 0 }
+        guard clock_gettime(clock, &time) == 0 else { return nil }
         return TimeInterval(time.tv_sec) + TimeInterval(time.tv_nsec) / 1e9
     })
 

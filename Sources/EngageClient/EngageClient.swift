@@ -469,7 +469,8 @@ public final class EngageClient: Sendable {
         // in an array it would make the whole request malformed and every event of it refused.
         request.setValue("application/x-ndjson", forHTTPHeaderField: "Content-Type")
         // Read as the request is made, each retry anew: the server measures this clock against
-        // its own and moves the times of a clock running ahead back, instead of rejecting them.
+        // its own, and undoes its error for the events on it (`EventsAsSent`), and for the others
+        // whose times lie ahead, instead of rejecting them.
         // A clock outside the years RFC 3339 can write would have the whole batch refused.
         let clock = now()
         // Without the clock as sent, the server has nothing to measure: the times go as recorded.

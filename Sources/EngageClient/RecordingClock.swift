@@ -11,8 +11,9 @@ import Foundation
 /// send moves the event by that much and says its time is on the sending clock
 /// (`Engage-Occurred-At-Clock`); the server then undoes the sending clock's error for it.
 ///
-/// Only the times the client reads itself are kept this way: a time the app gives (a
-/// notification's date, or one from its server) may be on another clock.
+/// Only the times the client reads itself are kept this way (the `record...` calls made without
+/// `occurredAt`, and `recordDisplayedNow`): a time the app gives (a notification's date, read
+/// when it arrived, or one from its server) may be on another clock.
 struct RecordingClock: Sendable, Equatable {
     var bootID: String
     /// Wall clock less time since boot, in milliseconds.
@@ -33,8 +34,8 @@ struct RecordingClock: Sendable, Equatable {
 
     /// The clock at `wall`; nil when the boot has no id to compare.
     init?(wall: Date, boot: BootClock) {
-        guard let id = boot.bootID(), Self.isValidBootID(id) else { return nil }
-        let offset = (wall.timeIntervalSince1970 - boot.sinceBoot()) * 1000
+        guard let id = boot.bootID(), Self.isValidBootID(id), let sinceBoot = boot.sinceBoot() else { return nil }
+        let offset = (wall.timeIntervalSince1970 - sinceBoot) * 1000
         guard offset.isFinite, abs(offset) < 1e15 else { return nil }
         self.init(bootID: id, offsetMS: Int64(offset.rounded()))
     }

@@ -46,6 +46,15 @@ extension EngageClient {
                             experiment: notification.payload.experiment, occurredAt: time ?? notification.date)
     }
 
+    /// Shown now, in the foreground (`willPresent`): the client reads its clock itself, so a
+    /// clock set before the event is sent moves the event with it (`RecordingClock`).
+    @discardableResult
+    public func recordDisplayedNow(_ notification: NotificationFacts) throws -> UUID {
+        try recordDisplayed(notificationID: notification.notificationID, category: notification.category,
+                            presentation: notification.presentation, attachmentKind: notification.attachmentKind,
+                            experiment: notification.payload.experiment)
+    }
+
     /// Records the display of every notification still in Notification Center, so displays
     /// that happened while the app was not running are counted; those recorded before (by
     /// `willPresent` or an earlier sweep) are not queued again. Returns the first failure to

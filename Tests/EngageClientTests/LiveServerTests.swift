@@ -438,7 +438,7 @@ struct LiveServerTests {
         _ = try stuck.recordExpanded(notificationID: "n2", category: "new_photo")
         let claimed = stuck.queue.claim(maxEvents: 1, now: clock.now)
         #expect(claimed.claims.count == 1)
-        clock.advance(by: -86_400)
+        clock.jump(by: -86_400)
 
         let server = try TestServer()
         let online = try makeClient(container, port: server.port, key: try await server.key(), clock: clock)

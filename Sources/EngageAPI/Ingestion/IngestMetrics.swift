@@ -9,8 +9,7 @@ public struct IngestMetrics: Sendable {
     public let duplicates: Counter
     public let rejected: Counter
     public let requestEvents: Histogram
-    /// Requests whose device clock was off (`ClockCorrection`): their times that could not be right, or were on
-    /// the sending clock, were moved.
+    /// Requests whose device clock was off by what `ClockCorrection` undoes: their times may have moved.
     public let clockCorrected: Counter
     private let rejectedByField: FieldCounters
 
@@ -21,7 +20,7 @@ public struct IngestMetrics: Sendable {
         requestEvents = registry.histogram("engage_ingest_request_events", help: "Events per ingestion request.",
                                            buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000])
         clockCorrected = registry.counter("engage_ingest_clock_corrected_requests_total",
-                                          help: "Ingestion requests whose Engage-Sent-At showed a device clock 60 s to 12 h ahead (or behind, for events on the sending clock); their times were moved.")
+                                          help: "Ingestion requests whose Engage-Sent-At showed a device clock 60 s to 12 h ahead, or behind with events on the sending clock: requests whose times may have moved.")
         rejectedByField = FieldCounters(registry: registry)
     }
 

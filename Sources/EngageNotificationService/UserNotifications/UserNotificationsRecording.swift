@@ -18,7 +18,7 @@ extension EngageClient {
     /// in the foreground.
     @discardableResult
     public func recordWillPresent(_ notification: UNNotification) throws -> UUID {
-        try recordDisplayed(NotificationFacts(notification), at: Date())
+        try recordDisplayedNow(NotificationFacts(notification))
     }
 
     /// When the app becomes active: the displays of every notification still in Notification
