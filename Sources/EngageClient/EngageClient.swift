@@ -473,11 +473,11 @@ public final class EngageClient: Sendable {
         // whose times lie ahead, instead of rejecting them.
         // A clock outside the years RFC 3339 can write would have the whole batch refused.
         let clock = now()
+        let writable = Self.writableYears.contains(clock.timeIntervalSince1970)
         // Without the clock as sent, the server has nothing to measure: the times go as recorded.
-        var sending = EventsAsSent(events.map(\.json), now: nil)
-        if Self.writableYears.contains(clock.timeIntervalSince1970) {
+        let sending = EventsAsSent(events.map(\.json), now: writable ? RecordingClock(wall: clock, boot: bootClock) : nil)
+        if writable {
             request.setValue(Timestamp.rfc3339(clock), forHTTPHeaderField: Self.sentAtHeader)
-            sending = EventsAsSent(events.map(\.json), now: RecordingClock(wall: clock, boot: bootClock))
             request.setValue(sending.header, forHTTPHeaderField: Self.occurredAtClockHeader)
         }
         let body = Array(sending.lines.map { $0 + "\n" }.joined().utf8)

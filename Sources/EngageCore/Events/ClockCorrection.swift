@@ -1,3 +1,5 @@
+import Foundation
+
 /// How far a request's `occurred_at` values move to make up for a device clock that is off.
 ///
 /// `occurred_at` is the device's clock. A client that says what its clock read as it sent the
@@ -89,15 +91,15 @@ public struct ClockCorrection: Sendable, Equatable {
     public static func eventsOnSendingClock(header: String?) -> SendingClockEvents? {
         guard let header else { return .noEvent }
         let parts = header.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
-        let clock = parts[0].trimmingSpaces.lowercased()
+        let clock = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
         if parts.count == 1 && clock == "recording" { return .noEvent }
         guard clock == "sending" else { return nil }
         guard parts.count == 2 else { return .everyEvent(except: []) }
-        let parameter = parts[1].trimmingSpaces
+        let parameter = parts[1].trimmingCharacters(in: .whitespaces)
         guard parameter.lowercased().hasPrefix("except=") else { return nil }
         var except = Set<Int>()
         for index in parameter.dropFirst("except=".count).split(separator: ",", omittingEmptySubsequences: false) {
-            let digits = index.trimmingSpaces
+            let digits = index.trimmingCharacters(in: .whitespaces)
             // Seven digits are more events than any request may hold.
             guard (1...7).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(digits) else { return nil }
             except.insert(value)
@@ -110,15 +112,9 @@ public struct ClockCorrection: Sendable, Equatable {
         eventsOnSendingClock.contains(index)
     }
 
-    /// `recorded` (on the recording clock) moved back when it is more than `tolerance` ahead of
-    /// `now`, as it cannot be right.
-    public func applied(to recorded: Timestamp, now: Timestamp) -> Timestamp {
-        applied(to: recorded, now: now, onSendingClock: false)
-    }
-
-    /// `recorded` moved by the clock's error: always when it is on the sending clock, else only
-    /// when it cannot be right.
-    public func applied(to recorded: Timestamp, now: Timestamp, onSendingClock: Bool) -> Timestamp {
+    /// `recorded` moved by the clock's error: always when it is on the sending clock, else (on the
+    /// recording clock) only when it is more than `tolerance` ahead of `now`, as it cannot be right.
+    public func applied(to recorded: Timestamp, now: Timestamp, onSendingClock: Bool = false) -> Timestamp {
         if onSendingClock { return recorded.adding(microseconds: sendingClockMicroseconds) }
         guard microseconds != 0,
               recorded.microsecondsSinceEpoch - now.microsecondsSinceEpoch > EventLimits.microseconds(Self.tolerance)
@@ -137,14 +133,5 @@ public struct ClockCorrection: Sendable, Equatable {
         guard change != 0 else { return "" }
         return " (after moving it \(change < 0 ? "back" : "forward") \(EventProblem.describe(microseconds: abs(change))), "
             + "the device clock's error that \(Self.header) showed)"
-    }
-}
-
-extension Substring {
-    fileprivate var trimmingSpaces: Substring {
-        var text = self
-        while text.first == " " || text.first == "\t" { text.removeFirst() }
-        while text.last == " " || text.last == "\t" { text.removeLast() }
-        return text
     }
 }

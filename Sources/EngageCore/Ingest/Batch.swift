@@ -84,8 +84,8 @@ public enum BatchError: Error, Equatable, Sendable, CustomStringConvertible {
 /// Whole-request failures throw: malformed JSON (JSON format only; in NDJSON a malformed line
 /// rejects just that line), a wrong shape, no events, or more than `limits.maxEvents`. Each event
 /// is then validated on its own (`Event.decodeWire`) against `now`, its `occurred_at` moved by
-/// `correction` (which also says which events are on the sending clock); the second and later events with an `event_id` already accepted in this request
-/// are dropped and counted.
+/// `correction` (which also says which events are on the sending clock); the second and later
+/// events with an `event_id` already accepted in this request are dropped and counted.
 public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimits = IngestLimits(),
                         now: Timestamp, correction: ClockCorrection = .none) throws(BatchError) -> DecodedBatch {
     // A UTF-8 byte order mark some writers put first (RFC 8259 lets a parser ignore it): it made
