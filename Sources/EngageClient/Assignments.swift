@@ -126,7 +126,7 @@ enum AssignmentsDocument {
               let arm = entry["arm"] as? String, !arm.isEmpty
         else { return nil }
         return Assignment(experiment: experiment, arm: arm, strategy: entry["strategy"] as? String,
-                          probability: (entry["probability"] as? NSNumber)?.doubleValue)
+                          probability: FoundationNumber.probability(entry["probability"]))
     }
 
     static func batchRequest(deviceIDs: [String], category: String?) -> String {

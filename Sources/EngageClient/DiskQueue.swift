@@ -534,7 +534,7 @@ struct DiskQueue: Sendable {
               let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any]
         else { return DropCounts() }
         var counts = DropCounts()
-        for key in DropCounts.keys { counts[key] = (object[key] as? NSNumber)?.intValue ?? 0 }
+        for key in DropCounts.keys { counts[key] = FoundationNumber.whole(object[key], atMost: .max) ?? 0 }
         return counts
     }
 

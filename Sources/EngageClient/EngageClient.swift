@@ -75,9 +75,10 @@ public final class EngageClient: Sendable {
             /// fail the same way.
             case rejected(field: String?, problem: String)
             /// engage refused the whole request with a 4xx of its own that retrying cannot fix
-            /// (400, 401, 403, 413 for a single event, 415, ...): `problemType` is its problem
-            /// document's `type`, under `https://engage.dev/problems/`. A 4xx from anything else
-            /// on the way drops nothing.
+            /// (400, or 413 for a single event): `problemType` is its problem document's `type`,
+            /// under `https://engage.dev/problems/`. Its 401, 403, 404, 405, 415 and 431 refuse
+            /// the key, the address or the request's form and drop nothing; nor does a 4xx from
+            /// anything else on the way.
             case refused(status: Int, problemType: String?)
             /// The queue went over `maxQueueBytes`; these were the oldest waiting.
             case overflow

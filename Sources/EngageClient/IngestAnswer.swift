@@ -18,10 +18,11 @@ struct IngestAnswer: Equatable {
         /// 429 or 503 with `Retry-After`.
         case retryAfter(TimeInterval)
         /// No answer, a 5xx, 408, a redirect, a 200 that is not engage's answer, a 4xx that is
-        /// not engage's problem, or 429/503 without `Retry-After`: back off and retry.
+        /// not engage's problem, a refusal of the key, the address or the request's form (401,
+        /// 403, 404, 405, 415, 431), or 429/503 without `Retry-After`: back off and retry.
         case transient
-        /// A 4xx that is engage's own problem (its `type` under `problemBase`): retrying
-        /// unchanged cannot help.
+        /// Any other 4xx that is engage's own problem (its `type` under `problemBase`): the
+        /// events themselves are refused, and retrying them unchanged cannot help.
         case refused(status: Int, problemType: String?)
         /// 413, from engage (its problem type) or from anything on the way (nil): fewer events
         /// per request may pass.
@@ -55,11 +56,13 @@ struct IngestAnswer: Equatable {
                 return .transient
             case 413:
                 return .tooLarge(problemType: engageProblemType(body))
-            case 401, 403:
-                // The key, not the events: unknown, revoked or of another role. An app update
-                // that ships a new key finds them still queued (the queue outlives updates in the
-                // app group) and sends them; until then they wait with the backoff, within
-                // `maxQueueBytes`.
+            case 401, 403, 404, 405, 415, 431:
+                // The key, not the events: unknown, revoked or of another role. Nor are they the
+                // fault of an endpoint whose path the server (or a proxy before it) does not
+                // serve, or of a server that does not take this client's encoding or headers.
+                // An app update or a server's fix finds them still queued (the queue outlives
+                // updates in the app group) and sends them; until then they wait with the
+                // backoff, within `maxQueueBytes`.
                 return .transient
             case 400...499:
                 // A firewall's or captive portal's page, a proxy's 407, a CDN's 421 or 425 say
@@ -80,32 +83,25 @@ struct IngestAnswer: Equatable {
     }
 
     /// engage's 200 body for a request of `sent` events: an object with integer `accepted` and
-    /// `duplicates` and an array `rejected` of objects with an integer `index`, every count and
-    /// index within the request, each index once; nil for anything else (it is not engage's
-    /// answer to this request, and a count it made up must not reach the client's sums).
+    /// `duplicates` and an array `rejected` of objects with an integer `index`, every index within
+    /// the request and once, the three accounting for every event sent (the server's always do);
+    /// nil for anything else (it is not engage's answer to this request: a count it made up must
+    /// not reach the client's sums, and an event it leaves out must not be deleted as stored).
     static func parse(_ body: Data, sent: Int) -> IngestAnswer? {
         guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let accepted = count(object["accepted"], below: sent + 1),
-              let duplicates = count(object["duplicates"], below: sent + 1),
-              let rejected = object["rejected"] as? [Any], accepted + duplicates + rejected.count <= sent
+              let accepted = FoundationNumber.whole(object["accepted"], atMost: sent),
+              let duplicates = FoundationNumber.whole(object["duplicates"], atMost: sent),
+              let rejected = object["rejected"] as? [Any], accepted + duplicates + rejected.count == sent
         else { return nil }
         var answer = IngestAnswer(accepted: accepted, duplicates: duplicates)
         var indices = Set<Int>()
         for entry in rejected {
-            guard let entry = entry as? [String: Any], let index = count(entry["index"], below: sent),
+            guard let entry = entry as? [String: Any], let index = FoundationNumber.whole(entry["index"], atMost: sent - 1),
                   indices.insert(index).inserted
             else { return nil }
             answer.rejected.append(.init(index: index, field: entry["field"] as? String,
                                          problem: entry["problem"] as? String ?? ""))
         }
         return answer
-    }
-
-    /// A JSON number that is a whole count under `limit`.
-    private static func count(_ value: Any?, below limit: Int) -> Int? {
-        guard let number = value as? NSNumber, number.doubleValue >= 0, number.doubleValue < Double(limit),
-              number.doubleValue == number.doubleValue.rounded()
-        else { return nil }
-        return Int(number.doubleValue)
     }
 }

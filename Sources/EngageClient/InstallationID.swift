@@ -73,10 +73,10 @@ public enum InstallationID {
         #endif
     }
 
+    /// An id the server takes as a `device_id`: any other would have every event of the
+    /// installation refused, so a damaged one is replaced.
     private static func valid(_ bytes: [UInt8]) -> String? {
         let id = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !id.isEmpty, id.utf8.count <= 200, !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
-        else { return nil }
-        return id
+        return WireText.isAcceptable(id, maxBytes: 200) ? id : nil
     }
 }

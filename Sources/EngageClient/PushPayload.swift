@@ -25,6 +25,8 @@ public struct PushPayload: Sendable, Equatable {
         public var url: URL
         /// What the sender knows about the file, when it says so.
         public var kind: AttachmentKind?
+        /// A whole number the server takes (`WireInteger`); any other value in a payload is not
+        /// carried.
         public var bytes: Int?
 
         public init(variant: String, url: URL, kind: AttachmentKind? = nil, bytes: Int? = nil) {
@@ -95,8 +97,7 @@ public struct PushPayload: Sendable, Equatable {
         }
         notificationID = name("notification_id", maxBytes: 200)
         if let id = name("experiment", maxBytes: 100), let arm = name("arm", maxBytes: 100) {
-            let probability = (object["probability"] as? NSNumber)?.doubleValue
-            experiment = ExperimentArm(id: id, arm: arm, probability: probability.flatMap { $0 > 0 && $0 <= 1 ? $0 : nil })
+            experiment = ExperimentArm(id: id, arm: arm, probability: FoundationNumber.probability(object["probability"]))
         }
         strategy = object["strategy"] as? String
         media = (object["media"] as? [Any] ?? []).compactMap { entry in
@@ -106,7 +107,7 @@ public struct PushPayload: Sendable, Equatable {
                   let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http"
             else { return nil }
             return Media(variant: variant, url: url, kind: (entry["kind"] as? String).flatMap(AttachmentKind.init(rawValue:)),
-                         bytes: (entry["bytes"] as? NSNumber)?.intValue)
+                         bytes: FoundationNumber.whole(entry["bytes"], atMost: WireInteger.maximum))
         }
     }
 

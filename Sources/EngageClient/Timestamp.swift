@@ -18,11 +18,13 @@ enum Timestamp {
     }
 
     /// The inverse of `rfc3339(_:)` for the form the client writes (UTC, `Z`, any number of
-    /// fraction digits); nil for anything else.
+    /// fraction digits, up to 18 of them); nil for anything else. The text comes from a queue file
+    /// read back, which could be damaged: no input traps.
     static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
-        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":")
+        guard bytes.count >= 20, bytes.count <= 39, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),
+              bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"),
+              bytes[16] == UInt8(ascii: ":")
         else { return nil }
         func number(_ range: Range<Int>) -> Int64? {
             var value: Int64 = 0

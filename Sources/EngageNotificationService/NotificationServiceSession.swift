@@ -159,7 +159,9 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
             finish(finishing(rich), outcome: .attached, attachment: telemetry, timeWillExpire: false,
                    downloadFinishedAt: media.finishedAt)
         case let .tooLarge(bytes, _):
-            finish(original, outcome: .tooLarge, attachment: AttachmentTelemetry(kind: .none, bytes: bytes, variant: variant),
+            // The size the media host declared, which the server takes only up to 2^53.
+            finish(original, outcome: .tooLarge,
+                   attachment: AttachmentTelemetry(kind: .none, bytes: WireInteger.acceptable(bytes), variant: variant),
                    timeWillExpire: false)
         case .unsupportedFormat:
             finish(original, outcome: .unsupportedFormat, attachment: AttachmentTelemetry(kind: .none, variant: variant),

@@ -60,6 +60,19 @@ struct DamagedStateFilesTests {
         #expect(client.pending.events == 0)
     }
 
+    /// Counts that are not whole numbers (a boolean, a fraction, a negative, one beyond Int) read
+    /// as none, not as 1, 2 or a negative count.
+    @Test func dropCountsThatAreNotWholeNumbersReadAsNone() throws {
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: 9, key: "egk_x")
+        try Self.write(#"{"rejected":true,"refused":2.5,"overflow":-3,"disk_full":7,"expired":1e300,"unreadable":18446744073709551615}"#,
+                       to: "dropped.json", in: container)
+        var expected = DropCounts()
+        expected.diskFull = 7
+        #expect(client.dropCounts == expected)
+    }
+
     /// The index in the lock file, as a damaged one could read (fixed width, as the queue writes it).
     @Test(arguments: [
         "engage-queue 1 head=00000000000000000001 events=0000000000 bytes=09223372036854775807\n",

@@ -123,13 +123,20 @@ struct RetryPolicyTests {
     }
 
     /// A count or index beyond the request (a proxy's made-up answer, or numbers that would overflow
-    /// the flush's sums or index past its events) is not engage's answer: nothing is taken as stored.
+    /// the flush's sums or index past its events), or counts that leave some of its events
+    /// unaccounted for, are not engage's answer: nothing is taken as stored.
     @Test(arguments: [
         #"{"accepted":3,"duplicates":0,"rejected":[]}"#, #"{"accepted":0,"duplicates":3,"rejected":[]}"#,
         #"{"accepted":9223372036854775807,"duplicates":0,"rejected":[]}"#, #"{"accepted":1e300,"duplicates":0,"rejected":[]}"#,
         #"{"accepted":1,"duplicates":1,"rejected":[{"index":0}]}"#, #"{"accepted":0,"duplicates":0,"rejected":[{"index":2}]}"#,
         #"{"accepted":0,"duplicates":0,"rejected":[{"index":1},{"index":1}]}"#,
         #"{"accepted":0,"duplicates":0,"rejected":[{"index":18446744073709551615}]}"#,
+        // Foundation reads `true` as the number 1: taken as an index, it would drop the second event.
+        #"{"accepted":1,"duplicates":0,"rejected":[{"index":true}]}"#, #"{"accepted":true,"duplicates":1,"rejected":[]}"#,
+        #"{"accepted":2,"duplicates":false,"rejected":[]}"#,
+        // Fewer events than were sent: the rest would be deleted unaccounted for.
+        #"{"accepted":1,"duplicates":0,"rejected":[]}"#, #"{"accepted":0,"duplicates":0,"rejected":[]}"#,
+        #"{"accepted":0,"duplicates":0,"rejected":[{"index":1}]}"#,
     ])
     func anAnswerBeyondTheRequestIsNotStored(body: String) {
         #expect(IngestAnswer.parse(Data(body.utf8), sent: 2) == nil)
@@ -149,8 +156,10 @@ struct RetryPolicyTests {
         let malformed = "https://engage.dev/problems/malformed-json"
         #expect(IngestAnswer.classify(.response(status: 400, headers: [:], body: Data(#"{"type":"\#(malformed)"}"#.utf8)), sent: 1)
                 == .refused(status: 400, problemType: malformed))
-        // engage's refusal of the key, not of the events: they wait for a key it takes (an app update).
-        for (status, type) in [(401, "unauthorized"), (403, "forbidden")] {
+        // engage's refusal of the key, the address or the request's form, not of the events: they
+        // wait for a key it takes or a mended configuration (an app update, a server's fix).
+        for (status, type) in [(401, "unauthorized"), (403, "forbidden"), (404, "not-found"), (405, "method-not-allowed"),
+                               (415, "unsupported-media-type"), (431, "headers-too-large")] {
             let problem = Data(#"{"type":"https://engage.dev/problems/\#(type)"}"#.utf8)
             #expect(IngestAnswer.classify(.response(status: status, headers: [:], body: problem), sent: 1) == .transient)
         }
@@ -283,6 +292,11 @@ struct RetryPolicyTests {
         #expect(Timestamp.parse("2026-11-29T19:16:23+01:00") == nil)
         #expect(Timestamp.parse("2026-13-29T19:16:23.000Z") == nil)
         #expect(Timestamp.parse("yesterday") == nil)
+        // A damaged queue line's fraction: up to 18 digits are read, more are refused, none traps.
+        #expect(Timestamp.parse("2026-11-29T19:16:23." + String(repeating: "9", count: 18) + "Z")
+            == Date(timeIntervalSince1970: 1_795_979_783 + 0.999_999_999_999_999_999))
+        #expect(Timestamp.parse("2026-11-29T19:16:23." + String(repeating: "9", count: 19) + "Z") == nil)
+        #expect(Timestamp.parse("2026-11-29T19:16:23." + String(repeating: "9", count: 40) + "Z") == nil)
     }
 }
 

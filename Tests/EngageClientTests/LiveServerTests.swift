@@ -307,6 +307,39 @@ struct LiveServerTests {
         await server.stop()
     }
 
+    /// An endpoint whose path the server does not serve (a proxy that strips or adds a prefix, a
+    /// typo) is the configuration's fault, not the events': engage's 404 drops nothing, and the
+    /// events go once the endpoint is mended. They were dropped as refused before.
+    @Test func eventsSentToAPathTheServerDoesNotServeWaitForTheRightOne() async throws {
+        let server = try TestServer()
+        let key = try await server.key()
+        let container = Container()
+        defer { container.remove() }
+        let drops = DropLog()
+        let misplaced = try makeClient(container, port: server.port, key: key, drops: drops) {
+            $0.endpoint = URL(string: "http://127.0.0.1:\(server.port)/engage")!
+            $0.retry = RetryPolicy(initialDelay: .seconds(60), maxDelay: .seconds(300), retryAfterJitter: .seconds(1))
+        }
+        let kept = try misplaced.recordExpanded(notificationID: "n1", category: "new_photo")
+        let refused = await misplaced.flush(budget: .seconds(5))
+        guard case .backingOff = refused.ending else {
+            Issue.record("expected a backoff, got \(refused)")
+            await server.stop()
+            return
+        }
+        #expect(refused.requests == 1 && refused.dropped == 0, "\(refused)")
+        #expect(drops.all.isEmpty, "\(drops.all)")
+        #expect(misplaced.pending.events == 1)
+
+        // The backoff is the other endpoint's: the mended one sends at once.
+        let mended = try makeClient(container, port: server.port, key: key, drops: drops)
+        let sent = await mended.flush(budget: .seconds(5))
+        #expect(sent == .init(ending: .drained, requests: 1, accepted: 1), "\(sent)")
+        #expect(drops.all.isEmpty)
+        #expect(try await stored(server, [kept]) == 1)
+        await server.stop()
+    }
+
     /// 429 and 503 come from the fault injector (the real server answers them only under
     /// overload or without its database); the events then go to the real server. The wall
     /// clock is the test's: the client waits for it, the test moves it, nothing sleeps.

@@ -275,6 +275,9 @@ struct ServiceExtensionTests {
              .downloadFailed, #"{"kind":"none","source":"network","variant":"original"}"#),
             (.bytes(status: 200, headers: [("Content-Type", "image/jpeg")], body: MediaSamples.jpeg(5000), declareLength: true), small, false,
              .tooLarge, #"{"bytes":5000,"kind":"none","variant":"original"}"#),
+            // A declared size beyond what the server takes in an event is left out, not the event lost.
+            (.stall(status: 200, headers: [("Content-Type", "image/jpeg")], body: [], declaredLength: 10_000_000_000_000_000), usual, false,
+             .tooLarge, #"{"kind":"none","variant":"original"}"#),
             (.bytes(status: 200, headers: [], body: MediaSamples.filler(64), declareLength: true), usual, false,
              .unsupportedFormat, #"{"kind":"none","variant":"original"}"#),
             // iOS refuses the file when the attachment is made.

@@ -1,0 +1,12 @@
+/// The server's rule for an integer in an event: 0 to 2^53, the whole numbers a JSON number
+/// holds exactly. A count the client did not make itself (a media host's `Content-Length`, a
+/// push payload's `bytes`) is checked before an event carries it: the server refuses the event
+/// with any other.
+public enum WireInteger {
+    public static let maximum = 1 << 53
+
+    /// `value` when the server takes it; nil otherwise.
+    public static func acceptable(_ value: Int) -> Int? {
+        (0...maximum).contains(value) ? value : nil
+    }
+}
