@@ -111,6 +111,17 @@ public struct PushPayload: Sendable, Equatable {
         }
     }
 
+    /// The id every event of the notification carries: the payload's `notification_id`, else the
+    /// request's identifier (a push's `apns-id`). An identifier the server would refuse (a local
+    /// notification's, which the app chose: too long, or with control characters) would take
+    /// every event of the notification down with it; a name-based UUID of it stands in, the same
+    /// in the extension and in the app, which both derive it here.
+    public func notificationID(requestIdentifier: String) -> String {
+        if let notificationID { return notificationID }
+        if WireText.isAcceptable(requestIdentifier, maxBytes: 200) { return requestIdentifier }
+        return UUID.nameBased("request-identifier:" + requestIdentifier, namespace: .engageEventNamespace).uuidString.lowercased()
+    }
+
     /// The strategy when it is one this client knows.
     public var attachmentStrategy: AttachmentStrategy? { strategy.flatMap(AttachmentStrategy.init(rawValue:)) }
 

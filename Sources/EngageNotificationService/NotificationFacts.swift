@@ -21,8 +21,9 @@ public struct NotificationFacts: Sendable, Equatable {
         self.attachmentTypes = attachmentTypes
     }
 
-    /// The payload's `notification_id`, else the request's identifier: what the extension used.
-    public var notificationID: String { payload.notificationID ?? requestIdentifier }
+    /// The payload's `notification_id`, else the request's identifier (or its stand-in): what
+    /// the extension used (`PushPayload.notificationID(requestIdentifier:)`).
+    public var notificationID: String { payload.notificationID(requestIdentifier: requestIdentifier) }
 
     /// Rich when iOS holds an attachment for it.
     public var presentation: Presentation { attachmentTypes.isEmpty ? .plain : .rich }

@@ -28,6 +28,26 @@ struct NotificationEventsTests {
         #expect(noID.notificationID == "apns-a")
     }
 
+    /// A local notification's identifier is the app's: one the server would refuse as a
+    /// `notification_id` gets a stand-in the server takes, the same every time it is derived.
+    @Test(arguments: ["reminder-1", String(repeating: "r", count: 200), String(repeating: "r", count: 201), "tab\there",
+                      "news\u{202E}", ""])
+    func aRequestIdentifierTheServerRefusesGetsAStandIn(identifier: String) throws {
+        var facts = Self.facts("a")
+        facts.requestIdentifier = identifier
+        facts.payload.notificationID = nil
+        let id = facts.notificationID
+        #expect(id == PushPayload(userInfo: [:]).notificationID(requestIdentifier: identifier))
+        #expect(WireText.isAcceptable(id, maxBytes: 200))
+        #expect((id == identifier) == WireText.isAcceptable(identifier, maxBytes: 200))
+        if id != identifier {
+            #expect(UUID(uuidString: id) != nil)
+            var other = facts
+            other.requestIdentifier = identifier + "x"
+            #expect(other.notificationID != id)
+        }
+    }
+
     /// `willPresent` in the foreground, then sweeps of Notification Center each time the app
     /// becomes active, and an action seen by the Content Extension and again by the app: one
     /// event each, queued once and stored once.

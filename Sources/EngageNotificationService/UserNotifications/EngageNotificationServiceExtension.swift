@@ -32,7 +32,7 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
         let receivedAt = ContinuousClock.now
         let payload = PushPayload(userInfo: request.content.userInfo)
         let session = NotificationServiceSession<UNNotificationContent>(
-            client: engageClient, notificationID: payload.notificationID ?? request.identifier,
+            client: engageClient, notificationID: payload.notificationID(requestIdentifier: request.identifier),
             category: PushPayload.category(userInfo: request.content.userInfo, shown: request.content.categoryIdentifier),
             payload: payload, policy: engagePolicy,
             downloadDirectory: FileManager.default.temporaryDirectory, original: request.content,
