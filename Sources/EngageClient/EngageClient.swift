@@ -131,7 +131,8 @@ public final class EngageClient: Sendable {
     public let configuration: Configuration
     let queue: DiskQueue
     let transport = Transport()
-    let now: @Sendable () -> Date
+    /// The wall clock (a test's own); the package's glue reads it too (a sweep's display times).
+    package let now: @Sendable () -> Date
     /// Beside `now`, to tell how far the wall clock was set between recording and sending.
     let bootClock: BootClock
     private let onDrop: @Sendable (DroppedEvents) -> Void

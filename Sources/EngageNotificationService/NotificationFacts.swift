@@ -38,13 +38,16 @@ public struct NotificationFacts: Sendable, Equatable {
 
 extension EngageClient {
     /// The notification was shown: from `willPresent` (now), or found by a sweep (at its date).
-    /// Once per notification, whoever records it first. Both times go as given: a notification's
-    /// date was read when it arrived, and the clock may have been set between then and now.
+    /// Once per notification, whoever records it first. A time given goes as given. A
+    /// notification's date was read when it arrived, and the clock may have been set since: a
+    /// date later than now (the clock ran ahead then and was put right since) is no display
+    /// time, and would be refused as in the future, so the display is recorded now, the
+    /// earliest time the clock can vouch for.
     @discardableResult
     public func recordDisplayed(_ notification: NotificationFacts, at time: Date? = nil) throws -> UUID {
         try recordDisplayed(notificationID: notification.notificationID, category: notification.category,
                             presentation: notification.presentation, attachmentKind: notification.attachmentKind,
-                            experiment: notification.payload.experiment, occurredAt: time ?? notification.date)
+                            experiment: notification.payload.experiment, occurredAt: time ?? min(notification.date, now()))
     }
 
     /// Shown now, in the foreground (`willPresent`): the client reads its clock itself, so a

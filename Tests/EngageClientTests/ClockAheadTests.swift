@@ -96,6 +96,30 @@ struct ClockAheadTests {
         }
     }
 
+    /// A notification that arrived while the clock ran two hours ahead, found by a sweep after
+    /// the clock was put right: its date lies ahead of every clock, so its display is recorded at
+    /// the sweep's time and stored, where it was refused as two hours in the future. So is the
+    /// display an action implies for one no sweep found.
+    @Test func aDisplayFoundByASweepAfterTheClockWasPutRightIsStored() async throws {
+        let clock = TestClock(Date().addingTimeInterval(7_200))
+        try await Self.withClient(on: clock) { server, client, drops in
+            let swept = NotificationFacts(requestIdentifier: "apns-1", date: clock.now, category: "new_photo",
+                                          payload: PushPayload(notificationID: "n1"), attachmentTypes: ["public.jpeg"])
+            let answered = NotificationFacts(requestIdentifier: "apns-2", date: clock.now, category: "new_photo",
+                                             payload: PushPayload(notificationID: "n2"), attachmentTypes: [])
+            clock.jump(by: -7_200)
+            #expect(client.recordDisplays(of: [swept]) == nil)
+            let action = try client.recordAction(answered, actionID: "like")
+            let report = await client.flush(budget: .seconds(10))
+            #expect(report == .init(ending: .drained, requests: 1, accepted: 3, duplicates: 0, dropped: 0))
+            #expect(drops.all.isEmpty, "\(drops.all)")
+            let displays = ["n1", "n2"].map {
+                EngageEvent.onceID(deviceID: "dev-test-1", notificationID: $0, type: "displayed")
+            }
+            #expect(try await Self.storedNearNow(server, displays + [action]) == 3)
+        }
+    }
+
     /// Recorded while the clock ran three hours behind, and sent when it ran two behind: filed at
     /// its real time, not hours early.
     @Test func anEventRecordedWhileTheClockRanBehindIsNotFiledEarly() async throws {
