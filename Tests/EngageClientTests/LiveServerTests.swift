@@ -272,10 +272,20 @@ struct LiveServerTests {
         await server.stop()
     }
 
-    /// A key the server refuses (unknown, revoked, of another role) is the key's fault, not the
-    /// events': they wait with the backoff, and an app update that brings a key the server takes
-    /// finds them in the app group's queue and sends them. They were dropped as refused before.
-    @Test func eventsRefusedForTheirKeyWaitForAKeyTheServerTakes() async throws {
+    /// What an app can get wrong in its configuration and mend in an update.
+    enum Misconfiguration: CaseIterable {
+        /// A key the server refuses (unknown, revoked, of another role): 401.
+        case unknownKey
+        /// An endpoint whose path the server does not serve (a proxy that strips or adds a
+        /// prefix, a typo): 404.
+        case pathNotServed
+    }
+
+    /// Refused for the configuration, not for the events: they wait with the backoff, and an app
+    /// update that mends it finds them in the app group's queue and sends them. They were dropped
+    /// as refused before.
+    @Test(arguments: Misconfiguration.allCases)
+    func eventsRefusedForTheConfigurationWaitForAMendedOne(wrong: Misconfiguration) async throws {
         let server = try TestServer()
         let key = try await server.key()
         let container = Container()
@@ -283,11 +293,13 @@ struct LiveServerTests {
         let drops = DropLog()
         let clock = TestClock()
 
-        let unauthorized = try makeClient(container, port: server.port, key: "egk_unknown", drops: drops, clock: clock) {
+        let misconfigured = try makeClient(container, port: server.port, key: wrong == .unknownKey ? "egk_unknown" : key,
+                                           drops: drops, clock: clock) {
+            if wrong == .pathNotServed { $0.endpoint = URL(string: "http://127.0.0.1:\(server.port)/engage")! }
             $0.retry = RetryPolicy(initialDelay: .seconds(60), maxDelay: .seconds(300), retryAfterJitter: .seconds(1))
         }
-        let kept = try unauthorized.recordExpanded(notificationID: "n1", category: "new_photo")
-        let refused = await unauthorized.flush(budget: .seconds(5))
+        let kept = try misconfigured.recordExpanded(notificationID: "n1", category: "new_photo")
+        let refused = await misconfigured.flush(budget: .seconds(5))
         guard case .backingOff = refused.ending else {
             Issue.record("expected a backoff, got \(refused)")
             await server.stop()
@@ -295,45 +307,12 @@ struct LiveServerTests {
         }
         #expect(refused.requests == 1 && refused.dropped == 0, "\(refused)")
         #expect(drops.all.isEmpty, "\(drops.all)")
-        #expect(unauthorized.pending.events == 1)
-        #expect(unauthorized.dropCounts == DropCounts())
+        #expect(misconfigured.pending.events == 1)
+        #expect(misconfigured.dropCounts == DropCounts())
 
         clock.advance(by: 301)
         let updated = try makeClient(container, port: server.port, key: key, drops: drops, clock: clock)
         let sent = await updated.flush(budget: .seconds(5))
-        #expect(sent == .init(ending: .drained, requests: 1, accepted: 1), "\(sent)")
-        #expect(drops.all.isEmpty)
-        #expect(try await stored(server, [kept]) == 1)
-        await server.stop()
-    }
-
-    /// An endpoint whose path the server does not serve (a proxy that strips or adds a prefix, a
-    /// typo) is the configuration's fault, not the events': engage's 404 drops nothing, and the
-    /// events go once the endpoint is mended. They were dropped as refused before.
-    @Test func eventsSentToAPathTheServerDoesNotServeWaitForTheRightOne() async throws {
-        let server = try TestServer()
-        let key = try await server.key()
-        let container = Container()
-        defer { container.remove() }
-        let drops = DropLog()
-        let misplaced = try makeClient(container, port: server.port, key: key, drops: drops) {
-            $0.endpoint = URL(string: "http://127.0.0.1:\(server.port)/engage")!
-            $0.retry = RetryPolicy(initialDelay: .seconds(60), maxDelay: .seconds(300), retryAfterJitter: .seconds(1))
-        }
-        let kept = try misplaced.recordExpanded(notificationID: "n1", category: "new_photo")
-        let refused = await misplaced.flush(budget: .seconds(5))
-        guard case .backingOff = refused.ending else {
-            Issue.record("expected a backoff, got \(refused)")
-            await server.stop()
-            return
-        }
-        #expect(refused.requests == 1 && refused.dropped == 0, "\(refused)")
-        #expect(drops.all.isEmpty, "\(drops.all)")
-        #expect(misplaced.pending.events == 1)
-
-        // The backoff is the other endpoint's: the mended one sends at once.
-        let mended = try makeClient(container, port: server.port, key: key, drops: drops)
-        let sent = await mended.flush(budget: .seconds(5))
         #expect(sent == .init(ending: .drained, requests: 1, accepted: 1), "\(sent)")
         #expect(drops.all.isEmpty)
         #expect(try await stored(server, [kept]) == 1)
