@@ -77,8 +77,8 @@ public final class EngageClient: Sendable {
             /// engage refused the whole request with a 4xx of its own that retrying cannot fix
             /// (400, or 413 for a single event): `problemType` is its problem document's `type`,
             /// under `https://engage.dev/problems/`. Its 401, 403, 404, 405, 415 and 431 refuse
-            /// the key, the address or the request's form and drop nothing; nor does a 4xx from
-            /// anything else on the way.
+            /// the key, the address, the body's type or the headers and drop nothing; nor does a
+            /// 4xx from anything else on the way.
             case refused(status: Int, problemType: String?)
             /// The queue went over `maxQueueBytes`; these were the oldest waiting.
             case overflow

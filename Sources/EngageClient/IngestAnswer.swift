@@ -18,14 +18,14 @@ struct IngestAnswer: Equatable {
         /// 429 or 503 with `Retry-After`.
         case retryAfter(TimeInterval)
         /// No answer, a 5xx, 408, a redirect, a 200 that is not engage's answer, a 4xx that is
-        /// not engage's problem, a refusal of the key, the address or the request's form (401,
-        /// 403, 404, 405, 415, 431), or 429/503 without `Retry-After`: back off and retry.
+        /// not engage's problem, a refusal of the key, the address or the body's type (401, 403,
+        /// 404, 405, 415), or 429/503 without `Retry-After`: back off and retry.
         case transient
         /// Any other 4xx that is engage's own problem (its `type` under `problemBase`): the
         /// events themselves are refused, and retrying them unchanged cannot help.
         case refused(status: Int, problemType: String?)
-        /// 413, from engage (its problem type) or from anything on the way (nil): fewer events
-        /// per request may pass.
+        /// 413, from engage (its problem type) or from anything on the way (nil), or 431 (nil:
+        /// the headers, never the events, are refused): fewer events per request may pass.
         case tooLarge(problemType: String?)
         /// The budget ran out or the task was cancelled mid-request.
         case interrupted
@@ -56,13 +56,18 @@ struct IngestAnswer: Equatable {
                 return .transient
             case 413:
                 return .tooLarge(problemType: engageProblemType(body))
-            case 401, 403, 404, 405, 415, 431:
+            case 431:
+                // The headers grow with the request (`Engage-Occurred-At-Clock` lists events by
+                // index): fewer events may pass. One event's are the configuration's fault, not
+                // the event's, so nothing is dropped for it, whoever answered.
+                return .tooLarge(problemType: nil)
+            case 401, 403, 404, 405, 415:
                 // The key, not the events: unknown, revoked or of another role. Nor are they the
                 // fault of an endpoint whose path the server (or a proxy before it) does not
-                // serve, or of a server that does not take this client's encoding or headers.
-                // An app update or a server's fix finds them still queued (the queue outlives
-                // updates in the app group) and sends them; until then they wait with the
-                // backoff, within `maxQueueBytes`.
+                // serve, or of a server older than this client, which does not take its body's
+                // type or encoding. An app update or a server's fix finds them still queued (the
+                // queue outlives updates in the app group) and sends them; until then they wait
+                // with the backoff, within `maxQueueBytes`.
                 return .transient
             case 400...499:
                 // A firewall's or captive portal's page, a proxy's 407, a CDN's 421 or 425 say
