@@ -88,7 +88,7 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     /// Chooses the media and starts its download, or delivers the original content at once
     /// when the strategy or the push asks for none.
     public func start() {
-        guard let media = policy.media(for: payload, strategy: strategy) else {
+        guard let media = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received) else {
             finish(original, outcome: .notRequested, attachment: .none, timeWillExpire: false)
             return
         }

@@ -57,25 +57,49 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
         payload.attachmentStrategy ?? defaultStrategy
     }
 
-    /// The variants to try for a strategy, best first. `none` asks for no media, `thumbnail`
-    /// and `poster` for their small renditions (the original when the push offers none),
-    /// the others for the original.
-    public func preferredVariants(for strategy: AttachmentStrategy) -> [String] {
-        switch strategy {
-        case .none: []
-        case .thumbnail: ["thumbnail", "original"]
-        case .poster: ["poster", "thumbnail", "original"]
-        case .full, .cached, .adaptive: ["original"]
+    /// What `adaptive` assumes of a network it knows nothing about, as the server's model does
+    /// for an unknown network (`NetworkProfile.typical(for: .unknown)`): 500 kB/s after 150 ms.
+    public static let assumedThroughputBytesPerSecond = 500_000.0
+    public static let assumedLatency = Duration.milliseconds(150)
+    /// `adaptive` takes a rendition only if it would still be ready in time were getting it
+    /// this many times slower than predicted (the model's `AdaptiveStrategy.safetyFactor`).
+    public static let adaptiveSafetyFactor = 2.0
+
+    /// The offered media to download under the strategy, `elapsed` after the push arrived, as
+    /// the server's model chooses with nothing cached (`StrategyCatalog.standard`; a test pins
+    /// the two together), so that events say which strategy ran and the model credits it with
+    /// what it did (`OfferedMediaRoles` reads the parts):
+    /// - `none`: nothing; `full`: the original; `thumbnail`: the thumbnail, else the original.
+    /// - `cached`: the extension keeps no cache of its own, so what the model downloads when
+    ///   nothing is cached: the thumbnail, else the original.
+    /// - `adaptive`: the original when it is predicted to be ready in time (`fits`), else the
+    ///   thumbnail when it is, else nothing.
+    /// - `poster`: for a video, its poster; anything else (or a video without one) the original.
+    /// Nil when the strategy or the push offers nothing.
+    public func media(for payload: PushPayload, strategy: AttachmentStrategy,
+                      elapsed: Duration = .zero) -> PushPayload.Media? {
+        let media = payload.media
+        let roles = OfferedMediaRoles(media)
+        let chosen: Int? = switch strategy {
+        case .none: nil
+        case .full: roles.original
+        case .thumbnail, .cached: roles.thumbnail ?? roles.original
+        case .adaptive: [roles.original, roles.thumbnail].lazy.compactMap { $0 }
+            .first { fits(media[$0], elapsed: elapsed) }
+        case .poster: roles.original.flatMap { media[$0].kind == .video ? roles.poster : nil } ?? roles.original
         }
+        return chosen.map { media[$0] }
     }
 
-    /// The offered media to download for the strategy; nil when the strategy wants none or the
-    /// push offers nothing. A push with media but none of the preferred variants gets its first.
-    public func media(for payload: PushPayload, strategy: AttachmentStrategy) -> PushPayload.Media? {
-        guard strategy != .none, !payload.media.isEmpty else { return nil }
-        for variant in preferredVariants(for: strategy) {
-            if let match = payload.media.first(where: { $0.variant == variant }) { return match }
-        }
-        return payload.media.first
+    /// Whether `adaptive` predicts the rendition attached: within its kind's size limit, and
+    /// ready before the time limit's reserve and within `maxDownload` even if getting it takes
+    /// `adaptiveSafetyFactor` times the predicted time on an unknown network. A rendition whose
+    /// size the push does not give is assumed to fit (the model always knows it, from `sent`).
+    public func fits(_ media: PushPayload.Media, elapsed: Duration) -> Bool {
+        guard let bytes = media.bytes else { return true }
+        guard bytes <= sizeLimit(for: media.kind) else { return false }
+        let fetch = Self.assumedLatency + .seconds(Double(bytes) / Self.assumedThroughputBytesPerSecond)
+        let slow = fetch * Self.adaptiveSafetyFactor
+        return slow <= maxDownload && elapsed + slow <= timeLimit - reserve
     }
 }

@@ -101,7 +101,13 @@ struct MediaTypeTests {
         #expect(policy.strategy(for: payload) == .thumbnail)
         #expect(policy.media(for: payload, strategy: .thumbnail) == thumbnail)
         #expect(policy.media(for: payload, strategy: .full) == original)
-        #expect(policy.media(for: payload, strategy: .poster) == poster)
+        // A poster stands in for a video only: for an image (or media of no stated kind), the original.
+        #expect(policy.media(for: payload, strategy: .poster) == original)
+        var video = original
+        video.kind = .video
+        #expect(policy.media(for: PushPayload(media: [video, thumbnail, poster]), strategy: .poster) == poster)
+        // `cached`: the extension keeps no cache, so it downloads what the model does with none cached.
+        #expect(policy.media(for: payload, strategy: .cached) == thumbnail)
         #expect(policy.media(for: payload, strategy: .none) == nil)
         #expect(policy.media(for: PushPayload(media: [original]), strategy: .thumbnail) == original)
         #expect(policy.media(for: PushPayload(media: [poster]), strategy: .full) == poster)
