@@ -74,7 +74,8 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
     ///   nothing is cached: the thumbnail, else the original.
     /// - `adaptive`: the original when it is predicted to be ready in time (`fits`), else the
     ///   thumbnail when it is, else nothing.
-    /// - `poster`: for a video, its poster; anything else (or a video without one) the original.
+    /// - `poster`: for a video (or an original of no stated kind), its poster; anything else (or
+    ///   a video without one) the original.
     /// Nil when the strategy or the push offers nothing.
     public func media(for payload: PushPayload, strategy: AttachmentStrategy,
                       elapsed: Duration = .zero) -> PushPayload.Media? {
@@ -86,20 +87,22 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
         case .thumbnail, .cached: roles.thumbnail ?? roles.original
         case .adaptive: [roles.original, roles.thumbnail].lazy.compactMap { $0 }
             .first { fits(media[$0], elapsed: elapsed) }
-        case .poster: roles.original.flatMap { media[$0].kind == .video ? roles.poster : nil } ?? roles.original
+        // A push that states no kind for its original but offers a poster is taken to be a video.
+        case .poster: roles.original.flatMap { [.video, nil].contains(media[$0].kind) ? roles.poster : nil } ?? roles.original
         }
         return chosen.map { media[$0] }
     }
 
     /// Whether `adaptive` predicts the rendition attached: within its kind's size limit, and
-    /// ready before the time limit's reserve and within `maxDownload` even if getting it takes
-    /// `adaptiveSafetyFactor` times the predicted time on an unknown network. A rendition whose
-    /// size the push does not give is assumed to fit (the model always knows it, from `sent`).
+    /// ready before the time limit's reserve even if getting it takes `adaptiveSafetyFactor`
+    /// times the predicted time on an unknown network (the strategy replay's model sets no
+    /// download timeout of its own: `maxDownload` still ends a download that runs too long). A
+    /// rendition whose size the push does not give is assumed to fit (the model always knows it,
+    /// from `sent`).
     public func fits(_ media: PushPayload.Media, elapsed: Duration) -> Bool {
         guard let bytes = media.bytes else { return true }
         guard bytes <= sizeLimit(for: media.kind) else { return false }
         let fetch = Self.assumedLatency + .seconds(Double(bytes) / Self.assumedThroughputBytesPerSecond)
-        let slow = fetch * Self.adaptiveSafetyFactor
-        return slow <= maxDownload && elapsed + slow <= timeLimit - reserve
+        return elapsed + fetch * Self.adaptiveSafetyFactor <= timeLimit - reserve
     }
 }

@@ -101,11 +101,14 @@ struct MediaTypeTests {
         #expect(policy.strategy(for: payload) == .thumbnail)
         #expect(policy.media(for: payload, strategy: .thumbnail) == thumbnail)
         #expect(policy.media(for: payload, strategy: .full) == original)
-        // A poster stands in for a video only: for an image (or media of no stated kind), the original.
-        #expect(policy.media(for: payload, strategy: .poster) == original)
+        // A poster stands in for a video, or an original of no stated kind; for an image, the original.
+        #expect(policy.media(for: payload, strategy: .poster) == poster)
         var video = original
         video.kind = .video
         #expect(policy.media(for: PushPayload(media: [video, thumbnail, poster]), strategy: .poster) == poster)
+        var image = original
+        image.kind = .image
+        #expect(policy.media(for: PushPayload(media: [image, thumbnail, poster]), strategy: .poster) == image)
         // `cached`: the extension keeps no cache, so it downloads what the model does with none cached.
         #expect(policy.media(for: payload, strategy: .cached) == thumbnail)
         #expect(policy.media(for: payload, strategy: .none) == nil)

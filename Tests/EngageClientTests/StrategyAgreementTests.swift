@@ -5,7 +5,7 @@ import Testing
 @testable import EngageNotificationService
 
 /// The variant the extension downloads under each strategy is the one the server's pipeline
-/// model chooses (with nothing cached, on an unknown network, the extension's own limits), so
+/// model chooses (with the strategy replay's limits, nothing cached, on an unknown network), so
 /// that an event's `strategy` says what ran and the strategy replay credits it with what it did.
 /// The extension chose the original for `cached` and `adaptive` and a poster for any media, and
 /// read parts by name and order only, where the model reads sizes too.
@@ -27,14 +27,16 @@ import Testing
     static let formats: [String: EngageCore.MediaFormat] = ["image": .jpeg, "gif": .gif, "video": .mp4, "audio": .mp3]
     static let strategies = ["none", "full", "thumbnail", "cached", "adaptive", "poster"]
 
-    /// The model's choice as an index into the offered media.
-    static func modelChoice(_ strategy: String, _ media: [PushPayload.Media]) throws -> Int? {
+    /// The model's choice as an index into the offered media, `overheadMS` into the extension's
+    /// run (the model charges it before any media work).
+    static func modelChoice(_ strategy: String, _ media: [PushPayload.Media], overheadMS: Int) throws -> Int? {
         let variants = media.map { entry in
             let kind = EngageCore.AttachmentKind(rawValue: entry.kind!.rawValue)!
             return EngageCore.MediaVariant(variant: entry.variant, kind: kind, format: formats[entry.kind!.rawValue]!, bytes: entry.bytes!)
         }
         let input = PipelineInput(media: variants, network: .typical(for: .unknown))
-        let limits = PipelineLimits(processingOverheadMS: 50, downloadTimeoutMS: 25_000)
+        var limits = StrategyReplaySettings().limits
+        limits.processingOverheadMS = overheadMS
         switch try #require(StrategyCatalog.standard[strategy]).choose(input, limits: limits) {
         case .noAttachment: return nil
         case .variant(let index): return index
@@ -45,22 +47,27 @@ import Testing
         var random = Generator(state: 20_261_206)
         let policy = ServiceExtensionPolicy()
         var chosen: [String: Set<String>] = [:]
-        for _ in 0..<3_000 {
+        // Sizes on and beside each limit (Apple's per kind; what `adaptive` predicts in time 50 ms
+        // in: 50 + 2 (150 + b / 500) <= 28,000 ms), drawn often enough to tie as well.
+        let edges = [5_000_000, 5_000_001, 6_912_500, 6_912_501, 10_000_000, 10_000_001, 50_000_000, 50_000_001, 4_096]
+        for round in 0..<4_000 {
+            // Most runs 50 ms in, as the model charges; some 3 s in, where what is left decides.
+            let overheadMS = round % 4 == 3 ? 3_000 : 50
             let media = (0..<Int.random(in: 1...4, using: &random)).map { index in
                 PushPayload.Media(variant: Self.names.randomElement(using: &random)!,
                                   url: URL(string: "https://cdn.example.com/\(index)")!,
                                   kind: [.image, .gif, .video, .audio].randomElement(using: &random)!,
-                                  // Log-uniform from 1 kB to 60 MB: both sides of every size limit and of
-                                  // what `adaptive` predicts in time.
-                                  bytes: Int(exp(Double.random(in: log(1_000)...log(60_000_000), using: &random))))
+                                  // Log-uniform from 1 kB to 60 MB, or one of the edges.
+                                  bytes: Bool.random(using: &random) ? edges.randomElement(using: &random)!
+                                      : Int(exp(Double.random(in: log(1_000)...log(60_000_000), using: &random))))
             }
             let payload = PushPayload(media: media)
             for name in Self.strategies {
                 let strategy = try #require(PushPayload(strategy: name).attachmentStrategy)
-                let device = policy.media(for: payload, strategy: strategy, elapsed: .milliseconds(50))
+                let device = policy.media(for: payload, strategy: strategy, elapsed: .milliseconds(overheadMS))
                     .flatMap { chosen in media.firstIndex { $0.url == chosen.url } }
-                let model = try Self.modelChoice(name, media)
-                #expect(device == model, "\(name) of \(media.map { "\($0.variant) \($0.kind!) \($0.bytes!)" })")
+                let model = try Self.modelChoice(name, media, overheadMS: overheadMS)
+                #expect(device == model, "\(name) at \(overheadMS) ms of \(media.map { "\($0.variant) \($0.kind!) \($0.bytes!)" })")
                 chosen[name, default: []].insert(device.map { media[$0].variant } ?? "nothing")
             }
         }
