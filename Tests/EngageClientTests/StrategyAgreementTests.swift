@@ -10,18 +10,6 @@ import Testing
 /// The extension chose the original for `cached` and `adaptive` and a poster for any media, and
 /// read parts by name and order only, where the model reads sizes too.
 @Suite struct StrategyAgreementTests {
-    /// SplitMix64: the same payloads every run.
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let names = ["original", "thumbnail", "poster", "hd", "sd", "still"]
     /// A format the system takes for each kind (by its wire name: both modules name the kinds).
     static let formats: [String: EngageCore.MediaFormat] = ["image": .jpeg, "gif": .gif, "video": .mp4, "audio": .mp3]
@@ -44,7 +32,7 @@ import Testing
     }
 
     @Test func theExtensionDownloadsWhatTheModelChooses() throws {
-        var random = Generator(state: 20_261_206)
+        var random = SplitMix(seed: 20_261_206)
         let policy = ServiceExtensionPolicy()
         var chosen: [String: Set<String>] = [:]
         // Sizes on and beside each limit (Apple's per kind; what `adaptive` predicts in time 50 ms
