@@ -13,7 +13,7 @@ import UserNotifications
 final class NotificationService: EngageNotificationServiceExtension {
     override var engageClient: EngageClient? { EngageSetup.client }
 
-    /// Optional: what the extension may spend and which variant each strategy downloads.
+    /// Optional: what the extension may spend, and the strategy for pushes that name none.
     override var engagePolicy: ServiceExtensionPolicy {
         ServiceExtensionPolicy(maxDownload: .seconds(20), defaultStrategy: .full)
     }

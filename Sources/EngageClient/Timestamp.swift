@@ -17,9 +17,9 @@ enum Timestamp {
             + pad(second, 2) + "." + pad(millisecond, 3) + "Z"
     }
 
-    /// The inverse of `rfc3339(_:)` for the form the client writes (UTC, `Z`, any number of
-    /// fraction digits, up to 18 of them); nil for anything else. The text comes from a queue file
-    /// read back, which could be damaged: no input traps.
+    /// The inverse of `rfc3339(_:)` for the form the client writes (UTC, `Z`, up to 18 fraction
+    /// digits); nil for anything else. The text comes from a queue file read back, which could be
+    /// damaged: no input traps.
     static func parse(_ text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20, bytes.count <= 39, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"),

@@ -2,11 +2,11 @@
 /// holds exactly. A count the client did not make itself (a media host's `Content-Length`, a
 /// push payload's `bytes`) is checked before an event carries it: the server refuses the event
 /// with any other.
-public enum WireInteger {
-    public static let maximum = 1 << 53
+package enum WireInteger {
+    package static let maximum = 1 << 53
 
     /// `value` when the server takes it; nil otherwise.
-    public static func acceptable(_ value: Int) -> Int? {
+    package static func acceptable(_ value: Int) -> Int? {
         (0...maximum).contains(value) ? value : nil
     }
 }

@@ -37,7 +37,8 @@ public struct NotificationFacts: Sendable, Equatable {
 }
 
 extension EngageClient {
-    /// The notification was shown: from `willPresent` (now), or found by a sweep (at its date).
+    /// The notification was shown: from `willPresent` (now), or found by a sweep (at its date,
+    /// or now if that lies ahead).
     /// Once per notification, whoever records it first. A time given goes as given. A
     /// notification's date was read when it arrived, and the clock may have been set since: a
     /// date later than now (the clock ran ahead then and was put right since) is no display
@@ -99,8 +100,8 @@ extension EngageClient {
     /// recorded: one shown while the app was not running and then tapped (or dismissed, or
     /// answered from its expanded view) leaves Notification Center before the next sweep could
     /// find it, and without its display the notifications users engage with most would count
-    /// as never displayed, outside every rate. Its display is recorded at its date, once per
-    /// notification like every display (nothing when `willPresent` or a sweep recorded it).
+    /// as never displayed, outside every rate. Its display is recorded at its date (or now, if
+    /// that lies ahead: `recordDisplayed(_:at:)`), once per notification like every display (nothing when `willPresent` or a sweep recorded it).
     /// Best effort: a queue that cannot take the display fails the response's own record too.
     private func recordShown(_ notification: NotificationFacts) {
         _ = try? recordDisplayed(notification)

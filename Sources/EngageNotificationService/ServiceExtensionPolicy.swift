@@ -72,7 +72,7 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
     /// - `none`: nothing; `full`: the original; `thumbnail`: the thumbnail, else the original.
     /// - `cached`: the extension keeps no cache of its own, so what the model downloads when
     ///   nothing is cached: the thumbnail, else the original.
-    /// - `adaptive`: the original when it is predicted to be ready in time (`fits`), else the
+    /// - `adaptive`: the original when it is predicted to be ready in time (`adaptivePredictsInTime`), else the
     ///   thumbnail when it is, else nothing.
     /// - `poster`: for a video (or an original of no stated kind), its poster; anything else (or
     ///   a video without one) the original.
@@ -86,7 +86,7 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
         case .full: roles.original
         case .thumbnail, .cached: roles.thumbnail ?? roles.original
         case .adaptive: [roles.original, roles.thumbnail].lazy.compactMap { $0 }
-            .first { fits(media[$0], elapsed: elapsed) }
+            .first { adaptivePredictsInTime(media[$0], elapsed: elapsed) }
         // A push that states no kind for its original but offers a poster is taken to be a video.
         case .poster: roles.original.flatMap { [.video, nil].contains(media[$0].kind) ? roles.poster : nil } ?? roles.original
         }
@@ -99,7 +99,7 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
     /// download timeout of its own: `maxDownload` still ends a download that runs too long). A
     /// rendition whose size the push does not give is assumed to fit (the model always knows it,
     /// from `sent`).
-    public func fits(_ media: PushPayload.Media, elapsed: Duration) -> Bool {
+    public func adaptivePredictsInTime(_ media: PushPayload.Media, elapsed: Duration) -> Bool {
         guard let bytes = media.bytes else { return true }
         guard bytes <= sizeLimit(for: media.kind) else { return false }
         let fetch = Self.assumedLatency + .seconds(Double(bytes) / Self.assumedThroughputBytesPerSecond)

@@ -299,8 +299,7 @@ struct RetryPolicyTests {
         #expect(Timestamp.parse("2026-13-29T19:16:23.000Z") == nil)
         #expect(Timestamp.parse("yesterday") == nil)
         // A damaged queue line's fraction: up to 18 digits are read, more are refused, none traps.
-        #expect(Timestamp.parse("2026-11-29T19:16:23." + String(repeating: "9", count: 18) + "Z")
-            == Date(timeIntervalSince1970: 1_795_979_783 + 0.999_999_999_999_999_999))
+        #expect(Timestamp.parse("2026-11-29T19:16:23.123456789012345678Z") == Date(timeIntervalSince1970: 1_795_979_783.123_456_789))
         #expect(Timestamp.parse("2026-11-29T19:16:23." + String(repeating: "9", count: 19) + "Z") == nil)
         #expect(Timestamp.parse("2026-11-29T19:16:23." + String(repeating: "9", count: 40) + "Z") == nil)
     }
@@ -352,18 +351,5 @@ struct GzipTests {
         }.joined(separator: ",")
         let compressed = Gzip.compress(Array(batch.utf8))
         #expect(compressed.count * 3 < batch.utf8.count)
-    }
-}
-
-/// A small seeded generator so the noise in the gzip test is the same on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

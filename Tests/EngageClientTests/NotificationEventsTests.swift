@@ -29,7 +29,8 @@ struct NotificationEventsTests {
     }
 
     /// A local notification's identifier is the app's: one the server would refuse as a
-    /// `notification_id` gets a stand-in the server takes, the same every time it is derived.
+    /// `notification_id` gets a stand-in (`PayloadNameTests` has the server judge which), the
+    /// same every time it is derived, and the same the extension uses.
     @Test(arguments: ["reminder-1", String(repeating: "r", count: 200), String(repeating: "r", count: 201), "tab\there",
                       "news\u{202E}", ""])
     func aRequestIdentifierTheServerRefusesGetsAStandIn(identifier: String) throws {

@@ -43,6 +43,22 @@ import Testing
         #expect(payload.media.map(\.variant) == (acceptable ? [name] : []))
     }
 
+    /// A request identifier stands in for a missing `notification_id` when the server takes it,
+    /// and a name-based UUID of it stands in otherwise: the server's decoder is the judge.
+    @Test(arguments: names + [String(repeating: "r", count: 200), String(repeating: "r", count: 201)])
+    func aRequestIdentifierStandsInOnlyWhenTheServerTakesIt(identifier: String) throws {
+        let id = PushPayload(userInfo: [:]).notificationID(requestIdentifier: identifier)
+        let now = Date()
+        func serverTakes(_ notificationID: String) -> Bool {
+            let event = EngageEvent(notificationID: notificationID, deviceID: "dev-1", category: "c", occurredAt: now, body: .expanded)
+            let at = EngageCore.Timestamp(microsecondsSinceEpoch: Int64(now.timeIntervalSince1970 * 1_000_000))
+            return (try? Event.decodeWire(Array(event.json.utf8), now: at)) != nil
+        }
+        #expect(serverTakes(id))
+        #expect((id == identifier) == serverTakes(identifier))
+        #expect(PushPayload(userInfo: [:]).notificationID(requestIdentifier: identifier) == id)
+    }
+
     @Test func aNotificationIDMayHaveTwoHundredBytes() {
         let long = String(repeating: "n", count: 200)
         #expect(PushPayload(userInfo: [PushPayload.key: ["notification_id": long]]).notificationID == long)

@@ -19,7 +19,8 @@ open class EngageNotificationServiceExtension: UNNotificationServiceExtension {
     /// nothing and still attaches the media.
     open var engageClient: EngageClient? { nil }
 
-    /// Time limits, size limits, the default strategy and the variants per strategy.
+    /// Time limits, size limits and the default strategy (`ServiceExtensionPolicy.media` chooses
+    /// the variant a strategy downloads).
     open var engagePolicy: ServiceExtensionPolicy { ServiceExtensionPolicy() }
 
     /// The app's last changes to the rich content, once its attachment is ready (a title, a
