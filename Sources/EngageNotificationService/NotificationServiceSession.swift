@@ -48,6 +48,8 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     private let payload: PushPayload
     private let policy: ServiceExtensionPolicy
     private let downloadDirectory: URL
+    private let cache: MediaCache?
+    private let now: @Sendable () -> Date
     private let original: Content
     private let attach: (DownloadedMedia, Content) throws -> Content
     private let finishing: (Content) -> Content
@@ -64,12 +66,18 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     ///   - deliver: the content handler; called exactly once.
     ///   - receivedAt: when the push reached the extension (`didReceive` began); the budgets and
     ///     `processing_ms` count from it, including the time taken to make the client.
+    ///   - cache: where attached files are kept for the next push that offers them; nil for the
+    ///     client's container's (`MediaCache`), and none without a client.
     public init(client: EngageClient?, notificationID: String, category: String, payload: PushPayload,
                 policy: ServiceExtensionPolicy, downloadDirectory: URL, original: Content,
                 attach: @escaping (DownloadedMedia, Content) throws -> Content,
                 finishing: @escaping (Content) -> Content = { $0 },
                 deliver: @escaping (Content) -> Void,
-                onReport: ((Report) -> Void)? = nil, receivedAt: ContinuousClock.Instant? = nil) {
+                onReport: ((Report) -> Void)? = nil, receivedAt: ContinuousClock.Instant? = nil,
+                cache: MediaCache? = nil) {
+        self.cache = cache ?? client.map { MediaCache(container: $0.configuration.containerDirectory) }
+        let wallClock: @Sendable () -> Date = { Date() }
+        now = client?.now ?? wallClock
         self.client = client
         self.notificationID = notificationID
         self.category = category
@@ -85,16 +93,25 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
         strategy = policy.strategy(for: payload)
     }
 
-    /// Chooses the media and starts its download, or delivers the original content at once
-    /// when the strategy or the push asks for none.
+    /// Chooses the media and attaches a kept copy of it or starts its download, or delivers the
+    /// original content at once when the strategy or the push asks for none.
     public func start() {
-        guard let media = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received) else {
+        var kept: [URL: MediaCache.Entry] = [:]
+        if let cache {
+            let wall = now()
+            for media in payload.media where kept[media.url] == nil {
+                kept[media.url] = cache.entry(for: media.url, now: wall)
+            }
+        }
+        guard let media = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received,
+                                       cached: Set(kept.keys)) else {
             finish(original, outcome: .notRequested, attachment: .none, timeWillExpire: false)
             return
         }
+        if let entry = kept[media.url], attachKept(entry, media: media) { return }
         let download = MediaDownload(url: media.url, variant: media.variant, policy: policy, directory: downloadDirectory,
                                      timeout: policy.downloadTimeout(elapsed: clock.now - received)) { [self] result in
-            downloadFinished(result, variant: media.variant)
+            downloadFinished(result, media: media)
         }
         let begin: Bool = lock.withLock {
             guard case .idle = phase else { return false }
@@ -129,33 +146,59 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
         }
     }
 
-    private func downloadFinished(_ result: DownloadResult, variant: String) {
+    /// Attaches a copy of a kept file (the attachment takes its file away); false when the
+    /// copy cannot be made (another process removed the file since it was found): then it is
+    /// downloaded after all.
+    private func attachKept(_ entry: MediaCache.Entry, media: PushPayload.Media) -> Bool {
+        let begin = clock.now
+        let copy = downloadDirectory.appendingPathComponent(UUID().uuidString + "." + entry.type.fileExtension)
+        guard (try? FileManager.default.copyItem(at: entry.file, to: copy)) != nil else { return false }
+        let finished = clock.now
+        let read = DownloadedMedia(file: copy, type: entry.type, bytes: entry.bytes, variant: media.variant,
+                                   downloadMS: Int(((finished - begin).seconds * 1000).rounded()), finishedAt: finished)
+        downloadFinished(.downloaded(read), media: media, source: .cache)
+        return true
+    }
+
+    private func downloadFinished(_ result: DownloadResult, media offered: PushPayload.Media, source: MediaSource = .network) {
+        let variant = offered.variant
         switch result {
         case let .downloaded(media):
             let telemetry = AttachmentTelemetry(kind: media.type.kind, format: media.type.format, bytes: media.bytes,
-                                                source: .network, downloadMS: media.downloadMS, variant: media.variant)
+                                                source: source, downloadMS: media.downloadMS, variant: media.variant)
+            // A copy for the cache, made before the attachment takes the file and kept only if
+            // it is attached: the model counts as kept what was downloaded and attached.
+            let staged = source == .network ? cache?.stage(media.file) : nil
             let rich: Content
             do {
                 rich = try attach(media, original)
             } catch {
                 // No attachment holds the file: nobody else would remove it (up to 50 MB).
                 try? FileManager.default.removeItem(at: media.file)
+                if let staged { cache?.discard(staged) }
                 finish(original, outcome: .unsupportedFormat,
                        attachment: AttachmentTelemetry(kind: .none, format: media.type.format, bytes: media.bytes,
-                                                       source: .network, downloadMS: media.downloadMS, variant: variant),
+                                                       source: source, downloadMS: media.downloadMS, variant: variant),
                        timeWillExpire: false, downloadFinishedAt: media.finishedAt)
                 return
             }
             let proceed: Bool = lock.withLock {
-                guard case .downloading = phase else { return false }
-                phase = .ready(rich, telemetry, media.finishedAt)
-                return true
+                switch phase {
+                case .downloading, .idle:
+                    // `.idle`: a kept file, attached within `start()`.
+                    phase = .ready(rich, telemetry, media.finishedAt)
+                    return true
+                case .ready, .finished:
+                    return false
+                }
             }
             guard proceed else {
                 // The deadline delivered the plain content first: the attachment goes nowhere.
                 try? FileManager.default.removeItem(at: media.file)
+                if let staged { cache?.discard(staged) }
                 return
             }
+            if let staged { cache?.keep(staged: staged, type: media.type, for: offered.url, now: now()) }
             finish(finishing(rich), outcome: .attached, attachment: telemetry, timeWillExpire: false,
                    downloadFinishedAt: media.finishedAt)
         case let .tooLarge(bytes, _):

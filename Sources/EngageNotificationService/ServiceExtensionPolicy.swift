@@ -65,28 +65,35 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
     /// this many times slower than predicted (the model's `AdaptiveStrategy.safetyFactor`).
     public static let adaptiveSafetyFactor = 2.0
 
-    /// The offered media to download under the strategy, `elapsed` after the push arrived, as
-    /// the server's model chooses with nothing cached (`StrategyCatalog.standard`; a test pins
-    /// the two together), so that events say which strategy ran and the model credits it with
-    /// what it did (`OfferedMediaRoles` reads the parts):
+    /// Reading a kept file instead of downloading it, as the model charges it (`cacheReadMS`).
+    public static let cacheRead = Duration.milliseconds(2)
+
+    /// The offered media to attach under the strategy, `elapsed` after the push arrived, with
+    /// the files at `cached` URLs kept (`MediaCache`), as the server's model chooses
+    /// (`StrategyCatalog.standard`; a test pins the two together), so that events say which
+    /// strategy ran and the model credits it with what it did (`OfferedMediaRoles` reads the
+    /// parts):
     /// - `none`: nothing; `full`: the original; `thumbnail`: the thumbnail, else the original.
-    /// - `cached`: the extension keeps no cache of its own, so what the model downloads when
-    ///   nothing is cached: the thumbnail, else the original.
-    /// - `adaptive`: the original when it is predicted to be ready in time (`adaptivePredictsInTime`), else the
-    ///   thumbnail when it is, else nothing.
+    /// - `cached`: the original if kept, else the thumbnail if kept, else the thumbnail, else
+    ///   the original.
+    /// - `adaptive`: the original when it is predicted to be ready in time
+    ///   (`adaptivePredictsInTime`), else the thumbnail when it is, else nothing.
     /// - `poster`: for a video (or an original of no stated kind), its poster; anything else (or
     ///   a video without one) the original.
-    /// Nil when the strategy or the push offers nothing.
+    /// Nil when the strategy or the push offers nothing. A kept file is read, not downloaded,
+    /// whichever strategy chose it.
     public func media(for payload: PushPayload, strategy: AttachmentStrategy,
-                      elapsed: Duration = .zero) -> PushPayload.Media? {
+                      elapsed: Duration = .zero, cached: Set<URL> = []) -> PushPayload.Media? {
         let media = payload.media
         let roles = OfferedMediaRoles(media)
+        func isCached(_ index: Int?) -> Int? { index.flatMap { cached.contains(media[$0].url) ? $0 : nil } }
         let chosen: Int? = switch strategy {
         case .none: nil
         case .full: roles.original
-        case .thumbnail, .cached: roles.thumbnail ?? roles.original
+        case .thumbnail: roles.thumbnail ?? roles.original
+        case .cached: isCached(roles.original) ?? isCached(roles.thumbnail) ?? roles.thumbnail ?? roles.original
         case .adaptive: [roles.original, roles.thumbnail].lazy.compactMap { $0 }
-            .first { adaptivePredictsInTime(media[$0], elapsed: elapsed) }
+            .first { adaptivePredictsInTime(media[$0], elapsed: elapsed, cached: cached.contains(media[$0].url)) }
         // A push that states no kind for its original but offers a poster is taken to be a video.
         case .poster: roles.original.flatMap { [.video, nil].contains(media[$0].kind) ? roles.poster : nil } ?? roles.original
         }
@@ -95,14 +102,14 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
 
     /// Whether `adaptive` predicts the rendition attached: within its kind's size limit, and
     /// ready before the time limit's reserve even if getting it takes `adaptiveSafetyFactor`
-    /// times the predicted time on an unknown network (the strategy replay's model sets no
-    /// download timeout of its own: `maxDownload` still ends a download that runs too long). A
-    /// rendition whose size the push does not give is assumed to fit (the model always knows it,
-    /// from `sent`).
-    public func adaptivePredictsInTime(_ media: PushPayload.Media, elapsed: Duration) -> Bool {
+    /// times the predicted time: reading it when `cached`, else downloading it on an unknown
+    /// network (the strategy replay's model sets no download timeout of its own: `maxDownload`
+    /// still ends a download that runs too long). A rendition whose size the push does not give
+    /// is assumed to fit (the model always knows it, from `sent`).
+    public func adaptivePredictsInTime(_ media: PushPayload.Media, elapsed: Duration, cached: Bool = false) -> Bool {
         guard let bytes = media.bytes else { return true }
         guard bytes <= sizeLimit(for: media.kind) else { return false }
-        let fetch = Self.assumedLatency + .seconds(Double(bytes) / Self.assumedThroughputBytesPerSecond)
+        let fetch = cached ? Self.cacheRead : Self.assumedLatency + .seconds(Double(bytes) / Self.assumedThroughputBytesPerSecond)
         return elapsed + fetch * Self.adaptiveSafetyFactor <= timeLimit - reserve
     }
 }

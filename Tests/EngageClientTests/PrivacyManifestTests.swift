@@ -13,7 +13,8 @@ struct PrivacyManifestTests {
 
     /// Required-reason API categories, the calls that belong to them, and the reason engage has.
     static let categories: [(name: String, calls: [String], reason: String)] = [
-        // Sizes and dates of the queue's files, all inside the app group container.
+        // Sizes and dates of the queue's files and of the extension's kept media, all inside the
+        // app group container.
         ("NSPrivacyAccessedAPICategoryFileTimestamp",
          ["stat(", "fstat(", "lstat(", "attributesOfItem", "modificationDate", "creationDate", "fileSizeKey", "getattrlist"], "C617.1"),
         // Elapsed time within the app (budgets, processing_ms, the clock set between recording and

@@ -4,8 +4,8 @@ import Foundation
 import Testing
 @testable import EngageNotificationService
 
-/// The variant the extension downloads under each strategy is the one the server's pipeline
-/// model chooses (with the strategy replay's limits, nothing cached, on an unknown network), so
+/// The variant the extension attaches under each strategy is the one the server's pipeline model
+/// chooses (with the strategy replay's limits, the same files kept, on an unknown network), so
 /// that an event's `strategy` says what ran and the strategy replay credits it with what it did.
 /// The extension chose the original for `cached` and `adaptive` and a poster for any media, and
 /// read parts by name and order only, where the model reads sizes too.
@@ -17,12 +17,13 @@ import Testing
 
     /// The model's choice as an index into the offered media, `overheadMS` into the extension's
     /// run (the model charges it before any media work).
-    static func modelChoice(_ strategy: String, _ media: [PushPayload.Media], overheadMS: Int) throws -> Int? {
+    static func modelChoice(_ strategy: String, _ media: [PushPayload.Media], overheadMS: Int, cached: Set<Int>) throws -> Int? {
         let variants = media.map { entry in
             let kind = EngageCore.AttachmentKind(rawValue: entry.kind!.rawValue)!
             return EngageCore.MediaVariant(variant: entry.variant, kind: kind, format: formats[entry.kind!.rawValue]!, bytes: entry.bytes!)
         }
-        let input = PipelineInput(media: variants, network: .typical(for: .unknown))
+        let input = PipelineInput(media: variants, network: .typical(for: .unknown),
+                                  cache: cached.isEmpty ? .empty : CacheState(variants: VariantSet(cached), ageSeconds: 0))
         var limits = StrategyReplaySettings().limits
         limits.processingOverheadMS = overheadMS
         switch try #require(StrategyCatalog.standard[strategy]).choose(input, limits: limits) {
@@ -35,6 +36,7 @@ import Testing
         var random = SplitMix(seed: 20_261_206)
         let policy = ServiceExtensionPolicy()
         var chosen: [String: Set<String>] = [:]
+        var keptTooLargeToDownload = 0
         // Sizes on and beside each limit (Apple's per kind; what `adaptive` predicts in time 50 ms
         // in: 50 + 2 (150 + b / 500) <= 28,000 ms), drawn often enough to tie as well.
         let edges = [5_000_000, 5_000_001, 6_912_500, 6_912_501, 10_000_000, 10_000_001, 50_000_000, 50_000_001, 4_096]
@@ -50,15 +52,21 @@ import Testing
                                       : Int(exp(Double.random(in: log(1_000)...log(60_000_000), using: &random))))
             }
             let payload = PushPayload(media: media)
+            // Half the pushes find some of their files kept from an earlier one.
+            let cached = Set(media.indices.filter { _ in round % 2 == 1 && Bool.random(using: &random) })
             for name in Self.strategies {
                 let strategy = try #require(PushPayload(strategy: name).attachmentStrategy)
-                let device = policy.media(for: payload, strategy: strategy, elapsed: .milliseconds(overheadMS))
+                let device = policy.media(for: payload, strategy: strategy, elapsed: .milliseconds(overheadMS),
+                                          cached: Set(cached.map { media[$0].url }))
                     .flatMap { chosen in media.firstIndex { $0.url == chosen.url } }
-                let model = try Self.modelChoice(name, media, overheadMS: overheadMS)
-                #expect(device == model, "\(name) at \(overheadMS) ms of \(media.map { "\($0.variant) \($0.kind!) \($0.bytes!)" })")
+                let model = try Self.modelChoice(name, media, overheadMS: overheadMS, cached: cached)
+                #expect(device == model, "\(name) at \(overheadMS) ms, \(cached) kept, of \(media.map { "\($0.variant) \($0.kind!) \($0.bytes!)" })")
                 chosen[name, default: []].insert(device.map { media[$0].variant } ?? "nothing")
+                if name == "adaptive", let device, cached.contains(device), media[device].bytes! > 6_912_500 { keptTooLargeToDownload += 1 }
             }
         }
+        // Kept files change the choice: `adaptive` reads one too large to download in time.
+        #expect(keptTooLargeToDownload > 0)
         // The payloads reach every branch: a variant found by size, a poster, and adaptive's three answers.
         #expect(chosen["thumbnail"]?.isSuperset(of: ["thumbnail", "original", "hd", "sd"]) == true, "\(chosen)")
         #expect(chosen["poster"]?.contains("poster") == true && chosen["poster"]?.contains("still") == true, "\(chosen)")

@@ -1,0 +1,115 @@
+import EngageClient
+import Foundation
+
+/// The media the extension attached, kept for the next push that offers the same file. The
+/// server's model and the strategy replay assume an extension keeps what it attached, for a day
+/// (`PipelineLimits.cacheTTLSeconds`): a variant found here is read instead of downloaded, under
+/// every strategy, and `cached` prefers what is here. Without it `cached` ran as `thumbnail`,
+/// while the replay credited it with reading the cached original.
+///
+/// One file per URL under `<container>/EngageClient/media-cache/`, named by a name-based UUID of
+/// the URL with its type's extension; its modification time is when it was kept. Every step is
+/// best effort: a cache that cannot be read or written only means a download.
+public struct MediaCache: Sendable {
+    public let directory: URL
+    /// How long a kept file is read: the model's `cacheTTLSeconds`.
+    public var timeToLive: TimeInterval
+    /// Above this many bytes the files kept longest ago are removed.
+    public var maxBytes: Int
+
+    public init(container: URL, timeToLive: TimeInterval = 86_400, maxBytes: Int = 100_000_000) {
+        directory = container.appendingPathComponent("EngageClient/media-cache", isDirectory: true)
+        self.timeToLive = timeToLive
+        self.maxBytes = maxBytes
+    }
+
+    /// A kept file: what to copy, its type, its size and when it was kept.
+    public struct Entry: Sendable, Equatable {
+        public var file: URL
+        public var type: MediaType
+        public var bytes: Int
+        public var keptAt: Date
+    }
+
+    /// The file kept for `url`, if kept within the time to live before `now`.
+    public func entry(for url: URL, now: Date) -> Entry? {
+        let stem = Self.stem(of: url)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasPrefix(stem + ".") {
+            guard let entry = Self.entry(named: name, in: directory) else { continue }
+            let age = now.timeIntervalSince(entry.keptAt)
+            return age >= 0 && age <= timeToLive ? entry : nil
+        }
+        return nil
+    }
+
+    /// A copy of `file` under a temporary name in the cache's directory, to keep once it is
+    /// known to be attached (`keep(staged:…)`) or to discard; nil when it cannot be made.
+    public func stage(_ file: URL) -> URL? {
+        let manager = FileManager.default
+        try? manager.createDirectory(at: directory, withIntermediateDirectories: true)
+        let staged = directory.appendingPathComponent(".\(UUID().uuidString).partial")
+        return (try? manager.copyItem(at: file, to: staged)) != nil ? staged : nil
+    }
+
+    /// Keeps a staged copy as `url`'s, kept `now`, moved into place whole, so a reader never
+    /// finds part of one. Then removes what has expired and, beyond `maxBytes`, what was kept
+    /// longest ago.
+    public func keep(staged: URL, type: MediaType, for url: URL, now: Date) {
+        let manager = FileManager.default
+        try? manager.setAttributes([.modificationDate: now], ofItemAtPath: staged.path)
+        let stem = Self.stem(of: url)
+        for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasPrefix(stem + ".") {
+            try? manager.removeItem(at: directory.appendingPathComponent(name))
+        }
+        let target = directory.appendingPathComponent(stem + "." + type.fileExtension)
+        if (try? manager.moveItem(at: staged, to: target)) == nil { discard(staged) }
+        trim(now: now)
+    }
+
+    /// Removes a staged copy that is not to be kept.
+    public func discard(_ staged: URL) {
+        try? FileManager.default.removeItem(at: staged)
+    }
+
+    /// Removes expired files, then the oldest until the rest fit in `maxBytes`, and partial
+    /// copies a killed process left behind.
+    func trim(now: Date) {
+        let manager = FileManager.default
+        var kept: [Entry] = []
+        for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
+            let path = directory.appendingPathComponent(name)
+            if name.hasSuffix(".partial") {
+                let modified = (try? manager.attributesOfItem(atPath: path.path)[.modificationDate] as? Date) ?? nil
+                if let modified, now.timeIntervalSince(modified) > 3_600 { try? manager.removeItem(at: path) }
+                continue
+            }
+            guard let entry = Self.entry(named: name, in: directory) else { continue }
+            let age = now.timeIntervalSince(entry.keptAt)
+            if age > timeToLive { try? manager.removeItem(at: path) } else { kept.append(entry) }
+        }
+        var total = kept.reduce(0) { $0 + $1.bytes }
+        for entry in kept.sorted(by: { $0.keptAt < $1.keptAt }) where total > maxBytes {
+            try? manager.removeItem(at: entry.file)
+            total -= entry.bytes
+        }
+    }
+
+    private static func entry(named name: String, in directory: URL) -> Entry? {
+        let parts = name.split(separator: ".", maxSplits: 1)
+        guard parts.count == 2, let type = MediaType.supported.first(where: { $0.fileExtension == parts[1] }) else { return nil }
+        let file = directory.appendingPathComponent(name)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: file.path),
+              let keptAt = attributes[.modificationDate] as? Date, let size = attributes[.size] as? NSNumber
+        else { return nil }
+        return Entry(file: file, type: type, bytes: size.intValue, keptAt: keptAt)
+    }
+
+    /// The file name's stem for `url`: a name-based UUID of it, the same in every process.
+    static func stem(of url: URL) -> String {
+        UUID.nameBased(url.absoluteString, namespace: namespace).uuidString.lowercased()
+    }
+
+    /// Fixed forever: changing it would orphan every kept file until the time to live ends.
+    private static let namespace = UUID(uuidString: "0b6f4c1e-3a5d-4e8f-9c2b-7d1a6e5f4c3b")!
+}
