@@ -27,7 +27,7 @@ public enum InstallationID {
             case let .content(bytes):
                 if let id = valid(bytes) {
                     // Files made by earlier versions too (setting it again costs next to nothing).
-                    excludeFromBackup(path)
+                    BackupExclusion.exclude(path)
                     return id
                 }
                 // Damaged (it never is written in place): replace it, atomically, and read again.
@@ -37,7 +37,7 @@ public enum InstallationID {
                 try QueueFiles.withExclusiveLock(lock, protection: protector) { _ in
                     if case let .content(now) = QueueFiles.readFile(path), valid(now) != nil { return }
                     try QueueFiles.replace(path, with: Array((newID() + "\n").utf8), protection: protector)
-                    excludeFromBackup(path)
+                    BackupExclusion.exclude(path)
                 }
                 continue
             case let .unavailable(code), let .broken(code):
@@ -50,7 +50,7 @@ public enum InstallationID {
                 unlink(own)
                 if linked {
                     QueueFiles.synchronizeDirectory(directory.path)
-                    excludeFromBackup(path)
+                    BackupExclusion.exclude(path)
                 } else if failure != EEXIST {
                     throw QueueError(code: .writeFailed, errno: failure, path: path)
                 }
@@ -60,18 +60,6 @@ public enum InstallationID {
     }
 
     private static func newID() -> String { UUID().uuidString.lowercased() }
-
-    /// A backup restored onto a second device would give both the same id, and the events of
-    /// two devices one device's: the id stays with the device it was made on. (Only Apple's
-    /// platforms back containers up; not exercised by the tests, which run on Linux.)
-    private static func excludeFromBackup(_ path: String) {
-        #if canImport(Darwin)
-        var url = URL(fileURLWithPath: path)
-        var values = URLResourceValues()
-        values.isExcludedFromBackup = true
-        try? url.setResourceValues(values)
-        #endif
-    }
 
     /// An id the server takes as a `device_id`: any other would have every event of the
     /// installation refused, so a damaged one is replaced.

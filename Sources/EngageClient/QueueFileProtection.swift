@@ -17,12 +17,17 @@ public enum QueueFileProtection: String, Sendable, CaseIterable {
 
 /// Applies one protection class to what the queue creates. `observe` lets tests on Linux, which
 /// has no data protection, see every path and the class it was given.
-struct FileProtector: Sendable {
+package struct FileProtector: Sendable {
     var protection: QueueFileProtection
     var observe: (@Sendable (String, QueueFileProtection) -> Void)?
 
+    package init(protection: QueueFileProtection, observe: (@Sendable (String, QueueFileProtection) -> Void)? = nil) {
+        self.protection = protection
+        self.observe = observe
+    }
+
     /// Only iOS-family systems have data protection; elsewhere (macOS, Linux) only `observe` runs.
-    func apply(to path: String) {
+    package func apply(to path: String) {
         observe?(path, protection)
         #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
         let type: FileProtectionType = switch protection {

@@ -8,17 +8,22 @@ import Foundation
 /// while the replay credited it with reading the cached original.
 ///
 /// One file per URL under `<container>/EngageClient/media-cache/`, named by a name-based UUID of
-/// the URL with its type's extension; its modification time is when it was kept. Every step is
-/// best effort: a cache that cannot be read or written only means a download.
+/// the URL with its type's extension; its modification time is when it was kept. The directory
+/// has the queue's data protection class (a push mostly arrives while the device is locked) and
+/// is left out of backups. Every step is best effort: a cache that cannot be read or written only
+/// means a download.
 public struct MediaCache: Sendable {
     public let directory: URL
     /// How long a kept file is read: the model's `cacheTTLSeconds`.
     public var timeToLive: TimeInterval
     /// Above this many bytes the files kept longest ago are removed.
     public var maxBytes: Int
+    private let protector: FileProtector
 
-    public init(container: URL, timeToLive: TimeInterval = 86_400, maxBytes: Int = 100_000_000) {
+    public init(container: URL, protection: QueueFileProtection = .completeUntilFirstUserAuthentication,
+                timeToLive: TimeInterval = 86_400, maxBytes: Int = 100_000_000) {
         directory = container.appendingPathComponent("EngageClient/media-cache", isDirectory: true)
+        protector = FileProtector(protection: protection)
         self.timeToLive = timeToLive
         self.maxBytes = maxBytes
     }
@@ -31,25 +36,32 @@ public struct MediaCache: Sendable {
         public var keptAt: Date
     }
 
-    /// The file kept for `url`, if kept within the time to live before `now`.
+    /// The file kept for `url`, if kept within the time to live before `now` (one kept "after"
+    /// `now`, by a clock since set back, counts as just kept, as the model counts it).
     public func entry(for url: URL, now: Date) -> Entry? {
         let stem = Self.stem(of: url)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names where name.hasPrefix(stem + ".") {
-            guard let entry = Self.entry(named: name, in: directory) else { continue }
-            let age = now.timeIntervalSince(entry.keptAt)
-            return age >= 0 && age <= timeToLive ? entry : nil
-        }
-        return nil
+        return names.filter { $0.hasPrefix(stem + ".") }.compactMap { Self.entry(named: $0, in: directory) }
+            .filter { now.timeIntervalSince($0.keptAt) <= timeToLive }
+            .max { $0.keptAt < $1.keptAt }
     }
 
     /// A copy of `file` under a temporary name in the cache's directory, to keep once it is
     /// known to be attached (`keep(staged:…)`) or to discard; nil when it cannot be made.
     public func stage(_ file: URL) -> URL? {
         let manager = FileManager.default
-        try? manager.createDirectory(at: directory, withIntermediateDirectories: true)
+        if !manager.fileExists(atPath: directory.path) {
+            try? manager.createDirectory(at: directory, withIntermediateDirectories: true)
+            protector.apply(to: directory.path)
+            BackupExclusion.exclude(directory.path)
+        }
         let staged = directory.appendingPathComponent(".\(UUID().uuidString).partial")
-        return (try? manager.copyItem(at: file, to: staged)) != nil ? staged : nil
+        guard (try? manager.copyItem(at: file, to: staged)) != nil else {
+            try? manager.removeItem(at: staged)
+            return nil
+        }
+        protector.apply(to: staged.path)
+        return staged
     }
 
     /// Keeps a staged copy as `url`'s, kept `now`, moved into place whole, so a reader never

@@ -75,7 +75,9 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
                 deliver: @escaping (Content) -> Void,
                 onReport: ((Report) -> Void)? = nil, receivedAt: ContinuousClock.Instant? = nil,
                 cache: MediaCache? = nil) {
-        self.cache = cache ?? client.map { MediaCache(container: $0.configuration.containerDirectory) }
+        self.cache = cache ?? client.map {
+            MediaCache(container: $0.configuration.containerDirectory, protection: $0.configuration.fileProtection)
+        }
         let wallClock: @Sendable () -> Date = { Date() }
         now = client?.now ?? wallClock
         self.client = client
@@ -96,19 +98,28 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     /// Chooses the media and attaches a kept copy of it or starts its download, or delivers the
     /// original content at once when the strategy or the push asks for none.
     public func start() {
+        // A kept file counts when its size is the one the push states: a URL may be reused for
+        // new content (the model, too, knows a file by its size, not its address).
         var kept: [URL: MediaCache.Entry] = [:]
         if let cache {
             let wall = now()
             for media in payload.media where kept[media.url] == nil {
-                kept[media.url] = cache.entry(for: media.url, now: wall)
+                if let entry = cache.entry(for: media.url, now: wall), media.bytes.map({ $0 == entry.bytes }) ?? true {
+                    kept[media.url] = entry
+                }
             }
         }
-        guard let media = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received,
-                                       cached: Set(kept.keys)) else {
+        var chosen = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received, cached: Set(kept.keys))
+        // A kept file another process removed since: chosen again as if never kept.
+        while let media = chosen, let entry = kept[media.url] {
+            if attachKept(entry, media: media) { return }
+            kept[media.url] = nil
+            chosen = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received, cached: Set(kept.keys))
+        }
+        guard let media = chosen else {
             finish(original, outcome: .notRequested, attachment: .none, timeWillExpire: false)
             return
         }
-        if let entry = kept[media.url], attachKept(entry, media: media) { return }
         let download = MediaDownload(url: media.url, variant: media.variant, policy: policy, directory: downloadDirectory,
                                      timeout: policy.downloadTimeout(elapsed: clock.now - received)) { [self] result in
             downloadFinished(result, media: media)
@@ -152,7 +163,10 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     private func attachKept(_ entry: MediaCache.Entry, media: PushPayload.Media) -> Bool {
         let begin = clock.now
         let copy = downloadDirectory.appendingPathComponent(UUID().uuidString + "." + entry.type.fileExtension)
-        guard (try? FileManager.default.copyItem(at: entry.file, to: copy)) != nil else { return false }
+        guard (try? FileManager.default.copyItem(at: entry.file, to: copy)) != nil else {
+            try? FileManager.default.removeItem(at: copy)
+            return false
+        }
         let finished = clock.now
         let read = DownloadedMedia(file: copy, type: entry.type, bytes: entry.bytes, variant: media.variant,
                                    downloadMS: Int(((finished - begin).seconds * 1000).rounded()), finishedAt: finished)
@@ -198,9 +212,13 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
                 if let staged { cache?.discard(staged) }
                 return
             }
-            if let staged { cache?.keep(staged: staged, type: media.type, for: offered.url, now: now()) }
-            finish(finishing(rich), outcome: .attached, attachment: telemetry, timeWillExpire: false,
-                   downloadFinishedAt: media.finishedAt)
+            // Kept after the delivery, which it must not delay; also when the deadline delivered
+            // this attachment first.
+            let keep = { if let staged { self.cache?.keep(staged: staged, type: media.type, for: offered.url, now: self.now()) } }
+            if !finish(finishing(rich), outcome: .attached, attachment: telemetry, timeWillExpire: false,
+                       downloadFinishedAt: media.finishedAt, afterDelivery: keep) {
+                keep()
+            }
         case let .tooLarge(bytes, _):
             // The size the media host declared, which the server takes only up to 2^53.
             finish(original, outcome: .tooLarge,
@@ -223,22 +241,28 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
         }
     }
 
-    /// Records, then delivers, once; then sends what waits, on a best-effort basis.
+    /// Records, then delivers, once; then sends what waits, on a best-effort basis. False when
+    /// another caller finished first.
+    @discardableResult
     private func finish(_ content: Content, outcome: DeliveryOutcome, attachment: AttachmentTelemetry, timeWillExpire: Bool,
-                        downloadFinishedAt: ContinuousClock.Instant? = nil) {
+                        downloadFinishedAt: ContinuousClock.Instant? = nil, afterDelivery: (() -> Void)? = nil) -> Bool {
         let first: Bool = lock.withLock {
             if case .finished = phase { return false }
             phase = .finished
             return true
         }
-        guard first else { return }
+        guard first else { return false }
         recordAndDeliver(content, outcome: outcome, attachment: attachment, timeWillExpire: timeWillExpire,
-                         downloadFinishedAt: downloadFinishedAt)
+                         downloadFinishedAt: downloadFinishedAt, afterDelivery: afterDelivery)
+        return true
     }
 
     /// The part of finishing after `phase` became `.finished` for this caller alone.
+    /// `afterDelivery` runs once the content is delivered and before the report: work the
+    /// delivery must not wait for.
     private func recordAndDeliver(_ content: Content, outcome: DeliveryOutcome, attachment: AttachmentTelemetry,
-                                  timeWillExpire: Bool, downloadFinishedAt: ContinuousClock.Instant? = nil) {
+                                  timeWillExpire: Bool, downloadFinishedAt: ContinuousClock.Instant? = nil,
+                                  afterDelivery: (() -> Void)? = nil) {
         let processingMS = Int((clock.now - received).seconds * 1000)
         var eventID: UUID?
         var recordError: QueueError?
@@ -257,6 +281,7 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
                 sendTask = Task { await client.flush(budget: budget) }
             }
         }
+        afterDelivery?()
         onReport?(Report(outcome: outcome, attachment: attachment, timeWillExpire: timeWillExpire, strategy: strategy,
                          experiment: payload.experiment, processingMS: processingMS, eventID: eventID, recordError: recordError,
                          downloadFinishedAt: downloadFinishedAt, deliveredAt: deliveredAt))

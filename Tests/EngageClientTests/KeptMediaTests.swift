@@ -32,7 +32,8 @@ import Testing
                                                    body: MediaSamples.jpeg(20_000), declareLength: true))
         defer { host.stop() }
         let original = PushPayload.Media(variant: "original", url: host.url.appendingPathComponent("o.jpg"), kind: .image, bytes: 20_000)
-        let thumbnail = PushPayload.Media(variant: "thumbnail", url: host.url.appendingPathComponent("t.jpg"), kind: .image, bytes: 2_000)
+        // The host serves the same 20,000 bytes at every URL; the names give the parts.
+        let thumbnail = PushPayload.Media(variant: "thumbnail", url: host.url.appendingPathComponent("t.jpg"), kind: .image, bytes: 20_000)
         func push(_ id: String, _ strategy: String) async throws -> (variant: String?, source: String?, downloads: Int) {
             let attachment = try await Self.push(id, strategy: strategy, media: [original, thumbnail], client: client,
                                                  container: container, downloads: downloads.url)
@@ -47,6 +48,11 @@ import Testing
         // The original kept too: `cached` prefers it.
         #expect(try await push("n-4", "cached") == ("original", "cache", 2))
         #expect(try await push("n-5", "thumbnail") == ("thumbnail", "cache", 2))
+        // The same URL with another size is other content: downloaded again, and kept anew.
+        let changed = PushPayload.Media(variant: "original", url: original.url, kind: .image, bytes: 30_000)
+        let attachment = try await Self.push("n-6", strategy: "full", media: [changed, thumbnail], client: client,
+                                             container: container, downloads: downloads.url)
+        #expect(attachment["source"] as? String == "network" && host.hits.count == 3)
         // The copies attached are the session's own: the kept files stay.
         let cache = MediaCache(container: container.url)
         #expect(cache.entry(for: original.url, now: Date()) != nil && cache.entry(for: thumbnail.url, now: Date()) != nil)
