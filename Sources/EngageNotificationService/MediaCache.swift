@@ -39,11 +39,21 @@ public struct MediaCache: Sendable {
     /// The file kept for `url`, if kept within the time to live before `now` (one kept "after"
     /// `now`, by a clock since set back, counts as just kept, as the model counts it).
     public func entry(for url: URL, now: Date) -> Entry? {
-        let stem = Self.stem(of: url)
+        entries(for: [url], now: now)[url]
+    }
+
+    /// `entry(for:now:)` of each URL, from one reading of the directory.
+    public func entries(for urls: [URL], now: Date) -> [URL: Entry] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasPrefix(stem + ".") }.compactMap { Self.entry(named: $0, in: directory) }
-            .filter { now.timeIntervalSince($0.keptAt) <= timeToLive }
-            .max { $0.keptAt < $1.keptAt }
+        var found: [URL: Entry] = [:]
+        for url in urls where found[url] == nil {
+            let stem = Self.stem(of: url)
+            let newest = names.filter { $0.hasPrefix(stem + ".") }.compactMap { Self.entry(named: $0, in: directory) }
+                .filter { now.timeIntervalSince($0.keptAt) <= timeToLive }
+                .max { $0.keptAt < $1.keptAt }
+            if let newest { found[url] = newest }
+        }
+        return found
     }
 
     /// A copy of `file` under a temporary name in the cache's directory, to keep once it is
@@ -71,12 +81,10 @@ public struct MediaCache: Sendable {
         let manager = FileManager.default
         try? manager.setAttributes([.modificationDate: now], ofItemAtPath: staged.path)
         let stem = Self.stem(of: url)
-        for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] where name.hasPrefix(stem + ".") {
-            try? manager.removeItem(at: directory.appendingPathComponent(name))
-        }
-        let target = directory.appendingPathComponent(stem + "." + type.fileExtension)
-        if (try? manager.moveItem(at: staged, to: target)) == nil { discard(staged) }
-        trim(now: now)
+        let target = stem + "." + type.fileExtension
+        try? manager.removeItem(at: directory.appendingPathComponent(target))
+        if (try? manager.moveItem(at: staged, to: directory.appendingPathComponent(target))) == nil { discard(staged) }
+        trim(now: now, replacing: (stem: stem, by: target))
     }
 
     /// Removes a staged copy that is not to be kept.
@@ -84,13 +92,17 @@ public struct MediaCache: Sendable {
         try? FileManager.default.removeItem(at: staged)
     }
 
-    /// Removes expired files, then the oldest until the rest fit in `maxBytes`, and partial
-    /// copies a killed process left behind.
-    func trim(now: Date) {
+    /// Removes expired files, then the oldest until the rest fit in `maxBytes`, partial copies a
+    /// killed process left behind, and the copies of a URL just kept under another type.
+    func trim(now: Date, replacing kept: (stem: String, by: String)? = nil) {
         let manager = FileManager.default
-        var kept: [Entry] = []
+        var entries: [Entry] = []
         for name in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
             let path = directory.appendingPathComponent(name)
+            if let kept, name.hasPrefix(kept.stem + "."), name != kept.by {
+                try? manager.removeItem(at: path)
+                continue
+            }
             if name.hasSuffix(".partial") {
                 let modified = (try? manager.attributesOfItem(atPath: path.path)[.modificationDate] as? Date) ?? nil
                 if let modified, now.timeIntervalSince(modified) > 3_600 { try? manager.removeItem(at: path) }
@@ -98,10 +110,10 @@ public struct MediaCache: Sendable {
             }
             guard let entry = Self.entry(named: name, in: directory) else { continue }
             let age = now.timeIntervalSince(entry.keptAt)
-            if age > timeToLive { try? manager.removeItem(at: path) } else { kept.append(entry) }
+            if age > timeToLive { try? manager.removeItem(at: path) } else { entries.append(entry) }
         }
-        var total = kept.reduce(0) { $0 + $1.bytes }
-        for entry in kept.sorted(by: { $0.keptAt < $1.keptAt }) where total > maxBytes {
+        var total = entries.reduce(0) { $0 + $1.bytes }
+        for entry in entries.sorted(by: { $0.keptAt < $1.keptAt }) where total > maxBytes {
             try? manager.removeItem(at: entry.file)
             total -= entry.bytes
         }

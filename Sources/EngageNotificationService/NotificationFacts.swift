@@ -101,7 +101,8 @@ extension EngageClient {
     /// answered from its expanded view) leaves Notification Center before the next sweep could
     /// find it, and without its display the notifications users engage with most would count
     /// as never displayed, outside every rate. Its display is recorded at its date (or now, if
-    /// that lies ahead: `recordDisplayed(_:at:)`), once per notification like every display (nothing when `willPresent` or a sweep recorded it).
+    /// that lies ahead: `recordDisplayed(_:at:)`), once per notification like every display
+    /// (nothing when `willPresent` or a sweep recorded it).
     /// Best effort: a queue that cannot take the display fails the response's own record too.
     private func recordShown(_ notification: NotificationFacts) {
         _ = try? recordDisplayed(notification)

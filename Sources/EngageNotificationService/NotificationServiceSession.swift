@@ -100,14 +100,9 @@ public final class NotificationServiceSession<Content>: @unchecked Sendable {
     public func start() {
         // A kept file counts when its size is the one the push states: a URL may be reused for
         // new content (the model, too, knows a file by its size, not its address).
-        var kept: [URL: MediaCache.Entry] = [:]
-        if let cache {
-            let wall = now()
-            for media in payload.media where kept[media.url] == nil {
-                if let entry = cache.entry(for: media.url, now: wall), media.bytes.map({ $0 == entry.bytes }) ?? true {
-                    kept[media.url] = entry
-                }
-            }
+        var kept = cache?.entries(for: payload.media.map(\.url), now: now()) ?? [:]
+        for media in payload.media where media.bytes.map({ $0 != kept[media.url]?.bytes }) ?? false {
+            kept[media.url] = nil
         }
         var chosen = policy.media(for: payload, strategy: strategy, elapsed: clock.now - received, cached: Set(kept.keys))
         // A kept file another process removed since: chosen again as if never kept.
