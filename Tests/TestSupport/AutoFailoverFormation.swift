@@ -756,14 +756,16 @@ public final class AutoFailoverFormation: Sendable {
     }
 
     /// The running processes of the formation: keepers, their services, the servers they
-    /// started, recognised by the environment ``command(_:)`` gives them all.
+    /// started, recognised by the environment ``command(_:)`` gives them all, and every process
+    /// descended from one (a server's children no longer show that environment: a monitor's
+    /// logger and health-check worker, missed so, outlived their killed postmaster by minutes).
     public func processes() -> [Int32] {
         let marker = "XDG_RUNTIME_DIR=\(runtimeDirectory)"
-        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap(Int32.init).filter { pid in
-            pid != getpid() && LocalSystem.isRunning(pid)
+        return LocalSystem.processes { pid in
+            pid != getpid()
                 && ((FileHandle(forReadingAtPath: "/proc/\(pid)/environ")?.readDataToEndOfFile())
                     .map { $0.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == marker } } ?? false)
-        }
+        }.filter(LocalSystem.isRunning)
     }
 
     /// Stops every process of the formation now (found as ``watchForExit()`` finds them) and
@@ -782,7 +784,8 @@ public final class AutoFailoverFormation: Sendable {
 
     /// A detached shell that, once this process is gone, kills every process of the formation
     /// and deletes its directory. Those processes are recognised by the environment `command`
-    /// gives pg_autoctl, which they all inherit (keepers, their services, the servers they start);
+    /// gives pg_autoctl, which they all inherit (keepers, their services, the servers they start),
+    /// and by descent from those (a server's children overwrite what /proc shows of theirs);
     /// neither command lines (pg_autoctl's services rename themselves) nor parenthood (a killed
     /// keeper's services live on under init and restart their servers) would find them all. Not
     /// `pg_autoctl stop` either: a keeper killed by a test leaves a pid file whose pid may belong
@@ -795,6 +798,19 @@ public final class AutoFailoverFormation: Sendable {
                     [ "${entry#/proc/}" != "$$" ] && grep -qaF -- 'XDG_RUNTIME_DIR=\(runtimeDirectory)' "$entry/environ" 2>/dev/null && echo "${entry#/proc/}"
                 done)
                 [ -z "$pids" ] && break
+                pids=" $(echo $pids) "
+                while :; do
+                    more=""
+                    for entry in /proc/[0-9]*; do
+                        pid=${entry#/proc/}
+                        case "$pids" in *" $pid "*) continue ;; esac
+                        read -r stat < "$entry/stat" 2>/dev/null || continue
+                        set -- ${stat##*) }
+                        case "$pids" in *" $2 "*) more="$more$pid " ;; esac
+                    done
+                    [ -z "$more" ] && break
+                    pids="$pids$more"
+                done
                 kill -STOP $pids 2>/dev/null; kill -KILL $pids 2>/dev/null
                 sleep 1
             done

@@ -6,14 +6,32 @@ import Glibc
 public enum LocalSystem {
     /// `pid` and every process descended from it.
     public static func processTree(of pid: Int32) -> [Int32] {
-        var parents: [Int32: [Int32]] = [:]
+        withDescendants([pid], children: childrenByParent())
+    }
+
+    /// The processes `isMarked` accepts and every process descended from one, from one reading
+    /// of /proc. A mark read from a process's environment needs the descendants: PostgreSQL's
+    /// children write their titles over the memory that held the environment they inherited, so
+    /// their /proc/PID/environ no longer shows it.
+    public static func processes(markedBy isMarked: (Int32) -> Bool) -> [Int32] {
+        let children = childrenByParent()
+        return withDescendants(children.values.joined().filter(isMarked), children: children)
+    }
+
+    private static func childrenByParent() -> [Int32: [Int32]] {
+        var children: [Int32: [Int32]] = [:]
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
             guard let child = Int32(entry), let parent = parentPID(of: child) else { continue }
-            parents[parent, default: []].append(child)
+            children[parent, default: []].append(child)
         }
-        var tree = [pid], index = 0
+        return children
+    }
+
+    private static func withDescendants(_ roots: [Int32], children: [Int32: [Int32]]) -> [Int32] {
+        var seen = Set<Int32>(), tree: [Int32] = [], index = 0
+        for root in roots where seen.insert(root).inserted { tree.append(root) }
         while index < tree.count {
-            tree += parents[tree[index]] ?? []
+            for child in children[tree[index]] ?? [] where seen.insert(child).inserted { tree.append(child) }
             index += 1
         }
         return tree
