@@ -572,13 +572,13 @@ struct DiskQueue: Sendable {
         guard case let .content(data) = QueueFiles.readFile(retryPath),
               let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
               object["endpoint"] as? String == endpoint,
-              let notBefore = (object["not_before_ms"] as? NSNumber)?.int64Value,
-              let failures = (object["failures"] as? NSNumber)?.intValue
+              let notBefore = FoundationNumber.whole(object["not_before_ms"], clampedTo: Int.min...Int.max),
+              // The count only sets the backoff's exponent (capped at 30): held to a range a client
+              // reaches, so a damaged file cannot make the next `failures + 1` overflow. A boolean
+              // or a fraction is no count: the state is unreadable, and the next failure starts over.
+              let failures = FoundationNumber.whole(object["failures"], clampedTo: 0...Self.mostFailuresCounted)
         else { return nil }
-        // The count only sets the backoff's exponent (capped at 30): held to a range a client
-        // reaches, so a damaged file cannot make the next `failures + 1` overflow.
-        return RetryState(endpoint: endpoint, notBefore: Date(timeIntervalSince1970: Double(notBefore) / 1000),
-                          failures: min(max(failures, 0), Self.mostFailuresCounted))
+        return RetryState(endpoint: endpoint, notBefore: Date(timeIntervalSince1970: Double(notBefore) / 1000), failures: failures)
     }
 
     /// Records (or, with nil, clears) the backoff, under the queue's lock: every process and

@@ -22,6 +22,22 @@ enum FoundationNumber {
         return whole
     }
 
+    /// A whole number, held to `range`: one beyond it (however far, as JSON allows) reads as the
+    /// nearer end. nil for a boolean, a fraction or anything else.
+    static func whole(_ value: Any?, clampedTo range: ClosedRange<Int>) -> Int? {
+        guard let number = value as? NSNumber, !isBoolean(number) else { return nil }
+        if isFloatingPoint(number) {
+            let double = number.doubleValue
+            guard double.isFinite, double.rounded(.towardZero) == double else { return nil }
+            if double <= Double(range.lowerBound) { return range.lowerBound }
+            if double >= Double(range.upperBound) { return range.upperBound }
+            return Int(double)
+        }
+        // An unsigned integer above `Int64.max` reads as a negative `int64Value`.
+        if number.objCType.pointee == CChar(UInt8(ascii: "Q")), number.uint64Value > UInt64(Int64.max) { return range.upperBound }
+        return min(max(Int(number.int64Value), range.lowerBound), range.upperBound)
+    }
+
     /// An experiment tag's probability: greater than 0 and at most 1, as the server takes it.
     static func probability(_ value: Any?) -> Double? {
         double(value).flatMap { $0 > 0 && $0 <= 1 ? $0 : nil }

@@ -14,8 +14,11 @@ struct DamagedStateFilesTests {
         try Data(text.utf8).write(to: directory.appendingPathComponent(name))
     }
 
-    @Test(arguments: [Int.max, Int.min])
-    func aFailureCountAtTheEndsOfIntStillBacksOff(failures: Int) async throws {
+    /// Beyond Int either way or not a whole number, the count is read as the most (a count past
+    /// every backoff's cap) or as none: a boolean or a fraction makes no count of 1 or 2.
+    @Test(arguments: [("\(Int.max)", true), ("1e300", true), ("18446744073709551615", true), ("\(Int.min)", false),
+                      ("-1e300", false), ("true", false), ("2.5", false)])
+    func aFailureCountAtTheEndsOfIntStillBacksOff(failures: String, readAsMost: Bool) async throws {
         let injector = try FaultInjector(reply: .respond(status: 500, headers: [("Content-Type", "text/plain")], body: "down"))
         defer { injector.stop() }
         let container = Container()
@@ -31,8 +34,7 @@ struct DamagedStateFilesTests {
 
         let report = await client.flush(budget: .seconds(10))
 
-        // Int.max counts as the most failures (the longest backoff); a negative count as none (the
-        // first backoff, at most the initial delay).
+        // The most failures back off longest; none, by at most the initial delay.
         #expect(injector.hits.count == 1)
         guard case let .backingOff(until) = report.ending else {
             Issue.record("expected to end backing off, got \(report.ending)")
@@ -40,7 +42,7 @@ struct DamagedStateFilesTests {
         }
         // At most the longest backoff: the count was taken as a large one, not as a trap.
         #expect(until.timeIntervalSinceNow <= 300.1)
-        #expect(failures == Int.max ? until.timeIntervalSinceNow > 140 : until.timeIntervalSinceNow <= 120.1)
+        #expect(readAsMost ? until.timeIntervalSinceNow > 140 : until.timeIntervalSinceNow <= 120.1)
         #expect(client.pending.events == 1)
     }
 
