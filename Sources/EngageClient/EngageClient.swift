@@ -77,8 +77,10 @@ public final class EngageClient: Sendable {
             /// engage refused the whole request with a 4xx of its own that retrying cannot fix
             /// (400, or 413 for a single event): `problemType` is its problem document's `type`,
             /// under `https://engage.dev/problems/`. Its 401, 403, 404, 405, 415 and 431 refuse
-            /// the key, the address, the body's type or the headers and drop nothing; nor does a
-            /// 4xx from anything else on the way.
+            /// the key, the address, the body's type or the headers and drop nothing, nor do its
+            /// 400s for the request's form (`bad-gzip`, `bad-sent-at`, `bad-occurred-at-clock`)
+            /// or a 4xx from anything else on the way. Its 400 `no-valid-events` drops each
+            /// event as `rejected`, with the field and problem it lists.
             case refused(status: Int, problemType: String?)
             /// The queue went over `maxQueueBytes`; these were the oldest waiting.
             case overflow
@@ -309,6 +311,7 @@ public final class EngageClient: Sendable {
         let endpoint = configuration.endpoint.absoluteString
         var report = FlushReport()
         var limit = max(1, min(configuration.batchSize, 1000))
+        var compresses = configuration.gzip
         recordedSinceFlush.reset()
         queue.reclaimExpired(now: now())
 
@@ -342,7 +345,7 @@ public final class EngageClient: Sendable {
             let events = claims.flatMap(\.events)
             let timeout = min(remaining, configuration.requestTimeout, configuration.claimLease)
             report.requests += 1
-            let outcome = await transport.send(eventsRequest(events), timeout: timeout)
+            let outcome = await transport.send(eventsRequest(events, compressed: compresses), timeout: timeout)
 
             switch IngestAnswer.classify(outcome, sent: events.count) {
             case let .stored(answer):
@@ -401,6 +404,17 @@ public final class EngageClient: Sendable {
                 }
             case let .refused(status, problemType):
                 drop(claims, events: events, status: status, problemType: problemType, into: &report)
+            case let .formRefused(problemType):
+                queue.release(claims)
+                if problemType == IngestAnswer.badGzip, compresses {
+                    // Something on the way inflated the body and kept its Content-Encoding: the
+                    // rest of this flush goes uncompressed, at once.
+                    compresses = false
+                    continue
+                }
+                // A server that reads the clock headers otherwise: nothing of the request was
+                // stored, and the events wait for one that takes them, as after a 404 or 415.
+                queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
             case .interrupted:
                 queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
@@ -462,7 +476,7 @@ public final class EngageClient: Sendable {
     /// Seconds since 1970 of 0000-01-01T00:00:00Z through 9999-12-31T23:59:59.999Z.
     static let writableYears: ClosedRange<TimeInterval> = -62_167_219_200...253_402_300_799.999
 
-    private func eventsRequest(_ events: [DiskQueue.QueuedEvent]) -> URLRequest {
+    private func eventsRequest(_ events: [DiskQueue.QueuedEvent], compressed: Bool) -> URLRequest {
         var request = URLRequest(url: configuration.endpoint.appendingPathComponent("v1/events"))
         request.httpMethod = "POST"
         request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")
@@ -483,7 +497,7 @@ public final class EngageClient: Sendable {
             request.setValue(sending.header, forHTTPHeaderField: Self.occurredAtClockHeader)
         }
         let body = Array(sending.lines.map { $0 + "\n" }.joined().utf8)
-        if configuration.gzip {
+        if compressed {
             request.setValue("gzip", forHTTPHeaderField: "Content-Encoding")
             request.httpBody = Data(Gzip.compress(body))
         } else {

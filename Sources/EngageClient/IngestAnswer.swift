@@ -13,7 +13,8 @@ struct IngestAnswer: Equatable {
     var rejected: [Rejection] = []
 
     enum Verdict: Equatable {
-        /// 200 with engage's answer: everything not rejected is stored.
+        /// 200 with engage's answer: everything not rejected is stored. Also engage's 400
+        /// `no-valid-events`, whose `rejected` lists every event: none is stored.
         case stored(IngestAnswer)
         /// 429 or 503 with `Retry-After`.
         case retryAfter(TimeInterval)
@@ -24,6 +25,9 @@ struct IngestAnswer: Equatable {
         /// Any other 4xx that is engage's own problem (its `type` under `problemBase`): the
         /// events themselves are refused, and retrying them unchanged cannot help.
         case refused(status: Int, problemType: String?)
+        /// engage's 400 for the request's form, not its events (`formProblems`): a body that
+        /// does not inflate, or a clock header it does not read. Nothing was stored.
+        case formRefused(problemType: String)
         /// 413, from engage (its problem type) or from anything on the way (nil), or 431 (nil:
         /// the headers, never the events, are refused): fewer events per request may pass.
         case tooLarge(problemType: String?)
@@ -34,6 +38,16 @@ struct IngestAnswer: Equatable {
     /// Where the type of every problem engage answers with begins (the server's
     /// `HTTPProblem.problemBase`; `LiveServerTests` sees the server's refusals classified).
     static let problemBase = "https://engage.dev/problems/"
+
+    /// engage's 400s that refuse how the request was made rather than any event of it: the
+    /// client makes all three well formed, so one means something on the way changed the request
+    /// (a proxy that inflated the body and kept its `Content-Encoding`) or a server that reads
+    /// them otherwise. Retrying differently, or later, can fix them; dropping the events cannot.
+    static let formProblems: Set<String> = ["bad-gzip", "bad-sent-at", "bad-occurred-at-clock"].reduce(into: []) {
+        $0.insert(problemBase + $1)
+    }
+    static let badGzip = problemBase + "bad-gzip"
+    static let noValidEvents = problemBase + "no-valid-events"
 
     /// What the exchange of a request of `sent` events means for them.
     static func classify(_ outcome: Transport.Outcome, sent: Int) -> Verdict {
@@ -73,6 +87,11 @@ struct IngestAnswer: Equatable {
                 // A firewall's or captive portal's page, a proxy's 407, a CDN's 421 or 425 say
                 // nothing about the events: only engage's own refusal drops them.
                 guard let type = engageProblemType(body) else { return .transient }
+                if status == 400, formProblems.contains(type) { return .formRefused(problemType: type) }
+                // Every event rejected: the problem lists them as a 200 would, each with its field
+                // and problem, and each is dropped as rejected. A list that does not account for
+                // every event sent is not taken: the request is refused whole, as before.
+                if status == 400, type == noValidEvents, let answer = parseAllRejected(body, sent: sent) { return .stored(answer) }
                 return .refused(status: status, problemType: type)
             default:
                 return .transient
@@ -93,8 +112,22 @@ struct IngestAnswer: Equatable {
     /// nil for anything else (it is not engage's answer to this request: a count it made up must
     /// not reach the client's sums, and an event it leaves out must not be deleted as stored).
     static func parse(_ body: Data, sent: Int) -> IngestAnswer? {
-        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let accepted = FoundationNumber.whole(object["accepted"], atMost: sent),
+        guard let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] else { return nil }
+        return parse(object, sent: sent)
+    }
+
+    /// engage's 400 `no-valid-events` for a request of `sent` events, as the answer of a 200
+    /// that stored none: nil unless its `rejected` lists every event once.
+    static func parseAllRejected(_ body: Data, sent: Int) -> IngestAnswer? {
+        guard var object = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
+              object["accepted"] == nil, object["duplicates"] == nil else { return nil }
+        object["accepted"] = 0
+        object["duplicates"] = 0
+        return parse(object, sent: sent)
+    }
+
+    private static func parse(_ object: [String: Any], sent: Int) -> IngestAnswer? {
+        guard let accepted = FoundationNumber.whole(object["accepted"], atMost: sent),
               let duplicates = FoundationNumber.whole(object["duplicates"], atMost: sent),
               let rejected = object["rejected"] as? [Any], accepted + duplicates + rejected.count == sent
         else { return nil }

@@ -18,6 +18,8 @@ public final class FaultInjector: @unchecked Sendable {
         case stall(status: Int, headers: [(String, String)], body: [UInt8], declaredLength: Int)
         /// Reads the request and then holds the connection open without a word.
         case hang
+        /// The reply `answer` makes of the request (a proxy that changes some requests, say).
+        case answer(@Sendable (Hit) -> (status: Int, headers: [(String, String)], body: String))
     }
 
     public struct Hit: Sendable {
@@ -151,6 +153,10 @@ public final class FaultInjector: @unchecked Sendable {
         case .hang:
             hold(connection)
         case let .respond(status, headers, body):
+            write(head(status, headers + [("Content-Length", String(body.utf8.count))]) + Array(body.utf8), to: connection)
+            finishConnection(connection)
+        case let .answer(make):
+            let (status, headers, body) = make(hit)
             write(head(status, headers + [("Content-Length", String(body.utf8.count))]) + Array(body.utf8), to: connection)
             finishConnection(connection)
         case let .bytes(status, headers, body, declareLength):

@@ -149,6 +149,31 @@ struct RetryPolicyTests {
         #expect(IngestAnswer.parse(Data(body.utf8), sent: 2) == .init(accepted: 1, duplicates: 0, rejected: [.init(index: 1, problem: "p")]))
     }
 
+    /// engage's 400 `no-valid-events` lists every event as a 200 would: each is dropped as
+    /// rejected. A list that leaves one out, or adds counts of its own, refuses the request whole.
+    @Test func noValidEventsRejectsEachListedEventOrRefusesTheRequest() {
+        let type = "https://engage.dev/problems/no-valid-events"
+        func classify(_ rejected: String, extra: String = "") -> IngestAnswer.Verdict {
+            let body = #"{"type":"\#(type)","status":400,\#(extra)"rejected":[\#(rejected)]}"#
+            return IngestAnswer.classify(.response(status: 400, headers: [:], body: Data(body.utf8)), sent: 2)
+        }
+        #expect(classify(#"{"index":1,"field":"action_id","problem":"p"},{"index":0,"field":null,"problem":"q"}"#)
+                == .stored(.init(accepted: 0, duplicates: 0, rejected: [.init(index: 1, field: "action_id", problem: "p"),
+                                                                         .init(index: 0, field: nil, problem: "q")])))
+        #expect(classify(#"{"index":1,"problem":"p"}"#) == .refused(status: 400, problemType: type))
+        #expect(classify(#"{"index":1,"problem":"p"},{"index":1,"problem":"p"}"#) == .refused(status: 400, problemType: type))
+        #expect(classify(#"{"index":0,"problem":"p"}"#, extra: #""accepted":1,"duplicates":0,"#) == .refused(status: 400, problemType: type))
+    }
+
+    /// engage's 400s for the request's form, not its events, drop nothing.
+    @Test func aRefusalOfTheRequestsFormIsNotOneOfItsEvents() {
+        for slug in ["bad-gzip", "bad-sent-at", "bad-occurred-at-clock"] {
+            let type = "https://engage.dev/problems/\(slug)"
+            #expect(IngestAnswer.classify(.response(status: 400, headers: [:], body: Data(#"{"type":"\#(type)"}"#.utf8)), sent: 3)
+                    == .formRefused(problemType: type))
+        }
+    }
+
     @Test func redirectsAndServerErrorsAreRetriedAndEngagesOwn4xxRefused() {
         for status in [301, 302, 303, 307, 308, 408, 500, 502] {
             #expect(IngestAnswer.classify(.response(status: status, headers: ["location": "http://portal"], body: Data()), sent: 1) == .transient)

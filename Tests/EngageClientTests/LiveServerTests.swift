@@ -262,12 +262,22 @@ struct LiveServerTests {
         #expect(drops.all.count == 2 && drops.all.last?.eventIDs == [deep.uuidString.lowercased()], "\(drops.all)")
         #expect(try await stored(server, [before, deep, after]) == 2)
 
-        // Nothing valid at all: 400 no-valid-events.
+        // Nothing valid at all: 400 no-valid-events, which lists each event as a 200 would; each
+        // is dropped as rejected, with its own field.
         let worse = try client.recordAction(notificationID: "n1", category: "new_photo", actionID: "")
+        let worst = try client.recordAction(notificationID: "n3", category: "new_photo", actionID: "reply",
+                                            properties: ["nested": nested])
         let none = await client.flush(budget: .seconds(5))
-        #expect(none == .init(ending: .drained, requests: 1, dropped: 1))
-        #expect(drops.all.last == .init(reason: .refused(status: 400, problemType: "https://engage.dev/problems/no-valid-events"),
-                                        eventIDs: [worse.uuidString.lowercased()]))
+        #expect(none == .init(ending: .drained, requests: 1, dropped: 2))
+        let lastTwo = drops.all.suffix(2)
+        #expect(lastTwo.map(\.eventIDs) == [[worse.uuidString.lowercased()], [worst.uuidString.lowercased()]])
+        guard lastTwo.count == 2, case let .rejected(field, _) = lastTwo.first!.reason, case .rejected = lastTwo.last!.reason else {
+            Issue.record("expected two rejections, got \(lastTwo)")
+            await server.stop()
+            return
+        }
+        #expect(field == "action_id")
+        #expect(client.dropCounts.rejected == 4 && client.dropCounts.refused == 0)
         #expect(client.pending == (0, 0, 0))
         await server.stop()
     }
@@ -428,6 +438,64 @@ struct LiveServerTests {
         #expect(second.requests == 2, "the batch of two segments was not halved")
         #expect(second.dropped == 0)
         #expect(drops.all.isEmpty, "dropped: \(drops.all)")
+        #expect(client.pending.events == 2)
+    }
+
+    /// engage's 400 `bad-gzip` for a body something on the way inflated (keeping its
+    /// `Content-Encoding`): the same events go again at once, uncompressed, and none is dropped.
+    @Test func aBodyInflatedOnTheWayIsSentAgainUncompressed() async throws {
+        let proxy = try FaultInjector(reply: .answer { hit in
+            if hit.headers["content-encoding"] == "gzip" {
+                return (400, [("Content-Type", "application/problem+json")],
+                        #"{"type":"https://engage.dev/problems/bad-gzip","title":"Bad request","status":400}"#)
+            }
+            let lines = hit.body.split(separator: UInt8(ascii: "\n")).count
+            return (200, [("Content-Type", "application/json")], #"{"accepted":\#(lines),"duplicates":0,"rejected":[]}"#)
+        })
+        defer { proxy.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let drops = DropLog()
+        let client = try makeClient(container, port: proxy.port, key: "egk_x", drops: drops)
+        for notification in ["n1", "n2", "n3"] { _ = try client.recordExpanded(notificationID: notification, category: "new_photo") }
+
+        let report = await client.flush(budget: .seconds(10))
+
+        #expect(report == .init(ending: .drained, requests: 2, accepted: 3, duplicates: 0, dropped: 0))
+        let hits = proxy.hits
+        #expect(hits.map { $0.headers["content-encoding"] } == ["gzip", nil])
+        #expect(hits.last.map { $0.body.split(separator: UInt8(ascii: "\n")).count } == 3)
+        #expect(drops.all.isEmpty, "dropped: \(drops.all)")
+        #expect(client.pending.events == 0)
+    }
+
+    /// engage's 400 for a clock header it does not read (a server that reads them otherwise):
+    /// nothing was stored, so the events wait with the backoff instead of being dropped.
+    @Test(arguments: ["bad-sent-at", "bad-occurred-at-clock"])
+    func aClockHeaderTheServerDoesNotReadKeepsTheEvents(problem: String) async throws {
+        let server = try FaultInjector(reply: .respond(
+            status: 400, headers: [("Content-Type", "application/problem+json")],
+            body: #"{"type":"https://engage.dev/problems/\#(problem)","title":"Bad request","status":400}"#))
+        defer { server.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let drops = DropLog()
+        let client = try makeClient(container, port: server.port, key: "egk_x", drops: drops) {
+            $0.retry = RetryPolicy(initialDelay: .seconds(120), maxDelay: .seconds(300), retryAfterJitter: .milliseconds(100))
+        }
+        _ = try client.recordExpanded(notificationID: "n1", category: "new_photo")
+        _ = try client.recordAction(notificationID: "n1", category: "new_photo", actionID: "like")
+
+        let report = await client.flush(budget: .seconds(10))
+
+        #expect(server.hits.count == 1)
+        guard case .backingOff = report.ending else {
+            Issue.record("expected to end backing off, got \(report.ending)")
+            return
+        }
+        #expect(report.dropped == 0)
+        #expect(drops.all.isEmpty, "dropped: \(drops.all)")
+        #expect(client.dropCounts == DropCounts())
         #expect(client.pending.events == 2)
     }
 
