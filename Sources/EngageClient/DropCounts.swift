@@ -1,7 +1,8 @@
 /// How many events the client gave up on, by reason, counted by every process of the app
 /// together (the extensions' drops included). Kept in `<container>/EngageClient/dropped.json`.
 public struct DropCounts: Sendable, Equatable {
-    /// The server refused them in a 200 answer's `rejected`.
+    /// The server refused them one by one: in a 200 answer's `rejected`, or in its 400
+    /// `no-valid-events`, which lists them the same way.
     public var rejected = 0
     /// The server refused a whole request with a 4xx that retrying cannot fix.
     public var refused = 0

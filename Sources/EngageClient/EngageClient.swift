@@ -71,7 +71,8 @@ public final class EngageClient: Sendable {
     /// dropped it, and counted in `dropCounts`.
     public struct DroppedEvents: Sendable, Equatable {
         public enum Reason: Sendable, Equatable {
-            /// The server refused this event in a 200 answer (`rejected`); sending it again would
+            /// The server refused this event in a 200 answer's `rejected`, or in its 400
+            /// `no-valid-events`, which lists every event the same way; sending it again would
             /// fail the same way.
             case rejected(field: String?, problem: String)
             /// engage refused the whole request with a 4xx of its own that retrying cannot fix

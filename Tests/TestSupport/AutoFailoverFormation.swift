@@ -755,63 +755,37 @@ public final class AutoFailoverFormation: Sendable {
         }.joined(separator: "\n")
     }
 
-    /// The running processes of the formation: keepers, their services, the servers they
-    /// started, recognised by the environment ``command(_:)`` gives them all, and every process
-    /// descended from one (a server's children no longer show that environment: a monitor's
-    /// logger and health-check worker, missed so, outlived their killed postmaster by minutes).
+    /// The formation's processes: keepers, their services, the servers they started, recognised
+    /// by the environment ``command(_:)`` gives them all, and every process descended from one
+    /// (a server's children no longer show that environment: a monitor's logger and health-check
+    /// worker, missed so, outlived their killed postmaster by minutes).
+    private var marked: MarkedProcesses { MarkedProcesses(mark: "XDG_RUNTIME_DIR=\(runtimeDirectory)") }
+
+    /// The running processes of the formation.
     public func processes() -> [Int32] {
-        let marker = "XDG_RUNTIME_DIR=\(runtimeDirectory)"
-        return LocalSystem.processes { pid in
-            pid != getpid()
-                && ((FileHandle(forReadingAtPath: "/proc/\(pid)/environ")?.readDataToEndOfFile())
-                    .map { $0.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == marker } } ?? false)
-        }.filter(LocalSystem.isRunning)
+        marked.running()
     }
 
-    /// Stops every process of the formation now (found as ``watchForExit()`` finds them) and
-    /// deletes its directory.
+    /// Stops every process of the formation now and deletes its directory.
     func tearDown() {
         keepers.withLock { $0.removeAll() }
-        for _ in 0..<10 {
-            let pids = processes()
-            if pids.isEmpty { break }
-            for pid in pids { Glibc.kill(pid, SIGSTOP) }
-            for pid in pids { Glibc.kill(pid, SIGKILL) }
-            for _ in 0..<100 where pids.contains(where: LocalSystem.isRunning) { usleep(10_000) }
-        }
+        marked.killAll()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// A detached shell that, once this process is gone, kills every process of the formation
-    /// and deletes its directory. Those processes are recognised by the environment `command`
-    /// gives pg_autoctl, which they all inherit (keepers, their services, the servers they start),
-    /// and by descent from those (a server's children overwrite what /proc shows of theirs);
-    /// neither command lines (pg_autoctl's services rename themselves) nor parenthood (a killed
-    /// keeper's services live on under init and restart their servers) would find them all. Not
-    /// `pg_autoctl stop` either: a keeper killed by a test leaves a pid file whose pid may belong
-    /// to anyone by then.
+    /// (``MarkedProcesses``) and deletes its directory. Neither command lines (pg_autoctl's
+    /// services rename themselves) nor parenthood alone (a killed keeper's services live on under
+    /// init and restart their servers) would find them all. Not `pg_autoctl stop` either: a
+    /// keeper killed by a test leaves a pid file whose pid may belong to anyone by then.
     private func watchForExit() {
         let script = """
             while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done
+            \(marked.stopScript)
             for round in 1 2 3 4 5 6 7 8 9 10; do
-                pids=$(for entry in /proc/[0-9]*; do
-                    [ "${entry#/proc/}" != "$$" ] && grep -qaF -- 'XDG_RUNTIME_DIR=\(runtimeDirectory)' "$entry/environ" 2>/dev/null && echo "${entry#/proc/}"
-                done)
-                [ -z "$pids" ] && break
-                pids=" $(echo $pids) "
-                while :; do
-                    more=""
-                    for entry in /proc/[0-9]*; do
-                        pid=${entry#/proc/}
-                        case "$pids" in *" $pid "*) continue ;; esac
-                        read -r stat < "$entry/stat" 2>/dev/null || continue
-                        set -- ${stat##*) }
-                        case "$pids" in *" $2 "*) more="$more$pid " ;; esac
-                    done
-                    [ -z "$more" ] && break
-                    pids="$pids$more"
-                done
-                kill -STOP $pids 2>/dev/null; kill -KILL $pids 2>/dev/null
+                stop_marked
+                [ -z "$stopped" ] && break
+                kill -KILL $stopped 2>/dev/null
                 sleep 1
             done
             rm -rf '\(directory)'
