@@ -140,6 +140,9 @@ public final class EngageClient: Sendable {
     let bootClock: BootClock
     private let onDrop: @Sendable (DroppedEvents) -> Void
     private let recordedSinceFlush = Counter()
+    /// Set once engage answered `bad-gzip` to a compressed request (something on the way
+    /// inflates bodies): this client sends uncompressed from then on, not once more per flush.
+    private let compressionRefused = Counter()
 
     /// - Parameter onDrop: called for events the client gives up on, from whichever task
     ///   found out; keep it short (log or count).
@@ -312,7 +315,7 @@ public final class EngageClient: Sendable {
         let endpoint = configuration.endpoint.absoluteString
         var report = FlushReport()
         var limit = max(1, min(configuration.batchSize, 1000))
-        var compresses = configuration.gzip
+        var compresses = configuration.gzip && compressionRefused.value == 0
         recordedSinceFlush.reset()
         queue.reclaimExpired(now: now())
 
@@ -409,8 +412,9 @@ public final class EngageClient: Sendable {
                 queue.release(claims)
                 if problemType == IngestAnswer.badGzip, compresses {
                     // Something on the way inflated the body and kept its Content-Encoding: the
-                    // rest of this flush goes uncompressed, at once.
+                    // same events go again at once, uncompressed, and so does everything after.
                     compresses = false
+                    compressionRefused.add(1)
                     continue
                 }
                 // A server that reads the clock headers otherwise: nothing of the request was

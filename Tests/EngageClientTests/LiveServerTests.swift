@@ -467,6 +467,11 @@ struct LiveServerTests {
         #expect(hits.last.map { $0.body.split(separator: UInt8(ascii: "\n")).count } == 3)
         #expect(drops.all.isEmpty, "dropped: \(drops.all)")
         #expect(client.pending.events == 0)
+
+        // The client remembers: the next flush's one request goes uncompressed.
+        _ = try client.recordExpanded(notificationID: "n4", category: "new_photo")
+        #expect(await client.flush(budget: .seconds(10)) == .init(ending: .drained, requests: 1, accepted: 1, duplicates: 0, dropped: 0))
+        #expect(proxy.hits.map { $0.headers["content-encoding"] } == ["gzip", nil, nil])
     }
 
     /// engage's 400 for a clock header it does not read (a server that reads them otherwise):
