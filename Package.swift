@@ -66,20 +66,21 @@ let package = Package(
         // Test support: a throwaway PostgreSQL per test process, fresh databases per test.
         .target(name: "TestSupport", dependencies: ["EmbeddedPostgres", "EngageAPI", "EngageCore", "EventStore", "Experiments", "HTTPServer", "Postgres",
                                                    "Projections", "Runtime"], path: "Tests/TestSupport"),
-        .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText"], exclude: ["Golden"]),
+        .testTarget(name: "EngageCoreTests", dependencies: ["Digest", "EngageCore", "JSONText", "SeededRandom"], exclude: ["Golden"]),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"]),
         .testTarget(name: "EventStoreTests", dependencies: ["EventStore", "EngageCore", "Postgres", "Runtime", "TestSupport"]),
         .testTarget(name: "ProjectionsTests", dependencies: ["Projections", "EngageCore", "EventStore", "Experiments", "LogRetention", "Postgres", "Runtime",
-                                                            "TestSupport"]),
+                                                            "SeededRandom", "TestSupport"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TestSupport"]),
         .testTarget(name: "RuntimeTests", dependencies: ["Runtime", "TestSupport"]),
         // A loopback HTTP responder for the client's faults and media downloads.
         .target(name: "ClientTestSupport", path: "Tests/ClientTestSupport"),
+        .target(name: "SeededRandom", path: "Tests/SeededRandom"),
         .testTarget(name: "JSONTextTests", dependencies: ["JSONText"]),
         // The client's copy of the event vocabulary against the server's.
         .testTarget(name: "VocabularyAgreementTests", dependencies: ["EngageClient", "EngageCore"]),
         .testTarget(name: "EngageClientTests", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService", "JSONText", "TestSupport",
-                                                             "EngageAPI", "EngageCore", "EventStore", "Postgres"]),
+                                                             "EngageAPI", "EngageCore", "EventStore", "Postgres", "SeededRandom"]),
         // `swift run -c release EngageClientBench queue|handler`: the client's timings (BENCHMARKS.md).
         .executableTarget(name: "EngageClientBench", dependencies: ["ClientTestSupport", "EngageClient", "EngageNotificationService"],
                           path: "Benchmarks/EngageClientBench"),

@@ -43,9 +43,7 @@ struct IngestAnswer: Equatable {
     /// client makes all three well formed, so one means something on the way changed the request
     /// (a proxy that inflated the body and kept its `Content-Encoding`) or a server that reads
     /// them otherwise. Retrying differently, or later, can fix them; dropping the events cannot.
-    static let formProblems: Set<String> = ["bad-gzip", "bad-sent-at", "bad-occurred-at-clock"].reduce(into: []) {
-        $0.insert(problemBase + $1)
-    }
+    static let formProblems = Set(["bad-gzip", "bad-sent-at", "bad-occurred-at-clock"].map { problemBase + $0 })
     static let badGzip = problemBase + "bad-gzip"
     static let noValidEvents = problemBase + "no-valid-events"
 

@@ -1,4 +1,5 @@
 import Foundation
+import SeededRandom
 import Testing
 @testable import EngageClient
 
@@ -357,7 +358,7 @@ struct GzipTests {
 
     @Test(arguments: [0, 1, 2, 3, 100, 5000, 70_000])
     func roundTripsThroughSystemGzip(size: Int) throws {
-        var generator = SplitMix(seed: UInt64(size))
+        var generator = SplitMix64(seed: UInt64(size))
         let events = (0..<(size / 300 + 1)).map { index in
             EncodingTests.event(.displayed(presentation: index % 2 == 0 ? .rich : .plain, attachmentKind: .image)).json
         }

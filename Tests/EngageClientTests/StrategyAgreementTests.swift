@@ -1,6 +1,7 @@
 import EngageClient
 import EngageCore
 import Foundation
+import SeededRandom
 import Testing
 @testable import EngageNotificationService
 
@@ -33,7 +34,7 @@ import Testing
     }
 
     @Test func theExtensionDownloadsWhatTheModelChooses() throws {
-        var random = SplitMix(seed: 20_261_206)
+        var random = SplitMix64(seed: 20_261_206)
         let policy = ServiceExtensionPolicy()
         var chosen: [String: Set<String>] = [:]
         var keptTooLargeToDownload = 0

@@ -1,5 +1,6 @@
 import EngageCore
 @testable import Projections
+import SeededRandom
 import Testing
 
 /// The projector's in-memory fold of a batch's device changes: applied batch after batch to
@@ -85,7 +86,7 @@ struct DeviceMomentDeltasTests {
 
     @Test(arguments: [1, 2, 3] as [UInt64])
     func batchAfterBatchTheTablesEqualTheSumsFromScratch(seed: UInt64) throws {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededGenerator(projectionSeed: seed)
         var notifications: [Notification] = []
         var tables = Tables()
         var removedRows = 0, removedPairs = 0

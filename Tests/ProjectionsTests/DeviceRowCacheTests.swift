@@ -1,5 +1,6 @@
 import EngageCore
 @testable import Projections
+import SeededRandom
 import Testing
 
 /// The device rows the projector keeps between batches: batch after batch, what the cache gives
@@ -14,7 +15,7 @@ struct DeviceRowCacheTests {
     @Test(arguments: [(seed: 1, limit: 1_000, startsEmpty: true), (seed: 2, limit: 5, startsEmpty: true),
                       (seed: 3, limit: 1_000, startsEmpty: false)] as [(seed: UInt64, limit: Int, startsEmpty: Bool)])
     func theCachedRowsEqualTheStoredRowsBatchAfterBatch(seed: UInt64, limit: Int, startsEmpty: Bool) throws {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededGenerator(projectionSeed: seed)
         var notifications: [Notification] = []
         // The table; one that does not start empty holds a row the cache has not seen.
         var table: [Key: DeviceMomentDeltas.Row] = [:]

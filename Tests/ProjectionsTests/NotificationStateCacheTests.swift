@@ -1,5 +1,6 @@
 @testable import EngageCore
 @testable import Projections
+import SeededRandom
 import Testing
 
 /// The states the batcher keeps between batches: batch after batch, what the cache gives for a
@@ -28,7 +29,7 @@ struct NotificationStateCacheTests {
     /// does, in key order.
     static func run(limit: Int, startsEmpty: Bool, estimate: Int = 20, scanChunk: Int = 7, filter: NotificationKeyFilter,
                     new: Int, old: Int, seed: UInt64) -> Outcome {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededGenerator(projectionSeed: seed)
         var table: [NotificationKey: NotificationState] = [:]
         var next = 0, serial: UInt64 = 0
         if !startsEmpty {

@@ -3,6 +3,7 @@ import EventStore
 import Foundation
 import Postgres
 import Projections
+import SeededRandom
 
 /// Streams of events for many notifications, with late and out-of-order arrivals.
 enum ProjectionFixtures {
@@ -13,7 +14,7 @@ enum ProjectionFixtures {
     /// Events of `count` notifications: delivered, displayed (rich or plain), and some expanded,
     /// liked, opened, dismissed or replied. Deterministic for a seed.
     static func events(notifications count: Int, seed: UInt64, app: String = "app-1") -> [AppendItem] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededGenerator(projectionSeed: seed)
         var items: [AppendItem] = []
         var serial: UInt64 = 0
         for n in 0..<count {
@@ -48,21 +49,17 @@ enum ProjectionFixtures {
 
     /// The same events in a scrambled order (late displays after actions and the like).
     static func scrambled(_ items: [AppendItem], seed: UInt64) -> [AppendItem] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SeededGenerator(projectionSeed: seed)
         return items.shuffled(using: &generator)
     }
 }
 
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9e37_79b9_7f4a_7c15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+/// The projection tests' generator: `SplitMix64`, its seed one step ahead, as their data was
+/// first drawn.
+typealias SeededGenerator = SplitMix64
+
+extension SplitMix64 {
+    init(projectionSeed seed: UInt64) { self.init(seed: seed &+ 0x9e37_79b9_7f4a_7c15) }
 }
 
 extension Timestamp {

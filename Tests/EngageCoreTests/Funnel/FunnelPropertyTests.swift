@@ -1,3 +1,4 @@
+import SeededRandom
 import Testing
 @testable import EngageCore
 
@@ -5,17 +6,11 @@ import Testing
 /// that `random(in:using:)` or `shuffle(using:)` draw the same way in every version, and a failing
 /// seed must reproduce. Also used by the experiment fold's tests.
 struct StreamRandom {
-    private var state: UInt64
+    private var generator: SplitMix64
 
-    init(seed: UInt64) { state = seed }
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
+    mutating func next() -> UInt64 { generator.next() }
 
     /// 0..<n, n > 0 (multiply-shift; the bias is below 2^-50 for the small n used here).
     mutating func below(_ n: Int) -> Int {
