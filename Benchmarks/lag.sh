@@ -27,6 +27,8 @@
 #   PACED_CONNECTIONS=64                 connections of the paced load (step 2)
 #   PROJECTOR=on       off runs step 2 without the projector: what ingestion alone costs the
 #                      machine at that rate (the lag then only grows; its table means nothing)
+#   ENGAGE_PROJECTOR_READ_INTERVAL       passed to engage serve (ms; 0 reads again as soon as a
+#                      batch commits); named in the report's command line when set
 #
 # The paced load gives each free connection the next slot of the schedule and never sends in the
 # past, so it can carry at most PACED_CONNECTIONS / (request latency) requests/s: 16 connections
@@ -216,7 +218,7 @@ cat <<EOF
 
 ### Sustained projector lag ($(date -u +%Y-%m-%d), engage $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown), $(nproc) CPUs: ${cpu_model:-unknown})
 
-\`MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector $([[ $PROJECTOR == on ]] && echo "in the same process" || echo "OFF (ingestion's own cost)") ($(grouped "$accepted_rate") events/s accepted, machine CPU $cpu_used ($cpu_split), $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
+\`${ENGAGE_PROJECTOR_READ_INTERVAL:+ENGAGE_PROJECTOR_READ_INTERVAL=$ENGAGE_PROJECTOR_READ_INTERVAL }MINUTES=$MINUTES MAX_SECONDS=$MAX_SECONDS SAMPLE_SECONDS=$SAMPLE_SECONDS PACED_CONNECTIONS=$PACED_CONNECTIONS Benchmarks/lag.sh\`: phase A's maximum $(grouped "$MAX_RATE") events/s ($BATCH-event batches, $CONNECTIONS connections, projector off); then $(grouped "$(calc "$MAX_RATE / 2")") events/s asked for $MINUTES min over $PACED_CONNECTIONS connections with the projector $([[ $PROJECTOR == on ]] && echo "in the same process" || echo "OFF (ingestion's own cost)") ($(grouped "$accepted_rate") events/s accepted, machine CPU $cpu_used ($cpu_split), $failed failed requests, request latency p50 $(milliseconds p50_us) ms and p99 $(milliseconds p99_us) ms, $stored events stored). Lag is \`engage_projector_lag_seconds\` from /metrics every ${SAMPLE_SECONDS} s.
 
 | minute | samples | no reading | lag p50 s | lag p99 s | lag max s | max backlog events (counted up to 100,000) |
 |---:|---:|---:|---:|---:|---:|---:|

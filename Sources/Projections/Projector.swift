@@ -15,6 +15,16 @@ public struct Projector: Service {
     public struct Configuration: Sendable {
         public var batchSize = 20_000
         public var pollInterval = Duration.seconds(1)
+        /// The least time from one read of the log to the next once a read found fewer events
+        /// than a batch (the projector is at the log's end). Reading again as soon as a batch
+        /// commits makes many small batches under steady load, each reading the log's newest
+        /// pages while the committers fill them: at 30,000 events/s, 40 batches a second of 755
+        /// events, against about 9 of 3,200 at 100 ms, for which PostgreSQL spent 0.12-0.28
+        /// cores less, ingestion's own COPY included (BENCHMARKS.md, "2026-12-06 16:47-18:22
+        /// UTC"). Longer intervals saved no more that the runs could tell, and each adds its
+        /// length to the lag. Near saturation it saves nothing (the batches grow by themselves),
+        /// and a projector behind (a full batch) reads on at once.
+        public var readInterval = Duration.milliseconds(100)
         /// How long one database call (a read, a batch's merge and commit, the lock's check)
         /// may go without an answer before it is interrupted and the projector starts again from
         /// its stored checkpoint. A database that answers nothing (a frozen host, a network that
@@ -34,14 +44,18 @@ public struct Projector: Service {
     public let configuration: Configuration
     public let logger: Logger
     public let metrics: ProjectorMetrics
+    /// Paces the reads (`Configuration.readInterval`).
+    public let time: any TimeSource
     /// A connection of its own for the lock and LISTEN; reconnecting it loses the lock.
     private let lockPool: ConnectionPool
 
-    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger, metrics: ProjectorMetrics) {
+    public init(pool: ConnectionPool, configuration: Configuration = Configuration(), logger: Logger, metrics: ProjectorMetrics,
+                time: any TimeSource = SystemTime()) {
         self.pool = pool
         self.configuration = configuration
         self.logger = logger
         self.metrics = metrics
+        self.time = time
         lockPool = ConnectionPool(configuration: pool.configuration, size: 1)
     }
 
@@ -106,9 +120,9 @@ public struct Projector: Service {
         let batcher = BatcherBox(EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName,
                                                    batchSize: configuration.batchSize, position: initial))
         let failpoints = configuration.failpoints
-        var events = try await read(after: initial)
+        var current = try await read(after: initial, notBefore: time.now)
         while !Task.isCancelled {
-            guard let last = events.last else {
+            guard let last = current.events.last else {
                 // Caught up: wait for an append (or the poll interval), making sure the lock is still ours.
                 let interval = configuration.pollInterval
                 let stillHolder = try await lockPool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection -> Bool in
@@ -122,12 +136,12 @@ public struct Projector: Service {
                     logger.warning("projector.lock-lost")
                     return
                 }
-                events = try await read(after: try batcher.withValue { $0.position })
+                current = try await read(after: try batcher.withValue { $0.position }, notBefore: current.nextReadNotBefore)
                 continue
             }
             let stopwatch = Stopwatch()
-            async let following = read(after: last)
-            let batch = events
+            let (batch, nextRead) = (current.events, current.nextReadNotBefore)
+            async let following = read(after: last, notBefore: nextRead)
             do {
                 let processed = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
                     try batcher.withValue { try $0.process(prefetched: batch, on: connection, failpoints: failpoints) }
@@ -150,17 +164,25 @@ public struct Projector: Service {
                         return batcher.position
                     }
                 }
-                events = try await read(after: position)
+                current = try await read(after: position, notBefore: time.now)
                 continue
             }
-            events = try await following
+            current = try await following
         }
+    }
+
+    /// A read of the log, and when the next may start (`Configuration.readInterval`).
+    private struct Read: Sendable {
+        var events: FoldedEvents
+        var nextReadNotBefore: ContinuousClock.Instant
     }
 
     /// The events after `position`, folded per notification on the read's connection thread, as
     /// the batch's own work is, so that a fold of tenths of a second never holds one of the
     /// few threads of Swift's cooperative pool that the rest of the process shares.
-    private func read(after position: LogPosition) async throws -> FoldedEvents {
+    private func read(after position: LogPosition, notBefore: ContinuousClock.Instant) async throws -> Read {
+        try await time.sleep(until: notBefore)
+        let started = time.now
         let limit = configuration.batchSize
         let folded = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             let server = try ServerIdentity.read(on: connection)
@@ -169,7 +191,8 @@ public struct Projector: Service {
             return folded
         }
         metrics.transactionIDsBehind.set(0)
-        return folded
+        let pacing = ReadPacing(interval: configuration.readInterval, batchSize: limit)
+        return Read(events: folded, nextReadNotBefore: pacing.nextRead(afterReadStartedAt: started, eventsRead: folded.eventCount))
     }
 }
 

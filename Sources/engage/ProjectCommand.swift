@@ -7,17 +7,24 @@ import Runtime
 enum ProjectCommand {
     static let batch = Option("batch", value: "events", help: "Log events folded per transaction.",
                               default: Projector.Configuration().batchSize, validate: .range(1...100_000))
+    /// Also `engage serve`'s (`ServerOptions.all`).
+    static let readInterval = Option(
+        "projector-read-interval", value: "ms",
+        help: "Least milliseconds between two reads of the log once the projector is at its end: fewer, larger batches under steady load for up to this much more lag (0: read again as soon as a batch commits).",
+        environment: "ENGAGE_PROJECTOR_READ_INTERVAL", default: Int(Projector.Configuration().readInterval / .milliseconds(1)),
+        validate: .range(0...10_000))
 
     static let definition = Command(
         name: "project",
         abstract: "Run only the engagement projector (active or standby), until SIGTERM or SIGINT.",
-        options: CommonOptions.databaseAndLogging + [batch],
+        options: CommonOptions.databaseAndLogging + [batch, readInterval],
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
         let logger = CommonOptions.logger(arguments)
         var configuration = Projector.Configuration()
         configuration.batchSize = arguments[batch]
+        configuration.readInterval = .milliseconds(arguments[readInterval])
         configuration.failpoints = Failpoints.fromEnvironment()
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger, requireTransactionIDsAhead: true) { pool in
             let projector = Projector(pool: pool, configuration: configuration, logger: logger,

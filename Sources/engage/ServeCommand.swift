@@ -105,7 +105,7 @@ enum ServerOptions {
         listen, httpThreads, httpEventLoop, maxConnections, maxConnectionsPerAddress, maxHeaderBytes, requestTimeout, idleTimeout,
         rateLimit, rateBurst, hashDeviceIDs, deviceIDSalt, poolSize, committers, queueCapacity, parallelCommitEvents, commitTimeout,
         synchronousStandbys, maxEvents, maxBodyBytes, maxEventBytes, maxPastDays, maxFutureMinutes, projector, scheduler, console,
-        SchedulerCommand.analysisSilence,
+        SchedulerCommand.analysisSilence, ProjectCommand.readInterval,
     ] + ReadOptions.all
 
     /// The server's flags: the in-process scheduler's as `engage scheduler` declares them.
@@ -149,6 +149,7 @@ enum ServerOptions {
         server.ingest = IngestRoute.Configuration(limits: limits, maxDecompressedBytes: arguments[maxBodyBytes],
                                                   deviceIDHasher: try deviceIDHasher(arguments))
         server.runProjector = arguments[projector] == .on
+        server.projector.readInterval = .milliseconds(arguments[ProjectCommand.readInterval])
         server.projector.failpoints = Failpoints.fromEnvironment()
         server.runScheduler = arguments[scheduler] == .on
         server.scheduler.incrementalLooks = arguments[SchedulerCommand.incrementalLooks]

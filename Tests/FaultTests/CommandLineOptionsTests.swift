@@ -53,6 +53,7 @@ struct CommandLineOptionsTests {
             "(default: \(defaults.ingest.limits.event.maxPast.components.seconds / 86_400)) (env: ENGAGE_MAX_PAST_DAYS)",
             "(default: \(defaults.ingest.limits.event.maxFuture.components.seconds / 60)) (env: ENGAGE_MAX_FUTURE_MINUTES)",
             "or off. (default: off) (env: ENGAGE_RATE_LIMIT)",
+            "(default: \(Int(defaults.projector.readInterval / .milliseconds(1)))) (env: ENGAGE_PROJECTOR_READ_INTERVAL)",
             "Least severe log level written: trace, debug, info, notice, warning or error. (default: info) (env: ENGAGE_LOG_LEVEL)",
             "--incremental-looks",
         ] {
@@ -73,6 +74,10 @@ struct CommandLineOptionsTests {
         (["report", "--until", "0000-01-01"], [:], "error: invalid value '0000-01-01' for option '--until': expected a date such as 2026-11-29"),
         (["report"], ["ENGAGE_READ_MAX_LAG": "0"], "error: invalid value '0' for option '--read-max-lag' (from ENGAGE_READ_MAX_LAG): expected an integer from 1 to 86400"),
         (["serve", "--commit-timeout", "0"], [:], "error: invalid value '0' for option '--commit-timeout': expected an integer from 1 to 3600"),
+        (["serve"], ["ENGAGE_PROJECTOR_READ_INTERVAL": "10001"],
+         "error: invalid value '10001' for option '--projector-read-interval' (from ENGAGE_PROJECTOR_READ_INTERVAL): expected an integer from 0 to 10000"),
+        (["project", "--projector-read-interval", "-1"], [:],
+         "error: invalid value '-1' for option '--projector-read-interval': expected an integer from 0 to 10000\nusage: engage project [--database"),
         (["serve"], ["ENGAGE_SYNCHRONOUS_STANDBYS": "-1"],
          "error: invalid value '-1' for option '--synchronous-standbys' (from ENGAGE_SYNCHRONOUS_STANDBYS): expected an integer from 0 to 16"),
         (["serve"], ["ENGAGE_LISTEN": "localhost:8080"],
