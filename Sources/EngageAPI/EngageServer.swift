@@ -24,7 +24,8 @@ public struct EngageServer: Sendable {
         /// Requests per API key, per process; nil for no limit.
         public var rateLimit: RateLimit?
         /// The one time every part reads (rate limiter, key cache, group commit, `occurred_at`
-        /// checks, scheduler); tests move it by hand.
+        /// checks, scheduler); tests move it by hand. Not the projector's: it paces its reads on
+        /// the system's time, or a test that moves this time would have to move it for every fold.
         public var time: any TimeSource = SystemTime()
         public var poolSize = 8
         public var committers = 2

@@ -16,14 +16,11 @@ public struct Projector: Service {
         public var batchSize = 20_000
         public var pollInterval = Duration.seconds(1)
         /// The least time from one read of the log to the next once a read found fewer events
-        /// than a batch (the projector is at the log's end). Reading again as soon as a batch
-        /// commits makes many small batches under steady load, each reading the log's newest
-        /// pages while the committers fill them: at 30,000 events/s, 40 batches a second of 755
-        /// events, against about 9 of 3,200 at 100 ms, for which PostgreSQL spent 0.12-0.28
-        /// cores less, ingestion's own COPY included (BENCHMARKS.md, "2026-12-06 16:47-18:22
-        /// UTC"). Longer intervals saved no more that the runs could tell, and each adds its
-        /// length to the lag. Near saturation it saves nothing (the batches grow by themselves),
-        /// and a projector behind (a full batch) reads on at once.
+        /// than a batch (the projector is at the log's end): under steady load, a few large
+        /// batches a second instead of one small batch per commit, which costs PostgreSQL
+        /// markedly less (docs/design.md, "Pacing"), for up to this much more lag. A projector
+        /// behind (a full batch) reads on at once. Keep it at most `pollInterval`: the wait for
+        /// an append is also when the projector checks that its lock is still held.
         public var readInterval = Duration.milliseconds(100)
         /// How long one database call (a read, a batch's merge and commit, the lock's check)
         /// may go without an answer before it is interrupted and the projector starts again from
@@ -140,6 +137,7 @@ public struct Projector: Service {
                 continue
             }
             let stopwatch = Stopwatch()
+            // Constants, since the `async let` below may not capture the loop's variable.
             let (batch, nextRead) = (current.events, current.nextReadNotBefore)
             async let following = read(after: last, notBefore: nextRead)
             do {
@@ -157,6 +155,7 @@ public struct Projector: Service {
                 }
             } catch is EngagementBatcher.Fenced {
                 logger.notice("projector.fenced", ["reason": "checkpoint moved by another writer"])
+                // Its wait (at most `readInterval`) and read are thrown away; fencing is rare.
                 _ = try? await following
                 let position = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
                     try batcher.withValue { batcher -> LogPosition in

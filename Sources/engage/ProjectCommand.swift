@@ -10,9 +10,9 @@ enum ProjectCommand {
     /// Also `engage serve`'s (`ServerOptions.all`).
     static let readInterval = Option(
         "projector-read-interval", value: "ms",
-        help: "Least milliseconds between two reads of the log once the projector is at its end: fewer, larger batches under steady load for up to this much more lag (0: read again as soon as a batch commits).",
+        help: "Least milliseconds between two reads of the log once the projector is at its end: fewer, larger batches under steady load for up to this much more lag (0: read again as soon as a batch commits; at most the projector's poll interval, 1000).",
         environment: "ENGAGE_PROJECTOR_READ_INTERVAL", default: Int(Projector.Configuration().readInterval / .milliseconds(1)),
-        validate: .range(0...10_000))
+        validate: .range(0...Int(Projector.Configuration().pollInterval / .milliseconds(1))))
 
     static let definition = Command(
         name: "project",
