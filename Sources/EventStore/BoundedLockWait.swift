@@ -81,6 +81,16 @@ public struct BoundedLockWait: Sendable {
     /// SQLSTATE lock_not_available: `lock_timeout` ran out.
     public static let lockNotAvailable = "55P03"
 
+    /// Bounds the lock waits of the current transaction to half of the server's
+    /// `deadlock_timeout`: a lock request that waits that long on an autovacuum worker cancels the
+    /// worker's vacuum, so maintenance that may wait for one gives up first and comes back later.
+    static func boundLockWaitsBelowVacuumCancellation(on connection: Connection) throws {
+        _ = try connection.query("""
+            SELECT set_config('lock_timeout',
+                greatest(1, floor(extract(epoch FROM current_setting('deadlock_timeout')::interval) * 500))::int || 'ms', true)
+            """)
+    }
+
     public static func milliseconds(_ duration: Duration) -> Int64 {
         duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }

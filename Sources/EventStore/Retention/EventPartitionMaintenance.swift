@@ -2,9 +2,10 @@ import Postgres
 import Runtime
 
 /// Makes the log's partitions a week ahead, at start and then every `interval`, so that appends
-/// never wait for one (an append that finds none makes it itself), and summarizes the ranges of
-/// their `occurred_at` index that vacuum left (`OccurredAtSummaries`). Runs in every process that
-/// appends for long: engage serve and engage scheduler.
+/// never wait for one (an append that finds none makes it itself), gives insert-driven vacuum back
+/// to the weeks that have ended (`EventPartitions.reopenInsertVacuum`), and summarizes the ranges
+/// of their `occurred_at` index that vacuum left (`OccurredAtSummaries`). Runs in every process
+/// that appends for long: engage serve and engage scheduler.
 public struct EventPartitionMaintenance: Service {
     public let pool: ConnectionPool
     public let interval: Duration
@@ -34,6 +35,10 @@ public struct EventPartitionMaintenance: Service {
                     try EventPartitions.ensure(on: connection)
                 }
                 if created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
+                let reopened = try await pool.withConnection(answerLimit: answerLimit) { connection in
+                    try EventPartitions.reopenInsertVacuum(on: connection)
+                }
+                if !reopened.isEmpty { logger.info("log.partitions-vacuum-reopened", ["partitions": reopened.joined(separator: ",")]) }
             } catch {
                 // `DatabaseDidNotAnswer` past `answerLimit`, worded as every bounded service's.
                 logger.warning("log.partitions-failed", ["error": "\(error)"])

@@ -30,6 +30,25 @@ public enum EventPartitions {
             """)
     }
 
+    /// How long after its week's end a partition gets insert-driven vacuum back (migration 021):
+    /// an append stamped by a clock a little behind the database's may still land in it.
+    public static let insertVacuumDelay: Duration = .seconds(3600)
+
+    /// Gives insert-driven vacuum back to the partitions whose week ended more than `delay` ago
+    /// and that were made without it while it was open (migration 021), so that autovacuum
+    /// passes over each closed week once; returns their names. A partition whose lock is busy
+    /// past half of `deadlock_timeout` (a vacuum, a step of summaries) is left for the next call,
+    /// and no vacuum is cancelled for it.
+    @discardableResult
+    public static func reopenInsertVacuum(weeksEndedBefore delay: Duration = insertVacuumDelay, on connection: Connection) throws -> [String] {
+        try connection.transaction { connection in
+            try BoundedLockWait.boundLockWaitsBelowVacuumCancellation(on: connection)
+            return try connection.query("""
+                SELECT engage_reopen_insert_vacuum(now() - \(String(BoundedLockWait.milliseconds(delay)) + " milliseconds")::interval)
+                """).rows.map { try $0.decode(0) }
+        }
+    }
+
     /// Every partition, oldest first.
     public static func list(on connection: Connection) throws -> [Partition] {
         try connection.query("""

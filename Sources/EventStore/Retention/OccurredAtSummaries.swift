@@ -76,10 +76,7 @@ public enum OccurredAtSummaries {
                 if let lockWait {
                     _ = try connection.query("SELECT set_config('lock_timeout', \(String(BoundedLockWait.milliseconds(lockWait)) + "ms"), true)")
                 } else {
-                    _ = try connection.query("""
-                        SELECT set_config('lock_timeout',
-                            greatest(1, floor(extract(epoch FROM current_setting('deadlock_timeout')::interval) * 500))::int || 'ms', true)
-                        """)
+                    try BoundedLockWait.boundLockWaitsBelowVacuumCancellation(on: connection)
                 }
                 let row = try connection.query("""
                     SELECT summarized, next_block

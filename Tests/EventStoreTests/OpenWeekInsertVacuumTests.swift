@@ -1,0 +1,135 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+import Runtime
+import Testing
+import TestSupport
+
+/// The log's partition of a week that has not ended gets no insert-driven vacuum (migration 021):
+/// it only receives inserts, and at sustained ingestion those vacuums came every minute or two,
+/// each pass longer than the last, competing with the projector at peak. Once the week has ended,
+/// the partition maintenance gives it back, so that autovacuum passes over the closed week once.
+@Suite("Open weeks without insert-driven vacuum")
+struct OpenWeekInsertVacuumTests {
+    static let withoutInsertVacuum = "autovacuum_vacuum_insert_threshold=-1"
+
+    /// Each partition's storage options, by name.
+    static func options(_ connection: Connection) throws -> [String: String] {
+        let rows = try connection.query("""
+            SELECT p.name, coalesce(array_to_string(c.reloptions, ','), '')
+            FROM event_partitions p JOIN pg_class c ON c.oid = to_regclass(quote_ident(p.name))
+            """)
+        var options: [String: String] = [:]
+        for row in rows.rows { options[try row.decode(0)] = try row.decode(1) }
+        return options
+    }
+
+    static func day(daysFromNow days: Int64) -> Timestamp {
+        Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970) * Timestamp.microsecondsPerSecond
+                      + days * Timestamp.microsecondsPerDay)
+    }
+
+    /// The partition holding `day`, made the way appends and engage serve make them.
+    static func partition(holding day: Timestamp, on connection: Connection) throws -> String {
+        try EventPartitions.ensure(day: day, on: connection)
+        return try connection.query("""
+            SELECT name FROM event_partitions WHERE lower <= \(PostgresTimestamp(unixMicroseconds: day.microsecondsSinceEpoch))
+                AND \(PostgresTimestamp(unixMicroseconds: day.microsecondsSinceEpoch)) < upper
+            """)[0].decode(0)
+    }
+
+    @Test func weeksNotEndedAreMadeWithoutInsertVacuumAndEndedOnesWithIt() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        let ended = try Self.partition(holding: Self.day(daysFromNow: -30), on: connection)
+        let later = try Self.partition(holding: Self.day(daysFromNow: 60), on: connection)
+        let current = try Self.partition(holding: Self.day(daysFromNow: 0), on: connection)
+
+        let options = try Self.options(connection)
+        #expect(options[current]?.contains(Self.withoutInsertVacuum) == true, "\(options)")
+        #expect(options[later]?.contains(Self.withoutInsertVacuum) == true, "\(options)")
+        #expect(options[ended] == "", "\(options)")
+    }
+
+    @Test func aWeekThatEndedGetsInsertVacuumBackOnceItsDelayHasPassed() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        // A week that ended 30 days ago, as it was while it was open.
+        let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
+        _ = try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
+        let current = try Self.partition(holding: Self.day(daysFromNow: 0), on: connection)
+
+        #expect(try EventPartitions.reopenInsertVacuum(weeksEndedBefore: .seconds(60 * 86_400), on: connection) == [])
+        #expect(try Self.options(connection)[ended]?.contains(Self.withoutInsertVacuum) == true)
+
+        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [ended])
+        let options = try Self.options(connection)
+        #expect(options[ended] == "", "\(options)")
+        #expect(options[current]?.contains(Self.withoutInsertVacuum) == true, "\(options)")
+        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [])
+    }
+
+    /// A vacuum or a step of summaries holds the partition: the call gives up within half of
+    /// `deadlock_timeout` (so it cancels no vacuum) and a later one reopens it.
+    @Test(.timeLimit(.minutes(1)))
+    func aClosedWeekWhoseLockIsBusyIsLeftForTheNextCall() throws {
+        let database = try TestPostgres.freshDatabase()
+        let connection = try Connection(configuration: database)
+        defer { connection.close() }
+        let holder = try Connection(configuration: database)
+        defer { holder.close() }
+        let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
+        _ = try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
+
+        _ = try holder.execute("BEGIN")
+        _ = try holder.execute("LOCK TABLE \(identifier: ended) IN SHARE UPDATE EXCLUSIVE MODE")
+        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [])
+        #expect(try Self.options(connection)[ended]?.contains(Self.withoutInsertVacuum) == true)
+        _ = try holder.execute("COMMIT")
+
+        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [ended])
+    }
+
+    @Test func theOpenWeeksOfALogMadeBeforeTheMigrationLoseInsertVacuumAndEndedWeeksKeepIt() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        defer { connection.close() }
+        let all = try Migrator.fromSQLDirectory()
+        try Migrator(migrations: all.migrations.filter { $0.version <= 20 }, viewScripts: all.viewScripts).migrate(connection)
+        let ended = try Self.partition(holding: Self.day(daysFromNow: -30), on: connection)
+        let before = try Self.options(connection)
+        #expect(before.count >= 2 && before.values.allSatisfy { !$0.contains(Self.withoutInsertVacuum) }, "\(before)")
+
+        try all.migrate(connection)
+
+        let after = try Self.options(connection)
+        let open = try connection.query("SELECT name FROM event_partitions WHERE upper > now()").rows.map { try $0.decode(0, as: String.self) }
+        #expect(!open.isEmpty)
+        for name in open { #expect(after[name]?.contains(Self.withoutInsertVacuum) == true, "\(name): \(after)") }
+        #expect(after[ended] == "", "\(after)")
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func thePartitionMaintenanceReopensTheWeeksThatEnded() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let ended = try {
+            let connection = try Connection(configuration: database)
+            defer { connection.close() }
+            let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
+            _ = try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
+            return ended
+        }()
+        let pool = ConnectionPool(configuration: database, size: 1)
+        let sink = MemoryLogSink()
+        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
+        let running = Task { try await maintenance.run() }
+        try await pollUntil { sink.lines.contains { $0.contains("log.partitions-vacuum-reopened") } }
+        running.cancel()
+        _ = try? await running.value
+        let line = sink.lines.first { $0.contains("log.partitions-vacuum-reopened") } ?? ""
+        #expect(line.contains(ended), "\(line)")
+        let options = try await pool.withConnection { try Self.options($0) }
+        #expect(options[ended] == "", "\(options)")
+        await pool.close()
+    }
+}
