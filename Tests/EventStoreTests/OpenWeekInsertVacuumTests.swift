@@ -52,22 +52,32 @@ struct OpenWeekInsertVacuumTests {
         #expect(options[ended] == "", "\(options)")
     }
 
+    /// A week that ended about a month ago, as it was while it was open.
+    static func endedWeekWithoutInsertVacuum(on connection: Connection) throws -> String {
+        let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
+        try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
+        return ended
+    }
+
     @Test func aWeekThatEndedGetsInsertVacuumBackOnceItsDelayHasPassed() throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase())
         defer { connection.close() }
-        // A week that ended 30 days ago, as it was while it was open.
-        let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
-        _ = try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
+        let ended = try Self.endedWeekWithoutInsertVacuum(on: connection)
         let current = try Self.partition(holding: Self.day(daysFromNow: 0), on: connection)
+        let sinceItsEnd = Int64(try connection.query("""
+            SELECT floor(extract(epoch FROM now() - upper))::bigint FROM event_partitions WHERE name = \(ended)
+            """)[0].decode(0, as: Int64.self))
 
-        #expect(try EventPartitions.reopenInsertVacuum(weeksEndedBefore: .seconds(60 * 86_400), on: connection) == [])
+        let early = try EventPartitions.reopenInsertVacuum(endedMoreThan: .seconds(sinceItsEnd + 600), on: connection)
+        #expect(!early.reopened.contains(ended), "\(early)")
         #expect(try Self.options(connection)[ended]?.contains(Self.withoutInsertVacuum) == true)
 
-        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [ended])
+        let due = try EventPartitions.reopenInsertVacuum(endedMoreThan: .seconds(sinceItsEnd - 600), on: connection)
+        #expect(due.reopened.contains(ended) && due.busy.isEmpty && due.notOwned.isEmpty, "\(due)")
         let options = try Self.options(connection)
         #expect(options[ended] == "", "\(options)")
         #expect(options[current]?.contains(Self.withoutInsertVacuum) == true, "\(options)")
-        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [])
+        #expect(try !EventPartitions.reopenInsertVacuum(on: connection).reopened.contains(ended))
     }
 
     /// A vacuum or a step of summaries holds the partition: the call gives up within half of
@@ -79,16 +89,44 @@ struct OpenWeekInsertVacuumTests {
         defer { connection.close() }
         let holder = try Connection(configuration: database)
         defer { holder.close() }
-        let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
-        _ = try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
+        let ended = try Self.endedWeekWithoutInsertVacuum(on: connection)
 
-        _ = try holder.execute("BEGIN")
-        _ = try holder.execute("LOCK TABLE \(identifier: ended) IN SHARE UPDATE EXCLUSIVE MODE")
-        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [])
+        try holder.execute("BEGIN")
+        try holder.execute("LOCK TABLE \(identifier: ended) IN SHARE UPDATE EXCLUSIVE MODE")
+        let busy = try EventPartitions.reopenInsertVacuum(on: connection)
+        #expect(busy.busy == [ended] && !busy.reopened.contains(ended), "\(busy)")
         #expect(try Self.options(connection)[ended]?.contains(Self.withoutInsertVacuum) == true)
-        _ = try holder.execute("COMMIT")
+        try holder.execute("COMMIT")
 
-        #expect(try EventPartitions.reopenInsertVacuum(on: connection) == [ended])
+        #expect(try EventPartitions.reopenInsertVacuum(on: connection).reopened.contains(ended))
+    }
+
+    /// engage connects as a role that does not own the partitions another role (the one that ran
+    /// the migrations) made: it cannot reopen them and says so, every run, instead of passing them
+    /// over in silence.
+    @Test(.timeLimit(.minutes(1)))
+    func aClosedWeekAnotherRoleOwnsIsReportedNotPassedOverInSilence() async throws {
+        let database = try TestPostgres.freshDatabase()
+        let role = "engage_reopen_\(UUID().uuidString.prefix(6).lowercased())"
+        let ended = try {
+            let connection = try Connection(configuration: database)
+            defer { connection.close() }
+            try UnprivilegedRole.create(role, on: connection)
+            return try Self.endedWeekWithoutInsertVacuum(on: connection)
+        }()
+        let pool = ConnectionPool(configuration: database.withUser(role), size: 1)
+        let sink = MemoryLogSink()
+        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
+        let running = Task { try await maintenance.run() }
+        try await pollUntil { sink.lines.contains { $0.contains("log.partitions-vacuum-refused") } }
+        running.cancel()
+        _ = try? await running.value
+        let line = sink.lines.first { $0.contains("log.partitions-vacuum-refused") } ?? ""
+        #expect(line.contains(ended) && line.contains("42501"), "\(line)")
+        #expect(!sink.lines.contains { $0.contains("log.partitions-failed") }, "\(sink.lines)")
+        let options = try await pool.withConnection { try Self.options($0) }
+        #expect(options[ended]?.contains(Self.withoutInsertVacuum) == true, "\(options)")
+        await pool.close()
     }
 
     @Test func theOpenWeeksOfALogMadeBeforeTheMigrationLoseInsertVacuumAndEndedWeeksKeepIt() throws {
@@ -115,9 +153,7 @@ struct OpenWeekInsertVacuumTests {
         let ended = try {
             let connection = try Connection(configuration: database)
             defer { connection.close() }
-            let ended = try Self.partition(holding: Self.day(daysFromNow: -37), on: connection)
-            _ = try connection.execute("ALTER TABLE \(identifier: ended) SET (autovacuum_vacuum_insert_threshold = -1)")
-            return ended
+            return try Self.endedWeekWithoutInsertVacuum(on: connection)
         }()
         let pool = ConnectionPool(configuration: database, size: 1)
         let sink = MemoryLogSink()

@@ -35,16 +35,27 @@ public struct EventPartitionMaintenance: Service {
                     try EventPartitions.ensure(on: connection)
                 }
                 if created > 0 { logger.info("log.partitions-created", ["count": String(created)]) }
-                let reopened = try await pool.withConnection(answerLimit: answerLimit) { connection in
+                let found = try await pool.withConnection(answerLimit: answerLimit) { connection in
                     try EventPartitions.reopenInsertVacuum(on: connection)
                 }
-                if !reopened.isEmpty { logger.info("log.partitions-vacuum-reopened", ["partitions": reopened.joined(separator: ",")]) }
+                report(found)
             } catch {
                 // `DatabaseDidNotAnswer` past `answerLimit`, worded as every bounded service's.
                 logger.warning("log.partitions-failed", ["error": "\(error)"])
             }
             await summarize()
             do { try await Task.sleep(for: interval) } catch { return }
+        }
+    }
+
+    private func report(_ found: EventPartitions.InsertVacuumReopening) {
+        if !found.reopened.isEmpty { logger.info("log.partitions-vacuum-reopened", ["partitions": found.reopened.joined(separator: ",")]) }
+        if !found.busy.isEmpty { logger.info("log.partitions-vacuum-deferred", ["partitions": found.busy.joined(separator: ",")]) }
+        if !found.notOwned.isEmpty {
+            logger.warning("log.partitions-vacuum-refused", [
+                "partitions": found.notOwned.joined(separator: ","),
+                "error": "must be owner of table (42501): run ALTER TABLE ... RESET (autovacuum_vacuum_insert_threshold) as its owner",
+            ])
         }
     }
 

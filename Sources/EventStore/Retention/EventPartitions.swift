@@ -34,18 +34,37 @@ public enum EventPartitions {
     /// an append stamped by a clock a little behind the database's may still land in it.
     public static let insertVacuumDelay: Duration = .seconds(3600)
 
+    /// What `reopenInsertVacuum` found for each week that ended while still without insert-driven vacuum.
+    public struct InsertVacuumReopening: Sendable, Equatable {
+        public var reopened: [String] = []
+        /// Left for the next call: a vacuum or a step of summaries held the partition past the wait.
+        public var busy: [String] = []
+        /// Owned by another role (the one that ran the migrations): this role cannot reopen them.
+        public var notOwned: [String] = []
+    }
+
     /// Gives insert-driven vacuum back to the partitions whose week ended more than `delay` ago
     /// and that were made without it while it was open (migration 021), so that autovacuum
-    /// passes over each closed week once; returns their names. A partition whose lock is busy
-    /// past half of `deadlock_timeout` (a vacuum, a step of summaries) is left for the next call,
-    /// and no vacuum is cancelled for it.
+    /// passes over each closed week once. A partition's lock is waited for at most half of
+    /// `deadlock_timeout`, so that no vacuum is cancelled for it.
     @discardableResult
-    public static func reopenInsertVacuum(weeksEndedBefore delay: Duration = insertVacuumDelay, on connection: Connection) throws -> [String] {
+    public static func reopenInsertVacuum(endedMoreThan delay: Duration = insertVacuumDelay, on connection: Connection) throws -> InsertVacuumReopening {
         try connection.transaction { connection in
             try BoundedLockWait.boundLockWaitsBelowVacuumCancellation(on: connection)
-            return try connection.query("""
-                SELECT engage_reopen_insert_vacuum(now() - \(String(BoundedLockWait.milliseconds(delay)) + " milliseconds")::interval)
-                """).rows.map { try $0.decode(0) }
+            var found = InsertVacuumReopening()
+            let rows = try connection.query("""
+                SELECT partition_name, outcome
+                FROM engage_reopen_insert_vacuum(now() - \(String(BoundedLockWait.milliseconds(delay)) + " milliseconds")::interval)
+                """).rows
+            for row in rows {
+                let name: String = try row.decode(0)
+                switch try row.decode(1, as: String.self) {
+                case "reopened": found.reopened.append(name)
+                case "busy": found.busy.append(name)
+                default: found.notOwned.append(name)
+                }
+            }
+            return found
         }
     }
 
