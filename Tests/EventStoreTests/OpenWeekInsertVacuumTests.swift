@@ -39,6 +39,22 @@ struct OpenWeekInsertVacuumTests {
             """)[0].decode(0)
     }
 
+    /// Runs the partition maintenance as `configuration`'s role until it logs `event`; returns its
+    /// log's lines, that line, and the partitions' options as the maintenance left them.
+    static func maintenance(as configuration: PostgresConfiguration, until event: String) async throws
+        -> (lines: [String], line: String, options: [String: String]) {
+        let pool = ConnectionPool(configuration: configuration, size: 1)
+        let sink = MemoryLogSink()
+        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
+        let running = Task { try await maintenance.run() }
+        try await pollUntil { sink.lines.contains { $0.contains(event) } }
+        running.cancel()
+        _ = try? await running.value
+        let options = try await pool.withConnection { try Self.options($0) }
+        await pool.close()
+        return (sink.lines, sink.lines.first { $0.contains(event) } ?? "", options)
+    }
+
     @Test func weeksNotEndedAreMadeWithoutInsertVacuumAndEndedOnesWithIt() throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase())
         defer { connection.close() }
@@ -114,19 +130,10 @@ struct OpenWeekInsertVacuumTests {
             try UnprivilegedRole.create(role, on: connection)
             return try Self.endedWeekWithoutInsertVacuum(on: connection)
         }()
-        let pool = ConnectionPool(configuration: database.withUser(role), size: 1)
-        let sink = MemoryLogSink()
-        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
-        let running = Task { try await maintenance.run() }
-        try await pollUntil { sink.lines.contains { $0.contains("log.partitions-vacuum-refused") } }
-        running.cancel()
-        _ = try? await running.value
-        let line = sink.lines.first { $0.contains("log.partitions-vacuum-refused") } ?? ""
-        #expect(line.contains(ended) && line.contains("42501"), "\(line)")
-        #expect(!sink.lines.contains { $0.contains("log.partitions-failed") }, "\(sink.lines)")
-        let options = try await pool.withConnection { try Self.options($0) }
-        #expect(options[ended]?.contains(Self.withoutInsertVacuum) == true, "\(options)")
-        await pool.close()
+        let run = try await Self.maintenance(as: database.withUser(role), until: "log.partitions-vacuum-refused")
+        #expect(run.line.contains(ended) && run.line.contains("42501"), "\(run.line)")
+        #expect(!run.lines.contains { $0.contains("log.partitions-failed") }, "\(run.lines)")
+        #expect(run.options[ended]?.contains(Self.withoutInsertVacuum) == true, "\(run.options)")
     }
 
     @Test func theOpenWeeksOfALogMadeBeforeTheMigrationLoseInsertVacuumAndEndedWeeksKeepIt() throws {
@@ -155,17 +162,8 @@ struct OpenWeekInsertVacuumTests {
             defer { connection.close() }
             return try Self.endedWeekWithoutInsertVacuum(on: connection)
         }()
-        let pool = ConnectionPool(configuration: database, size: 1)
-        let sink = MemoryLogSink()
-        let maintenance = EventPartitionMaintenance(pool: pool, interval: .seconds(3600), logger: Logger(label: "test", sink: sink))
-        let running = Task { try await maintenance.run() }
-        try await pollUntil { sink.lines.contains { $0.contains("log.partitions-vacuum-reopened") } }
-        running.cancel()
-        _ = try? await running.value
-        let line = sink.lines.first { $0.contains("log.partitions-vacuum-reopened") } ?? ""
-        #expect(line.contains(ended), "\(line)")
-        let options = try await pool.withConnection { try Self.options($0) }
-        #expect(options[ended] == "", "\(options)")
-        await pool.close()
+        let run = try await Self.maintenance(as: database, until: "log.partitions-vacuum-reopened")
+        #expect(run.line.contains(ended), "\(run.line)")
+        #expect(run.options[ended] == "", "\(run.options)")
     }
 }
