@@ -8,7 +8,7 @@ import TestSupport
 
 /// The log's partition of a week that has not ended gets no insert-driven vacuum (migration 021):
 /// it only receives inserts, and at sustained ingestion those vacuums came every minute or two,
-/// each pass longer than the last, competing with the projector at peak. Once the week has ended,
+/// growing with the week, beside the appends and the projector at peak. Once the week has ended,
 /// the partition maintenance gives it back, so that autovacuum passes over the closed week once.
 @Suite("Open weeks without insert-driven vacuum")
 struct OpenWeekInsertVacuumTests {
@@ -80,9 +80,9 @@ struct OpenWeekInsertVacuumTests {
         defer { connection.close() }
         let ended = try Self.endedWeekWithoutInsertVacuum(on: connection)
         let current = try Self.partition(holding: Self.day(daysFromNow: 0), on: connection)
-        let sinceItsEnd = Int64(try connection.query("""
+        let sinceItsEnd = try connection.query("""
             SELECT floor(extract(epoch FROM now() - upper))::bigint FROM event_partitions WHERE name = \(ended)
-            """)[0].decode(0, as: Int64.self))
+            """)[0].decode(0, as: Int64.self)
 
         let early = try EventPartitions.reopenInsertVacuum(endedMoreThan: .seconds(sinceItsEnd + 600), on: connection)
         #expect(!early.reopened.contains(ended), "\(early)")
