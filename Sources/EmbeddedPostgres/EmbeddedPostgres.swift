@@ -199,12 +199,6 @@ public struct EmbeddedPostgres: Sendable {
             // the idempotency index, so latency grows with the log. Checkpoints on time instead.
             "max_wal_size": "8GB",
             "shared_buffers": "256MB",
-            // Under sustained ingestion autovacuum passes over event_ids and notification_states
-            // for their inserts, reading and writing each new page once more: 24-28 MB/s at the
-            // stock 2 ms, in bursts the projector fell seconds behind in on a host it shares.
-            // At 10 ms a pass runs at 2.5-6.3 MB/s, about as fast as those tables grow at half
-            // of the API's maximum (docs/scaling.md, "Autovacuum's pace").
-            "autovacuum_vacuum_cost_delay": "10ms",
         ]
         settings.merge(options.settings) { _, new in new }
         let serverOptions = settings.keys.sorted().map { "-c \($0)=\(settings[$0]!)" }.joined(separator: " ")
