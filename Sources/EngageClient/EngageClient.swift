@@ -185,6 +185,9 @@ public final class EngageClient: Sendable {
     /// `recordOnce` knows it made one and does not hash the names again to find out. `clock`:
     /// the event's time is the wall clock the client read, which stood there (`RecordingClock`).
     private func record(_ event: EngageEvent, once: Bool, clock: RecordingClock?) throws -> UUID {
+        guard Self.writableYears.contains(event.occurredAt.timeIntervalSince1970) else {
+            throw EventFieldError(field: "occurred_at", problem: "is not a time of the years 0000 to 9999")
+        }
         let id = event.eventID.uuidString.lowercased()
         let queued = DiskQueue.QueuedEvent(id: id, json: clock?.stamp(event.json) ?? event.json)
         let result: DiskQueue.AppendResult

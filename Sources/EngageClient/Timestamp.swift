@@ -5,7 +5,11 @@ import Foundation
 enum Timestamp {
     static func rfc3339(_ date: Date) -> String {
         // Nearest microsecond first, so that binary fractions such as .12 do not print as .119.
-        let microseconds = Int64((date.timeIntervalSince1970 * 1_000_000).rounded())
+        // A time no four-digit year can carry, or not finite, is written as the nearest one that
+        // can be (NaN as the first): `record` refuses such an event before it is queued
+        // (`EventFieldError`), and `EngageEvent.json` never traps.
+        let exact = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        let microseconds = exact.isNaN ? firstMicrosecond : Int64(min(max(exact, Double(firstMicrosecond)), Double(lastMicrosecond)))
         let (totalMS, _) = floorDivide(microseconds, 1000)
         let (days, msOfDay) = floorDivide(totalMS, 86_400_000)
         let (year, month, day) = civil(fromDays: days)
@@ -16,6 +20,10 @@ enum Timestamp {
         return pad(year, 4) + "-" + pad(month, 2) + "-" + pad(day, 2) + "T" + pad(hour, 2) + ":" + pad(minute, 2) + ":"
             + pad(second, 2) + "." + pad(millisecond, 3) + "Z"
     }
+
+    /// 0000-01-01T00:00:00.000000Z and 9999-12-31T23:59:59.999000Z, in microseconds since 1970.
+    static let firstMicrosecond: Int64 = -62_167_219_200_000_000
+    static let lastMicrosecond: Int64 = 253_402_300_799_999_000
 
     /// The inverse of `rfc3339(_:)` for the form the client writes (UTC, `Z`, up to 18 fraction
     /// digits); nil for anything else. The text comes from a queue file read back, which could be

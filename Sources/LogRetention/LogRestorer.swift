@@ -9,11 +9,13 @@ import Runtime
 /// twice, or into a log that still holds some of the archived days, stores nothing twice.
 ///
 /// Every file's SHA-256 and size are checked against the manifest before anything is loaded.
-/// Events go back to their place in the log (their position and transaction id), behind the
-/// read models' checkpoints: a read model that counted them before they were pruned still counts
-/// them, one rebuilt since counts them after the next rebuild. An event whose transaction id lies
-/// ahead of this database's (an archive of another database) is placed at the head of the log
-/// instead, so that tailing readers see it.
+/// Events of a day pruned from this log go back to their place in it (their position and
+/// transaction id), behind the read models' checkpoints: a read model that counted them before
+/// they were pruned still counts them, one rebuilt since counts them after the next rebuild.
+/// Events of a day never pruned here (an archive of another database) were never counted here:
+/// they are placed at the head of the log, where tailing readers fold them, as is an event whose
+/// transaction id lies ahead of this database's. Kept in their place, events with older ids
+/// would lie behind every checkpoint and never be counted.
 public struct LogRestorer: Sendable {
     public struct Day: Sendable {
         public var day: Timestamp
@@ -136,11 +138,13 @@ public struct LogRestorer: Sendable {
         let path = directory + "/" + entry.file
         try EventPartitions.ensure(day: day, on: connection)
         var result = Day(day: day, inArchive: 0, restored: 0, present: 0, conflicting: 0, rebuiltWithout: false)
+        // The prune records its day before any event goes (`PrunedDays.record`).
+        let prunedHere = try PrunedDays.all(on: connection).contains { $0.day == day }
         let reader = try GzipFileReader(path: path)
         var pending: [UInt8] = []
         var pendingRows = 0
         func load(_ rows: ArraySlice<UInt8>) throws {
-            let counts = try loadChunk(Array(rows), day: day, file: path, on: connection)
+            let counts = try loadChunk(Array(rows), day: day, file: path, keepingPlaces: prunedHere, on: connection)
             result.inArchive += counts.rows
             result.present += counts.rows - counts.candidates
             result.conflicting += counts.candidates - counts.stored
@@ -190,8 +194,9 @@ public struct LogRestorer: Sendable {
     }
 
     /// One transaction: the rows into the staging table, then those the log does not hold yet
-    /// into `event_ids` and the log.
-    private func loadChunk(_ rows: [UInt8], day: Timestamp, file: String,
+    /// into `event_ids` and the log: in their places when `keepingPlaces` and their transaction
+    /// id lies behind this database's, else at the head of the log.
+    private func loadChunk(_ rows: [UInt8], day: Timestamp, file: String, keepingPlaces: Bool,
                            on connection: Connection) throws -> (rows: Int, candidates: Int, stored: Int) {
         let dayEnd = day.adding(microseconds: Timestamp.microsecondsPerDay)
         return try connection.transaction { connection in
@@ -221,11 +226,12 @@ public struct LogRestorer: Sendable {
                 ), stored AS (
                     INSERT INTO events (position, transaction_id, event_id, app_id, notification_id, type, category, device_id,
                                         occurred_at, recorded_at, experiment_id, experiment_arm, payload)
-                    SELECT CASE WHEN c.transaction_id < pg_current_xact_id() THEN c.position ELSE nextval('events_position_seq') END,
-                           CASE WHEN c.transaction_id < pg_current_xact_id() THEN c.transaction_id ELSE pg_current_xact_id() END,
+                    SELECT CASE WHEN c.kept THEN c.position ELSE nextval('events_position_seq') END,
+                           CASE WHEN c.kept THEN c.transaction_id ELSE pg_current_xact_id() END,
                            c.event_id, c.app_id, c.notification_id, c.type, c.category, c.device_id,
                            c.occurred_at, c.recorded_at, c.experiment_id, c.experiment_arm, c.payload
-                    FROM candidates c JOIN new_ids USING (event_id)
+                    FROM (SELECT *, \(keepingPlaces) AND transaction_id < pg_current_xact_id() AS kept FROM candidates) c
+                    JOIN new_ids USING (event_id)
                     ORDER BY c.transaction_id, c.position
                     RETURNING 1
                 )

@@ -212,12 +212,49 @@ struct LogPruneTests {
         let fixtures = try RetentionFixtures()
         let directory = try RetentionFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
+        let day = try await Self.writeArchive(transactionIDs: 900_000_000_001, into: directory, on: fixtures)
+
+        let report = try await fixtures.restorer(directory).run()
+
+        #expect(report.restored == 3)
+        // The log is read gaplessly: up to the oldest transaction still running on the server,
+        // which another test's may be.
+        try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
+        let read = try await fixtures.store.read(after: .start, limit: 10)
+        #expect(read.map(\.notificationID) == ["far-1", "far-2", "far-3"])
+        #expect(read.allSatisfy { $0.position.transactionID < 900_000_000_000 })
+        #expect(read.map(\.recordedAt.rfc3339) == Array(repeating: "\(day)T12:00:00.500000Z", count: 3))
+    }
+
+    /// Another database's archive of a day never pruned here, whose transaction ids lie behind
+    /// this one's: in their own places its events would lie behind a reader's checkpoint and never
+    /// be folded. They go to the head of the log too.
+    @Test func anArchiveOfADayNeverPrunedHereGoesToTheHeadOfTheLogEvenWithOlderIDs() async throws {
+        let fixtures = try RetentionFixtures()
+        let directory = try RetentionFixtures.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try await fixtures.seed(RetentionFixtures.events(notifications: 2, tag: "here"), daysAgo: 1)
+        try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
+        let checkpoint = try #require(try await fixtures.store.read(after: .start, limit: 10).last).position
+        _ = try await Self.writeArchive(transactionIDs: 3, into: directory, on: fixtures)
+
+        let report = try await fixtures.restorer(directory).run()
+
+        #expect(report.restored == 3)
+        try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
+        let read = try await fixtures.store.read(after: checkpoint, limit: 10)
+        #expect(read.map(\.notificationID) == ["far-1", "far-2", "far-3"])
+    }
+
+    /// Writes an archive of three events of one day 40 days ago, with transaction ids from
+    /// `transactionIDs` on, as docs/retention.md describes the format; returns the day.
+    private static func writeArchive(transactionIDs: UInt64, into directory: String, on fixtures: RetentionFixtures) async throws -> String {
         let day = try await fixtures.pool.withConnection { connection in
             try connection.query("SELECT to_char((now() AT TIME ZONE 'UTC')::date - 40, 'YYYY-MM-DD')")[0].decode(0, as: String.self)
         }
         let lines = (1...3).map { n in
-            ["\(n)", "90000000000\(n)", "00000000-0000-4000-8000-00000000000\(n)", "app-1", "far-\(n)", "expanded", "new_photo", "device-1",
-             "\(day) 11:00:00+00", "\(day) 12:00:00.5+00", "\\N", "\\N", "{}"].joined(separator: "\t") + "\n"
+            ["\(n)", "\(transactionIDs + UInt64(n) - 1)", "00000000-0000-4000-8000-00000000000\(n)", "app-1", "far-\(n)", "expanded",
+             "new_photo", "device-1", "\(day) 11:00:00+00", "\(day) 12:00:00.5+00", "\\N", "\\N", "{}"].joined(separator: "\t") + "\n"
         }.joined()
         let file = "events-\(day).tsv.gz"
         _ = try RetentionFixtures.shell("gzip -c > '\(directory)/\(file)'", input: Data(lines.utf8))
@@ -230,16 +267,6 @@ struct LogPruneTests {
                        "sha256": "\(Hex.encode(SHA256.hash(bytes)))", "archived_at": "2026-01-01T00:00:00Z"}]}
             """
         try Data(manifest.utf8).write(to: URL(fileURLWithPath: directory + "/manifest.json"))
-
-        let report = try await fixtures.restorer(directory).run()
-
-        #expect(report.restored == 3)
-        // The log is read gaplessly: up to the oldest transaction still running on the server,
-        // which another test's may be.
-        try await TestPostgres.waitForEarlierTransactions(fixtures.pool)
-        let read = try await fixtures.store.read(after: .start, limit: 10)
-        #expect(read.map(\.notificationID) == ["far-1", "far-2", "far-3"])
-        #expect(read.allSatisfy { $0.position.transactionID < 900_000_000_000 })
-        #expect(read.map(\.recordedAt.rfc3339) == Array(repeating: "\(day)T12:00:00.500000Z", count: 3))
+        return day
     }
 }
