@@ -59,6 +59,21 @@ trap_cleanup() {
     trap 'exit 143' TERM
 }
 
+# For a script whose work is engage's local PostgreSQL in $WORK/pg and nothing more to clean up:
+# makes WORK named after $1 and the cleanup (finish_work) at every exit, and defines `engage`
+# (a command on that PostgreSQL) and `sql` (its psql, unaligned and quiet; psql's options follow).
+local_postgres_work() { # name
+    make_work "$1"
+    cleanup() {
+        local status=$?
+        trap - EXIT INT TERM
+        finish_work "$status"
+    }
+    trap_cleanup
+    engage() { "$ENGAGE_BIN" "$@" --data-dir "$WORK/pg"; }
+    sql() { "$ENGAGE_BIN" db psql --data-dir "$WORK/pg" -- -XAtq "$@"; }
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null \
     || echo $((20000 + RANDOM % 20000)); }
 

@@ -31,16 +31,7 @@ require_int NOTIFICATIONS "$NOTIFICATIONS" 1000 5000000
 require_int ROUNDS "$ROUNDS" 1 15
 
 resolve_engage_bin
-make_work payload-types
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    finish_work "$status"
-}
-trap_cleanup
-
-engage() { "$ENGAGE_BIN" "$@" --data-dir "$WORK/pg"; }
-sql() { "$ENGAGE_BIN" db psql --data-dir "$WORK/pg" -- -XAtq "$@"; }
+local_postgres_work payload-types
 
 engage db start >/dev/null 2>"$WORK/db.log"
 log "loading $NOTIFICATIONS notifications"

@@ -35,15 +35,8 @@ require_int DEVICES "$DEVICES" 10 10000000
 require_int ROUNDS "$ROUNDS" 1 9
 
 resolve_engage_bin
-make_work summaries
-cleanup() {
-    local status=$?
-    trap - EXIT INT TERM
-    finish_work "$status"
-}
-trap_cleanup
-
-engage() { "$ENGAGE_BIN" "$@" --data-dir "$WORK/pg"; }
+local_postgres_work summaries
+# Its answers' columns separated by spaces, as the reads below take them.
 sql() { "$ENGAGE_BIN" db psql --data-dir "$WORK/pg" -- -XAtq -F ' ' "$@"; }
 
 engage db start >/dev/null 2>"$WORK/db.log"
