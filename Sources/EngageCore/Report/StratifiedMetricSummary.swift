@@ -222,8 +222,8 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         let pooled = ProportionComparison(variant: Proportion(summing: stratified.included.map(\.variant)),
                                           control: Proportion(summing: stratified.included.map(\.control)))
         guard let devices else { return pooled.isSmallSample }
-        let richDevices = devices.strata.reduce(0) { $0 + $1.variant.devices }
-        let plainDevices = devices.strata.reduce(0) { $0 + $1.control.devices }
+        let richDevices = devices.strata.reduce(0) { $0.addingSaturated($1.variant.devices) }
+        let plainDevices = devices.strata.reduce(0) { $0.addingSaturated($1.control.devices) }
         return pooled.isSmallSample || min(richDevices, plainDevices) < ClusteredProportionComparison.minimumDevices
     }
 

@@ -96,15 +96,17 @@ public struct DeviceMoments: Hashable, Sendable {
         return clusteredRateVariance / binomial
     }
 
-    /// The moments of two buckets with no device in common (one category of two apps).
+    /// The moments of two buckets with no device in common (one category of two apps). Stored
+    /// moments are what it adds: each sum is held at the largest Int rather than trapping
+    /// (`addingSaturated`), which keeps every inequality `init(devices:...)` checks.
     public static func + (a: DeviceMoments, b: DeviceMoments) -> DeviceMoments {
         var sum = a
-        sum.devices += b.devices
-        sum.successes += b.successes
-        sum.trials += b.trials
-        sum.successesSquared += b.successesSquared
-        sum.trialsSquared += b.trialsSquared
-        sum.successesTimesTrials += b.successesTimesTrials
+        sum.devices.addSaturated(b.devices)
+        sum.successes.addSaturated(b.successes)
+        sum.trials.addSaturated(b.trials)
+        sum.successesSquared.addSaturated(b.successesSquared)
+        sum.trialsSquared.addSaturated(b.trialsSquared)
+        sum.successesTimesTrials.addSaturated(b.successesTimesTrials)
         return sum
     }
 
@@ -153,13 +155,14 @@ public struct DeviceCrossMoments: Hashable, Sendable {
         trialsProduct += new.first.trials * new.second.trials - old.first.trials * old.second.trials
     }
 
-    /// The cross moments of two pairs of buckets with no device in common.
+    /// The cross moments of two pairs of buckets with no device in common, held at the largest
+    /// Int as `DeviceMoments.+` is.
     public static func + (a: DeviceCrossMoments, b: DeviceCrossMoments) -> DeviceCrossMoments {
         var sum = a
-        sum.successesProduct += b.successesProduct
-        sum.firstSuccessesSecondTrials += b.firstSuccessesSecondTrials
-        sum.firstTrialsSecondSuccesses += b.firstTrialsSecondSuccesses
-        sum.trialsProduct += b.trialsProduct
+        sum.successesProduct.addSaturated(b.successesProduct)
+        sum.firstSuccessesSecondTrials.addSaturated(b.firstSuccessesSecondTrials)
+        sum.firstTrialsSecondSuccesses.addSaturated(b.firstTrialsSecondSuccesses)
+        sum.trialsProduct.addSaturated(b.trialsProduct)
         return sum
     }
 

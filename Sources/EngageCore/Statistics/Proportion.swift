@@ -38,13 +38,15 @@ public struct Proportion: Hashable, Sendable {
         self.trials = trials
     }
 
-    /// The pooled counts of several proportions (sums of valid counts are valid).
+    /// The pooled counts of several proportions (sums of valid counts are valid). Held at the
+    /// largest Int rather than trapping (`addingSaturated`): the parts may be stored counts, and
+    /// holding both sums at the bound keeps `successes <= trials`.
     public init(summing parts: some Sequence<Proportion>) {
         var successes = 0
         var trials = 0
         for part in parts {
-            successes += part.successes
-            trials += part.trials
+            successes.addSaturated(part.successes)
+            trials.addSaturated(part.trials)
         }
         self.successes = successes
         self.trials = trials

@@ -67,6 +67,45 @@ import Testing
         #expect(!report.renderTable().isEmpty)
     }
 
+    /// Two categories whose rich displayed counts add up past the largest integer: the pooled
+    /// counts of the small-sample rule are held there (the sum across categories trapped).
+    @Test func funnelCountsOfTwoCategoriesPastTheLargestAreHeldThereAndRender() throws {
+        let rows = [
+            ReportFixture.engagement("news", .rich, "image", notifications: .max, delivered: .max, displayed: .max, opened: 5),
+            ReportFixture.engagement("news", .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
+            ReportFixture.engagement("sports", .rich, "image", notifications: 10, delivered: 10, displayed: 10, opened: 2),
+            ReportFixture.engagement("sports", .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
+        ]
+        let report = EngagementReport.build(engagement: rows, generatedAt: ReportFixture.generatedAt)
+        #expect(report.groups.map(\.key.category) == ["news", "sports"])
+        #expect(report.total.rich[.displayed] == .max)
+        #expect(report.renderHTML().contains("sports"))
+        #expect(!report.renderTable().isEmpty)
+    }
+
+    /// One category's stored device moments in two apps, merged for a report over both: sums past
+    /// the largest integer are held there (they trapped), and the merged moments stay valid.
+    @Test func deviceMomentsOfACategoryInTwoAppsPastTheLargestAreHeldThere() throws {
+        let moments = try DeviceMoments(devices: 1, successes: 1, trials: 2_000_000_000, successesSquared: 1,
+                                        trialsSquared: 5_000_000_000_000_000_000, successesTimesTrials: 2_000_000_000)
+        let cross = try DeviceCrossMoments(successesProduct: 1, firstSuccessesSecondTrials: 1, firstTrialsSecondSuccesses: 1,
+                                           trialsProduct: 5_000_000_000_000_000_000)
+        let parts = ["app-1", "app-2"].map { app in
+            CategoryDeviceMoments(appID: app, category: "news", rich: [.open: moments], plain: [.open: moments], shared: [.open: cross])
+        }
+
+        let merged = CategoryDeviceMoments.merged(parts, category: "news")
+
+        let rich = try #require(merged.rich[.open])
+        #expect(rich.trialsSquared == .max && rich.trials == 4_000_000_000 && rich.devices == 2)
+        #expect(merged.shared[.open]?.trialsProduct == .max)
+        #expect(throws: Never.self) {
+            try DeviceMoments(devices: rich.devices, successes: rich.successes, trials: rich.trials,
+                              successesSquared: rich.successesSquared, trialsSquared: rich.trialsSquared,
+                              successesTimesTrials: rich.successesTimesTrials)
+        }
+    }
+
     /// A stored lift of ±8e307 would make the scale's span infinite (a trap turning it into tick
     /// counts), and ±1e308 would never end the search for its step: such values are left out.
     @Test(arguments: [[8e307, -8e307], [1e308], [-1e308, 0.1], [1e300, -1e300]])
