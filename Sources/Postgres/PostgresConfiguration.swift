@@ -90,6 +90,17 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         return pairs
     }
 
+    /// True when libpq can read the connection string (a URL or key/value pairs) and every port
+    /// it names is a number libpq accepts: what else is wrong with it only connecting can tell.
+    public static func isReadable(_ connectionString: String) -> Bool {
+        guard let options = parsed(connectionString) else { return false }
+        return options.allSatisfy { option in
+            option.keyword != "port" || option.value.split(separator: ",", omittingEmptySubsequences: false).allSatisfy { port in
+                port.isEmpty || (port.allSatisfy(\.isASCII) && Int(port).map { (1...65_535).contains($0) } == true)
+            }
+        }
+    }
+
     /// Never prints a password.
     public var description: String { Self.redactingPassword(connectionString) }
 
@@ -126,13 +137,22 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     }
 
     static func redactingPassword(_ connectionString: String) -> String {
-        if isURL(connectionString), let schemeEnd = connectionString.range(of: "://"),
-           let at = connectionString[schemeEnd.upperBound...].firstIndex(of: "@") {
-            let userInfo = connectionString[schemeEnd.upperBound..<at]
-            if let colon = userInfo.firstIndex(of: ":") {
-                return String(connectionString[..<colon]) + ":***" + String(connectionString[at...])
+        if isURL(connectionString), let schemeEnd = connectionString.range(of: "://") {
+            // scheme://[user[:password]@]hosts[/database][?keyword=value&...], where the query
+            // may carry the password too (its keywords percent-encoded or not, as libpq reads them).
+            var redacted = String(connectionString[..<schemeEnd.upperBound])
+            var rest = connectionString[schemeEnd.upperBound...]
+            if let at = rest.firstIndex(of: "@") {
+                let userInfo = rest[..<at]
+                redacted += userInfo.firstIndex(of: ":").map { String(userInfo[..<$0]) + ":***" } ?? String(userInfo)
+                rest = rest[at...]
             }
-            return connectionString
+            guard let queryStart = rest.firstIndex(of: "?") else { return redacted + rest }
+            let query = rest[rest.index(after: queryStart)...].split(separator: "&", omittingEmptySubsequences: false).map { parameter in
+                let keyword = parameter.prefix { $0 != "=" }
+                return String(keyword).removingPercentEncoding == "password" ? keyword + "=***" : String(parameter)
+            }
+            return redacted + rest[...queryStart] + query.joined(separator: "&")
         }
         var parts: [String] = []
         var redactNext = false

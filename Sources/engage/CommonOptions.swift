@@ -1,3 +1,4 @@
+import Postgres
 import Runtime
 
 /// Options shared by every subcommand that reaches the database or logs.
@@ -6,9 +7,16 @@ enum CommonOptions {
     /// other app has events or keys, so any other value could only select nothing, silently).
     static let appID = Validation("use 1-64 letters, digits, '.', '_' or '-'", accepts: KeysCommand.isValidAppID)
 
+    /// A connection string libpq cannot read is the operator's typo, not an outage: refused as a
+    /// usage error (64) before anything connects, without repeating it (it may hold a password).
+    static let connectionString = Validation<String>(
+        "expected a PostgreSQL connection URL (postgresql://...) or key=value string libpq can read, with ports from 1 to 65535") {
+        $0.isEmpty || PostgresConfiguration.isReadable($0)
+    }
+
     static let database = Option<String?>(
         "database", value: "url", help: "PostgreSQL connection URL or key=value string; without it engage runs its own local PostgreSQL.",
-        environment: "ENGAGE_DATABASE_URL")
+        environment: "ENGAGE_DATABASE_URL", secret: true, validate: connectionString)
     static let dataDirectory = Option<String?>(
         "data-dir", value: "path", help: "Data directory of the local PostgreSQL engage runs when no --database is given (default ./.engage/postgres).",
         environment: "ENGAGE_DATA_DIR", validate: .path)

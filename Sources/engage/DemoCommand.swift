@@ -12,7 +12,8 @@ import Runtime
 enum DemoCommand {
     static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000,
                                       validate: .range(100...1_000_000))
-    static let reportFile = Option("report-file", value: "file", help: "Where to write the HTML report.", default: ".engage/report.html")
+    static let reportFile = Option("report-file", value: "file", help: "Where to write the HTML report.", default: ".engage/report.html",
+                                   validate: .path)
 
     static let definition = Command(
         name: "demo",
@@ -22,6 +23,8 @@ enum DemoCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
+        // Before the server, its PostgreSQL and the simulated day: the report is written last.
+        try WritableFile.check(arguments[reportFile], option: reportFile.longName, arguments, creatingDirectory: true)
         try await ServerOptions.withServer(arguments, logger: CommonOptions.quietLogger(arguments)) { engage, address, setup in
             let ingestKey = try await engage.keys.create(app: "demo", role: .ingest, name: "demo ingest key").secret
             let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
@@ -64,9 +67,12 @@ enum DemoCommand {
         }
         let report = try await ReportQuery(appID: "demo").run(on: engage.pool, now: SystemTime().wallClock)
         print(report.renderTable())
-        let directory = URL(fileURLWithPath: reportFile).deletingLastPathComponent()
-        try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try Data(report.renderHTML().utf8).write(to: URL(fileURLWithPath: reportFile))
+        do {
+            try Data(report.renderHTML().utf8).write(to: URL(fileURLWithPath: reportFile))
+        } catch {
+            // Checked before the demo began: the write itself failed (a full disk, say).
+            throw ReportError(description: "option '--report-file': cannot write '\(reportFile)': \(error.localizedDescription)")
+        }
         let now = SystemTime().wallClock.rfc3339
         print("""
 

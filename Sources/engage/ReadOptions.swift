@@ -10,7 +10,7 @@ enum ReadOptions {
     static let readDatabase = Option<String?>(
         "read-database", value: "url",
         help: "A read replica (hot standby) for what only reads: reports, analysis and strategy replays; the primary is read while it is unreachable or too far behind.",
-        environment: "ENGAGE_READ_DATABASE_URL")
+        environment: "ENGAGE_READ_DATABASE_URL", secret: true, validate: CommonOptions.connectionString)
     static let readMaxLag = Option(
         "read-max-lag", value: "seconds", help: "Replay lag past which the read replica is not read.", environment: "ENGAGE_READ_MAX_LAG",
         default: Int(ReadDatabase.Configuration().maxLag.components.seconds), validate: .range(1...86_400))

@@ -37,19 +37,8 @@ enum ReportCommand {
             throw arguments.usageError(.invalidValue, "option '\(since.longName)' \(first) is after option "
                 + "'\(until.longName)' \(last): no day lies between them")
         }
-        if let file = arguments[output] {
-            // Before the report is read: a file that cannot be written is a typing slip too. An
-            // existing writable file will do (/dev/stdout), else a writable directory for it.
-            let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
-            var isDirectory: ObjCBool = false
-            let files = FileManager.default
-            guard (files.fileExists(atPath: file) && files.isWritableFile(atPath: file))
-                    || (files.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue
-                        && files.isWritableFile(atPath: directory)) else {
-                throw arguments.usageError(.invalidValue, "option '\(output.longName)': cannot write '\(file)': "
-                    + "its directory '\(directory)' does not exist or is not writable")
-            }
-        }
+        // Before the report is read: a file that cannot be written is a typing slip too.
+        if let file = arguments[output] { try WritableFile.check(file, option: output.longName, arguments) }
         let logger = CommonOptions.quietLogger(arguments)
         let query = ReportQuery(appID: arguments[app], category: arguments[category], from: arguments[since], through: arguments[until],
                                 grouping: arguments[grouping])

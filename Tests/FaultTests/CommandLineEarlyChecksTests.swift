@@ -47,6 +47,10 @@ struct CommandLineEarlyChecksTests {
         (["report", "--output", ""], "option '--output'"),
         (["log", "prune", "--older-than", "90d", "--archive", ""], "option '--archive'"),
         (["db", "status", "--data-dir", ""], "option '--data-dir'"),
+        // Permission bits pass anything for root: the file is opened to be sure.
+        (["report", "--output", "/proc/engage-report.html"], "option '--output': cannot write"),
+        (["demo", "--report-file", "/proc/engage-report.html"], "option '--report-file': cannot write"),
+        (["demo", "--report-file", ""], "option '--report-file'"),
         // A list entry that does not read is refused, not skipped; sizes and spreads are bounded.
         (["bench", "calibration", "--arms", "2,x"], "--arms"),
         (["bench", "report", "--sizes", "4000,99999999999999999999"], "option '--sizes'"),
@@ -56,10 +60,31 @@ struct CommandLineEarlyChecksTests {
     func argumentsThatCannotWorkAreUsageErrors(arguments: [String], message: String) async throws {
         let workspace = try FaultWorkspace("cli-early")
         defer { workspace.remove() }
-        let database = ["report", "log", "serve"].contains(arguments[0]) ? ["--database", Self.nowhere] : []
+        let database = ["report", "log", "serve", "demo"].contains(arguments[0]) ? ["--database", Self.nowhere] : []
         let answer = try await CommandLineOptionsTests.engage(arguments + database, in: workspace)
         #expect(answer.status == 64, "\(answer.output)")
         #expect(answer.output.hasPrefix("error: "), "\(answer.output)")
         #expect(answer.output.contains(message), "\(answer.output)")
+    }
+
+    /// A connection string libpq cannot read is a typing slip, not an outage (69, "try again
+    /// later", which a script would retry for ever): refused as a usage error naming the option,
+    /// from the command line or the environment, without repeating the value (it may hold a
+    /// password).
+    @Test(.timeLimit(.minutes(2)), arguments: [
+        (["keys", "list", "--database", "nonsense-s3cret"], [:], "option '--database':"),
+        (["keys", "list", "--database", "postgresql://u:s3cret@h:notaport/db"], [:], "option '--database':"),
+        (["keys", "list", "--database", "postgresql://u:s3cret@h:99999/db"], [:], "option '--database':"),
+        (["report"], ["ENGAGE_DATABASE_URL": "host='s3cret"], "option '--database' (from ENGAGE_DATABASE_URL):"),
+        (["report", "--database", CommandLineEarlyChecksTests.nowhere, "--read-database", "postgresql://h:0/db?password=s3cret"], [:], "option '--read-database':"),
+    ])
+    func anUnreadableConnectionStringIsAUsageError(arguments: [String], environment: [String: String], message: String) async throws {
+        let workspace = try FaultWorkspace("cli-connection-string")
+        defer { workspace.remove() }
+        let answer = try await CommandLineOptionsTests.engage(arguments, environment: environment, in: workspace)
+        #expect(answer.status == 64, "\(answer.output)")
+        #expect(answer.output.hasPrefix("error: invalid value for \(message.dropLast()): expected a PostgreSQL connection"),
+                "\(answer.output)")
+        #expect(!answer.output.contains("s3cret"), "\(answer.output)")
     }
 }

@@ -257,7 +257,27 @@ struct SQLTests {
     @Test func configurationNeverPrintsPasswords() {
         #expect(PostgresConfiguration(connectionString: "postgresql://u:secret@h:5432/db").description == "postgresql://u:***@h:5432/db")
         #expect(PostgresConfiguration(connectionString: "host=h password=secret dbname=d").description == "host=h password=*** dbname=d")
+        // A URL's query carries the password too, with or without a user, its keyword encoded or not.
+        let redacted = [
+            "postgresql://db.example/engage?password=s3cret": "postgresql://db.example/engage?password=***",
+            "postgresql://engage@db.example/engage?sslmode=require&password=s3cret&x=1":
+                "postgresql://engage@db.example/engage?sslmode=require&password=***&x=1",
+            "postgres://u:pa?ss@h/db?%70assword=s3cret": "postgres://u:***@h/db?%70assword=***",
+            "postgresql://h/db?passwordx=1": "postgresql://h/db?passwordx=1",
+        ]
+        for (input, output) in redacted { #expect(PostgresConfiguration(connectionString: input).description == output) }
         #expect(PostgresConfiguration(connectionString: "postgresql://u@h/db?x=1").withDatabase("other").connectionString == "postgresql://u@h/other?x=1")
+    }
+
+    @Test func aConnectionStringIsReadableWhenLibpqReadsItAndItsPortsAreNumbers() {
+        for readable in ["", "postgresql://u:p@h1:5432,h2:5433/db?sslmode=disable", "postgres://h/db", "host=/tmp port=5432,,65535 dbname=d",
+                         "postgresql://[::1]:5432/db", "host=h port="] {
+            #expect(PostgresConfiguration.isReadable(readable), "\(readable)")
+        }
+        for unreadable in ["nonsense", "host='h", "postgresql://h:notaport/db", "postgresql://h:0/db", "port=65536", "port=5432,x",
+                           "postgresql://h/db?nokeyword=1", "port=\u{0664}\u{0664}"] {
+            #expect(!PostgresConfiguration.isReadable(unreadable), "\(unreadable)")
+        }
     }
 
     @Test func anotherRoleReplacesTheUserAndDropsThePassword() {
