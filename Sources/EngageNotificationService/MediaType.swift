@@ -19,7 +19,11 @@ public struct MediaType: Sendable, Hashable {
 
     /// Every type Apple lists for notification attachments ("Supported file types" of
     /// `UNNotificationAttachment`): images JPEG, GIF, PNG; audio AIFF, WAV, MP3, MPEG-4 audio;
-    /// movies MPEG, MPEG-2, MPEG-4, AVI.
+    /// movies MPEG, MPEG-2, MPEG-4, AVI; and the four more the pipeline model counts as attachable
+    /// (`SupportedFormats.apple`): TIFF, QuickTime, AAC, Core Audio. The extension offers each to
+    /// iOS with its type hint; one iOS refuses is recorded as `unsupported_format`, as it happened,
+    /// where refusing it here made the model's replay credit an attachment the extension never
+    /// tried.
     public static let jpeg = MediaType(kind: .image, format: .jpeg, uti: "public.jpeg", fileExtension: "jpg")
     public static let png = MediaType(kind: .image, format: .png, uti: "public.png", fileExtension: "png")
     public static let gif = MediaType(kind: .gif, format: .gif, uti: "com.compuserve.gif", fileExtension: "gif")
@@ -31,8 +35,13 @@ public struct MediaType: Sendable, Hashable {
     public static let mpeg2 = MediaType(kind: .video, format: .mpeg, uti: "public.mpeg-2-video", fileExtension: "m2v")
     public static let mp4 = MediaType(kind: .video, format: .mp4, uti: "public.mpeg-4", fileExtension: "mp4")
     public static let avi = MediaType(kind: .video, format: .avi, uti: "public.avi", fileExtension: "avi")
+    public static let tiff = MediaType(kind: .image, format: .tiff, uti: "public.tiff", fileExtension: "tiff")
+    public static let quickTime = MediaType(kind: .video, format: .mov, uti: "com.apple.quicktime-movie", fileExtension: "mov")
+    public static let aac = MediaType(kind: .audio, format: .aac, uti: "public.aac-audio", fileExtension: "aac")
+    public static let coreAudio = MediaType(kind: .audio, format: .caf, uti: "com.apple.coreaudio-format", fileExtension: "caf")
 
-    public static let supported: [MediaType] = [jpeg, png, gif, aiff, wav, mp3, m4a, mpeg, mpeg2, mp4, avi]
+    public static let supported: [MediaType] = [jpeg, png, gif, aiff, wav, mp3, m4a, mpeg, mpeg2, mp4, avi,
+                                                tiff, quickTime, aac, coreAudio]
 }
 
 /// What is known about a download's type, from one source.
@@ -79,6 +88,10 @@ public enum MediaTypeDetector {
         case "video/mpeg2", "video/mp2v": return .supported(.mpeg2)
         case "video/mp4", "application/mp4": return .supported(.mp4)
         case "video/avi", "video/x-msvideo", "video/msvideo": return .supported(.avi)
+        case "image/tiff", "image/x-tiff": return .supported(.tiff)
+        case "video/quicktime": return .supported(.quickTime)
+        case "audio/aac", "audio/x-aac", "audio/aacp": return .supported(.aac)
+        case "audio/x-caf", "audio/caf": return .supported(.coreAudio)
         case "application/octet-stream", "binary/octet-stream", "application/binary", "application/unknown":
             return .unknown
         default:
@@ -103,8 +116,11 @@ public enum MediaTypeDetector {
         case "m2v": return .supported(.mpeg2)
         case "mp4", "m4v": return .supported(.mp4)
         case "avi": return .supported(.avi)
-        case let other where ["webp", "heic", "heif", "avif", "bmp", "tif", "tiff", "svg", "mov", "qt", "webm", "mkv", "ogg", "oga",
-                              "opus", "flac", "aac", "caf"].contains(other):
+        case "tif", "tiff": return .supported(.tiff)
+        case "mov", "qt": return .supported(.quickTime)
+        case "aac": return .supported(.aac)
+        case "caf": return .supported(.coreAudio)
+        case let other where ["webp", "heic", "heif", "avif", "bmp", "svg", "webm", "mkv", "ogg", "oga", "opus", "flac"].contains(other):
             return .unsupported(other)
         default:
             return .unknown
@@ -148,16 +164,21 @@ public enum MediaTypeDetector {
         if starts(ascii("RIFF")), starts(ascii("AVI "), at: 8) { return .supported(.avi) }
         if starts(ascii("RIFF")), starts(ascii("WEBP"), at: 8) { return .unsupported("webp") }
         if starts(ascii("ID3")) { return .supported(.mp3) }
+        if starts(ascii("II*\0")) || starts(ascii("MM\0*")) { return .supported(.tiff) }
+        if starts(ascii("caff")) { return .supported(.coreAudio) }
         if starts(ascii("ftyp"), at: 4), bytes.count >= 12 {
             let brand = String(decoding: bytes[8..<12], as: UTF8.self)
             switch brand {
             case "M4A ", "M4B ", "M4P ": return .supported(.m4a)
-            case "qt  ": return .unsupported("quicktime")
+            case "qt  ": return .supported(.quickTime)
             case "heic", "heix", "mif1", "msf1", "avif": return .unsupported(brand)
             default: return .supported(.mp4)
             }
         }
         if starts([0x00, 0x00, 0x01, 0xBA]) || starts([0x00, 0x00, 0x01, 0xB3]) { return .supported(.mpeg) }
+        // An AAC stream in ADTS frames: 12 sync bits, then the layer, always 0 (MPEG audio's
+        // layers are 1 to 3).
+        if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] & 0xF6 == 0xF0 { return .supported(.aac) }
         // An MPEG audio frame without an ID3 tag: 11 sync bits, MPEG version not reserved,
         // layer III.
         if bytes.count >= 2, bytes[0] == 0xFF, bytes[1] & 0xE0 == 0xE0, bytes[1] & 0x18 != 0x08, bytes[1] & 0x06 == 0x02 {
@@ -167,14 +188,14 @@ public enum MediaTypeDetector {
     }
 
     /// True when `named` is a member of the family whose signature the bytes show: an ISO media
-    /// file of any brand (`isom`, `mp42`) may be MPEG-4 audio, one branded QuickTime served as MP4
-    /// (an iPhone's .mov renamed) plays as MP4, and an MPEG stream's first header does not say
-    /// MPEG-1 from MPEG-2.
+    /// file of any brand (`isom`, `mp42`) may be MPEG-4 audio or a QuickTime movie, one branded
+    /// QuickTime served as MP4 (an iPhone's .mov renamed) plays as MP4, and an MPEG stream's first
+    /// header does not say MPEG-1 from MPEG-2.
     public static func refines(_ named: MediaType, _ sniffed: MediaTypeGuess) -> Bool {
         switch sniffed {
-        case .supported(.mp4): named == .m4a
+        case .supported(.mp4): named == .m4a || named == .quickTime
         case .supported(.mpeg): named == .mpeg2
-        case .unsupported("quicktime"): named == .mp4
+        case .supported(.quickTime): named == .mp4
         default: false
         }
     }
