@@ -44,10 +44,17 @@ public enum ConsolePath {
     public static func start(_ id: String) -> String { experiment(id) + "/start" }
     public static func stop(_ id: String) -> String { experiment(id) + "/stop" }
 
-    /// `path?name=value&...` with the values percent-encoded; nil values are left out.
+    /// `path?name=value&...` with the values percent-encoded; nil values are left out. A path
+    /// with a query already gets the items after it.
     public static func with(_ path: String, _ query: [(String, String?)]) -> String {
         let items = query.compactMap { name, value in value.map { percentEncoded(name) + "=" + percentEncoded($0) } }
-        return items.isEmpty ? path : path + "?" + items.joined(separator: "&")
+        return items.isEmpty ? path : path + (path.contains("?") ? "&" : "?") + items.joined(separator: "&")
+    }
+
+    /// True when the path's query has a parameter `name` (with a value or not).
+    public static func hasParameter(_ name: String, in path: String) -> Bool {
+        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return false }
+        return query.split(separator: "&").contains { $0.prefix { $0 != "=" } == name }
     }
 
     /// Everything but RFC 3986's unreserved characters percent-encoded.

@@ -149,7 +149,7 @@ extension ConsoleRoutes {
             return refused(refusal, viewer: nil)
         }
         let session = (ConsoleSession(request) ?? ConsoleSession(keys: [])).adding(presented)
-        let destination = next.contains("app=") ? next : ConsolePath.with(next, [("app", key.appID)])
+        let destination = ConsolePath.hasParameter("app", in: next) ? next : ConsolePath.with(next, [("app", key.appID)])
         var response = Self.secured(.seeOther(destination))
         response.setCookie(session.cookie(secure: configuration.secureCookies, lifetimeSeconds: lifetimeSeconds))
         response.setCookie(.removal(of: ConsoleSession.loginCookieName, secure: configuration.secureCookies))

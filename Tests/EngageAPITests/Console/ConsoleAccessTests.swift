@@ -116,6 +116,15 @@ struct ConsoleAccessTests {
                 #expect(refused.text.contains(message), "\(key)")
                 #expect(ConsoleClient.setCookies(refused)["engage_console"] == nil)
             }
+            // A page with a query of its own gets the app after it (it got a second '?', which
+            // made the filter's value "promo?app=app-1"); one that names its app keeps it.
+            for (next, location) in [("/console/report?category=promo", "/console/report?category=promo&app=app-1"),
+                                     ("/console/report?category=happ=1", "/console/report?category=happ=1&app=app-1"),
+                                     ("/console/report?app=app-2&category=promo", "/console/report?app=app-2&category=promo")] {
+                let back = try await client.post("/console/login", [("key", read), ("next", next), ("csrf", token)],
+                                                 extraCookies: ["engage_console_login=\(loginCookie)"])
+                #expect(back.headers["Location"] == location, "\(next)")
+            }
             for next in ["//evil.example/x", "https://evil.example/", "/console/../v1/report", "/\\evil.example"] {
                 let away = try await client.post("/console/login", [("key", read), ("next", next), ("csrf", token)],
                                                  extraCookies: ["engage_console_login=\(loginCookie)"])
