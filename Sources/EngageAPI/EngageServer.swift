@@ -34,8 +34,8 @@ public struct EngageServer: Sendable {
         public var parallelCommitEvents = 100
         /// How long a request may wait for its group commit before the commit is interrupted (or
         /// the request, still queued, refused) and it is answered 503 (see `Committer`): shorter
-        /// than clients' own timeouts, longer than any healthy commit, and no longer than the HTTP
-        /// shutdown grace, so that a stuck commit is answered before shutdown gives up on it. An
+        /// than clients' own timeouts and longer than any healthy commit. At shutdown a request
+        /// waits at most the HTTP grace (answered 503, `BatchAppending.submit`), whatever this is. An
         /// experiment's create, start or stop (API and console) takes at most as long once it has
         /// its connection (`ExperimentStore.commitTimeout`).
         public var commitTimeout = Duration.seconds(10)

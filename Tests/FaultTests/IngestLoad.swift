@@ -47,12 +47,17 @@ final class IngestLoad: Sendable {
     private let halting = Mutex(false)
     private let marked = Mutex(false)
     private let giveUpAt: ContinuousClock.Instant
+    /// How long a client waits for an answer before it counts the request as without one: longer
+    /// than the server's `--commit-timeout`, after which a stuck commit is answered.
+    private let receiveTimeoutSeconds: Int
 
-    init(key: String, ports: [Int], notificationsPerBatch: Int = 8, giveUpAfter: Duration = .seconds(100)) {
+    init(key: String, ports: [Int], notificationsPerBatch: Int = 8, giveUpAfter: Duration = .seconds(100),
+         receiveTimeoutSeconds: Int = 20) {
         self.key = key
         self.notificationsPerBatch = notificationsPerBatch
         self.ports = Mutex(ports)
         giveUpAt = ContinuousClock.now.advanced(by: giveUpAfter)
+        self.receiveTimeoutSeconds = receiveTimeoutSeconds
     }
 
     var snapshot: Ledger { ledger.withLock { $0 } }
@@ -158,7 +163,7 @@ final class IngestLoad: Sendable {
             let sinceMark = marked.withLock { $0 }
             var sent = false
             do {
-                let connection = try RawHTTPClient(port: port, receiveTimeout: 20)
+                let connection = try RawHTTPClient(port: port, receiveTimeout: receiveTimeoutSeconds)
                 try connection.sendRequest("POST", "/v1/events", headers: headers, body: body)
                 // In flight once written whole, not before: a test waiting until every client has a
                 // request in flight must not go on while one (starved on a busy machine) still connects.

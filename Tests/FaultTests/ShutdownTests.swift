@@ -15,10 +15,12 @@ import TestSupport
 struct ShutdownTests {
     /// Every commit of an append waits for a synchronous standby that does not exist, as when the
     /// primary lost its standby (the projector's batches do not wait for the flush, so they go on;
-    /// the stopped-PostgreSQL case below holds the projector inside a database call too).
-    @Test(.timeLimit(.minutes(4)))
-    func sigtermWhileCommitsWaitForALostStandbyAnswersEveryRequestAndExitsZero() async throws {
-        try await ShutdownRun.with(label: "stuck", databaseAnswers: true) { run in
+    /// the stopped-PostgreSQL case below holds the projector inside a database call too). With a
+    /// commit timeout longer than the shutdown bound too: the requests' waits for their commits
+    /// end with the HTTP grace (they held the shutdown until the commits timed out, past 30 s).
+    @Test(.timeLimit(.minutes(4)), arguments: [10, 40])
+    func sigtermWhileCommitsWaitForALostStandbyAnswersEveryRequestAndExitsZero(commitTimeoutSeconds: Int) async throws {
+        try await ShutdownRun.with(label: "stuck-\(commitTimeoutSeconds)", databaseAnswers: true, commitTimeoutSeconds: commitTimeoutSeconds) { run in
             try run.setting("ALTER SYSTEM SET synchronous_standby_names = 'nobody'")
             try await run.waitFor("commits to wait for the standby") {
                 try run.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'") >= 1
@@ -53,16 +55,19 @@ struct ShutdownRun {
     /// waits for an answer, halts the load and sends SIGTERM; checks the answers and the exit,
     /// then `recover`s PostgreSQL and checks the log.
     /// `databaseAnswers`: whether reads still get answers while it is stuck.
-    static func with(label: String, databaseAnswers: Bool, stick: (ShutdownRun) async throws -> Void,
+    /// `commitTimeoutSeconds`: engage serve's `--commit-timeout`, after which a request waiting
+    /// for a stuck commit is answered.
+    static func with(label: String, databaseAnswers: Bool, commitTimeoutSeconds: Int = 10, stick: (ShutdownRun) async throws -> Void,
                      recover: (ShutdownRun) async throws -> Void) async throws {
         try await withMigratedCluster(workspace: "shutdown-\(label)", database: "shutdown") { run, workspace in
             let pool = ConnectionPool(configuration: run.database, size: 1)
             let key = try await KeyStore(pool: pool).create(app: "shutdown", role: .ingest).secret
             let uncachedKey = try await KeyStore(pool: pool).create(app: "shutdown-probe", role: .ingest).secret
             let (server, port) = try await EngageProcess.readyServer(database: run.database, projector: true, scheduler: true,
+                                                                     options: ["--commit-timeout", String(commitTimeoutSeconds)],
                                                                      workspace: workspace, name: "serve")
             let clients = 4
-            let load = IngestLoad(key: key, ports: [port])
+            let load = IngestLoad(key: key, ports: [port], receiveTimeoutSeconds: commitTimeoutSeconds + 10)
             async let running: Void = load.run(clients: clients)
             // A wait that throws ends the test: the clients stop before it awaits them.
             defer { load.halt() }
@@ -73,7 +78,7 @@ struct ShutdownRun {
             // reported, not waited for. First a request whose key the server has not cached (its
             // lookup needs the database), while the pool still holds connections that look sound.
             let uncached = try await offPool {
-                try RawHTTPClient(port: port, receiveTimeout: 30).request(
+                try RawHTTPClient(port: port, receiveTimeout: commitTimeoutSeconds + 20).request(
                     "POST", "/v1/events", headers: [("Authorization", "Bearer \(uncachedKey)"), ("Content-Type", "application/json")],
                     body: Array(FunnelEvents.notifications(1, label: "probe").body.utf8))
             }
