@@ -83,8 +83,9 @@ public final class ReadDatabase: Sendable {
     }
 
     /// Runs `body` with the replica's pool when the replica is usable, else with the primary's.
-    /// A replica that fails `body` for want of a connection, or cancels it in a conflict with
-    /// replay, is left for this read, which `body` then makes again on the primary.
+    /// A replica that fails `body` for want of a connection or of an answer (`DatabaseDidNotAnswer`
+    /// from `body`'s own limits), or cancels it in a conflict with replay, is left for this read,
+    /// which `body` then makes again on the primary.
     public func read<T: Sendable>(_ body: @Sendable (ConnectionPool) async throws -> T) async throws -> Read<T> {
         guard let replica else { return Read(value: try await body(primary), source: .primary) }
         if let until = state.withLock({ $0.unreachableUntil }), time.now < until {
@@ -107,6 +108,10 @@ public final class ReadDatabase: Sendable {
         do {
             value = try await body(replica)
         } catch let error as PostgresError where error.isConnectionProblem {
+            return try await fallBack(.replicaUnreachable, body)
+        } catch is DatabaseDidNotAnswer {
+            // The replica answered the lag's reading, then stopped answering the read itself (a
+            // host frozen since): read again on the primary, as when the reading found it so.
             return try await fallBack(.replicaUnreachable, body)
         } catch let error as PostgresError where error.sqlState == "40001" {
             return try await fallBack(.replicaConflict, body)
