@@ -95,8 +95,16 @@ public struct EmbeddedPostgres: Sendable {
     }
 
     /// Creates the cluster if needed, starts it unless it already runs, and creates the database.
+    /// Processes starting the same cluster at once (`engage serve` and `engage scheduler` on the
+    /// default) take turns (`StartLock`): the second finds it running, where both ran initdb or
+    /// pg_ctl start and one failed. A cluster this call started and could not make the database
+    /// in is stopped again.
     @discardableResult
     public func start() throws -> StartOutcome {
+        let parent = URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        let lock = try StartLock(path: dataDirectory + ".lock")
+        defer { lock.release() }
         try prepareDirectory()
         if try status() == .notInitialized { try initialize() }
         let outcome: StartOutcome
@@ -106,7 +114,12 @@ public struct EmbeddedPostgres: Sendable {
             try launch()
             outcome = .started
         }
-        try createDatabaseIfMissing(options.database)
+        do {
+            try createDatabaseIfMissing(options.database)
+        } catch {
+            if outcome == .started { try? stop() }
+            throw error
+        }
         return outcome
     }
 
