@@ -30,9 +30,11 @@ public struct ProjectorLag: Sendable, Equatable {
     public var seconds: Double
 
     /// The reading on a connection of `pool`, or nil when none came within `limit` (a database
-    /// that does not answer, or a pool whose every connection is busy).
+    /// that does not answer, or a pool whose every connection is busy). The checkpoint and the
+    /// backlog after it are read on one snapshot, as a report reads them: a batch committed
+    /// between the two made a caught-up projector look a batch behind.
     public static func read(from pool: ConnectionPool, within limit: Duration) async throws -> ProjectorLag? {
-        try await withTimeLimit(limit) { try await pool.withConnection { try read(on: $0) } }
+        try await withTimeLimit(limit) { try await pool.withTransaction(isolation: .repeatableRead) { try read(on: $0) } }
     }
 
     public static func read(_ projection: String = EngagementStore.projectionName, countingUpTo limit: Int = countedUpTo,
