@@ -72,10 +72,18 @@ public struct AdaptiveStrategy: AttachmentStrategyModel {
 
     public var name: String { "adaptive" }
 
+    /// The network it predicts with: what the extension assumes, since it cannot measure the
+    /// network it is on (`ServiceExtensionPolicy.assumedThroughputBytesPerSecond`); the download
+    /// itself is then modelled on the device's network. Choosing on the device's estimated
+    /// network took originals on fast networks that the extension would not have taken.
+    public static let assumedNetwork = NetworkProfile.typical(for: .unknown)
+
     public func choose(_ input: PipelineInput, limits: PipelineLimits) -> VariantChoice {
+        var assumed = input
+        assumed.network = Self.assumedNetwork
         func fits(_ index: Int?) -> Bool {
             guard let index else { return false }
-            return PipelineModel.predictsAttached(index, in: input, limits: limits, safetyFactor: safetyFactor)
+            return PipelineModel.predictsAttached(index, in: assumed, limits: limits, safetyFactor: safetyFactor)
         }
         if fits(input.roles.original) { return VariantChoice(input.roles.original) }
         if fits(input.roles.thumbnail) { return VariantChoice(input.roles.thumbnail) }

@@ -13,9 +13,11 @@ public struct PipelineLimits: Sendable, Equatable {
     public var processingOverheadMS: Int
     /// Reading a cached file from the app group container (replaces latency and transfer).
     public var cacheReadMS: Int
-    /// The extension's own download timeout (`URLSessionConfiguration.timeoutIntervalForResource`),
-    /// measured from the start of the download; nil when it relies on the system deadline alone.
-    /// When it fires first the outcome is `timeout` with `timeWillExpire == false`.
+    /// The extension's own download timeout, measured from the start of the download: by default
+    /// 25 s, the `maxDownload` of the extension engage ships (`ServiceExtensionPolicy`, which
+    /// `StrategyAgreementTests` pins to this model); nil for an extension that relies on the
+    /// system deadline alone. When it fires first the outcome is `timeout` with
+    /// `timeWillExpire == false`.
     public var downloadTimeoutMS: Int?
     /// Memory the extension may use (about 24 MiB); see `memoryFactors`.
     public var memoryLimitBytes: Int
@@ -33,7 +35,7 @@ public struct PipelineLimits: Sendable, Equatable {
     public var cacheTTLSeconds: Int
 
     public init(timeBudgetMS: Int = 30_000, fallbackMarginMS: Int = 2_000, processingOverheadMS: Int = 50,
-                cacheReadMS: Int = 2, downloadTimeoutMS: Int? = nil,
+                cacheReadMS: Int = 2, downloadTimeoutMS: Int? = 25_000,
                 memoryLimitBytes: Int = 24 * PipelineLimits.mebibyte,
                 memoryFactors: PerKind<Double> = PerKind(image: 2, gif: 2, video: 0, audio: 0),
                 sizeCapBytes: PerKind<Int> = PipelineLimits.appleSizeCaps,

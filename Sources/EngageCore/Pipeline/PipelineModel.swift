@@ -6,6 +6,9 @@
 /// 2. Get the variant: from the cache when it is cached within the TTL (`cacheReadMS`, no bytes
 ///    transferred), else download it (`latency + bytes / throughput`). No network: plain,
 ///    `download_failed`, after the latency.
+///    A download of a format the system does not take for the kind, or over the kind's size cap,
+///    is refused from the response's headers (its type and `Content-Length`), before the body:
+///    plain as soon as they arrive (`unsupported_format`, `too_large`), nothing transferred.
 /// 3. The extension's own download timeout, if set, fires first: plain, `timeout`, at that moment.
 /// 4. Not ready by `deadlineMS` (budget minus fallback margin): the system calls
 ///    `serviceExtensionTimeWillExpire` and the extension hands over plain at the deadline:
@@ -60,6 +63,9 @@ public enum PipelineModel {
                 return plain(.networkUnavailable, at: min(start + network.latencyMS, deadline), bytes: 0,
                              source: .network, downloadMS: nil)
             }
+            if let refusal = headerRefusal(variant, limits: limits), start + network.latencyMS <= deadline {
+                return plain(refusal, at: start + network.latencyMS, bytes: 0, source: .network, downloadMS: network.latencyMS)
+            }
             fetchMS = network.downloadMS(bytes: variant.bytes)
             if let timeout = limits.downloadTimeoutMS.map(Double.init), fetchMS > timeout, start + timeout <= deadline {
                 return plain(.downloadTimedOut, at: start + timeout, bytes: received(after: timeout),
@@ -81,6 +87,14 @@ public enum PipelineModel {
                                handoffMS: milliseconds(ready), bytesTransferred: transferred,
                                variantIndex: index, source: source, downloadMS: milliseconds(fetchMS),
                                timeWillExpire: false)
+    }
+
+    /// Why the extension refuses a download from its response's headers (step 2): a format the
+    /// system does not take for the kind, or a size over the kind's cap; nil otherwise.
+    static func headerRefusal(_ variant: MediaVariant, limits: PipelineLimits) -> PipelineFailure? {
+        guard limits.supportedFormats.supports(variant.format, for: variant.kind) else { return .unsupportedFormat }
+        if let cap = limits.sizeCapBytes[variant.kind], variant.bytes > cap { return .exceedsSizeCap }
+        return nil
     }
 
     /// Why the system would refuse `variant` as an attachment (step 5), or nil when it accepts it.

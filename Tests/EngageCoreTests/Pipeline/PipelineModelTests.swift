@@ -3,7 +3,8 @@ import Testing
 @testable import EngageCore
 
 /// Hand-made pushes with outcomes worked out on paper. Default limits: 50 ms overhead, deadline
-/// 28,000 ms (30 s budget, 2 s margin), cache reads 2 ms.
+/// 28,000 ms (30 s budget, 2 s margin), the extension's own download timeout 25,000 ms, cache
+/// reads 2 ms.
 @Suite struct PipelineModelTests {
     static let fast = NetworkProfile(throughputBytesPerSecond: 5_000_000, latencyMS: 50)
     static let limits = PipelineLimits()
@@ -22,6 +23,7 @@ import Testing
     @Test func defaults() {
         let limits = PipelineLimits()
         #expect(limits.deadlineMS == 28_000)
+        #expect(limits.downloadTimeoutMS == 25_000)
         #expect(limits.memoryLimitBytes == 25_165_824)
         #expect(limits.sizeCapBytes[.image] == 10_000_000)
         #expect(limits.sizeCapBytes[.gif] == 10_000_000)
@@ -39,21 +41,40 @@ import Testing
     }
 
     @Test func twelveMegabyteImageUnderFullIsTooLarge() {
-        // Downloaded in 50 + 2,400 ms, then refused: 12,000,000 > 10 MiB.
+        // Refused from the response's Content-Length, before the body: 12,000,000 > 10 MB, at
+        // 50 ms overhead + 50 ms latency, nothing transferred (the extension cancels there).
         let outcome = Self.run(Self.photo(original: 12_000_000), FullStrategy())
         #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .tooLarge, failure: .exceedsSizeCap,
-                                           handoffMS: 2_500, bytesTransferred: 12_000_000, variantIndex: 0,
-                                           source: .network, downloadMS: 2_450, timeWillExpire: false))
+                                           handoffMS: 100, bytesTransferred: 0, variantIndex: 0,
+                                           source: .network, downloadMS: 50, timeWillExpire: false))
+        // A video over its cap that would also run past the deadline is refused as soon.
+        let cellular = NetworkProfile(throughputBytesPerSecond: 750_000, latencyMS: 120)
+        let huge = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 60_000_000)]
+        #expect(Self.run(huge, FullStrategy(), network: cellular) == PipelineOutcome(
+            presentation: .plain, outcome: .tooLarge, failure: .exceedsSizeCap, handoffMS: 170, bytesTransferred: 0,
+            variantIndex: 0, source: .network, downloadMS: 120, timeWillExpire: false))
     }
 
     @Test func slowDownloadRunsIntoTheDeadline() {
-        // 2 MB at 50 kB/s needs 40,100 ms; the deadline at 28,000 ms leaves 27,950 ms of download,
-        // of which 27,850 ms after the latency: 1,392,500 bytes.
+        // Without a download timeout of its own: 2 MB at 50 kB/s needs 40,100 ms; the deadline at
+        // 28,000 ms leaves 27,950 ms of download, of which 27,850 ms after the latency: 1,392,500 bytes.
         let slow = NetworkProfile(throughputBytesPerSecond: 50_000, latencyMS: 100)
-        let outcome = Self.run(Self.photo(original: 2_000_000), FullStrategy(), network: slow)
+        let outcome = Self.run(Self.photo(original: 2_000_000), FullStrategy(), network: slow,
+                               limits: PipelineLimits(downloadTimeoutMS: nil))
         #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .timeout, failure: .deadlineExpired,
                                            handoffMS: 28_000, bytesTransferred: 1_392_500, variantIndex: 0,
                                            source: .network, downloadMS: 27_950, timeWillExpire: true))
+    }
+
+    @Test func theExtensionsOwnTimeoutEndsADownloadAtTwentyFiveSeconds() {
+        // 19,000,000 B of video on cellular (750 kB/s after 120 ms) needs 25,453 ms: ready at
+        // 25,503 ms, before the deadline, but the extension stops its download at 25,000 ms
+        // (at 25,050 ms from launch), 24,880 ms of it after the latency: 18,660,000 bytes.
+        let cellular = NetworkProfile(throughputBytesPerSecond: 750_000, latencyMS: 120)
+        let video = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 19_000_000)]
+        #expect(Self.run(video, FullStrategy(), network: cellular) == PipelineOutcome(
+            presentation: .plain, outcome: .timeout, failure: .downloadTimedOut, handoffMS: 25_050,
+            bytesTransferred: 18_660_000, variantIndex: 0, source: .network, downloadMS: 25_000, timeWillExpire: false))
     }
 
     @Test func ownDownloadTimeoutFiresBeforeTheDeadline() {
@@ -71,10 +92,11 @@ import Testing
     }
 
     @Test func kindAndFormatMismatchIsUnsupported() {
+        // Refused from the response's headers, once the latency has passed.
         let audioAsMP4 = [MediaVariant(variant: "original", kind: .audio, format: .mp4, bytes: 1_000_000)]
         #expect(Self.run(audioAsMP4, FullStrategy()) == PipelineOutcome(
-            presentation: .plain, outcome: .unsupportedFormat, failure: .unsupportedFormat, handoffMS: 300,
-            bytesTransferred: 1_000_000, variantIndex: 0, source: .network, downloadMS: 250, timeWillExpire: false))
+            presentation: .plain, outcome: .unsupportedFormat, failure: .unsupportedFormat, handoffMS: 100,
+            bytesTransferred: 0, variantIndex: 0, source: .network, downloadMS: 50, timeWillExpire: false))
 
         let gifAsJPEG = [MediaVariant(variant: "original", kind: .gif, format: .jpeg, bytes: 500_000)]
         #expect(Self.run(gifAsJPEG, FullStrategy()).outcome == .unsupportedFormat)
@@ -167,25 +189,32 @@ import Testing
         #expect(Self.run(single, CachedStrategy()).variantIndex == 0)
     }
 
-    @Test func adaptivePicksByPredictedTime() {
+    /// `adaptive` predicts as the extension does, on the network it assumes without knowing the
+    /// real one (500 kB/s after 150 ms); the download then runs on the device's network.
+    @Test func adaptivePicksByPredictedTimeOnTheAssumedNetwork() {
+        // 3 MB: 50 + 2 * (150 + 6,000) = 12,350 ms on the assumed network: the original, on any network.
         let media = Self.photo(original: 3_000_000)
-        // Fast: original in 50 + 2 * 650 ms.
-        #expect(AdaptiveStrategy().choose(PipelineInput(media: media, network: Self.fast), limits: Self.limits)
-                == .variant(0))
-        // 50 kB/s: the original needs 60 s; the thumbnail 1 s (2 s with the safety factor).
         let slow = NetworkProfile(throughputBytesPerSecond: 50_000, latencyMS: 200)
-        #expect(Self.run(media, AdaptiveStrategy(), network: slow) == PipelineOutcome(
-            presentation: .rich, outcome: .attached, failure: nil, handoffMS: 1_050, bytesTransferred: 40_000,
-            variantIndex: 1, source: .network, downloadMS: 1_000, timeWillExpire: false))
-        // 2.5 kB/s: the thumbnail needs 16 s, 32 s doubled: nothing; with factor 1 it fits.
-        let crawl = NetworkProfile(throughputBytesPerSecond: 2_500, latencyMS: 0)
-        #expect(Self.run(media, AdaptiveStrategy(), network: crawl).outcome == .notRequested)
-        #expect(Self.run(media, AdaptiveStrategy(safetyFactor: 1), network: crawl).variantIndex == 1)
+        #expect(AdaptiveStrategy().choose(PipelineInput(media: media, network: Self.fast), limits: Self.limits) == .variant(0))
+        #expect(AdaptiveStrategy().choose(PipelineInput(media: media, network: slow), limits: Self.limits) == .variant(0))
+        // 8 MB: 50 + 2 * (150 + 16,000) = 32,350 ms > 28,000: the thumbnail, even on a fast network
+        // (where the original would have been ready in 1.7 s: the extension cannot know that).
+        let large = Self.photo(original: 8_000_000)
+        #expect(Self.run(large, AdaptiveStrategy()) == PipelineOutcome(
+            presentation: .rich, outcome: .attached, failure: nil, handoffMS: 108, bytesTransferred: 40_000,
+            variantIndex: 1, source: .network, downloadMS: 58, timeWillExpire: false))
+        // 6.5 MB: 2 * (150 + 13,000) = 26,300 ms of download, ready by the deadline but past the
+        // extension's 25 s download limit: the thumbnail. With factor 1 the original.
+        #expect(Self.run(Self.photo(original: 6_500_000), AdaptiveStrategy()).variantIndex == 1)
+        #expect(Self.run(Self.photo(original: 6_500_000), AdaptiveStrategy(safetyFactor: 1)).variantIndex == 0)
+        // A thumbnail too large for the assumed network too: nothing.
+        let heavy = Self.photo(original: 9_000_000, thumbnail: 7_000_000)
+        #expect(Self.run(heavy, AdaptiveStrategy()).outcome == .notRequested)
         // An original the system would refuse is skipped.
         #expect(Self.run(Self.photo(original: 12_000_000), AdaptiveStrategy()).variantIndex == 1)
-        // A cached original costs nothing to get, even on a slow network.
-        let cache = CacheState(cachedNames: ["original"], in: media, ageSeconds: 10)
-        #expect(Self.run(media, AdaptiveStrategy(), network: slow, cache: cache).variantIndex == 0)
+        // A cached original costs nothing to get.
+        let cache = CacheState(cachedNames: ["original"], in: large, ageSeconds: 10)
+        #expect(Self.run(large, AdaptiveStrategy(), network: slow, cache: cache).variantIndex == 0)
     }
 
     @Test func posterReplacesVideoOnly() {
@@ -262,8 +291,8 @@ import Testing
         let timedOut = PipelineModel.run(slow, strategy: FullStrategy(), limits: Self.limits)
         #expect(timedOut.deliveredDetails(for: slow, network: .cellular, strategy: .full) == DeliveredDetails(
             attachment: DeliveredAttachment(kind: .noAttachment, format: .jpeg, bytes: 2_000_000, source: .network,
-                                            downloadMS: 27_950, variant: "original"),
-            outcome: .timeout, processingMS: 28_000, timeWillExpire: true, network: .cellular, strategy: .full))
+                                            downloadMS: 25_000, variant: "original"),
+            outcome: .timeout, processingMS: 25_050, timeWillExpire: false, network: .cellular, strategy: .full))
 
         let none = PipelineModel.run(input, strategy: NoAttachmentStrategy(), limits: Self.limits)
         #expect(none.deliveredDetails(for: input, network: nil, strategy: .noAttachment) == DeliveredDetails(
