@@ -142,7 +142,8 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
             // may carry the password too (its keywords percent-encoded or not, as libpq reads them).
             var redacted = String(connectionString[..<schemeEnd.upperBound])
             var rest = connectionString[schemeEnd.upperBound...]
-            if let at = rest.firstIndex(of: "@") {
+            // As libpq reads it: user information ends at an '@' met before any '/'.
+            if let at = rest.firstIndex(where: { $0 == "@" || $0 == "/" }), rest[at] == "@" {
                 let userInfo = rest[..<at]
                 redacted += userInfo.firstIndex(of: ":").map { String(userInfo[..<$0]) + ":***" } ?? String(userInfo)
                 rest = rest[at...]

@@ -5,7 +5,7 @@ import Testing
 /// A waiting `submit` ends when its task is cancelled (the HTTP server cancels its handlers once
 /// its shutdown grace is over), whatever becomes of the batch; it waited for the commit's end,
 /// up to `--commit-timeout`, holding the server's shutdown past its bound.
-@Suite("Group commit: a cancelled wait")
+@Suite("Group commit: a cancelled wait", .timeLimit(.minutes(1)))
 struct SubmitCancellationTests {
     @Test func aCancelledWaitEndsAtOnceAndTheBatchsLaterOutcomeIsDropped() async throws {
         let appender = HeldAppender()

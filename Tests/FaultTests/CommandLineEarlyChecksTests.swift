@@ -42,6 +42,20 @@ struct CommandLineEarlyChecksTests {
         #expect(answer.output.contains("the database could not be reached"), "\(answer.output)")
     }
 
+    /// The check changes nothing: a link to a file not made yet stays a link, and no file appears.
+    @Test(.timeLimit(.minutes(2)))
+    func theCheckOfALinkToAFileNotMadeYetLeavesBothAsTheyWere() async throws {
+        let workspace = try FaultWorkspace("cli-early-link")
+        defer { workspace.remove() }
+        try FileManager.default.createSymbolicLink(atPath: workspace.file("link.html"), withDestinationPath: workspace.file("target.html"))
+        let answer = try await CommandLineOptionsTests.engage(["report", "--output", workspace.file("link.html"), "--database", Self.nowhere],
+                                                              in: workspace)
+        #expect(answer.status == 69, "\(answer.output)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: workspace.file("link.html")) == workspace.file("target.html"))
+        #expect(!FileManager.default.fileExists(atPath: workspace.file("target.html")))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: workspace.path).filter { $0.hasPrefix(".engage-write-check") }.isEmpty)
+    }
+
     @Test(.timeLimit(.minutes(2)), arguments: [
         (["report", "--output", "/nonexistent-engage-dir/report.html"], "option '--output': cannot write"),
         (["report", "--output", ""], "option '--output'"),

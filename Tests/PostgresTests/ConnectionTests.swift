@@ -264,6 +264,9 @@ struct SQLTests {
                 "postgresql://engage@db.example/engage?sslmode=require&password=***&x=1",
             "postgres://u:pa?ss@h/db?%70assword=s3cret": "postgres://u:***@h/db?%70assword=***",
             "postgresql://h/db?passwordx=1": "postgresql://h/db?passwordx=1",
+            // An '@' in the query's password is no user's end (libpq looks before the first '/').
+            "postgresql://h/db?password=a@b": "postgresql://h/db?password=***",
+            "postgresql://h:5432/db?password=x@y&sslmode=require": "postgresql://h:5432/db?password=***&sslmode=require",
         ]
         for (input, output) in redacted { #expect(PostgresConfiguration(connectionString: input).description == output) }
         #expect(PostgresConfiguration(connectionString: "postgresql://u@h/db?x=1").withDatabase("other").connectionString == "postgresql://u@h/other?x=1")
