@@ -97,10 +97,10 @@ public enum PipelineModel {
         return nil
     }
 
-    /// Why the system would refuse `variant` as an attachment (step 5), or nil when it accepts it.
+    /// Why the system would refuse `variant` as an attachment (step 5), or nil when it accepts it:
+    /// what the extension refuses from the headers, then the memory limit.
     public static func attachFailure(_ variant: MediaVariant, limits: PipelineLimits) -> PipelineFailure? {
-        guard limits.supportedFormats.supports(variant.format, for: variant.kind) else { return .unsupportedFormat }
-        if let cap = limits.sizeCapBytes[variant.kind], variant.bytes > cap { return .exceedsSizeCap }
+        if let refusal = headerRefusal(variant, limits: limits) { return refusal }
         let factor = limits.memoryFactors[variant.kind] ?? 0
         if Double(variant.bytes) * factor > Double(limits.memoryLimitBytes) { return .exceedsMemoryLimit }
         return nil
