@@ -172,9 +172,8 @@ public struct EmbeddedPostgres: Sendable {
 
     private func prepareDirectory() throws {
         let manager = FileManager.default
-        // Parents stay traversable for the server user; only the data directory itself is private.
-        let parent = URL(fileURLWithPath: dataDirectory).deletingLastPathComponent().path
-        try manager.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        // Its parents (made by `start`, for the lock) stay traversable for the server user; only
+        // the data directory itself is private.
         if !manager.fileExists(atPath: dataDirectory) {
             try manager.createDirectory(atPath: dataDirectory, withIntermediateDirectories: false,
                                         attributes: [.posixPermissions: 0o700])

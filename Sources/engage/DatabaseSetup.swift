@@ -29,22 +29,13 @@ struct DatabaseSetup: Sendable {
             setup = DatabaseSetup(configuration: cluster.configuration(), embedded: cluster,
                                   startedHere: outcome == .started, logger: logger)
         }
-        if migrate {
-            do {
-                try setup.migrate()
-            } catch {
-                // A cluster this process started is not left running with no one to stop it.
-                setup.close()
-                throw error
-            }
-        }
-        if requireTransactionIDsAhead {
-            do {
-                try setup.requireTransactionIDsAhead()
-            } catch {
-                setup.close()
-                throw error
-            }
+        do {
+            if migrate { try setup.migrate() }
+            if requireTransactionIDsAhead { try setup.requireTransactionIDsAhead() }
+        } catch {
+            // A cluster this process started is not left running with no one to stop it.
+            setup.close()
+            throw error
         }
         return setup
     }

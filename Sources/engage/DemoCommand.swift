@@ -71,7 +71,7 @@ enum DemoCommand {
             try Data(report.renderHTML().utf8).write(to: URL(fileURLWithPath: reportFile))
         } catch {
             // Checked before the demo began: the write itself failed (a full disk, say).
-            throw ReportError(description: "option '--report-file': cannot write '\(reportFile)': \(error.localizedDescription)")
+            throw ReportError(description: "option '\(DemoCommand.reportFile.longName)': cannot write '\(reportFile)': \(error.localizedDescription)")
         }
         let now = SystemTime().wallClock.rfc3339
         print("""
