@@ -100,15 +100,16 @@ public struct ServiceExtensionPolicy: Sendable, Equatable {
         return chosen.map { media[$0] }
     }
 
-    /// Whether `adaptive` predicts the rendition attached: within its kind's size limit, and
-    /// ready before the time limit's reserve, and a download within `maxDownload`, even if getting
+    /// Whether `adaptive` predicts the rendition attached: not empty, within its kind's size
+    /// limit, and ready before the time limit's reserve, and a download within `maxDownload`, even if getting
     /// it takes `adaptiveSafetyFactor` times the predicted time: reading it when `cached`, else
     /// downloading it on an unknown network, as the strategy replay's model predicts it. A
     /// rendition whose size the push does not give is assumed to fit (the model always knows it,
     /// from `sent`).
     public func adaptivePredictsInTime(_ media: PushPayload.Media, elapsed: Duration, cached: Bool = false) -> Bool {
         guard let bytes = media.bytes else { return true }
-        guard bytes <= sizeLimit(for: media.kind) else { return false }
+        // An empty rendition cannot be attached (`MediaDownload` fails an empty body).
+        guard bytes > 0, bytes <= sizeLimit(for: media.kind) else { return false }
         let fetch = cached ? Self.cacheRead : Self.assumedLatency + .seconds(Double(bytes) / Self.assumedThroughputBytesPerSecond)
         let pessimistic = fetch * Self.adaptiveSafetyFactor
         return elapsed + pessimistic <= timeLimit - reserve && (cached || pessimistic <= maxDownload)

@@ -40,9 +40,10 @@ import Testing
         var keptTooLargeToDownload = 0
         // Sizes on and beside each limit (Apple's per kind; what `adaptive` predicts in time 50 ms
         // in: 50 + 2 (150 + b / 500) <= 28,000 ms; and within the 25 s download limit:
-        // 2 (150 + b / 500) <= 25,000 ms), drawn often enough to tie as well.
+        // 2 (150 + b / 500) <= 25,000 ms), and none at all (nothing to attach), drawn often
+        // enough to tie as well.
         let edges = [5_000_000, 5_000_001, 6_175_000, 6_175_001, 6_912_500, 6_912_501, 10_000_000, 10_000_001, 50_000_000,
-                     50_000_001, 4_096]
+                     50_000_001, 4_096, 0]
         for round in 0..<4_000 {
             // Most runs 50 ms in, as the model charges; some 3 s in, where what is left decides.
             let overheadMS = round % 4 == 3 ? 3_000 : 50

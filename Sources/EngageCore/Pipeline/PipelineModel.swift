@@ -13,8 +13,9 @@
 /// 4. Not ready by `deadlineMS` (budget minus fallback margin): the system calls
 ///    `serviceExtensionTimeWillExpire` and the extension hands over plain at the deadline:
 ///    `timeout`, `timeWillExpire`, bytes transferred as far as the download got.
-/// 5. Validate as `UNNotificationAttachment` would, in this order: format for the kind
-///    (`unsupported_format`), size cap for the kind (`too_large`), memory limit (`too_large`).
+/// 5. Validate as the extension and `UNNotificationAttachment` would, in this order: format for
+///    the kind (`unsupported_format`), size cap for the kind (`too_large`), no bytes at all
+///    (`download_failed`: the extension keeps no empty file), memory limit (`too_large`).
 ///    A failure hands over plain as soon as the media arrived.
 /// 6. Attach and hand over rich content: `attached`.
 ///
@@ -98,9 +99,10 @@ public enum PipelineModel {
     }
 
     /// Why the system would refuse `variant` as an attachment (step 5), or nil when it accepts it:
-    /// what the extension refuses from the headers, then the memory limit.
+    /// what the extension refuses from the headers, an empty file, then the memory limit.
     public static func attachFailure(_ variant: MediaVariant, limits: PipelineLimits) -> PipelineFailure? {
         if let refusal = headerRefusal(variant, limits: limits) { return refusal }
+        if variant.bytes <= 0 { return .emptyMedia }
         let factor = limits.memoryFactors[variant.kind] ?? 0
         if Double(variant.bytes) * factor > Double(limits.memoryLimitBytes) { return .exceedsMemoryLimit }
         return nil

@@ -62,6 +62,9 @@ public struct PipelineOutcome: Sendable, Hashable {
 public enum PipelineFailure: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// The device could not download at all (`download_failed`).
     case networkUnavailable = "network_unavailable"
+    /// The download brought no bytes: the extension takes an empty body for a failed download
+    /// (`download_failed`), whatever its headers say.
+    case emptyMedia = "empty_media"
     /// The extension's own download timeout fired before the deadline (`timeout`).
     case downloadTimedOut = "download_timed_out"
     /// The media was not ready by the deadline; the system's expiry handed over plain content
@@ -77,7 +80,7 @@ public enum PipelineFailure: String, Sendable, Hashable, CaseIterable, CustomStr
     /// The recorded outcome this failure produces.
     public var outcome: DeliveryOutcome {
         switch self {
-        case .networkUnavailable: .downloadFailed
+        case .networkUnavailable, .emptyMedia: .downloadFailed
         case .downloadTimedOut, .deadlineExpired: .timeout
         case .unsupportedFormat: .unsupportedFormat
         case .exceedsSizeCap, .exceedsMemoryLimit: .tooLarge
@@ -87,6 +90,7 @@ public enum PipelineFailure: String, Sendable, Hashable, CaseIterable, CustomStr
     public var description: String {
         switch self {
         case .networkUnavailable: "the network was unavailable"
+        case .emptyMedia: "the download brought no bytes"
         case .downloadTimedOut: "the download timed out"
         case .deadlineExpired: "the media was not ready before the deadline"
         case .unsupportedFormat: "the format is not supported for the media kind"

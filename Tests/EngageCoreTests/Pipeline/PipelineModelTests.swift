@@ -150,6 +150,20 @@ import Testing
                                            variantIndex: 0, source: .network, downloadMS: nil, timeWillExpire: false))
     }
 
+    @Test func anEmptyDownloadFailsAsTheExtensionsDoes() {
+        // The response ends after its latency with no body: the extension keeps no empty file and
+        // records `download_failed` (MediaDownload), at 50 ms overhead + 50 ms latency.
+        #expect(Self.run(Self.photo(original: 0), FullStrategy()) == PipelineOutcome(
+            presentation: .plain, outcome: .downloadFailed, failure: .emptyMedia, handoffMS: 100, bytesTransferred: 0,
+            variantIndex: 0, source: .network, downloadMS: 50, timeWillExpire: false))
+        // `adaptive` does not choose what cannot be attached: the thumbnail.
+        #expect(Self.run(Self.photo(original: 0), AdaptiveStrategy()).variantIndex == 1)
+        #expect(PipelineModel.attachFailure(Self.photo(original: 0)[0], limits: Self.limits) == .emptyMedia)
+        // A refusal from the headers still comes first.
+        let empty = MediaVariant(variant: "original", kind: .image, format: .mp4, bytes: 0)
+        #expect(Self.run([empty], FullStrategy()).failure == .unsupportedFormat)
+    }
+
     @Test func noneIsNotRequestedAndPlain() {
         let outcome = Self.run(Self.photo(original: 500_000), NoAttachmentStrategy())
         #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .notRequested, failure: nil, handoffMS: 50,
