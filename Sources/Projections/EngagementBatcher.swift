@@ -45,8 +45,8 @@ struct EngagementBatcher: Sendable {
     /// Processes one batch in its own transaction: `prefetched`, the events after `position` read
     /// and folded per notification beforehand, on another connection and task (any read below the
     /// visibility horizon stays the log's next events, and the fence proves the checkpoint is
-    /// still `position`) of the same server (else they are read again here: `ServerIdentity`),
-    /// or, when nil, the events read here. Returns how many events it folded (0: caught up).
+    /// still `position`) of the same server, after the checkpoint (else they are read again here:
+    /// `FoldedEvents.readAhead`), or, when nil, the events read here. Returns how many events it folded (0: caught up).
     mutating func process(prefetched: FoldedEvents?, on connection: Connection, failpoints: Failpoints = .none) throws -> Int {
         let batchSize = self.batchSize
         let (count, newPosition, states, written) = try connection.transaction { connection in
@@ -57,8 +57,12 @@ struct EngagementBatcher: Sendable {
             guard self.model == nil || self.model == model else { throw Fenced() }
             self.model = model
             let readHere = { try FoldedEvents(EventStore.readFoldable(after: checkpoint, limit: batchSize, on: connection)) }
+            // A read ahead from another position (the batch before it was read again here, and
+            // ended elsewhere) would skip or repeat events.
             let events = try prefetched.map { prefetched in
-                try prefetched.server == ServerIdentity.read(on: connection) ? prefetched : readHere()
+                guard let origin = prefetched.readAhead, origin.after == checkpoint,
+                      origin.server == (try ServerIdentity.read(on: connection)) else { return try readHere() }
+                return prefetched
             } ?? readHere()
             guard let last = events.last else { return (0, checkpoint, [NotificationKey: NotificationState](), EngagementStore.Written()) }
             try failpoints.hit("projector.after-read")

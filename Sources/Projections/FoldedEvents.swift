@@ -18,8 +18,9 @@ public struct FoldedEvents: Sendable {
     public private(set) var eventCount = 0
     /// Events whose stored payload could not be decoded (never expected; counted, not fatal).
     public private(set) var undecodable = 0
-    /// The server the events were read from, when read ahead of their batch (`ServerIdentity`).
-    var server: ServerIdentity?
+    /// Where the events were read, when read ahead of their batch: the server (`ServerIdentity`)
+    /// and the position they follow. A batch takes them only when both are its own.
+    var readAhead: (server: ServerIdentity, after: LogPosition)?
     /// The batch's changes if none of its notifications had a stored state: in a catch-up from
     /// an empty read model nearly all there is to it; in live traffic most notifications of a
     /// batch have one, and `EngagementChanges.compute` corrects those.

@@ -186,7 +186,7 @@ public struct Projector: Service {
         let folded = try await pool.withConnection(answerLimit: configuration.databaseAnswerLimit) { connection in
             let server = try ServerIdentity.read(on: connection)
             var folded = FoldedEvents(try EventStore.readFoldable(after: position, limit: limit, on: connection))
-            folded.server = server
+            folded.readAhead = (server, position)
             return folded
         }
         metrics.transactionIDsBehind.set(0)

@@ -26,7 +26,7 @@ struct ReadAheadServerTests {
             }
             return readAhead.eventCount == foreign.count
         }
-        readAhead.server = ServerIdentity(text: "1999-12-31 23:59:59+00 192.0.2.1:5432")
+        readAhead.readAhead = (ServerIdentity(text: "1999-12-31 23:59:59+00 192.0.2.1:5432"), .start)
         let fromElsewhere = readAhead
 
         var batcher = EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName, batchSize: 1_000, position: .start)
@@ -54,6 +54,68 @@ struct ReadAheadServerTests {
             return try await group.reduce(into: []) { $0.append($1) }
         }
         #expect(Set(identities.map(\.text)).count == 1)
+        await pool.close()
+        await elsewhere.close()
+    }
+
+    /// After a batch was read again on the promoted server, it ended where that server's log
+    /// allowed, while the projector's next read-ahead, on the promoted server too, had started
+    /// after the old primary's last event: taken as it was, the events in between were never folded.
+    @Test(.timeLimit(.minutes(1))) func aReadAheadAfterAnotherPositionIsReadAgainHere() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let elsewhere = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        // Both databases are on one server, so their transaction ids interleave: the old
+        // primary's last commit comes between this log's first events and its later ones.
+        let first = ProjectionFixtures.events(notifications: 6, seed: 73)
+        let unconfirmed = ProjectionFixtures.events(notifications: 2, seed: 74)
+        let later = ProjectionFixtures.events(notifications: 4, seed: 75)
+        _ = try await EventStore(pool: pool).append(first)
+        _ = try await EventStore(pool: elsewhere).append(unconfirmed)
+        _ = try await EventStore(pool: pool).append(later)
+        func readAhead(on pool: ConnectionPool, after position: LogPosition, count: Int) async throws -> FoldedEvents {
+            var events = FoldedEvents([FoldableEvent]())
+            try await pollUntil(every: .milliseconds(20)) {
+                events = try await pool.withConnection { connection in
+                    FoldedEvents(try EventStore.readFoldable(after: position, limit: 1_000, on: connection))
+                }
+                return events.eventCount == count
+            }
+            return events
+        }
+        var onTheOldPrimary = try await readAhead(on: elsewhere, after: .start, count: unconfirmed.count)
+        onTheOldPrimary.readAhead = (ServerIdentity(text: "1999-12-31 23:59:59+00 192.0.2.1:5432"), .start)
+        let oldPrimaryLast = try #require(onTheOldPrimary.last)
+        var next = try await readAhead(on: pool, after: oldPrimaryLast, count: later.count)
+        next.readAhead = (try await pool.withConnection { try ServerIdentity.read(on: $0) }, oldPrimaryLast)
+        let end = try #require(next.last)
+        let (firstBatch, nextBatch) = (onTheOldPrimary, next)
+
+        var batcher = EngagementBatcher(tables: .live, checkpointName: EngagementStore.projectionName, batchSize: 5, position: .start)
+        func process(_ prefetched: FoldedEvents?) async throws -> Int {
+            let batch = batcher
+            let (count, after) = try await pool.withConnection { connection in
+                var batcher = batch
+                return (try batcher.process(prefetched: prefetched, on: connection), batcher)
+            }
+            batcher = after
+            return count
+        }
+        // The first batch is read again here: five of the first events, ending before the old
+        // primary's last one.
+        var folded = try await process(firstBatch)
+        #expect(folded == 5)
+        #expect(batcher.position < oldPrimaryLast)
+        folded += try await process(nextBatch)
+        try await pollUntil(every: .milliseconds(20)) {
+            folded += try await process(nil)
+            return batcher.position == end
+        }
+
+        let notifications = try await pool.withConnection { connection in
+            try connection.query("SELECT notification_id FROM notification_states ORDER BY 1").rows.map { try $0.decode(0, as: String.self) }
+        }
+        #expect(folded == first.count + later.count)
+        #expect(notifications == Set((first + later).map(\.event.notificationID)).sorted())
         await pool.close()
         await elsewhere.close()
     }
