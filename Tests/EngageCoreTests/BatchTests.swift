@@ -70,9 +70,25 @@ private func id(_ n: Int) -> EventID { EventID("0f8fad5b-d9cb-469f-a165-00000000
         #expect(decode(body, limits: limits) == .failure(error))
     }
 
+    /// An event nested too deep is rejected alone in either JSON form, as in NDJSON, however deep
+    /// an event within the size limit can be (the object form refused the whole request at 33).
+    @Test(arguments: [32, 4_000], ["[%@]", #"{"events":[%@]}"#])
+    func aDeepEventIsRejectedAlone(levels: Int, form: String) {
+        let nested = String(repeating: #"{"a":"#, count: levels) + "1" + String(repeating: "}", count: levels)
+        let deep = String(displayed(2).dropLast()) + #","properties":"# + nested + "}"
+        let body = form.replacingOccurrences(of: "%@", with: displayed(1) + "," + deep)
+        guard case .success(let batch) = decode(body) else {
+            Issue.record("refused whole: \(decode(body))")
+            return
+        }
+        #expect(batch.events.map(\.eventID) == [id(1)])
+        let problem = levels == 32 ? "nesting deeper than 32 levels" : "event is \(deep.utf8.count) bytes; the limit is 8192"
+        #expect(batch.rejected == [Rejection(index: 1, field: nil, problem: problem)])
+    }
+
     @Test func hostileNestingFailsCleanly() {
         let body = String(repeating: "[", count: 10_000)
-        #expect(decode(body) == .failure(.malformed(JSONError(offset: 34, reason: "nesting deeper than 34 levels"))))
+        #expect(decode(body) == .failure(.malformed(JSONError(offset: 4_098, reason: "nesting deeper than 4098 levels"))))
     }
 
     @Test func eventSizeLimitUsesTheEventText() {

@@ -129,8 +129,10 @@ private struct BatchBuilder {
 private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timestamp, correction: ClockCorrection) throws(BatchError) -> DecodedBatch {
     let json: JSON
     do {
-        // Two envelope levels ({"events": [...]}) above the events, whose own depth is checked per event.
-        json = try JSON.parse(body, maxDepth: limits.event.maxDepth + 2)
+        // Two envelope levels ({"events": [...]}) above the events, whose own depth is checked per
+        // event, as deep as an event within the size limit can be (two bytes a level), so that
+        // such an event is rejected alone; only one over both limits makes the body malformed.
+        json = try JSON.parse(body, maxDepth: 2 + max(limits.event.maxDepth, limits.event.maxEventBytes / 2))
     } catch {
         throw .malformed(error)
     }
