@@ -113,7 +113,9 @@ public final class ReadDatabase: Sendable {
             // The replica answered the lag's reading, then stopped answering the read itself (a
             // host frozen since): read again on the primary, as when the reading found it so.
             return try await fallBack(.replicaUnreachable, body)
-        } catch let error as PostgresError where error.sqlState == "40001" {
+        } catch let error as PostgresError where ["40001", "40P01"].contains(error.sqlState) {
+            // A standby cancels a read holding up its replay with 40001, or with 40P01 when the
+            // read's buffer pin deadlocked with the replay.
             return try await fallBack(.replicaConflict, body)
         }
         metrics?.replicaReads.increment()
