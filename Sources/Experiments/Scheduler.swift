@@ -304,6 +304,18 @@ public struct Scheduler: Service {
     }
 
     private func perform(_ claim: Claim) async throws -> Performed {
+        do {
+            return try await analyseAndStore(claim)
+        } catch _ where Task.isCancelled {
+            // Stopped (SIGTERM) while it held the run: given back now, its attempt uncounted.
+            // Left claimed, it waited out its lease, and a rolling restart during long analyses
+            // failed it for good after three attempts.
+            await giveBackOnShutdown(claim)
+            throw CancellationError()
+        }
+    }
+
+    private func analyseAndStore(_ claim: Claim) async throws -> Performed {
         let stopwatch = Stopwatch()
         try await configuration.failpoint("scheduler.after-claim")
         let record: ExperimentRecord
@@ -348,7 +360,8 @@ public struct Scheduler: Service {
                 return analysed
             }
             try await configuration.failpoint("scheduler.before-finish")
-        } catch is CancellationError {
+        } catch _ where Task.isCancelled {
+            // Stopped, whatever the interrupted call threw: no failed attempt (`perform`).
             throw CancellationError()
         } catch let lost as LeaseLost {
             lostLease(claim, during: lost.during)
@@ -393,25 +406,14 @@ public struct Scheduler: Service {
     /// Gives a deferred look's run back as pending, its attempt uncounted (a prune may outlast
     /// every attempt) and the reason in its `error` until it is done; says so once per deferral.
     private func giveBack(_ claim: Claim, _ deferred: ExperimentLookDeferred) async throws -> Performed {
-        let owner = configuration.ownerID
-        let reason = deferred.description
-        let givenBack = try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
-            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
-            try connection.execute("""
-                UPDATE experiment_runs
-                SET status = 'pending', lease_until = NULL, attempts = attempts - 1, error = \(reason)
-                WHERE id = \(claim.runID)
-                """)
-            return true
-        }
-        guard givenBack else {
+        guard try await release(claim, reason: deferred.description) else {
             lostLease(claim, during: "deferral")
             return .notStored
         }
         metrics.deferred.increment()
         logger.warning("scheduler.run.deferred", ["experiment": claim.experimentID, "run.id": String(claim.runID),
                                                   "reason": deferred.code, "log.rewrite": deferred.command ?? "-",
-                                                  "detail": reason])
+                                                  "detail": deferred.description])
         if deferred.reason == .rewriteUnderWay {
             try await endAbandonedRewrite()
         }
@@ -436,6 +438,42 @@ public struct Scheduler: Service {
     /// The lease of a claim was found taken over (expired and claimed again, or the run removed).
     struct LeaseLost: Error {
         var during: String
+    }
+
+    /// Makes the claimed run pending again with its attempt uncounted and `reason` in its
+    /// `error` (until it is done); false when the lease is no longer this claim's.
+    private func release(_ claim: Claim, reason: String) async throws -> Bool {
+        let owner = configuration.ownerID
+        return try await pool.withTransaction(answerLimit: configuration.databaseAnswerLimit) { connection in
+            guard try Self.holdsLease(claim, owner: owner, on: connection) else { return false }
+            try connection.execute("""
+                UPDATE experiment_runs
+                SET status = 'pending', lease_until = NULL, attempts = attempts - 1, error = \(reason)
+                WHERE id = \(claim.runID)
+                """)
+            return true
+        }
+    }
+
+    /// Gives the run back as the scheduler stops, in a task of its own (the stopping one is
+    /// cancelled, and the pool interrupts a cancelled task's statements); awaited, and bounded by
+    /// the answer limit. If it fails, the lease runs out as after a crash.
+    private func giveBackOnShutdown(_ claim: Claim) async {
+        let outcome = await Task { () -> Result<Bool, any Error> in
+            do {
+                return .success(try await release(claim, reason: "given back: the scheduler stopped during the analysis"))
+            } catch {
+                return .failure(error)
+            }
+        }.value
+        var fields = ["experiment": claim.experimentID, "run.id": String(claim.runID)]
+        switch outcome {
+        case .success(true): logger.notice("scheduler.run.given-back", fields)
+        case .success(false): lostLease(claim, during: "shutdown")
+        case .failure(let error):
+            fields["error"] = "\(error)"
+            logger.warning("scheduler.run.not-given-back", fields)
+        }
     }
 
     /// Runs `analysis` while renewing the claim's lease every third of its duration; a renewal
