@@ -102,7 +102,7 @@ public struct Command: Sendable {
             return try sub.parse(tokens.dropFirst(), path: path + [first], environment: environment)
         }
 
-        if tokens.prefix(while: { $0 != "--" }).contains(where: { $0 == "--help" || $0 == "-h" }) {
+        if asksForHelp(tokens) {
             return .help(helpText(path: path))
         }
 
@@ -160,6 +160,22 @@ public struct Command: Sendable {
         }
         return .run(ParsedArguments(command: self, commandPath: path, usage: usage, options: resolved,
                                     flags: flagsGiven, positionals: positionals))
+    }
+
+    /// Whether `--help` or `-h` stands where an option or an argument would, before any `--`:
+    /// as an option's value (`--name -h`) it is that value, as the parse below reads it.
+    private func asksForHelp(_ tokens: ArraySlice<String>) -> Bool {
+        var index = tokens.startIndex
+        while index < tokens.endIndex, tokens[index] != "--" {
+            let token = tokens[index]
+            index += 1
+            if token == "--help" || token == "-h" { return true }
+            if token.hasPrefix("--"), !token.contains("="), options.contains(where: { $0.name == token.dropFirst(2) }),
+               index < tokens.endIndex, !tokens[index].hasPrefix("--") {
+                index += 1
+            }
+        }
+        return false
     }
 
     private func subcommand(_ name: String) -> Command? {

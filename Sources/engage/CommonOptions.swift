@@ -7,6 +7,12 @@ enum CommonOptions {
     /// other app has events or keys, so any other value could only select nothing, silently).
     static let appID = Validation("use 1-64 letters, digits, '.', '_' or '-'", accepts: KeysCommand.isValidAppID)
 
+    /// What an option naming an ingest key takes: printable ASCII without spaces, as
+    /// `engage keys create` prints them (an empty one was sent as `Bearer ` and refused 401).
+    static let ingestKey = Validation<String>("expected a key as printed by engage keys create") { key in
+        !key.isEmpty && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && key.utf8.count <= 200
+    }
+
     /// A connection string libpq cannot read is the operator's typo, not an outage: refused as a
     /// usage error (64) before anything connects, without repeating it (it may hold a password).
     static let connectionString = Validation<String>(

@@ -1,4 +1,5 @@
 import CLoadGenerator
+import Foundation
 import LoadGenerator
 import Runtime
 
@@ -12,12 +13,10 @@ enum IngestLoadBenchmark {
                             default: LoadTarget(https: false, address: ListenAddress(host: "127.0.0.1", port: 8080)),
                             defaultText: "http://127.0.0.1:8080", requirement: "expected http://IPv4:port or https://IPv4:port",
                             parse: LoadTarget.init(url:))
-    static let caFile = Option<String?>("cacert", value: "file", help: "For an https --url: the PEM CA certificate the server's certificate must chain to.")
+    static let caFile = Option<String?>("cacert", value: "file", help: "For an https --url: the PEM CA certificate the server's certificate must chain to.",
+                                        validate: Validation("expected a readable file") { FileManager.default.isReadableFile(atPath: $0) })
     static let key = Option<String?>("key", value: "key", help: "Ingest key; better given by the environment, off the command line.",
-                                     environment: "ENGAGE_BENCH_KEY", secret: true,
-                                     validate: Validation("expected a key as printed by engage keys create") { key in
-                                         !key.isEmpty && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && key.utf8.count <= 200
-                                     })
+                                     environment: "ENGAGE_BENCH_KEY", secret: true, validate: CommonOptions.ingestKey)
     static let connections = Option("connections", value: "n", help: "Keep-alive connections.", default: 16, validate: .range(1...10_000))
     static let batch = Option("batch", value: "n", help: "Events per request (1-1000).", default: 100, validate: .range(1...1_000))
     static let seconds = Option("seconds", value: "s", help: "How long requests are sent; those in flight then are awaited.", default: 10.0,
@@ -65,6 +64,7 @@ enum IngestLoadBenchmark {
         load.stream = UInt32(arguments[stream])
         load.randomIDs = arguments[ids] == .random
         load.timeoutSeconds = arguments[timeout]
+        if let file = arguments[latencies] { try WritableFile.check(file, option: latencies.longName, arguments) }
         load.latencyFile = arguments[latencies]
         let result: CLoadGenerator_Result
         do {

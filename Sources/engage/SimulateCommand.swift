@@ -12,11 +12,15 @@ import Runtime
 enum SimulateCommand {
     static let url = Option("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
                             default: "http://127.0.0.1:8080")
-    static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY")
+    static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY",
+                                     validate: CommonOptions.ingestKey)
     static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo", validate: CommonOptions.appID)
     static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000, validate: .range(1...10_000_000))
     static let devices = Option("devices", value: "n", help: "Devices they go to.", default: 1_000, validate: .range(1...10_000_000))
-    static let seed = Option("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: 1, validate: .range(0...Int.max))
+    static let seed = Option("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: 1,
+                              validate: .range(0...maxSeed))
+    /// Seeds below 2^62, so that the pre-period's (the seed with bit 62 set) is no other run's.
+    static let maxSeed = (1 << 62) - 1
     static let batch = Option("batch", value: "events", help: "Events per request.", default: 200, validate: .range(1...1000))
     static let duplicates = Option("duplicates", value: "fraction", help: "Share of events sent twice (retries).", default: 0.02, validate: .fraction)
     static let outOfOrder = Option("out-of-order", value: "fraction", help: "Share of notifications whose events arrive shuffled.", default: 0.1,

@@ -11,6 +11,7 @@ enum WritableFile {
     /// who runs engage in many containers. With `creatingDirectory`, a missing directory is made
     /// first (the demo's `.engage/`). A FIFO without a reader yet passes.
     static func check(_ file: String, option: String, _ arguments: ParsedArguments, creatingDirectory: Bool = false) throws {
+        guard !file.isEmpty else { throw arguments.usageError(.invalidValue, "option '\(option)': expected a file name") }
         let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
         let files = FileManager.default
         if creatingDirectory { try? files.createDirectory(atPath: directory, withIntermediateDirectories: true) }

@@ -70,6 +70,14 @@ struct CommandLineEarlyChecksTests {
         (["bench", "report", "--sizes", "4000,99999999999999999999"], "option '--sizes'"),
         (["bench", "report", "--sizes", "9223372036854775807"], "option '--sizes'"),
         (["bench", "cuped", "--spread", "1e300"], "option '--spread'"),
+        // The load's files, checked before it starts (the generator's own failure exited 1).
+        (["bench", "ingest", "--key", "k", "--latencies", "/nonexistent-engage-dir/latencies.txt"], "option '--latencies': cannot write"),
+        (["bench", "ingest", "--key", "k", "--latencies", ""], "option '--latencies'"),
+        (["bench", "ingest", "--key", "k", "--url", "https://127.0.0.1:1", "--cacert", ""], "option '--cacert'"),
+        // An empty key was sent and refused 401 (exit 1), where an empty ENGAGE_KEY was a usage error.
+        (["simulate", "--key", ""], "option '--key'"),
+        // From 2^62 the pre-period's seed (bit 62 set) is the seed itself: its traffic another run's.
+        (["simulate", "--direct", "--seed", "4611686018427387904"], "option '--seed'"),
     ])
     func argumentsThatCannotWorkAreUsageErrors(arguments: [String], message: String) async throws {
         let workspace = try FaultWorkspace("cli-early")

@@ -222,6 +222,11 @@ private func help(_ arguments: [String]) throws -> String? {
         #expect(try help(["serve", "--bogus", "-h"]) == expected)
         // After `--`, "--help" is an argument.
         #expect(try help(["serve", "--", "--help"]) == nil)
+        // As an option's value, "-h" is that value (it showed help and exited 0, doing nothing).
+        #expect(try help(["serve", "--format", "-h"]) == nil)
+        #expect(try parse(["serve", "--format", "-h"])[Serve.format] == "-h")
+        #expect(try help(["serve", "--format=-h", "-h"]) == expected)
+        #expect(try help(["serve", "--direct", "-h"]) == expected)
     }
 }
 
