@@ -48,6 +48,10 @@ extension EngageClient {
                                        resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "device_id", value: deviceID)]
             + (category.map { [URLQueryItem(name: "category", value: $0)] } ?? [])
+        // Foundation leaves a '+' as it is in a query, and the server reads it as a space, as
+        // forms send one: `ab+cd==` was bucketed as `ab cd==`, another device's arm.
+        let query = components?.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B")
+        components?.percentEncodedQuery = query
         guard let url = components?.url else { throw AssignmentsError(status: nil, detail: "the device id makes no URL") }
         var request = URLRequest(url: url)
         request.setValue("Bearer \(configuration.ingestKey)", forHTTPHeaderField: "Authorization")

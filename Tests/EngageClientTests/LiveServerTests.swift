@@ -633,6 +633,28 @@ struct LiveServerTests {
         await server.stop()
     }
 
+    /// A '+' in a device id (base64, `user+tag`) reached the server as a space, forms' way, and the
+    /// device got another id's arm: one device's arm is the same fetched alone or in a batch.
+    @Test func aDeviceIDWithAPlusGetsItsOwnArm() async throws {
+        let server = try TestServer()
+        let container = Container()
+        defer { container.remove() }
+        let admin = try await server.key(role: .admin)
+        let definition = #"{"id":"plus-ids","app_id":"app-1","arms":[{"name":"control","strategy":"full","weight":0.5,"control":true},{"name":"treatment","strategy":"adaptive","weight":0.5}],"primary_metric":"open","categories":["a+b"],"schedule":"0 * * * *"}"#
+        let auth = [("Authorization", "Bearer \(admin)")]
+        #expect(try await server.request("POST", "/v1/experiments", headers: auth + [("Content-Type", "application/json")],
+                                         body: Array(definition.utf8)).status == 201)
+        #expect(try await server.request("POST", "/v1/experiments/plus-ids/start", headers: auth).status == 200)
+        let client = try makeClient(container, port: server.port, key: try await server.key())
+        let devices = (0..<24).map { "u\($0)+tag/x==" }
+        let batch = try await client.assignments(forDevices: devices, category: "a+b")
+        for device in devices {
+            let alone = try await client.assignments(for: device, category: "a+b")
+            #expect(alone.count == 1 && alone == batch[device], "\(device): \(alone) alone, \(batch[device] ?? []) in a batch")
+        }
+        await server.stop()
+    }
+
     @Test func assignmentsThatCannotBeFetchedAreAnErrorNotAnEmptyAnswer() async throws {
         let portal = try FaultInjector(reply: .respond(status: 200, headers: [], body: "<html></html>"))
         defer { portal.stop() }

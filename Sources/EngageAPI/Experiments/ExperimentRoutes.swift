@@ -42,7 +42,16 @@ public struct ExperimentRoutes: Sendable {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
-        do { try RepeatedQueryParameter.refuse(in: request) } catch { return APIProblems.response(error) }
+        do throws(HTTPProblem) {
+            try RepeatedQueryParameter.refuse(in: request)
+            // A misspelt `category` would answer every experiment of the app, those that do not
+            // take the category too, and the sender would tag its push with one of them.
+            if let unknown = request.queryItems.first(where: { !["device_id", "category"].contains($0.name) }) {
+                throw ReplicaReadRoute.unknown(unknown, use: "device_id or category")
+            }
+        } catch {
+            return APIProblems.response(error)
+        }
         guard let sentID = request.query("device_id"), !sentID.isEmpty, sentID.utf8.count <= 200 else {
             return APIProblems.response(APIProblems.badRequest("device_id is required: 1 to 200 bytes", slug: "bad-query"))
         }

@@ -23,6 +23,18 @@ struct RepeatedQueryParameterTests {
         try expectProblem(response, .badRequest("bad-query", "query parameter \(name) is given twice; give it once"))
     }
 
+    /// A misspelt `category` on `/v1/assignments` answered every experiment of the app, those
+    /// that do not take the category too: refused, as on the report and simulate routes.
+    @Test(arguments: ["categories=new_photo", "Category=new_photo", "catgory=new_photo"])
+    func anUnknownAssignmentsParameterIsRefused(parameter: String) async throws {
+        let server = try SharedServer.get()
+        let key = try await server.key(app: uniqueApp(), role: .ingest)
+        let response = try await server.request("GET", "/v1/assignments?device_id=d-1&" + parameter,
+                                                headers: [("Authorization", "Bearer \(key)")])
+        let name = String(parameter.prefix { $0 != "=" })
+        try expectProblem(response, .badRequest("bad-query", "unknown query parameter \(name); use device_id or category"))
+    }
+
     /// Simulate's `category` is documented as repeatable (each one a category to count).
     @Test func simulatesCategoryMayRepeat() async throws {
         let server = try SharedServer.get()
