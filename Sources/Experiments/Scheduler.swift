@@ -456,25 +456,34 @@ public struct Scheduler: Service {
     }
 
     /// Gives the run back as the scheduler stops, in a task of its own (the stopping one is
-    /// cancelled, and the pool interrupts a cancelled task's statements); awaited, and bounded by
-    /// the answer limit. If it fails, the lease runs out as after a crash.
+    /// cancelled, and the pool interrupts a cancelled task's statements), awaited for at most
+    /// `giveBackLimit`: a stuck commit holding the run's row, or a frozen host, would otherwise
+    /// hold the shutdown past its bound. Not given back, the run's lease runs out as after a crash.
     private func giveBackOnShutdown(_ claim: Claim) async {
-        let outcome = await Task { () -> Result<Bool, any Error> in
+        let outcome = await Task { () -> Result<Bool?, any Error> in
             do {
-                return .success(try await release(claim, reason: "given back: the scheduler stopped during the analysis"))
+                return .success(try await withTimeLimit(Self.giveBackLimit) {
+                    try await release(claim, reason: "given back: the scheduler stopped during the analysis")
+                })
             } catch {
                 return .failure(error)
             }
         }.value
         var fields = ["experiment": claim.experimentID, "run.id": String(claim.runID)]
         switch outcome {
-        case .success(true): logger.notice("scheduler.run.given-back", fields)
-        case .success(false): lostLease(claim, during: "shutdown")
-        case .failure(let error):
-            fields["error"] = "\(error)"
-            logger.warning("scheduler.run.not-given-back", fields)
+        case .success(true?):
+            logger.notice("scheduler.run.given-back", fields)
+            return
+        // Stored by a commit whose answer the stop cut off, or taken over: nothing to give back.
+        case .success(false?): fields["reason"] = "no longer this claim's"
+        case .success(nil): fields["reason"] = "no answer within \(Self.giveBackLimit); its lease runs out"
+        case .failure(let error): fields["reason"] = "\(error)"
         }
+        logger.notice("scheduler.run.not-given-back", fields)
     }
+
+    /// How long a stopping scheduler tries to give its run back.
+    static let giveBackLimit: Duration = .seconds(2)
 
     /// Runs `analysis` while renewing the claim's lease every third of its duration; a renewal
     /// that finds the lease gone cancels the analysis and throws `LeaseLost`.

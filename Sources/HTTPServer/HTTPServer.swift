@@ -239,7 +239,8 @@ extension HTTPServer {
         /// `connectionTimeout`. Checked about ten times per period, at most once per second.
         public var requestTimeout = Duration.seconds(30)
         /// Larger bodies get 413: at once when declared by Content-Length, otherwise (chunked)
-        /// once the excess arrives; the excess is discarded, never buffered.
+        /// once the body ended (libmicrohttpd answers only before or after a body); the excess
+        /// is discarded, never buffered.
         public var maxBodyBytes = 1 << 20
         /// Larger request headers get 431 (sum of "name: value" lines); far larger ones are cut
         /// off by libmicrohttpd's per-connection memory limit.

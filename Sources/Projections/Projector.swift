@@ -166,6 +166,15 @@ public struct Projector: Service {
                 current = try await read(after: position, notBefore: time.now)
                 continue
             }
+            // The batch was read again elsewhere (a promoted server: `EngagementBatcher.process`)
+            // and ended at another event: the read-ahead follows the wrong one, and so would every
+            // later one, each read twice.
+            let position = try batcher.withValue { $0.position }
+            guard position == last else {
+                _ = try? await following
+                current = try await read(after: position, notBefore: nextRead)
+                continue
+            }
             current = try await following
         }
     }

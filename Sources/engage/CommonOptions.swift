@@ -9,7 +9,9 @@ enum CommonOptions {
 
     /// What an option naming an ingest key takes: printable ASCII without spaces, as
     /// `engage keys create` prints them (an empty one was sent as `Bearer ` and refused 401).
-    static let ingestKey = Validation<String>("expected a key as printed by engage keys create") { key in
+    static let ingestKey = Validation<String>("expected a key as printed by engage keys create", accepts: isIngestKey)
+
+    static func isIngestKey(_ key: String) -> Bool {
         !key.isEmpty && key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && key.utf8.count <= 200
     }
 

@@ -12,8 +12,7 @@ import Runtime
 enum SimulateCommand {
     static let url = Option("url", value: "url", help: "engage's address for sending through the API.", environment: "ENGAGE_URL",
                             default: "http://127.0.0.1:8080")
-    static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY",
-                                     validate: CommonOptions.ingestKey)
+    static let key = Option<String?>("key", value: "key", help: "An ingest key (for the API).", environment: "ENGAGE_KEY", secret: true)
     static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo", validate: CommonOptions.appID)
     static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000, validate: .range(1...10_000_000))
     static let devices = Option("devices", value: "n", help: "Devices they go to.", default: 1_000, validate: .range(1...10_000_000))
@@ -77,6 +76,10 @@ enum SimulateCommand {
         } else {
             guard let key = arguments[Self.key] else {
                 throw arguments.usageError(.missingValue, "missing \(Self.key.longName) (an ingest key) to send through the API; or use \(direct.longName)")
+            }
+            // Checked here, not with the option, as the URL below (an empty one was sent and refused 401).
+            guard CommonOptions.isIngestKey(key) else {
+                throw arguments.usageError(.invalidValue, "invalid value for option '\(Self.key.longName)': \(CommonOptions.ingestKey.requirement)")
             }
             // Checked here, not with the option: --direct never uses it, whatever ENGAGE_URL says.
             guard Self.isHTTPAddress(arguments[url]) else {

@@ -131,7 +131,7 @@ private func decodeJSONBatch(_ body: [UInt8], limits: IngestLimits, now: Timesta
     do {
         // Two envelope levels ({"events": [...]}) above the events, whose own depth is checked per
         // event, as deep as an event within the size limit can be (two bytes a level), so that
-        // such an event is rejected alone; only one over both limits makes the body malformed.
+        // such an event is rejected alone (`JSON.parse` goes no deeper than 65,535 levels).
         json = try JSON.parse(body, maxDepth: 2 + max(limits.event.maxDepth, limits.event.maxEventBytes / 2))
     } catch {
         throw .malformed(error)
