@@ -3,19 +3,36 @@ import Postgres
 
 /// What running experiments still need from the log before its oldest weeks may be pruned.
 public enum ExperimentRetention {
-    /// Running experiments with events recorded before `cut`: tagged device events, which their
-    /// analyses replay, or their own lifecycle entries. Pruning those would change what their
-    /// next look sees.
+    /// Running experiments with events recorded before `cut` that their analyses read: tagged
+    /// device events, which they replay, their own lifecycle entries, or the app's events that
+    /// occurred in their CUPED pre-period (the days before the start, read at every look).
+    /// Pruning those would change what their next look sees.
     public static func runningExperiments(withEventsRecordedBefore cut: Timestamp, on connection: Connection) throws -> [String] {
         let before = cut.postgres
-        return try connection.query("""
+        let replayed = try connection.query("""
             SELECT x.id FROM experiments x
             WHERE x.status = 'running'
               AND (EXISTS (SELECT 1 FROM events e
                            WHERE e.app_id = x.app_id AND e.experiment_id = x.id AND e.recorded_at < \(before))
                    OR EXISTS (SELECT 1 FROM events e
                               WHERE e.app_id = x.app_id AND e.notification_id = 'experiment:' || x.id AND e.recorded_at < \(before)))
-            ORDER BY x.id
             """).rows.map { try $0.decode(0, as: String.self) }
+        var needing = Set(replayed)
+        let running = try connection.query("SELECT definition, created_at, updated_at FROM experiments WHERE status = 'running'")
+            .rows.map { try ExperimentStore.record($0).definition }
+        for definition in running where !needing.contains(definition.id) {
+            // An experiment started after the cut has no tagged events before it, but its
+            // pre-period may reach back past it (14 days by default, up to 366).
+            guard let days = definition.analysis.cupedPrePeriodDays, let start = definition.startAt else { continue }
+            let window = ExperimentCovariates(days: days, before: start)
+            guard window.from < cut else { continue }
+            let found = try connection.query("""
+                SELECT EXISTS (SELECT 1 FROM events
+                               WHERE app_id = \(definition.appID) AND recorded_at < \(before)
+                                 AND occurred_at >= \(window.from.postgres) AND occurred_at < \(window.to.postgres))
+                """)[0].decode(0, as: Bool.self)
+            if found { needing.insert(definition.id) }
+        }
+        return needing.sorted()
     }
 }

@@ -101,7 +101,7 @@ enum LogCommand {
         let running = try ExperimentRetention.runningExperiments(withEventsRecordedBefore: cut, on: connection)
         guard !running.isEmpty else { return [] }
         return ["running experiment(s) \(running.joined(separator: ", ")) have events recorded before \(day(cut)), which their next "
-            + "analysis would no longer see: stop them first, or prune with --include-running-experiments"]
+            + "analysis would no longer see (tagged, or in their CUPED pre-period): stop them first, or prune with --include-running-experiments"]
     }
 
     /// The directory, made if missing; a usage error if it cannot be.
