@@ -4,7 +4,9 @@ import Postgres
 /// 020). Autosummarize is off: under sustained ingestion its requests flooded the server log and
 /// cancelled the partition's vacuum. Vacuum summarizes full ranges when it runs; what it leaves
 /// (a week that closed since, a restored week, the newest ranges) is summarized here by the
-/// partition maintenance, so that CUPED's pre-period read skips those pages too.
+/// partition maintenance, so that CUPED's pre-period read skips those pages too. Each step
+/// summarizes the `recorded_at` index over the same blocks (migration 022), which the open week's
+/// partition, not vacuumed for its inserts (migration 021), otherwise leaves without summaries.
 ///
 /// A partition is summarized in steps (`engage_summarize_occurred_at`), each a transaction of
 /// about `stepBudget` that stops between two ranges: a summarization stopped inside a range
