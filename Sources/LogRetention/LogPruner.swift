@@ -171,6 +171,10 @@ public struct LogPruner: Sendable {
                     let finishedDetaches = try InterruptedDetaches.finish(beforeChange: beginRewrite, logger: logger, on: connection)
                     let plan = try makePlan(on: connection)
                     try runChecks(plan, on: connection)
+                    let archiveLock = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
+                        try ArchiveLock(directory: directory)
+                    }
+                    defer { withExtendedLifetime(archiveLock) {} }
                     var archive = try configuration.archiveDirectory.map { directory throws(LogRetentionError) in
                         try ArchiveManifest.load(from: directory, creating: true)
                     }

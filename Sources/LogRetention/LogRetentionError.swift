@@ -10,6 +10,8 @@ public enum LogRetentionError: Error, Equatable, Sendable, CustomStringConvertib
     case refused(reasons: [String])
     /// Another prune or restore holds the log's retention lock.
     case busy
+    /// Another prune or restore, of this database or another, is using the archive directory.
+    case archiveBusy(directory: String)
     /// The archive directory or one of its files cannot be read or written.
     case io(path: String, problem: String)
     /// The archive is not one engage wrote, or a file does not match the manifest.
@@ -21,6 +23,7 @@ public enum LogRetentionError: Error, Equatable, Sendable, CustomStringConvertib
         case .olderThanTooLong: "retention.older_than_too_long"
         case .refused: "retention.refused"
         case .busy: "retention.busy"
+        case .archiveBusy: "retention.archive_busy"
         case .io: "retention.io"
         case .corruptArchive: "retention.corrupt_archive"
         }
@@ -36,6 +39,8 @@ public enum LogRetentionError: Error, Equatable, Sendable, CustomStringConvertib
             "refusing to prune: " + reasons.joined(separator: "; ")
         case .busy:
             "another engage log prune or restore is running on this database; try again when it has finished"
+        case .archiveBusy(let directory):
+            "another engage log prune or restore is using the archive \(directory); try again when it has finished"
         case .io(let path, let problem):
             "\(path): \(problem)"
         case .corruptArchive(let file, let problem):
