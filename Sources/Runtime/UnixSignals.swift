@@ -62,6 +62,15 @@ public enum UnixSignals {
     /// even if iteration has not started yet.
     public static func stream(_ signals: [UnixSignal]) -> AsyncStream<UnixSignal> {
         let (stream, continuation) = AsyncStream<UnixSignal>.makeStream(bufferingPolicy: .unbounded)
+        let installed = install(signals) { continuation.yield($0) }
+        continuation.onTermination = { _ in
+            installed.remove()
+        }
+        return stream
+    }
+
+    /// Dispatch sources calling `handler` for `signals`, registered when this returns.
+    fileprivate static func install(_ signals: [UnixSignal], handler: @escaping @Sendable (UnixSignal) -> Void) -> InstalledSources {
         let queue = DispatchQueue(label: "engage.runtime.unix-signals")
         var unique: [UnixSignal] = []
         for signal in signals where !unique.contains(signal) {
@@ -77,19 +86,41 @@ public enum UnixSignals {
                 registered.signal()
             }
             source.setEventHandler {
-                continuation.yield(signal)
+                handler(signal)
             }
             source.resume()
             _ = registered.wait(timeout: .now() + .seconds(1))
             SignalDispositions.sourceRegistered(signal.number)
             sources.append(source)
         }
+        return InstalledSources(sources: sources, numbers: unique.map(\.number))
+    }
+}
 
-        let installed = InstalledSources(sources: sources, numbers: unique.map(\.number))
-        continuation.onTermination = { _ in
-            installed.remove()
+/// Signals held while a command starts up, before its services listen for them: their default
+/// action (ending the process at once) is off while this object lives, and the first one that
+/// arrives is kept, so that the command can stop what it started (a local PostgreSQL, which a
+/// signal's default action left running with no one to stop it) and end once start-up is over.
+public final class HeldSignals: Sendable {
+    private final class First: Sendable {
+        let signal = Mutex<UnixSignal?>(nil)
+    }
+
+    private let received = First()
+    private let installed: InstalledSources
+
+    public init(_ signals: [UnixSignal] = [.sigterm, .sigint]) {
+        let received = self.received
+        installed = UnixSignals.install(signals) { signal in
+            received.signal.withLock { if $0 == nil { $0 = signal } }
         }
-        return stream
+    }
+
+    /// The first signal held, nil while none came.
+    public var first: UnixSignal? { received.signal.withLock { $0 } }
+
+    deinit {
+        installed.remove()
     }
 }
 

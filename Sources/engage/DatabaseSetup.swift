@@ -18,6 +18,11 @@ struct DatabaseSetup: Sendable {
     /// start on a database whose transaction counter is behind the log (`TransactionIDHealth`).
     static func open(_ arguments: ParsedArguments, logger: Logger, migrate: Bool = true,
                      requireTransactionIDsAhead: Bool = false) throws -> DatabaseSetup {
+        // A SIGTERM or Ctrl-C before the command's services listen for them ended the process at
+        // once, and a local PostgreSQL it had started ran on with no one to stop it (the server is
+        // in a session of its own: a terminal's Ctrl-C does not reach it). Held while the local
+        // cluster starts and migrates, and acted on once that is over.
+        let held = CommonOptions.externalDatabase(arguments) == nil ? HeldSignals() : nil
         let setup: DatabaseSetup
         if let url = CommonOptions.externalDatabase(arguments) {
             setup = DatabaseSetup(configuration: PostgresConfiguration(connectionString: url), embedded: nil, startedHere: false, logger: logger)
@@ -32,6 +37,7 @@ struct DatabaseSetup: Sendable {
         do {
             if migrate { try setup.migrate() }
             if requireTransactionIDsAhead { try setup.requireTransactionIDsAhead() }
+            if let signal = held?.first { throw StoppedDuringStartUp(signal: signal) }
         } catch {
             // A cluster this process started is not left running with no one to stop it.
             setup.close()
@@ -113,4 +119,14 @@ struct DatabaseSetup: Sendable {
             logger.warning("postgres.stop-failed", ["error": "\(error)"])
         }
     }
+}
+
+/// A SIGTERM or Ctrl-C came while the command started its local PostgreSQL: the cluster it
+/// started is stopped again, and the command ends as the signal would have ended it.
+struct StoppedDuringStartUp: Error, CustomStringConvertible {
+    let signal: UnixSignal
+
+    var description: String { "stopped by \(signal) while starting the local PostgreSQL (stopped again if this command started it)" }
+    /// 128 + the signal's number, as a shell reports a process its signal ended.
+    var exitStatus: Int32 { 128 + signal.number }
 }

@@ -26,6 +26,9 @@ do {
 } catch let error as UsageError {
     FileHandle.standardError.write(Data((error.description + "\n").utf8))
     exitCode = UsageError.exitCode
+} catch let stopped as StoppedDuringStartUp {
+    FileHandle.standardError.write(Data(("engage: \(stopped)\n").utf8))
+    exitCode = stopped.exitStatus
 } catch let error as ExperimentCommandError {
     FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
     exitCode = error.exitStatus

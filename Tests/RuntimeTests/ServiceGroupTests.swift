@@ -236,6 +236,23 @@ private func testLogger(_ sink: MemoryLogSink) -> Logger {
         }
     }
 
+    /// Held signals are kept, the first one only, and a stream after them still hears its own.
+    @Test func heldSignalsKeepTheFirstAndLetAStreamListenAfterwards() async throws {
+        do {
+            let held = HeldSignals([.sigusr2, .sigusr1])
+            #expect(held.first == nil)
+            kill(getpid(), SIGUSR2)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while held.first == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            kill(getpid(), SIGUSR1)
+            #expect(held.first == .sigusr2)
+        }
+        let signals = UnixSignals.stream([.sigusr2])
+        kill(getpid(), SIGUSR2)
+        var iterator = signals.makeAsyncIterator()
+        #expect(await iterator.next() == .sigusr2)
+    }
+
     @Test func namesAndNumbers() {
         #expect(UnixSignal.sigterm.description == "SIGTERM")
         #expect(UnixSignal.sigterm.number == SIGTERM)
