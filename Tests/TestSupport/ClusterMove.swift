@@ -23,11 +23,19 @@ public final class ClusterMove: Sendable {
         let settings = ["fsync": "off", "full_page_writes": "off"]
         old = try EmbeddedPostgres(options: .init(dataDirectory: directory + "/old", database: Self.database, settings: settings))
         new = try EmbeddedPostgres(options: .init(dataDirectory: directory + "/new", database: Self.database, settings: settings))
-        try old.start()
-        try new.start()
-        let connection = try Connection(configuration: old.configuration())
-        defer { connection.close() }
-        try Migrator.fromSQLDirectory().migrate(connection)
+        // As the other test clusters: a test process that dies (a crash, a CI timeout) or an
+        // init that fails below, before its caller can remove them, leaves no server running.
+        ClusterExitWatcher.watch([old, new], removing: directory)
+        do {
+            try old.start()
+            try new.start()
+            let connection = try Connection(configuration: old.configuration())
+            defer { connection.close() }
+            try Migrator.fromSQLDirectory().migrate(connection)
+        } catch {
+            remove()
+            throw error
+        }
     }
 
     /// Commits `count` empty transactions on the old cluster, each taking an id, so that its

@@ -187,13 +187,7 @@ public final class StreamingReplication: Sendable {
 
     /// A detached shell that stops both clusters and deletes the directory once this process is gone.
     private static func watchForExit(of clusters: [EmbeddedPostgres], directory: String) {
-        let stops = clusters.map { cluster in
-            let stop = "\(cluster.binaryDirectory)/pg_ctl stop -D \(cluster.dataDirectory) -m immediate"
-            return geteuid() == 0 ? "/usr/sbin/runuser -u postgres -- \(stop)" : stop
-        }
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; "
-            + stops.map { "\($0) >/dev/null 2>&1; " }.joined() + "rm -rf \(directory)"
-        _ = try? ProcessRunner.spawnDetached(["/bin/sh", "-c", script])
+        ClusterExitWatcher.watch(clusters, removing: directory)
     }
 }
 

@@ -88,10 +88,6 @@ public enum TestPostgres {
 
     /// A detached shell that stops and deletes the cluster once this process is gone.
     private static func watchForExit(of cluster: EmbeddedPostgres) {
-        let stop = geteuid() == 0
-            ? "/usr/sbin/runuser -u postgres -- \(cluster.binaryDirectory)/pg_ctl stop -D \(cluster.dataDirectory) -m immediate"
-            : "\(cluster.binaryDirectory)/pg_ctl stop -D \(cluster.dataDirectory) -m immediate"
-        let script = "while kill -0 \(getpid()) 2>/dev/null; do sleep 1; done; \(stop) >/dev/null 2>&1; rm -rf \(cluster.dataDirectory)"
-        _ = try? ProcessRunner.spawnDetached(["/bin/sh", "-c", script])
+        ClusterExitWatcher.watch([cluster], removing: cluster.dataDirectory)
     }
 }
