@@ -18,8 +18,10 @@ public enum ExperimentRetention {
                               WHERE e.app_id = x.app_id AND e.notification_id = 'experiment:' || x.id AND e.recorded_at < \(before)))
             """).rows.map { try $0.decode(0, as: String.self) }
         var needing = Set(replayed)
+        // A definition this engage cannot read (written by another version) has its tagged events
+        // checked above; it does not hold back every prune.
         let running = try connection.query("SELECT definition, created_at, updated_at FROM experiments WHERE status = 'running'")
-            .rows.map { try ExperimentStore.record($0).definition }
+            .rows.compactMap { try? ExperimentStore.record($0).definition }
         for definition in running where !needing.contains(definition.id) {
             // An experiment started after the cut has no tagged events before it, but its
             // pre-period may reach back past it (14 days by default, up to 366).

@@ -90,6 +90,8 @@ public struct LogRestorer: Sendable {
     public func run(progress: @escaping @Sendable (LogPruner.Progress) -> Void = { _ in }) async throws -> Report {
         try await pool.withConnection { connection in
             try RetentionLock.holding(on: connection) {
+                // A directory that is no archive is refused before anything is made in it.
+                _ = try ArchiveManifest.load(from: directory, creating: false)
                 let archiveLock = try ArchiveLock(directory: directory)
                 defer { withExtendedLifetime(archiveLock) {} }
                 // A prune cut short between saving the manifest and moving a merged day's file into

@@ -102,22 +102,40 @@ public enum UnixSignals {
 /// arrives is kept, so that the command can stop what it started (a local PostgreSQL, which a
 /// signal's default action left running with no one to stop it) and end once start-up is over.
 public final class HeldSignals: Sendable {
-    private final class First: Sendable {
-        let signal = Mutex<UnixSignal?>(nil)
+    private final class State: Sendable {
+        struct Value {
+            var first: UnixSignal?
+            var action: (@Sendable () -> Void)?
+        }
+        let value = Mutex(Value())
     }
 
-    private let received = First()
+    private let state = State()
     private let installed: InstalledSources
 
     public init(_ signals: [UnixSignal] = [.sigterm, .sigint]) {
-        let received = self.received
+        let state = self.state
         installed = UnixSignals.install(signals) { signal in
-            received.signal.withLock { if $0 == nil { $0 = signal } }
+            let action = state.value.withLock { value -> (@Sendable () -> Void)? in
+                guard value.first == nil else { return nil }
+                value.first = signal
+                return value.action
+            }
+            action?()
         }
     }
 
     /// The first signal held, nil while none came.
-    public var first: UnixSignal? { received.signal.withLock { $0 } }
+    public var first: UnixSignal? { state.value.withLock { $0.first } }
+
+    /// Runs `action` when the first signal comes (on a thread of its own), or now if it came.
+    public func onFirst(_ action: @escaping @Sendable () -> Void) {
+        let came = state.value.withLock { value -> Bool in
+            value.action = action
+            return value.first != nil
+        }
+        if came { action() }
+    }
 
     deinit {
         installed.remove()

@@ -21,8 +21,10 @@ struct DatabaseSetup: Sendable {
         // A SIGTERM or Ctrl-C before the command's services listen for them ended the process at
         // once, and a local PostgreSQL it had started ran on with no one to stop it (the server is
         // in a session of its own: a terminal's Ctrl-C does not reach it). Held while the local
-        // cluster starts and migrates, and acted on once that is over.
-        let held = CommonOptions.externalDatabase(arguments) == nil ? HeldSignals() : nil
+        // cluster starts; once it runs, one that started it stops it at the signal (its migration
+        // then fails at once, however long it would have waited) and ends, and one that found it
+        // running lets the signals end the process as before: nothing of its own is left.
+        var held = CommonOptions.externalDatabase(arguments) == nil ? HeldSignals() : nil
         let setup: DatabaseSetup
         if let url = CommonOptions.externalDatabase(arguments) {
             setup = DatabaseSetup(configuration: PostgresConfiguration(connectionString: url), embedded: nil, startedHere: false, logger: logger)
@@ -31,6 +33,11 @@ struct DatabaseSetup: Sendable {
             let outcome = try cluster.start()
             logger.info("postgres.local", ["data.dir": cluster.dataDirectory,
                                            "state": outcome == .started ? "started" : "already-running"])
+            if outcome == .started {
+                held?.onFirst { try? cluster.stop() }
+            } else {
+                held = nil
+            }
             setup = DatabaseSetup(configuration: cluster.configuration(), embedded: cluster,
                                   startedHere: outcome == .started, logger: logger)
         }
@@ -41,6 +48,8 @@ struct DatabaseSetup: Sendable {
         } catch {
             // A cluster this process started is not left running with no one to stop it.
             setup.close()
+            // A migration cut off by the signal's stop fails with the connection it lost.
+            if let signal = held?.first { throw StoppedDuringStartUp(signal: signal) }
             throw error
         }
         return setup

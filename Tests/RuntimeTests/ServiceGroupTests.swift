@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Runtime
+import Synchronization
 import Testing
 
 /// Collects what the services did, in the order it happened.
@@ -238,14 +239,25 @@ private func testLogger(_ sink: MemoryLogSink) -> Logger {
 
     /// Held signals are kept, the first one only, and a stream after them still hears its own.
     @Test func heldSignalsKeepTheFirstAndLetAStreamListenAfterwards() async throws {
+        // Listening to SIGUSR1 until it has come, so that its default action (the end of the test
+        // process) is never back while it is on its way.
+        let second = UnixSignals.stream([.sigusr1])
+        var secondArrived = second.makeAsyncIterator()
         do {
             let held = HeldSignals([.sigusr2, .sigusr1])
             #expect(held.first == nil)
+            let acted = Mutex(0)
+            held.onFirst { acted.withLock { $0 += 1 } }
             kill(getpid(), SIGUSR2)
             let deadline = ContinuousClock.now + .seconds(10)
             while held.first == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
             kill(getpid(), SIGUSR1)
+            #expect(await secondArrived.next() == .sigusr1)
             #expect(held.first == .sigusr2)
+            #expect(acted.withLock { $0 } == 1)
+            // Set after the signal came: it runs at once.
+            held.onFirst { acted.withLock { $0 += 1 } }
+            #expect(acted.withLock { $0 } == 2)
         }
         let signals = UnixSignals.stream([.sigusr2])
         kill(getpid(), SIGUSR2)
