@@ -128,7 +128,8 @@ public struct EmbeddedPostgres: Sendable {
         let outcome = try ProcessRunner.run(
             [binaryDirectory + "/pg_ctl", "stop", "-D", dataDirectory, "-m", mode, "-w", "-t", "60"],
             asUser: Self.serverUser)
-        guard outcome.status == 0 else {
+        // Stopped meanwhile by someone else (another stop racing this one): stopped is stopped.
+        guard outcome.status == 0 || (try? status()) == .stopped else {
             throw EmbeddedPostgresError("could not stop PostgreSQL in \(dataDirectory)", output: outcome.output)
         }
     }

@@ -5,16 +5,18 @@ import Foundation
 /// databases into one directory (shards sharing a backup volume) each saved a manifest loaded
 /// before the other's days, or wrote over a day file the other had just written, and the events
 /// of one were gone from the log and from the archive. Taken without waiting, as that lock is.
-/// The file is opened for reading, which `flock` needs no more than, so that another user's lock
-/// file still locks; a directory where it can be neither made nor read (mounted read-only for a
-/// restore, before any prune made one) goes without: nothing can prune into it either.
+/// The file is opened for writing (NFS emulates `flock` with `fcntl` locks, whose exclusive kind
+/// needs it), else for reading (another user's lock file, which locally still locks); a directory
+/// where it can be neither made nor read (mounted read-only for a restore, before any prune made
+/// one) goes without: nothing can prune into it either.
 final class ArchiveLock: Sendable {
     static let fileName = ".engage-archive.lock"
     private let descriptor: Int32
 
     init(directory: String) throws(LogRetentionError) {
         let path = directory + "/" + Self.fileName
-        let opened = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0o644)
+        var opened = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        if opened < 0, errno == EACCES { opened = open(path, O_RDONLY | O_CLOEXEC) }
         guard opened >= 0 else {
             guard [EACCES, EPERM, EROFS].contains(errno) else {
                 throw .io(path: path, problem: "cannot open: \(String(cString: strerror(errno)))")

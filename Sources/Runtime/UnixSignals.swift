@@ -128,6 +128,14 @@ public final class HeldSignals: Sendable {
     /// The first signal held, nil while none came.
     public var first: UnixSignal? { state.value.withLock { $0.first } }
 
+    /// The first signal held, and no `onFirst` action from now on (a later signal is only kept).
+    public func disarm() -> UnixSignal? {
+        state.value.withLock { value in
+            value.action = nil
+            return value.first
+        }
+    }
+
     /// Runs `action` when the first signal comes (on a thread of its own), or now if it came.
     public func onFirst(_ action: @escaping @Sendable () -> Void) {
         let came = state.value.withLock { value -> Bool in

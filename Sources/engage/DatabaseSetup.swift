@@ -36,6 +36,8 @@ struct DatabaseSetup: Sendable {
             if outcome == .started {
                 held?.onFirst { try? cluster.stop() }
             } else {
+                // One that came while it waited its turn to start (`StartLock`) ends it now.
+                if let signal = held?.first { throw StoppedDuringStartUp(signal: signal) }
                 held = nil
             }
             setup = DatabaseSetup(configuration: cluster.configuration(), embedded: cluster,
@@ -44,12 +46,17 @@ struct DatabaseSetup: Sendable {
         do {
             if migrate { try setup.migrate() }
             if requireTransactionIDsAhead { try setup.requireTransactionIDsAhead() }
-            if let signal = held?.first { throw StoppedDuringStartUp(signal: signal) }
+            // From here a signal no longer stops the cluster under the command that goes on.
+            if let signal = held?.disarm() { throw StoppedDuringStartUp(signal: signal) }
+        } catch let stopped as StoppedDuringStartUp {
+            setup.close()
+            throw stopped
         } catch {
             // A cluster this process started is not left running with no one to stop it.
             setup.close()
-            // A migration cut off by the signal's stop fails with the connection it lost.
-            if let signal = held?.first { throw StoppedDuringStartUp(signal: signal) }
+            // A migration cut off by the signal's stop fails with the connection it lost; what it
+            // failed with is said too, in case it was something else.
+            if let signal = held?.disarm() { throw StoppedDuringStartUp(signal: signal, meanwhile: "\(error)") }
             throw error
         }
         return setup
@@ -134,8 +141,13 @@ struct DatabaseSetup: Sendable {
 /// started is stopped again, and the command ends as the signal would have ended it.
 struct StoppedDuringStartUp: Error, CustomStringConvertible {
     let signal: UnixSignal
+    /// What the start failed with after the signal, if it failed.
+    var meanwhile: String?
 
-    var description: String { "stopped by \(signal) while starting the local PostgreSQL (stopped again if this command started it)" }
+    var description: String {
+        "stopped by \(signal) while starting the local PostgreSQL (stopped again if this command started it)"
+            + (meanwhile.map { "; the start ended with: \($0)" } ?? "")
+    }
     /// 128 + the signal's number, as a shell reports a process its signal ended.
     var exitStatus: Int32 { 128 + signal.number }
 }

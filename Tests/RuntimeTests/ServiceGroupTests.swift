@@ -250,7 +250,8 @@ private func testLogger(_ sink: MemoryLogSink) -> Logger {
             held.onFirst { acted.withLock { $0 += 1 } }
             kill(getpid(), SIGUSR2)
             let deadline = ContinuousClock.now + .seconds(10)
-            while held.first == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            // The action runs after `first` is set, outside the lock.
+            while acted.withLock({ $0 }) == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
             kill(getpid(), SIGUSR1)
             #expect(await secondArrived.next() == .sigusr1)
             #expect(held.first == .sigusr2)
