@@ -87,11 +87,22 @@ public struct EmbeddedPostgres: Sendable {
     // MARK: Lifecycle
 
     public func status() throws -> Status {
+        // A cluster another user runs (root's, whose server runs as postgres, seen by anyone else)
+        // has a data directory this user cannot read: it read as "not initialized" (and `db start`
+        // tried initdb there) or as "stopped" (and `db stop` stopped nothing).
+        if access(dataDirectory, R_OK | X_OK) != 0, errno == EACCES {
+            throw EmbeddedPostgresError("the local PostgreSQL in \(dataDirectory) belongs to another user: "
+                + "run engage as that user (or as root, whose server runs as \(Self.serverUser))")
+        }
         guard FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") else { return .notInitialized }
         let outcome = try ProcessRunner.run([binaryDirectory + "/pg_ctl", "status", "-D", dataDirectory],
                                             asUser: Self.serverUser)
         // pg_ctl status: 0 running, 3 not running, 4 no accessible data directory.
-        return outcome.status == 0 ? .running : .stopped
+        switch outcome.status {
+        case 0: return .running
+        case 4: throw EmbeddedPostgresError("pg_ctl status could not read \(dataDirectory)", output: outcome.output)
+        default: return .stopped
+        }
     }
 
     /// Creates the cluster if needed, starts it unless it already runs, and creates the database.
