@@ -62,6 +62,9 @@ public struct Projector: Service {
     public func run() async throws {
         while !Task.isCancelled {
             guard let lockHolder = await acquireLock() else {
+                // A standby folds nothing, so it finds nothing behind either, whatever it found
+                // while it was the projector (another process may have folded on since).
+                metrics.transactionIDsBehind.set(0)
                 metrics.active.set(0)
                 try? await Task.sleep(for: configuration.pollInterval)
                 continue
@@ -91,6 +94,7 @@ public struct Projector: Service {
             }
             metrics.active.set(0)
         }
+        metrics.transactionIDsBehind.set(0)
         metrics.active.set(0)
         logger.info("projector.stopped")
         // Closing the session releases the lock for a standby at once.
@@ -230,6 +234,6 @@ public struct ProjectorMetrics: Sendable {
                                        help: "Log events the projector could not decode and left out of the read model (never expected).")
         transactionIDsBehind = registry.gauge(
             "engage_projector_transaction_ids_behind_log",
-            help: "1 while this process's projector finds its checkpoint at a transaction id PostgreSQL has not assigned (a database moved with pg_dump into a new cluster: docs/reliability.md), 0 once it folds again.")
+            help: "1 while this process's projector finds its checkpoint at a transaction id PostgreSQL has not assigned (a database moved with pg_dump into a new cluster: docs/reliability.md), 0 once it folds again or is a standby.")
     }
 }

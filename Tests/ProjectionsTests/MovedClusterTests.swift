@@ -71,11 +71,25 @@ struct MovedClusterTests {
         // The projector running: says it once at error level, shows it on its gauge, folds nothing.
         let running = RunningProjector(pool)
         try await pollUntil(every: .milliseconds(20)) { running.metrics.transactionIDsBehind.value == 1 }
-        await running.stop()
         let reported = running.log.lines.filter { $0.contains("projector.transaction-ids-behind-log") }
         #expect(reported.count == 1)
         #expect(reported.first?.contains("level=error") == true, "\(reported)")
         #expect(reported.first?.contains("checkpoint.transaction=\(checkpoint.transactionID)") == true, "\(reported)")
+        // Another process takes the projector's lock (this one's session ended): as a standby it
+        // folds nothing and finds nothing behind, whatever it found while it held the lock.
+        let otherProjector = try Connection(configuration: move.new.configuration())
+        try await pollUntil(every: .milliseconds(20)) {
+            _ = try otherProjector.query("""
+                SELECT pg_terminate_backend(pid, 5000) FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND objid = \(Projector.lockKey & 0xFFFF_FFFF) AND pid <> pg_backend_pid()
+                """)
+            return try otherProjector.query("SELECT pg_try_advisory_lock(\(Projector.lockKey))")[0].decode(0, as: Bool.self)
+        }
+        // (The time limit catches a gauge left at 1.)
+        try await pollUntil(every: .milliseconds(20)) { running.metrics.transactionIDsBehind.value == 0 }
+        #expect(running.metrics.active.value == 0)
+        await running.stop()
+        otherProjector.close()
         #expect(try await pool.withConnection { try EngagementStore.checkpoint(EngagementStore.projectionName, on: $0) } == checkpoint)
         #expect(try await eventsProcessed(pool) == before.count)
 
