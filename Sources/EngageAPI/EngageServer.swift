@@ -103,7 +103,8 @@ public struct EngageServer: Sendable {
         let reads = ReadDatabase(primary: pool,
                                  replica: configuration.readDatabase.map { ConnectionPool(configuration: $0, size: configuration.readPoolSize) },
                                  configuration: configuration.readReplica, time: time, logger: logger,
-                                 metrics: ReadReplicaMetrics(registry: registry))
+                                 // No replica, no replica series (rather than a lag that reads "in sync").
+                                 metrics: configuration.readDatabase == nil ? nil : ReadReplicaMetrics(registry: registry))
         self.reads = reads
         let scheduler = Scheduler(pool: pool, reads: reads, configuration: configuration.scheduler, time: time, logger: logger,
                                   metrics: SchedulerMetrics(registry: registry))

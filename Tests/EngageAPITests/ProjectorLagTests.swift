@@ -48,6 +48,8 @@ struct ProjectorLagTests {
 
             let empty = try await Self.lag(server)
             #expect(empty.events == 0 && empty.seconds == 0)
+            // No read replica configured: no replica series either (its lag would read 0, "in sync").
+            #expect(!(try await server.request("GET", "/metrics")).text.contains("engage_read_replica"))
             let before = try await Self.currentAsOf(server, key: read)
             #expect(before.checkpoint_at == nil && before.lag_events == 0 && before.lag_seconds == 0)
 

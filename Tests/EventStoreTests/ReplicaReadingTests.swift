@@ -89,7 +89,9 @@ struct ReplicaReadingTests {
         _ = try await EventStore(pool: primaryPool).append(EventFactory.items(3))
         try await offPool { try replication.waitForReplay() }
 
+        #expect(registry.renderPrometheus().contains("engage_read_replica_lag_seconds -1\n"), "unknown until measured")
         let fresh = try await reads.read(inRecovery)
+        #expect(registry.renderPrometheus().contains("engage_read_replica_lag_seconds 0\n"))
         #expect(fresh.value == true)
         #expect(fresh.source == ReadSource(database: .replica, lag: .zero))
         #expect(sink.lines.isEmpty)
@@ -120,6 +122,7 @@ struct ReplicaReadingTests {
         let gone = try await reads.read(inRecovery)
         #expect(gone.value == false)
         #expect(gone.source == ReadSource(database: .primary, lag: .zero, fallback: .replicaUnreachable))
+        #expect(registry.renderPrometheus().contains("engage_read_replica_lag_seconds -1\n"), "unknown while unreachable")
         try await offPool { try replication.startReplica() }
         try await offPool { try replication.waitForReplay() }
         #expect(try await reads.read(inRecovery).source.fallback == .replicaUnreachable, "tried again too soon")

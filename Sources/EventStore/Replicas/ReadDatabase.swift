@@ -63,7 +63,7 @@ public final class ReadDatabase: Sendable {
     private let state = Mutex(State())
 
     public init(primary: ConnectionPool, replica: ConnectionPool?, configuration: Configuration = Configuration(),
-                time: any TimeSource = SystemTime(), logger: Logger, metrics: ReadReplicaMetrics) {
+                time: any TimeSource = SystemTime(), logger: Logger, metrics: ReadReplicaMetrics?) {
         self.primary = primary
         self.replica = replica
         self.configuration = configuration

@@ -16,5 +16,7 @@ public struct ReadReplicaMetrics: Sendable {
         })
         lagSeconds = registry.gauge("engage_read_replica_lag_seconds",
                                     help: "The read replica's replay lag when last measured (-1: unknown or unreachable).")
+        // Not yet measured: unknown, never "in sync".
+        lagSeconds.set(-1)
     }
 }
