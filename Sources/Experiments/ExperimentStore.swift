@@ -56,6 +56,13 @@ public struct ExperimentStore: Sendable {
         if definition.alpha > 0, definition.alpha < ExperimentDefinition.smallestAlpha, !problems.contains(where: { $0.field == "alpha" }) {
             problems.append(ExperimentProblem(field: "alpha", problem: ExperimentDefinition.smallestAlphaProblem))
         }
+        // Ingestion refuses every event whose category or experiment arm holds one of these.
+        for (i, category) in definition.categories.enumerated() where IdentifierText.holdsRefusedCharacter(category) {
+            problems.append(ExperimentProblem(field: "categories[\(i)]", problem: IdentifierText.refusedCharacterProblem))
+        }
+        for (i, arm) in definition.arms.enumerated() where IdentifierText.holdsRefusedCharacter(arm.name) {
+            problems.append(ExperimentProblem(field: "arms[\(i)].name", problem: IdentifierText.refusedCharacterProblem))
+        }
         if !definition.schedule.everFires {
             problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))
         }

@@ -185,6 +185,34 @@ struct ExperimentStoreTests {
         await pool.close()
     }
 
+    /// An arm or category that ingestion would refuse on every event (a control character, a
+    /// bidirectional override) is refused when the experiment is created; one written in another
+    /// Unicode form is stored as ingestion writes the events' tags.
+    @Test func armsAndCategoriesIngestionWouldRefuseAreRefusedAndOthersStoredInNFC() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        var bad = try Fixtures.definition()
+        bad.categories = ["new_photo", "chat\u{7}"]
+        bad.arms[1].name = "treat\u{202E}ment"
+        do {
+            _ = try await store.create(bad)
+            Issue.record("a definition with control characters was stored")
+        } catch let error as ExperimentStoreError {
+            #expect(error.code == .invalidDefinition)
+            #expect(error.problems == [ExperimentProblem(field: "categories[1]", problem: "must not contain control characters"),
+                                       ExperimentProblem(field: "arms[1].name", problem: "must not contain control characters")])
+        }
+        let created = try await store.create(json: Array(#"""
+            {"id": "nfd-arms", "app_id": "app-1", "categories": ["cafe\u0301"], "primary_metric": "open",
+             "arms": [{"name": "control", "strategy": "none", "weight": 0.5, "control": true},
+                      {"name": "vide\u0301o", "strategy": "full", "weight": 0.5}]}
+            """#.utf8))
+        let stored = try #require(try await store.get(created.definition.id))
+        #expect(Array(stored.definition.arms[1].name.utf8) == Array("vid\u{E9}o".utf8))
+        #expect(Array(stored.definition.categories[0].utf8) == Array("caf\u{E9}".utf8))
+        await pool.close()
+    }
+
     /// A schedule no date matches (April 31 and June 31) would be stored and started, and the
     /// scheduler would never analyse the experiment, saying nothing: refused when it is created.
     @Test func aScheduleThatNeverFiresIsRefused() async throws {

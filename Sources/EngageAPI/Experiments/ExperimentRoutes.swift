@@ -113,9 +113,10 @@ public struct ExperimentRoutes: Sendable {
 
     private func writeAssignments(of sentID: String, in definitions: [ExperimentDefinition], deviceMember: Bool,
                                   to w: inout JSONWriter) {
-        // The device's identity is the id its events are stored under, so that the log alone
-        // reproduces every assignment.
-        let deviceID = deviceIDHasher?.hash(sentID) ?? sentID
+        // The device's identity is the id its events are stored under (normalised as ingestion
+        // does, then hashed when ids are), so that the log alone reproduces every assignment.
+        let storedID = IdentifierText.normalized(sentID)
+        let deviceID = deviceIDHasher?.hash(storedID) ?? storedID
         for definition in definitions {
             guard let (arm, probability) = ExperimentAssignment.arm(forDevice: deviceID, definition: definition) else { continue }
             w.beginObject()

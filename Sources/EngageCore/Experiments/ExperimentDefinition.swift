@@ -35,7 +35,9 @@ public struct ExperimentDefinition: Sendable, Equatable {
                 analysis: ExperimentAnalysisSettings = ExperimentAnalysisSettings()) {
         self.id = id
         self.appID = appID
-        self.categories = categories
+        // As ingestion stores them, so that a category (and an arm's name, below) written in
+        // another Unicode form than the app's events still matches them byte for byte.
+        self.categories = categories.map(IdentifierText.normalized)
         self.arms = arms
         self.hashSeed = hashSeed ?? id
         self.coverage = coverage
@@ -90,7 +92,7 @@ public struct ExperimentArmDefinition: Sendable, Equatable {
     public var isControl: Bool
 
     public init(name: String, strategy: AttachmentStrategy, weight: Double, isControl: Bool = false) {
-        self.name = name
+        self.name = IdentifierText.normalized(name)
         self.strategy = strategy
         self.weight = weight
         self.isControl = isControl
