@@ -124,6 +124,16 @@ public struct Migrator: Sendable {
         return applied
     }
 
+    /// Within the caller's transaction: waits for a migration run under way to end, keeps the next
+    /// from starting until the transaction ends, and throws `MigrationError.unknownApplied` when
+    /// the database has a migration this engage does not know (one applied since this process
+    /// started, by a newer engage). For a step that writes what a migration may have changed (the
+    /// rebuild's swap, whose copies were made with the schema of the rebuild's start).
+    public func holdSchema(on connection: Connection) throws {
+        try connection.execute("SELECT pg_advisory_xact_lock(\(Self.lockKey))")
+        try verify(applied: try appliedChecksums(connection))
+    }
+
     private func verify(applied: [Int: (name: String, checksum: String)]) throws {
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
         for (version, record) in applied.sorted(by: { $0.key < $1.key }) {

@@ -246,6 +246,7 @@ public struct EngagementRebuild: Sendable {
                         recordedAtStart: [PrunedDays.Day]) async throws -> Int {
         let batchSize = self.batchSize
         let prunedDays = self.prunedDays
+        let migrator = try Migrator.fromSQLDirectory()
         return try await pool.withConnection { connection in
             var caughtUpBetweenAttempts = 0
             let tail = try lockWait.run("the rebuild's swap", on: connection, betweenAttempts: { connection in
@@ -255,6 +256,10 @@ public struct EngagementRebuild: Sendable {
                     caughtUpBetweenAttempts += count
                 }
             }) { connection -> Int in
+                // First, before any table lock a migration might wait for: the copies have the
+                // schema of the rebuild's start, and a newer engage may have migrated the live
+                // tables since (019 widened a column); swapping the copies in would undo that.
+                try migrator.holdSchema(on: connection)
                 // Blocks the live projector's next batch until the swap commits.
                 _ = try EngagementStore.beginBatch(EngagementStore.projectionName, waitsForFlush: true, on: connection)
                 var tail = 0
@@ -277,7 +282,7 @@ public struct EngagementRebuild: Sendable {
                 if prunedDays == .refuse && !missing.isEmpty { throw PrunedLogError(days: missing) }
                 let changed = Self.changedDays(from: recordedAtStart, to: recorded)
                 if !changed.isEmpty { throw PrunedDaysChangedError(days: changed) }
-                try Self.swapIn(on: connection)
+                try Self.swapIn(on: connection, views: migrator.viewScripts)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }
                 let replayedBefore = try connection.query("""
                     SELECT events_processed FROM projection_checkpoints WHERE projection = \(Self.shadowName)
@@ -322,16 +327,33 @@ public struct EngagementRebuild: Sendable {
         }
     }
 
+    static func quotedIdentifier(_ name: String) -> String {
+        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     /// Drops the live tables (and the views over them) and renames the shadow copies into their
     /// place, then recreates the views; the caller's transaction makes it one atomic step.
-    static func swapIn(on connection: Connection) throws {
+    static func swapIn(on connection: Connection, views: [(name: String, script: String)]) throws {
         for (live, shadow) in zip(ReadModelTables.live.all, ReadModelTables.rebuild.all) {
+            // LIKE names the copies' indexes after the copy: each gets the name of the live index
+            // it copies (same uniqueness, columns and predicate), which a later migration may name.
+            let renames = try connection.query("""
+                WITH indexes AS (
+                    SELECT indrelid, indisunique, c.relname::text AS name,
+                           regexp_replace(pg_get_indexdef(indexrelid), '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+ ', '') AS shape
+                    FROM pg_index JOIN pg_class c ON c.oid = indexrelid
+                    WHERE indrelid IN (\(live)::regclass, \(shadow)::regclass))
+                SELECT copy.name, original.name
+                FROM indexes copy JOIN indexes original USING (indisunique, shape)
+                WHERE copy.indrelid = \(shadow)::regclass AND original.indrelid = \(live)::regclass
+                """).rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: String.self)) }
             try connection.execute("DROP TABLE \(unsafeSQL: live) CASCADE")
             try connection.execute("ALTER TABLE \(unsafeSQL: shadow) RENAME TO \(unsafeSQL: live)")
-            // Keep index and constraint names those of the live table.
-            try connection.execute("ALTER INDEX IF EXISTS \(unsafeSQL: shadow)_pkey RENAME TO \(unsafeSQL: live)_pkey")
+            for (copy, original) in renames where copy != original {
+                try connection.execute("ALTER INDEX \(unsafeSQL: Self.quotedIdentifier(copy)) RENAME TO \(unsafeSQL: Self.quotedIdentifier(original))")
+            }
         }
-        for view in try Migrator.fromSQLDirectory().viewScripts {
+        for view in views {
             try connection.executeScript(unsafeSQL: view.script)
         }
     }

@@ -4,6 +4,7 @@ import Foundation
 import Postgres
 @testable import Projections
 import Runtime
+import Synchronization
 import Testing
 import TestSupport
 
@@ -170,6 +171,44 @@ struct ProjectorTests {
         #expect(try await count("SELECT sum(notifications)::int8 FROM engagement_actions_daily WHERE presentation = 'rich'") == 1)
     }
 
+    /// A newer engage migrating while an older one rebuilds (019 widened a column of a read-model
+    /// table): the rebuild's copies were made before, with the old schema, and swapping them in
+    /// would undo the migration that the database records as applied. The swap refuses instead.
+    @Test(.timeLimit(.minutes(2)))
+    func aRebuildDoesNotSwapInCopiesMadeBeforeANewerEngageMigrated() async throws {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 60, seed: 5))
+        // The newer engage's session: it migrates once, during the rebuild's catch-up.
+        let newerEngage = Mutex<Connection?>(try Connection(configuration: pool.configuration))
+        await #expect(throws: MigrationError.unknownApplied(version: 999, name: "newer")) {
+            try await EngagementRebuild(pool: pool, batchSize: 50).run { _ in
+                newerEngage.withLock { session in
+                    guard let connection = session else { return }
+                    _ = try? connection.execute("ALTER TABLE extension_telemetry_daily ADD COLUMN added_by_newer integer")
+                    _ = try? connection.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES (999, 'newer', 'x')")
+                    connection.close()
+                    session = nil
+                }
+            }
+        }
+        #expect(newerEngage.withLock { $0 == nil })
+        #expect(try await count("""
+            SELECT count(*) FROM pg_attribute
+            WHERE attrelid = 'extension_telemetry_daily'::regclass AND attname = 'added_by_newer'
+            """) == 1)
+        #expect(try await count("SELECT count(*) FROM pg_class WHERE relname LIKE '%\\_rebuild'") == 0)
+    }
+
+    /// The read model's index names, "table:index", in order.
+    func readModelIndexNames() async throws -> [String] {
+        let tables = ReadModelTables.live.all.map { "'\($0)'" }.joined(separator: ",")
+        return try await pool.withConnection { connection in
+            try connection.query(SQL(unsafeSQL: """
+                SELECT indrelid::regclass::text || ':' || indexrelid::regclass::text FROM pg_index
+                WHERE indrelid::regclass::text IN (\(tables)) ORDER BY 1
+                """)).rows.map { try $0.decode(0, as: String.self) }
+        }
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func rebuildEqualsTheIncrementalModelRowForRow() async throws {
         let projector = makeProjector(batchSize: 53)
@@ -189,6 +228,7 @@ struct ProjectorTests {
         try await waitUntilCaughtUp()
         let incremental = try await ReadModelSnapshot.rows(pool)
         #expect(!incremental.isEmpty)
+        let indexesBefore = try await readModelIndexNames()
 
         // Rebuild while the projector keeps running; it must notice the swap and keep going from
         // the rebuilt checkpoint (which may trail the log if other transactions hold the horizon).
@@ -221,6 +261,9 @@ struct ProjectorTests {
                 .decode(0, as: String?.self)
         }
         #expect(options == "fillfactor=50")
+        // ... and the names of the indexes it copied, which a later migration may use.
+        #expect(try await readModelIndexNames() == indexesBefore)
+        #expect(indexesBefore.contains("engagement_devices:engagement_devices_by_device"), "\(indexesBefore)")
 
         // After the swap the live projector continues from the rebuilt checkpoint without double counting.
         _ = try await store.append(ProjectionFixtures.events(notifications: 10, seed: 77))
