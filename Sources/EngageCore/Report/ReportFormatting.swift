@@ -85,24 +85,26 @@ enum ReportFormat {
         return text
     }
 
-    /// A ratio with its interval and significance: `1.06x [0.96, 1.17]`, `*` when significant.
+    /// A ratio with its interval and significance: `1.06x [0.96, 1.17]`, `*` when significant;
+    /// an estimate or bound that would round to no effect without being it gets more places.
     static func ratio(_ estimate: EffectEstimate?) -> String {
         guard let estimate else { return missing }
-        return fixed(estimate.estimate, 2) + "x [" + bound(estimate.interval.lower, 2, noEffect: 1) + ", "
+        return bound(estimate.estimate, 2, noEffect: 1) + "x [" + bound(estimate.interval.lower, 2, noEffect: 1) + ", "
             + bound(estimate.interval.upper, 2, noEffect: 1) + "]" + (estimate.isSignificant ? " *" : "")
     }
 
     /// A difference of rates in percentage points: `+0.8 pp [-0.7, +2.4]`, `*` when significant.
     static func difference(_ estimate: EffectEstimate?) -> String {
         guard let estimate else { return missing }
-        return signed(estimate.estimate * 100, 1) + " pp [" + signedBound(estimate.interval.lower * 100, 1, noEffect: 0)
+        return signedBound(estimate.estimate * 100, 1, noEffect: 0) + " pp [" + signedBound(estimate.interval.lower * 100, 1, noEffect: 0)
             + ", " + signedBound(estimate.interval.upper * 100, 1, noEffect: 0) + "]" + (estimate.isSignificant ? " *" : "")
     }
 
     /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, `DIRECTION and SIGNIFICANCE differ`;
-    /// `missing` without both figures.
+    /// `missing` without both figures or with one category.
     static func disagreement(_ summary: StratifiedMetricSummary) -> String {
-        guard summary.crude != nil, summary.riskRatio != nil else { return missing }
+        // One category pools nothing: nothing to compare (see `crudeDisagreement`).
+        guard summary.crude != nil, summary.riskRatio != nil, summary.categories.count >= 2 else { return missing }
         guard let disagreement = summary.crudeDisagreement else { return "agree" }
         var parts: [String] = []
         if disagreement.direction { parts.append("DIRECTION") }

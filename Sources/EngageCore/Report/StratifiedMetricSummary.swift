@@ -166,7 +166,9 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         } else {
             disagreeing = []
         }
-        if let crude = self.crude, let riskRatio {
+        // One category pools nothing: the adjusted estimate is the crude one, and only the
+        // intervals' method (and unit) can differ, which is no paradox of the mix.
+        if let crude = self.crude, let riskRatio, stratified.included.count >= 2 {
             crudeDisagreement = CrudeAdjustedDisagreement(crude: crude, adjusted: riskRatio)
         } else {
             crudeDisagreement = nil

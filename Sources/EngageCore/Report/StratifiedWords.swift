@@ -61,8 +61,18 @@ extension StratifiedMetricSummary {
         }
         return "The crude total, which pools categories, says " + Self.ratio(crude.estimate) + " "
             + Self.interval(crude.interval) + ": it " + differences.joined(separator: " and ")
-            + " (Simpson's paradox: rich and plain notifications come from different mixes of categories);"
-            + " trust the adjusted figure."
+            + " (" + crudeDisagreementCause + "); trust the adjusted figure."
+    }
+
+    /// Why crude and adjusted differ. Opposite directions come from the categories' mix alone (the
+    /// estimates do not depend on the unit). A difference in significance alone, with devices as
+    /// the adjusted figure's unit, also comes from the crude interval counting every notification
+    /// as independent: it cannot be laid on the mix.
+    var crudeDisagreementCause: String {
+        let mix = "rich and plain notifications come from different mixes of categories"
+        if crudeDisagreement?.direction == true || unit == .notification { return "Simpson's paradox: " + mix }
+        return "it counts every notification as independent, where the adjusted figure counts each device once"
+            + ", and it pools categories where " + mix.replacingOccurrences(of: "come from", with: "may come from")
     }
 
     /// Said after the figures when `smallSample`: significant or not, they rest on too little.
@@ -118,7 +128,9 @@ extension StratifiedMetricSummary {
     }
 
     /// `1.06x`.
-    static func ratio(_ value: Double) -> String { ReportFormat.fixed(value, 2) + "x" }
+    /// `1.06x`; a ratio that would round to 1.00 without being 1 gets more places (`1.004x`), as
+    /// the interval's bounds do: "1.00x as often ..., significant" would read as no effect.
+    static func ratio(_ value: Double) -> String { ReportFormat.bound(value, 2, noEffect: 1) + "x" }
 
     /// `[0.96, 1.17]`; a bound that would round to 1.00 without being 1 gets more places
     /// (`[1.004, 1.23]`), so that the interval never reads as touching "no effect" beside

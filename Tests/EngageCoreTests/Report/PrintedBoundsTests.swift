@@ -82,4 +82,26 @@ import Testing
         #expect(ReportFormat.percent(0.9994) == "99.9%" && ReportFormat.percent(0.0006) == "0.1%")
         #expect(ReportFormat.percent(nil) == ReportFormat.missing)
     }
+
+    /// 20 million displays a side, 25.04% against 25.00% expanded: 1.0016x, +0.04 pp, both
+    /// significant. Rounded to two places and one they read "1.00x" and "+0.0 pp", no effect,
+    /// beside "significant".
+    @Test func aSignificantEstimateNeverReadsAsNoEffect() throws {
+        let rows = [
+            ReportFixture.engagement("news", .rich, "image", notifications: 20_000_000, delivered: 20_000_000,
+                                     displayed: 20_000_000, expanded: 5_008_000, opened: 5_008_000),
+            ReportFixture.engagement("news", .plain, "none", notifications: 20_000_000, delivered: 20_000_000,
+                                     displayed: 20_000_000, expanded: 5_000_000, opened: 5_000_000),
+        ]
+        let report = EngagementReport.build(engagement: rows, generatedAt: ReportFixture.generatedAt)
+        let summary = try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+        let ratio = try #require(summary.riskRatio), difference = try #require(summary.riskDifference)
+        #expect(ratio.isSignificant && difference.isSignificant)
+        let headline = try #require(summary.headline.firstMatch(of: /([0-9.]+)x as often as plain/))
+        #expect(Double(headline.output.1) != 1, "\(summary.headline)")
+        let cell = ReportFormat.ratio(ratio)
+        #expect(Double(cell.prefix { $0 != "x" }) != 1, "\(cell)")
+        let points = ReportFormat.difference(difference)
+        #expect(Double(points.prefix { $0 != " " }.replacing("+", with: "")) != 0, "\(points)")
+    }
 }

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import EngageCore
+
+/// The crude total against the adjusted figure: a difference is laid on the categories' mix
+/// (Simpson's paradox) only where the mix can cause it. With the device as the adjusted figure's
+/// unit, the crude interval (every notification independent) is narrower, and a difference in
+/// significance alone comes from that too; with one category there is no mix at all.
+@Suite struct CrudeDisagreementCauseTests {
+    static let day = UTCDay(daysSinceEpoch: 20_000)
+    static let at = Timestamp(microsecondsSinceEpoch: 0)
+
+    static func displays(shown: Int, expanded: Int, rich: Bool) -> FunnelCounts {
+        var stages: [FunnelStage: Int] = [.notifications: shown, .delivered: shown, .displayed: shown, .expanded: expanded]
+        if rich { stages[.richDisplayed] = shown }
+        return FunnelCounts(stages)
+    }
+
+    /// Each category: 20 devices a side with 200 displays each, half expanding almost never and
+    /// half almost always (rich 10% or 100%, plain 0% or 90%): 55% against 45% of 4,000
+    /// notifications a side, far apart, but from 20 devices a side that differ widely.
+    static func report(categories: [String]) -> EngagementReport {
+        var rows: [EngagementRow] = []
+        var moments: [CategoryDeviceMoments] = []
+        for category in categories {
+            var devices: [DeviceCategoryCounts] = []
+            for j in 0..<20 {
+                devices.append(DeviceCategoryCounts(rich: displays(shown: 200, expanded: j % 2 == 0 ? 20 : 200, rich: true)))
+                devices.append(DeviceCategoryCounts(plain: displays(shown: 200, expanded: j % 2 == 0 ? 0 : 180, rich: false)))
+            }
+            let total = devices.reduce(DeviceCategoryCounts(), +)
+            rows += [(ObservedPresentation.rich, total.rich), (.plain, total.plain)].map { presentation, funnel in
+                EngagementRow(appID: "app", category: category, presentation: presentation,
+                              attachmentKind: presentation == .rich ? "image" : "none", day: day, counts: funnel)
+            }
+            moments.append(CategoryDeviceMoments(appID: "app", category: category, devices: devices))
+        }
+        return EngagementReport.build(engagement: rows, devices: moments, generatedAt: at)
+    }
+
+    static func expansion(_ report: EngagementReport) throws -> StratifiedMetricSummary {
+        try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+    }
+
+    @Test func oneCategoryHasNoMixToBlame() throws {
+        let summary = try Self.expansion(Self.report(categories: ["news"]))
+        #expect(summary.unit == .device)
+        let crude = try #require(summary.crude), adjusted = try #require(summary.riskRatio)
+        // The premise: the same estimate, significant with notifications as the unit only.
+        #expect(abs(crude.estimate - adjusted.estimate) < 1e-9)
+        #expect(crude.isSignificant && !adjusted.isSignificant, "crude \(crude.interval), adjusted \(adjusted.interval)")
+        #expect(summary.crudeDisagreement == nil)
+        #expect(summary.crudeWarning == nil)
+        #expect(!summary.headline.contains("Simpson"), "\(summary.headline)")
+        #expect(ReportFormat.disagreement(summary) == ReportFormat.missing)
+    }
+
+    @Test func aDifferenceInSignificanceWithDevicesAsTheUnitNamesTheUnit() throws {
+        let summary = try Self.expansion(Self.report(categories: ["news", "chat"]))
+        #expect(summary.unit == .device)
+        let disagreement = try #require(summary.crudeDisagreement)
+        #expect(disagreement.significance && !disagreement.direction)
+        let warning = try #require(summary.crudeWarning)
+        #expect(!warning.contains("Simpson"), "\(warning)")
+        #expect(warning.contains("counts every notification as independent, where the adjusted figure counts each device once"),
+                "\(warning)")
+        #expect(ReportFormat.disagreement(summary) == "SIGNIFICANCE differs")
+    }
+}
