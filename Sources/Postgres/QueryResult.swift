@@ -250,6 +250,11 @@ enum ArrayDecoding {
         }
         let count = Int(try reader.int32())
         _ = try reader.int32() // lower bound
+        // Each element takes at least its 4-byte length: a count past that is a malformed value,
+        // refused before it reserves memory or makes an invalid range.
+        guard count >= 0, count <= (raw.count - reader.offset) / 4 else {
+            throw PostgresError(kind: .protocolViolation, message: "binary array holds an impossible element count")
+        }
         var elements: [PostgresCell.ArrayElement] = []
         elements.reserveCapacity(count)
         for _ in 0..<count {
@@ -311,7 +316,7 @@ enum NumericDecoding {
         if sign == negativeInfinity { return -.infinity }
         var value = 0.0
         for index in 0..<digitCount {
-            let digit = Double(try reader.int16())
+            let digit = Double(try digitValue(&reader))
             value += digit * pow(10_000, Double(weight - index))
         }
         return sign == negative ? -value : value
@@ -327,7 +332,7 @@ enum NumericDecoding {
         var magnitude: UInt64 = 0
         // Digits 0...weight make the integer part (those past digitCount are zeros).
         for index in 0..<max(0, weight + 1) {
-            let digit = index < digitCount ? UInt64(try reader.int16()) : 0
+            let digit = index < digitCount ? UInt64(try digitValue(&reader)) : 0
             let (shifted, overflow) = magnitude.multipliedReportingOverflow(by: 10_000)
             let (sum, carry) = shifted.addingReportingOverflow(digit)
             guard !overflow, !carry else { throw notAnInt64 }
@@ -347,8 +352,20 @@ enum NumericDecoding {
     private static let positiveInfinity: UInt16 = 0xD000
     private static let negativeInfinity: UInt16 = 0xF000
 
+    /// A base-10000 digit; anything else is a malformed value, refused rather than trapped on.
+    private static func digitValue(_ reader: inout BigEndianReader) throws -> Int16 {
+        let digit = try reader.int16()
+        guard (0..<10_000).contains(digit) else {
+            throw PostgresError(kind: .protocolViolation, message: "binary numeric holds a digit out of range")
+        }
+        return digit
+    }
+
     private static func header(_ reader: inout BigEndianReader) throws -> (digitCount: Int, weight: Int, sign: UInt16) {
         let digitCount = Int(try reader.int16())
+        guard digitCount >= 0 else {
+            throw PostgresError(kind: .protocolViolation, message: "binary numeric holds a negative digit count")
+        }
         let weight = Int(try reader.int16())
         let sign = UInt16(bitPattern: try reader.int16())
         _ = try reader.int16()
