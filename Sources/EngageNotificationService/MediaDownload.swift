@@ -137,11 +137,9 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         let disposition = http?.value(forHTTPHeaderField: "Content-Disposition")
         let guess = MediaTypeDetector.detectFromHeaders(mimeType: response.mimeType ?? http?.value(forHTTPHeaderField: "Content-Type"),
                                                         url: response.url ?? url, contentDisposition: disposition)
-        if case let .unsupported(name) = guess {
-            completionHandler(.cancel)
-            finish(.unsupportedFormat(name))
-            return
-        }
+        // A type the headers name that attachments do not take is no more the last word than one
+        // they take: a CDN labels a JPEG image/webp, a JPEG sits at photo.webp. The first bytes
+        // decide (`decideType`, after `sniffLength` bytes), and a real WebP stops there.
         let kind: AttachmentKind? = if case let .supported(type) = guess { type.kind } else { nil }
         let declared = response.expectedContentLength
         if declared > 0, declared > Int64(policy.sizeLimit(for: kind)) {
@@ -248,6 +246,7 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         case let .unsupported(name):
             return .unsupportedFormat(name)
         case .unknown:
+            if case let .unsupported(name) = headerGuess { return .unsupportedFormat(name) }
             guard let named, !MediaTypeDetector.readsAsText(leading) else {
                 return .unsupportedFormat(named == nil ? "unknown" : "text")
             }

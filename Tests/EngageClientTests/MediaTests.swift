@@ -282,13 +282,34 @@ struct MediaDownloadTests {
         #expect(await download(host.url.appendingPathComponent("p.jpg"), directory: directory.url) == .httpStatus(404))
     }
 
-    @Test func anUnsupportedTypeIsRefusedAtTheHeaders() async throws {
-        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", "image/webp")], body: MediaSamples.jpeg(), declareLength: true))
+    /// A type the headers name that attachments do not take (`image/webp`, a `.webp` name) does
+    /// not stop the download before the bytes have spoken: a JPEG a CDN labels `image/webp` is
+    /// attached as the JPEG it is; a real WebP, or bytes of no known type, is refused.
+    @Test(arguments: [
+        ("image/webp", "p.jpg", MediaSamples.jpeg(), .jpeg as MediaType?, nil as String?),
+        ("application/octet-stream", "p.webp", MediaSamples.jpeg(), .jpeg, nil),
+        ("image/webp", "p.jpg", Array("RIFF".utf8) + [0, 1, 0, 0] + Array("WEBPVP8 ".utf8) + [UInt8](repeating: 7, count: 4_000), nil, "webp"),
+        ("image/webp", "p.jpg", [UInt8](repeating: 1, count: 4_000), nil, "image/webp"),
+    ])
+    func anUnsupportedTypeInTheHeadersLeavesTheBytesTheLastWord(_ contentType: String, _ name: String, _ body: [UInt8],
+                                                               _ attachedAs: MediaType?, _ refusedAs: String?) async throws {
+        let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))
         defer { host.stop() }
         let directory = Container()
         try FileManager.default.createDirectory(at: directory.url, withIntermediateDirectories: true)
         defer { directory.remove() }
-        #expect(await download(host.url.appendingPathComponent("p.jpg"), directory: directory.url) == .unsupportedFormat("image/webp"))
+        let result = await download(host.url.appendingPathComponent(name), directory: directory.url)
+        if let refusedAs {
+            #expect(result == .unsupportedFormat(refusedAs))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.url.path).isEmpty)
+        } else {
+            guard case let .downloaded(media) = result else {
+                Issue.record("expected a download, got \(result)")
+                return
+            }
+            #expect(media.type == attachedAs)
+            #expect(Array(try Data(contentsOf: media.file)) == body)
+        }
     }
 
     /// A host that sends half the file and stops: the deadline ends the download.
