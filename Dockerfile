@@ -14,6 +14,7 @@ WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
 COPY Tests ./Tests
+COPY Benchmarks/EngageClientBench ./Benchmarks/EngageClientBench
 RUN swift build -c release --product engage --static-swift-stdlib \
     && install -D -m 0755 "$(swift build -c release --show-bin-path)/engage" /out/engage
 
