@@ -327,10 +327,6 @@ public struct EngagementRebuild: Sendable {
         }
     }
 
-    static func quotedIdentifier(_ name: String) -> String {
-        "\"" + name.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
     /// Drops the live tables (and the views over them) and renames the shadow copies into their
     /// place, then recreates the views; the caller's transaction makes it one atomic step.
     static func swapIn(on connection: Connection, views: [(name: String, script: String)]) throws {
@@ -350,7 +346,7 @@ public struct EngagementRebuild: Sendable {
             try connection.execute("DROP TABLE \(unsafeSQL: live) CASCADE")
             try connection.execute("ALTER TABLE \(unsafeSQL: shadow) RENAME TO \(unsafeSQL: live)")
             for (copy, original) in renames where copy != original {
-                try connection.execute("ALTER INDEX \(unsafeSQL: Self.quotedIdentifier(copy)) RENAME TO \(unsafeSQL: Self.quotedIdentifier(original))")
+                try connection.execute("ALTER INDEX \(identifier: copy) RENAME TO \(identifier: original)")
             }
         }
         for view in views {
