@@ -423,6 +423,12 @@ public final class EngageClient: Sendable {
                 // A server that reads the clock headers otherwise: nothing of the request was
                 // stored, and the events wait for one that takes them, as after a 404 or 415.
                 queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
+            case .timedOut:
+                // A server that does not answer in time is struggling (a commit stalled on its
+                // database) as much as one that answers 503: every device resending at each flush,
+                // without growing waits, would keep it down.
+                queue.markUnanswered(events.map(\.id))
+                retryLater(claims, endpoint: endpoint)
             case .interrupted:
                 queue.markUnanswered(events.map(\.id))
                 queue.release(claims)

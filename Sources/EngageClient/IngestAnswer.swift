@@ -31,7 +31,10 @@ struct IngestAnswer: Equatable {
         /// 413, from engage (its problem type) or from anything on the way (nil), or 431 (nil:
         /// the headers, never the events, are refused): fewer events per request may pass.
         case tooLarge(problemType: String?)
-        /// The budget ran out or the task was cancelled mid-request.
+        /// No answer in the request's time (its timeout or the flush's budget): the events may be
+        /// stored; they wait, backed off, as after any failure to answer.
+        case timedOut
+        /// The task was cancelled mid-request.
         case interrupted
     }
 
@@ -50,7 +53,9 @@ struct IngestAnswer: Equatable {
     /// What the exchange of a request of `sent` events means for them.
     static func classify(_ outcome: Transport.Outcome, sent: Int) -> Verdict {
         switch outcome {
-        case .timedOut, .cancelled:
+        case .timedOut:
+            return .timedOut
+        case .cancelled:
             return .interrupted
         case .failed:
             return .transient

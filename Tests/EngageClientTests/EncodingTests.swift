@@ -207,7 +207,8 @@ struct RetryPolicyTests {
         let tooLarge = "https://engage.dev/problems/payload-too-large"
         #expect(IngestAnswer.classify(.response(status: 413, headers: [:], body: Data(#"{"type":"\#(tooLarge)"}"#.utf8)), sent: 1)
                 == .tooLarge(problemType: tooLarge))
-        #expect(IngestAnswer.classify(.timedOut, sent: 1) == .interrupted)
+        #expect(IngestAnswer.classify(.timedOut, sent: 1) == .timedOut)
+        #expect(IngestAnswer.classify(.cancelled, sent: 1) == .interrupted)
         #expect(IngestAnswer.classify(.failed("refused"), sent: 1) == .transient)
     }
 

@@ -600,11 +600,39 @@ struct LiveServerTests {
         let report = await client.flush(budget: .milliseconds(700))
         let elapsed = clock.now - start
         #expect(elapsed < .milliseconds(900))
-        #expect(report.ending == .budgetExhausted)
+        // No answer: backed off, as after a 503 (the next wait lies past this budget).
+        guard case .backingOff = report.ending else {
+            Issue.record("expected to end backing off, got \(report.ending)")
+            return
+        }
         #expect(injector.hits.count == 1)
-        // Cancelled mid-request: back in line, not stuck in a claim until the lease.
+        // Back in line, not stuck in a claim until the lease.
         #expect(client.pending.events == 3)
         #expect(client.pending.claimedFiles == 0)
+    }
+
+    /// A server that takes connections and never answers (a commit stalled on its database) is
+    /// sent to again only after a growing wait: resending at once, at every request timeout,
+    /// would keep it down (every device doing so).
+    @Test func aServerThatDoesNotAnswerIsBackedOffFrom() async throws {
+        let injector = try FaultInjector(reply: .hang)
+        defer { injector.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: injector.port, key: "egk_x") {
+            $0.requestTimeout = .milliseconds(200)
+            $0.retry = RetryPolicy(initialDelay: .seconds(60), maxDelay: .seconds(300))
+        }
+        try client.recordExpanded(notificationID: "n1", category: "c")
+        let report = await client.flush(budget: .seconds(2))
+        guard case .backingOff = report.ending else {
+            Issue.record("expected to end backing off, got \(report.ending)")
+            return
+        }
+        #expect(report.requests == 1)
+        #expect(injector.hits.count == 1)
+        #expect(await client.flush(budget: .seconds(1)).requests == 0)
+        #expect(client.pending.events == 1)
     }
 
     @Test func flushReturnsWithinItsBudgetWhileTheServerIsDown() async throws {
