@@ -43,9 +43,11 @@ public struct CronSchedule: Sendable, Hashable, CustomStringConvertible {
 
     // MARK: Searching
 
-    /// Gaps between scheduled days are at most 8 years (a February 29 across a skipped century
-    /// leap year); a schedule with no day within 10 years never fires.
-    private static let searchDays: Int64 = 3_653
+    /// The Gregorian calendar repeats its dates and weekdays every 400 years (146,097 days): a
+    /// schedule with no day within them never fires. Gaps between scheduled days can pass ten
+    /// years: a day of month and a weekday both restricted when the weekday field begins with
+    /// `*` (`0 0 31 12 */7`, December 31 on a Sunday: 2034, then 2045).
+    private static let searchDays: Int64 = 146_097
     private static let microsecondsPerMinute: Int64 = 60_000_000
 
     /// The first scheduled time strictly after `time`; nil when the schedule never fires
@@ -64,7 +66,7 @@ public struct CronSchedule: Sendable, Hashable, CustomStringConvertible {
         return nil
     }
 
-    /// The last scheduled time at or before `time`; nil when there is none within 10 years.
+    /// The last scheduled time at or before `time`; nil when there is none within 400 years.
     public func previous(atOrBefore time: Timestamp) -> Timestamp? {
         let minute = floorDivide(time.microsecondsSinceEpoch, Self.microsecondsPerMinute)
         var day = floorDivide(minute, 1440)
@@ -89,8 +91,7 @@ public struct CronSchedule: Sendable, Hashable, CustomStringConvertible {
         return latest
     }
 
-    /// False for a schedule no date matches (`0 0 30 2 *`, `0 0 31 4,6 *`). Ten years from any
-    /// start hold every day of month of every month, February 29 included.
+    /// False for a schedule no date matches (`0 0 30 2 *`, `0 0 31 4,6 *`).
     public var everFires: Bool {
         next(after: Timestamp(microsecondsSinceEpoch: 0)) != nil
     }

@@ -78,6 +78,11 @@ private func at(_ text: String) -> Timestamp { Timestamp(rfc3339: text)! }
         #expect(try CronSchedule("0 9 * * fri").next(after: at("2026-03-13T09:00:00Z")) == at("2026-03-20T09:00:00Z"))
         // A field starting with `*` counts as unrestricted (Vixie cron): odd days AND Fridays.
         #expect(try CronSchedule("0 9 */2 * fri").next(after: at("2026-03-13T09:00:00Z")) == at("2026-03-27T09:00:00Z"))
+        // December 31 on a Sunday: 2034, then 2045, eleven years apart.
+        let rare = try CronSchedule("0 0 31 12 */7")
+        #expect(rare.next(after: at("2035-01-01T00:00:00Z")) == at("2045-12-31T00:00:00Z"))
+        #expect(rare.previous(atOrBefore: at("2045-12-30T00:00:00Z")) == at("2034-12-31T00:00:00Z"))
+        #expect(rare.everFires)
     }
 
     @Test func invalidFieldsNameTheField() {
