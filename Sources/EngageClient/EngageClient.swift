@@ -424,17 +424,27 @@ public final class EngageClient: Sendable {
                 // stored, and the events wait for one that takes them, as after a 404 or 415.
                 queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
             case .timedOut:
-                // A server that does not answer in time is struggling (a commit stalled on its
-                // database) as much as one that answers 503: every device resending at each flush,
-                // without growing waits, would keep it down.
                 queue.markUnanswered(events.map(\.id))
-                retryLater(claims, endpoint: endpoint)
+                if timeout >= min(configuration.requestTimeout, Self.longEnoughToAnswer) {
+                    // Time enough for any engage that works: it is struggling (a commit stalled
+                    // on its database) as much as one that answers 503, and every device resending
+                    // at each flush without growing waits would keep it down.
+                    retryLater(claims, endpoint: endpoint)
+                } else {
+                    // The flush's own budget (an extension's 2 s) ended the wait: nothing said
+                    // about the server, and no backoff for the app's next flushes.
+                    queue.release(claims)
+                }
             case .interrupted:
                 queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
             }
         }
     }
+
+    /// A request given this long (or its whole `requestTimeout`) without an answer counts as the
+    /// server's failure to answer; one cut shorter by the flush's budget does not.
+    static let longEnoughToAnswer: Duration = .seconds(10)
 
     /// Puts the claims back in line and backs off by the policy's next step.
     private func retryLater(_ claims: [DiskQueue.Claim], endpoint: String) {

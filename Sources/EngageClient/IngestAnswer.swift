@@ -32,7 +32,7 @@ struct IngestAnswer: Equatable {
         /// the headers, never the events, are refused): fewer events per request may pass.
         case tooLarge(problemType: String?)
         /// No answer in the request's time (its timeout or the flush's budget): the events may be
-        /// stored; they wait, backed off, as after any failure to answer.
+        /// stored; they wait, backed off when the request had time enough for an answer.
         case timedOut
         /// The task was cancelled mid-request.
         case interrupted

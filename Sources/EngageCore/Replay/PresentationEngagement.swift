@@ -126,10 +126,11 @@ public struct PredictedEngagement: Sendable, Equatable {
     }
 }
 
-/// `estimate +- z sqrt(variance)`, clamped to [0, 1] as rates are.
+/// `estimate +- z sqrt(variance)`, clamped to [0, 1] as rates are (to [0, upperBound] for an
+/// estimator that can pass 1).
 enum NormalInterval {
-    static func around(_ estimate: Double, variance: Double, confidence: Double) -> ConfidenceInterval {
+    static func around(_ estimate: Double, variance: Double, confidence: Double, upperBound: Double = 1) -> ConfidenceInterval {
         let half = twoSidedCriticalValue(confidence: confidence) * max(0, variance).squareRoot()
-        return ConfidenceInterval(lower: max(0, estimate - half), upper: min(1, estimate + half))
+        return ConfidenceInterval(lower: max(0, estimate - half), upper: min(upperBound, estimate + half))
     }
 }

@@ -103,6 +103,9 @@ public struct PropensityTally: Sendable, Equatable {
         for name in arms.keys.sorted() {
             let arm = arms[name]!
             if arm.probability == nil { return "arm \(name) was logged without its probability" }
+            // Weighing every push by the first probability would bias the estimates when it
+            // changed; a definition's weights cannot change, so this is a log to look at.
+            if arm.probabilityVaries { return "arm \(name) was logged with more than one probability" }
             if arm.strategy == nil { return "arm \(name) was logged without a strategy" }
         }
         return nil
@@ -124,8 +127,10 @@ public struct PropensityTally: Sendable, Equatable {
             let isMatched = table[key.arm].map { key.mask.contains($0.strategy) } == true
             parts.append((n, y, isMatched ? 1 / propensity : 0))
         }
-        guard units > 0 else { return nil }
         let matched = parts.reduce(0.0) { $0 + ($1.weight > 0 ? $1.n : 0) }
+        // No push whose own arm made the replayed choice: IPS would be 0 with no spread, a
+        // certainty the log does not hold.
+        guard units > 0, matched > 0 else { return nil }
         let weighted = parts.reduce(0.0) { $0 + $1.weight * $1.y }
         let weights = parts.reduce(0.0) { $0 + $1.weight * $1.n }
 
@@ -146,7 +151,9 @@ public struct PropensityTally: Sendable, Equatable {
         }
         return PropensityEstimate(
             metric: metric, ips: ips,
-            ipsInterval: NormalInterval.around(ips, variance: ipsVariance, confidence: confidence),
+            // Not clamped at 1: IPS can exceed 1 (a few matched pushes weighing 1 / P each), and a
+            // bound clamped below the estimate would make an interval that leaves it out.
+            ipsInterval: NormalInterval.around(ips, variance: ipsVariance, confidence: confidence, upperBound: .infinity),
             snips: snips, snipsInterval: snipsInterval, units: Int(units), matched: Int(matched),
             support: units / all)
     }

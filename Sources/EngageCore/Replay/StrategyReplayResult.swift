@@ -47,7 +47,7 @@ public struct StrategyReplayResult: Sendable {
                                                     probabilityVaries: arm.probabilityVaries)
                 },
                 problem: tally.problem ?? (estimates.isEmpty
-                    ? "no arm's strategy would have made the choice \(strategy) makes for any displayed notification" : nil),
+                    ? "no displayed notification of an arm whose strategy makes the choice \(strategy) makes" : nil),
                 estimates: estimates)
         }
     }

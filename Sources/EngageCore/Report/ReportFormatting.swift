@@ -101,10 +101,12 @@ enum ReportFormat {
     }
 
     /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, `DIRECTION and SIGNIFICANCE differ`;
-    /// `missing` without both figures or with one category.
+    /// `missing` without both figures, or with one category and none left out.
     static func disagreement(_ summary: StratifiedMetricSummary) -> String {
-        // One category pools nothing: nothing to compare (see `crudeDisagreement`).
-        guard summary.crude != nil, summary.riskRatio != nil, summary.categories.count >= 2 else { return missing }
+        // One category and none left out pools nothing: nothing to compare (see `crudeDisagreement`).
+        guard summary.crude != nil, summary.riskRatio != nil, summary.categories.count >= 2 || !summary.excluded.isEmpty else {
+            return missing
+        }
         guard let disagreement = summary.crudeDisagreement else { return "agree" }
         var parts: [String] = []
         if disagreement.direction { parts.append("DIRECTION") }

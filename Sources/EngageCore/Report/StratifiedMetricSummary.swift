@@ -166,9 +166,10 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         } else {
             disagreeing = []
         }
-        // One category pools nothing: the adjusted estimate is the crude one, and only the
-        // intervals' method (and unit) can differ, which is no paradox of the mix.
-        if let crude = self.crude, let riskRatio, stratified.included.count >= 2 {
+        // One category and none left out pools nothing: the adjusted estimate is the crude one,
+        // and only the intervals' method (and unit) can differ, which is no paradox of the mix.
+        // (A category left out, with rich or plain notifications only, is still in the crude.)
+        if let crude = self.crude, let riskRatio, stratified.included.count >= 2 || !excluded.isEmpty {
             crudeDisagreement = CrudeAdjustedDisagreement(crude: crude, adjusted: riskRatio)
         } else {
             crudeDisagreement = nil

@@ -238,7 +238,7 @@ import Testing
 
         let unsupported = try #require(Self.partialSupportLog(withText: false).replay(ThumbnailStrategy()).experiments.first)
         #expect(unsupported.estimates.isEmpty)
-        #expect(unsupported.problem == "no arm's strategy would have made the choice thumbnail makes for any displayed notification")
+        #expect(unsupported.problem == "no displayed notification of an arm whose strategy makes the choice thumbnail makes")
     }
 
     @Test func propensitiesNeedTheArmProbabilities() throws {

@@ -1,0 +1,54 @@
+import Testing
+@testable import EngageCore
+
+/// Inverse-propensity estimates where the log makes them unusual: an IPS above 1, an arm whose
+/// tags carry two probabilities, and no push whose own arm made the replayed choice.
+@Suite struct PropensityEdgeTests {
+    static func displayed(opened: Bool) -> FunnelCounts {
+        var stages: [FunnelStage: Int] = [.notifications: 1, .delivered: 1, .displayed: 1]
+        if opened { stages[.opened] = 1 }
+        return FunnelCounts(stages)
+    }
+
+    /// Arms full (treatment) and none (control) at 0.5 each; replaying full, which only the
+    /// treatment's strategy chooses alike (P = 0.5).
+    static func tally(treatmentOpened: Int, controlShown: Int, controlProbability: Double = 0.5) -> PropensityTally {
+        var tally = PropensityTally(experimentID: "e")
+        for _ in 0..<treatmentOpened {
+            tally.noteDelivery(arm: "treatment", probability: 0.5, strategy: .full)
+            tally.add(arm: "treatment", mask: StrategyMask([.full]), counts: displayed(opened: true))
+        }
+        for index in 0..<controlShown {
+            tally.noteDelivery(arm: "control", probability: index == 0 ? 0.5 : controlProbability, strategy: .noAttachment)
+            tally.add(arm: "control", mask: StrategyMask([.full]), counts: displayed(opened: false))
+        }
+        return tally
+    }
+
+    /// 8 matched pushes, all opened, weigh 2 each over 10: IPS = 1.6, its half-width 0.496. Its
+    /// interval was clamped at 1 as a rate's: [1.104, 1], leaving the estimate out.
+    @Test func anIPSAboveOneKeepsItsIntervalAroundIt() throws {
+        let estimate = try #require(Self.tally(treatmentOpened: 8, controlShown: 2).estimate(.open, confidence: 0.95))
+        #expect(abs(estimate.ips - 1.6) < 1e-12)
+        let half = 1.959963984540054 * (0.064).squareRoot()
+        #expect(abs(estimate.ipsInterval.lower - (1.6 - half)) < 1e-9)
+        #expect(abs(estimate.ipsInterval.upper - (1.6 + half)) < 1e-9)
+        #expect(estimate.ipsInterval.lower <= estimate.ips && estimate.ips <= estimate.ipsInterval.upper)
+        // SNIPS stays a rate: 8 / 8.
+        #expect(estimate.snips == 1)
+    }
+
+    @Test func anArmLoggedWithTwoProbabilitiesGetsNoEstimate() {
+        let tally = Self.tally(treatmentOpened: 3, controlShown: 3, controlProbability: 0.25)
+        #expect(tally.problem == "arm control was logged with more than one probability")
+        #expect(tally.estimate(.open, confidence: 0.95) == nil)
+    }
+
+    /// Supported pushes but none of the arm that chooses alike: no estimate, not "0% [0, 0]".
+    @Test func noMatchedPushIsNoEstimate() {
+        var tally = Self.tally(treatmentOpened: 0, controlShown: 5)
+        tally.noteDelivery(arm: "treatment", probability: 0.5, strategy: .full)
+        #expect(tally.problem == nil)
+        #expect(tally.estimate(.open, confidence: 0.95) == nil)
+    }
+}
