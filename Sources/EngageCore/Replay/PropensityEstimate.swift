@@ -49,6 +49,17 @@ public struct StrategyMask: Sendable, Hashable {
 /// handled like the replayed one (`P_i > 0`). The others cannot be estimated from the log at all:
 /// `support` is the share of notifications that can, and below 1 the estimates describe only
 /// that part (for example the pushes without media, which every strategy leaves plain).
+///
+/// Arms are assigned per device, so the device is the unit of the variances: with `A_j` the
+/// device's `sum w_i y_i`, `N_j` its supported notifications and `C_j` its `sum w_i`,
+///
+///     Var(IPS)   = sum_j (A_j - IPS N_j)^2 / N^2
+///     Var(SNIPS) = sum_j (A_j - SNIPS C_j)^2 / (sum w_i)^2
+///
+/// (the cluster-robust sandwich without small-sample factor, as the report's `DeviceMoments`).
+/// The weights are known only once every arm's probability and strategy are, so each device's
+/// counts per cell go into sums of products of cells (`crossMoments`), from which the sums of
+/// squares above follow for any weights. Feed each device's notifications, then `endDevice()`.
 public struct PropensityTally: Sendable, Equatable {
     public struct Arm: Sendable, Equatable {
         /// The first probability the tags carried; nil when none did.
@@ -77,9 +88,26 @@ public struct PropensityTally: Sendable, Equatable {
         var mask: StrategyMask
     }
 
+    struct CellPair: Sendable, Hashable {
+        var first: Key
+        var second: Key
+    }
+
+    /// The stages any metric counts (its numerator or denominator), in lane order: the lanes of
+    /// `crossMoments`' products.
+    static let momentStages: [FunnelStage] = FunnelStage.allCases.filter { stage in
+        EngagementMetric.allCases.contains { $0.numerator == stage || $0.denominator == stage }
+    }
+    static let momentIndex: [FunnelStage: Int] = Dictionary(uniqueKeysWithValues: momentStages.enumerated().map { ($1, $0) })
+
     public let experimentID: String
     public private(set) var arms: [String: Arm] = [:]
     private(set) var cells: [Key: FunnelCounts] = [:]
+    /// Over devices, per ordered pair of cells: `sum_j c_jk[a] c_jl[b]` for the stages `a`, `b` of
+    /// `momentStages` (at `a * count + b`), `c_jk` device `j`'s counts in cell `k`.
+    private(set) var crossMoments: [CellPair: [Double]] = [:]
+    /// The counts of the device being fed, per cell.
+    private var deviceCells: [Key: FunnelCounts] = [:]
 
     public init(experimentID: String) {
         self.experimentID = experimentID
@@ -91,10 +119,30 @@ public struct PropensityTally: Sendable, Equatable {
         arms[arm, default: Arm()].note(probability: probability, strategy: strategy)
     }
 
-    /// Adds one displayed notification of `arm`.
+    /// Adds one displayed notification of `arm`, of the device being fed.
     public mutating func add(arm: String, mask: StrategyMask, counts: FunnelCounts) {
         let key = Key(arm: arm, mask: mask)
         cells[key] = (cells[key] ?? FunnelCounts()) + counts
+        deviceCells[key] = (deviceCells[key] ?? FunnelCounts()) + counts
+    }
+
+    /// Ends the device being fed: its counts join the cross moments.
+    public mutating func endDevice() {
+        guard !deviceCells.isEmpty else { return }
+        let stages = Self.momentStages, count = stages.count
+        for (first, firstCounts) in deviceCells {
+            for (second, secondCounts) in deviceCells {
+                let pair = CellPair(first: first, second: second)
+                var products = crossMoments[pair] ?? [Double](repeating: 0, count: count * count)
+                for a in 0..<count {
+                    let left = Double(firstCounts[stages[a]])
+                    guard left != 0 else { continue }
+                    for b in 0..<count { products[a * count + b] += left * Double(secondCounts[stages[b]]) }
+                }
+                crossMoments[pair] = products
+            }
+        }
+        deviceCells.removeAll(keepingCapacity: true)
     }
 
     /// Why no estimate can be made, or nil when one can.
@@ -114,9 +162,12 @@ public struct PropensityTally: Sendable, Equatable {
     /// The estimates for `metric`; nil with `problem` set or when no notification is supported.
     public func estimate(_ metric: ExperimentMetric, confidence: Double) -> PropensityEstimate? {
         guard problem == nil else { return nil }
+        // A device still being fed counts as ended.
+        var tally = self
+        tally.endDevice()
         let table = arms.mapValues { (probability: $0.probability!, strategy: $0.strategy!) }
         // Per supported cell: trials n, successes y, and the weight 1 / P of a matched cell (0 otherwise).
-        var parts: [(n: Double, y: Double, weight: Double)] = []
+        var parts: [Key: (n: Double, y: Double, weight: Double)] = [:]
         var all = 0.0, units = 0.0
         for (key, counts) in cells {
             let n = Double(counts.trials(metric)), y = Double(counts.successes(metric))
@@ -125,27 +176,35 @@ public struct PropensityTally: Sendable, Equatable {
             guard propensity > 0 else { continue }
             units += n
             let isMatched = table[key.arm].map { key.mask.contains($0.strategy) } == true
-            parts.append((n, y, isMatched ? 1 / propensity : 0))
+            parts[key] = (n, y, isMatched ? 1 / propensity : 0)
         }
-        let matched = parts.reduce(0.0) { $0 + ($1.weight > 0 ? $1.n : 0) }
+        let matched = parts.values.reduce(0.0) { $0 + ($1.weight > 0 ? $1.n : 0) }
         // No push whose own arm made the replayed choice: IPS would be 0 with no spread, a
         // certainty the log does not hold.
         guard units > 0, matched > 0 else { return nil }
-        let weighted = parts.reduce(0.0) { $0 + $1.weight * $1.y }
-        let weights = parts.reduce(0.0) { $0 + $1.weight * $1.n }
+        let weighted = parts.values.reduce(0.0) { $0 + $1.weight * $1.y }
+        let weights = parts.values.reduce(0.0) { $0 + $1.weight * $1.n }
 
+        // Over devices: sum A_j^2, sum A_j N_j, sum N_j^2, sum A_j C_j and sum C_j^2, from the
+        // cross moments of the supported cells.
+        let count = Self.momentStages.count
+        let y = Self.momentIndex[metric.numerator]!, n = Self.momentIndex[metric.denominator]!
+        var aa = 0.0, an = 0.0, nn = 0.0, ac = 0.0, cc = 0.0
+        for (pair, products) in tally.crossMoments {
+            guard let first = parts[pair.first], let second = parts[pair.second] else { continue }
+            aa += first.weight * second.weight * products[y * count + y]
+            an += first.weight * products[y * count + n]
+            nn += products[n * count + n]
+            ac += first.weight * second.weight * products[y * count + n]
+            cc += first.weight * second.weight * products[n * count + n]
+        }
         let ips = weighted / units
-        // Unit values v_i = w_i y_i (0 for unmatched units); Var(IPS) = Var(v) / N.
-        let meanSquare = parts.reduce(0.0) { $0 + $1.weight * $1.weight * $1.y } / units
-        let ipsVariance = max(0, meanSquare - ips * ips) / units
+        let ipsVariance = max(0, aa - 2 * ips * an + ips * ips * nn) / (units * units)
         var snips: Double?
         var snipsInterval: ConfidenceInterval?
         if weights > 0 {
             let mean = weighted / weights
-            // Delta method: sum w_i^2 (y_i - mean)^2 / (sum w_i)^2, with y binary within each cell.
-            let spread = parts.reduce(0.0) {
-                $0 + $1.weight * $1.weight * ($1.y * (1 - mean) * (1 - mean) + ($1.n - $1.y) * mean * mean)
-            }
+            let spread = max(0, aa - 2 * mean * ac + mean * mean * cc)
             snips = mean
             snipsInterval = NormalInterval.around(mean, variance: spread / (weights * weights), confidence: confidence)
         }
@@ -160,8 +219,8 @@ public struct PropensityTally: Sendable, Equatable {
 }
 
 /// Inverse-propensity estimates of one metric under the replayed strategy, from one experiment's
-/// randomized arms (see `PropensityTally`). Intervals are normal approximations that treat
-/// notifications as independent.
+/// randomized arms (see `PropensityTally`). Intervals are normal approximations with the device
+/// as the unit.
 public struct PropensityEstimate: Sendable, Equatable {
     public var metric: ExperimentMetric
     public var ips: Double

@@ -9,6 +9,7 @@ struct ReplayTotals: Sendable {
     /// Engagement of the counted, replayed and displayed notifications, as recorded.
     var observed = FunnelCounts()
     var experiments: [String: PropensityTally] = [:]
+    private var experimentsOfTheDevice: Set<String> = []
 
     init(maximumHandoffMS: Int) {
         counts = ReplayCounts(maximumHandoffMS: maximumHandoffMS)
@@ -48,7 +49,15 @@ struct ReplayTotals: Sendable {
         observed = observed + counts
         if let tag = notification.tag {
             experiments[tag.id, default: PropensityTally(experimentID: tag.id)].add(arm: tag.arm, mask: replayed.mask, counts: counts)
+            experimentsOfTheDevice.insert(tag.id)
         }
+    }
+
+    /// The device's notifications are all counted: each experiment it took part in closes its
+    /// device (the unit of the inverse-propensity variances).
+    mutating func endDevice() {
+        for id in experimentsOfTheDevice { experiments[id]?.endDevice() }
+        experimentsOfTheDevice.removeAll(keepingCapacity: true)
     }
 }
 

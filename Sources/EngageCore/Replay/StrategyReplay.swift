@@ -161,6 +161,7 @@ public struct StrategyReplay: Sendable {
             guard settings.counts(category: pending.category, at: time) else { continue }
             totals.count(pending)
         }
+        totals.endDevice()
         self.device = nil
     }
 }

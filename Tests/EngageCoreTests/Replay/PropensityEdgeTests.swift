@@ -11,16 +11,18 @@ import Testing
     }
 
     /// Arms full (treatment) and none (control) at 0.5 each; replaying full, which only the
-    /// treatment's strategy chooses alike (P = 0.5).
+    /// treatment's strategy chooses alike (P = 0.5). Each notification from a device of its own.
     static func tally(treatmentOpened: Int, controlShown: Int, controlProbability: Double = 0.5) -> PropensityTally {
         var tally = PropensityTally(experimentID: "e")
         for _ in 0..<treatmentOpened {
             tally.noteDelivery(arm: "treatment", probability: 0.5, strategy: .full)
             tally.add(arm: "treatment", mask: StrategyMask([.full]), counts: displayed(opened: true))
+            tally.endDevice()
         }
         for index in 0..<controlShown {
             tally.noteDelivery(arm: "control", probability: index == 0 ? 0.5 : controlProbability, strategy: .noAttachment)
             tally.add(arm: "control", mask: StrategyMask([.full]), counts: displayed(opened: false))
+            tally.endDevice()
         }
         return tally
     }
