@@ -116,6 +116,7 @@ public struct EngageServer: Sendable {
         // Shut down in reverse: HTTP first (finishing in-flight requests), then the committers.
         var services: [(name: String, service: any Service)] = [
             ("log-partitions", EventPartitionMaintenance(pool: pool, logger: logger)),
+            ("ingest-window", IngestWindowRecorder(pool: pool, limits: configuration.ingest.limits.event, logger: logger)),
             ("committer", committer),
             ("ingest-summary", IngestSummary(metrics: metrics, queue: queue, logger: logger)),
         ]

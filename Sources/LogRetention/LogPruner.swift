@@ -241,11 +241,14 @@ public struct LogPruner: Sendable {
         }
         let now = try Self.databaseNow(on: connection)
         let cut = Self.startOfUTCDay(now.adding(microseconds: -Self.microseconds(configuration.olderThan)))
-        let newestAllowed = now.adding(microseconds: -Self.microseconds(configuration.window.length))
-        guard configuration.olderThan >= configuration.window.length, cut <= newestAllowed else {
+        // The options' window, or the largest a running engage serve accepts if that is larger
+        // (a server with a longer --max-past-days takes retries of older events).
+        let window = IdempotencyWindow(limits: try IngestWindows.widening(configuration.window.limits, on: connection))
+        let newestAllowed = now.adding(microseconds: -Self.microseconds(window.length))
+        guard configuration.olderThan >= window.length, cut <= newestAllowed else {
             throw LogRetentionError.insideIdempotencyWindow(
-                requested: TimeSpan(configuration.olderThan).description, minimum: TimeSpan(configuration.window.length).description,
-                reason: Self.windowReason(configuration.window))
+                requested: TimeSpan(configuration.olderThan).description, minimum: TimeSpan(window.length).description,
+                reason: Self.windowReason(window))
         }
         var targets: [Target] = []
         for partition in try EventPartitions.list(on: connection) where partition.lower.map({ $0 < cut }) ?? true {
@@ -267,7 +270,8 @@ public struct LogPruner: Sendable {
             + "after moving back the times of a device clock up to \(TimeSpan(ClockCorrection.largest)) ahead, "
             + "so a retry of an event recorded up to \(TimeSpan(window.length - IdempotencyWindow.clockMargin)) ago may still arrive and must be "
             + "found a duplicate; with \(TimeSpan(IdempotencyWindow.clockMargin)) of margin for clock differences, only events recorded "
-            + "more than \(TimeSpan(window.length)) ago may go (--max-past-days, --max-future-minutes: use the largest any engage serve uses)"
+            + "more than \(TimeSpan(window.length)) ago may go (--max-past-days, --max-future-minutes, or the largest window a running "
+            + "engage serve records in ingest_windows)"
     }
 
     private func runChecks(_ plan: Plan, on connection: Connection) throws {

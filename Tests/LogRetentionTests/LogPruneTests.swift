@@ -24,6 +24,29 @@ struct LogPruneTests {
         #expect(try await fixtures.count("SELECT count(*) FROM events") == 6)
     }
 
+    /// An engage serve with a longer --max-past-days takes retries of older events: a prune run
+    /// with the default options keeps its window too, as long as the server recorded it lately.
+    @Test func theWindowOfARunningServerWithLongerLimitsIsKept() async throws {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 3, tag: "old"), daysAgo: 45)
+        var limits = EventLimits()
+        limits.maxPast = .seconds(60 * 86_400)
+        let wider = limits
+        try await fixtures.pool.withConnection { try IngestWindows.record(wider, on: $0) }
+        let error = await #expect(throws: LogRetentionError.self) { try await fixtures.pruner(olderThan: 40).run() }
+        guard case .insideIdempotencyWindow(_, let minimum, let reason) = error else {
+            Issue.record("unexpected \(String(describing: error))")
+            return
+        }
+        #expect(minimum == "60 days 13 hours 10 minutes")
+        #expect(reason.contains("up to 60 days in the past"), "\(reason)")
+        #expect(try await fixtures.count("SELECT count(*) FROM events") == 6)
+        // Not written for two days: that server stopped, its window no longer counts.
+        _ = try await fixtures.pool.withConnection { try $0.execute("UPDATE ingest_windows SET seen_at = now() - interval '49 hours'") }
+        let report = try await fixtures.pruner(olderThan: 40).run()
+        #expect(report.events == 6)
+    }
+
     @Test func wholeDaysGoWithTheirIdsIntoAnArchiveThatComesBackOnce() async throws {
         let fixtures = try RetentionFixtures()
         // Weeks of days 38 days ago or more lie wholly before the cut of a prune of 31 days.
