@@ -122,7 +122,20 @@ public struct BoundedLockWait: Sendable {
             }
             sessions[pid]?.locks.append(try row.decode(3, as: String.self))
         }
-        guard !order.isEmpty else { return "a lock of another session (no table lock older than the wait is held now)" }
+        guard !order.isEmpty else {
+            // A migration run holds the migrations' advisory lock for its whole run (the rebuild's
+            // swap waits for it), which is no table lock.
+            let migrating = try connection.query("""
+                SELECT pid FROM pg_locks
+                WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() AND objsubid = 1
+                  AND classid = \(Migrator.lockKey >> 32)::oid AND objid = \(Migrator.lockKey & 0xFFFF_FFFF)::oid
+                ORDER BY pid LIMIT 1
+                """).rows.first.map { try $0.decode(0, as: Int.self) }
+            if let migrating {
+                return "the migrations' lock, held by pid \(migrating) (a migration is running: engage migrate, or an engage starting)"
+            }
+            return "a lock of another session (no table lock older than the wait is held now)"
+        }
         return order.map { pid in
             let session = sessions[pid]!
             return "pid \(pid) (\(session.state), transaction \(session.seconds) s old): " + session.locks.joined(separator: ", ")

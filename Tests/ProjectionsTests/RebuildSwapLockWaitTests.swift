@@ -1,4 +1,4 @@
-import EventStore
+@testable import EventStore
 import Foundation
 import Postgres
 import Projections
@@ -210,5 +210,22 @@ struct RebuildSwapLockWaitTests {
         // The reader was the only obstacle: ended, the rebuild swaps in.
         try await EngagementRebuild(pool: pool).run()
         #expect(try await liveTable() != live)
+    }
+
+    /// A migration run holds the migrations' advisory lock for its whole run, which the swap waits
+    /// for (`Migrator.holdSchema`): giving up, it names that lock and its holder, not "no table lock".
+    @Test func theSwapThatWaitedForAMigrationSaysSo() async throws {
+        _ = try await store.append(ProjectionFixtures.events(notifications: 20, seed: 34))
+        let migrating = try Connection(configuration: database)
+        defer { migrating.close() }
+        _ = try migrating.query("SELECT pg_advisory_lock(\(Migrator.lockKey))")
+        let migratingPID = try migrating.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+        let failure = await #expect(throws: EngagementRebuild.SwapLockedOut.self) {
+            try await rebuild(lockTimeout: .milliseconds(50), attempts: 2, logger: Logger(label: "test", sink: MemoryLogSink())).run()
+        }
+        let description = String(describing: try #require(failure))
+        #expect(description.contains("held by: the migrations' lock, held by pid \(migratingPID) (a migration is running"), "\(description)")
+        _ = try migrating.query("SELECT pg_advisory_unlock(\(Migrator.lockKey))")
+        try await EngagementRebuild(pool: pool).run()
     }
 }
