@@ -425,7 +425,7 @@ public final class EngageClient: Sendable {
                 queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
             case .timedOut:
                 queue.markUnanswered(events.map(\.id))
-                if timeout >= min(configuration.requestTimeout, Self.longEnoughToAnswer) {
+                if timeout >= Self.answerWait(configuration) {
                     // Time enough for any engage that works: it is struggling (a commit stalled
                     // on its database) as much as one that answers 503, and every device resending
                     // at each flush without growing waits would keep it down.
@@ -445,6 +445,13 @@ public final class EngageClient: Sendable {
     /// A request given this long (or its whole `requestTimeout`) without an answer counts as the
     /// server's failure to answer; one cut shorter by the flush's budget does not.
     static let longEnoughToAnswer: Duration = .seconds(10)
+
+    /// How long a request must have waited for its silence to count as the server's (see
+    /// `longEnoughToAnswer`): nine tenths of it, as a flush whose budget is the request timeout
+    /// (`run()`) gives its request a little less than all of it.
+    static func answerWait(_ configuration: Configuration) -> Duration {
+        min(configuration.requestTimeout, configuration.claimLease, longEnoughToAnswer) * 0.9
+    }
 
     /// Puts the claims back in line and backs off by the policy's next step.
     private func retryLater(_ claims: [DiskQueue.Claim], endpoint: String) {

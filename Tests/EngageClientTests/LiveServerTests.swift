@@ -632,6 +632,26 @@ struct LiveServerTests {
         #expect(client.pending.events == 1)
     }
 
+    /// `run()` flushes with its request timeout as the budget, so its request gets a little less
+    /// than the whole timeout: that silence is the server's all the same.
+    @Test func aFlushWhoseBudgetIsTheRequestTimeoutBacksOffToo() async throws {
+        let injector = try FaultInjector(reply: .hang)
+        defer { injector.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: injector.port, key: "egk_x") {
+            $0.requestTimeout = .milliseconds(300)
+            $0.retry = RetryPolicy(initialDelay: .seconds(60), maxDelay: .seconds(300))
+        }
+        try client.recordExpanded(notificationID: "n1", category: "c")
+        let report = await client.flush(budget: .milliseconds(300))
+        guard case .backingOff = report.ending else {
+            Issue.record("expected to end backing off, got \(report.ending)")
+            return
+        }
+        #expect(await client.flush(budget: .seconds(1)).requests == 0)
+    }
+
     @Test func flushReturnsWithinItsBudgetWhileTheServerIsDown() async throws {
         let port = try FaultInjector.closedPort()
         let container = Container()

@@ -98,6 +98,7 @@ public struct PropensityTally: Sendable, Equatable {
     static let momentStages: [FunnelStage] = FunnelStage.allCases.filter { stage in
         EngagementMetric.allCases.contains { $0.numerator == stage || $0.denominator == stage }
     }
+    static let noProducts = [Double](repeating: 0, count: momentStages.count * momentStages.count)
     static let momentIndex: [FunnelStage: Int] = Dictionary(uniqueKeysWithValues: momentStages.enumerated().map { ($1, $0) })
 
     public let experimentID: String
@@ -130,16 +131,17 @@ public struct PropensityTally: Sendable, Equatable {
     public mutating func endDevice() {
         guard !deviceCells.isEmpty else { return }
         let stages = Self.momentStages, count = stages.count
+        func accumulate(_ products: inout [Double], _ firstCounts: FunnelCounts, _ secondCounts: FunnelCounts) {
+            for a in 0..<count {
+                let left = Double(firstCounts[stages[a]])
+                guard left != 0 else { continue }
+                for b in 0..<count { products[a * count + b] += left * Double(secondCounts[stages[b]]) }
+            }
+        }
         for (first, firstCounts) in deviceCells {
             for (second, secondCounts) in deviceCells {
-                let pair = CellPair(first: first, second: second)
-                var products = crossMoments[pair] ?? [Double](repeating: 0, count: count * count)
-                for a in 0..<count {
-                    let left = Double(firstCounts[stages[a]])
-                    guard left != 0 else { continue }
-                    for b in 0..<count { products[a * count + b] += left * Double(secondCounts[stages[b]]) }
-                }
-                crossMoments[pair] = products
+                // In place (the dictionary's own storage): a copy of the entry would copy its array.
+                accumulate(&crossMoments[CellPair(first: first, second: second), default: Self.noProducts], firstCounts, secondCounts)
             }
         }
         deviceCells.removeAll(keepingCapacity: true)

@@ -104,7 +104,7 @@ enum ReportFormat {
     /// `missing` without both figures, or with one category and none left out.
     static func disagreement(_ summary: StratifiedMetricSummary) -> String {
         // One category and none left out pools nothing: nothing to compare (see `crudeDisagreement`).
-        guard summary.crude != nil, summary.riskRatio != nil, summary.categories.count >= 2 || !summary.excluded.isEmpty else {
+        guard summary.crude != nil, summary.riskRatio != nil, summary.categories.count >= 2 || summary.poolsALeftOutCategory else {
             return missing
         }
         guard let disagreement = summary.crudeDisagreement else { return "agree" }

@@ -168,12 +168,20 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         }
         // One category and none left out pools nothing: the adjusted estimate is the crude one,
         // and only the intervals' method (and unit) can differ, which is no paradox of the mix.
-        // (A category left out, with rich or plain notifications only, is still in the crude.)
-        if let crude = self.crude, let riskRatio, stratified.included.count >= 2 || !excluded.isEmpty {
+        // (A category left out with rich or plain notifications only is still in the crude.)
+        if let crude = self.crude, let riskRatio, stratified.included.count >= 2 || Self.poolsALeftOutCategory(excluded) {
             crudeDisagreement = CrudeAdjustedDisagreement(crude: crude, adjusted: riskRatio)
         } else {
             crudeDisagreement = nil
         }
+    }
+
+    /// Whether the crude total holds notifications of a category the adjusted figure left out (one
+    /// with rich or plain displays only; one with none adds nothing to the crude either).
+    public var poolsALeftOutCategory: Bool { Self.poolsALeftOutCategory(excluded) }
+
+    static func poolsALeftOutCategory(_ excluded: [ExcludedStratum]) -> Bool {
+        excluded.contains { $0.reason != .noTrials }
     }
 
     /// Whether the categories disagree beyond chance (Cochran's Q below `alpha`).

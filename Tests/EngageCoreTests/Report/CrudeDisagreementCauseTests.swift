@@ -66,4 +66,21 @@ import Testing
                 "\(warning)")
         #expect(ReportFormat.disagreement(summary) == "SIGNIFICANCE differs")
     }
+
+    /// A category left out for having no displays at all adds nothing to the crude total: still
+    /// nothing pooled. One left out for having rich displays only is in the crude: compared.
+    @Test func aLeftOutCategoryCountsOnlyWhenTheCrudeHoldsIt() throws {
+        let news = [ReportFixture.engagement("news", .rich, "image", notifications: 300, delivered: 300, displayed: 300, expanded: 90),
+                    ReportFixture.engagement("news", .plain, "none", notifications: 300, delivered: 300, displayed: 300, expanded: 60)]
+        let silent = ReportFixture.engagement("silent", .plain, "none", notifications: 50, delivered: 50, displayed: 0)
+        let richOnly = ReportFixture.engagement("promo", .rich, "image", notifications: 100, delivered: 100, displayed: 100, expanded: 5)
+        let withSilent = try Self.expansion(EngagementReport.build(engagement: news + [silent], generatedAt: Self.at))
+        #expect(withSilent.excluded.map(\.name) == ["silent"])
+        #expect(!withSilent.poolsALeftOutCategory)
+        #expect(withSilent.crudeDisagreement == nil)
+        #expect(ReportFormat.disagreement(withSilent) == ReportFormat.missing)
+        let withPromo = try Self.expansion(EngagementReport.build(engagement: news + [richOnly], generatedAt: Self.at))
+        #expect(withPromo.poolsALeftOutCategory)
+        #expect(ReportFormat.disagreement(withPromo) != ReportFormat.missing)
+    }
 }
