@@ -88,11 +88,6 @@ public struct PropensityTally: Sendable, Equatable {
         var mask: StrategyMask
     }
 
-    struct CellPair: Sendable, Hashable {
-        var first: Key
-        var second: Key
-    }
-
     /// The stages any metric counts (its numerator or denominator), in lane order: the lanes of
     /// `crossMoments`' products.
     static let momentStages: [FunnelStage] = FunnelStage.allCases.filter { stage in
@@ -103,12 +98,20 @@ public struct PropensityTally: Sendable, Equatable {
 
     public let experimentID: String
     public private(set) var arms: [String: Arm] = [:]
-    private(set) var cells: [Key: FunnelCounts] = [:]
-    /// Over devices, per ordered pair of cells: `sum_j c_jk[a] c_jl[b]` for the stages `a`, `b` of
-    /// `momentStages` (at `a * count + b`), `c_jk` device `j`'s counts in cell `k`.
-    private(set) var crossMoments: [CellPair: [Double]] = [:]
-    /// The counts of the device being fed, per cell.
-    private var deviceCells: [Key: FunnelCounts] = [:]
+    /// The cells, numbered in the order they were first seen, and their counts.
+    private(set) var cellKeys: [Key] = []
+    private var cellNumbers: [Key: Int] = [:]
+    private(set) var cellCounts: [FunnelCounts] = []
+    /// Over devices, per ordered pair of cells (`first << 32 | second`): `sum_j c_jk[a] c_jl[b]` for
+    /// the stages `a`, `b` of `momentStages` (at `a * count + b`), `c_jk` device `j`'s counts in cell `k`.
+    private(set) var crossMoments: [Int: [Double]] = [:]
+    /// The counts of the device being fed, per cell number (a device has few).
+    private var deviceCells: [DeviceCell] = []
+
+    struct DeviceCell: Sendable, Equatable {
+        var cell: Int
+        var counts: FunnelCounts
+    }
 
     public init(experimentID: String) {
         self.experimentID = experimentID
@@ -123,8 +126,21 @@ public struct PropensityTally: Sendable, Equatable {
     /// Adds one displayed notification of `arm`, of the device being fed.
     public mutating func add(arm: String, mask: StrategyMask, counts: FunnelCounts) {
         let key = Key(arm: arm, mask: mask)
-        cells[key] = (cells[key] ?? FunnelCounts()) + counts
-        deviceCells[key] = (deviceCells[key] ?? FunnelCounts()) + counts
+        let cell: Int
+        if let known = cellNumbers[key] {
+            cell = known
+        } else {
+            cell = cellKeys.count
+            cellNumbers[key] = cell
+            cellKeys.append(key)
+            cellCounts.append(FunnelCounts())
+        }
+        cellCounts[cell] = cellCounts[cell] + counts
+        if let index = deviceCells.firstIndex(where: { $0.cell == cell }) {
+            deviceCells[index].counts = deviceCells[index].counts + counts
+        } else {
+            deviceCells.append(DeviceCell(cell: cell, counts: counts))
+        }
     }
 
     /// Ends the device being fed: its counts join the cross moments.
@@ -138,10 +154,10 @@ public struct PropensityTally: Sendable, Equatable {
                 for b in 0..<count { products[a * count + b] += left * Double(secondCounts[stages[b]]) }
             }
         }
-        for (first, firstCounts) in deviceCells {
-            for (second, secondCounts) in deviceCells {
+        for first in deviceCells {
+            for second in deviceCells {
                 // In place (the dictionary's own storage): a copy of the entry would copy its array.
-                accumulate(&crossMoments[CellPair(first: first, second: second), default: Self.noProducts], firstCounts, secondCounts)
+                accumulate(&crossMoments[first.cell << 32 | second.cell, default: Self.noProducts], first.counts, second.counts)
             }
         }
         deviceCells.removeAll(keepingCapacity: true)
@@ -149,7 +165,7 @@ public struct PropensityTally: Sendable, Equatable {
 
     /// Why no estimate can be made, or nil when one can.
     public var problem: String? {
-        if cells.isEmpty { return "no displayed notifications of the experiment were replayed" }
+        if cellKeys.isEmpty { return "no displayed notifications of the experiment were replayed" }
         for name in arms.keys.sorted() {
             let arm = arms[name]!
             if arm.probability == nil { return "arm \(name) was logged without its probability" }
@@ -169,16 +185,17 @@ public struct PropensityTally: Sendable, Equatable {
         tally.endDevice()
         let table = arms.mapValues { (probability: $0.probability!, strategy: $0.strategy!) }
         // Per supported cell: trials n, successes y, and the weight 1 / P of a matched cell (0 otherwise).
-        var parts: [Key: (n: Double, y: Double, weight: Double)] = [:]
+        var parts: [Int: (n: Double, y: Double, weight: Double)] = [:]
         var all = 0.0, units = 0.0
-        for (key, counts) in cells {
+        for (cell, key) in cellKeys.enumerated() {
+            let counts = cellCounts[cell]
             let n = Double(counts.trials(metric)), y = Double(counts.successes(metric))
             let propensity = table.values.reduce(0.0) { $0 + (key.mask.contains($1.strategy) ? $1.probability : 0) }
             all += n
             guard propensity > 0 else { continue }
             units += n
             let isMatched = table[key.arm].map { key.mask.contains($0.strategy) } == true
-            parts[key] = (n, y, isMatched ? 1 / propensity : 0)
+            parts[cell] = (n, y, isMatched ? 1 / propensity : 0)
         }
         let matched = parts.values.reduce(0.0) { $0 + ($1.weight > 0 ? $1.n : 0) }
         // No push whose own arm made the replayed choice: IPS would be 0 with no spread, a
@@ -193,7 +210,7 @@ public struct PropensityTally: Sendable, Equatable {
         let y = Self.momentIndex[metric.numerator]!, n = Self.momentIndex[metric.denominator]!
         var aa = 0.0, an = 0.0, nn = 0.0, ac = 0.0, cc = 0.0
         for (pair, products) in tally.crossMoments {
-            guard let first = parts[pair.first], let second = parts[pair.second] else { continue }
+            guard let first = parts[pair >> 32], let second = parts[pair & 0xFFFF_FFFF] else { continue }
             aa += first.weight * second.weight * products[y * count + y]
             an += first.weight * products[y * count + n]
             nn += products[n * count + n]
