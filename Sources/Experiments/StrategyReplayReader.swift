@@ -32,6 +32,10 @@ public struct StrategyReplayReader: Sendable {
         return try await pool.withTransaction(isolation: "REPEATABLE READ") { connection in
             var replay = replay
             let (rows, undecodable) = try Self.feed(app: app, into: &replay, chunkSize: chunkSize, on: connection)
+            // Arms without a counted delivery still share the propensities (`addDesignArm`).
+            for id in replay.experimentIDs {
+                if let record = try ExperimentStore.get(id, app: app, on: connection) { replay.addDesign(of: record.definition) }
+            }
             return Outcome(result: replay.finish(), rows: rows, undecodable: undecodable)
         }
     }

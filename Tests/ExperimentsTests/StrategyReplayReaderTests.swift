@@ -74,6 +74,21 @@ struct StrategyReplayReaderTests {
         await pool.close()
     }
 
+    /// An arm with no delivery in what is counted (here: its events gone) still takes its share
+    /// of the propensities, from the experiment's definition.
+    @Test(.timeLimit(.minutes(3)))
+    func anArmMissingFromTheLogIsTakenFromTheDefinition() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        _ = try await Self.simulatedLog(pool)
+        _ = try await pool.withConnection { try $0.execute("DELETE FROM events WHERE app_id = 'demo' AND experiment_arm = 'treatment'") }
+        let outcome = try await StrategyReplayReader(pool: pool).run(app: "demo", replay: StrategyReplay(strategy: FullStrategy()))
+        let experiment = try #require(outcome.result.experiments.first)
+        #expect(experiment.arms.map(\.name) == ["control", "treatment"])
+        #expect(experiment.arms.map(\.strategy) == [.full, .adaptive])
+        #expect(experiment.arms.map(\.probability) == [0.5, 0.5])
+        await pool.close()
+    }
+
     @Test(.timeLimit(.minutes(3)))
     func anotherStrategyGivesLabelledEstimatesForTheCountedNotificationsOnly() async throws {
         let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)

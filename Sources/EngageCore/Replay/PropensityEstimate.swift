@@ -123,6 +123,18 @@ public struct PropensityTally: Sendable, Equatable {
         arms[arm, default: Arm()].note(probability: probability, strategy: strategy)
     }
 
+    /// An arm of the experiment's definition: one without a counted delivery (in the window or the
+    /// categories replayed) still takes its share of `P_i`, which would otherwise be too small and
+    /// the weights of the other arms' pushes too large. Arms the log named are left as logged.
+    public mutating func addDesignArm(name: String, probability: Double, strategy: AttachmentStrategy) {
+        guard arms[name] == nil else { return }
+        var arm = Arm()
+        arm.note(probability: probability, strategy: nil)
+        // Its strategy, though it ran for no counted delivery.
+        arm.strategies[strategy] = 0
+        arms[name] = arm
+    }
+
     /// Adds one displayed notification of `arm`, of the device being fed.
     public mutating func add(arm: String, mask: StrategyMask, counts: FunnelCounts) {
         let key = Key(arm: arm, mask: mask)

@@ -76,6 +76,18 @@ public struct StrategyReplay: Sendable {
     }
 
     /// Counts what is left and computes the estimates.
+    /// The experiments whose tagged notifications were counted, in id order.
+    public var experimentIDs: [String] { totals.experiments.keys.sorted() }
+
+    /// Completes an experiment's arms from its definition (`PropensityTally.addDesignArm`), before
+    /// `finish`; an experiment not counted is left alone.
+    public mutating func addDesign(of definition: ExperimentDefinition) {
+        guard totals.experiments[definition.id] != nil else { return }
+        for arm in definition.arms {
+            totals.experiments[definition.id]!.addDesignArm(name: arm.name, probability: arm.weight, strategy: arm.strategy)
+        }
+    }
+
     public mutating func finish() -> StrategyReplayResult {
         finishDevice()
         return StrategyReplayResult(strategy: strategy.name, settings: settings, totals: totals)

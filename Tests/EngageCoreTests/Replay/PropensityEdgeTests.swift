@@ -53,4 +53,25 @@ import Testing
         #expect(tally.problem == nil)
         #expect(tally.estimate(.open, confidence: 0.95) == nil)
     }
+
+    /// Pushes without media: every strategy leaves them plain, so both arms would have made the
+    /// replayed choice (P = 1). With arm b unseen in the counted window, P was 0.5 and each push
+    /// weighed 2: IPS 1.0 for a rate of 0.5. Its definition gives it back its share.
+    @Test func anArmWithoutCountedDeliveriesKeepsItsShareOfThePropensity() throws {
+        var tally = PropensityTally(experimentID: "e")
+        for index in 0..<10 {
+            tally.noteDelivery(arm: "a", probability: 0.5, strategy: .full)
+            tally.add(arm: "a", mask: StrategyMask([.full, .noAttachment]), counts: Self.displayed(opened: index < 5))
+            tally.endDevice()
+        }
+        #expect(try #require(tally.estimate(.open, confidence: 0.95)).ips == 1.0)
+        tally.addDesignArm(name: "b", probability: 0.5, strategy: .noAttachment)
+        tally.addDesignArm(name: "a", probability: 0.9, strategy: .thumbnail)
+        let estimate = try #require(tally.estimate(.open, confidence: 0.95))
+        #expect(estimate.ips == 0.5)
+        #expect(estimate.snips == 0.5)
+        // A logged arm stays as logged.
+        #expect(tally.arms["a"]?.probability == 0.5 && tally.arms["a"]?.strategy == .full)
+        #expect(tally.arms["b"]?.probability == 0.5 && tally.arms["b"]?.strategy == .noAttachment)
+    }
 }
