@@ -128,6 +128,7 @@ public struct BoundedLockWait: Sendable {
             let migrating = try connection.query("""
                 SELECT pid FROM pg_locks
                 WHERE locktype = 'advisory' AND granted AND pid <> pg_backend_pid() AND objsubid = 1
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND classid = \(Migrator.lockKey >> 32)::oid AND objid = \(Migrator.lockKey & 0xFFFF_FFFF)::oid
                 ORDER BY pid LIMIT 1
                 """).rows.first.map { try $0.decode(0, as: Int.self) }
