@@ -57,11 +57,10 @@ public struct ExperimentStore: Sendable {
             problems.append(ExperimentProblem(field: "alpha", problem: ExperimentDefinition.smallestAlphaProblem))
         }
         // Ingestion refuses every event whose category or experiment arm holds one of these.
-        for (i, category) in definition.categories.enumerated() where IdentifierText.holdsRefusedCharacter(category) {
-            problems.append(ExperimentProblem(field: "categories[\(i)]", problem: IdentifierText.refusedCharacterProblem))
-        }
-        for (i, arm) in definition.arms.enumerated() where IdentifierText.holdsRefusedCharacter(arm.name) {
-            problems.append(ExperimentProblem(field: "arms[\(i)].name", problem: IdentifierText.refusedCharacterProblem))
+        let identifiers = definition.categories.enumerated().map { ("categories[\($0)]", $1) }
+            + definition.arms.enumerated().map { ("arms[\($0)].name", $1.name) }
+        for (field, text) in identifiers where IdentifierText.holdsRefusedCharacter(text) {
+            problems.append(ExperimentProblem(field: field, problem: IdentifierText.refusedCharacterProblem))
         }
         if !definition.schedule.everFires {
             problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))

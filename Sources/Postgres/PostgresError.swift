@@ -55,7 +55,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var isUniqueViolation: Bool { sqlState == "23505" }
     /// SQLSTATE 25006, read_only_sql_transaction: a write on a server (or in a session) that
     /// takes none.
-    public static let readOnlyServer = "25006"
+    public var isReadOnlyServer: Bool { sqlState == "25006" }
 
     /// Worth retrying on a fresh connection: the connection was lost or the server is starting or stopping.
     public var isConnectionProblem: Bool {

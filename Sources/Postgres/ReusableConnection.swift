@@ -37,19 +37,18 @@ public final class ReusableConnection {
             }
             defer { checkIn(active) }
             return try body(active)
-        } catch let error as PostgresError where error.sqlState == PostgresError.readOnlyServer {
-            // A server that stopped taking writes without dropping its sessions (an old primary
-            // fenced with default_transaction_read_only): the next use connects again, which
-            // with several hosts in the URL (target_session_attrs=read-write) finds the one that
-            // takes them now, instead of failing on this session until it breaks.
-            close()
-            try throwIfInterrupted()
-            throw error
         } catch let error as PostgresError where error.kind == .unconfirmedCommit {
             // What the body saw of its commit (made on the primary, maybe) outweighs the
             // interruption that ended it: "did not answer" would read as nothing changed.
             throw error
         } catch {
+            if (error as? PostgresError)?.isReadOnlyServer == true {
+                // A server that stopped taking writes without dropping its sessions (an old
+                // primary fenced with default_transaction_read_only): the next use connects again,
+                // which with several hosts in the URL (target_session_attrs=read-write) finds the
+                // one that takes them now, instead of failing on this session until it breaks.
+                close()
+            }
             try throwIfInterrupted()
             throw error
         }

@@ -103,10 +103,7 @@ enum ReportFormat {
     /// `agree`, `DIRECTION differs`, `SIGNIFICANCE differs`, `DIRECTION and SIGNIFICANCE differ`;
     /// `missing` without both figures, or with one category and none left out.
     static func disagreement(_ summary: StratifiedMetricSummary) -> String {
-        // One category and none left out pools nothing: nothing to compare (see `crudeDisagreement`).
-        guard summary.crude != nil, summary.riskRatio != nil, summary.categories.count >= 2 || summary.poolsALeftOutCategory else {
-            return missing
-        }
+        guard summary.crudeCompared else { return missing }
         guard let disagreement = summary.crudeDisagreement else { return "agree" }
         var parts: [String] = []
         if disagreement.direction { parts.append("DIRECTION") }

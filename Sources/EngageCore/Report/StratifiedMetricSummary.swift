@@ -44,8 +44,11 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     public let disagreeing: [String]
     /// The pooled counts' ratio with the row method (the total group's `ratio`).
     public let crude: EffectEstimate?
-    /// Nil when crude and adjusted point the same way with the same significance, or when one is missing.
+    /// Nil when crude and adjusted point the same way with the same significance, or when they were
+    /// not compared (`crudeCompared`).
     public let crudeDisagreement: CrudeAdjustedDisagreement?
+    /// Whether crude and adjusted were compared at all (`crudeDisagreement` nil then means they agree).
+    public let crudeCompared: Bool
     /// Why a figure is missing: "not enough data: ..."; nil when every figure is there.
     public let unavailable: String?
     /// What the risk ratio, risk difference, Cochran's Q and the categories' ratios take as
@@ -170,8 +173,10 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         // and only the intervals' method (and unit) can differ, which is no paradox of the mix.
         // (A category left out with rich or plain notifications only is still in the crude.)
         if let crude = self.crude, let riskRatio, stratified.included.count >= 2 || Self.poolsALeftOutCategory(excluded) {
+            crudeCompared = true
             crudeDisagreement = CrudeAdjustedDisagreement(crude: crude, adjusted: riskRatio)
         } else {
+            crudeCompared = false
             crudeDisagreement = nil
         }
     }
