@@ -25,7 +25,8 @@ public struct LogRestorer: Sendable {
         public var present: Int
         /// Another event in the log has the same id.
         public var conflicting: Int
-        /// The read models were rebuilt without this day after it was pruned.
+        /// The read models were rebuilt without this day after it was pruned, and not since it came
+        /// back: its events lie behind their checkpoints, and only a rebuild counts them.
         public var rebuiltWithout: Bool
     }
 
@@ -35,6 +36,9 @@ public struct LogRestorer: Sendable {
         public var restored: Int { days.reduce(0) { $0 + $1.restored } }
         public var present: Int { days.reduce(0) { $0 + $1.present } }
         public var conflicting: Int { days.reduce(0) { $0 + $1.conflicting } }
+        /// Days the read models miss until they are rebuilt: whether this restore or an earlier
+        /// one (cut short, or run before) put their events back.
+        public var daysToRebuild: [Day] { days.filter(\.rebuiltWithout) }
         /// What `resetReaders` dropped (the experiments whose tallies went); 0 when it did not run.
         public var readersReset = 0
     }

@@ -175,7 +175,7 @@ enum LogCommand {
             print(table.render())
             print("restored \(report.restored) events (\(report.present) already in the log) in "
                 + "\(String(format: "%.1f", report.seconds)) s")
-            let rebuiltWithout = report.days.filter { $0.rebuiltWithout && $0.restored > 0 }
+            let rebuiltWithout = report.daysToRebuild
             if !rebuiltWithout.isEmpty {
                 print("the read model was rebuilt without \(rebuiltWithout.count) of these days after they were pruned: "
                     + "engage projections rebuild counts them again")

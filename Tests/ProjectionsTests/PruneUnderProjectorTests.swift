@@ -134,11 +134,21 @@ struct PruneUnderProjectorTests {
         let restored = try await LogRestorer(pool: pool, directory: directory, logger: Logger(label: "test", sink: MemoryLogSink())).run()
         #expect(restored.restored == old.count)
         #expect(restored.days.allSatisfy { $0.rebuiltWithout })
+        #expect(restored.daysToRebuild.count == restored.days.count)
         // Behind the checkpoint: the live projector leaves the restored events to a rebuild.
         #expect(try await ReadModelSnapshot.rows(pool) == (try await Self.modelOf(kept + later)))
+        // Run again (as after a restore cut short by a later day's failure): nothing comes back,
+        // and the days still wait for a rebuild, which the command must go on saying.
+        let restoredAgain = try await LogRestorer(pool: pool, directory: directory, logger: Logger(label: "test", sink: MemoryLogSink())).run()
+        #expect(restoredAgain.restored == 0)
+        #expect(restoredAgain.daysToRebuild.count == restored.days.count)
         try await EngagementRebuild(pool: pool).run()
         try await pollUntil(every: .milliseconds(50)) { try await ReadModelSnapshot.isCaughtUp(pool) }
         #expect(try await ReadModelSnapshot.rows(pool) == everything)
+        // Counted again by that rebuild: a later restore asks for none.
+        let afterRebuild = try await LogRestorer(pool: pool, directory: directory, logger: Logger(label: "test", sink: MemoryLogSink())).run()
+        #expect(afterRebuild.restored == 0)
+        #expect(afterRebuild.daysToRebuild.isEmpty)
         running.cancel()
         _ = try? await running.value
         await pool.close()

@@ -14,7 +14,8 @@ public enum PrunedDays {
         public var archiveFile: String?
         public var archiveSHA256: String?
         public var restoredAt: Timestamp?
-        /// When a rebuild of the read models ran without the day.
+        /// When a rebuild of the read models ran without the day; cleared by the first rebuild
+        /// after the day is restored, which counts it again.
         public var rebuiltWithoutAt: Timestamp?
     }
 
@@ -61,6 +62,14 @@ public enum PrunedDays {
     /// Records that the read models were rebuilt without the days missing now.
     public static func markRebuiltWithout(on connection: Connection) throws {
         try connection.execute("UPDATE log_pruned_days SET rebuilt_without_at = now() WHERE restored_at IS NULL")
+    }
+
+    /// Records that the read models were rebuilt with every day restored by now: a restore of one
+    /// of them again no longer says a rebuild would count it.
+    public static func markRebuiltWith(on connection: Connection) throws {
+        try connection.execute("""
+            UPDATE log_pruned_days SET rebuilt_without_at = NULL WHERE restored_at IS NOT NULL AND rebuilt_without_at IS NOT NULL
+            """)
     }
 
     /// Every recorded day, oldest first.
