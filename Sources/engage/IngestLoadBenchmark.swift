@@ -112,9 +112,9 @@ extension ListenAddress {
         let parts = rest.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 2, let port = UInt16(parts[1]), port > 0 else { return nil }
         let octets = parts[0].split(separator: ".", omittingEmptySubsequences: false)
-        // inet_pton takes no leading zeros ("01"): refuse them here, as a usage error.
+        // inet_pton takes digits only, without leading zeros ("01", "+1"): refuse the rest here, as a usage error.
         guard octets.count == 4,
-            octets.allSatisfy({ $0.count <= 3 && UInt8($0) != nil && ($0.count == 1 || $0.first != "0") })
+            octets.allSatisfy({ $0.count <= 3 && $0.allSatisfy { $0.isASCII && $0.isNumber } && UInt8($0) != nil && ($0.count == 1 || $0.first != "0") })
         else { return nil }
         self.init(host: String(parts[0]), port: Int(port))
     }

@@ -74,6 +74,8 @@ struct CommandLineEarlyChecksTests {
         (["bench", "ingest", "--key", "k", "--latencies", "/nonexistent-engage-dir/latencies.txt"], "option '--latencies': cannot write"),
         (["bench", "ingest", "--key", "k", "--latencies", ""], "option '--latencies'"),
         (["bench", "ingest", "--key", "k", "--url", "https://127.0.0.1:1", "--cacert", ""], "option '--cacert'"),
+        // Swift's integer parsing takes a sign ("+1"), inet_pton does not: the load failed (exit 1).
+        (["bench", "ingest", "--key", "k", "--url", "http://+1.2.3.4:8080"], "option '--url'"),
         // An empty key was sent and refused 401 (exit 1), where an empty ENGAGE_KEY was a usage error.
         (["simulate", "--key", ""], "option '--key'"),
         // From 2^62 the pre-period's seed (bit 62 set) is the seed itself: its traffic another run's.
