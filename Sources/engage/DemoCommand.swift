@@ -23,6 +23,18 @@ enum DemoCommand {
         run: run)
 
     static func run(_ arguments: ParsedArguments) async throws {
+        let listen = arguments[ServerOptions.listen]
+        // The traffic goes through FoundationNetworking, which refuses an IPv6 literal: the
+        // loopback and the wildcard are reached by name instead.
+        let trafficHost: String
+        switch listen.host {
+        case "::1", "::": trafficHost = "localhost"
+        case let host where host.contains(":"):
+            throw arguments.usageError(.invalidValue, "invalid value '\(listen.optionText)' for option '\(ServerOptions.listen.longName)': "
+                + "FoundationNetworking, which sends the demo's traffic, cannot reach an IPv6 address written as a literal; "
+                + "listen on [::1], [::] or an IPv4 address")
+        case let host: trafficHost = host
+        }
         // Before the server, its PostgreSQL and the simulated day: the report is written last.
         try WritableFile.check(arguments[reportFile], option: reportFile.longName, arguments, creatingDirectory: true)
         try await ServerOptions.withServer(arguments, logger: CommonOptions.quietLogger(arguments)) { engage, address, setup in
@@ -32,7 +44,8 @@ enum DemoCommand {
 
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await engage.run() }
-                try await showcase(engage: engage, address: address, ingestKey: ingestKey, readKey: readKey,
+                try await showcase(engage: engage, address: address, trafficAddress: "http://\(trafficHost):\(engage.port)",
+                                   ingestKey: ingestKey, readKey: readKey,
                                    notifications: arguments[notifications], reportFile: arguments[reportFile])
                 try await group.next()
             }
@@ -40,7 +53,7 @@ enum DemoCommand {
     }
 
     /// Sends simulated traffic through the API, waits for the projector, prints the report.
-    static func showcase(engage: EngageServer, address: String, ingestKey: String, readKey: String,
+    static func showcase(engage: EngageServer, address: String, trafficAddress: String, ingestKey: String, readKey: String,
                          notifications: Int, reportFile: String) async throws {
         // Printed, never opened: the demo may run where no browser is (a server, a container).
         let consoleURL = engage.consoleServed ? address + "/" : "(off: --console off)"
@@ -52,7 +65,7 @@ enum DemoCommand {
         print("sending a simulated day of \(notifications) notifications through the API...")
         let progress = ProgressLine.standardError("demo")
         let summary = try await SimulationRun(simulator: simulator, batchSize: 200, deadline: .seconds(120))
-            .send(to: .api(EventSender(base: address, key: ingestKey)), progress: progress)
+            .send(to: .api(EventSender(base: trafficAddress, key: ingestKey)), progress: progress)
         progress.finish()
         print(summary.description)
         // Wait for the projector to fold everything into the read model.

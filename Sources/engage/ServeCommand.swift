@@ -170,7 +170,9 @@ enum ServerOptions {
         defer { setup.close() }
         let engage = try EngageServer(configuration: configuration, database: setup.configuration, logger: logger)
         do {
-            try await body(engage, "\(tls == nil ? "http" : "https")://\(configuration.http.host):\(engage.port)", setup)
+            // In brackets for IPv6 (`http://[::1]:8080`): the demo sends its traffic to this address.
+            let authority = ListenAddress(host: configuration.http.host, port: engage.port).optionText
+            try await body(engage, "\(tls == nil ? "http" : "https")://\(authority)", setup)
         } catch {
             await engage.closePools()
             throw error

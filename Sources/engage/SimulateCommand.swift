@@ -86,6 +86,10 @@ enum SimulateCommand {
                 throw arguments.usageError(.invalidValue, "invalid value '\(arguments[url])' for option '\(url.longName)': "
                     + "expected an http:// or https:// address such as http://127.0.0.1:8080")
             }
+            guard !(URL(string: arguments[url])?.host ?? "").contains(":") else {
+                throw arguments.usageError(.invalidValue, "invalid value '\(arguments[url])' for option '\(url.longName)': "
+                    + EventSender.ipv6LiteralProblem)
+            }
             target = .api(EventSender(base: arguments[url], key: key))
         }
         let progress = ProgressLine.standardError("simulate")
@@ -198,6 +202,11 @@ struct EventSender: Sendable {
         var description: String
     }
 
+    /// FoundationNetworking refuses a URL whose host is an IPv6 literal (`http://[::1]:8080`,
+    /// NSURLErrorDomain -1000) before it sends anything.
+    static let ipv6LiteralProblem = "FoundationNetworking, which sends the traffic, cannot reach an IPv6 address written as a literal; "
+        + "use a name instead (http://localhost:8080 reaches [::1]:8080)"
+
     func send(_ events: [Event]) async throws -> (Int, Int, Int) {
         guard let url = URL(string: base + "/v1/events") else { throw Failure(description: "bad --url \(base)") }
         var body: [UInt8] = [UInt8(ascii: "[")]
@@ -212,8 +221,8 @@ struct EventSender: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = Data(body)
         for attempt in 0..<8 {
-            let (data, response) = try await URLSession.shared.data(for: request)
-            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            let (data, response) = try await exchange(request)
+            let status = response.statusCode
             if status == 200 {
                 let json = try JSON.parse(Array(data))
                 let accepted = json.member(json.root, "accepted").flatMap(json.int64) ?? 0
@@ -222,12 +231,28 @@ struct EventSender: Sendable {
                 return (Int(accepted), Int(duplicates), rejected)
             }
             if status == 429 || status == 503, attempt < 7 {
-                let wait = Int((response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After") ?? "1") ?? 1
+                let wait = Int(response.value(forHTTPHeaderField: "Retry-After") ?? "1") ?? 1
                 try await Task.sleep(for: .seconds(max(1, min(wait, 10))))
                 continue
             }
             throw Failure(description: "POST /v1/events answered \(status): \(String(decoding: data, as: UTF8.self))")
         }
         throw Failure(description: "POST /v1/events kept failing")
+    }
+
+    /// One request, answered through URLSession's completion handler: on Linux its async
+    /// `data(for:)` traps or never returns when a request fails (a refused connection), where
+    /// this says which address could not be reached.
+    private func exchange(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await withCheckedThrowingContinuation { continuation in
+            URLSession.shared.dataTask(with: request) { data, response, error in
+                if let response = response as? HTTPURLResponse {
+                    continuation.resume(returning: (data ?? Data(), response))
+                } else {
+                    continuation.resume(throwing: Failure(
+                        description: "could not reach engage at \(base): \(error?.localizedDescription ?? "no answer")"))
+                }
+            }.resume()
+        }
     }
 }

@@ -127,6 +127,11 @@ struct CommandLineOptionsTests {
          "error: invalid value 'localhost 8080' for option '--url': expected an http:// or https:// address such as http://127.0.0.1:8080"),
         (["simulate", "--key", "egk_x"], ["ENGAGE_URL": "ftp://h"],
          "error: invalid value 'ftp://h' for option '--url': expected an http:// or https:// address such as http://127.0.0.1:8080"),
+        // Sent, it failed with NSURLErrorDomain -1000 (and the process trapped half the time).
+        (["simulate", "--url", "http://[::1]:8080", "--key", "egk_x"], [:],
+         "error: invalid value 'http://[::1]:8080' for option '--url': FoundationNetworking, which sends the traffic, cannot reach an IPv6 address"),
+        (["demo", "--listen", "[fd00::2]:0"], [:],
+         "error: invalid value '[fd00::2]:0' for option '--listen': FoundationNetworking, which sends the demo's traffic, cannot reach an IPv6 address"),
     ] as [([String], [String: String], String)])
     func refusedSettingsExit64NamingTheOptionBeforeAnythingStarts(arguments: [String], environment: [String: String], message: String) async throws {
         let workspace = try FaultWorkspace("cli")
