@@ -16,7 +16,8 @@
 /// 1. `invalidSampleRatioMismatch` when the devices per arm do not fit the weights,
 ///    by the chi-square test below 0.001 with arms expecting fewer than 5 devices pooled
 ///    (`SampleRatioMismatch.decisionPValue`; in cells that small the approximation is off by
-///    orders of magnitude): assignment or logging is broken and no result is trusted.
+///    orders of magnitude), or by the exact binomial test of that pool against the one arm
+///    left: assignment or logging is broken and no result is trusted.
 /// 2. `continue` while an arm has fewer than `minimumDevicesPerArm` devices (but
 ///    `stopNoEffect(.scheduleEnded)` once `now` reaches `stopAt`: too little data to decide).
 /// 3. `ship(arm)` when the arm's SEQUENTIAL (always-valid) interval for the relative lift of

@@ -10,9 +10,11 @@ public enum SampleRatioMismatch {
     /// The p-value a decision may act on, or nil when the units are too few to test. Arms that
     /// expect fewer than `minimumExpectedUnits` are pooled into one cell, and that cell, while
     /// it still expects fewer, into the other arm of smallest weight (the first of equals);
-    /// `pValue` is then taken over the cells, of which there must be two. With every arm
-    /// expecting enough this is `pValue` itself. Waiting instead until EVERY arm expected 5 let one arm of small weight
-    /// (0.2%: 2,500 units) silence the check of a split the others showed broken.
+    /// `pValue` is then taken over the cells. With every arm expecting enough this is `pValue`
+    /// itself. Waiting instead until EVERY arm expected 5 let one arm of small weight (0.2%:
+    /// 2,500 units) silence the check of a split the others showed broken. When only one arm
+    /// expects enough, the pooled cell is tested against it exactly (`BinomialTest`): pooled into
+    /// it, one cell tested nothing, so 200 of 400 units in a 1% arm (p about 1e-282) passed.
     public static func decisionPValue(observed: [Int], weights: [Double]) -> Double? {
         precondition(observed.count == weights.count, "one weight per arm")
         let total = Double(observed.reduce(0, +))
@@ -35,6 +37,9 @@ public enum SampleRatioMismatch {
         if pooled.weight > 0 {
             if total * pooled.weight / totalWeight >= minimumExpectedUnits {
                 cells.append(pooled)
+            } else if cells.count == 1 {
+                return BinomialTest.twoSidedPValue(successes: pooled.count, trials: pooled.count + cells[0].count,
+                                                   probability: pooled.weight / (pooled.weight + cells[0].weight))
             } else if let smallest = cells.indices.min(by: { cells[$0].weight < cells[$1].weight }) {
                 cells[smallest] = (cells[smallest].count + pooled.count, cells[smallest].weight + pooled.weight)
             }

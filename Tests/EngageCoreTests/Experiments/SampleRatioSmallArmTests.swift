@@ -9,6 +9,28 @@ import Testing
 /// 2.277803795653513e-126) shipped an arm from a broken assignment, where main before the
 /// 5-device rule said invalid_sample_ratio_mismatch.
 @Suite struct SampleRatioSmallArmTests {
+    /// 200 devices in a 1% arm of 400: the arm expects 4, so it was pooled into the other arm,
+    /// one cell tested nothing, and the experiment shipped from a broken assignment.
+    @Test func aSmallArmFarOverItsShareIsAMismatch() throws {
+        var definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.99, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.01)])
+        definition.analysis.minimumDevicesPerArm = 100
+        #expect(definition.problems.isEmpty)
+        var tallies = ExperimentTallies(definition: definition)
+        for (arm, opened) in [("control", 20), ("treatment", 120)] {
+            for i in 0..<200 {
+                tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
+                    .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1, .opened: i < opened ? 1 : 0]))
+            }
+        }
+        let p = try #require(SampleRatioMismatch.decisionPValue(observed: [200, 200], weights: [0.99, 0.01]))
+        #expect(p < 1e-250, "\(p)")
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        #expect(result.hasSampleRatioMismatch)
+        #expect(result.decision == .invalidSampleRatioMismatch, "\(result.decision): \(result.rationale)")
+    }
+
     static let now = Timestamp(rfc3339: "2026-03-10T12:00:00Z")!
 
     @Test func aSmallArmDoesNotSilenceTheCheckOfTheOthers() throws {
@@ -31,10 +53,14 @@ import Testing
     }
 
     /// Pooling keeps the first look of the 5-device rule quiet: 2 devices, both in a 10% arm,
-    /// leave one cell, and one cell tests nothing.
+    /// leave every arm in the pool, which tests nothing. A pool that still expects fewer than 5
+    /// beside a single arm that expects enough is tested against it exactly (scipy's
+    /// `binomtest(2, 20, 0.1)` and `binomtest(9, 40, 0.1)`).
     @Test func pooledCellsNeedTwoToTest() throws {
         #expect(SampleRatioMismatch.decisionPValue(observed: [0, 2], weights: [0.9, 0.1]) == nil)
-        #expect(SampleRatioMismatch.decisionPValue(observed: [18, 2], weights: [0.9, 0.1]) == nil)
+        #expect(SampleRatioMismatch.decisionPValue(observed: [18, 2], weights: [0.9, 0.1]) == 1)
+        let over = try #require(SampleRatioMismatch.decisionPValue(observed: [31, 9], weights: [0.9, 0.1]))
+        #expect(abs(over / 0.015495305414444483 - 1) < 1e-9, "\(over)")
         // Every arm expecting 5: the plain test, gbstats' figure.
         #expect(SampleRatioMismatch.decisionPValue(observed: [40, 10], weights: [0.5, 0.5])
                 == SampleRatioMismatch.pValue(observed: [40, 10], weights: [0.5, 0.5]))
