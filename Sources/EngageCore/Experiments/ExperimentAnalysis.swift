@@ -122,6 +122,18 @@ public enum ExperimentAnalysis {
             controlEstimate = adjusted.control
             variantEstimate = adjusted.treatment
             adjustment = adjusted
+            // CUPED narrows an arm's spread, it does not make one: in an arm whose devices are all
+            // alike (every one opened) the adjusted variance is the covariate's alone, theta^2
+            // Var(pre), and the interval would stand on that. Not enough data, as without CUPED.
+            do {
+                _ = try TreatmentEffect(control: adjusted.unadjustedControl, treatment: adjusted.unadjustedTreatment, scale: .absolute)
+            } catch {
+                if error.code == .zeroVariance {
+                    comparison.unavailable = error.code.rawValue
+                    comparison.cuped = ExperimentCupedResult(adjusted, adjusted: (controlEstimate, variantEstimate))
+                    return comparison
+                }
+            }
         }
         do {
             let relative = try TreatmentEffect(control: controlEstimate, treatment: variantEstimate, scale: .relative)

@@ -185,6 +185,41 @@ import Testing
         off.analysis.cupedPrePeriodDays = nil
         #expect(ExperimentSummaryText(definition: off, latestRun: nil, lifecycle: []).render().contains("  cuped:       off"))
     }
+
+    /// Every treatment device opened its one notification: the arm has no spread of its own.
+    /// Without CUPED that is not enough data (zero variance); with it the adjusted variance was
+    /// theta^2 Var(pre) alone, the covariate's, and the experiment shipped on it.
+    @Test func anArmWhoseDevicesAreAllAlikeIsNotEnoughDataWithCupedToo() throws {
+        var definition = ExperimentDefinition.sample(arms: [
+            ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true),
+            ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.5)])
+        definition.guardrails = []
+        definition.analysis.minimumDevicesPerArm = 100
+        var tallies = ExperimentTallies(definition: definition)
+        var covariates = ExperimentCovariates(days: 14, before: definition.startAt!)
+        for arm in ["control", "treatment"] {
+            for number in 0..<200 {
+                let device = "\(arm)-\(number)"
+                let opened = arm == "treatment" || number < 100
+                tallies.record(arm: arm, device: device, FunnelCounts([.notifications: 1, .delivered: 1, .displayed: 1, .opened: opened ? 1 : 0]))
+                // The pre-period follows the outcome in control and alternates in treatment: theta is not 0.
+                let openedBefore = arm == "control" ? opened : number % 2 == 0
+                covariates.add(device: device, reached: openedBefore ? [.notifications, .delivered, .displayed, .opened]
+                                                                     : [.notifications, .delivered, .displayed], count: 1)
+            }
+        }
+        let without = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        let with = ExperimentAnalysis.run(definition: definition, tallies: tallies, covariates: covariates, now: Self.now)
+        let plain = try #require(without.comparisons.first?.metrics.first)
+        let adjusted = try #require(with.comparisons.first?.metrics.first)
+        #expect(plain.unavailable == StatisticsError.Code.zeroVariance.rawValue)
+        let cuped = try #require(adjusted.cuped)
+        #expect(cuped.theta != 0, "\(cuped.theta)")
+        #expect(adjusted.unavailable == StatisticsError.Code.zeroVariance.rawValue, "\(adjusted)")
+        #expect(adjusted.logRatio == nil && adjusted.relative == nil)
+        #expect(with.decision == without.decision, "\(with.decision): \(with.rationale)")
+        #expect(with.decision == .continue, "\(with.decision): \(with.rationale)")
+    }
 }
 
 /// `ExperimentCupedSimulation`, which `engage bench cuped` runs at full size.
