@@ -166,8 +166,9 @@ struct DiskQueue: Sendable {
     @discardableResult
     func append(_ events: [QueuedEvent], onceID: String? = nil) throws -> AppendResult {
         let text = Array(events.map { $0.json + "\n" }.joined().utf8)
-        // Room for it would be every waiting event, and it would still pass the limit.
-        guard text.count <= options.maxBytes else {
+        // Room for it would be every waiting event, and it would still pass the limit; or no
+        // segment could hold it and still be read back (`QueueFiles.largestReadBytes`).
+        guard text.count <= min(options.maxBytes, QueueFiles.largestReadBytes) else {
             throw QueueError(code: .tooLarge, errno: 0, path: root.path)
         }
         return try QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { lock in
@@ -182,7 +183,11 @@ struct DiskQueue: Sendable {
                 result.dropped.overflow = freed.ids
                 result.dropped.unreadable += freed.unreadable
             }
-            if index.headEvents >= options.segmentEvents || QueueFiles.size(atPath: segmentPath(index.head)) >= options.segmentBytes {
+            // A segment past the read limit would be set aside as unreadable whole, with the
+            // events already in it (a `maxBytes` above that limit lets one event take it there).
+            let headBytes = QueueFiles.size(atPath: segmentPath(index.head))
+            if index.headEvents >= options.segmentEvents || headBytes >= options.segmentBytes
+                || headBytes + text.count > QueueFiles.largestReadBytes {
                 index.head += 1
                 index.headEvents = 0
             }
@@ -724,7 +729,8 @@ public struct QueueError: Error, Sendable, Equatable, CustomStringConvertible, C
         case lockFailed = "lock-failed"
         /// The disk is full and dropping every waiting event did not make room.
         case diskFull = "disk-full"
-        /// The event alone is larger than the queue's limit (`maxQueueBytes`): nothing was dropped for it.
+        /// The event alone is larger than the queue's limit (`maxQueueBytes`, and at most 64 MiB, what
+        /// a segment may hold and still be read): nothing was dropped for it.
         case tooLarge = "too-large"
         /// `queueName` is not a name a queue may have (see `EngageClient.Configuration.queueName`).
         case invalidName = "invalid-name"

@@ -23,6 +23,31 @@ struct OverflowTests {
                 == [2, 3, 4].map { QueueTests.event($0).id })
     }
 
+    /// With `maxQueueBytes` above the 64 MiB a segment may hold and still be read, one large event
+    /// took the head segment past it, and the claim set the segment aside as unreadable with the
+    /// events recorded before it. The large event now starts a segment of its own, and one that no
+    /// segment could hold is refused, as one over `maxQueueBytes` is.
+    @Test func aLargeEventNeverMakesItsSegmentUnreadable() throws {
+        let container = Container()
+        defer { container.remove() }
+        let queue = try QueueTests.queue(container, maxBytes: 200 << 20, segmentEvents: 100)
+        try queue.append([QueueTests.event(1)])
+        let padding = String(repeating: "x", count: QueueFiles.largestReadBytes - 100)
+        let large = DiskQueue.QueuedEvent(id: QueueTests.event(2).id,
+                                          json: #"{"event_id":"\#(QueueTests.event(2).id)","pad":"\#(padding)"}"#)
+        // Alone it fits a segment; with the first event's line it would not.
+        #expect(large.json.utf8.count + 1 <= QueueFiles.largestReadBytes)
+        #expect(large.json.utf8.count + 1 + QueueTests.event(1).json.utf8.count + 1 > QueueFiles.largestReadBytes)
+        #expect(try queue.append([large]).dropped.isEmpty)
+        let claimed = queue.claim(maxEvents: 10, now: QueueTests.now)
+        #expect(claimed.claims.flatMap(\.events).map(\.id) == [QueueTests.event(1).id, large.id])
+        #expect(queue.dropCounts.unreadable == 0)
+
+        let tooLarge = DiskQueue.QueuedEvent(id: QueueTests.event(3).id,
+                                             json: #"{"event_id":"\#(QueueTests.event(3).id)","pad":"\#(padding)\#(padding)"}"#)
+        #expect(throws: QueueError.self) { try queue.append([tooLarge]) }
+    }
+
     /// An event recorded once and then dropped by overflow before it was sent may be recorded
     /// again (a later sweep finds its notification still in Notification Center): the queue
     /// forgets its id. Those still waiting are still skipped.
