@@ -16,6 +16,11 @@ public struct EmbeddedPostgres: Sendable {
         public var settings: [String: String] = [:]
         /// Directory holding initdb, pg_ctl and postgres; found automatically when nil.
         public var binaryDirectory: String?
+        /// How long a start waits for the server to take connections. pg_ctl returns at once when
+        /// the server fails; only crash recovery (replaying up to `max_wal_size` of WAL after a
+        /// kill or a power cut) takes long, and with the 60 s it had a server still recovering
+        /// was reported as failed and left running.
+        public var startTimeoutSeconds = 900
 
         public init(dataDirectory: String, port: Int = Options.defaultPort, database: String = "engage",
                     settings: [String: String] = [:], binaryDirectory: String? = nil) {
@@ -82,6 +87,11 @@ public struct EmbeddedPostgres: Sendable {
 
     public var logFile: String { dataDirectory + "/server.log" }
 
+    /// Present while initdb runs on the empty data directory: a process or machine stopped
+    /// during it leaves a directory that is no cluster (and never held data), which the next
+    /// start empties and initializes again.
+    var initializingMarker: String { dataDirectory + ".initializing" }
+
     private var runsAsServerUser: Bool { geteuid() == 0 }
 
     // MARK: Lifecycle
@@ -116,8 +126,16 @@ public struct EmbeddedPostgres: Sendable {
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         let lock = try StartLock(path: dataDirectory + ".lock")
         defer { lock.release() }
+        if FileManager.default.fileExists(atPath: initializingMarker) { try emptyUnfinishedCluster() }
         try prepareDirectory()
-        if try status() == .notInitialized { try initialize() }
+        if try status() == .notInitialized {
+            // Only an empty directory is marked: initdb refuses any other, and what the marker
+            // lets a later start remove must be initdb's own files, never someone else's.
+            let empty = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty ?? false
+            if empty { try markInitializing() }
+            try initialize()
+            try? FileManager.default.removeItem(atPath: initializingMarker)
+        }
         let outcome: StartOutcome
         if try status() == .running {
             outcome = .alreadyRunning
@@ -201,6 +219,25 @@ public struct EmbeddedPostgres: Sendable {
         }
     }
 
+    private func markInitializing() throws {
+        guard FileManager.default.createFile(atPath: initializingMarker, contents: Data()) else {
+            throw EmbeddedPostgresError("could not write \(initializingMarker) before creating the cluster in \(dataDirectory)")
+        }
+    }
+
+    /// Removes what an initdb that never finished left in the data directory (kept itself: it may
+    /// be a mount point).
+    private func emptyUnfinishedCluster() throws {
+        let manager = FileManager.default
+        for entry in (try? manager.contentsOfDirectory(atPath: dataDirectory)) ?? [] {
+            do { try manager.removeItem(atPath: dataDirectory + "/" + entry) } catch {
+                throw EmbeddedPostgresError("could not clear \(dataDirectory), left by an initdb that did not finish "
+                    + "(\(error.localizedDescription)): remove it and \(initializingMarker), then run again")
+            }
+        }
+        try? manager.removeItem(atPath: initializingMarker)
+    }
+
     private func initialize() throws {
         let outcome = try ProcessRunner.run(
             [binaryDirectory + "/initdb", "-D", dataDirectory, "--username=\(Self.superuser)", "--auth=trust",
@@ -227,11 +264,26 @@ public struct EmbeddedPostgres: Sendable {
         settings.merge(options.settings) { _, new in new }
         let serverOptions = settings.keys.sorted().map { "-c \($0)=\(settings[$0]!)" }.joined(separator: " ")
         let outcome = try ProcessRunner.run(
-            [binaryDirectory + "/pg_ctl", "start", "-D", dataDirectory, "-l", logFile, "-w", "-t", "60", "-o", serverOptions],
+            [binaryDirectory + "/pg_ctl", "start", "-D", dataDirectory, "-l", logFile, "-w", "-t", String(options.startTimeoutSeconds),
+             "-o", serverOptions],
             asUser: Self.serverUser)
         guard outcome.status == 0 else {
+            // A server still starting when the wait ended is this call's: stopped, not left to run
+            // with nobody to stop it. (It may not have written its pid file yet.)
+            var stillRunning = false
+            if outcome.output.contains("did not start in time") {
+                for _ in 0..<50 {
+                    stillRunning = (try? status()) == .running
+                    if stillRunning { break }
+                    Thread.sleep(forTimeInterval: 0.1)
+                }
+            }
+            if stillRunning { try? stop() }
             let log = (try? String(contentsOfFile: logFile, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
-            throw EmbeddedPostgresError("PostgreSQL did not start in \(dataDirectory)", output: outcome.output + "\n" + log)
+            throw EmbeddedPostgresError(
+                stillRunning ? "PostgreSQL in \(dataDirectory) did not take connections within \(options.startTimeoutSeconds) s and was stopped"
+                    : "PostgreSQL did not start in \(dataDirectory)",
+                output: outcome.output + "\n" + log)
         }
     }
 

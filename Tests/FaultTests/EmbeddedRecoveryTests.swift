@@ -1,0 +1,69 @@
+import EmbeddedPostgres
+import Foundation
+import Postgres
+import Testing
+import TestSupport
+
+/// What a start of engage's local PostgreSQL finds after something went wrong before it: an initdb
+/// that never finished, a directory of someone else's, a server slower to start than the wait.
+@Suite("Local PostgreSQL: starting after an interrupted one")
+struct EmbeddedRecoveryTests {
+    /// The machine stopped during initdb: the directory has `PG_VERSION` but is no cluster, and
+    /// every later start failed ("did not start") with nothing saying what to do. The marker
+    /// written before initdb makes the next start empty it and create the cluster again.
+    @Test(.timeLimit(.minutes(3)))
+    func anInitdbThatDidNotFinishIsDoneAgain() async throws {
+        let workspace = try FaultWorkspace("embedded-unfinished")
+        defer { workspace.remove() }
+        let directory = workspace.file("pg")
+        let postgres = try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: directory, database: "again",
+                                                                             settings: ["fsync": "off"]))
+        defer { try? postgres.stop(mode: "immediate") }
+        try FileManager.default.createDirectory(atPath: directory + "/base/1", withIntermediateDirectories: true)
+        try Data("15\n".utf8).write(to: URL(fileURLWithPath: directory + "/PG_VERSION"))
+        #expect(FileManager.default.createFile(atPath: directory + ".initializing", contents: Data()))
+
+        #expect(try await offPool { try postgres.start() } == .started)
+        #expect(try postgres.status() == .running)
+        #expect(!FileManager.default.fileExists(atPath: directory + ".initializing"))
+        let connection = try Connection(configuration: postgres.configuration())
+        defer { connection.close() }
+        #expect(try connection.query("SELECT current_database()")[0].decode(0, as: String.self) == "again")
+    }
+
+    /// A data directory holding someone's files: initdb refuses it, and no marker is left that
+    /// would let a later start clear it.
+    @Test(.timeLimit(.minutes(2)))
+    func aDirectoryOfOtherFilesIsNeverCleared() async throws {
+        let workspace = try FaultWorkspace("embedded-other-files")
+        defer { workspace.remove() }
+        let directory = workspace.file("pg")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try Data("mine".utf8).write(to: URL(fileURLWithPath: directory + "/keep.txt"))
+        let postgres = try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: directory))
+        for _ in 0..<2 {
+            await #expect(throws: EmbeddedPostgresError.self) { try await offPool { try postgres.start() } }
+            #expect(FileManager.default.fileExists(atPath: directory + "/keep.txt"))
+            #expect(!FileManager.default.fileExists(atPath: directory + ".initializing"))
+        }
+    }
+
+    /// A server that does not take connections within the wait (crash recovery, here a wait of
+    /// 0 s) is stopped by the start that launched it, not left running with nobody to stop it;
+    /// the next start with time enough starts it.
+    @Test(.timeLimit(.minutes(3)))
+    func aServerNotReadyInTimeIsStoppedByTheStartThatLaunchedIt() async throws {
+        let workspace = try FaultWorkspace("embedded-slow-start")
+        defer { workspace.remove() }
+        var options = EmbeddedPostgres.Options(dataDirectory: workspace.file("pg"), database: "slow", settings: ["fsync": "off"])
+        options.startTimeoutSeconds = 0
+        let hurried = try EmbeddedPostgres(options: options)
+        defer { try? hurried.stop(mode: "immediate") }
+        let error = await #expect(throws: EmbeddedPostgresError.self) { try await offPool { try hurried.start() } }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("did not take connections within 0 s and was stopped"), "\(String(describing: error))")
+        #expect(try hurried.status() == .stopped)
+        options.startTimeoutSeconds = 60
+        let patient = try EmbeddedPostgres(options: options)
+        #expect(try await offPool { try patient.start() } == .started)
+    }
+}
