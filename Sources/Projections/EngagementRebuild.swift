@@ -284,9 +284,9 @@ public struct EngagementRebuild: Sendable {
                 if !changed.isEmpty { throw PrunedDaysChangedError(days: changed) }
                 try Self.swapIn(on: connection, views: migrator.viewScripts)
                 if prunedDays == .discard { try PrunedDays.markRebuiltWithout(on: connection) }
-                // The days restored before this rebuild began (any later one refused the swap
-                // above) are in what it folded.
-                try PrunedDays.markRebuiltWith(on: connection)
+                // The days restored before this rebuild began are in what it folded; one restored
+                // since (after the check above) is not, and keeps its mark.
+                try PrunedDays.markRebuiltWith(recordedAtStart, on: connection)
                 let replayedBefore = try connection.query("""
                     SELECT events_processed FROM projection_checkpoints WHERE projection = \(Self.shadowName)
                     """).rows.first.map { try $0.decode(0, as: Int.self) } ?? 0

@@ -158,6 +158,28 @@ struct RebuildDuringPruneTests {
         await rebuildPool.close()
     }
 
+    /// A rebuild clears the "rebuilt without" mark of the days restored before it began, which it
+    /// folded; a day restored after its last reading of them (a restore racing its swap) lies
+    /// behind its position, unfolded, and keeps the mark, so a later restore still asks for a
+    /// rebuild. Clearing every restored day's mark at the swap cleared that one too.
+    @Test func aRebuildClearsTheMarkOnlyOfDaysRestoredBeforeItBegan() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let (first, second) = (Timestamp(microsecondsSinceEpoch: 20_000 * 86_400_000_000),
+                               Timestamp(microsecondsSinceEpoch: 20_001 * 86_400_000_000))
+        let marks = try await pool.withConnection { connection -> [Timestamp: Bool] in
+            for day in [first, second] { try PrunedDays.record(day: day, events: 5, archiveFile: nil, archiveSHA256: nil, on: connection) }
+            try PrunedDays.markRebuiltWithout(on: connection)
+            try PrunedDays.markRestored(day: first, archiveSHA256: "", eventsInLog: 5, on: connection)
+            let atStart = try PrunedDays.all(on: connection)
+            // Restored while the rebuild swaps in its model.
+            try PrunedDays.markRestored(day: second, archiveSHA256: "", eventsInLog: 5, on: connection)
+            try PrunedDays.markRebuiltWith(atStart, on: connection)
+            return Dictionary(uniqueKeysWithValues: try PrunedDays.all(on: connection).map { ($0.day, $0.rebuiltWithoutAt != nil) })
+        }
+        #expect(marks == [first: false, second: true])
+        await pool.close()
+    }
+
     /// What counts as a change of the pruned days between the rebuild's two readings: a new
     /// day, a day restored, a day pruned and restored (its times moved even though it is not
     /// missing at either reading); not a day a rebuild marked as left out.

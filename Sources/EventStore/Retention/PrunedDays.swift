@@ -64,12 +64,17 @@ public enum PrunedDays {
         try connection.execute("UPDATE log_pruned_days SET rebuilt_without_at = now() WHERE restored_at IS NULL")
     }
 
-    /// Records that the read models were rebuilt with every day restored by now: a restore of one
-    /// of them again no longer says a rebuild would count it.
-    public static func markRebuiltWith(on connection: Connection) throws {
-        try connection.execute("""
-            UPDATE log_pruned_days SET rebuilt_without_at = NULL WHERE restored_at IS NOT NULL AND rebuilt_without_at IS NOT NULL
-            """)
+    /// Records that the read models were rebuilt with these days, restored before the rebuild
+    /// began (as `all` read them then): a restore of one of them again no longer says a rebuild
+    /// would count it. A day restored since (its `restored_at` changed) keeps its mark.
+    public static func markRebuiltWith(_ restored: [Day], on connection: Connection) throws {
+        for day in restored {
+            guard let restoredAt = day.restoredAt, day.rebuiltWithoutAt != nil else { continue }
+            try connection.execute("""
+                UPDATE log_pruned_days SET rebuilt_without_at = NULL
+                WHERE day = (\(Self.value(day.day)) AT TIME ZONE 'UTC')::date AND restored_at = \(Self.value(restoredAt))
+                """)
+        }
     }
 
     /// Every recorded day, oldest first.
