@@ -88,8 +88,9 @@ public struct EmbeddedPostgres: Sendable {
     public var logFile: String { dataDirectory + "/server.log" }
 
     /// Present while initdb runs on the empty data directory: a process or machine stopped
-    /// during it leaves a directory that is no cluster (and never held data), which the next
-    /// start empties and initializes again.
+    /// during it leaves a directory that is no cluster (and never held data). A start that then
+    /// fails says so and what to do; nothing removes the directory for the operator, since the
+    /// marker cannot prove what was put there after it.
     var initializingMarker: String { dataDirectory + ".initializing" }
 
     private var runsAsServerUser: Bool { geteuid() == 0 }
@@ -126,29 +127,45 @@ public struct EmbeddedPostgres: Sendable {
         try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         let lock = try StartLock(path: dataDirectory + ".lock")
         defer { lock.release() }
-        if FileManager.default.fileExists(atPath: initializingMarker) { try emptyUnfinishedCluster() }
         try prepareDirectory()
         if try status() == .notInitialized {
-            // Only an empty directory is marked: initdb refuses any other, and what the marker
-            // lets a later start remove must be initdb's own files, never someone else's.
+            // Only an empty directory is marked: initdb refuses any other.
             let empty = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty ?? false
             if empty { try markInitializing() }
-            try initialize()
+            do {
+                try initialize()
+            } catch {
+                // initdb that fails empties what it made: no unfinished cluster to speak of.
+                if (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty == true {
+                    try? FileManager.default.removeItem(atPath: initializingMarker)
+                }
+                throw error
+            }
             try? FileManager.default.removeItem(atPath: initializingMarker)
         }
         let outcome: StartOutcome
-        if try status() == .running {
-            outcome = .alreadyRunning
-        } else {
-            try launch()
-            outcome = .started
-        }
         do {
-            try createDatabaseIfMissing(options.database)
+            if try status() == .running {
+                outcome = .alreadyRunning
+            } else {
+                try launch()
+                outcome = .started
+            }
+            do {
+                try createDatabaseIfMissing(options.database)
+            } catch {
+                if outcome == .started { try? stop() }
+                throw error
+            }
         } catch {
-            if outcome == .started { try? stop() }
-            throw error
+            guard FileManager.default.fileExists(atPath: initializingMarker) else { throw error }
+            throw EmbeddedPostgresError(
+                "the local PostgreSQL in \(dataDirectory) was being created when its initdb stopped (\(initializingMarker) is left "
+                    + "from it), so it is no cluster and holds no data: remove both (rm -rf \(dataDirectory) \(initializingMarker)) "
+                    + "and run again", output: "\(error)")
         }
+        // A cluster that works (the marker outlived an initdb that did finish): nothing to say.
+        try? FileManager.default.removeItem(atPath: initializingMarker)
         return outcome
     }
 
@@ -225,19 +242,6 @@ public struct EmbeddedPostgres: Sendable {
         }
     }
 
-    /// Removes what an initdb that never finished left in the data directory (kept itself: it may
-    /// be a mount point).
-    private func emptyUnfinishedCluster() throws {
-        let manager = FileManager.default
-        for entry in (try? manager.contentsOfDirectory(atPath: dataDirectory)) ?? [] {
-            do { try manager.removeItem(atPath: dataDirectory + "/" + entry) } catch {
-                throw EmbeddedPostgresError("could not clear \(dataDirectory), left by an initdb that did not finish "
-                    + "(\(error.localizedDescription)): remove it and \(initializingMarker), then run again")
-            }
-        }
-        try? manager.removeItem(atPath: initializingMarker)
-    }
-
     private func initialize() throws {
         let outcome = try ProcessRunner.run(
             [binaryDirectory + "/initdb", "-D", dataDirectory, "--username=\(Self.superuser)", "--auth=trust",
@@ -269,21 +273,23 @@ public struct EmbeddedPostgres: Sendable {
             asUser: Self.serverUser)
         guard outcome.status == 0 else {
             // A server still starting when the wait ended is this call's: stopped, not left to run
-            // with nobody to stop it. (It may not have written its pid file yet.)
+            // with nobody to stop it. (It may not have written its pid file yet; pg_ctl's own
+            // words are translated, so its state is read rather than its message.)
             var stillRunning = false
-            if outcome.output.contains("did not start in time") {
-                for _ in 0..<50 {
-                    stillRunning = (try? status()) == .running
-                    if stillRunning { break }
-                    Thread.sleep(forTimeInterval: 0.1)
-                }
+            for _ in 0..<20 {
+                stillRunning = (try? status()) == .running
+                if stillRunning { break }
+                Thread.sleep(forTimeInterval: 0.1)
             }
-            if stillRunning { try? stop() }
+            let stopped = stillRunning && (try? stop()) != nil
             let log = (try? String(contentsOfFile: logFile, encoding: .utf8)).map { String($0.suffix(2000)) } ?? ""
-            throw EmbeddedPostgresError(
-                stillRunning ? "PostgreSQL in \(dataDirectory) did not take connections within \(options.startTimeoutSeconds) s and was stopped"
-                    : "PostgreSQL did not start in \(dataDirectory)",
-                output: outcome.output + "\n" + log)
+            let problem = switch (stillRunning, stopped) {
+            case (true, true): "PostgreSQL in \(dataDirectory) did not take connections within \(options.startTimeoutSeconds) s and was stopped"
+            case (true, false): "PostgreSQL in \(dataDirectory) did not take connections within \(options.startTimeoutSeconds) s "
+                + "and could not be stopped: stop it with engage db stop"
+            default: "PostgreSQL did not start in \(dataDirectory)"
+            }
+            throw EmbeddedPostgresError(problem, output: outcome.output + "\n" + log)
         }
     }
 

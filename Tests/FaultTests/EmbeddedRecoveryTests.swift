@@ -10,9 +10,10 @@ import TestSupport
 struct EmbeddedRecoveryTests {
     /// The machine stopped during initdb: the directory has `PG_VERSION` but is no cluster, and
     /// every later start failed ("did not start") with nothing saying what to do. The marker
-    /// written before initdb makes the next start empty it and create the cluster again.
+    /// written before initdb makes the failure say what it is and what to run; nothing is
+    /// removed for the operator. Done as it says, the next start creates the cluster.
     @Test(.timeLimit(.minutes(3)))
-    func anInitdbThatDidNotFinishIsDoneAgain() async throws {
+    func anInitdbThatDidNotFinishIsNamedWithWhatToDo() async throws {
         let workspace = try FaultWorkspace("embedded-unfinished")
         defer { workspace.remove() }
         let directory = workspace.file("pg")
@@ -23,18 +24,41 @@ struct EmbeddedRecoveryTests {
         try Data("15\n".utf8).write(to: URL(fileURLWithPath: directory + "/PG_VERSION"))
         #expect(FileManager.default.createFile(atPath: directory + ".initializing", contents: Data()))
 
+        let error = await #expect(throws: EmbeddedPostgresError.self) { try await offPool { try postgres.start() } }
+        #expect(error?.message.contains("was being created when its initdb stopped") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("rm -rf \(directory) \(directory).initializing") == true, "\(String(describing: error))")
+        #expect(FileManager.default.fileExists(atPath: directory + "/PG_VERSION"))
+        #expect(try postgres.status() != .running)
+
+        try FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.removeItem(atPath: directory + ".initializing")
         #expect(try await offPool { try postgres.start() } == .started)
-        #expect(try postgres.status() == .running)
-        #expect(!FileManager.default.fileExists(atPath: directory + ".initializing"))
         let connection = try Connection(configuration: postgres.configuration())
         defer { connection.close() }
         #expect(try connection.query("SELECT current_database()")[0].decode(0, as: String.self) == "again")
     }
 
-    /// A data directory holding someone's files: initdb refuses it, and no marker is left that
-    /// would let a later start clear it.
+    /// A marker left beside a cluster that works (an initdb that finished before its process was
+    /// stopped) changes nothing: the start goes on and the marker goes.
+    @Test(.timeLimit(.minutes(3)))
+    func aMarkerBesideAWorkingClusterIsDropped() async throws {
+        let workspace = try FaultWorkspace("embedded-finished")
+        defer { workspace.remove() }
+        let directory = workspace.file("pg")
+        let postgres = try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: directory, database: "kept",
+                                                                             settings: ["fsync": "off"]))
+        defer { try? postgres.stop(mode: "immediate") }
+        #expect(try await offPool { try postgres.start() } == .started)
+        try postgres.stop()
+        #expect(FileManager.default.createFile(atPath: directory + ".initializing", contents: Data()))
+        #expect(try await offPool { try postgres.start() } == .started)
+        #expect(!FileManager.default.fileExists(atPath: directory + ".initializing"))
+    }
+
+    /// A data directory holding someone's files: initdb refuses it, the files stay, and no marker
+    /// is left that would call it an unfinished cluster.
     @Test(.timeLimit(.minutes(2)))
-    func aDirectoryOfOtherFilesIsNeverCleared() async throws {
+    func aDirectoryOfOtherFilesIsNeverMarked() async throws {
         let workspace = try FaultWorkspace("embedded-other-files")
         defer { workspace.remove() }
         let directory = workspace.file("pg")
