@@ -11,7 +11,9 @@ public struct HTTPRequest: Sendable {
     }
 
     public var method: HTTPMethod
-    /// The percent-decoded path, without the query string.
+    /// The percent-decoded path, without the query string; an encoded slash (`%2F`) stays
+    /// encoded, so that it never splits a segment (`/v1/experiments/abc%2Fstop` is one id, not the
+    /// stop route of `abc`).
     public var path: String
     /// Percent-decoded query items in order (`+` decodes to a space).
     public var queryItems: [QueryItem]
@@ -48,7 +50,12 @@ public struct HTTPRequest: Sendable {
 
 /// Percent-decoding of URL components (RFC 3986); malformed escapes are kept literally.
 enum PercentDecoding {
-    static func decode(_ text: some StringProtocol, plusAsSpace: Bool) -> String {
+    /// A request's path: every escape decoded but the slash's.
+    static func decodePath(_ text: some StringProtocol) -> String {
+        decode(text, plusAsSpace: false, keepingSlashes: true)
+    }
+
+    static func decode(_ text: some StringProtocol, plusAsSpace: Bool, keepingSlashes: Bool = false) -> String {
         let bytes = Array(text.utf8)
         guard bytes.contains(where: { $0 == UInt8(ascii: "%") || (plusAsSpace && $0 == UInt8(ascii: "+")) }) else {
             return String(text)
@@ -60,7 +67,11 @@ enum PercentDecoding {
             let byte = bytes[index]
             if byte == UInt8(ascii: "%"), index + 2 < bytes.count,
                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) {
-                decoded.append(high << 4 | low)
+                if keepingSlashes && high << 4 | low == UInt8(ascii: "/") {
+                    decoded += bytes[index...index + 2]
+                } else {
+                    decoded.append(high << 4 | low)
+                }
                 index += 3
             } else if plusAsSpace && byte == UInt8(ascii: "+") {
                 decoded.append(UInt8(ascii: " "))

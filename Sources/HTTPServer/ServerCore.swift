@@ -248,7 +248,7 @@ final class ServerCore: Sendable {
         let rawPath = url.map { String(cString: $0) } ?? "/"
         let head = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
-            path: PercentDecoding.decode(rawPath, plusAsSpace: false),
+            path: PercentDecoding.decodePath(rawPath),
             queryItems: queryItems.map {
                 HTTPRequest.QueryItem(
                     name: PercentDecoding.decode($0.0, plusAsSpace: true),

@@ -107,6 +107,27 @@ func withServer<T: Sendable>(
         }
     }
 
+    /// `%2F` was decoded before the path was split into segments: `POST /things/abc%2Fstop`
+    /// reached the stop route of `abc` (an admin's request for an id that cannot exist stopped an
+    /// experiment). It stays one segment now, with its slash encoded.
+    @Test func anEncodedSlashNeverSplitsASegment() async throws {
+        var router = Router()
+        router.get("/things/:id") { request in .text("thing \(request.pathParameters["id"] ?? "")") }
+        router.post("/things/:id/stop") { request in .text("stopped \(request.pathParameters["id"] ?? "")") }
+        try await withServer(router: router) { server in
+            let (encoded, asThing, plain) = try await offPool {
+                let client = try RawHTTPClient(port: server.port)
+                return (try client.request("POST", "/things/abc%2Fstop"), try client.request("GET", "/things/abc%2fstop"),
+                        try client.request("POST", "/things/abc/stop"))
+            }
+            #expect(encoded.status == 405, "\(encoded.status) \(encoded.text)")
+            #expect(encoded.headers["Allow"] == "GET, HEAD")
+            #expect(asThing.status == 200 && asThing.text == "thing abc%2fstop", "\(asThing.text)")
+            #expect(plain.status == 200 && plain.text == "stopped abc", "\(plain.text)")
+        }
+        #expect(PercentDecoding.decodePath("/a%2Fb%20c%2f") == "/a%2Fb c%2f")
+    }
+
     @Test func unknownPathAndMethodAreProblems() async throws {
         try await withServer { server in
             let (missing, wrong) = try await offPool {
