@@ -128,9 +128,12 @@ public struct EmbeddedPostgres: Sendable {
         let lock = try StartLock(path: dataDirectory + ".lock")
         defer { lock.release() }
         try prepareDirectory()
+        let marked = FileManager.default.fileExists(atPath: initializingMarker)
         if try status() == .notInitialized {
-            // Only an empty directory is marked: initdb refuses any other.
             let empty = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty ?? false
+            // initdb stopped before it wrote PG_VERSION: it would refuse the directory it left.
+            if marked && !empty { throw unfinishedInitdb(output: "") }
+            // Only an empty directory is marked: initdb refuses any other.
             if empty { try markInitializing() }
             do {
                 try initialize()
@@ -144,25 +147,24 @@ public struct EmbeddedPostgres: Sendable {
             try? FileManager.default.removeItem(atPath: initializingMarker)
         }
         let outcome: StartOutcome
-        do {
-            if try status() == .running {
-                outcome = .alreadyRunning
-            } else {
-                try launch()
-                outcome = .started
-            }
+        if try status() == .running {
+            outcome = .alreadyRunning
+        } else {
             do {
-                try createDatabaseIfMissing(options.database)
-            } catch {
-                if outcome == .started { try? stop() }
-                throw error
+                try launch()
+            } catch let error as EmbeddedPostgresError {
+                // Marked, and nothing runs: most likely what an initdb that did not finish left.
+                // Anything else (a server left running) is said as it is.
+                guard marked, (try? status()) != .running else { throw error }
+                throw unfinishedInitdb(output: error.description)
             }
+            outcome = .started
+        }
+        do {
+            try createDatabaseIfMissing(options.database)
         } catch {
-            guard FileManager.default.fileExists(atPath: initializingMarker) else { throw error }
-            throw EmbeddedPostgresError(
-                "the local PostgreSQL in \(dataDirectory) was being created when its initdb stopped (\(initializingMarker) is left "
-                    + "from it), so it is no cluster and holds no data: remove both (rm -rf \(dataDirectory) \(initializingMarker)) "
-                    + "and run again", output: "\(error)")
+            if outcome == .started { try? stop() }
+            throw error
         }
         // A cluster that works (the marker outlived an initdb that did finish): nothing to say.
         try? FileManager.default.removeItem(atPath: initializingMarker)
@@ -234,6 +236,13 @@ public struct EmbeddedPostgres: Sendable {
                 "the postgres user cannot reach \(dataDirectory) (a parent directory is not traversable); "
                 + "choose --data-dir under a directory it can reach, such as /var/tmp")
         }
+    }
+
+    private func unfinishedInitdb(output: String) -> EmbeddedPostgresError {
+        EmbeddedPostgresError(
+            "the local PostgreSQL in \(dataDirectory) does not start, and \(initializingMarker) says its initdb did not finish: "
+                + "if no server ever ran there it holds no data; remove both (rm -rf \(dataDirectory) \(initializingMarker)) and run again",
+            output: output)
     }
 
     private func markInitializing() throws {

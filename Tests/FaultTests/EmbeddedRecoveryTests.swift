@@ -25,7 +25,7 @@ struct EmbeddedRecoveryTests {
         #expect(FileManager.default.createFile(atPath: directory + ".initializing", contents: Data()))
 
         let error = await #expect(throws: EmbeddedPostgresError.self) { try await offPool { try postgres.start() } }
-        #expect(error?.message.contains("was being created when its initdb stopped") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("says its initdb did not finish") == true, "\(String(describing: error))")
         #expect(error?.message.contains("rm -rf \(directory) \(directory).initializing") == true, "\(String(describing: error))")
         #expect(FileManager.default.fileExists(atPath: directory + "/PG_VERSION"))
         #expect(try postgres.status() != .running)
@@ -36,6 +36,21 @@ struct EmbeddedRecoveryTests {
         let connection = try Connection(configuration: postgres.configuration())
         defer { connection.close() }
         #expect(try connection.query("SELECT current_database()")[0].decode(0, as: String.self) == "again")
+    }
+
+    /// initdb stopped before it wrote `PG_VERSION`: a start ran initdb again, which refused the
+    /// directory it had left, and said only "initdb failed".
+    @Test(.timeLimit(.minutes(2)))
+    func anInitdbStoppedBeforeItsVersionFileIsNamedToo() async throws {
+        let workspace = try FaultWorkspace("embedded-early-stop")
+        defer { workspace.remove() }
+        let directory = workspace.file("pg")
+        let postgres = try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: directory))
+        try FileManager.default.createDirectory(atPath: directory + "/global", withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: directory + ".initializing", contents: Data()))
+        let error = await #expect(throws: EmbeddedPostgresError.self) { try await offPool { try postgres.start() } }
+        #expect(error?.message.contains("says its initdb did not finish") == true, "\(String(describing: error))")
+        #expect(FileManager.default.fileExists(atPath: directory + "/global"))
     }
 
     /// A marker left beside a cluster that works (an initdb that finished before its process was
