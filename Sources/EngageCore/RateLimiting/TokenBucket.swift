@@ -25,7 +25,7 @@ public struct TokenBucket: Sendable, Equatable {
     public mutating func take(now: ContinuousClock.Instant) -> Decision {
         let owed = max(fullAt, now) - now
         // Taking one more token must leave the debt within what a full bucket can hold.
-        let allowance = limit.interval * (limit.burst - 1)
+        let allowance = Self.allowance(limit)
         guard owed <= allowance else {
             return .refused(retryAfter: owed - allowance)
         }
@@ -33,10 +33,25 @@ public struct TokenBucket: Sendable, Equatable {
         return .allowed
     }
 
+    /// The debt a full bucket can hold, `interval × (burst - 1)`, kept within `Duration`'s range
+    /// (a burst of `Int.max` a minute overflowed it, and the first request trapped): past
+    /// `longestDebt` the bucket holds more than any server runs long enough to spend.
+    static func allowance(_ limit: RateLimit) -> Duration {
+        let steps = limit.burst - 1
+        guard steps > 0 else { return .zero }
+        if Double(steps) >= longestDebt / limit.interval { return longestDebt }
+        return limit.interval * steps
+    }
+
+    /// About 290 billion years.
+    static let longestDebt = Duration.seconds(Int64.max)
+
     /// Tokens available at `now`.
     public func tokens(at now: ContinuousClock.Instant) -> Int {
         let owed = max(fullAt, now) - now
         guard owed > .zero else { return limit.burst }
+        // More whole intervals owed than the burst (only with a debt clamped to `longestDebt`).
+        guard owed / limit.interval < Double(limit.burst) else { return 0 }
         // Whole intervals still owed, rounded up: a token half earned is not there yet.
         let (quotient, remainder) = owed.dividedWithRemainder(by: limit.interval)
         return limit.burst - quotient - (remainder > .zero ? 1 : 0)

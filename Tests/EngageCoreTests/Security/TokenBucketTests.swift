@@ -23,6 +23,18 @@ import Testing
         #expect(bucket.take(now: at(100)) == .refused(retryAfter: .milliseconds(100)))
     }
 
+    /// `interval × (burst - 1)` overflowed `Duration` for a burst of `Int.max` (a limit the
+    /// library's `RateLimit` takes, though `--rate-burst` stops at 10,000,000): the first request
+    /// trapped and took the server down.
+    @Test(arguments: [RateLimit(requests: 1, per: .seconds(60), burst: .max), RateLimit(requests: 1, per: .seconds(3600), burst: 1 << 60),
+                      RateLimit(requests: 1_000_000, per: .seconds(1), burst: .max)])
+    func anEnormousBurstNeverOverflows(limit: RateLimit) {
+        var bucket = TokenBucket(limit, now: at(0))
+        for _ in 0..<1_000 { #expect(bucket.take(now: at(0)) == .allowed) }
+        #expect(bucket.tokens(at: at(0)) == limit.burst - 1_000)
+        #expect(!bucket.isFull(at: at(0)))
+    }
+
     @Test func refusedRequestsTakeNothing() {
         var bucket = TokenBucket(RateLimit(requests: 10, burst: 1), now: at(0))
         #expect(bucket.take(now: at(0)) == .allowed)
