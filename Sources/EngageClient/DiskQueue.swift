@@ -594,11 +594,25 @@ struct DiskQueue: Sendable {
     }
 
     /// Counts one more failure for `endpoint` and sets the next attempt `delay(failures)` after
-    /// `now`, reading and writing under the lock: two senders failing together count two.
-    func recordFailure(endpoint: String, now: Date, delay: (_ failures: Int) -> TimeInterval) {
+    /// `now`, reading and writing under the lock: two senders failing together count two. A wait
+    /// another sender set that ends later (its Retry-After) is kept, unless it lies further ahead
+    /// than `longestWait` (the wall clock was set back since it was written).
+    func recordFailure(endpoint: String, now: Date, longestWait: TimeInterval = .infinity, delay: (_ failures: Int) -> TimeInterval) {
         _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in
-            let failures = (retryState(endpoint: endpoint)?.failures ?? 0) + 1
-            writeRetryState(RetryState(endpoint: endpoint, notBefore: now + delay(failures), failures: failures))
+            let existing = retryState(endpoint: endpoint)
+            let failures = (existing?.failures ?? 0) + 1
+            var notBefore = now + delay(failures)
+            if let kept = existing?.notBefore, kept > notBefore, kept.timeIntervalSince(now) <= longestWait { notBefore = kept }
+            writeRetryState(RetryState(endpoint: endpoint, notBefore: notBefore, failures: failures))
+        }
+    }
+
+    /// Clears the backoff once a request sent at `sentAt` was answered, unless another sender set
+    /// a wait since that ends after it: that sender's Retry-After still holds for everyone.
+    func clearRetryState(answeringRequestSentAt sentAt: Date, endpoint: String) {
+        _ = try? QueueFiles.withExclusiveLock(lockPath, protection: options.protection) { _ in
+            if let state = retryState(endpoint: endpoint), state.notBefore > sentAt { return }
+            writeRetryState(nil)
         }
     }
 

@@ -352,12 +352,13 @@ public final class EngageClient: Sendable {
             let events = claims.flatMap(\.events)
             let timeout = min(remaining, configuration.requestTimeout, configuration.claimLease)
             report.requests += 1
+            let sentAt = now()
             let outcome = await transport.send(eventsRequest(events, compressed: compresses), timeout: timeout)
 
             switch IngestAnswer.classify(outcome, sent: events.count) {
             case let .stored(answer):
                 queue.complete(claims)
-                queue.setRetryState(nil)
+                queue.clearRetryState(answeringRequestSentAt: sentAt, endpoint: endpoint)
                 // Duplicates of events this queue sent before without an answer are those sends
                 // arriving: delivered. The answer gives counts, not which events were duplicates,
                 // so only as many as must be among the unanswered ones (`ResentDuplicates`).
@@ -378,7 +379,7 @@ public final class EngageClient: Sendable {
                 queue.markUnanswered(events.map(\.id))
                 queue.release(claims)
                 let delay = configuration.retry.afterRetryAfter(seconds)
-                queue.recordFailure(endpoint: endpoint, now: now()) { _ in delay }
+                queue.recordFailure(endpoint: endpoint, now: now(), longestWait: configuration.retry.longestWait) { _ in delay }
             case .transient:
                 queue.markUnanswered(events.map(\.id))
                 retryLater(claims, endpoint: endpoint)
@@ -422,7 +423,7 @@ public final class EngageClient: Sendable {
                 }
                 // A server that reads the clock headers otherwise: nothing of the request was
                 // stored, and the events wait for one that takes them, as after a 404 or 415.
-                queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
+                queue.recordFailure(endpoint: endpoint, now: now(), longestWait: configuration.retry.longestWait) { configuration.retry.backoff(failures: $0) }
             case .timedOut:
                 queue.markUnanswered(events.map(\.id))
                 if timeout >= Self.answerWait(configuration) {
@@ -456,7 +457,7 @@ public final class EngageClient: Sendable {
     /// Puts the claims back in line and backs off by the policy's next step.
     private func retryLater(_ claims: [DiskQueue.Claim], endpoint: String) {
         queue.release(claims)
-        queue.recordFailure(endpoint: endpoint, now: now()) { configuration.retry.backoff(failures: $0) }
+        queue.recordFailure(endpoint: endpoint, now: now(), longestWait: configuration.retry.longestWait) { configuration.retry.backoff(failures: $0) }
     }
 
     /// Deletes claims engage refused for good, and reports their events.

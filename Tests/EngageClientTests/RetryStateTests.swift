@@ -1,4 +1,6 @@
+import ClientTestSupport
 import Foundation
+import Synchronization
 import Testing
 @testable import EngageClient
 
@@ -23,6 +25,56 @@ struct RetryStateTests {
         #expect(unreadable.all.isEmpty, "unreadable after \(unreadable.all.count) of 8000 writes; retry.json: \(container.text("retry.json"))")
         #expect(queue.retryState(endpoint: "https://e.example") != nil)
         #expect(container.files("").filter { $0.contains(".tmp") }.isEmpty)
+    }
+
+    /// A shorter backoff never replaces a longer wait another sender set (its Retry-After), and an
+    /// answer to a request sent before that wait does not clear it; a wait further ahead than
+    /// any backoff (the clock was set back) is not kept.
+    @Test func aWaitAnotherSenderSetOutlivesShorterBackoffsAndEarlierAnswers() throws {
+        let container = Container()
+        defer { container.remove() }
+        let queue = try QueueTests.queue(container)
+        let endpoint = "https://e.example", now = Date(timeIntervalSince1970: 1_795_979_783)
+        queue.recordFailure(endpoint: endpoint, now: now, longestWait: 300) { _ in 30 }
+        queue.recordFailure(endpoint: endpoint, now: now + 1, longestWait: 300) { _ in 1 }
+        #expect(queue.retryState(endpoint: endpoint) == .init(endpoint: endpoint, notBefore: now + 30, failures: 2))
+        queue.clearRetryState(answeringRequestSentAt: now + 0.5, endpoint: endpoint)
+        #expect(queue.retryState(endpoint: endpoint)?.notBefore == now + 30)
+        queue.clearRetryState(answeringRequestSentAt: now + 31, endpoint: endpoint)
+        #expect(queue.retryState(endpoint: endpoint) == nil)
+
+        queue.setRetryState(.init(endpoint: endpoint, notBefore: now + 10_000, failures: 1))
+        queue.recordFailure(endpoint: endpoint, now: now, longestWait: 300) { _ in 2 }
+        #expect(queue.retryState(endpoint: endpoint) == .init(endpoint: endpoint, notBefore: now + 2, failures: 2))
+    }
+
+    /// Another sender's 429 (Retry-After 30 s) is recorded while this flush's request is on its
+    /// way; this request's 200 then cleared the shared backoff, and both senders went again at
+    /// once, before the Retry-After.
+    @Test func anAnswerKeepsAWaitAnotherSenderRecordedMeanwhile() async throws {
+        let shared = Mutex<(queue: DiskQueue, endpoint: String)?>(nil)
+        let proxy = try FaultInjector(reply: .answer { _ in
+            shared.withLock { pair in
+                guard let pair else { return }
+                pair.queue.recordFailure(endpoint: pair.endpoint, now: Date(), longestWait: 300) { _ in 30 }
+            }
+            return (200, [("Content-Type", "application/json")], #"{"accepted":1,"duplicates":0,"rejected":[]}"#)
+        })
+        defer { proxy.stop() }
+        let container = Container()
+        defer { container.remove() }
+        let client = try makeClient(container, port: proxy.port, key: "egk_x")
+        let endpoint = "http://127.0.0.1:\(proxy.port)"
+        shared.withLock { $0 = (client.queue, endpoint) }
+        _ = try client.recordExpanded(notificationID: "n1", category: "new_photo")
+
+        let report = await client.flush(budget: .seconds(10))
+        #expect(report.requests == 1 && report.accepted == 1 && report.dropped == 0, "\(report)")
+        #expect(client.pending.events == 0)
+        // The flush, asked to go on, finds the other sender's wait rather than an empty queue.
+        let wait = try #require(client.queue.retryState(endpoint: endpoint))
+        #expect(wait.notBefore.timeIntervalSinceNow > 20, "\(wait)")
+        #expect(report.ending == .backingOff(until: wait.notBefore), "\(report)")
     }
 
     /// Failures counted by senders at the same time all count: the next backoff grows with each.
