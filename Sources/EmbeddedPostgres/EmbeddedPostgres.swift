@@ -130,7 +130,7 @@ public struct EmbeddedPostgres: Sendable {
         try prepareDirectory()
         let marked = FileManager.default.fileExists(atPath: initializingMarker)
         if try status() == .notInitialized {
-            let empty = (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty ?? false
+            let empty = dataDirectoryIsEmpty
             // initdb stopped before it wrote PG_VERSION: it would refuse the directory it left.
             if marked && !empty { throw unfinishedInitdb(output: "") }
             // Only an empty directory is marked: initdb refuses any other.
@@ -139,7 +139,7 @@ public struct EmbeddedPostgres: Sendable {
                 try initialize()
             } catch {
                 // initdb that fails empties what it made: no unfinished cluster to speak of.
-                if (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty == true {
+                if dataDirectoryIsEmpty {
                     try? FileManager.default.removeItem(atPath: initializingMarker)
                 }
                 throw error
@@ -236,6 +236,11 @@ public struct EmbeddedPostgres: Sendable {
                 "the postgres user cannot reach \(dataDirectory) (a parent directory is not traversable); "
                 + "choose --data-dir under a directory it can reach, such as /var/tmp")
         }
+    }
+
+    /// False when it cannot be read.
+    private var dataDirectoryIsEmpty: Bool {
+        (try? FileManager.default.contentsOfDirectory(atPath: dataDirectory))?.isEmpty ?? false
     }
 
     private func unfinishedInitdb(output: String) -> EmbeddedPostgresError {

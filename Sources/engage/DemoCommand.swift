@@ -24,16 +24,9 @@ enum DemoCommand {
 
     static func run(_ arguments: ParsedArguments) async throws {
         let listen = arguments[ServerOptions.listen]
-        // The traffic goes through FoundationNetworking, which refuses an IPv6 literal: the
-        // loopback and the wildcard are reached by name instead.
-        let trafficHost: String
-        switch listen.host {
-        case "::1", "::": trafficHost = "localhost"
-        case let host where host.contains(":"):
+        guard let trafficHost = EventSender.sendableHost(listen.host) else {
             throw arguments.usageError(.invalidValue, "invalid value '\(listen.optionText)' for option '\(ServerOptions.listen.longName)': "
-                + "FoundationNetworking, which sends the demo's traffic, cannot reach an IPv6 address written as a literal; "
-                + "listen on [::1], [::] or an IPv4 address")
-        case let host: trafficHost = host
+                + EventSender.ipv6LiteralProblem(sending: "the demo's traffic") + "; listen on [::1], [::] or an IPv4 address")
         }
         // Before the server, its PostgreSQL and the simulated day: the report is written last.
         try WritableFile.check(arguments[reportFile], option: reportFile.longName, arguments, creatingDirectory: true)

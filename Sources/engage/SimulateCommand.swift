@@ -88,7 +88,7 @@ enum SimulateCommand {
             }
             guard !(URL(string: arguments[url])?.host ?? "").contains(":") else {
                 throw arguments.usageError(.invalidValue, "invalid value '\(arguments[url])' for option '\(url.longName)': "
-                    + EventSender.ipv6LiteralProblem)
+                    + EventSender.ipv6LiteralProblem(sending: "the traffic") + "; use a name instead (http://localhost:8080 reaches [::1]:8080)")
             }
             target = .api(EventSender(base: arguments[url], key: key))
         }
@@ -204,8 +204,19 @@ struct EventSender: Sendable {
 
     /// FoundationNetworking refuses a URL whose host is an IPv6 literal (`http://[::1]:8080`,
     /// NSURLErrorDomain -1000) before it sends anything.
-    static let ipv6LiteralProblem = "FoundationNetworking, which sends the traffic, cannot reach an IPv6 address written as a literal; "
-        + "use a name instead (http://localhost:8080 reaches [::1]:8080)"
+    static func ipv6LiteralProblem(sending traffic: String) -> String {
+        "FoundationNetworking, which sends \(traffic), cannot reach an IPv6 address written as a literal"
+    }
+
+    /// The host the traffic can be sent to for a server at `host`: the IPv6 loopback and wildcard
+    /// by name, another IPv6 literal not at all (nil).
+    static func sendableHost(_ host: String) -> String? {
+        switch host {
+        case "::1", "::": "localhost"
+        case let host where host.contains(":"): nil
+        case let host: host
+        }
+    }
 
     func send(_ events: [Event]) async throws -> (Int, Int, Int) {
         guard let url = URL(string: base + "/v1/events") else { throw Failure(description: "bad --url \(base)") }
