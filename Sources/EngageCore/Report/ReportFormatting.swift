@@ -28,12 +28,15 @@ enum ReportFormat {
 
     /// An interval's bound with `decimals` places, or more when those would print it as "no
     /// effect" (`noEffect`) while it is not: a significant ratio's lower bound of 1.004 prints
-    /// `1.004`, never `1.00`, so that the printed interval agrees with the word beside it. At most
-    /// four places are added.
+    /// `1.004`, never `1.00`, so that the printed interval agrees with the word beside it. As
+    /// many places are added as that takes: with a billion notifications a side a significant
+    /// bound can be 1.000000006. Past 20 places (a bound within 1e-20 of 0) the value prints as
+    /// Swift writes it, exponent and all, rather than as no effect.
     static func bound(_ value: Double, _ decimals: Int, noEffect: Double) -> String {
         var places = decimals
         var text = fixed(value, places)
-        while value != noEffect, Double(text) == noEffect, places < decimals + 4 {
+        while value != noEffect, Double(text) == noEffect {
+            guard places < 20 else { return String(value) }
             places += 1
             text = fixed(value, places)
         }

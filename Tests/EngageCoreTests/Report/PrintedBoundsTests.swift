@@ -104,4 +104,34 @@ import Testing
         let points = ReportFormat.difference(difference)
         #expect(Double(points.prefix { $0 != " " }.replacing("+", with: "")) != 0, "\(points)")
     }
+
+    /// A billion displays a side and a lift of 0.0088%: significant bounds lie within 5e-7 of
+    /// 1x and 5e-6 of 0, where four extra places still printed them as `1.000000` and `0.00000`
+    /// beside "significant".
+    @Test func aBoundOfABillionDisplaysNeverReadsAsNoEffect() throws {
+        var nearNoEffect = 0
+        for expanded in stride(from: 500_043_700, through: 500_044_000, by: 20) {
+            let rows = [
+                ReportFixture.engagement("news", .rich, "image", notifications: 1_000_000_000, delivered: 1_000_000_000,
+                                         displayed: 1_000_000_000, expanded: expanded, opened: expanded),
+                ReportFixture.engagement("news", .plain, "none", notifications: 1_000_000_000, delivered: 1_000_000_000,
+                                         displayed: 1_000_000_000, expanded: 500_000_000, opened: 500_000_000),
+            ]
+            let report = EngagementReport.build(engagement: rows, generatedAt: ReportFixture.generatedAt)
+            let summary = try #require(report.stratified.first { $0.metric == .engagement(.expansion) })
+            let ratio = try #require(summary.riskRatio), difference = try #require(summary.riskDifference)
+            let printed = try #require(Self.bounds(in: summary.headline, after: "as often as plain ones"))
+            #expect(Self.printedClear(printed, null: 1) == ratio.isSignificant, "\(summary.headline)")
+            let cell = try #require(Self.bounds(in: ReportFormat.ratio(ratio), after: "x"))
+            #expect(Self.printedClear(cell, null: 1) == ratio.isSignificant, "\(ReportFormat.ratio(ratio))")
+            let points = try #require(Self.bounds(in: ReportFormat.difference(difference), after: "pp"))
+            #expect(Self.printedClear(points, null: 0) == difference.isSignificant, "\(ReportFormat.difference(difference))")
+            if ratio.isSignificant, ratio.interval.lower - 1 < 5e-7 { nearNoEffect += 1 }
+        }
+        #expect(nearNoEffect > 0)
+        #expect(ReportFormat.bound(1.000000006, 2, noEffect: 1) == "1.00000001")
+        #expect(ReportFormat.signedBound(6e-7, 1, noEffect: 0) == "+0.000001")
+        #expect(ReportFormat.bound(-2e-30, 1, noEffect: 0) == "-2e-30")
+        #expect(ReportFormat.pValue(0.049_999_99) == "0.04999999")
+    }
 }
