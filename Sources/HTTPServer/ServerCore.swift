@@ -264,10 +264,12 @@ final class ServerCore: Sendable {
         if headerBytes > limits.maxHeaderBytes {
             return refuseEarly(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
         }
-        let declared = head.headers["Content-Length"].flatMap { Int($0) }
-        if let declared, declared > limits.maxBodyBytes {
+        // Unsigned, as libmicrohttpd reads it: a length of 2^63 or more is not "none declared".
+        let declaredLength = head.headers["Content-Length"].flatMap { UInt64($0) }
+        if let declaredLength, declaredLength > UInt64(clamping: limits.maxBodyBytes) {
             return refuseEarly(HTTPProblem.payloadTooLarge(limit: limits.maxBodyBytes).response, for: context)
         }
+        let declared = declaredLength.map { Int($0) }
         if (declared ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil,
            let refusal = responder.refusalBeforeBody(to: head) {
             return refuseEarly(refusal, for: context)
