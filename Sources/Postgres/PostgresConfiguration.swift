@@ -155,21 +155,7 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
             }
             return redacted + rest[...queryStart] + query.joined(separator: "&")
         }
-        var parts: [String] = []
-        var redactNext = false
-        for word in connectionString.split(separator: " ", omittingEmptySubsequences: false) {
-            if word.hasPrefix("password=") {
-                parts.append("password=***")
-                redactNext = false
-            } else if redactNext {
-                parts.append("***")
-                redactNext = false
-            } else {
-                parts.append(String(word))
-                redactNext = word == "password" || word == "password ="
-            }
-        }
-        return parts.joined(separator: " ")
+        return redactingKeywordPassword(connectionString)
     }
 }
 

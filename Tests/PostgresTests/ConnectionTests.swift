@@ -257,6 +257,20 @@ struct SQLTests {
     @Test func configurationNeverPrintsPasswords() {
         #expect(PostgresConfiguration(connectionString: "postgresql://u:secret@h:5432/db").description == "postgresql://u:***@h:5432/db")
         #expect(PostgresConfiguration(connectionString: "host=h password=secret dbname=d").description == "host=h password=*** dbname=d")
+        // Key/value pairs as libpq reads them: spaces around "=", quoted values, tabs between pairs.
+        let redactedPairs = [
+            "host=127.0.0.1 port=1 password = s3cret dbname=engage": "host=127.0.0.1 port=1 password = *** dbname=engage",
+            "host=h password= s3cret": "host=h password= ***",
+            "host=h password='my s3cret' dbname=d": "host=h password=*** dbname=d",
+            "host=h password='it\\'s s3cret'": "host=h password=***",
+            "host=h\tpassword=s3cret": "host=h\tpassword=***",
+            "password='unterminated s3cret": "password=***",
+            "host=h password s3cret": "host=h password ***",
+            "application_name='password=s3cret' passwordx=1": "application_name='password=s3cret' passwordx=1",
+        ]
+        for (input, output) in redactedPairs {
+            #expect(PostgresConfiguration(connectionString: input).description == output, "\(input)")
+        }
         // A URL's query carries the password too, with or without a user, its keyword encoded or not.
         let redacted = [
             "postgresql://db.example/engage?password=s3cret": "postgresql://db.example/engage?password=***",
