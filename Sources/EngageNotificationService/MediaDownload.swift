@@ -233,7 +233,7 @@ public final class MediaDownload: NSObject, URLSessionDataDelegate, @unchecked S
         let bytesSay = MediaTypeDetector.fromLeadingBytes(leading)
         // Where the bytes cannot tell a family's members apart, the name says which (its kind's
         // limit was checked against Content-Length with the headers).
-        if let named, MediaTypeDetector.refines(named, bytesSay) {
+        if let named, MediaTypeDetector.refines(named, bytesSay, leadingBytes: leading) {
             type = named
             return nil
         }

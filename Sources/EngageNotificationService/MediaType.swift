@@ -189,13 +189,15 @@ public enum MediaTypeDetector {
 
     /// True when `named` is a member of the family whose signature the bytes show: an ISO media
     /// file of any brand (`isom`, `mp42`) may be MPEG-4 audio or a QuickTime movie, one branded
-    /// QuickTime served as MP4 (an iPhone's .mov renamed) plays as MP4, and an MPEG stream's first
-    /// header does not say MPEG-1 from MPEG-2.
-    public static func refines(_ named: MediaType, _ sniffed: MediaTypeGuess) -> Bool {
+    /// QuickTime served as MP4 (an iPhone's .mov renamed) plays as MP4, an MPEG stream's first
+    /// header does not say MPEG-1 from MPEG-2, and an ID3v2 tag (read as MP3 when nothing names
+    /// the file) is metadata that may lead AAC frames as well as MP3 ones.
+    public static func refines(_ named: MediaType, _ sniffed: MediaTypeGuess, leadingBytes: [UInt8]) -> Bool {
         switch sniffed {
         case .supported(.mp4): named == .m4a || named == .quickTime
         case .supported(.mpeg): named == .mpeg2
         case .supported(.quickTime): named == .mp4
+        case .supported(.mp3): named == .aac && leadingBytes.starts(with: Array("ID3".utf8))
         default: false
         }
     }

@@ -219,6 +219,22 @@ struct MediaDownloadTests {
         #expect(movie.type == .quickTime)
     }
 
+    /// An ID3v2 tag is metadata, not a format: one in front of AAC frames served as `audio/aac`
+    /// stays AAC (it was attached as MP3, and counted so); served as MP3, or under a name of
+    /// another kind (`photo.jpg` with `application/octet-stream`), a tagged stream is MP3.
+    @Test func anID3TaggedAACStreamStaysAAC() async throws {
+        let tag = Array("ID3".utf8) + [4, 0, 0, 0, 0, 0, 10] + [UInt8](repeating: 0, count: 10)
+        let body = tag + [0xFF, 0xF1, 0x50, 0x80] + MediaSamples.filler(4_000)
+        for (contentType, expected) in [("audio/aac", MediaType.aac), ("audio/mpeg", .mp3), ("application/octet-stream", .mp3)] {
+            let (result, _) = try await Self.downloadPhotoJPG(contentType: contentType, body: body)
+            guard case let .downloaded(media) = result else {
+                Issue.record("expected a download, got \(result)")
+                continue
+            }
+            #expect(media.type == expected, "\(contentType)")
+        }
+    }
+
     /// `body` served as `contentType` for `p/photo.jpg`: the outcome, and the files left.
     static func downloadPhotoJPG(contentType: String, body: [UInt8]) async throws -> (DownloadResult, [String]) {
         let host = try FaultInjector(reply: .bytes(status: 200, headers: [("Content-Type", contentType)], body: body, declareLength: true))
