@@ -35,7 +35,7 @@ struct LiftPerLookView {
                 Markup.text(lift.map { ReportText.signed($0.estimate * 100, 1) + "%" } ?? (comparison.unavailable ?? ReportText.missing)),
                 Markup.text(ExperimentView.interval(lift?.fixed, level: comparison.confidence)),
                 Markup.text(ExperimentView.interval(comparison.logRatio?.sequential)),
-                Markup.text(ReportText.pValue(lift?.fixed?.pValue, alpha: alpha)),
+                Markup.text(ReportText.pValue(lift?.fixed?.pValue, alpha: alpha) + ExperimentView.correction(comparison.pValueCorrection)),
                 Markup.text(ReportText.pValue(comparison.logRatio?.sequential?.pValue, alpha: alpha)),
                 Markup.text(ReportText.percent(lift?.chanceToWin)),
             ]) + "</tr>"

@@ -45,15 +45,20 @@ public enum ConsolePath {
     public static func stop(_ id: String) -> String { experiment(id) + "/stop" }
 
     /// `path?name=value&...` with the values percent-encoded; nil values are left out. A path
-    /// with a query already gets the items after it.
+    /// with a query already gets the items after it, and one with a fragment before it (after
+    /// the fragment the browser would never send them).
     public static func with(_ path: String, _ query: [(String, String?)]) -> String {
         let items = query.compactMap { name, value in value.map { percentEncoded(name) + "=" + percentEncoded($0) } }
-        return items.isEmpty ? path : path + (path.contains("?") ? "&" : "?") + items.joined(separator: "&")
+        guard !items.isEmpty else { return path }
+        let fragment = path.firstIndex(of: "#") ?? path.endIndex
+        let beforeFragment = path[..<fragment]
+        return beforeFragment + (beforeFragment.contains("?") ? "&" : "?") + items.joined(separator: "&") + path[fragment...]
     }
 
     /// True when the path's query has a parameter `name` (with a value or not).
     public static func hasParameter(_ name: String, in path: String) -> Bool {
-        guard let query = path.split(separator: "?", maxSplits: 1).dropFirst().first else { return false }
+        let beforeFragment = path.prefix { $0 != "#" }
+        guard let query = beforeFragment.split(separator: "?", maxSplits: 1).dropFirst().first else { return false }
         return query.split(separator: "&").contains { $0.prefix { $0 != "=" } == name }
     }
 

@@ -12,7 +12,8 @@ struct RatesChart {
         let plotBottom = layout.plotBottom(rows: metrics.count)
         var canvas = SVGCanvas(width: layout.width, height: layout.height(rows: metrics.count), label: title, cssClass: "chart")
         let uppers = metrics.flatMap { [$0.rich.interval?.upper, $0.plain.interval?.upper] }.compactMap { $0 }
-        let scale = ChartScale(covering: uppers, including: [0], ticks: 4)
+        // A group with nothing displayed has no interval: its axis is still a rate's, 0 to 100%.
+        let scale = ChartScale(covering: uppers.isEmpty ? [1] : uppers, including: [0], ticks: 4)
         for tick in scale.ticks {
             let x = scale.position(tick, from: plotLeft, length: plotWidth)
             canvas.line(x1: x, y1: layout.top, x2: x, y2: plotBottom, .cssClass("grid"))

@@ -233,6 +233,18 @@ public struct ExperimentStore: Sendable {
         }
     }
 
+    /// The newest runs that finished with a result, newest first: where the latest look is
+    /// found however many runs failed or wait after it.
+    public func analysedRuns(_ id: String, limit: Int) async throws -> [ExperimentRun] {
+        guard ExperimentDefinition.isValidID(id) else { return [] }
+        return try await pool.withConnection { connection in
+            try connection.query("""
+                SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs
+                WHERE experiment_id = \(id) AND status = 'done' AND result IS NOT NULL ORDER BY scheduled_for DESC LIMIT \(limit)
+                """).rows.map(Self.run)
+        }
+    }
+
     static let runColumns = """
         id, experiment_id, scheduled_for, manual, status, lease_owner, lease_until, attempts, started_at, finished_at,
         decision, result, error

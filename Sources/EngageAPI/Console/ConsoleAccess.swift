@@ -53,9 +53,11 @@ extension ConsoleRoutes {
         if let asked = request.query("app"), !asked.isEmpty {
             guard let found = apps.first(where: { $0.id == asked }) else {
                 let viewer = ConsoleViewer(apps: apps, app: app, formToken: kept.formToken)
-                return .refused(Self.respond(ProblemView(title: "No key for this app", detail: "This browser holds no key of app "
-                                                         + "\(asked); add a read or admin key of that app to see it.",
-                                                         viewer: viewer).page(), status: 403))
+                let response = Self.respond(ProblemView(title: "No key for this app", detail: "This browser holds no key of app "
+                                                        + "\(asked); add a read or admin key of that app to see it.",
+                                                        viewer: viewer).page(), status: 403)
+                // The page's sign-out form carries the token of the keys kept: the cookie must hold them too.
+                return .refused(refreshingCookie(response, request: request, access: ConsoleAccess(session: kept, keys: valid, viewer: viewer)))
             }
             app = found
         }
@@ -157,13 +159,17 @@ extension ConsoleRoutes {
     }
 
     /// `POST /console/logout` with the session's `csrf`: forgets every key (the cookie is removed).
+    /// A request without the cookie (another site's form: the cookie is `SameSite=Strict`) removes
+    /// nothing, so that no other page can sign a browser out.
     func signOut(_ request: HTTPRequest) -> HTTPResponse {
         if let session = ConsoleSession(request), !session.accepts(formToken: request.formValue("csrf")) {
             return Self.respond(ProblemView(title: "Not signed out", detail: "The form had expired or came from another page; "
                                             + "reload the page and sign out again.", viewer: nil).page(), status: 403)
         }
         var response = Self.secured(.seeOther(ConsolePath.login))
-        response.setCookie(.removal(of: ConsoleSession.cookieName, secure: configuration.secureCookies))
+        if request.cookie(ConsoleSession.cookieName) != nil {
+            response.setCookie(.removal(of: ConsoleSession.cookieName, secure: configuration.secureCookies))
+        }
         return response
     }
 }

@@ -93,7 +93,7 @@ extension ConsoleRoutes {
     private func experimentList(_ viewer: ConsoleViewer) async throws -> ExperimentListView {
         var entries: [ExperimentListView.Entry] = []
         for record in try await store.list(app: viewer.app.id) {
-            let latest = try await store.runs(record.id, limit: 20).lazy.compactMap(Self.summary).first { $0.look != nil }?.look
+            let latest = try await store.analysedRuns(record.id, limit: 20).lazy.compactMap(Self.summary).first { $0.look != nil }?.look
             entries.append(.init(definition: record.definition, createdAt: record.createdAt, latest: latest))
         }
         return ExperimentListView(entries: entries, viewer: viewer)
@@ -140,11 +140,15 @@ extension ConsoleRoutes {
     /// `POST /console/experiments/{id}/start|stop` with the session's `csrf`: for an admin key of
     /// the app only; then back to the experiment's page (303).
     func changeExperiment(_ request: HTTPRequest, start: Bool) async -> HTTPResponse {
-        let access: ConsoleAccess
         switch await signedIn(request) {
-        case .granted(let found): access = found
+        case .granted(let access):
+            // Every answer, refusals too, shows a sign-out form with the token of the keys kept.
+            return refreshingCookie(await changeExperiment(request, start: start, access: access), request: request, access: access)
         case .refused(let response): return response
         }
+    }
+
+    private func changeExperiment(_ request: HTTPRequest, start: Bool, access: ConsoleAccess) async -> HTTPResponse {
         let viewer = access.viewer
         let id = request.pathParameters["id"] ?? ""
         guard access.session.accepts(formToken: request.formValue("csrf")) else {

@@ -43,10 +43,16 @@ public struct ChartScale: Sendable {
         return (0...count).map { lower + Double($0) * step }
     }
 
-    /// A tick's value times `factor` (100 for percent), with a decimal only when the step needs one.
+    /// A tick's value times `factor` (100 for percent), with as many decimals as the step needs
+    /// (none for 5, one for 2.5, two for 0.01: ticks of 0.01% must not all read 0.0%).
     public func label(_ tick: Double, times factor: Double = 1) -> String {
-        let scaledStep = step * factor
-        return ReportFormat.fixed(tick * factor, abs(scaledStep - scaledStep.rounded()) > 1e-9 ? 1 : 0)
+        var scaledStep = abs(step * factor)
+        var decimals = 0
+        while decimals < 15, abs(scaledStep - scaledStep.rounded()) > 1e-9 * max(1, scaledStep) {
+            scaledStep *= 10
+            decimals += 1
+        }
+        return ReportFormat.fixed(tick * factor, decimals)
     }
 
     public func position(_ value: Double, from start: Double, length: Double) -> Double {

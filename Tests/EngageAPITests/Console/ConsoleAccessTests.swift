@@ -176,6 +176,35 @@ struct ConsoleAccessTests {
         }
     }
 
+    /// Another site's form carries no `SameSite=Strict` cookie: its sign-out removes nothing.
+    @Test func aSignOutWithoutTheCookieRemovesNothing() async throws {
+        try await RouteTestServer.withServer { server in
+            let crossSite = try await ConsoleClient(server: server).post("/console/logout", [("csrf", "")])
+            #expect(crossSite.status == 303 && crossSite.headers["Location"] == "/console/login")
+            #expect(ConsoleClient.setCookies(crossSite)["engage_console"] == nil)
+        }
+    }
+
+    /// A revoked key beside a good one, on pages refused without going through the page's own
+    /// answer (an app whose key was revoked, a change refused): the sign-out form they show carries
+    /// the token of the keys kept, so the cookie is sent again with those keys, and signing out works.
+    @Test func signingOutWorksFromARefusalAfterAKeyWasRevoked() async throws {
+        try await RouteTestServer.withServer { server in
+            let revoked = server.keys.issue(app: "app-a", role: .admin)
+            let kept = server.keys.issue(app: "app-b", role: .read)
+            server.keys.revoke(revoked)
+            for (method, target) in [("GET", "/console/report?app=app-a"), ("POST", "/console/experiments/exp-1/start?app=app-b")] {
+                let client = ConsoleClient(server: server, keys: [revoked, kept])
+                let refused = method == "GET" ? try await client.get(target) : try await client.post(target, [("csrf", "")])
+                #expect(refused.status == 403, "\(target): \(refused.text.prefix(300))")
+                #expect(ConsoleClient.value(ConsoleClient.setCookies(refused)["engage_console"]) == kept, "\(target)")
+                let token = try #require(ConsoleClient.formToken(refused))
+                let out = try await ConsoleClient(server: server, keys: [kept]).post("/console/logout", [("csrf", token)])
+                #expect(out.status == 303, "\(target): \(out.text.prefix(300))")
+            }
+        }
+    }
+
     @Test func pagesNeedingTheDatabaseSayItIsUnreachable() async throws {
         try await RouteTestServer.withServer { server in
             let client = ConsoleClient(server: server, keys: [server.keys.issue(app: "app-1", role: .read)])

@@ -98,3 +98,19 @@ extension ConsoleExperimentLevelTests {
         #expect(html[guardrail.lowerBound...].prefix(800).contains("at 99.99%"))
     }
 }
+
+extension ConsoleExperimentLevelTests {
+    /// With two treatments the primary metric's fixed p-value is Bonferroni-adjusted: the per-look
+    /// table labels it as the metrics table does, not as a bare p beside the unadjusted alpha.
+    @Test func thePerLookPValueNamesItsCorrection() throws {
+        let (html, result) = Self.threeArmAnalysis(id: "per-look-p")
+        let treatment = try #require(result.comparisons.first { $0.arm == "treatment" }?.metrics.first)
+        let correction = treatment.correction.label
+        #expect(correction == "bonferroni x2")
+        let start = try #require(html.range(of: "<h2>treatment: relative lift in open per look</h2>"))
+        let section = html[start.upperBound...]
+        let perLook = section[..<(try #require(section.range(of: "</section>"))).lowerBound]
+        let row = try #require(perLook.range(of: #"<tr data-look="1""#))
+        #expect(perLook[row.lowerBound...].contains("(\(correction))"), "\(perLook[row.lowerBound...].prefix(900))")
+    }
+}

@@ -99,6 +99,32 @@ struct ConsoleExperimentTests {
         }
     }
 
+    /// The list's latest decision is the newest analysed run's, however many runs failed after it
+    /// (a day of hourly failures): it read the 20 newest runs and said "none yet".
+    @Test(.timeLimit(.minutes(3)))
+    func theListShowsTheLatestLookBehindManyFailedRuns() async throws {
+        try await TestServer.withServer { server in
+            let fixture = try await Fixture(server: server)
+            let id = try await fixture.experiment(running: true)
+            let run = try await server.request("POST", "/v1/experiments/\(id)/run", headers: fixture.adminHeaders)
+            try #require(run.status == 201, "\(run.text.prefix(300))")
+            try await server.pool.withConnection { connection in
+                _ = try connection.query("""
+                    INSERT INTO experiment_runs (experiment_id, scheduled_for, status, finished_at, error)
+                    SELECT \(id), now() + make_interval(hours => n), 'failed', now(), 'not analysed: test'
+                    FROM generate_series(1, 30) AS n
+                    """)
+            }
+            let reader = ConsoleClient(server: server, keys: [try #require(fixture.keys[.read])])
+            let list = try await reader.get("/console/experiments?app=\(fixture.app)")
+            #expect(list.status == 200, "\(list.text.prefix(300))")
+            let row = try #require(list.text.range(of: #"data-experiment="\#(id)""#))
+            let cells = list.text[row.upperBound...].prefix { $0 != "\n" }.prefix(2_000)
+            #expect(!cells.contains("none yet"), "\(cells)")
+            #expect(cells.contains("<td>1</td>"), "\(cells)")
+        }
+    }
+
     /// On a server that requires a synchronous standby (`--synchronous-standbys 1`) and a
     /// primary running alone, a start from the console is made on the primary but not
     /// acknowledged: the page says so (503), not that the database is unreachable.

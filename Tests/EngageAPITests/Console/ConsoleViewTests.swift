@@ -166,6 +166,34 @@ import Testing
         #expect(ConsolePath.with("/console/report", [("app", "a b/ü"), ("category", nil), ("by", "day")])
                 == "/console/report?app=a%20b%2F%C3%BC&by=day")
         #expect(ConsolePath.experiment("a/b") == "/console/experiments/a%2Fb")
+        // After a fragment the browser would never send the query: it goes before it.
+        #expect(ConsolePath.with("/console/report#x", [("app", "a")]) == "/console/report?app=a#x")
+        #expect(ConsolePath.with("/console/report?by=day#x", [("app", "a")]) == "/console/report?by=day&app=a#x")
+        #expect(!ConsolePath.hasParameter("app", in: "/console/report#?app=a"))
+        #expect(ConsolePath.hasParameter("app", in: "/console/report?app=a#x"))
+    }
+
+    /// A group with nothing displayed has no interval to scale by: its axis is still 0 to 100%,
+    /// never -50% to +50%; and ticks a hundredth of a percent apart say so, not all "0.0%".
+    @Test func rateAxesReadAsRates() throws {
+        let rows = [
+            EngagementRow(appID: "app", category: "news", presentation: .rich, attachmentKind: "image", day: Self.day,
+                          counts: FunnelCounts([.notifications: 10, .delivered: 10, .displayed: 10, .opened: 3])),
+            EngagementRow(appID: "app", category: "news", presentation: .plain, attachmentKind: "none", day: Self.day,
+                          counts: FunnelCounts([.notifications: 10, .delivered: 10, .displayed: 10, .opened: 2])),
+            EngagementRow(appID: "app", category: "unseen", presentation: .rich, attachmentKind: "image", day: Self.day,
+                          counts: FunnelCounts([.notifications: 5, .delivered: 5])),
+            EngagementRow(appID: "app", category: "unseen", presentation: .plain, attachmentKind: "none", day: Self.day,
+                          counts: FunnelCounts([.notifications: 5, .delivered: 5])),
+        ]
+        let report = EngagementReport.build(engagement: rows, generatedAt: Timestamp(microsecondsSinceEpoch: 1_796_000_000_000_000))
+        let page = ReportView(report: report, query: .init(), categories: [], viewer: Self.viewer).page().render()
+        #expect(page.contains("Rates of unseen"))
+        #expect(!page.contains(">-50%<") && !page.contains(">-25%<") && page.contains(">100%<"))
+        let scale = ChartScale(covering: [0.0004], including: [0], ticks: 4)
+        let labels = scale.ticks.map { scale.label($0, times: 100) }
+        #expect(Set(labels).count == labels.count, "\(labels)")
+        #expect(labels.last == "0.04", "\(labels)")
     }
 
     @Test func storedResultsThatCannotBeReadAreNoLook() {
