@@ -483,7 +483,10 @@ public final class Connection {
         let primary = field("M") ?? errorMessage(handle)
         // Without an SQLSTATE the server never answered: the connection is the problem.
         let kind: PostgresError.Kind = sqlState == nil && PQstatus(handle) != CONNECTION_OK ? .connection : .server
-        return PostgresError(kind: kind, sqlState: sqlState, message: primary, detail: field("D"), hint: field("H"))
+        var error = PostgresError(kind: kind, sqlState: sqlState, message: primary, detail: field("D"), hint: field("H"))
+        error.constraintName = field("n")
+        error.tableName = field("t")
+        return error
     }
 }
 

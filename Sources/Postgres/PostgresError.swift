@@ -32,6 +32,10 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var message: String
     public var detail: String?
     public var hint: String?
+    /// The constraint a server error names (a CHECK, unique or foreign key violation), if any.
+    public var constraintName: String?
+    /// The table a server error names, if any.
+    public var tableName: String?
     /// No connection was made, so nothing was sent: what the caller asked for was not done. (A
     /// `.connection` error of a connection that broke later leaves that unknown.)
     public var failedToConnect = false

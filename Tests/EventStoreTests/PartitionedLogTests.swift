@@ -1,5 +1,5 @@
 import EngageCore
-import EventStore
+@testable import EventStore
 import Foundation
 import Postgres
 import Testing
@@ -150,5 +150,29 @@ struct PartitionedLogTests {
         #expect(result.storedCount == 3)
         let partitions = try await pool.withConnection { try EventPartitions.list(on: $0) }
         #expect(partitions.count == 2)
+    }
+
+    /// The missing partition is recognised by the error's fields, not its English message: a
+    /// server whose `lc_messages` translates it ("keine Partition von Relation »events«...") is
+    /// read the same; a CHECK constraint's violation (same SQLSTATE) is not taken for one.
+    @Test func aMissingPartitionIsKnownInAnyLanguage() async throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase())
+        defer { connection.close() }
+        try connection.execute("CREATE TABLE week_log (at date NOT NULL, n int CHECK (n > 0)) PARTITION BY RANGE (at)")
+        func failure(_ statement: SQL) throws -> PostgresError {
+            do {
+                try connection.execute(statement)
+            } catch let error as PostgresError {
+                return error
+            }
+            throw PostgresError(kind: .misuse, message: "the statement did not fail")
+        }
+        var missing = try failure("INSERT INTO week_log VALUES ('2026-12-07', 1)")
+        #expect(missing.sqlState == "23514" && missing.isMissingPartition)
+        missing.message = "keine Partition von Relation »week_log« für Zeile gefunden"
+        #expect(missing.isMissingPartition)
+        try connection.execute("CREATE TABLE week_log_all PARTITION OF week_log FOR VALUES FROM ('2000-01-01') TO ('2100-01-01')")
+        let check = try failure("INSERT INTO week_log VALUES ('2026-12-07', -1)")
+        #expect(check.sqlState == "23514" && check.constraintName != nil && !check.isMissingPartition)
     }
 }

@@ -83,9 +83,10 @@ public enum EventPartitions {
 }
 
 extension PostgresError {
-    /// An append found no partition for its rows' day (the check violation PostgreSQL raises
-    /// for a row no partition takes).
+    /// An append found no partition for its rows' day: the check violation PostgreSQL raises for
+    /// a row no partition takes names a table and no constraint (a CHECK's names its constraint).
+    /// Read from those fields, not the message, which `lc_messages` may translate.
     var isMissingPartition: Bool {
-        sqlState == "23514" && message.hasPrefix("no partition of relation")
+        sqlState == "23514" && constraintName == nil && tableName != nil
     }
 }
