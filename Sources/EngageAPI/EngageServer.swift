@@ -200,8 +200,9 @@ public struct EngageServer: Sendable {
     /// True when the web console is among the routes.
     public var consoleServed: Bool { routes.contains(where: EngageAPI.isConsole) }
 
-    /// Serves until SIGTERM/SIGINT (or until the calling task is cancelled).
-    public func run() async throws {
-        try await ServiceGroup(services: services, logger: logger).run()
+    /// Serves until SIGTERM/SIGINT (or until the calling task is cancelled); `onShutdown` is
+    /// called when the shutdown begins, before the HTTP server stops listening.
+    public func run(onShutdown: @escaping @Sendable () -> Void = {}) async throws {
+        try await ServiceGroup(services: services, logger: logger, onShutdown: onShutdown).run()
     }
 }

@@ -22,6 +22,7 @@ public struct ServiceGroup: Sendable {
     private let signals: [UnixSignal]
     private let shutdownTimeout: Duration?
     private let logger: Logger
+    private let onShutdown: @Sendable () -> Void
 
     /// - Parameters:
     ///   - services: the services with the names used in log lines, dependencies first.
@@ -29,17 +30,21 @@ public struct ServiceGroup: Sendable {
     ///     starts it and later ones are logged and otherwise ignored.
     ///   - shutdownTimeout: how long a shutdown may take before the remaining services are
     ///     cancelled together; `nil` waits forever.
+    ///   - onShutdown: called once when the shutdown begins, before any service is asked to stop
+    ///     (for work beside the group that must not take the stopping services for broken ones).
     public init(
         services: [(name: String, service: any Service)],
         gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint],
         shutdownTimeout: Duration? = .seconds(30),
-        logger: Logger
+        logger: Logger,
+        onShutdown: @escaping @Sendable () -> Void = {}
     ) {
         self.names = services.map(\.name)
         self.services = services.map(\.service)
         self.signals = gracefulShutdownSignals
         self.shutdownTimeout = shutdownTimeout
         self.logger = logger
+        self.onShutdown = onShutdown
     }
 
     private enum Event: Sendable {
@@ -105,6 +110,7 @@ public struct ServiceGroup: Sendable {
             }
 
             // Shutting down: last service first.
+            onShutdown()
             logger.info("service_group.shutdown", ["service.count": String(running.count)])
             if let shutdownTimeout {
                 group.addTask {

@@ -5,6 +5,7 @@ import Foundation
 import Postgres
 import Projections
 import Runtime
+import Synchronization
 
 /// `engage demo`: the quick start's main job. Runs engage on its local PostgreSQL, sends a
 /// simulated day of notification traffic through its own API, shows the report, and keeps
@@ -35,14 +36,42 @@ enum DemoCommand {
             let readKey = try await engage.keys.create(app: "demo", role: .read, name: "demo read key").secret
             print("engage runs at \(address) on its own PostgreSQL (\(setup.embedded?.dataDirectory ?? setup.configuration.description))")
 
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await engage.run() }
-                try await showcase(engage: engage, address: address, trafficAddress: "http://\(trafficHost):\(engage.port)",
-                                   ingestKey: ingestKey, readKey: readKey,
-                                   notifications: arguments[notifications], reportFile: arguments[reportFile])
-                try await group.next()
+            // The server ends at Ctrl-C or SIGTERM, also while the simulated day is still being
+            // sent or folded: the showcase then stops with it, rather than failing on a server
+            // that no longer listens (or waiting a minute for a projector that stopped, and saying
+            // engage keeps running), and the local PostgreSQL is stopped before a second signal.
+            let stopping = StopSeen()
+            try await withThrowingTaskGroup(of: DemoPart.self) { group in
+                group.addTask {
+                    try await engage.run(onShutdown: stopping.note)
+                    return .server
+                }
+                group.addTask {
+                    do {
+                        try await showcase(engage: engage, address: address, trafficAddress: "http://\(trafficHost):\(engage.port)",
+                                           ingestKey: ingestKey, readKey: readKey,
+                                           notifications: arguments[notifications], reportFile: arguments[reportFile])
+                    } catch where stopping.seen {
+                        // Cut off by the stop (a send refused, a wait cancelled): not a failure.
+                    }
+                    return .showcase
+                }
+                while let part = try await group.next(), part != .server {}
+                group.cancelAll()
             }
         }
+    }
+
+    /// The demo's two concurrent parts.
+    enum DemoPart: Sendable {
+        case server, showcase
+    }
+
+    /// Whether the server's shutdown has begun.
+    final class StopSeen: Sendable {
+        private let state = Mutex(false)
+        var seen: Bool { state.withLock { $0 } }
+        @Sendable func note() { state.withLock { $0 = true } }
     }
 
     /// Sends simulated traffic through the API, waits for the projector, prints the report.

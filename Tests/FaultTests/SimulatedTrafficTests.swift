@@ -26,6 +26,26 @@ struct SimulatedTrafficTests {
         #expect(try await process.terminate() == 0, "\(process.log)")
     }
 
+    /// SIGTERM (or Ctrl-C) while the simulated day is still being sent stops the demo as it stops
+    /// the server: exit 0, no error, and no "engage keeps running". Before, the server stopped and
+    /// the demo went on sending to it, then failed ("could not reach engage") with status 1.
+    @Test(.timeLimit(.minutes(3)))
+    func aStopWhileTheDayIsSentStopsTheDemoCleanly() async throws {
+        let workspace = try FaultWorkspace("demo-stop")
+        defer { workspace.remove() }
+        let database = try TestPostgres.freshDatabase()
+        let process = try EngageProcess(["demo", "--listen", "127.0.0.1:0", "--notifications", "1000000",
+                                         "--report-file", workspace.file("report.html")],
+                                        database: database, workspace: workspace, name: "demo")
+        try await process.poll(timeout: .seconds(120), what: "the demo sending its day") { () -> Bool? in
+            process.log.contains("sending a simulated day") ? true : nil
+        }
+        let status = try await process.terminate(timeout: .seconds(60))
+        #expect(status == 0, "\(process.log.suffix(2_000))")
+        #expect(!process.log.contains("error:"), "\(process.log.suffix(2_000))")
+        #expect(!process.log.contains("engage keeps running"), "\(process.log.suffix(2_000))")
+    }
+
     /// Nothing listening: the command says which address it could not reach and exits 1. Through
     /// URLSession's async `data(for:)` it trapped or hung in about half the runs, hence four.
     @Test(.timeLimit(.minutes(5)), arguments: 1...4)
