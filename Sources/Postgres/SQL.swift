@@ -102,12 +102,12 @@ public struct SQL: Sendable, ExpressibleByStringInterpolation, CustomStringConve
 }
 
 extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var result = ""
-        result.reserveCapacity(count)
-        for character in self {
-            if character == target { result += replacement } else { result.append(character) }
+    /// Scalar by scalar: a quote followed by a combining mark is one `Character` equal to no quote.
+    func replacingAll(_ target: Unicode.Scalar, with replacement: String) -> String {
+        var result = String.UnicodeScalarView()
+        for scalar in unicodeScalars {
+            if scalar == target { result.append(contentsOf: replacement.unicodeScalars) } else { result.append(scalar) }
         }
-        return result
+        return String(result)
     }
 }

@@ -241,6 +241,9 @@ struct SQLTests {
         let app = "app'1"
         let sql: SQL = "SELECT * FROM t WHERE a = \(app) AND b = \(5) AND c = \(identifier: "we\"ird")"
         #expect(sql.text == #"SELECT * FROM t WHERE a = $1 AND b = $2 AND c = "we""ird""#)
+        // A quote followed by a combining mark is one Character: doubled all the same.
+        let marked: SQL = "SELECT 1 AS \(identifier: "a\"\u{301}b")"
+        #expect(Array(marked.text.unicodeScalars) == Array("SELECT 1 AS \"a\"\"\u{301}b\"".unicodeScalars))
         #expect(sql.parameters.map(\.bytes) == [Array("app'1".utf8), Array("5".utf8)])
         #expect(sql.description.contains("redacted"))
         #expect(!sql.description.contains("app'1"))

@@ -211,12 +211,20 @@ struct CSVWriter {
     /// spreadsheet would take for a formula (starting with `=` `+` `-` `@`, a tab or CR, and not a
     /// number) gets a leading `'` first: categories and app ids come from whoever holds an ingest
     /// key, and a report is opened in spreadsheets (OWASP's advice for CSV injection).
+    /// Scalar by scalar: a quote followed by a combining mark is one `Character` equal to no quote.
     static func field(_ value: String) -> String {
         let value = startsLikeAFormula(value) ? "'" + value : value
-        guard value.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else {
+        guard value.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\r" || $0 == "\n" }) else {
             return value
         }
-        return "\"" + value.replacing("\"", with: "\"\"") + "\""
+        var quoted = String.UnicodeScalarView()
+        quoted.append("\"")
+        for scalar in value.unicodeScalars {
+            quoted.append(scalar)
+            if scalar == "\"" { quoted.append(scalar) }
+        }
+        quoted.append("\"")
+        return String(quoted)
     }
 
     static func startsLikeAFormula(_ value: String) -> Bool {

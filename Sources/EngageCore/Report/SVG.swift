@@ -2,21 +2,22 @@ import Foundation
 
 /// Escaping for HTML text and attribute values (also used inside inline SVG).
 enum HTMLText {
-    /// `&`, `<`, `>`, `"` and `'` as character references.
+    /// `&`, `<`, `>`, `"` and `'` as character references. Scalar by scalar: a quote followed by
+    /// a combining mark is one Swift `Character` equal to no quote, and left whole it ended an
+    /// attribute value (text from the data could add an event handler).
     static func escape(_ text: String) -> String {
-        var out = ""
-        out.reserveCapacity(text.utf8.count)
-        for character in text {
-            switch character {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(character)
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": out.append(contentsOf: "&amp;".unicodeScalars)
+            case "<": out.append(contentsOf: "&lt;".unicodeScalars)
+            case ">": out.append(contentsOf: "&gt;".unicodeScalars)
+            case "\"": out.append(contentsOf: "&quot;".unicodeScalars)
+            case "'": out.append(contentsOf: "&#39;".unicodeScalars)
+            default: out.append(scalar)
             }
         }
-        return out
+        return String(out)
     }
 }
 

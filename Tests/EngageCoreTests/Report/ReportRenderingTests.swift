@@ -164,6 +164,30 @@ import Testing
         #expect(CSVWriter.field("=1,2") == "\"'=1,2\"")
     }
 
+    /// A quote followed by a combining mark (U+0301) is one Swift `Character`, equal to no quote:
+    /// matched as characters it was left raw, ending the CSV field (a new cell `=1+1`, every later
+    /// column shifted) and the HTML attribute it stood in (an event handler in the chart's label).
+    @Test func aQuoteWithACombiningMarkIsEscapedToo() throws {
+        let csvCategory = "a\"\u{301},=1+1&\"\u{301}"
+        let htmlCategory = "x\"\u{301} onmouseover=alert(1) a="
+        for category in [csvCategory, htmlCategory] {
+            let report = EngagementReport.build(engagement: [
+                ReportFixture.engagement(category, .rich, "image", notifications: 10, delivered: 10, displayed: 10, opened: 4),
+                ReportFixture.engagement(category, .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
+            ], generatedAt: ReportFixture.generatedAt)
+            let records = Self.parseCSV(report.renderCSV())
+            let rows = records.filter { $0[0] == "group" }
+            #expect(!rows.isEmpty)
+            #expect(rows.allSatisfy { Array($0[1].unicodeScalars) == Array(category.unicodeScalars) && $0.count == records[0].count },
+                    "\(rows.map { $0.prefix(3) })")
+            let html = Array(report.renderHTML().unicodeScalars)
+            let rawQuoteBeforeMark = zip(html, html.dropFirst()).contains { $0 == "\"" && $1 == "\u{301}" }
+            #expect(!rawQuoteBeforeMark)
+        }
+        #expect(Array(HTMLText.escape("\"\u{301}'\u{301}<\u{338}").unicodeScalars)
+                == Array("&quot;\u{301}&#39;\u{301}&lt;\u{338}".unicodeScalars))
+    }
+
     @Test func csvHasOneRowPerGroupAndMetric() throws {
         let records = Self.parseCSV(Self.report.renderCSV())
         #expect(records[0] == EngagementReport.csvHeader)
