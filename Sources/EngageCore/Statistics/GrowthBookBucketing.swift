@@ -1,5 +1,6 @@
 /// Deterministic assignment compatible with GrowthBook's SDKs: the same seed, unit id and
-/// weights put a unit in the same variation here as in any GrowthBook SDK.
+/// weights put a unit in the same variation here as in GrowthBook's SDKs (for ASCII ids and seeds;
+/// beyond ASCII the SDKs differ among themselves, and this hashes UTF-8 bytes as the Swift one does).
 public enum GrowthBookBucketing {
     /// 32-bit FNV-1a over the UTF-8 bytes of `text`: start from the offset basis 0x811c9dc5;
     /// for each byte, xor it in, then multiply by the prime 0x01000193 modulo 2^32.
