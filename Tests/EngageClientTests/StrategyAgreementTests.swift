@@ -18,10 +18,16 @@ import Testing
 
     /// The model's choice as an index into the offered media, `overheadMS` into the extension's
     /// run (the model charges it before any media work).
-    static func modelChoice(_ strategy: String, _ media: [PushPayload.Media], overheadMS: Int, cached: Set<Int>) throws -> Int? {
-        let variants = media.map { entry in
+    /// `unaccepted` holds the indices offered in a format the system refuses for their kind (the
+    /// push does not say formats: the extension cannot know, and the model must not choose by it).
+    static func modelChoice(_ strategy: String, _ media: [PushPayload.Media], overheadMS: Int, cached: Set<Int>,
+                            unaccepted: Set<Int> = []) throws -> Int? {
+        let variants = media.enumerated().map { index, entry in
             let kind = EngageCore.AttachmentKind(rawValue: entry.kind!.rawValue)!
-            return EngageCore.MediaVariant(variant: entry.variant, kind: kind, format: formats[entry.kind!.rawValue]!, bytes: entry.bytes!)
+            let format = unaccepted.contains(index)
+                ? EngageCore.MediaFormat.allCases.first { !SupportedFormats.apple.supports($0, for: kind) }!
+                : formats[entry.kind!.rawValue]!
+            return EngageCore.MediaVariant(variant: entry.variant, kind: kind, format: format, bytes: entry.bytes!)
         }
         let input = PipelineInput(media: variants, network: .typical(for: .unknown),
                                   cache: cached.isEmpty ? .empty : CacheState(variants: VariantSet(cached), ageSeconds: 0))
@@ -58,12 +64,14 @@ import Testing
             let payload = PushPayload(media: media)
             // Half the pushes find some of their files kept from an earlier one.
             let cached = Set(media.indices.filter { _ in round % 2 == 1 && Bool.random(using: &random) })
+            // Some offered in a format the system refuses, which only the download reveals.
+            let unaccepted = Set(media.indices.filter { _ in round % 5 == 2 && Bool.random(using: &random) })
             for name in Self.strategies {
                 let strategy = try #require(PushPayload(strategy: name).attachmentStrategy)
                 let device = policy.media(for: payload, strategy: strategy, elapsed: .milliseconds(overheadMS),
                                           cached: Set(cached.map { media[$0].url }))
                     .flatMap { chosen in media.firstIndex { $0.url == chosen.url } }
-                let model = try Self.modelChoice(name, media, overheadMS: overheadMS, cached: cached)
+                let model = try Self.modelChoice(name, media, overheadMS: overheadMS, cached: cached, unaccepted: unaccepted)
                 #expect(device == model, "\(name) at \(overheadMS) ms, \(cached) kept, of \(media.map { "\($0.variant) \($0.kind!) \($0.bytes!)" })")
                 chosen[name, default: []].insert(device.map { media[$0].variant } ?? "nothing")
                 if name == "adaptive", let device, cached.contains(device), media[device].bytes! > 6_912_500 { keptTooLargeToDownload += 1 }

@@ -83,7 +83,7 @@ public struct AdaptiveStrategy: AttachmentStrategyModel {
         assumed.network = Self.assumedNetwork
         func fits(_ index: Int?) -> Bool {
             guard let index else { return false }
-            return PipelineModel.predictsAttached(index, in: assumed, limits: limits, safetyFactor: safetyFactor)
+            return PipelineModel.predictsAttached(index, in: assumed, limits: limits, safetyFactor: safetyFactor, knowingFormat: false)
         }
         if fits(input.roles.original) { return VariantChoice(input.roles.original) }
         if fits(input.roles.thumbnail) { return VariantChoice(input.roles.thumbnail) }

@@ -92,16 +92,16 @@ public enum PipelineModel {
 
     /// Why the extension refuses a download from its response's headers (step 2): a format the
     /// system does not take for the kind, or a size over the kind's cap; nil otherwise.
-    static func headerRefusal(_ variant: MediaVariant, limits: PipelineLimits) -> PipelineFailure? {
-        guard limits.supportedFormats.supports(variant.format, for: variant.kind) else { return .unsupportedFormat }
+    static func headerRefusal(_ variant: MediaVariant, limits: PipelineLimits, knowingFormat: Bool = true) -> PipelineFailure? {
+        if knowingFormat, !limits.supportedFormats.supports(variant.format, for: variant.kind) { return .unsupportedFormat }
         if let cap = limits.sizeCapBytes[variant.kind], variant.bytes > cap { return .exceedsSizeCap }
         return nil
     }
 
     /// Why the system would refuse `variant` as an attachment (step 5), or nil when it accepts it:
     /// what the extension refuses from the headers, an empty file, then the memory limit.
-    public static func attachFailure(_ variant: MediaVariant, limits: PipelineLimits) -> PipelineFailure? {
-        if let refusal = headerRefusal(variant, limits: limits) { return refusal }
+    public static func attachFailure(_ variant: MediaVariant, limits: PipelineLimits, knowingFormat: Bool = true) -> PipelineFailure? {
+        if let refusal = headerRefusal(variant, limits: limits, knowingFormat: knowingFormat) { return refusal }
         if variant.bytes <= 0 { return .emptyMedia }
         let factor = limits.memoryFactors[variant.kind] ?? 0
         if Double(variant.bytes) * factor > Double(limits.memoryLimitBytes) { return .exceedsMemoryLimit }
@@ -120,9 +120,12 @@ public enum PipelineModel {
 
     /// Whether the variant at `index` is predicted to be attached: accepted by the system and
     /// ready by the deadline (also before the download timeout) with `safetyFactor` applied.
+    /// Without `knowingFormat` its format is not judged: the extension choosing before it
+    /// downloads knows a rendition's kind and size from the push, never its format (it tried an
+    /// original of a format the system refuses, where the model took the thumbnail instead).
     public static func predictsAttached(_ index: Int, in input: PipelineInput, limits: PipelineLimits,
-                                        safetyFactor: Double = 1) -> Bool {
-        guard attachFailure(input.media[index], limits: limits) == nil else { return false }
+                                        safetyFactor: Double = 1, knowingFormat: Bool = true) -> Bool {
+        guard attachFailure(input.media[index], limits: limits, knowingFormat: knowingFormat) == nil else { return false }
         let ready = predictedReadyMS(index, in: input, limits: limits, safetyFactor: safetyFactor)
         if let timeout = limits.downloadTimeoutMS, !input.isCacheHit(index, limits: limits),
            ready - Double(limits.processingOverheadMS) > Double(timeout) {
