@@ -46,13 +46,36 @@ import Testing
         let outcome = Self.run(Self.photo(original: 12_000_000), FullStrategy())
         #expect(outcome == PipelineOutcome(presentation: .plain, outcome: .tooLarge, failure: .exceedsSizeCap,
                                            handoffMS: 100, bytesTransferred: 0, variantIndex: 0,
-                                           source: .network, downloadMS: 50, timeWillExpire: false))
+                                           source: nil, downloadMS: nil, timeWillExpire: false))
         // A video over its cap that would also run past the deadline is refused as soon.
         let cellular = NetworkProfile(throughputBytesPerSecond: 750_000, latencyMS: 120)
         let huge = [MediaVariant(variant: "original", kind: .video, format: .mp4, bytes: 60_000_000)]
         #expect(Self.run(huge, FullStrategy(), network: cellular) == PipelineOutcome(
             presentation: .plain, outcome: .tooLarge, failure: .exceedsSizeCap, handoffMS: 170, bytesTransferred: 0,
-            variantIndex: 0, source: .network, downloadMS: 120, timeWillExpire: false))
+            variantIndex: 0, source: nil, downloadMS: nil, timeWillExpire: false))
+    }
+
+    /// What the model records for a refusal from the headers is what the extension records: no
+    /// source, no download time. It recorded the variant's size over the latency (11 MB in 120 ms),
+    /// which the replay's network estimate took for a completed download at 92 MB/s.
+    @Test func aRefusalFromTheHeadersIsNoDownloadForTheNetworkEstimate() {
+        let cellular = NetworkProfile(throughputBytesPerSecond: 750_000, latencyMS: 120)
+        let downloads = [300_000, 800_000, 2_000_000].map { bytes in
+            Self.run(Self.photo(original: bytes), FullStrategy(), network: cellular)
+                .deliveredDetails(for: PipelineInput(media: Self.photo(original: bytes), network: cellular, cache: .empty),
+                                  network: .cellular, strategy: .full)
+        }
+        let refusals = [11_000_000, 12_000_000, 11_500_000].map { bytes in
+            Self.run(Self.photo(original: bytes), FullStrategy(), network: cellular)
+                .deliveredDetails(for: PipelineInput(media: Self.photo(original: bytes), network: cellular, cache: .empty),
+                                  network: .cellular, strategy: .full)
+        }
+        #expect(refusals.allSatisfy { $0.outcome == .tooLarge && $0.attachment.source == nil && $0.attachment.downloadMS == nil })
+        #expect(NetworkProfile.estimate(from: downloads + refusals, network: .cellular)
+                == NetworkProfile.estimate(from: downloads, network: .cellular))
+        let estimate = NetworkProfile.estimate(from: downloads, network: .cellular)
+        // Download times are recorded in whole milliseconds: the line comes back to within them.
+        #expect(abs(estimate.throughputBytesPerSecond - 750_000) < 750 && abs(estimate.latencyMS - 120) < 2, "\(estimate)")
     }
 
     @Test func slowDownloadRunsIntoTheDeadline() {
@@ -96,7 +119,7 @@ import Testing
         let audioAsMP4 = [MediaVariant(variant: "original", kind: .audio, format: .mp4, bytes: 1_000_000)]
         #expect(Self.run(audioAsMP4, FullStrategy()) == PipelineOutcome(
             presentation: .plain, outcome: .unsupportedFormat, failure: .unsupportedFormat, handoffMS: 100,
-            bytesTransferred: 0, variantIndex: 0, source: .network, downloadMS: 50, timeWillExpire: false))
+            bytesTransferred: 0, variantIndex: 0, source: nil, downloadMS: nil, timeWillExpire: false))
 
         let gifAsJPEG = [MediaVariant(variant: "original", kind: .gif, format: .jpeg, bytes: 500_000)]
         #expect(Self.run(gifAsJPEG, FullStrategy()).outcome == .unsupportedFormat)
