@@ -57,9 +57,12 @@ struct ReplayMediaCache: Sendable {
         receivedAt[key] = time
     }
 
-    /// Whole seconds from `earlier` to `later`; 0 when `later` is not after it (clock skew).
+    /// Seconds from `earlier` to `later`, a started second counted whole; 0 when `later` is not
+    /// after it (clock skew). Rounded up so that `age <= ttl` holds as the extension's exact
+    /// comparison does: 86,400.5 s after keeping a file it has expired (truncated, it was a hit).
     static func ageSeconds(from earlier: Timestamp, to later: Timestamp) -> Int {
         let microseconds = later.microsecondsSinceEpoch - earlier.microsecondsSinceEpoch
-        return microseconds <= 0 ? 0 : Int(microseconds / Timestamp.microsecondsPerSecond)
+        let second = Timestamp.microsecondsPerSecond
+        return microseconds <= 0 ? 0 : Int(microseconds / second + (microseconds % second == 0 ? 0 : 1))
     }
 }
