@@ -13,11 +13,21 @@ enum ResentDuplicates {
     ///   - eventIDs: the request's events' ids, in request order.
     ///   - unanswered: those of them sent before without an answer.
     ///   - rejected: the request indices the answer rejected (neither stored nor duplicates).
+    ///
+    /// An id the request carries twice (one display recorded again once its id left the recent
+    /// ids) makes its second copy a duplicate of the first, never an earlier arrival.
     static func arrivedEarlier(duplicates: Int, eventIDs: [String], unanswered: Set<String>, rejected: Set<Int>) -> Int {
-        var unansweredCount = 0, others = 0
+        var unansweredCount = 0, others = 0, repeats = 0
+        var seen = Set<String>()
         for (index, id) in eventIDs.enumerated() where !rejected.contains(index) {
-            if unanswered.contains(id) { unansweredCount += 1 } else { others += 1 }
+            if !seen.insert(id).inserted {
+                repeats += 1
+            } else if unanswered.contains(id) {
+                unansweredCount += 1
+            } else {
+                others += 1
+            }
         }
-        return max(0, min(duplicates - others, unansweredCount))
+        return max(0, min(duplicates - repeats - others, unansweredCount))
     }
 }

@@ -47,6 +47,23 @@ struct DeliveredCountTests {
 
     /// An event the server had from another send than this queue's (a name-based id another
     /// process recorded and sent first) stays a duplicate: this queue never sent it before.
+    /// One unanswered id carried twice in a request (the display recorded again once its id had
+    /// left the recent ids): the server stores the first copy and answers the second as a
+    /// duplicate of it, which is no earlier arrival. It was counted as one, so the flush reported
+    /// two events delivered for one stored.
+    @Test func anIDTwiceInARequestIsNoEarlierArrival() {
+        #expect(ResentDuplicates.arrivedEarlier(duplicates: 1, eventIDs: ["x", "x"], unanswered: ["x"], rejected: []) == 0)
+        let ids = ["x", "x", "y"]
+        #expect(ResentDuplicates.arrivedEarlier(duplicates: 1, eventIDs: ids, unanswered: ["x"], rejected: []) == 0)
+        // The first copy had arrived after all (and y from elsewhere): three duplicates, one earlier.
+        #expect(ResentDuplicates.arrivedEarlier(duplicates: 3, eventIDs: ids, unanswered: ["x"], rejected: []) == 1)
+        // Two duplicates may be the repeat and y: none is proven earlier.
+        #expect(ResentDuplicates.arrivedEarlier(duplicates: 2, eventIDs: ids, unanswered: ["x"], rejected: []) == 0)
+        // A rejected copy is neither: the other copy alone, answered as a duplicate, arrived earlier.
+        #expect(ResentDuplicates.arrivedEarlier(duplicates: 1, eventIDs: ["x", "x"], unanswered: ["x"], rejected: [0]) == 1)
+        #expect(ResentDuplicates.arrivedEarlier(duplicates: 2, eventIDs: ["a", "b"], unanswered: ["a", "b"], rejected: []) == 2)
+    }
+
     @Test func anEventStoredFromElsewhereStaysADuplicate() async throws {
         let server = try TestServer()
         let key = try await server.key()
