@@ -169,8 +169,14 @@ struct PartitionedLogTests {
         }
         var missing = try failure("INSERT INTO week_log VALUES ('2026-12-07', 1)")
         #expect(missing.sqlState == "23514" && missing.isMissingPartition)
+        var unnamed = missing
         missing.message = "keine Partition von Relation »week_log« für Zeile gefunden"
         #expect(missing.isMissingPartition)
+        // A server that names no table for it is read by its English message alone.
+        unnamed.tableName = nil
+        #expect(unnamed.isMissingPartition)
+        unnamed.message = "keine Partition von Relation »week_log« für Zeile gefunden"
+        #expect(!unnamed.isMissingPartition)
         try connection.execute("CREATE TABLE week_log_all PARTITION OF week_log FOR VALUES FROM ('2000-01-01') TO ('2100-01-01')")
         let check = try failure("INSERT INTO week_log VALUES ('2026-12-07', -1)")
         #expect(check.sqlState == "23514" && check.constraintName != nil && !check.isMissingPartition)

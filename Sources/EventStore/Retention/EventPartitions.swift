@@ -85,8 +85,9 @@ public enum EventPartitions {
 extension PostgresError {
     /// An append found no partition for its rows' day: the check violation PostgreSQL raises for
     /// a row no partition takes names a table and no constraint (a CHECK's names its constraint).
-    /// Read from those fields, not the message, which `lc_messages` may translate.
+    /// Read from those fields, not the message, which `lc_messages` may translate; a server that
+    /// does not name the table (older releases may not) is read by its English message.
     var isMissingPartition: Bool {
-        sqlState == "23514" && constraintName == nil && tableName != nil
+        sqlState == "23514" && constraintName == nil && (tableName != nil || message.hasPrefix("no partition of relation"))
     }
 }
