@@ -41,6 +41,10 @@ public struct MeteredResponder: HTTPResponder {
         return response
     }
 
+    public func didRefuse(_ request: HTTPRequest, with response: HTTPResponse) {
+        record(response, for: request, after: Stopwatch())
+    }
+
     private func record(_ response: HTTPResponse, for request: HTTPRequest, after stopwatch: Stopwatch) {
         let route = EngageAPI.routeLabel(for: request.path, routes: knownRoutes)
         counters.counter(route: route, status: response.status) {

@@ -19,11 +19,17 @@ public protocol HTTPResponder: Sendable {
     /// A refused request's connection is closed after the response, lingeringly: what the client
     /// still sends is read and discarded for a bounded time, so that it reads the refusal.
     func refusalBeforeBody(to request: HTTPRequest) -> HTTPResponse?
+
+    /// The server answered `request` itself, never asking the responder: headers or a body over
+    /// their limits (431, 413), or a request that came in as the server stopped (503). Called
+    /// on the daemon thread, for counting; must not wait.
+    func didRefuse(_ request: HTTPRequest, with response: HTTPResponse)
 }
 
 extension HTTPResponder {
     public func respondInline(to request: HTTPRequest, reply: HTTPReply) -> Bool { false }
     public func refusalBeforeBody(to request: HTTPRequest) -> HTTPResponse? { nil }
+    public func didRefuse(_ request: HTTPRequest, with response: HTTPResponse) {}
 }
 
 /// Routes by method and path. A pattern is `/`-separated segments, each literal or `:name`.

@@ -196,7 +196,11 @@ final class ServerCore: Sendable {
         switch context.phase {
         case .receiving:
             return dispatch(context)
-        case .rejected(let response), .ready(let response):
+        case .rejected(let response):
+            // A body that went over the limit as it came (chunked, or compressed): the server's own refusal.
+            responder.didRefuse(context.head, with: response)
+            return queue(response, for: context)
+        case .ready(let response):
             return queue(response, for: context)
         case .dispatching:
             return suspend(context)
@@ -262,12 +266,12 @@ final class ServerCore: Sendable {
         // Refusals are queued at once: libmicrohttpd then sends them without reading the body and
         // closes the connection (lingeringly, so that a client sending its body reads them).
         if headerBytes > limits.maxHeaderBytes {
-            return refuseEarly(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
+            return refuseItself(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
         }
         // Unsigned, as libmicrohttpd reads it: a length of 2^63 or more is not "none declared".
         let declaredLength = head.headers["Content-Length"].flatMap { UInt64($0) }
         if let declaredLength, declaredLength > UInt64(clamping: limits.maxBodyBytes) {
-            return refuseEarly(HTTPProblem.payloadTooLarge(limit: limits.maxBodyBytes).response, for: context)
+            return refuseItself(HTTPProblem.payloadTooLarge(limit: limits.maxBodyBytes).response, for: context)
         }
         let declared = declaredLength.map { Int($0) }
         if (declared ?? 0) > 0 || head.headers["Transfer-Encoding"] != nil,
@@ -276,6 +280,12 @@ final class ServerCore: Sendable {
         }
         if let declared { context.reserveBody(declared) }
         return .YES
+    }
+
+    /// A refusal of the server's own, before the body: the responder is told, for its counts.
+    private func refuseItself(_ response: HTTPResponse, for context: RequestContext) -> MHD_Result {
+        responder.didRefuse(context.head, with: response)
+        return refuseEarly(response, for: context)
     }
 
     private func refuseEarly(_ response: HTTPResponse, for context: RequestContext) -> MHD_Result {
@@ -305,6 +315,7 @@ final class ServerCore: Sendable {
             return true
         }
         guard accepted else {
+            responder.didRefuse(context.head, with: HTTPProblem.shutdownResponse)
             return queue(HTTPProblem.shutdownResponse, for: context)
         }
         let request = context.takeRequest()

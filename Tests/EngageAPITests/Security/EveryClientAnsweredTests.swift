@@ -110,6 +110,9 @@ struct EveryClientAnsweredTests {
             let metrics = metricSamples(server.engage.registry.renderPrometheus())
             #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="401"}"#] == "2")
             #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="429"}"#] == "1")
+            // So are the server's own refusals, which never reach a route (they went uncounted).
+            #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="413"}"#] == "1")
+            #expect(metrics[#"engage_http_requests_total{route="/v1/events",status="431"}"#] == "1")
         }
     }
 }
