@@ -13,7 +13,7 @@ public struct CommitterMetrics: Sendable {
                                          buckets: [1, 10, 50, 100, 500, 1000, 2000, 5000, 10000])
         commitSeconds = registry.histogram("engage_ingest_commit_seconds", help: "Time to store and commit one group, on its committer's connection (reconnecting included).",
                                            buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2.5])
-        commitFailures = registry.counter("engage_ingest_commit_failures_total", help: "Group commits that failed (answered 503).")
+        commitFailures = registry.counter("engage_ingest_commit_failures_total", help: "Commits that failed: a whole group's, or in a group split to find a refused row each request's own (answered 503; 500 for a request the database refuses alone).")
         commitTimeouts = registry.counter("engage_ingest_commit_timeouts_total",
                                           help: "Group commits interrupted after the commit timeout (answered 503; also counted as failures).")
         commitsUnconfirmed = registry.counter("engage_ingest_commit_unconfirmed_total",
