@@ -53,6 +53,12 @@ enum APIProblems {
         status: 503, slug: "database-read-only", title: "The database is a standby",
         detail: "the server engage is connected to is in recovery and takes no writes; point --database at the primary "
             + "(with several hosts, engage asks for the one that takes writes unless the URL sets target_session_attrs)")
+    /// Not in recovery, yet every transaction is read-only (`default_transaction_read_only`).
+    static let databaseTakesNoWrites = HTTPProblem(
+        status: 503, slug: "database-read-only", title: "The database takes no writes",
+        detail: "the server engage is connected to is not a standby but makes every transaction read-only "
+            + "(default_transaction_read_only: an old primary fenced, or a managed server out of disk); nothing can be stored "
+            + "until it takes writes again, or --database names the server that does")
     /// An append that failed for want of the database (`unavailable` for ingestion, once the
     /// request reached the committer): a commit cut short by the commit timeout or a lost
     /// connection may have been made on the primary, so "nothing was stored" would not be known.

@@ -46,7 +46,16 @@ public struct HealthRoutes: Sendable {
                 try await pool.withConnection { connection -> DatabaseReadiness? in
                     // A standby answers every read below, and takes no write: a demoted primary
                     // the pool reached again (a URL without target_session_attrs=read-write).
-                    if try connection.query("SELECT pg_is_in_recovery()")[0].decode(0, as: Bool.self) { return nil }
+                    // So does a server that makes every transaction read-only without being in
+                    // recovery (an old primary fenced with default_transaction_read_only, a managed
+                    // server out of disk): refused as a write would be, which also closes this
+                    // session, so that the next reading connects again (with several hosts, to the
+                    // one that takes writes now).
+                    let mode = try connection.query("SELECT pg_is_in_recovery(), current_setting('transaction_read_only') = 'on'")[0]
+                    if try mode.decode(0, as: Bool.self) { return nil }
+                    if try mode.decode(1, as: Bool.self) {
+                        throw PostgresError(kind: .server, sqlState: "25006", message: "every transaction is read-only")
+                    }
                     let pending = try migrator.pendingProblem(connection)
                     // The readers' tables exist only once migrated.
                     let cannotConfirm = try StandbyConfirmation.roleCannotConfirm(on: connection)
@@ -74,6 +83,8 @@ public struct HealthRoutes: Sendable {
                 return APIProblems.response(APIProblems.transactionIDsBehindLog(behind), retryAfter: 60)
             }
             return .json(#"{"status":"ready","database":"ok","migrations":"current"}"#, status: 200)
+        } catch let error as PostgresError where error.isReadOnlyServer {
+            return APIProblems.response(APIProblems.databaseTakesNoWrites, retryAfter: 5)
         } catch {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
         }
