@@ -237,7 +237,7 @@ extension JSON {
 
     /// True when every number in the node's subtree (the node itself included) is one a Double
     /// holds: finite, a nonzero value that does not round to 0, a zero whose exponent is not below
-    /// a Double's (-324).
+    /// a Double's (-324) nor one `numeric` refuses to read (2^30 - 1 and more).
     ///
     /// JSON puts no bound on numbers; PostgreSQL's `numeric`, and so `jsonb`, does (`1e1000000`,
     /// `1e-20000`, `0e-99999`: "value overflows numeric format"). A Double's range, which
@@ -263,7 +263,7 @@ extension JSON {
             if mantissa.contains(where: { $0 >= UInt8(ascii: "1") && $0 <= UInt8(ascii: "9") }) { return false }
             if mantissa.count < text.count {
                 let exponent = Int(String(decoding: text.dropFirst(mantissa.count + 1), as: UTF8.self))
-                guard let exponent, exponent >= -324 else { return false }
+                guard let exponent, exponent >= -324, exponent < Self.numericExponentLimit else { return false }
             }
         }
         return true
@@ -271,6 +271,10 @@ extension JSON {
 
     /// The most digits after the point PostgreSQL's `numeric` keeps (`NUMERIC_DSCALE_MAX`).
     static let numericMaxScale = 16383
+
+    /// The exponent `numeric` refuses to read whatever the digits, a zero's too (`INT_MAX / 2`:
+    /// PostgreSQL 15 refuses `0e1073741823`, "value overflows numeric format").
+    static let numericExponentLimit = 1_073_741_823
 
     /// The digits after the point `numeric` keeps of a JSON number: those written after it, less
     /// the exponent (at least 0); nil when the exponent does not fit an Int.
