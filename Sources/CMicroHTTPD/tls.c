@@ -199,7 +199,8 @@ int CMicroHTTPD_tls_load(struct CMicroHTTPD_TLS *tls, const char *certificate_pa
     }
     fresh->chain_length = CMICROHTTPD_TLS_MAX_CHAIN;
     int result = gnutls_pcert_list_import_x509_raw(fresh->chain, &fresh->chain_length, &certificate_pem,
-                                                   GNUTLS_X509_FMT_PEM, GNUTLS_X509_CRT_LIST_SORT);
+                                                   GNUTLS_X509_FMT_PEM,
+                                                   GNUTLS_X509_CRT_LIST_SORT | GNUTLS_X509_CRT_LIST_IMPORT_FAIL_IF_EXCEED);
     if (result < 0 || fresh->chain_length == 0) {
         if (result < 0) {
             fresh->chain_length = 0;

@@ -126,6 +126,24 @@ import TestSupport
         }
     }
 
+    /// At most 16 certificates, as docs/https.md says: a longer file is refused, saying so (GnuTLS
+    /// kept the first 16 and dropped the rest without a word).
+    @Test func aChainOfMoreThanSixteenCertificatesIsRefused() throws {
+        let authority = try TestCertificateAuthority()
+        defer { authority.remove() }
+        let leaf = try authority.issue("long", chain: true)
+        let others = try (0..<15).map { try String(contentsOfFile: authority.issue("other-\($0)").certificateFile, encoding: .utf8) }
+        let chain = try String(contentsOfFile: leaf.certificateFile, encoding: .utf8)
+        let sixteen = authority.directory + "/sixteen.pem", seventeen = authority.directory + "/seventeen.pem"
+        try (chain + others.dropLast().joined()).write(toFile: sixteen, atomically: true, encoding: .utf8)
+        try (chain + others.joined()).write(toFile: seventeen, atomically: true, encoding: .utf8)
+        _ = try TLSCredentials(certificateFile: sixteen, keyFile: leaf.keyFile)
+        #expect(throws: TLSCredentialsError(code: .certificateInvalid,
+                                            reason: "\(seventeen) holds no usable PEM certificate chain: more than 16 certificates")) {
+            try TLSCredentials(certificateFile: seventeen, keyFile: leaf.keyFile)
+        }
+    }
+
     @Test(arguments: HTTPServer.Configuration.EventLoop.allCases)
     func reloadServesTheNewCertificateWhileOpenConnectionsCarryOn(eventLoop: HTTPServer.Configuration.EventLoop) async throws {
         let authority = try TestCertificateAuthority()
