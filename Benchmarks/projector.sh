@@ -69,7 +69,8 @@ project_args=(bench project --data-dir "$WORK/pg" --events "$EVENTS" --rounds "$
 INGEST_RATES="" PROJECT_RATES="" ROWS=""
 for round in $(seq "$ROUNDS"); do
     log "round $round/$ROUNDS: Benchmarks/ingest.sh (phase A, ${DURATION} s)"
-    ENGAGE_BIN=$ENGAGE_BIN DURATION=$DURATION IDS=$IDS WORK_PARENT=$WORK_PARENT \
+    # BATCH here is the projector's; ingest.sh reads BATCH as its request size: phase A of record is 100.
+    BATCH=100 ENGAGE_BIN=$ENGAGE_BIN DURATION=$DURATION IDS=$IDS WORK_PARENT=$WORK_PARENT \
         "$ROOT/Benchmarks/ingest.sh" >"$WORK/ingest-$round.md" 2>"$WORK/ingest-$round.log" \
         || { tail -20 "$WORK/ingest-$round.log" >&2; die "ingest.sh failed in round $round"; }
     # "| A: 100-event batches, 16 connections | 111,081 events/s | ..."

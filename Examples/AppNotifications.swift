@@ -21,7 +21,7 @@ final class AppDelegate: NSObject, UIApplicationDelegate, UNUserNotificationCent
         // Recorded only when shown (a banner or the list; the deprecated .alert shows it too): an
         // app that completes with [] (a chat already open), or with only a sound or a badge,
         // shows nothing and records nothing.
-        if !options.isDisjoint(with: [.banner, .list]) { EngageSetup.record { try $0.recordWillPresent(notification) } }
+        if !options.isDisjoint(with: [.banner, .list, .alert]) { EngageSetup.record { try $0.recordWillPresent(notification) } }
         completion(options)
     }
 
