@@ -29,8 +29,10 @@ enum ArchiveMerge {
     static let eventIDColumn = ArchiveManifest.columnList.firstIndex(of: "event_id")!
 
     /// Completes what an interrupted merge left: a `NAME.merged` whose size and SHA-256 are the
-    /// manifest's entry for NAME replaces NAME; any other is removed, as are pass files.
-    static func finishPending(in directory: String, manifest: ArchiveManifest) throws(LogRetentionError) {
+    /// manifest's entry for NAME replaces NAME; any other is removed, as are pass files, unless
+    /// not `removingLeftovers` (a restore, which reads neither, from a directory it may not write).
+    static func finishPending(in directory: String, manifest: ArchiveManifest,
+                              removingLeftovers: Bool = true) throws(LogRetentionError) {
         let names: [String]
         do { names = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
             throw .io(path: directory, problem: "cannot list: \(error.localizedDescription)")
@@ -38,7 +40,7 @@ enum ArchiveMerge {
         for name in names.sorted() {
             let path = directory + "/" + name
             if name.hasSuffix(passSuffix) {
-                try remove(path)
+                if removingLeftovers { try remove(path) }
             } else if name.hasSuffix(mergedSuffix) {
                 let file = String(name.dropLast(mergedSuffix.count))
                 let (sha256, bytes) = try sha256OfFile(path)
@@ -47,7 +49,7 @@ enum ArchiveMerge {
                         throw .io(path: path, problem: "rename failed: \(String(cString: strerror(errno)))")
                     }
                     try syncDirectory(of: path)
-                } else {
+                } else if removingLeftovers {
                     try remove(path)
                 }
             }

@@ -100,7 +100,10 @@ public struct LogRestorer: Sendable {
                 defer { withExtendedLifetime(archiveLock) {} }
                 // A prune cut short between saving the manifest and moving a merged day's file into
                 // place left that to do (`ArchiveMerge`); under the lock, so no prune is merging.
-                try ArchiveMerge.finishPending(in: directory, manifest: try ArchiveManifest.load(from: directory, creating: false))
+                // Leftovers it never reads (pass files, merges the manifest does not name) stay for
+                // the next prune: the archive may be mounted read-only for a restore.
+                try ArchiveMerge.finishPending(in: directory, manifest: try ArchiveManifest.load(from: directory, creating: false),
+                                               removingLeftovers: false)
                 let total = try verify()
                 let manifest = try ArchiveManifest.load(from: directory, creating: false)
                 let stopwatch = Stopwatch()
@@ -231,6 +234,18 @@ public struct LogRestorer: Sendable {
                     INSERT INTO event_ids (event_id, app_id) SELECT event_id, app_id FROM candidates ORDER BY event_id
                     ON CONFLICT (event_id) DO NOTHING
                     RETURNING event_id
+                ), ids_of_kept_events AS (
+                    -- Events the log still holds whose ids are gone (a prune killed while it
+                    -- deleted the week's ids, before it detached the week): their ids return, so
+                    -- that a retry of one is a duplicate again.
+                    INSERT INTO event_ids (event_id, app_id)
+                    SELECT DISTINCT s.event_id, s.app_id FROM engage_restore_staging_v1 s
+                    WHERE EXISTS (
+                        SELECT 1 FROM events e
+                        WHERE e.recorded_at >= \(PostgresTimestamp(day)) AND e.recorded_at < \(PostgresTimestamp(dayEnd))
+                          AND e.event_id = s.event_id)
+                    ORDER BY s.event_id
+                    ON CONFLICT (event_id) DO NOTHING
                 ), stored AS (
                     INSERT INTO events (position, transaction_id, event_id, app_id, notification_id, type, category, device_id,
                                         occurred_at, recorded_at, experiment_id, experiment_arm, payload)

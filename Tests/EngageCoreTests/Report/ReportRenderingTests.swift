@@ -145,14 +145,19 @@ import Testing
         #expect(open[24] == "true")
     }
 
+    /// Ten rich and ten plain displays of `category`, 4 and 2 opened.
+    static func oneCategory(_ category: String) -> EngagementReport {
+        EngagementReport.build(engagement: [
+            ReportFixture.engagement(category, .rich, "image", notifications: 10, delivered: 10, displayed: 10, opened: 4),
+            ReportFixture.engagement(category, .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
+        ], generatedAt: ReportFixture.generatedAt)
+    }
+
     /// A category a spreadsheet would take for a formula (an ingest key may send any text) is
     /// written with a leading `'`; negative numbers stay numbers.
     @Test func csvDefusesCategoriesThatLookLikeFormulas() throws {
         for category in ["=HYPERLINK(\"http://x\",\"y\")", "+1+cmd", "-2-3", "@SUM(A1)", "\tsneak"] {
-            let report = EngagementReport.build(engagement: [
-                ReportFixture.engagement(category, .rich, "image", notifications: 10, delivered: 10, displayed: 10, opened: 4),
-                ReportFixture.engagement(category, .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
-            ], generatedAt: ReportFixture.generatedAt)
+            let report = Self.oneCategory(category)
             let records = Self.parseCSV(report.renderCSV())
             let rows = records.filter { $0[0] == "group" }
             #expect(!rows.isEmpty)
@@ -171,10 +176,7 @@ import Testing
         let csvCategory = "a\"\u{301},=1+1&\"\u{301}"
         let htmlCategory = "x\"\u{301} onmouseover=alert(1) a="
         for category in [csvCategory, htmlCategory] {
-            let report = EngagementReport.build(engagement: [
-                ReportFixture.engagement(category, .rich, "image", notifications: 10, delivered: 10, displayed: 10, opened: 4),
-                ReportFixture.engagement(category, .plain, "none", notifications: 10, delivered: 10, displayed: 10, opened: 2),
-            ], generatedAt: ReportFixture.generatedAt)
+            let report = Self.oneCategory(category)
             let records = Self.parseCSV(report.renderCSV())
             let rows = records.filter { $0[0] == "group" }
             #expect(!rows.isEmpty)
