@@ -29,11 +29,23 @@ public struct ReportQuery: Sendable {
     /// "current as of" is exactly what its numbers include.
     public func run(on connection: Connection, now: Timestamp) throws -> EngagementReport {
         try connection.transaction(isolation: .repeatableRead) { connection in
+            // Before any statement fixes the snapshot: a rebuild's swap (drop the live tables,
+            // rename the copies, fold the tail, move the checkpoint, in one transaction) is waited
+            // for here. Otherwise a report whose snapshot came before the swap committed read the
+            // renamed copies without the tail the swap folded, and the old checkpoint beside them.
+            try connection.execute(Self.lockReadTables)
             var report = try rows(on: connection, now: now)
             report.currentAsOf = try ProjectorLag.read(on: connection).freshness
             return report
         }
     }
+
+    /// The tables a report reads, locked as they are read (ACCESS SHARE, which a standby takes too).
+    static let lockReadTables: SQL = {
+        let tables = ReadModelTables.live
+        let names = [tables.engagement, tables.actions, tables.telemetry, tables.deviceMoments, tables.devicePairMoments]
+        return "LOCK TABLE \(fragment: SQL.list(names.map { "\(identifier: $0)" })) IN ACCESS SHARE MODE"
+    }()
 
     private func rows(on connection: Connection, now: Timestamp) throws -> EngagementReport {
         let filter = filterSQL()
