@@ -65,7 +65,22 @@ public struct ExperimentStore: Sendable {
         if !definition.schedule.everFires {
             problems.append(ExperimentProblem(field: "schedule", problem: "never fires: no date matches its day of month and month"))
         }
+        for index in Self.armsNoHashReaches(definition) {
+            problems.append(ExperimentProblem(field: "arms[\(index)].weight", problem: "no device could ever be assigned to it: its share "
+                                              + "(weight times coverage) holds none of the 10,000 values the assignment hash takes"))
+        }
         return problems
+    }
+
+    /// The arms whose bucket holds no value of the hash (steps of 1/10,000): `0.00005` after
+    /// `0.99995` is a range no device lands in, and such an arm would never reach its minimum.
+    static func armsNoHashReaches(_ definition: ExperimentDefinition) -> [Int] {
+        let ranges = GrowthBookBucketing.bucketRanges(weights: definition.arms.map(\.weight), coverage: definition.coverage)
+        var reached = Set<Int>()
+        for step in 0..<10_000 {
+            if let arm = GrowthBookBucketing.chooseVariation(n: Double(step) / 10_000, ranges: ranges) { reached.insert(arm) }
+        }
+        return definition.arms.indices.filter { !reached.contains($0) }
     }
 
     /// Validates and stores a new experiment; it must be a draft (start it afterwards).
@@ -138,6 +153,12 @@ public struct ExperimentStore: Sendable {
             }
             definition.status = .running
             if definition.startAt == nil { definition.startAt = now }
+            // Started after its stop, it would assign no one and end at once on no data.
+            if let stopAt = definition.stopAt, stopAt <= now {
+                throw ExperimentStoreError(code: .invalidDefinition, experimentID: id,
+                                           problems: [ExperimentProblem(field: "stop_at", problem: "has passed; nothing could be assigned")],
+                                           detail: "stop_at: has passed; nothing could be assigned")
+            }
         }
     }
 

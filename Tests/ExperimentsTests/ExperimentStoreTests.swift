@@ -231,6 +231,51 @@ struct ExperimentStoreTests {
         await pool.close()
     }
 
+    /// The assignment hash takes 10,000 values: an arm whose share holds none of them (0.00005 after
+    /// 0.99995) would never be assigned a device, never reach its minimum, and the analysis would
+    /// say "continue" to the end. Refused when created, naming the arm; a share of one value passes.
+    @Test func anArmNoHashValueReachesIsRefused() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        var definition = try Fixtures.definition(id: "unreachable-arm")
+        definition.arms[0].weight = 0.99995
+        definition.arms[1].weight = 0.00005
+        await #expect(throws: ExperimentStoreError.self) { _ = try await store.create(definition) }
+        #expect(ExperimentStore.creationProblems(definition).map(\.field) == ["arms[1].weight"])
+        definition.arms[0].weight = 0.9999
+        definition.arms[1].weight = 0.0001
+        #expect(ExperimentStore.creationProblems(definition).isEmpty)
+        // Coverage scales the share: 0.00015 from 0.99985 holds 0.9999; a fifth of it, no value.
+        definition.arms[0].weight = 0.99985
+        definition.arms[1].weight = 0.00015
+        #expect(ExperimentStore.creationProblems(definition).isEmpty)
+        definition.coverage = 0.2
+        #expect(ExperimentStore.creationProblems(definition).map(\.field) == ["arms[1].weight"])
+        await pool.close()
+    }
+
+    /// A draft whose stop_at has passed, started: with its own start_at earlier still it was
+    /// started (and then assigned no one and ended at once on no data); without one it was refused.
+    /// Refused either way, naming stop_at.
+    @Test func aDraftWhoseStopHasPassedIsNotStarted() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        var definition = try Fixtures.definition(id: "stopped-before-start")
+        definition.startAt = Fixtures.time("2026-03-01T00:00:00Z")
+        definition.stopAt = Fixtures.time("2026-03-08T00:00:00Z")
+        _ = try await store.create(definition)
+        do {
+            _ = try await store.start(definition.id, now: Fixtures.time("2026-03-09T00:00:00Z"))
+            Issue.record("started after its stop_at")
+        } catch let error as ExperimentStoreError {
+            #expect(error.code == .invalidDefinition)
+            #expect(error.problems.map(\.field) == ["stop_at"])
+        }
+        #expect(try await store.get(definition.id)?.status == .draft)
+        #expect(try await store.start(definition.id, now: Fixtures.time("2026-03-07T00:00:00Z")).status == .running)
+        await pool.close()
+    }
+
     /// The floor of 1e-9 on alpha was put among the rules every stored definition is decoded
     /// with, so an experiment created earlier with alpha 1e-10 (valid then, and analysed fine:
     /// 1 - 1e-10 is not 1) no longer read: listing every experiment failed, it could be neither
