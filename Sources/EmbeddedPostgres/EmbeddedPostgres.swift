@@ -266,10 +266,21 @@ public struct EmbeddedPostgres: Sendable {
         }
     }
 
+    /// `text` as one word for /bin/sh, whatever it holds: `'o'\''brien'`.
+    static func shellQuoted(_ text: String) -> String {
+        var quoted = String.UnicodeScalarView("'".unicodeScalars)
+        for scalar in text.unicodeScalars {
+            if scalar == "'" { quoted.append(contentsOf: "'\\''".unicodeScalars) } else { quoted.append(scalar) }
+        }
+        quoted.append("'")
+        return String(quoted)
+    }
+
     private func launch() throws {
         var settings = [
             "listen_addresses": "''",
-            "unix_socket_directories": "'\(socketDirectory)'",
+            // pg_ctl hands these options to /bin/sh: quoted for it, an apostrophe in the path too.
+            "unix_socket_directories": Self.shellQuoted(socketDirectory),
             "port": String(options.port),
             "max_connections": "200",
             // Sustained ingestion writes tens of MB of WAL a second: with the stock 1 GB of WAL

@@ -97,7 +97,7 @@ public struct Command: Sendable {
             guard let sub = subcommand(first) else {
                 let problem: UsageError.Code = first.hasPrefix("-") ? .unknownOption : .unknownSubcommand
                 let noun = first.hasPrefix("-") ? "option" : "subcommand"
-                throw usageError(problem, "unknown \(noun) '\(first)'", path: path)
+                throw usageError(problem, "unknown \(noun) '\(Self.named(first))'", path: path)
             }
             return try sub.parse(tokens.dropFirst(), path: path + [first], environment: environment)
         }
@@ -140,14 +140,14 @@ public struct Command: Sendable {
                     throw usageError(.unknownOption, "unknown option '--\(name)'", path: path)
                 }
             } else if token.hasPrefix("-"), token.count > 1, Double(token) == nil {
-                throw usageError(.unknownOption, "unknown option '\(token)'", path: path)
+                throw usageError(.unknownOption, "unknown option '\(Self.named(token))'", path: path)
             } else {
                 positionals.append(token)
             }
         }
 
         if positionals.count > arguments.count, arguments.last?.isVariadic != true {
-            throw usageError(.unexpectedArgument, "unexpected argument '\(positionals[arguments.count])'", path: path)
+            throw usageError(.unexpectedArgument, "unexpected argument '\(Self.shown(positionals[arguments.count]))'", path: path)
         }
         for argument in arguments[min(positionals.count, arguments.count)...] where !argument.isOptional {
             throw usageError(.missingArgument, "missing argument '<\(argument.name)>'", path: path)

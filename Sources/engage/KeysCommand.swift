@@ -45,7 +45,9 @@ enum KeysCommand {
     static func revoke(_ arguments: ParsedArguments) async throws {
         let keyID = try arguments.required(Self.keyID)
         guard try await withKeyStore(arguments, { try await $0.revoke(keyID: keyID) }) else {
-            throw arguments.usageError(.invalidValue, "no active key with id '\(keyID)'")
+            // A refusal once the database was read, not a usage error: exit 1, as README's
+            // exit statuses say (a script revoking twice gets no usage line).
+            throw KeysCommandError(description: "no active key with id '\(keyID)': unknown, or revoked already")
         }
         print("revoked \(keyID)")
     }
@@ -64,3 +66,8 @@ enum KeysCommand {
 }
 
 extension Role: OptionValue {}
+
+/// A keys command refused after it started (exit 1).
+struct KeysCommandError: Error, CustomStringConvertible {
+    var description: String
+}

@@ -38,6 +38,24 @@ struct EmbeddedRecoveryTests {
         #expect(try connection.query("SELECT current_database()")[0].decode(0, as: String.self) == "again")
     }
 
+    /// A data directory with an apostrophe in its path (`/srv/o'brien/pg`): initdb made the
+    /// cluster, and every start failed, since the socket directory's quotes, which pg_ctl hands to
+    /// /bin/sh, ended at the apostrophe. The path is quoted for the shell, whatever it holds.
+    @Test(.timeLimit(.minutes(2)))
+    func aDataDirectoryWithAnApostropheStarts() async throws {
+        let workspace = try FaultWorkspace("embedded-apostrophe")
+        defer { workspace.remove() }
+        let parent = workspace.file("o'brien")
+        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+        let postgres = try EmbeddedPostgres(options: EmbeddedPostgres.Options(dataDirectory: parent + "/pg", database: "quoted",
+                                                                             settings: ["fsync": "off"]))
+        defer { try? postgres.stop(mode: "immediate") }
+        #expect(try await offPool { try postgres.start() } == .started)
+        let connection = try Connection(configuration: postgres.configuration())
+        defer { connection.close() }
+        #expect(try connection.query("SELECT current_setting('unix_socket_directories')")[0].decode(0, as: String.self) == parent + "/pg")
+    }
+
     /// initdb stopped before it wrote `PG_VERSION`: a start ran initdb again, which refused the
     /// directory it had left, and said only "initdb failed".
     @Test(.timeLimit(.minutes(2)))

@@ -123,6 +123,19 @@ private func help(_ arguments: [String]) throws -> String? {
         ))
     }
 
+    /// An option given before the subcommand, where it is unknown, or a connection string given
+    /// without its option: the message named the whole token, password included.
+    @Test func aRefusedTokenIsNamedWithoutItsSecret() {
+        let url = "postgres://engage:s3cret@db.example/engage"
+        let beforeSubcommand = usageError(["--database=\(url)", "serve"])
+        #expect(beforeSubcommand?.message == "unknown option '--database'")
+        #expect(usageError(["serve", "-d=\(url)"])?.message == "unknown option '-d'")
+        let stray = usageError(["serve", "a", url])
+        #expect(stray?.message == "unexpected argument 'postgres://…@db.example/engage'")
+        #expect(usageError(["serve", "a", "host=db password=s3cret"])?.message == "unexpected argument 'host=db password=…'")
+        for error in [beforeSubcommand, stray] { #expect(!(error?.description.contains("s3cret") ?? true)) }
+    }
+
     @Test func missingValue() {
         let expected = UsageError(code: .missingValue, message: "missing value for option '--listen'", usage: serveUsage)
         #expect(usageError(["serve", "--listen"]) == expected)

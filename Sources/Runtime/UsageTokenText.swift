@@ -1,0 +1,24 @@
+import Foundation
+
+extension Command {
+    /// An unknown option as a message names it: `--database`, never the value written after
+    /// `=` (`--database=postgres://engage:s3cret@db/engage` before the subcommand, where it is
+    /// not known, carried the password to standard error).
+    static func named(_ token: String) -> String {
+        String(token.prefix { $0 != "=" })
+    }
+
+    /// An unexpected argument as a message quotes it, without what could be a secret: a URL's
+    /// user information (`postgres://…@db/engage`, the connection string given without
+    /// `--database`) and anything after `password=`.
+    static func shown(_ token: String) -> String {
+        var text = token
+        if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") {
+            text.replaceSubrange(scheme.upperBound..<at, with: "…")
+        }
+        if let password = text.range(of: "password=", options: .caseInsensitive) {
+            text = String(text[..<password.upperBound]) + "…"
+        }
+        return text
+    }
+}
