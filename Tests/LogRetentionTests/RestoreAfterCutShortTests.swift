@@ -32,16 +32,23 @@ struct RestoreAfterCutShortTests {
         #expect(try await fixtures.log() == before)
     }
 
+    /// Ten notifications' events recorded 45 days ago, pruned into a new archive: the log as it
+    /// was, and the archive's directory (the caller removes it).
+    static func weekPrunedIntoAnArchive(tag: String) async throws -> (RetentionFixtures, [String], String) {
+        let fixtures = try RetentionFixtures()
+        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: tag), daysAgo: 45)
+        let before = try await fixtures.log()
+        let directory = try RetentionFixtures.temporaryDirectory()
+        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
+        return (fixtures, before, directory)
+    }
+
     /// A prune killed while it deleted the week's ids (committed in batches, before it detaches
     /// the week) leaves events in the log without their ids: the restore inserted nothing for
     /// events the log holds, so their ids never came back and a retry of one would be stored twice.
     @Test func aRestoreBringsBackTheIdsOfEventsTheLogStillHolds() async throws {
-        let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "ids"), daysAgo: 45)
-        let before = try await fixtures.log()
-        let directory = try RetentionFixtures.temporaryDirectory()
+        let (fixtures, before, directory) = try await Self.weekPrunedIntoAnArchive(tag: "ids")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
         #expect(try await fixtures.restorer(directory).run().restored == before.count)
         // As the killed prune left it: the events in the log, half their ids gone.
         let removed = try await fixtures.count("""
@@ -61,12 +68,8 @@ struct RestoreAfterCutShortTests {
     /// not name) is never read by a restore, which leaves it for the next prune: the restore
     /// removed it first, and from an archive mounted read-only failed to ("cannot remove").
     @Test func aRestoreLeavesAPrunesLeftoversAlone() async throws {
-        let fixtures = try RetentionFixtures()
-        try await fixtures.seed(RetentionFixtures.events(notifications: 10, tag: "left"), daysAgo: 45)
-        let before = try await fixtures.log()
-        let directory = try RetentionFixtures.temporaryDirectory()
+        let (fixtures, before, directory) = try await Self.weekPrunedIntoAnArchive(tag: "left")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        _ = try await fixtures.pruner(olderThan: 31, archive: directory).run()
         let leftovers = [directory + "/events-2000-01-01.tsv.gz.pass", directory + "/events-2000-01-01.tsv.gz.merged"]
         for path in leftovers { #expect(FileManager.default.createFile(atPath: path, contents: Data("partial".utf8))) }
 
