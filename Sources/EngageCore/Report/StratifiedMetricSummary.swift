@@ -200,13 +200,22 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         return categories.filter { ($0.ratio?.direction ?? 0) * direction < 0 }.map(\.name)
     }
 
+    /// The most categories the device-clustered figures are computed for. Their variance reads a
+    /// covariance per pair of categories and Cochran's Q factors a matrix of them (the square and
+    /// the cube of the count): 1,000 take a fraction of a second, and an app whose devices sent
+    /// 100,000 category names would have taken hundreds of gigabytes. Beyond it notifications are
+    /// the unit, as when device moments are missing.
+    public static let maximumClusteredCategories = 1_000
+
     /// The strata with the device as the unit, when every category's device moments describe its
-    /// counts; nil otherwise (then notifications are the unit of every figure).
+    /// counts and they are at most `maximumClusteredCategories`; nil otherwise (then notifications
+    /// are the unit of every figure).
     private static func clustered(
         _ metric: ReportMetric,
         _ strata: [(name: String, rich: PresentationCounts, plain: PresentationCounts, devices: CategoryDeviceMoments?)],
         _ pairs: [CategoryPairDeviceMoments]
     ) -> ClusteredStratifiedComparison? {
+        guard strata.count <= maximumClusteredCategories else { return nil }
         var clustered: [ClusteredStratum] = []
         var shared: [SharedDeviceMoments] = []
         for stratum in strata {
