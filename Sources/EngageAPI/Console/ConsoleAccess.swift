@@ -136,7 +136,10 @@ extension ConsoleRoutes {
               let sent = request.formValue("csrf"), !sent.isEmpty, KeyFormat.constantTimeEquals(expected, sent) else {
             return again(403, "The sign-in form had expired or came from another page; enter the key again.")
         }
-        let presented = (request.formValue("key") ?? "").filter { $0 != " " && $0 != "\t" && $0 != "\n" && $0 != "\r" }
+        // Scalar by scalar: "\r\n" (a key pasted with its line ending) is one Character, equal to neither.
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: (request.formValue("key") ?? "").unicodeScalars.filter { !" \t\n\r".unicodeScalars.contains($0) })
+        let presented = String(kept)
         guard !presented.isEmpty, SetCookie.isCookieValue(presented), !presented.contains(".") else {
             return again(401, "That is not an engage API key (they look like egk_…).")
         }

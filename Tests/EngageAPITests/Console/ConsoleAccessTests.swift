@@ -86,7 +86,8 @@ struct ConsoleAccessTests {
             #expect(token == loginCookie && token.count == 32)
             #expect(form.text.contains(#"name="next" value="/console/experiments""#))
 
-            let signedIn = try await client.post("/console/login", [("key", " \(read) "), ("next", "/console/experiments"), ("csrf", token)],
+            // Spaces and a CRLF line ending around the pasted key are dropped ("\r\n" is one Character).
+            let signedIn = try await client.post("/console/login", [("key", " \(read)\r\n"), ("next", "/console/experiments"), ("csrf", token)],
                                                  extraCookies: ["engage_console_login=\(loginCookie)"])
             #expect(signedIn.status == 303, "\(signedIn.text.prefix(200))")
             #expect(signedIn.headers["Location"] == "/console/experiments?app=app-1")
