@@ -87,7 +87,7 @@ public struct Command: Sendable {
                 var helpPath = path
                 for name in tokens.dropFirst() {
                     guard let sub = command.subcommand(name) else {
-                        throw command.usageError(.unknownSubcommand, "unknown subcommand '\(name)'", path: helpPath)
+                        throw command.usageError(.unknownSubcommand, "unknown subcommand '\(Self.shown(name))'", path: helpPath)
                     }
                     command = sub
                     helpPath.append(name)
@@ -97,7 +97,7 @@ public struct Command: Sendable {
             guard let sub = subcommand(first) else {
                 let problem: UsageError.Code = first.hasPrefix("-") ? .unknownOption : .unknownSubcommand
                 let noun = first.hasPrefix("-") ? "option" : "subcommand"
-                throw usageError(problem, "unknown \(noun) '\(Self.named(first))'", path: path)
+                throw usageError(problem, "unknown \(noun) '\(first.hasPrefix("-") ? Self.named(first) : Self.shown(first))'", path: path)
             }
             return try sub.parse(tokens.dropFirst(), path: path + [first], environment: environment)
         }

@@ -8,16 +8,18 @@ extension Command {
         String(token.prefix { $0 != "=" })
     }
 
-    /// An unexpected argument as a message quotes it, without what could be a secret: a URL's
-    /// user information (`postgres://…@db/engage`, the connection string given without
-    /// `--database`) and anything after `password=`.
+    /// An unexpected argument (or subcommand) as a message quotes it, without what could be a
+    /// secret: a URL's user information (`postgres://…@db/engage`, the connection string given
+    /// without `--database`) and anything after `password=` (spaces around `=` too, as libpq
+    /// reads key/value pairs).
     static func shown(_ token: String) -> String {
         var text = token
         if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") {
             text.replaceSubrange(scheme.upperBound..<at, with: "…")
         }
-        if let password = text.range(of: "password=", options: .caseInsensitive) {
-            text = String(text[..<password.upperBound]) + "…"
+        if let password = text.range(of: "password", options: .caseInsensitive) {
+            let rest = text[password.upperBound...].drop { $0 == " " || $0 == "\t" }
+            if rest.first == "=" { text = String(text[..<rest.startIndex]) + "=…" }
         }
         return text
     }

@@ -133,7 +133,12 @@ private func help(_ arguments: [String]) throws -> String? {
         let stray = usageError(["serve", "a", url])
         #expect(stray?.message == "unexpected argument 'postgres://…@db.example/engage'")
         #expect(usageError(["serve", "a", "host=db password=s3cret"])?.message == "unexpected argument 'host=db password=…'")
-        for error in [beforeSubcommand, stray] { #expect(!(error?.description.contains("s3cret") ?? true)) }
+        #expect(usageError(["serve", "a", "host=db password = s3cret"])?.message == "unexpected argument 'host=db password =…'")
+        // Where a subcommand is expected, and after help.
+        let asSubcommand = usageError([url + "?sslmode=require", "serve"])
+        #expect(asSubcommand?.message == "unknown subcommand 'postgres://…@db.example/engage?sslmode=require'")
+        let afterHelp = usageError(["help", url])
+        for error in [beforeSubcommand, stray, asSubcommand, afterHelp] { #expect(!(error?.description.contains("s3cret") ?? true)) }
     }
 
     @Test func missingValue() {
