@@ -111,16 +111,27 @@ public struct ExperimentStore: Sendable {
 
     // MARK: Read
 
-    /// Experiments, newest first; of one app and one status when given.
-    public func list(app: String? = nil, status: ExperimentStatus? = nil) async throws -> [ExperimentRecord] {
+    /// Experiments, newest first; of one app and one status when given. One whose stored
+    /// definition this build's rules refuse (stored by another release, or edited by hand) is
+    /// left out and named in `unreadable`, as the scheduler skips it: it made every listing, and
+    /// every assignment of its app, fail as if the database were down.
+    public func list(app: String? = nil, status: ExperimentStatus? = nil) async throws -> ExperimentListing {
         try await pool.withConnection { connection in
             let rows = try connection.query("""
-                SELECT definition, created_at, updated_at FROM experiments
+                SELECT definition, created_at, updated_at, id FROM experiments
                 WHERE (\(app)::text IS NULL OR app_id = \(app))
                   AND (\(status?.rawValue)::text IS NULL OR status = \(status?.rawValue))
                 ORDER BY created_at DESC, id
                 """)
-            return try rows.rows.map(Self.record)
+            var listing = ExperimentListing()
+            for row in rows.rows {
+                do {
+                    listing.records.append(try Self.record(row))
+                } catch let error as PostgresError where error.kind == .decoding {
+                    listing.unreadable.append(try row.decode(3, as: String.self))
+                }
+            }
+            return listing
         }
     }
 
@@ -153,12 +164,6 @@ public struct ExperimentStore: Sendable {
             }
             definition.status = .running
             if definition.startAt == nil { definition.startAt = now }
-            // Started after its stop, it would assign no one and end at once on no data.
-            if let stopAt = definition.stopAt, stopAt <= now {
-                throw ExperimentStoreError(code: .invalidDefinition, experimentID: id,
-                                           problems: [ExperimentProblem(field: "stop_at", problem: "has passed; nothing could be assigned")],
-                                           detail: "stop_at: has passed; nothing could be assigned")
-            }
         }
     }
 
@@ -281,4 +286,10 @@ public struct ExperimentStore: Sendable {
             startedAt: try row.optionalTimestamp(8), finishedAt: try row.optionalTimestamp(9), decision: try row.decode(10),
             result: try row.decode(11, as: PostgresJSONB?.self)?.json, error: try row.decode(12))
     }
+}
+
+/// The experiments a listing read, and the ids of those whose stored definition it could not.
+public struct ExperimentListing: Sendable, Equatable {
+    public var records: [ExperimentRecord] = []
+    public var unreadable: [String] = []
 }

@@ -78,14 +78,17 @@ enum ExperimentCommand {
     }
 
     static func list(_ arguments: ParsedArguments) async throws {
-        let records = try await withStore(arguments) { store, _ in try await store.list(app: arguments[app]) }
+        let listing = try await withStore(arguments) { store, _ in try await store.list(app: arguments[app]) }
         var table = TextTable(header: ["ID", "APP", "STATUS", "SCHEDULE", "ARMS", "STARTED"])
-        for record in records {
+        for record in listing.records {
             table.append([record.id, record.definition.appID, record.status.rawValue, record.definition.schedule.expression,
                           record.definition.arms.map { "\($0.name):\($0.strategy.rawValue)" }.joined(separator: ","),
                           record.definition.startAt?.rfc3339 ?? "-"])
         }
         print(table.render())
+        for id in listing.unreadable {
+            FileHandle.standardError.write(Data("note: experiment \(id): its stored definition cannot be read by this engage (engage experiment show \(id) says why)\n".utf8))
+        }
     }
 
     static func show(_ arguments: ParsedArguments) async throws {

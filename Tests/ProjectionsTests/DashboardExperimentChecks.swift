@@ -62,7 +62,7 @@ extension DashboardQueryTests {
         let done = stored.done(experimentID)
         switch query.title {
         case "Experiments of $app":
-            let records = try await ExperimentStore(pool: pool).list(app: app)
+            let records = try await ExperimentStore(pool: pool).list(app: app).records
             #expect(result.values("experiment").compactMap(\.text) == records.map(\.id), "\(context): the app's experiments, newest first")
             for (row, record) in zip(result.rows, records) {
                 let runs = stored.done(record.id)

@@ -416,7 +416,7 @@ struct DashboardQueryTests {
         try await ReportRecoveryTests.waitUntilCaughtUp(pool)
         running.cancel()
         _ = try? await running.value
-        let experiments = try await ExperimentStore(pool: pool).list(app: app).map(\.id)
+        let experiments = try await ExperimentStore(pool: pool).list(app: app).records.map(\.id)
         var entries = 0
         for id in experiments { entries += try await ExperimentStore(pool: pool).history(id).count }
         return Population(truth: truth, experiments: experiments, experimentLogEntries: entries)

@@ -103,10 +103,11 @@ public struct ExperimentRoutes: Sendable {
     private func activeExperiments(app: String, category: String?) async -> [ExperimentDefinition]? {
         let store = self.store
         // `try?` flattens: nil when the read failed or took too long.
-        guard let records = try? await withTimeLimit(ReadAnswerLimits.assignments, { try await store.list(app: app, status: .running) })
+        guard let listing = try? await withTimeLimit(ReadAnswerLimits.assignments, { try await store.list(app: app, status: .running) })
         else { return nil }
         let now = time.wallClock
-        return records.map(\.definition)
+        // One this build cannot read assigns no one (the scheduler skips it too); the others go on.
+        return listing.records.map(\.definition)
             .filter { $0.isActive(at: now) && (category.map($0.admits(category:)) ?? true) }
             .sorted { $0.id < $1.id }
     }
@@ -135,12 +136,17 @@ public struct ExperimentRoutes: Sendable {
 
     public func list(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
-            let records = try await store.list(app: key.appID)
+            let listing = try await store.list(app: key.appID)
             var w = JSONWriter(capacity: 1024)
             w.beginObject()
             w.key("experiments")
             w.beginArray()
-            for record in records { w.raw(record.definition.canonicalJSON) }
+            for record in listing.records { w.raw(record.definition.canonicalJSON) }
+            w.endArray()
+            // Named, not hidden: experiments whose stored definition this engage cannot read.
+            w.key("unreadable")
+            w.beginArray()
+            for id in listing.unreadable { w.string(id) }
             w.endArray()
             w.endObject()
             return .json(w.bytes)

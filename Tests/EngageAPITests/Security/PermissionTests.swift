@@ -155,7 +155,7 @@ struct PermissionTests {
         let running = try await mine.experiment(running: true)
 
         let list = try await server.request("GET", "/v1/experiments", headers: auth)
-        #expect(list.text == #"{"experiments":[]}"#)
+        #expect(list.text == #"{"experiments":[],"unreadable":[]}"#)
         #expect(try await server.request("GET", "/v1/experiments/\(running)", headers: auth).status == 404)
         #expect(try await server.request("GET", "/v1/experiments/\(running)/runs", headers: auth).status == 404)
         #expect(try await server.request("GET", "/v1/experiments/\(running)/history", headers: auth).status == 404)
