@@ -442,8 +442,10 @@ public struct ExperimentMetricComparison: Sendable, Equatable {
     /// blocks shipping, since "not significantly worse" was never shown. Equal rates (every
     /// device rich in both arms) do not block.
     public var isGuardrailUntestedAndWorse: Bool {
-        guard case .guardrail(let direction) = role, isNotEnoughData,
-              let variantRate = variant.rate, let controlRate = control.rate else { return false }
+        guard case .guardrail(let direction) = role, isNotEnoughData else { return false }
+        // A side with no trials at all (an arm whose extension never reached `delivered`, for
+        // `rich_display`) shows nothing, least of all that it is not worse: it blocks too.
+        guard let variantRate = variant.rate, let controlRate = control.rate else { return true }
         switch direction {
         case .mustNotDecrease: return variantRate < controlRate
         case .mustNotIncrease: return variantRate > controlRate

@@ -314,6 +314,25 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(ExperimentAnalysis.run(definition: definition, tallies: fine, now: Self.now).decision == .ship(arm: "treatment"))
     }
 
+    /// A guardrail one arm has no trial of (every treatment notification displayed, none with a
+    /// `delivered` event, as when its extension is killed before it records one: rich_display
+    /// has no denominator there) shows nothing; the arm shipped as if it had passed.
+    @Test func aGuardrailAnArmHasNoTrialOfBlocksShipping() throws {
+        let definition = ExperimentDefinition.sample()
+        var tallies = ExperimentTallies(definition: definition)
+        for i in 0..<10_000 {
+            tallies.record(arm: "control", device: "control-\(i)", FunnelCounts([
+                .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1, .opened: i < 1_000 ? 1 : 0]))
+            tallies.record(arm: "treatment", device: "treatment-\(i)", FunnelCounts([
+                .notifications: 1, .displayed: 1, .opened: i < 1_300 ? 1 : 0]))
+        }
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: Self.now)
+        let richDisplay = try #require(result.comparisons[0].metrics.first { $0.metric == .richDisplay })
+        #expect(richDisplay.variant.rate == nil && richDisplay.isNotEnoughData)
+        #expect(richDisplay.isGuardrailUntestedAndWorse)
+        #expect(result.decision == .continue, "\(result.rationale)")
+    }
+
     /// An alpha below about 1e-16 passed validation, and the analysis, which carries the level as
     /// `confidence = 1 - alpha`, got 1 back and a level of 0: `EffectInference.welch`'s
     /// precondition "alpha must be in (0, 1)" stopped the process (the scheduler inside `engage
