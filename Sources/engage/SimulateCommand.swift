@@ -16,7 +16,7 @@ enum SimulateCommand {
     static let app = Option("app", value: "id", help: "The app for --direct appends.", default: "demo", validate: CommonOptions.appID)
     static let notifications = Option("notifications", value: "n", help: "Notifications to simulate.", default: 10_000, validate: .range(1...10_000_000))
     static let devices = Option("devices", value: "n", help: "Devices they go to.", default: 1_000, validate: .range(1...10_000_000))
-    static let seed = Option("seed", value: "n", help: "Random seed; the same seed gives the same traffic.", default: 1,
+    static let seed = Option("seed", value: "n", help: "Random seed; the same seed gives the same traffic, event ids included (another app's traffic needs another seed).", default: 1,
                               validate: .range(0...maxSeed))
     /// Seeds below 2^62, so that the pre-period's (the seed with bit 62 set) is no other run's.
     static let maxSeed = (1 << 62) - 1
@@ -165,7 +165,9 @@ struct SimulationRun {
                         case .api(let sender): return try await sender.send(batch)
                         case .direct(let store, let app, _):
                             let result = try await store.append(batch.map { AppendItem(appID: app, event: $0) })
-                            return (result.storedCount, result.duplicateCount, 0)
+                            // Neither stored nor duplicates (ids another app's events hold: the same
+                            // seed for a second app) are counted, as the API counts them: rejected.
+                            return (result.storedCount, result.duplicateCount, batch.count - result.storedCount - result.duplicateCount)
                         }
                     }
                 }
