@@ -62,6 +62,11 @@ enum DemoCommand {
         }
     }
 
+    /// How long the demo sends at most: a million notifications (its largest day, about 4.7
+    /// million events) through its own API take minutes on a small machine, and a day cut short
+    /// at 120 s showed only its morning.
+    static let sendingDeadline = Duration.seconds(1_800)
+
     /// The demo's two concurrent parts.
     enum DemoPart: Sendable {
         case server, showcase
@@ -86,7 +91,7 @@ enum DemoCommand {
                                              start: start, options: SimulationOptions(outOfOrderFraction: 0.1, duplicateFraction: 0.02))
         print("sending a simulated day of \(notifications) notifications through the API...")
         let progress = ProgressLine.standardError("demo")
-        let summary = try await SimulationRun(simulator: simulator, batchSize: 200, deadline: .seconds(120))
+        let summary = try await SimulationRun(simulator: simulator, batchSize: 200, deadline: Self.sendingDeadline)
             .send(to: .api(EventSender(base: trafficAddress, key: ingestKey)), progress: progress)
         progress.finish()
         print(summary.description)

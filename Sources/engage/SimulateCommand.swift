@@ -141,10 +141,13 @@ struct SimulationRun {
         var rejected = 0
         var seconds = 0.0
         var stoppedEarly = false
+        /// The deadline it stopped at, named as the command's own (`engage demo` has no `--max-seconds`).
+        var deadline = Duration.zero
 
         var description: String {
-            String(format: "simulated %d notifications: %d events sent, %d accepted, %d duplicates, %d rejected in %.1f s%@",
-                   notifications, sent, accepted, duplicates, rejected, seconds, stoppedEarly ? " (stopped at --max-seconds)" : "")
+            let stopped = " (stopped at the deadline, \(deadline.components.seconds) s: the rest of the day was not sent)"
+            return String(format: "simulated %d notifications: %d events sent, %d accepted, %d duplicates, %d rejected in %.1f s%@",
+                          notifications, sent, accepted, duplicates, rejected, seconds, stoppedEarly ? stopped : "")
         }
     }
 
@@ -152,6 +155,7 @@ struct SimulationRun {
     func send(to target: SimulationTarget, progress: ProgressLine? = nil) async throws -> Summary {
         var batches = simulator.batches(size: batchSize)
         var summary = Summary()
+        summary.deadline = deadline
         let stopwatch = Stopwatch()
         let lanes = 4
         while true {

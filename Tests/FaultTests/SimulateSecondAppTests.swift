@@ -25,4 +25,17 @@ struct SimulateSecondAppTests {
         #expect(counts.output.2 == "0" && counts.output.3 == "0", "\(second)")
         #expect(counts.output.4 == counts.output.1 && counts.output.1 != "0", "\(first) / \(second)")
     }
+
+    /// A run cut short by its deadline says so in words any command's user can act on (the demo,
+    /// which has no `--max-seconds`, was told "stopped at --max-seconds").
+    @Test(.timeLimit(.minutes(2)))
+    func aRunCutShortNamesItsDeadline() async throws {
+        let workspace = try FaultWorkspace("simulate-deadline")
+        defer { workspace.remove() }
+        let database = try await offPool { try TestPostgres.freshDatabase() }
+        let run = try await CommandLineOptionsTests.engage(["simulate", "--direct", "--notifications", "1000000", "--max-seconds", "1",
+                                                            "--database", database.connectionString], in: workspace)
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("(stopped at the deadline, 1 s: the rest of the day was not sent)"), "\(run.output)")
+    }
 }
