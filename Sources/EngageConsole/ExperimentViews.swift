@@ -38,15 +38,23 @@ public struct ExperimentListView: Sendable {
     }
 
     public var entries: [Entry]
+    /// Experiments whose stored definition this engage cannot read: named, never hidden.
+    public var unreadable: [String]
     public var viewer: ConsoleViewer
 
-    public init(entries: [Entry], viewer: ConsoleViewer) {
+    public init(entries: [Entry], unreadable: [String] = [], viewer: ConsoleViewer) {
         self.entries = entries
+        self.unreadable = unreadable
         self.viewer = viewer
     }
 
     public func page() -> ConsolePage {
         var html = "<h1>Experiments</h1>"
+        if !unreadable.isEmpty {
+            html += "<section class=\"card\" data-unreadable><p>Not shown: \(Markup.text(unreadable.joined(separator: ", "))): "
+                + "their stored definitions cannot be read by this engage (<code>engage experiment show ID</code> says why); "
+                + "they assign no one and are not analysed.</p></section>"
+        }
         guard !entries.isEmpty else {
             html += "<section class=\"card\"><p>No experiment for app \(Markup.text(viewer.app.id)) yet. Create one with "
                 + "<code>engage experiment create --file definition.json</code> (docs/experiments.md).</p></section>"

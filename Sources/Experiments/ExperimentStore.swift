@@ -163,7 +163,17 @@ public struct ExperimentStore: Sendable {
                                            detail: "experiment \(id) is \(definition.status.rawValue); only a draft can be started")
             }
             definition.status = .running
-            if definition.startAt == nil { definition.startAt = now }
+            if definition.startAt == nil {
+                // Started now, it would end before it began: said as what it is, not as a rule on
+                // a start_at the definition never gave.
+                if let stopAt = definition.stopAt, stopAt <= now {
+                    let problem = "has passed; set a later stop_at, or start_at too for a window analysed after the fact"
+                    throw ExperimentStoreError(code: .invalidDefinition, experimentID: id,
+                                               problems: [ExperimentProblem(field: "stop_at", problem: problem)],
+                                               detail: "stop_at: " + problem)
+                }
+                definition.startAt = now
+            }
         }
     }
 

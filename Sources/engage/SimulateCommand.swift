@@ -185,11 +185,14 @@ struct SimulationRun {
             summary.sent += round.reduce(0) { $0 + $1.count }
             progress?.update(batches.groundTruth.notifications, of: simulator.scenario.notificationCount, "notifications")
             if stopwatch.elapsed > deadline {
-                summary.stoppedEarly = true
+                // Stopped early only when something is left: a last round that ended past the
+                // deadline sent the whole day.
+                summary.notifications = batches.groundTruth.notifications
+                summary.stoppedEarly = batches.next() != nil
                 break
             }
         }
-        summary.notifications = batches.groundTruth.notifications
+        if !summary.stoppedEarly { summary.notifications = batches.groundTruth.notifications }
         summary.seconds = stopwatch.elapsed.seconds
         if case .direct(let store, _, let setup) = target {
             await store.pool.close()

@@ -29,6 +29,11 @@ struct UnreadableExperimentTests {
             #expect(listed.status == 200, "\(listed.text)")
             #expect(listed.text.contains(#""unreadable":["\#(bad)"]"#), "\(listed.text)")
             #expect(listed.text.contains(#""id":"\#(good)""#), "\(listed.text)")
+            // The console names it too.
+            let console = ConsoleClient(server: server, keys: [try #require(fixture.keys[.read])])
+            let page = try await console.get("/console/experiments?app=\(fixture.app)")
+            #expect(page.status == 200 && page.text.contains("Not shown: \(bad)"), "\(page.text.prefix(600))")
+            #expect(page.text.contains(#"data-experiment="\#(good)""#))
         }
     }
 }

@@ -254,6 +254,29 @@ struct ExperimentStoreTests {
         await pool.close()
     }
 
+    /// A draft whose stop_at has passed: with a start_at of its own, a window defined after the
+    /// fact, it starts (and is analysed at once); without one it would end before it began, and
+    /// the refusal says so (it named a rule on a start_at the definition never gave).
+    @Test func aDraftWhoseStopHasPassedStartsOnlyAsAWindow() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let store = ExperimentStore(pool: pool)
+        var open = try Fixtures.definition(id: "no-window")
+        open.stopAt = Fixtures.time("2026-03-08T00:00:00Z")
+        _ = try await store.create(open)
+        do {
+            _ = try await store.start(open.id, now: Fixtures.time("2026-03-09T00:00:00Z"))
+            Issue.record("started after its stop_at")
+        } catch let error as ExperimentStoreError {
+            #expect(error.problems.map(\.description) == ["stop_at: has passed; set a later stop_at, or start_at too for a window analysed after the fact"])
+        }
+        var window = try Fixtures.definition(id: "window")
+        window.startAt = Fixtures.time("2026-03-01T00:00:00Z")
+        window.stopAt = Fixtures.time("2026-03-08T00:00:00Z")
+        _ = try await store.create(window)
+        #expect(try await store.start(window.id, now: Fixtures.time("2026-03-09T00:00:00Z")).status == .running)
+        await pool.close()
+    }
+
     /// The floor of 1e-9 on alpha was put among the rules every stored definition is decoded
     /// with, so an experiment created earlier with alpha 1e-10 (valid then, and analysed fine:
     /// 1 - 1e-10 is not 1) no longer read: listing every experiment failed, it could be neither

@@ -92,11 +92,12 @@ extension ConsoleRoutes {
 
     private func experimentList(_ viewer: ConsoleViewer) async throws -> ExperimentListView {
         var entries: [ExperimentListView.Entry] = []
-        for record in try await store.list(app: viewer.app.id).records {
+        let listing = try await store.list(app: viewer.app.id)
+        for record in listing.records {
             let latest = try await store.analysedRuns(record.id, limit: 20).lazy.compactMap(Self.summary).first { $0.look != nil }?.look
             entries.append(.init(definition: record.definition, createdAt: record.createdAt, latest: latest))
         }
-        return ExperimentListView(entries: entries, viewer: viewer)
+        return ExperimentListView(entries: entries, unreadable: listing.unreadable, viewer: viewer)
     }
 
     static func summary(_ run: ExperimentRun) -> ExperimentRunSummary {

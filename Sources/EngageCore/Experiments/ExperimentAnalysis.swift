@@ -203,8 +203,12 @@ public enum ExperimentAnalysis {
             let violated = comparison.metrics.filter { $0.isGuardrailViolated }.map(\.metric.rawValue)
             // A guardrail no test can read (a control rate of 0, no variance) has not passed:
             // when the arm's rate is on its forbidden side, the arm waits like a violated one.
-            let untested = comparison.metrics.filter { $0.isGuardrailUntestedAndWorse }
-                .map { "\($0.metric.rawValue) worse and untestable: \($0.unavailable ?? "")" }
+            let untested = comparison.metrics.filter { $0.isGuardrailUntestedAndWorse }.map { guardrail in
+                // Measured on nothing in an arm: not shown worse, only never shown not worse.
+                guardrail.variant.rate == nil || guardrail.control.rate == nil
+                    ? "\(guardrail.metric.rawValue) unmeasured: no trials in an arm"
+                    : "\(guardrail.metric.rawValue) worse and untestable: \(guardrail.unavailable ?? "")"
+            }
             if !violated.isEmpty || !untested.isEmpty {
                 let reasons = (violated.isEmpty ? [] : ["guardrails \(violated.joined(separator: ", "))"])
                     + (untested.isEmpty ? [] : ["guardrails \(untested.joined(separator: ", "))"])

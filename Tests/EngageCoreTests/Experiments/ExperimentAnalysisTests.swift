@@ -331,6 +331,7 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(richDisplay.variant.rate == nil && richDisplay.isNotEnoughData)
         #expect(richDisplay.isGuardrailUntestedAndWorse)
         #expect(result.decision == .continue, "\(result.rationale)")
+        #expect(result.rationale == "better on open but blocked: treatment (guardrails rich_display unmeasured: no trials in an arm)")
     }
 
     /// An alpha below about 1e-16 passed validation, and the analysis, which carries the level as
