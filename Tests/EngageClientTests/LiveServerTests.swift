@@ -638,6 +638,11 @@ struct LiveServerTests {
         #expect(client.pending.events == 1)
     }
 
+    /// A refused connection is retried with the backoff until the budget runs out, and the flush
+    /// returns by it. The budget is 2 s against backoffs of 100-400 ms, so that a machine too busy
+    /// to refuse a connection quickly still makes a second attempt (with 1 s, the first one took
+    /// it all beside the suite run twice at once); the return is allowed half a second of
+    /// scheduling past the budget, not a second attempt's worth.
     @Test func flushReturnsWithinItsBudgetWhileTheServerIsDown() async throws {
         let port = try FaultInjector.closedPort()
         let container = Container()
@@ -648,8 +653,8 @@ struct LiveServerTests {
         try client.recordExpanded(notificationID: "n1", category: "c")
         let clock = ContinuousClock()
         let start = clock.now
-        let report = await client.flush(budget: .seconds(1))
-        #expect(clock.now - start < .milliseconds(1200))
+        let report = await client.flush(budget: .seconds(2))
+        #expect(clock.now - start < .milliseconds(2500))
         #expect(report.requests >= 2)
         #expect(client.pending.events == 1)
     }
