@@ -259,24 +259,15 @@ public struct ExperimentStore: Sendable {
     // MARK: Runs
 
     /// The experiment's runs, newest scheduled first.
-    public func runs(_ id: String, limit: Int = 100) async throws -> [ExperimentRun] {
+    /// The newest runs first; with `analysedOnly`, those that finished with a result (where the
+    /// latest look is found however many runs failed or wait after it).
+    public func runs(_ id: String, limit: Int = 100, analysedOnly: Bool = false) async throws -> [ExperimentRun] {
         guard ExperimentDefinition.isValidID(id) else { return [] }
         return try await pool.withConnection { connection in
             try connection.query("""
                 SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs
-                WHERE experiment_id = \(id) ORDER BY scheduled_for DESC LIMIT \(limit)
-                """).rows.map(Self.run)
-        }
-    }
-
-    /// The newest runs that finished with a result, newest first: where the latest look is
-    /// found however many runs failed or wait after it.
-    public func analysedRuns(_ id: String, limit: Int) async throws -> [ExperimentRun] {
-        guard ExperimentDefinition.isValidID(id) else { return [] }
-        return try await pool.withConnection { connection in
-            try connection.query("""
-                SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs
-                WHERE experiment_id = \(id) AND status = 'done' AND result IS NOT NULL ORDER BY scheduled_for DESC LIMIT \(limit)
+                WHERE experiment_id = \(id) AND (NOT \(analysedOnly) OR (status = 'done' AND result IS NOT NULL))
+                ORDER BY scheduled_for DESC LIMIT \(limit)
                 """).rows.map(Self.run)
         }
     }

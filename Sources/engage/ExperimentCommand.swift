@@ -101,7 +101,7 @@ enum ExperimentCommand {
             let lifecycle = try await store.history(of: record.definition).filter { $0.action != .analysed }.map {
                 ExperimentSummaryText.LifecycleLine(action: $0.action.rawValue, at: $0.occurredAt, payload: $0.payload)
             }
-            let latest = try await store.analysedRuns(id, limit: 1).first.map {
+            let latest = try await store.runs(id, limit: 1, analysedOnly: true).first.map {
                 ExperimentSummaryText.LatestRun(runID: $0.id, scheduledFor: $0.scheduledFor, decisionCode: $0.decision ?? "-", result: $0.result)
             }
             return ExperimentSummaryText(definition: record.definition, latestRun: latest, lifecycle: lifecycle).render()

@@ -57,7 +57,7 @@ extension ConsoleRoutes {
                                                         + "\(asked); add a read or admin key of that app to see it.",
                                                         viewer: viewer).page(), status: 403)
                 // The page's sign-out form carries the token of the keys kept: the cookie must hold them too.
-                return .refused(refreshingCookie(response, request: request, access: ConsoleAccess(session: kept, keys: valid, viewer: viewer)))
+                return .refused(refreshingCookie(response, request: request, session: kept))
             }
             app = found
         }
@@ -71,9 +71,14 @@ extension ConsoleRoutes {
 
     /// Sends the cookie again when keys were dropped from it.
     func refreshingCookie(_ response: HTTPResponse, request: HTTPRequest, access: ConsoleAccess) -> HTTPResponse {
-        guard ConsoleSession(request) != access.session else { return response }
+        refreshingCookie(response, request: request, session: access.session)
+    }
+
+    /// The same for the keys kept by a refusal that grants no access.
+    func refreshingCookie(_ response: HTTPResponse, request: HTTPRequest, session: ConsoleSession) -> HTTPResponse {
+        guard ConsoleSession(request) != session else { return response }
         var response = response
-        response.setCookie(access.session.cookie(secure: configuration.secureCookies, lifetimeSeconds: lifetimeSeconds))
+        response.setCookie(session.cookie(secure: configuration.secureCookies, lifetimeSeconds: lifetimeSeconds))
         return response
     }
 

@@ -94,7 +94,7 @@ extension ConsoleRoutes {
         var entries: [ExperimentListView.Entry] = []
         let listing = try await store.list(app: viewer.app.id)
         for record in listing.records {
-            let latest = try await store.analysedRuns(record.id, limit: 20).lazy.compactMap(Self.summary).first { $0.look != nil }?.look
+            let latest = try await store.runs(record.id, limit: 20, analysedOnly: true).lazy.compactMap(Self.summary).first { $0.look != nil }?.look
             entries.append(.init(definition: record.definition, createdAt: record.createdAt, latest: latest))
         }
         return ExperimentListView(entries: entries, unreadable: listing.unreadable, viewer: viewer)
