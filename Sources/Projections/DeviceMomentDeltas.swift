@@ -46,10 +46,11 @@ struct DeviceMomentDeltas {
     /// Changes of the per-category sums in `DeviceMomentStore.momentColumns` order: one entry per
     /// category with a changed device.
     private(set) var moments: [CategoryKey: Row] = [:]
-    /// Changes of the sums across two categories in `DevicePairMomentStore.columns` order: one
-    /// entry per pair with a changed device in one of the two categories and the other stored or
-    /// changed.
-    private(set) var pairs: [PairKey: Row] = [:]
+    /// Per changed device with notifications in two categories or more, every category of it:
+    /// its counts before and after the batch, and whether it changed. What `pairs(ofApps:)` reads.
+    private var devicesInSeveralCategories: [(device: DeviceKey, categories: [DeviceCategory])] = []
+
+    typealias DeviceCategory = (name: String, old: Row, new: Row, changed: Bool)
 
     /// `changes`: the batch's changes (keys unique, none zero); `stored`: every stored row of
     /// the changed devices, in any of their categories.
@@ -67,8 +68,7 @@ struct DeviceMomentDeltas {
         let zero = Row(repeating: 0, count: width)
         for (device, changed) in changedByDevice {
             let storedRows = storedByDevice[device] ?? [:]
-            // Every category of the device: its counts before and after, and whether it changed.
-            var categories: [(name: String, old: Row, new: Row, changed: Bool)] = []
+            var categories: [DeviceCategory] = []
             for (category, old) in storedRows where changed[category] == nil {
                 categories.append((category, old, old, false))
             }
@@ -82,8 +82,19 @@ struct DeviceMomentDeltas {
                 Self.add(Self.momentTerms, of: new, minus: old ?? zero,
                          to: &moments[CategoryKey(appID: device.appID, category: category), default: Self.zeroMoments])
             }
-            guard categories.count > 1 else { continue }
-            categories.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
+            if categories.count > 1 { devicesInSeveralCategories.append((device, categories)) }
+        }
+    }
+
+    /// Changes of the sums across two categories in `DevicePairMomentStore.columns` order, for
+    /// the changed devices of the apps `isPaired` accepts: one entry per pair with a changed
+    /// device in one of the two categories and the other stored or changed. The work is the
+    /// square of a device's categories, so the store asks only for apps whose pairs it keeps
+    /// (`DevicePairMomentStore.maximumCategoriesPerApp`).
+    func pairs(ofApps isPaired: (String) -> Bool) -> [PairKey: Row] {
+        var pairs: [PairKey: Row] = [:]
+        for (device, unsorted) in devicesInSeveralCategories where isPaired(device.appID) {
+            let categories = unsorted.sorted { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
             for (i, a) in categories.enumerated() {
                 for b in categories[(i + 1)...] where a.changed || b.changed {
                     Self.addPairTerms(first: a, second: b,
@@ -91,7 +102,11 @@ struct DeviceMomentDeltas {
                 }
             }
         }
+        return pairs
     }
+
+    /// The pairs' changes of every app.
+    var pairs: [PairKey: Row] { pairs(ofApps: { _ in true }) }
 
     /// A device's counts as a row.
     static func row(_ counts: DeviceCategoryCounts) -> Row {
@@ -144,8 +159,7 @@ struct DeviceMomentDeltas {
         for (index, term) in terms.enumerated() { sums[index] += term.value(new) - term.value(old) }
     }
 
-    private static func addPairTerms(first a: (name: String, old: Row, new: Row, changed: Bool),
-                                     second b: (name: String, old: Row, new: Row, changed: Bool), to sums: inout Row) {
+    private static func addPairTerms(first a: DeviceCategory, second b: DeviceCategory, to sums: inout Row) {
         for (index, term) in pairTerms.enumerated() {
             sums[index] += a.new[term.first] * b.new[term.second] - a.old[term.first] * b.old[term.second]
         }

@@ -70,9 +70,12 @@ enum DeviceMomentStore {
             try storedRows(ofDevices: missing, tables: tables, on: connection)
         } ?? storedRows(ofDevicesIn: changed.keys, tables: tables, on: connection)
         let deltas = DeviceMomentDeltas(changes: changed, stored: stored)
+        let apps = Set(deltas.moments.keys.map(\.appID))
+        let before = try DevicePairMomentStore.categoryCounts(ofApps: apps, tables: tables, on: connection)
         try write(deltas.rows, tables: tables, on: connection)
         try addMoments(deltas.moments, tables: tables, on: connection)
-        try DevicePairMomentStore.add(deltas.pairs, tables: tables, on: connection)
+        let after = try DevicePairMomentStore.categoryCounts(ofApps: apps, tables: tables, on: connection)
+        try DevicePairMomentStore.update(deltas, before: before, after: after, tables: tables, on: connection)
         return rowsAfter(deltas.rows, stored: stored)
     }
 

@@ -28,6 +28,80 @@ enum DevicePairMomentStore {
         return columns
     }()
 
+    /// The most categories an app may have in `engagement_device_moments` for its pairs to be
+    /// kept. The pairs of an app number the square of its categories, and so does the fold's work
+    /// for a device in many of them: an app that names a category per message (20,000 in one
+    /// batch for one device: 200 million pairs) would stop the projector. The report needs the
+    /// pairs only up to this many categories (beyond, notifications are the unit), and takes an
+    /// app with more as having no device moments (`withPairsKept`).
+    static let maximumCategoriesPerApp = StratifiedMetricSummary.maximumClusteredCategories
+
+    /// Per app of `apps`, its categories in the device moments, counted up to one more than
+    /// `maximumCategoriesPerApp`.
+    static func categoryCounts(ofApps apps: Set<String>, tables: ReadModelTables, on connection: Connection) throws -> [String: Int] {
+        if apps.isEmpty { return [:] }
+        let limit = maximumCategoriesPerApp + 1
+        let rows = try connection.query("""
+            SELECT k.app_id, (SELECT count(*) FROM (SELECT FROM \(unsafeSQL: tables.deviceMoments) m
+                                                     WHERE m.app_id = k.app_id LIMIT \(limit)) c)::int8
+            FROM unnest(\(Array(apps))::text[]) AS k(app_id)
+            """)
+        var counts: [String: Int] = [:]
+        for row in rows.rows { counts[try row.decode(0)] = try row.decode(1, as: Int.self) }
+        return counts
+    }
+
+    /// The device moments of the apps whose pairs are kept: an app beyond the limit reads as one
+    /// without device moments (notifications the unit), since its pairs are not summed.
+    static func withPairsKept(_ moments: [CategoryDeviceMoments]) -> [CategoryDeviceMoments] {
+        var categories: [String: Int] = [:]
+        for moment in moments { categories[moment.appID, default: 0] += 1 }
+        return moments.filter { categories[$0.appID, default: 0] <= maximumCategoriesPerApp }
+    }
+
+    /// Keeps the pairs of the batch's apps: adds the changes of those within the limit before and
+    /// after the batch, removes every pair of an app the batch took beyond it, and sums again from
+    /// the devices' rows the pairs of an app the batch brought back within it (a late event can
+    /// move a notification to another category). Either way the pairs are those a rebuild writes.
+    static func update(_ deltas: DeviceMomentDeltas, before: [String: Int], after: [String: Int],
+                       tables: ReadModelTables, on connection: Connection) throws {
+        func isKept(_ counts: [String: Int], _ app: String) -> Bool { counts[app, default: 0] <= maximumCategoriesPerApp }
+        try add(deltas.pairs(ofApps: { isKept(before, $0) && isKept(after, $0) }), tables: tables, on: connection)
+        let apps = Set(before.keys).union(after.keys).sorted()
+        let dropped = apps.filter { isKept(before, $0) && !isKept(after, $0) }
+        if !dropped.isEmpty {
+            try connection.execute("DELETE FROM \(unsafeSQL: tables.devicePairMoments) WHERE app_id = ANY(\(dropped)::text[])")
+        }
+        for app in apps where !isKept(before, app) && isKept(after, app) {
+            try sumFromDevices(app: app, tables: tables, on: connection)
+        }
+    }
+
+    /// Writes an app's pairs (none stored) from its devices' rows: what the batches' changes add
+    /// up to, pairs with no device displayed in both categories left out as `add` removes them.
+    static func sumFromDevices(app: String, tables: ReadModelTables, on connection: Connection) throws {
+        var displayedInBoth: SQL = "false"
+        for a in presentations {
+            for b in presentations {
+                displayedInBoth.append(" OR sum(a.\(identifier: a.rawValue + "_displayed") * b.\(identifier: b.rawValue + "_displayed")) <> 0")
+            }
+        }
+        // Pairs kept before an upgrade brought this rule are stale once the app went beyond it.
+        try connection.execute("DELETE FROM \(unsafeSQL: tables.devicePairMoments) WHERE app_id = \(app)")
+        try connection.execute("""
+            INSERT INTO \(unsafeSQL: tables.devicePairMoments) (app_id, first_category, second_category,
+                \(fragment: SQL.list(columns.map { "\(identifier: $0.name)" })))
+            SELECT a.app_id, a.category, b.category,
+                \(fragment: SQL.list(columns.map { "sum(a.\(identifier: $0.first) * b.\(identifier: $0.second))::int8" }))
+            FROM \(unsafeSQL: tables.devices) a
+            JOIN \(unsafeSQL: tables.devices) b
+              ON b.app_id = a.app_id AND b.device_id = a.device_id AND a.category COLLATE "C" < b.category COLLATE "C"
+            WHERE a.app_id = \(app)
+            GROUP BY a.app_id, a.category, b.category
+            HAVING \(fragment: displayedInBoth)
+            """)
+    }
+
     /// Adds the changes of the pairs' sums (`DeviceMomentDeltas.pairs`); a pair left with no
     /// device that has displays in both categories (every product 0, as x <= n) is removed.
     static func add(_ deltas: [DeviceMomentDeltas.PairKey: DeviceMomentDeltas.Row], tables: ReadModelTables,

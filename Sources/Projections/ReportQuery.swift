@@ -118,8 +118,9 @@ public struct ReportQuery: Sendable {
         filters.through = through
         // The device moments span every day: read only for a report over every day. One row per
         // app and category, so this read costs the same for any size of log.
-        let devices = from == nil && through == nil
+        let moments = from == nil && through == nil
             ? try DeviceMomentStore.read(appID: appID, category: category, on: connection) : []
+        let devices = category == nil ? DevicePairMomentStore.withPairsKept(moments) : moments
         // Pairs of categories matter only to an adjusted answer over several categories.
         let devicePairs = from == nil && through == nil && category == nil
             ? try DevicePairMomentStore.read(appID: appID, on: connection) : []
