@@ -113,10 +113,10 @@ enum DemoCommand {
         let report = try await ReportQuery(appID: "demo").run(on: engage.pool, now: SystemTime().wallClock)
         print(report.renderTable())
         do {
-            try Data(report.renderHTML().utf8).write(to: URL(fileURLWithPath: reportFile))
+            try ReplacedFile.write(Array(report.renderHTML().utf8), to: reportFile)
         } catch {
             // Checked before the demo began: the write itself failed (a full disk, say).
-            throw ReportError(description: "option '\(DemoCommand.reportFile.longName)': cannot write '\(reportFile)': \(error.localizedDescription)")
+            throw ReportError(description: "option '\(DemoCommand.reportFile.longName)': cannot write '\(reportFile)': \(error)")
         }
         let now = SystemTime().wallClock.rfc3339
         print("""

@@ -85,10 +85,10 @@ enum ReportCommand {
         }
         if let file = arguments[output] {
             do {
-                try Data(bytes).write(to: URL(fileURLWithPath: file))
+                try ReplacedFile.write(bytes, to: file)
             } catch {
                 // Not a usage error: the arguments were fine, the write failed (a full disk).
-                throw ReportError(description: "option '\(output.longName)': cannot write '\(file)': \(error.localizedDescription)")
+                throw ReportError(description: "option '\(output.longName)': cannot write '\(file)': \(error)")
             }
             FileHandle.standardError.write(Data("wrote \(file)\n".utf8))
         } else {
