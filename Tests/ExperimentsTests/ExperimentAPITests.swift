@@ -36,6 +36,12 @@ struct ExperimentAPITests {
             #expect(byReader.status == 403)
             let otherApp = try await server.request("POST", "/v1/experiments", headers: Self.auth(stranger) + json, body: Array(Self.definition.utf8))
             #expect(otherApp.status == 403)
+            // KELVIN SIGN: canonically "K", yet another app to every byte-wise read of the store.
+            let kiosk = try await server.key(app: "Kiosk", role: .admin)
+            let kelvin = try await server.request("POST", "/v1/experiments", headers: Self.auth(kiosk) + json,
+                                                  body: Array(Self.definition.replacingOccurrences(of: #""id":"strategy-full-vs-adaptive","app_id":"app-1""#,
+                                                                                                   with: "\"id\":\"kelvin\",\"app_id\":\"\u{212A}iosk\"").utf8))
+            #expect(kelvin.status == 403, "\(kelvin.text)")
 
             // Nothing is assigned before the start.
             let before = try await server.request("GET", "/v1/assignments?device_id=device-1", headers: Self.auth(ingest))
@@ -190,6 +196,10 @@ struct ExperimentAPITests {
                 (#"{"device_ids":["a",""]}"#, "device_ids[1]: must be a string of 1 to 200 bytes"),
                 (#"{"device_ids":["a"],"category":7}"#, "category: must be a string of 1 to 100 bytes"),
                 (#"{"device_ids":["a"],"devices":1}"#, "devices: is not a field of this request"),
+                // 198 bytes as sent, 396 once composed as ingestion stores it (U+0958 is two scalars in NFC).
+                ("{\"device_ids\":[\"" + String(repeating: "\u{0958}", count: 66) + "\"]}", "device_ids[0]: must be a string of 1 to 200 bytes (in NFC)"),
+                (#"{"device_ids":["a\u0007"]}"#, "device_ids[0]: must be a string of 1 to 200 bytes (in NFC) without control characters"),
+                ("{\"device_ids\":[\"a\"],\"category\":\"" + String(repeating: "\u{0958}", count: 33) + "\"}", "category: must be a string of 1 to 100 bytes"),
                 (#"{"category":"new_photo"}"#, "device_ids: is required"),
                 (#"{"device_ids":["#, "unexpected end of input"),
                 ("{\"device_ids\":[" + (0...1000).map { "\"d\($0)\"" }.joined(separator: ",") + "]}", "device_ids: must hold 1 to 1000 ids"),
@@ -198,6 +208,11 @@ struct ExperimentAPITests {
                 let answer = try await server.request("POST", "/v1/assignments", headers: Self.auth(ingest) + json, body: Array(text.utf8))
                 #expect(answer.status == 400)
                 #expect(answer.text.contains(detail), "\(answer.text)")
+            }
+            let grown = String(repeating: "\u{0958}", count: 66).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            for query in ["device_id=\(grown)", "device_id=a%07", "device_id=a&category=\(grown.prefix(33 * 9))"] {
+                let answer = try await server.request("GET", "/v1/assignments?" + query, headers: Self.auth(ingest))
+                #expect(answer.status == 400, "\(query): \(answer.text)")
             }
             let plain = try await server.request("POST", "/v1/assignments", headers: Self.auth(ingest) + [("Content-Type", "text/plain")],
                                                  body: Array(#"{"device_ids":["a"]}"#.utf8))

@@ -31,8 +31,8 @@ struct AssignmentsQuery: Equatable {
                 guard json.kind(value) == .array else { return .failure(invalid("device_ids", "must be an array of strings")) }
                 var ids: [String] = []
                 for (index, element) in json.elements(value).enumerated() {
-                    guard let id = json.string(element), !id.isEmpty, id.utf8.count <= 200 else {
-                        return .failure(invalid("device_ids[\(index)]", "must be a string of 1 to 200 bytes"))
+                    guard let id = json.string(element), IdentifierText.storable(id, maxBytes: 200) != nil else {
+                        return .failure(invalid("device_ids[\(index)]", "must be a string of 1 to 200 bytes (in NFC) without control characters"))
                     }
                     ids.append(id)
                 }
@@ -42,8 +42,8 @@ struct AssignmentsQuery: Equatable {
                 deviceIDs = ids
             } else if json.string(key, equals: "category") {
                 if json.isNull(value) { continue }
-                guard let text = json.string(value), !text.isEmpty, text.utf8.count <= 100 else {
-                    return .failure(invalid("category", "must be a string of 1 to 100 bytes"))
+                guard let text = json.string(value), IdentifierText.storable(text, maxBytes: 100) != nil else {
+                    return .failure(invalid("category", "must be a string of 1 to 100 bytes (in NFC) without control characters"))
                 }
                 category = text
             } else {

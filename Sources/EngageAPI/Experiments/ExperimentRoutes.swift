@@ -52,12 +52,15 @@ public struct ExperimentRoutes: Sendable {
         } catch {
             return APIProblems.response(error)
         }
-        guard let sentID = request.query("device_id"), !sentID.isEmpty, sentID.utf8.count <= 200 else {
-            return APIProblems.response(APIProblems.badRequest("device_id is required: 1 to 200 bytes", slug: "bad-query"))
+        // As ingestion takes them: an id its events could not carry must not be handed an arm.
+        guard let sentID = request.query("device_id"), IdentifierText.storable(sentID, maxBytes: 200) != nil else {
+            return APIProblems.response(APIProblems.badRequest(
+                "device_id is required: 1 to 200 bytes (in NFC) without control characters", slug: "bad-query"))
         }
         let category = request.query("category")
-        if let category, category.isEmpty || category.utf8.count > 100 {
-            return APIProblems.response(APIProblems.badRequest("category must be 1 to 100 bytes", slug: "bad-query"))
+        if let category, IdentifierText.storable(category, maxBytes: 100) == nil {
+            return APIProblems.response(APIProblems.badRequest(
+                "category must be 1 to 100 bytes (in NFC) without control characters", slug: "bad-query"))
         }
         guard let active = await activeExperiments(app: key.appID, category: category) else {
             return APIProblems.response(APIProblems.unavailable, retryAfter: 5)
@@ -161,7 +164,9 @@ public struct ExperimentRoutes: Sendable {
             } catch let error as ExperimentProblem {
                 throw ExperimentStoreError(code: .invalidDefinition, experimentID: "", problems: [error], detail: error.description)
             }
-            guard definition.appID == key.appID else {
+            // Byte for byte, as the store reads it back: `==` takes canonically equivalent text
+            // (KELVIN SIGN and "K") as equal.
+            guard definition.appID.utf8.elementsEqual(key.appID.utf8) else {
                 return APIProblems.response(APIProblems.forbidden("app_id must be the key's app, \(key.appID)"))
             }
             return .json(try await store.create(definition).definition.canonicalJSON, status: 201)

@@ -10,6 +10,16 @@ public enum IdentifierText {
         text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCanonicalMapping
     }
 
+    /// `text` as ingestion would store it, or nil where ingestion refuses it: empty, longer than
+    /// `maxBytes` before or after normalising (a few characters grow when composed: U+0958 is two
+    /// scalars), or holding a refused character. For an identifier an answer hands out (an
+    /// assignment) that the device's events must then be able to carry.
+    public static func storable(_ text: String, maxBytes: Int) -> String? {
+        guard !text.isEmpty, text.utf8.count <= maxBytes, !holdsRefusedCharacter(text) else { return nil }
+        let stored = normalized(text)
+        return stored.utf8.count <= maxBytes ? stored : nil
+    }
+
     /// What a refused identifier is told (as an event's field is).
     public static let refusedCharacterProblem = "must not contain control characters"
 
