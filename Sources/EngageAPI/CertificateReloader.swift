@@ -7,8 +7,9 @@ import Runtime
 /// renewal asks (`kill -HUP`): new handshakes get the new pair, open connections keep theirs.
 /// Files that cannot serve are logged as an error and the pair in use stays.
 ///
-/// SIGHUP is taken over from the moment it is made (before the server listens), so a reload
-/// request never ends the process the default way.
+/// SIGHUP is taken over from the moment it is made (before the server listens), and ignored
+/// once the reloader stopped, so a reload request never ends the process the default way: not
+/// even during shutdown, after this service stopped and before the local PostgreSQL is.
 public struct CertificateReloader: Service {
     private let credentials: TLSCredentials
     private let logger: Logger
@@ -17,6 +18,7 @@ public struct CertificateReloader: Service {
     public init(credentials: TLSCredentials, logger: Logger, registry: MetricsRegistry) {
         self.credentials = credentials
         self.logger = logger
+        UnixSignals.ignoreForGood(.sighup)
         hangups = UnixSignals.stream([.sighup])
         registry.gauge("engage_tls_certificate_expiry_timestamp_seconds",
                        help: "When the certificate served to new HTTPS connections expires (seconds since 1970).") {

@@ -69,6 +69,22 @@ public enum UnixSignals {
         return stream
     }
 
+    /// Ignores `signal` for the rest of the process: now if no stream listens to it, else once
+    /// the last one ends, instead of restoring its previous disposition. For a signal a service
+    /// takes over and that must not end the process the default way after the service stopped
+    /// (a SIGHUP while the rest of the server shuts down and its local PostgreSQL is stopped).
+    public static func ignoreForGood(_ signal: UnixSignal) {
+        SignalDispositions.ignoreForGood(signal.number)
+    }
+
+    /// Whether `signal` is ignored now.
+    public static func isIgnored(_ signal: UnixSignal) -> Bool {
+        var current = sigaction()
+        sigaction(signal.number, nil, &current)
+        // Function pointers compare by address only.
+        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+    }
+
     /// Dispatch sources calling `handler` for `signals`, registered when this returns.
     fileprivate static func install(_ signals: [UnixSignal], handler: @escaping @Sendable (UnixSignal) -> Void) -> InstalledSources {
         let queue = DispatchQueue(label: "engage.runtime.unix-signals")
@@ -210,6 +226,20 @@ private enum SignalDispositions {
                 }
             }
             entry.listeners += 1
+            entries[number] = entry
+        }
+    }
+
+    static func ignoreForGood(_ number: Int32) {
+        entries.withLock { entries in
+            var entry = entries[number] ?? Entry()
+            if entry.listeners == 0 {
+                signal(number, SIG_IGN)
+            } else {
+                // Setting it now would remove Dispatch's handler under the current listeners.
+                entry.previous = sigaction()
+                entry.previous.__sigaction_handler.sa_handler = SIG_IGN
+            }
             entries[number] = entry
         }
     }

@@ -266,6 +266,24 @@ private func testLogger(_ sink: MemoryLogSink) -> Logger {
         #expect(await iterator.next() == .sigusr2)
     }
 
+    /// Ignored for good while a stream listens: the stream still hears it (Dispatch's handler
+    /// stays), and once the stream ends the signal is ignored, not back to its default.
+    @Test func aSignalIgnoredForGoodReachesItsListenerThenStaysIgnored() async throws {
+        let signals = UnixSignals.stream([.sigwinch])
+        UnixSignals.ignoreForGood(.sigwinch)
+        let heard = Mutex(false)
+        let listening = Task {
+            for await _ in signals { heard.withLock { $0 = true } }
+        }
+        kill(getpid(), SIGWINCH)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !heard.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(heard.withLock { $0 })
+        listening.cancel()
+        await listening.value
+        #expect(UnixSignals.isIgnored(.sigwinch))
+    }
+
     @Test func namesAndNumbers() {
         #expect(UnixSignal.sigterm.description == "SIGTERM")
         #expect(UnixSignal.sigterm.number == SIGTERM)
