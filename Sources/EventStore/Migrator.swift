@@ -80,30 +80,45 @@ public struct Migrator: Sendable {
                         VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                         """)
                 }
-            } catch let error as PostgresError {
-                throw MigrationError.failed(file: migration.fileName, reason: error.debugDescription)
-            } catch let error as BoundedLockWait.GaveUp {
-                throw MigrationError(error)
+            } catch {
+                // A migration this run applied may have dropped a view for the views to recreate
+                // (019 drops `extension_outcomes_daily` to change a column's type): put back what
+                // the schema as it now stands allows, so the dashboards do not fail until some
+                // later run gets through. Each script in its own transaction, waiting briefly.
+                if !report.applied.isEmpty {
+                    let briefly = BoundedLockWait(lockTimeout: lockTimeout, retryPause: lockRetryPause, attempts: min(3, lockAttempts),
+                                                  logging: ("migration", "file"), to: logger)
+                    for view in viewScripts { try? applyView(view, lockWait: briefly, on: connection) }
+                }
+                switch error {
+                case let error as PostgresError: throw MigrationError.failed(file: migration.fileName, reason: error.debugDescription)
+                case let error as BoundedLockWait.GaveUp: throw MigrationError(error)
+                default: throw error
+                }
             }
             report.applied.append(migration.fileName)
         }
         for view in viewScripts {
-            do {
-                try lockWait.run("views/" + view.name, on: connection) { connection in
-                    // Re-applied by every migrating command, changed or not: a COMMIT that waits
-                    // for a synchronous standby the primary lost would hold each of them (engage
-                    // experiment run, say) before its own bounds begin. A view lost in a failover
-                    // is re-applied by the next migration, so the primary's own commit will do.
-                    try connection.execute("SET LOCAL synchronous_commit = local")
-                    try connection.executeScript(unsafeSQL: view.script)
-                }
-            } catch let error as PostgresError {
-                throw MigrationError.failed(file: "views/" + view.name, reason: error.debugDescription)
-            } catch let error as BoundedLockWait.GaveUp {
-                throw MigrationError(error)
-            }
+            try applyView(view, lockWait: lockWait, on: connection)
         }
         return report
+    }
+
+    private func applyView(_ view: (name: String, script: String), lockWait: BoundedLockWait, on connection: Connection) throws {
+        do {
+            try lockWait.run("views/" + view.name, on: connection) { connection in
+                // Re-applied by every migrating command, changed or not: a COMMIT that waits
+                // for a synchronous standby the primary lost would hold each of them (engage
+                // experiment run, say) before its own bounds begin. A view lost in a failover
+                // is re-applied by the next migration, so the primary's own commit will do.
+                try connection.execute("SET LOCAL synchronous_commit = local")
+                try connection.executeScript(unsafeSQL: view.script)
+            }
+        } catch let error as PostgresError {
+            throw MigrationError.failed(file: "views/" + view.name, reason: error.debugDescription)
+        } catch let error as BoundedLockWait.GaveUp {
+            throw MigrationError(error)
+        }
     }
 
     /// Nil when the database holds exactly these migrations; otherwise what is wrong or missing.

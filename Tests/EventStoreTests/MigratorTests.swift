@@ -53,6 +53,24 @@ struct MigratorTests {
         #expect(try connection.query("SELECT count(*) FROM schema_migrations")[0].decode(0, as: Int.self) == 1)
     }
 
+    /// A migration that dropped a view for the views to recreate, then a later one that failed:
+    /// the view is back (as the schema now stands allows), not missing until a run gets through.
+    @Test func aFailedRunStillRecreatesTheViewsAnEarlierMigrationDropped() throws {
+        let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
+        let view = (name: "010_view.sql", script: "CREATE OR REPLACE VIEW totals AS SELECT sum(bytes) AS bytes FROM sums;")
+        try Migrator(migrations: [Migration(version: 1, name: "table", script: "CREATE TABLE sums (bytes bigint);")],
+                     viewScripts: [view]).migrate(connection)
+        let upgrade = Migrator(migrations: [
+            Migration(version: 1, name: "table", script: "CREATE TABLE sums (bytes bigint);"),
+            Migration(version: 2, name: "exact", script: "DROP VIEW totals; ALTER TABLE sums ALTER COLUMN bytes TYPE numeric;"),
+            Migration(version: 3, name: "broken", script: "SELECT * FROM nowhere;"),
+        ], viewScripts: [view])
+        let error = #expect(throws: MigrationError.self) { try upgrade.migrate(connection) }
+        #expect(error?.description.hasPrefix("migration 003_broken.sql failed") == true)
+        #expect(try connection.query("SELECT to_regclass('totals') IS NOT NULL")[0].decode(0, as: Bool.self))
+        #expect(try connection.query("SELECT count(*) FROM schema_migrations")[0].decode(0, as: Int.self) == 2)
+    }
+
     @Test func repositoryMigrationsApplyToAnEmptyDatabaseAndAreCurrent() throws {
         let connection = try Connection(configuration: try TestPostgres.freshDatabase(migrated: false))
         let migrator = try Migrator.fromSQLDirectory()
