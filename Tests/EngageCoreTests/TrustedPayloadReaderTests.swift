@@ -45,6 +45,7 @@ import Testing
             // A payload stored before identifiers were composed at ingestion (not in NFC): both
             // decoders compose it to the same bytes.
             let (full, trusted) = Self.decodeBoth(event, candidate.payloadJSON)
+            #expect(full.isSuccess, "\(String(decoding: candidate.payloadJSON, as: UTF8.self))")
             #expect((try? trusted.get().payloadJSON) == (try? full.get().payloadJSON), "\(String(decoding: candidate.payloadJSON, as: UTF8.self))")
             if TrustedPayloadReader.read(type: event.type, Array(JSONBRendering.render(parsed, parsed.root).utf8)) != nil {
                 fastPath += 1

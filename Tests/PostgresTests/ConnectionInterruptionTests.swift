@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 import Testing
 import TestSupport
 
@@ -16,13 +17,32 @@ struct ConnectionInterruptionTests {
     @Test func aRunningCallEndsAsInterrupted() throws {
         let interrupter = ConnectionInterrupter()
         let connection = try Connection(configuration: configuration, interrupter: interrupter)
+        let backend = try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+        let configuration = self.configuration
         let unit = interrupter.begin(at: .now)
+        // Interrupts once the server runs the query (waiting for that state, up to 10 s), so the
+        // call interrupted is one in progress, not one that has not sent its query yet.
+        let running = Mutex(false)
         let watcher = Thread {
-            Thread.sleep(forTimeInterval: 0.2)
+            let administrator = try? Connection(configuration: configuration)
+            defer { administrator?.close() }
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                let active = (try? administrator?.query("""
+                    SELECT count(*)::int8 FROM pg_stat_activity
+                    WHERE pid = \(backend) AND state = 'active' AND query = 'SELECT pg_sleep(30)'
+                    """)[0].decode(0, as: Int.self)) == 1
+                if active {
+                    running.withLock { $0 = true }
+                    break
+                }
+                Thread.sleep(forTimeInterval: 0.005)
+            }
             interrupter.interrupt(unit, because: .cancelled)
         }
         watcher.start()
         #expect(throws: PostgresError.self) { try connection.execute("SELECT pg_sleep(30)") }
+        #expect(running.withLock { $0 })
         #expect(interrupter.reason == .cancelled)
         #expect(!connection.isHealthy)
         interrupter.end(unit)
