@@ -1,7 +1,7 @@
 import HTTPServer
 import Runtime
 
-/// `engage serve --tls-cert FILE --tls-key FILE`: HTTPS, re-read on SIGHUP (docs/deployment.md).
+/// `engage serve --tls-cert FILE --tls-key FILE`: HTTPS, re-read on SIGHUP (docs/https.md).
 enum TLSOptions {
     static let certificate = Option<String?>(
         "tls-cert", value: "file", help: "PEM certificate chain (leaf first) to serve HTTPS with, TLS 1.2 and 1.3 only; re-read on SIGHUP.",
