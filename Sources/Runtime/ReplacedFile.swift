@@ -4,8 +4,10 @@ import Glibc
 /// Writes a command's answer to a file so that a reader sees the old content or the new one,
 /// never a part: a report written by cron into a directory a web server serves is read at any
 /// moment. A regular file (or a missing one) is replaced by renaming a synced copy over it, with
-/// the old file's permissions; through a link, the file it points to is the one replaced. What is
-/// not a regular file (a FIFO, `/dev/stdout`) cannot be replaced and is written in place.
+/// the old file's owner, group and permissions; through a link, the file it points to is the one
+/// replaced. Where that cannot be (what is not a regular file, a FIFO or `/dev/stdout`; a
+/// directory this user may not create files in; a file whose owner or group this user cannot
+/// give a copy) it is written in place, as any program writes a file.
 public enum ReplacedFile {
     public struct WriteError: Error, CustomStringConvertible {
         public let description: String
@@ -21,26 +23,31 @@ public enum ReplacedFile {
             }
             let target = String(cString: resolved)
             free(resolved)
-            try replace(target, with: bytes, mode: status.st_mode & 0o7777)
+            try replace(target, with: bytes, original: status)
         } else {
             var link = stat()
             // A link to a file not made yet: creating through it makes the file it names.
             guard lstat(path, &link) != 0 else { return try writeInPlace(bytes, to: path) }
-            try replace(path, with: bytes, mode: nil)
+            try replace(path, with: bytes, original: nil)
         }
     }
 
-    private static func replace(_ target: String, with bytes: [UInt8], mode: mode_t?) throws(WriteError) {
+    private static func replace(_ target: String, with bytes: [UInt8], original: stat?) throws(WriteError) {
         let directory = URL(fileURLWithPath: target).deletingLastPathComponent().path
         let name = URL(fileURLWithPath: target).lastPathComponent
         let temporary = directory + "/." + name + ".engage-" + UUID().uuidString
         // A new file gets the umask's permissions, as any file a command makes; a replaced one
         // keeps its own.
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
-        guard descriptor >= 0 else { throw failure("cannot create a file beside it") }
+        guard descriptor >= 0 else { return try writeInPlace(bytes, to: target) }
+        if let original, fchown(descriptor, original.st_uid, original.st_gid) != 0 {
+            close(descriptor)
+            unlink(temporary)
+            return try writeInPlace(bytes, to: target)
+        }
         var isOpen = true
         do throws(WriteError) {
-            if let mode, fchmod(descriptor, mode) != 0 { throw failure("cannot keep its permissions") }
+            if let original, fchmod(descriptor, original.st_mode & 0o7777) != 0 { throw failure("cannot keep its permissions") }
             try writeAll(bytes, to: descriptor)
             guard fsync(descriptor) == 0 else { throw failure("fsync failed") }
             isOpen = false

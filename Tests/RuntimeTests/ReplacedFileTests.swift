@@ -32,6 +32,35 @@ struct ReplacedFileTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["report.html"])
     }
 
+    /// The copy gets the old file's owner and group (a group a web server reads it through).
+    @Test(.enabled(if: geteuid() == 0, "only root can give a file to another user"))
+    func theOwnerAndGroupAreKept() throws {
+        let path = directory + "/report.html"
+        try ReplacedFile.write(Array("old".utf8), to: path)
+        #expect(chown(path, 4321, 8765) == 0)
+        var before = stat()
+        stat(path, &before)
+        try ReplacedFile.write(Array("new".utf8), to: path)
+        var after = stat()
+        stat(path, &after)
+        #expect(after.st_ino != before.st_ino, "replaced, not rewritten")
+        #expect(after.st_uid == 4321 && after.st_gid == 8765)
+    }
+
+    /// No copy can be made beside it (here: its name is too long for a copy's name): the file
+    /// is written in place rather than not at all.
+    @Test func aFileThatCannotHaveACopyBesideItIsWrittenInPlace() throws {
+        let path = directory + "/" + String(repeating: "r", count: 240) + ".html"
+        try ReplacedFile.write(Array("old".utf8), to: path)
+        var before = stat()
+        stat(path, &before)
+        try ReplacedFile.write(Array("new".utf8), to: path)
+        var after = stat()
+        stat(path, &after)
+        #expect(try contents(path) == "new")
+        #expect(after.st_ino == before.st_ino)
+    }
+
     /// Through a link the file it names is replaced and the link stays; a link to a file not made
     /// yet makes it.
     @Test func aLinkKeepsPointingAtTheReplacedFile() throws {
