@@ -27,7 +27,11 @@ public enum ExperimentRetention {
             // pre-period may reach back past it (14 days by default, up to 366).
             guard let days = definition.analysis.cupedPrePeriodDays, let start = definition.startAt else { continue }
             let window = ExperimentCovariates(days: days, before: start)
-            guard window.from < cut else { continue }
+            // An event may have been recorded before it occurred (a device clock ahead, up to
+            // `--max-future-minutes`): a pre-period that begins a little after the cut may still
+            // hold events recorded before it.
+            let lead = EventLimits.largestMaxFuture + IdempotencyWindow.clockMargin
+            guard window.from < cut.adding(microseconds: lead.components.seconds * 1_000_000) else { continue }
             let found = try connection.query("""
                 SELECT EXISTS (SELECT 1 FROM events
                                WHERE app_id = \(definition.appID) AND recorded_at < \(before)

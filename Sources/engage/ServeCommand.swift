@@ -90,7 +90,8 @@ enum ServerOptions {
     static let maxPastDays = Option("max-past-days", value: "days", help: "How old occurred_at may be.", environment: "ENGAGE_MAX_PAST_DAYS",
                                     default: Int(limits.maxPast.components.seconds / 86_400), validate: .range(1...3650))
     static let maxFutureMinutes = Option("max-future-minutes", value: "minutes", help: "How far ahead occurred_at may be.", environment: "ENGAGE_MAX_FUTURE_MINUTES",
-                                         default: Int(limits.maxFuture.components.seconds / 60), validate: .range(0...1440))
+                                         default: Int(limits.maxFuture.components.seconds / 60),
+                                         validate: .range(0...Int(EventLimits.largestMaxFuture.components.seconds / 60)))
     static let projector = Option(
         "projector", value: "on|off", help: "Run the engagement projector in this process (one process is active, others stand by).",
         environment: "ENGAGE_PROJECTOR", default: Switch(defaults.runProjector))

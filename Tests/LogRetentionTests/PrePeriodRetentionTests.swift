@@ -49,4 +49,36 @@ struct PrePeriodRetentionTests {
         #expect(running == (refused ? ["exp-new"] : []))
         await pool.close()
     }
+
+    /// A device clock ahead: an event recorded just before the cut occurred just after it, in a
+    /// pre-period that begins exactly at the cut (a midnight start, 14 days later).
+    @Test(.timeLimit(.minutes(1)))
+    func anEventRecordedBeforeItOccurredHoldsThePruneBack() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 1)
+        let now = Timestamp(microsecondsSinceEpoch: Int64(Date().timeIntervalSince1970 * 1_000_000))
+        let event = AppendItem(appID: "app-1", event: Event(
+            eventID: EventID(UUID()), notificationID: "ahead", deviceID: "device-1", category: "new_photo", occurredAt: now,
+            details: .displayed(DisplayedDetails(presentation: .plain, attachmentKind: .noAttachment))))
+        _ = try await EventStore(pool: pool).append([event])
+        try await RecordedInThePast.move([event.event.eventID], daysAgo: 40, pool: pool)
+        let id = event.event.eventID.description
+        let recorded = try await pool.withConnection { connection in
+            _ = try connection.execute("UPDATE events SET occurred_at = recorded_at + interval '2 minutes' WHERE event_id = \(id)::uuid")
+            return Timestamp(microsecondsSinceEpoch: try connection.query(
+                "SELECT (extract(epoch FROM recorded_at) * 1000000)::int8 FROM events WHERE event_id = \(id)::uuid")[0].decode(0, as: Int64.self))
+        }
+        let cut = recorded.adding(microseconds: 60_000_000)
+
+        let store = ExperimentStore(pool: pool)
+        _ = try await store.create(ExperimentDefinition(
+            id: "exp-new", appID: "app-1",
+            arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true),
+                   ExperimentArmDefinition(name: "treatment", strategy: .adaptive, weight: 0.5)],
+            primaryMetric: .open, analysis: ExperimentAnalysisSettings(cupedPrePeriodDays: 14)))
+        _ = try await store.start("exp-new", now: cut.adding(microseconds: 14 * Self.day))
+
+        let running = try await pool.withConnection { try ExperimentRetention.runningExperiments(withEventsRecordedBefore: cut, on: $0) }
+        #expect(running == ["exp-new"])
+        await pool.close()
+    }
 }
