@@ -136,6 +136,18 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         return (pairs + ["user=" + quote(user)]).joined(separator: " ")
     }
 
+    /// The connection string without its password (key/value pairs as libpq parsed them) and
+    /// the password, for a program given the string on its command line, which any local user
+    /// can read (`ps`), and the password in `PGPASSWORD`, which only its own user can. Unchanged,
+    /// and no password, when it names none or libpq cannot parse it.
+    public static func separatingPassword(_ connectionString: String) -> (connectionString: String, password: String?) {
+        guard let options = parsed(connectionString), let password = options.last(where: { $0.keyword == "password" })?.value else {
+            return (connectionString, nil)
+        }
+        let pairs = options.filter { $0.keyword != "password" }.map { $0.keyword + "=" + quote($0.value) }
+        return (pairs.joined(separator: " "), password)
+    }
+
     static func redactingPassword(_ connectionString: String) -> String {
         if isURL(connectionString), let schemeEnd = connectionString.range(of: "://") {
             // scheme://[user[:password]@]hosts[/database][?keyword=value&...], where the query

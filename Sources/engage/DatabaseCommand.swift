@@ -1,5 +1,6 @@
 import EmbeddedPostgres
 import Foundation
+import Postgres
 import Runtime
 
 /// `engage db start|stop|status|psql|url|transaction-ids`: the local PostgreSQL engage runs for
@@ -53,7 +54,10 @@ enum DatabaseCommand {
     static func psql(_ arguments: ParsedArguments) async throws {
         let passed = arguments.all(psqlArguments)
         if let url = CommonOptions.externalDatabase(arguments) {
-            throw ProcessRunner.exec(["/usr/bin/psql", "--dbname", url] + passed)
+            // psql's command line is anyone's to read (`ps`); its environment only its user's.
+            let separated = PostgresConfiguration.separatingPassword(url)
+            if let password = separated.password { setenv("PGPASSWORD", password, 1) }
+            throw ProcessRunner.exec(["/usr/bin/psql", "--dbname", separated.connectionString] + passed)
         }
         let cluster = try DatabaseSetup.localCluster(arguments)
         guard try cluster.status() == .running else {

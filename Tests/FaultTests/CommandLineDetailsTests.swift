@@ -43,6 +43,14 @@ struct CommandLineDetailsTests {
                                             in: workspace)
         #expect(failing.status == 1)
         #expect(failing.output.contains("column \"nonsense\" does not exist"), "\(failing.output)")
+        // A password reaches psql in its environment, not on its command line (anyone's to read).
+        let withPassword = database.hasPrefix("postgres")
+            ? database + (database.contains("?") ? "&" : "?") + "password=s3cret" : database + " password=s3cret"
+        let shown = try await Self.engage(["db", "psql", "--database", withPassword, "--", "-At",
+                                           "-c", #"\! tr '\0' ' ' < /proc/$PPID/cmdline; echo; printenv PGPASSWORD"#], in: workspace)
+        #expect(shown.status == 0, "\(shown.output)")
+        let lines = shown.output.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].contains("psql") && !lines[0].contains("s3cret") && lines[1] == "s3cret", "\(shown.output)")
         let url = try await Self.engage(["db", "url", "--database", database], in: workspace)
         #expect(url.status == 0)
         #expect(url.output == database + "\n")

@@ -226,6 +226,21 @@ struct ConnectionTests {
         #expect(try overridden.query("SHOW client_encoding")[0].decode(0, as: String.self) == "UTF8")
     }
 
+    /// `engage db psql` hands psql the string without the password (its command line is
+    /// anyone's to read) and the password apart: together they connect as the string did.
+    @Test(arguments: ["postgresql://engage:s3cr%27et@127.0.0.1:5432/engage?sslmode=disable&application_name=x",
+                      "host=127.0.0.1 port=5432 password='s3cr\\'et' dbname=engage user=engage"])
+    func aPasswordIsSeparatedFromTheConnectionString(_ connectionString: String) throws {
+        let separated = PostgresConfiguration.separatingPassword(connectionString)
+        #expect(separated.password == "s3cr'et")
+        #expect(!separated.connectionString.contains("s3cr"))
+        let before = try #require(PostgresConfiguration.parsed(connectionString)).filter { $0.keyword != "password" }
+        let after = try #require(PostgresConfiguration.parsed(separated.connectionString))
+        #expect(after.map(\.keyword) == before.map(\.keyword) && after.map(\.value) == before.map(\.value))
+        let none = PostgresConfiguration.separatingPassword("postgresql://engage@127.0.0.1/engage")
+        #expect(none.connectionString == "postgresql://engage@127.0.0.1/engage" && none.password == nil)
+    }
+
     @Test func badConnectionStringIsAConnectionError() throws {
         let error = #expect(throws: PostgresError.self) {
             _ = try Connection(configuration: PostgresConfiguration(connectionString: "host=/nonexistent/socket port=1 dbname=x", connectTimeoutSeconds: 1))
