@@ -48,9 +48,10 @@ enum APIProblems {
     static let unavailable = HTTPProblem(status: 503, slug: "database-unavailable", title: "The event log is unreachable",
                                          detail: "nothing from this request was stored; retry after the number of seconds in Retry-After")
     /// `/readyz` on a server in recovery (a standby: a demoted primary the pool reached again):
-    /// every read answers, no write can succeed.
+    /// every read answers, no write can succeed. One title with `databaseTakesNoWrites`, whose
+    /// type it shares (RFC 9457: a type's title does not change); the detail says which.
     static let databaseReadOnly = HTTPProblem(
-        status: 503, slug: "database-read-only", title: "The database is a standby",
+        status: 503, slug: "database-read-only", title: "The database takes no writes",
         detail: "the server engage is connected to is in recovery and takes no writes; point --database at the primary "
             + "(with several hosts, engage asks for the one that takes writes unless the URL sets target_session_attrs)")
     /// Not in recovery, yet every transaction is read-only (`default_transaction_read_only`).

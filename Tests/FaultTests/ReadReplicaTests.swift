@@ -55,6 +55,8 @@ struct ReadReplicaTests {
         #expect(response.status == 503)
         let problem = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
         #expect(problem?["type"] as? String == "https://engage.dev/problems/database-read-only")
+        // The type's one title, whichever way the server takes no writes (RFC 9457).
+        #expect(problem?["title"] as? String == "The database takes no writes")
         await pool.close()
     }
 

@@ -86,10 +86,13 @@ extension ConsoleRoutes {
     func signInRequired(_ request: HTTPRequest, message: String?) -> HTTPResponse {
         let (token, cookie) = loginToken(request)
         var response = Self.respond(LoginView(next: Self.target(of: request), loginToken: token, message: message).page(), status: 401)
-        response.headers.set("WWW-Authenticate", "Cookie realm=\"engage console\", form-action=\"\(ConsolePath.login)\"")
+        response.headers.set("WWW-Authenticate", Self.challenge)
         if let cookie { response.setCookie(cookie) }
         return response
     }
+
+    /// What every 401 of the console carries (RFC 9110: a 401 must name how to authenticate).
+    static let challenge = "Cookie realm=\"engage console\", form-action=\"\(ConsolePath.login)\""
 
     /// A refusal of the key store (rate limited, unreachable) as a page.
     func refused(_ refusal: ProblemResponse, viewer: ConsoleViewer?) -> HTTPResponse {
@@ -135,6 +138,7 @@ extension ConsoleRoutes {
             let token = ConsoleSession.newLoginToken()
             var response = Self.respond(LoginView(next: next, loginToken: token, message: message).page(), status: status)
             response.setCookie(SetCookie(name: ConsoleSession.loginCookieName, value: token, secure: configuration.secureCookies))
+            if status == 401 { response.headers.set("WWW-Authenticate", Self.challenge) }
             return response
         }
         guard let expected = request.cookie(ConsoleSession.loginCookieName),

@@ -115,6 +115,8 @@ struct ConsoleAccessTests {
                                                     extraCookies: ["engage_console_login=\(loginCookie)"])
                 ConsoleClient.expectSignInForm(refused, status: status, key)
                 #expect(refused.text.contains(message), "\(key)")
+                // A 401 names how to authenticate (RFC 9110), as every other 401 of the console.
+                #expect((refused.headers["WWW-Authenticate"]?.hasPrefix("Cookie realm=\"engage console\"") == true) == (status == 401), "\(key)")
                 #expect(ConsoleClient.setCookies(refused)["engage_console"] == nil)
             }
             // A page with a query of its own gets the app after it (it got a second '?', which
