@@ -13,8 +13,8 @@ public struct EventLimits: Sendable, Equatable {
     /// How far after the server's clock `occurred_at` may lie (clock skew).
     public var maxFuture: Duration
     /// The most `--max-future-minutes` accepts: how far an event's `occurred_at` may lie after its
-    /// `recorded_at` (with `IdempotencyWindow.clockMargin` for the clocks of engage and
-    /// PostgreSQL), whatever the server was run with.
+    /// `recorded_at` (with a margin for the clocks of engage and PostgreSQL), whatever the server
+    /// was run with.
     public static let largestMaxFuture: Duration = .seconds(1440 * 60)
 
     public init(maxEventBytes: Int = 8192, maxDepth: Int = 32, maxPast: Duration = .seconds(30 * 86_400),

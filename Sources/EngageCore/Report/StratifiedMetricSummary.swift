@@ -24,6 +24,13 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         public let plain: RateEstimate
         /// rich / plain with the row method of `MetricComparison`; nil without plain successes.
         public let ratio: EffectEstimate?
+
+        /// The side of "no effect" the category is on: its ratio's, or up with rich successes
+        /// and no plain ones.
+        var direction: Int {
+            if let ratio { return ratio.direction }
+            return rich.successes > 0 && plain.successes == 0 ? 1 : 0
+        }
     }
 
     public let metric: ReportMetric
@@ -194,10 +201,20 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         (homogeneity?.test.pValue).map { $0 < EngagementReport.alpha } ?? false
     }
 
-    /// Categories whose own ratio points to the other side of "no effect" than the summary.
+    /// Categories whose own ratio points to the other side of "no effect" than the summary (one
+    /// with no plain successes and some rich ones, no ratio, points up).
     public var pointingTheOtherWay: [String] {
         guard let direction = riskRatio?.direction, direction != 0 else { return [] }
-        return categories.filter { ($0.ratio?.direction ?? 0) * direction < 0 }.map(\.name)
+        return categories.filter { $0.direction * direction < 0 }.map(\.name)
+    }
+
+    /// Categories with rich successes and no plain ones: no ratio (it is unbounded), yet with
+    /// notifications as the unit Cochran's Q takes them in (0.5 added to each cell), and one can
+    /// be what makes the categories disagree.
+    public var unboundedRatios: [String] {
+        let leftOutOfQ = Set(homogeneityExcluded.map(\.name))
+        return categories.filter { $0.ratio == nil && $0.rich.successes > 0 && $0.plain.successes == 0 && !leftOutOfQ.contains($0.name) }
+            .map(\.name)
     }
 
     /// The most categories the device-clustered figures are computed for. Their variance reads a

@@ -39,7 +39,8 @@ extension StratifiedMetricSummary {
         guard let homogeneity else { return nil }
         let q = "Cochran's Q p \(Self.pText(homogeneity.test.pValue))"
         if categoriesDisagree {
-            let named = disagreeing.isEmpty ? pointingTheOtherWay : disagreeing
+            let drivers = disagreeing + unboundedRatios
+            let named = drivers.isEmpty ? pointingTheOtherWay : drivers
             return "categories disagree (\(q))" + (named.isEmpty ? "" : ": " + describe(named))
         }
         let other = pointingTheOtherWay
@@ -64,15 +65,42 @@ extension StratifiedMetricSummary {
             + " (" + crudeDisagreementCause + "); trust the adjusted figure."
     }
 
-    /// Why crude and adjusted differ. Opposite directions come from the categories' mix alone (the
-    /// estimates do not depend on the unit). A difference in significance alone, with devices as
-    /// the adjusted figure's unit, also comes from the crude interval counting every notification
-    /// as independent: it cannot be laid on the mix.
+    /// Why crude and adjusted differ, said only as far as the counts show it. Opposite directions
+    /// come from the categories' mix alone (the estimates do not depend on the unit): Simpson's
+    /// paradox. A difference in significance alone is laid on the mix only where rich and plain
+    /// displays do spread over the categories differently (`mixDiffers`); where they do not, only
+    /// the intervals differ: with the device as the adjusted figure's unit, a crude figure
+    /// significant where the adjusted one is not counts every notification as independent
+    /// (narrower), and otherwise the crude interval takes in the categories' differences that the
+    /// adjusted one compares within.
     var crudeDisagreementCause: String {
         let mix = "rich and plain notifications come from different mixes of categories"
-        if crudeDisagreement?.direction == true || unit == .notification { return "Simpson's paradox: " + mix }
-        return "it counts every notification as independent, where the adjusted figure counts each device once"
-            + ", and it pools categories where " + mix.replacingOccurrences(of: "come from", with: "may come from")
+        if crudeDisagreement?.direction == true { return "Simpson's paradox: " + mix }
+        let crudeMoreSignificant = crude?.isSignificant == true
+        let independence = "it counts every notification as independent, where the adjusted figure counts each device once"
+        if mixDiffers {
+            if unit == .device && crudeMoreSignificant { return independence + ", and " + mix }
+            return "Simpson's paradox: " + mix
+        }
+        if unit == .device && crudeMoreSignificant { return independence }
+        return "rich and plain notifications come from the same mix of categories; only the intervals differ, the crude "
+            + "one pooling categories whose own rates differ, the adjusted one comparing within each"
+    }
+
+    /// Whether rich and plain displays spread over the compared categories differently: Pearson's
+    /// chi-square test of independence of presentation and category on the displays, below
+    /// `EngagementReport.alpha`. The same shares everywhere make the crude and adjusted estimates
+    /// equal, whatever the categories' rates.
+    var mixDiffers: Bool {
+        let rich = categories.map { Double($0.rich.trials) }, plain = categories.map { Double($0.plain.trials) }
+        let richTotal = rich.reduce(0, +), plainTotal = plain.reduce(0, +), total = richTotal + plainTotal
+        guard categories.count >= 2, richTotal > 0, plainTotal > 0 else { return false }
+        var statistic = 0.0
+        for (r, p) in zip(rich, plain) where r + p > 0 {
+            let expectedRich = (r + p) * richTotal / total, expectedPlain = (r + p) * plainTotal / total
+            statistic += (r - expectedRich) * (r - expectedRich) / expectedRich + (p - expectedPlain) * (p - expectedPlain) / expectedPlain
+        }
+        return ChiSquareTest(statistic: statistic, degreesOfFreedom: Double(categories.count - 1)).pValue < EngagementReport.alpha
     }
 
     /// Said after the figures when `smallSample`: significant or not, they rest on too little.
@@ -106,7 +134,10 @@ extension StratifiedMetricSummary {
     /// "promo_sale 0.89x [0.71, 1.11], news 1.40x [1.10, 1.80]".
     private func describe(_ names: [String]) -> String {
         names.map { name in
-            guard let ratio = categories.first(where: { $0.name == name })?.ratio else { return name }
+            guard let category = categories.first(where: { $0.name == name }) else { return name }
+            guard let ratio = category.ratio else {
+                return name + " (no plain successes, \(category.rich.successes) of \(category.rich.trials) rich)"
+            }
             return name + " " + Self.ratio(ratio.estimate) + " " + Self.interval(ratio.interval)
         }.joined(separator: ", ")
     }

@@ -83,4 +83,47 @@ import Testing
         #expect(withPromo.poolsALeftOutCategory)
         #expect(ReportFormat.disagreement(withPromo) != ReportFormat.missing)
     }
+
+    static func rows(_ counts: [(String, rich: (Int, Int), plain: (Int, Int))]) -> [EngagementRow] {
+        counts.flatMap { category, rich, plain in
+            [ReportFixture.engagement(category, .rich, "image", notifications: rich.1, delivered: rich.1, displayed: rich.1, expanded: rich.0),
+             ReportFixture.engagement(category, .plain, "none", notifications: plain.1, delivered: plain.1, displayed: plain.1, expanded: plain.0)]
+        }
+    }
+
+    /// Rich and plain spread over the categories alike (100 a side in each): crude and adjusted
+    /// estimates are equal, and a difference in significance is the intervals' alone, which the
+    /// warning must not lay on a mix that does not differ.
+    @Test func theSameMixIsNoSimpsonsParadox() throws {
+        let summary = try Self.expansion(EngagementReport.build(
+            engagement: Self.rows([("a", rich: (4, 100), plain: (5, 100)), ("b", rich: (71, 100), plain: (84, 100))]), generatedAt: Self.at))
+        let crude = try #require(summary.crude), adjusted = try #require(summary.riskRatio)
+        #expect(abs(crude.estimate - adjusted.estimate) < 1e-9)
+        #expect(!crude.isSignificant && adjusted.isSignificant, "crude \(crude.interval), adjusted \(adjusted.interval)")
+        let warning = try #require(summary.crudeWarning)
+        #expect(!warning.contains("Simpson") && !warning.contains("different mixes"), "\(warning)")
+        #expect(warning.contains("the same mix of categories"), "\(warning)")
+
+        // The mix differing (most of b's notifications plain), the same rates: the mix is named.
+        let mixed = try Self.expansion(EngagementReport.build(
+            engagement: Self.rows([("a", rich: (8, 200), plain: (1, 20)), ("b", rich: (14, 20), plain: (168, 200))]), generatedAt: Self.at))
+        #expect(mixed.mixDiffers)
+        #expect(mixed.crudeWarning?.contains("Simpson's paradox") == true, "\(mixed.crudeWarning ?? "none")")
+    }
+
+    /// A category with rich successes and no plain ones has no ratio, yet Cochran's Q takes it in
+    /// (notifications as the unit): when it is what makes the categories disagree, the words name
+    /// it, and it points up whatever the summary says.
+    @Test func aCategoryWithoutPlainSuccessesIsNamed() throws {
+        let upBeside = try Self.expansion(EngagementReport.build(
+            engagement: Self.rows([("a", rich: (60, 400), plain: (60, 400)), ("b", rich: (15, 100), plain: (0, 100))]), generatedAt: Self.at))
+        #expect(upBeside.categoriesDisagree)
+        #expect(upBeside.categoryWords?.contains("b (no plain successes, 15 of 100 rich)") == true, "\(upBeside.headline)")
+
+        let otherWay = try Self.expansion(EngagementReport.build(
+            engagement: Self.rows([("a", rich: (30, 300), plain: (60, 300)), ("b", rich: (12, 60), plain: (0, 60))]), generatedAt: Self.at))
+        #expect(otherWay.categoriesDisagree)
+        #expect(otherWay.pointingTheOtherWay == ["b"])
+        #expect(otherWay.categoryWords?.contains("b (no plain successes, 12 of 60 rich)") == true, "\(otherWay.headline)")
+    }
 }
