@@ -21,7 +21,7 @@ enum InterruptedDetaches {
         let detached = try connection.query("""
             SELECT c.relname::text FROM pg_class c
             WHERE c.relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = 'events'::regclass)
-              AND c.relkind = 'r' AND c.relname ~ '^events_(legacy|[0-9]{4}_[0-9]{2}_[0-9]{2})$'
+              AND c.relkind = 'r' AND c.relname ~ '^events_(legacy|[0-9]{4}_[0-9]{2}_[0-9]{2}(_[0-9]{6})?)$'
               AND NOT c.relispartition
             """).rows.map { try $0.decode(0, as: String.self) }
         if !detached.isEmpty { try beforeChange() }

@@ -64,6 +64,12 @@ struct UnsafeSQLAuditTests {
                   file: "Sources/Projections/DevicePairMomentStore.swift", lines: [
             #"INSERT INTO \(unsafeSQL: tables.devicePairMoments) AS m (app_id, first_category, second_category, \(fragment: columnNames))"#,
             #"DELETE FROM \(unsafeSQL: tables.devicePairMoments) t"#,
+            #"SELECT k.app_id, (SELECT count(*) FROM (SELECT FROM \(unsafeSQL: tables.deviceMoments) m"#,
+            #"try connection.execute("DELETE FROM \(unsafeSQL: tables.devicePairMoments) WHERE app_id = ANY(\(dropped)::text[])")"#,
+            #"try connection.execute("DELETE FROM \(unsafeSQL: tables.devicePairMoments) WHERE app_id = \(app)")"#,
+            #"INSERT INTO \(unsafeSQL: tables.devicePairMoments) (app_id, first_category, second_category,"#,
+            #"FROM \(unsafeSQL: tables.devices) a"#,
+            #"JOIN \(unsafeSQL: tables.devices) b"#,
         ]),
         Allowance(reason: "table names of ReadModelTables.live and .rebuild, the view scripts of sql/views, and a fillfactor read as an integer",
                   file: "Sources/Projections/EngagementRebuild.swift", lines: [

@@ -87,11 +87,13 @@ extension StratifiedMetricSummary {
             + "one pooling categories whose own rates differ, the adjusted one comparing within each"
     }
 
-    /// Whether rich and plain displays spread over the compared categories differently: Pearson's
-    /// chi-square test of independence of presentation and category on the displays, below
-    /// `EngagementReport.alpha`. The same shares everywhere make the crude and adjusted estimates
-    /// equal, whatever the categories' rates.
+    /// Whether rich and plain displays spread over the categories differently: always where the
+    /// crude total holds a category left out for having rich or plain displays only; otherwise
+    /// Pearson's chi-square test of independence of presentation and category on the compared
+    /// categories' displays, below `EngagementReport.alpha`. The same shares everywhere make the
+    /// crude and adjusted estimates equal, whatever the categories' rates.
     var mixDiffers: Bool {
+        if poolsALeftOutCategory { return true }
         let rich = categories.map { Double($0.rich.trials) }, plain = categories.map { Double($0.plain.trials) }
         let richTotal = rich.reduce(0, +), plainTotal = plain.reduce(0, +), total = richTotal + plainTotal
         guard categories.count >= 2, richTotal > 0, plainTotal > 0 else { return false }

@@ -109,6 +109,14 @@ import Testing
             engagement: Self.rows([("a", rich: (8, 200), plain: (1, 20)), ("b", rich: (14, 20), plain: (168, 200))]), generatedAt: Self.at))
         #expect(mixed.mixDiffers)
         #expect(mixed.crudeWarning?.contains("Simpson's paradox") == true, "\(mixed.crudeWarning ?? "none")")
+
+        // Two compared categories alike, and one with rich displays only, left out of the
+        // adjusted figure but in the crude total: that is a mix that differs.
+        var rows = Self.rows([("a", rich: (50, 500), plain: (42, 500)), ("b", rich: (50, 500), plain: (42, 500))])
+        rows.append(ReportFixture.engagement("c", .rich, "image", notifications: 2000, delivered: 2000, displayed: 2000, expanded: 400))
+        let leftOut = try Self.expansion(EngagementReport.build(engagement: rows, generatedAt: Self.at))
+        #expect(leftOut.excluded.map(\.name) == ["c"])
+        #expect(leftOut.crudeWarning?.contains("Simpson's paradox") == true, "\(leftOut.crudeWarning ?? "none")")
     }
 
     /// A category with rich successes and no plain ones has no ratio, yet Cochran's Q takes it in
