@@ -157,8 +157,15 @@ extension EngagementReport {
         effectRow("crude_ratio", summary.crude)
         if let warning = summary.crudeWarning { row(value: warning, figure: "crude_disagreement") }
         for category in summary.categories {
-            effectRow("category_ratio", category.ratio, category: category.name, rich: Self.csvFields(category.rich),
-                      plain: Self.csvFields(category.plain))
+            // Every compared category, as the JSON lists them: one without plain successes has
+            // its rates and no ratio (empty columns), not no row.
+            if category.ratio == nil {
+                row(category: category.name, rich: Self.csvFields(category.rich), plain: Self.csvFields(category.plain),
+                    figure: "category_ratio")
+            } else {
+                effectRow("category_ratio", category.ratio, category: category.name, rich: Self.csvFields(category.rich),
+                          plain: Self.csvFields(category.plain))
+            }
         }
         for excluded in summary.excluded {
             row(category: excluded.name, value: excluded.reason.rawValue, figure: "excluded")
