@@ -200,17 +200,39 @@ public struct ExperimentRoutes: Sendable {
         }
     }
 
+    /// Runs on one page of `GET /v1/experiments/{id}/runs`.
+    static let runsPage = 100
+
+    /// The newest `runsPage` runs, then those before the run `before` names: `next` is the
+    /// cursor of the page after, null on the last (an hourly experiment has 100 runs in 4 days).
     public func runs(_ request: HTTPRequest) async -> HTTPResponse {
-        await respond(request, as: .read) { key in
+        let before: Int64?
+        do throws(HTTPProblem) {
+            try RepeatedQueryParameter.refuse(in: request)
+            if let unknown = request.queryItems.first(where: { $0.name != "before" }) {
+                throw ReplicaReadRoute.unknown(unknown, use: "before")
+            }
+            before = try request.query("before").map { text throws(HTTPProblem) in
+                guard let id = Int64(text), id > 0 else {
+                    throw APIProblems.badRequest("before must be a run id (the next of a page of runs)", slug: "bad-query")
+                }
+                return id
+            }
+        } catch {
+            return APIProblems.response(error)
+        }
+        return await respond(request, as: .read) { key in
             let id = request.pathParameters["id"] ?? ""
             guard try await store.get(id, app: key.appID) != nil else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
-            let runs = try await store.runs(id)
+            let runs = try await store.runs(id, limit: Self.runsPage + 1, before: before)
             var w = JSONWriter(capacity: 1024)
             w.beginObject()
             w.key("runs")
             w.beginArray()
-            for run in runs { w.raw(Self.render(run)) }
+            for run in runs.prefix(Self.runsPage) { w.raw(Self.render(run)) }
             w.endArray()
+            w.key("next")
+            if runs.count > Self.runsPage { w.string(String(runs[Self.runsPage - 1].id)) } else { w.null() }
             w.endObject()
             return .json(w.bytes)
         }
