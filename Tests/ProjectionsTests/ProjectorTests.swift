@@ -37,6 +37,17 @@ struct ProjectorTests {
         Issue.record("projector did not catch up")
     }
 
+    /// Rebuilds the read model from the log beside the running projector, then stops it: the
+    /// rebuilt model must equal the one kept batch by batch, row for row.
+    func expectARebuildEqualsTheModel(stopping running: Task<Void, any Error>) async throws {
+        let incremental = try await ReadModelSnapshot.rows(pool)
+        try await EngagementRebuild(pool: pool).run()
+        try await waitUntilCaughtUp()
+        running.cancel()
+        _ = try? await running.value
+        #expect(try await ReadModelSnapshot.rows(pool) == incremental)
+    }
+
     /// Runs a new projector (its cache empty: states come from the table) until it caught up.
     func catchUpWithFreshProjector() async throws {
         let projector = makeProjector()
@@ -317,12 +328,7 @@ struct ProjectorTests {
         #expect(try await count("SELECT count(*)::int8 FROM engagement_device_pair_moments") == 1)
         #expect(try await count("SELECT plain_devices FROM engagement_device_moments WHERE category = 'chat_message'") == 1)
 
-        let incremental = try await ReadModelSnapshot.rows(pool)
-        try await EngagementRebuild(pool: pool).run()
-        try await waitUntilCaughtUp()
-        running.cancel()
-        _ = try? await running.value
-        #expect(try await ReadModelSnapshot.rows(pool) == incremental)
+        try await expectARebuildEqualsTheModel(stopping: running)
     }
 
     /// A rebuild swaps new tables in at the live projector's own position when it is caught up,
