@@ -48,7 +48,10 @@ struct ExperimentRunPagesTests {
             #expect(pages == 3)
             #expect(seen == expected)
 
+            // The key is checked before the query, as on every route.
+            #expect(try await server.request("GET", "/v1/experiments/\(experiment)/runs?before=abc").status == 401)
             for (query, detail) in [("before=abc", "before must be a run id"), ("before=0", "before must be a run id"),
+                                    ("before=%2B5", "before must be a run id"), ("before=05", "before must be a run id"),
                                     ("limit=5", "unknown query parameter limit"), ("before=1&before=2", "before")] {
                 let refused = try await server.request("GET", "/v1/experiments/\(experiment)/runs?\(query)", headers: auth)
                 #expect(refused.status == 400, "\(query)")

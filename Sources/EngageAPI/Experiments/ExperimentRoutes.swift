@@ -203,25 +203,31 @@ public struct ExperimentRoutes: Sendable {
     /// Runs on one page of `GET /v1/experiments/{id}/runs`.
     static let runsPage = 100
 
-    /// The newest `runsPage` runs, then those before the run `before` names: `next` is the
-    /// cursor of the page after, null on the last (an hourly experiment has 100 runs in 4 days).
-    public func runs(_ request: HTTPRequest) async -> HTTPResponse {
-        let before: Int64?
-        do throws(HTTPProblem) {
+    /// `before`, the run id a page of runs continues after: digits only, no sign or leading 0.
+    static func runsCursor(_ request: HTTPRequest) -> Result<Int64?, HTTPProblem> {
+        Result { () throws(HTTPProblem) -> Int64? in
             try RepeatedQueryParameter.refuse(in: request)
             if let unknown = request.queryItems.first(where: { $0.name != "before" }) {
                 throw ReplicaReadRoute.unknown(unknown, use: "before")
             }
-            before = try request.query("before").map { text throws(HTTPProblem) in
-                guard let id = Int64(text), id > 0 else {
-                    throw APIProblems.badRequest("before must be a run id (the next of a page of runs)", slug: "bad-query")
-                }
-                return id
+            guard let text = request.query("before") else { return nil }
+            guard text.first != "0", text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let id = Int64(text) else {
+                throw APIProblems.badRequest("before must be a run id (the next of a page of runs)", slug: "bad-query")
             }
-        } catch {
-            return APIProblems.response(error)
+            return id
         }
-        return await respond(request, as: .read) { key in
+    }
+
+    /// The newest `runsPage` runs, then those before the run `before` names: `next` is the
+    /// cursor of the page after, null on the last (an hourly experiment has 100 runs in 4 days).
+    public func runs(_ request: HTTPRequest) async -> HTTPResponse {
+        await respond(request, as: .read) { key in
+            // The key first, then the query (as every route): a stranger learns nothing of it.
+            let before: Int64?
+            switch Self.runsCursor(request) {
+            case .success(let cursor): before = cursor
+            case .failure(let problem): return APIProblems.response(problem)
+            }
             let id = request.pathParameters["id"] ?? ""
             guard try await store.get(id, app: key.appID) != nil else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             let runs = try await store.runs(id, limit: Self.runsPage + 1, before: before)
