@@ -23,14 +23,16 @@ extension StratifiedMetricSummary {
         return text
     }
 
-    /// "; devices as the unit, design effect 1.52" (of the risk difference), or "; notifications
-    /// as the unit", said as plainly: a device's notifications then count as independent, and
-    /// the interval is too narrow when devices got several (a day range, or device counts not
-    /// rebuilt since an upgrade: docs/report.md), which the table and the page show nowhere else.
+    /// "; devices as the unit, design effect 1.52" (of the risk ratio, whose interval the
+    /// sentence gives: its square root is the factor on that interval's width), or
+    /// "; notifications as the unit", said as plainly: a device's notifications then count as
+    /// independent, and the interval is too narrow when devices got several (a day range, or
+    /// device counts not rebuilt since an upgrade: docs/report.md), which the table and the page
+    /// show nowhere else.
     var unitWords: String {
         guard unit == .device else { return "; notifications as the unit" }
         return "; devices as the unit"
-            + (designEffect.map { ", design effect " + ReportFormat.fixed($0.riskDifference, 2) } ?? "")
+            + (designEffect.map { ", design effect " + ReportFormat.fixed($0.riskRatio, 2) } ?? "")
     }
 
     /// "categories disagree (Cochran's Q p = 0.012): promo_sale 0.89x [0.71, 1.11]", or that no

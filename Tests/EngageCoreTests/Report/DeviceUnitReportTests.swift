@@ -1,4 +1,4 @@
-import EngageCore
+@testable import EngageCore
 import Testing
 
 /// The report with the device as the unit (issue 16 point 4): the fold of per-device counts,
@@ -181,7 +181,11 @@ struct DeviceUnitReportTests {
         #expect(headline.unit == .device)
         #expect(headline.riskRatio?.method == .mantelHaenszelDeviceClustered)
         #expect(try #require(headline.designEffect).riskDifference > 1.5)
-        #expect(headline.headline.contains("devices as the unit, design effect"))
+        // The design effect beside the ratio's interval is the ratio's (its square root widens that interval).
+        let ratioEffect = try #require(headline.designEffect).riskRatio
+        #expect(headline.headline.contains("devices as the unit, design effect " + ReportFormat.fixed(ratioEffect, 2) + ")"),
+                "\(headline.headline)")
+        #expect(ReportFormat.fixed(ratioEffect, 2) != ReportFormat.fixed(try #require(headline.designEffect).riskDifference, 2))
         #expect(naive.stratified.first?.unit == .notification)
 
         // The moments span every day: a day filter leaves notifications as the unit.
