@@ -70,7 +70,7 @@ public struct IngestRoute: Sendable {
         // A compressed body's size says nothing of what it inflates to (up to the 1 MiB limit):
         // those go to a task too.
         guard request.body.count <= Self.inlineBodyLimit,
-            request.headers["Content-Encoding"].map({ ["", "identity"].contains(Self.trimmedLowercase($0)) }) ?? true,
+            Self.contentEncoding(request.headers).map({ ["", "identity"].contains(Self.trimmedLowercase($0)) }) ?? true,
             let authorized = authenticator.authorizeWithoutWaiting(request, as: .ingest)
         else { return false }
         let key: APIKey
@@ -190,16 +190,26 @@ public struct IngestRoute: Sendable {
         }
     }
 
+    /// Every Content-Encoding line as one list: in HTTP, repeated lines mean their values joined
+    /// by commas (`identity` then `gzip` is `identity, gzip`, which is refused, not taken as the
+    /// first line alone). Nil without the header.
+    static func contentEncoding(_ headers: HTTPHeaders) -> String? {
+        let lines = headers.values(for: "Content-Encoding")
+        return lines.isEmpty ? nil : lines.joined(separator: ", ")
+    }
+
     private func decode(_ request: HTTPRequest) -> Result<DecodedBatch, ProblemResponse> {
         let format: BodyFormat
-        switch Self.bodyFormat(contentType: request.headers["Content-Type"]) {
+        // A single-valued field: sent twice, which one the client meant is unknown.
+        let contentTypes = request.headers.values(for: "Content-Type")
+        switch Self.bodyFormat(contentType: contentTypes.count == 1 ? contentTypes[0] : nil) {
         case .some(let found): format = found
         case .none:
             return .failure(ProblemResponse(APIProblems.unsupportedMediaType(
                 "send Content-Type: application/json (an array or {\"events\": [...]}) or application/x-ndjson")))
         }
         var body = request.body
-        switch request.headers["Content-Encoding"].map(Self.trimmedLowercase) {
+        switch Self.contentEncoding(request.headers).map(Self.trimmedLowercase) {
         case nil, "", "identity": break
         case "gzip", "x-gzip":
             do {

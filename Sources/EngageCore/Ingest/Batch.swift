@@ -91,9 +91,17 @@ public func decodeBatch(_ body: [UInt8], format: BodyFormat, limits: IngestLimit
     // A UTF-8 byte order mark some writers put first (RFC 8259 lets a parser ignore it): it made
     // a JSON body malformed, and the first line of NDJSON a rejected event, dropped for good. One
     // only: a second is no writer's.
-    let body = body.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(body.dropFirst(3)) : body
+    let markBytes = body.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+    let body = markBytes > 0 ? Array(body.dropFirst(markBytes)) : body
     switch format {
-    case .json: return try decodeJSONBatch(body, limits: limits, now: now, correction: correction)
+    case .json:
+        do {
+            return try decodeJSONBatch(body, limits: limits, now: now, correction: correction)
+        } catch .malformed(var error) {
+            // The offset a client is told counts the body as it sent it, mark included.
+            error.offset += markBytes
+            throw .malformed(error)
+        }
     case .ndjson: return try decodeNDJSONBatch(body, limits: limits, now: now, correction: correction)
     }
 }

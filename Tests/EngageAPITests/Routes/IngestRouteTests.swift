@@ -212,6 +212,17 @@ struct IngestRouteTests {
                 let response = try await server.post(WireEvent.valid(1).array, key: key, extraHeaders: [("Content-Encoding", encoding)])
                 try expectProblem(response, .unsupportedMediaType("Content-Encoding \(encoding) is not supported; use gzip"))
             }
+            // Repeated lines are one list (RFC 9110), not the first line alone; a second
+            // Content-Type leaves which one was meant unknown.
+            let twoCodings = try await server.request("POST", "/v1/events", headers: [
+                ("Authorization", "Bearer \(key)"), ("Content-Type", "application/json"),
+                ("Content-Encoding", "identity"), ("Content-Encoding", "gzip"),
+            ], body: Array(WireEvent.valid(1).array.utf8))
+            try expectProblem(twoCodings, .unsupportedMediaType("Content-Encoding identity, gzip is not supported; use gzip"))
+            let twoTypes = try await server.request("POST", "/v1/events", headers: [
+                ("Authorization", "Bearer \(key)"), ("Content-Type", "application/json"), ("Content-Type", "application/x-ndjson"),
+            ], body: Array(WireEvent.valid(1).array.utf8))
+            try expectProblem(twoTypes, .unsupportedMediaType(Problem.contentTypeDetail))
             // Media type parameters and +json types are fine.
             try expectAccepted(try await server.post(WireEvent.valid(1).array, key: key, contentType: "application/vnd.engage+json; charset=utf-8"),
                                Acceptance(accepted: 1))
