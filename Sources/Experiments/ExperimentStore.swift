@@ -258,11 +258,10 @@ public struct ExperimentStore: Sendable {
 
     // MARK: Runs
 
-    /// The experiment's runs, newest scheduled first.
-    /// The newest runs first; with `analysedOnly`, those that finished with a result (where the
-    /// latest look is found however many runs failed or wait after it).
-    /// The experiment's runs, newest first (by when they were scheduled, then id); with `before`,
-    /// only those after the run of that id in this order (none if it is not the experiment's).
+    /// The experiment's runs, newest scheduled first (one run per experiment and time: migration
+    /// 004's UNIQUE); with `analysedOnly`, those that finished with a result (where the latest
+    /// look is found however many runs failed or wait after it); with `before`, those scheduled
+    /// before the run of that id (none if it is not the experiment's).
     public func runs(_ id: String, limit: Int = 100, analysedOnly: Bool = false, before: Int64? = nil) async throws -> [ExperimentRun] {
         guard ExperimentDefinition.isValidID(id) else { return [] }
         return try await pool.withConnection { connection in
@@ -270,8 +269,8 @@ public struct ExperimentStore: Sendable {
                 SELECT \(unsafeSQL: Self.runColumns) FROM experiment_runs
                 WHERE experiment_id = \(id) AND (NOT \(analysedOnly) OR (status = 'done' AND result IS NOT NULL))
                   AND (\(before)::int8 IS NULL
-                       OR (scheduled_for, id) < (SELECT scheduled_for, id FROM experiment_runs WHERE id = \(before)::int8 AND experiment_id = \(id)))
-                ORDER BY scheduled_for DESC, id DESC LIMIT \(limit)
+                       OR scheduled_for < (SELECT scheduled_for FROM experiment_runs WHERE id = \(before)::int8 AND experiment_id = \(id)))
+                ORDER BY scheduled_for DESC LIMIT \(limit)
                 """).rows.map(Self.run)
         }
     }

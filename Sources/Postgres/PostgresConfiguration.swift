@@ -132,8 +132,12 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
     /// the connection to report.
     static func replacingUser(in connectionString: String, with user: String) -> String {
         guard let options = parsed(connectionString) else { return connectionString + " user=" + quote(user) }
-        let pairs = options.filter { $0.keyword != "user" && $0.keyword != "password" }.map { $0.keyword + "=" + quote($0.value) }
-        return (pairs + ["user=" + quote(user)]).joined(separator: " ")
+        return (pairs(options, without: ["user", "password"]) + ["user=" + quote(user)]).joined(separator: " ")
+    }
+
+    /// Parsed options written back as `keyword='value'` pairs, those of `keywords` left out.
+    static func pairs(_ options: [(keyword: String, value: String)], without keywords: Set<String>) -> [String] {
+        options.filter { !keywords.contains($0.keyword) }.map { $0.keyword + "=" + quote($0.value) }
     }
 
     /// The connection string without its password (key/value pairs as libpq parsed them) and
@@ -144,8 +148,7 @@ public struct PostgresConfiguration: Sendable, Equatable, CustomStringConvertibl
         guard let options = parsed(connectionString), let password = options.last(where: { $0.keyword == "password" })?.value else {
             return (connectionString, nil)
         }
-        let pairs = options.filter { $0.keyword != "password" }.map { $0.keyword + "=" + quote($0.value) }
-        return (pairs.joined(separator: " "), password)
+        return (pairs(options, without: ["password"]).joined(separator: " "), password)
     }
 
     static func redactingPassword(_ connectionString: String) -> String {

@@ -51,13 +51,24 @@ enum DevicePairMomentStore {
         return counts
     }
 
+    /// The apps (one, or every app) with more categories in the device moments than the limit,
+    /// counted as the projector counts them (every stored row).
+    static func appsBeyondLimit(appID: String?, on connection: Connection) throws -> Set<String> {
+        Set(try connection.query("""
+            SELECT app_id FROM engagement_device_moments WHERE (\(appID)::text IS NULL OR app_id = \(appID))
+            GROUP BY app_id HAVING count(*) > \(maximumCategoriesPerApp)
+            """).rows.map { try $0.decode(0, as: String.self) })
+    }
+
     /// The device moments of the apps whose pairs are kept: an app beyond the limit reads as one
     /// without device moments (notifications the unit), since its pairs are not summed.
-    static func withPairsKept(_ moments: [CategoryDeviceMoments]) -> [CategoryDeviceMoments] {
-        var categories: [String: Int] = [:]
-        for moment in moments { categories[moment.appID, default: 0] += 1 }
-        return moments.filter { categories[$0.appID, default: 0] <= maximumCategoriesPerApp }
+    static func withPairsKept(_ moments: [CategoryDeviceMoments], appsBeyondLimit: Set<String>) -> [CategoryDeviceMoments] {
+        moments.filter { !appsBeyondLimit.contains($0.appID) }
     }
+
+    /// The columns of a pair's products of displays (rich and plain in each category): a pair
+    /// with all of them 0 has no device displayed in both categories, and is not kept.
+    static let displayedProducts = presentations.flatMap { a in presentations.map { b in a.rawValue + "_x_" + b.rawValue + "_displayed" } }
 
     /// Keeps the pairs of the batch's apps: adds the changes of those within the limit before and
     /// after the batch, removes every pair of an app the batch took beyond it, and sums again from
@@ -80,12 +91,9 @@ enum DevicePairMomentStore {
     /// Writes an app's pairs (none stored) from its devices' rows: what the batches' changes add
     /// up to, pairs with no device displayed in both categories left out as `add` removes them.
     static func sumFromDevices(app: String, tables: ReadModelTables, on connection: Connection) throws {
-        var displayedInBoth: SQL = "false"
-        for a in presentations {
-            for b in presentations {
-                displayedInBoth.append(" OR sum(a.\(identifier: a.rawValue + "_displayed") * b.\(identifier: b.rawValue + "_displayed")) <> 0")
-            }
-        }
+        let displayedInBoth = SQL.list(columns.filter { displayedProducts.contains($0.name) }.map {
+            "sum(a.\(identifier: $0.first) * b.\(identifier: $0.second)) <> 0"
+        }, separator: " OR ")
         // Pairs kept before an upgrade brought this rule are stale once the app went beyond it.
         try connection.execute("DELETE FROM \(unsafeSQL: tables.devicePairMoments) WHERE app_id = \(app)")
         try connection.execute("""
@@ -123,10 +131,7 @@ enum DevicePairMomentStore {
             ON CONFLICT (app_id, first_category, second_category) DO UPDATE SET
             """
         statement.append(SQL.list(columns.map { "\(identifier: $0.name) = m.\(identifier: $0.name) + EXCLUDED.\(identifier: $0.name)" }))
-        var empty: SQL = "true"
-        for a in presentations {
-            for b in presentations { empty.append(" AND m.\(identifier: a.rawValue + "_x_" + b.rawValue + "_displayed") = 0") }
-        }
+        let empty = SQL.list(displayedProducts.map { "m.\(identifier: $0) = 0" }, separator: " AND ")
         statement.append(" RETURNING m.app_id, m.first_category, m.second_category, ")
         statement.append(empty)
         let emptied = try connection.query(statement).rows.filter { try $0.decode(3, as: Bool.self) }

@@ -120,7 +120,9 @@ public struct ReportQuery: Sendable {
         // app and category, so this read costs the same for any size of log.
         let moments = from == nil && through == nil
             ? try DeviceMomentStore.read(appID: appID, category: category, on: connection) : []
-        let devices = category == nil ? DevicePairMomentStore.withPairsKept(moments) : moments
+        let devices = category == nil && !moments.isEmpty
+            ? DevicePairMomentStore.withPairsKept(moments, appsBeyondLimit: try DevicePairMomentStore.appsBeyondLimit(appID: appID, on: connection))
+            : moments
         // Pairs of categories matter only to an adjusted answer over several categories.
         let devicePairs = from == nil && through == nil && category == nil
             ? try DevicePairMomentStore.read(appID: appID, on: connection) : []

@@ -77,12 +77,22 @@ public enum UnixSignals {
         SignalDispositions.ignoreForGood(signal.number)
     }
 
-    /// Whether `signal` is ignored now.
-    public static func isIgnored(_ signal: UnixSignal) -> Bool {
+    /// What `signal` does now if it comes.
+    public enum Disposition: Sendable, Equatable {
+        /// Its default action (for SIGHUP, SIGTERM and SIGINT: the end of the process).
+        case defaultAction
+        case ignored
+        /// A handler takes it (a stream's, through Dispatch).
+        case handled
+    }
+
+    public static func disposition(of signal: UnixSignal) -> Disposition {
         var current = sigaction()
         sigaction(signal.number, nil, &current)
         // Function pointers compare by address only.
-        return unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
+        let handler = unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self)
+        if handler == unsafeBitCast(SIG_DFL, to: Int.self) { return .defaultAction }
+        return handler == unsafeBitCast(SIG_IGN, to: Int.self) ? .ignored : .handled
     }
 
     /// Dispatch sources calling `handler` for `signals`, registered when this returns.

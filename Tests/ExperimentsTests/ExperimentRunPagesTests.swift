@@ -28,7 +28,7 @@ struct ExperimentRunPagesTests {
             }
             let expected = try await server.pool.withConnection { connection in
                 try connection.query("""
-                    SELECT id::text FROM experiment_runs WHERE experiment_id = \(experiment) ORDER BY scheduled_for DESC, id DESC
+                    SELECT id::text FROM experiment_runs WHERE experiment_id = \(experiment) ORDER BY scheduled_for DESC
                     """).rows.map { try $0.decode(0, as: String.self) }
             }
             #expect(expected.count == 205)
@@ -52,7 +52,7 @@ struct ExperimentRunPagesTests {
             #expect(try await server.request("GET", "/v1/experiments/\(experiment)/runs?before=abc").status == 401)
             for (query, detail) in [("before=abc", "before must be a run id"), ("before=0", "before must be a run id"),
                                     ("before=%2B5", "before must be a run id"), ("before=05", "before must be a run id"),
-                                    ("limit=5", "unknown query parameter limit"), ("before=1&before=2", "before")] {
+                                    ("limit=5", "unknown query parameter limit"), ("before=1&before=2", "query parameter before is given twice")] {
                 let refused = try await server.request("GET", "/v1/experiments/\(experiment)/runs?\(query)", headers: auth)
                 #expect(refused.status == 400, "\(query)")
                 #expect(refused.text.contains(detail), "\(query): \(refused.text)")

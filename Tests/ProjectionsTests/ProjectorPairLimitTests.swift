@@ -45,6 +45,8 @@ extension ProjectorTests {
         try await waitUntilCaughtUp()
         #expect(try await pairs("app-1") == 0)
         #expect(try await pairs("app-2") == 3)
+        // The report counts the stored categories as the projector does.
+        #expect(try await pool.withConnection { try DevicePairMomentStore.appsBeyondLimit(appID: nil, on: $0) } == ["app-1"])
 
         // An earlier event of "extra" moves it into c1: app-1 is back at the limit, its pairs
         // (x's three categories) summed again.
@@ -55,6 +57,7 @@ extension ProjectorTests {
             details: .sent(SentDetails(media: [], strategy: .full, payloadBytes: 100))))])
         try await waitUntilCaughtUp()
         #expect(try await pairs("app-1") == 3)
+        #expect(try await pool.withConnection { try DevicePairMomentStore.appsBeyondLimit(appID: "app-1", on: $0) }.isEmpty)
         #expect(try await count("SELECT rich_x_rich_displayed FROM engagement_device_pair_moments WHERE app_id = 'app-1' AND first_category = 'c1' AND second_category = 'c2'") == 2)
 
         try await expectARebuildEqualsTheModel(stopping: running)
@@ -64,9 +67,10 @@ extension ProjectorTests {
     /// kept, a device in two of its categories would otherwise count twice.
     @Test func theReportReadsNoDeviceMomentsOfAnAppBeyondTheLimit() {
         let limit = DevicePairMomentStore.maximumCategoriesPerApp
-        let many = (0...limit).map { CategoryDeviceMoments(appID: "many", category: "c\($0)") }
+        // "many" has more categories stored than are read (rows no set of devices has are left out).
+        let many = (1...limit).map { CategoryDeviceMoments(appID: "many", category: "c\($0)") }
         let few = (0..<limit).map { CategoryDeviceMoments(appID: "few", category: "c\($0)") }
-        let kept = DevicePairMomentStore.withPairsKept(many + few)
+        let kept = DevicePairMomentStore.withPairsKept(many + few, appsBeyondLimit: ["many"])
         #expect(kept.map(\.appID) == Array(repeating: "few", count: limit))
     }
 }

@@ -95,8 +95,9 @@ struct ReplacedFileTests {
     }
 
     @Test func aDirectoryThatCannotBeWrittenIsAnErrorThatNamesWhy() {
-        #expect(throws: ReplacedFile.WriteError.self) {
+        let error = #expect(throws: ReplacedFile.WriteError.self) {
             try ReplacedFile.write(Array("x".utf8), to: directory + "/missing/report.html")
         }
+        #expect(error?.description == "cannot open: No such file or directory")
     }
 }

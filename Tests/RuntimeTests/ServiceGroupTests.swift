@@ -281,7 +281,7 @@ private func testLogger(_ sink: MemoryLogSink) -> Logger {
         #expect(heard.withLock { $0 })
         listening.cancel()
         await listening.value
-        #expect(UnixSignals.isIgnored(.sigwinch))
+        #expect(UnixSignals.disposition(of: .sigwinch) == .ignored)
     }
 
     @Test func namesAndNumbers() {

@@ -25,11 +25,13 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
         /// rich / plain with the row method of `MetricComparison`; nil without plain successes.
         public let ratio: EffectEstimate?
 
-        /// The side of "no effect" the category is on: its ratio's, or up with rich successes
-        /// and no plain ones.
+        /// Rich successes and no plain ones: no ratio, as it is unbounded.
+        var isUnbounded: Bool { ratio == nil && rich.successes > 0 && plain.successes == 0 }
+
+        /// The side of "no effect" the category is on: its ratio's, or up when unbounded.
         var direction: Int {
             if let ratio { return ratio.direction }
-            return rich.successes > 0 && plain.successes == 0 ? 1 : 0
+            return isUnbounded ? 1 : 0
         }
     }
 
@@ -213,8 +215,7 @@ public struct StratifiedMetricSummary: Sendable, Hashable {
     /// be what makes the categories disagree.
     public var unboundedRatios: [String] {
         let leftOutOfQ = Set(homogeneityExcluded.map(\.name))
-        return categories.filter { $0.ratio == nil && $0.rich.successes > 0 && $0.plain.successes == 0 && !leftOutOfQ.contains($0.name) }
-            .map(\.name)
+        return categories.filter { $0.isUnbounded && !leftOutOfQ.contains($0.name) }.map(\.name)
     }
 
     /// The most categories the device-clustered figures are computed for. Their variance reads a

@@ -96,15 +96,8 @@ extension StratifiedMetricSummary {
     /// crude and adjusted estimates equal, whatever the categories' rates.
     var mixDiffers: Bool {
         if poolsALeftOutCategory { return true }
-        let rich = categories.map { Double($0.rich.trials) }, plain = categories.map { Double($0.plain.trials) }
-        let richTotal = rich.reduce(0, +), plainTotal = plain.reduce(0, +), total = richTotal + plainTotal
-        guard categories.count >= 2, richTotal > 0, plainTotal > 0 else { return false }
-        var statistic = 0.0
-        for (r, p) in zip(rich, plain) where r + p > 0 {
-            let expectedRich = (r + p) * richTotal / total, expectedPlain = (r + p) * plainTotal / total
-            statistic += (r - expectedRich) * (r - expectedRich) / expectedRich + (p - expectedPlain) * (p - expectedPlain) / expectedPlain
-        }
-        return ChiSquareTest(statistic: statistic, degreesOfFreedom: Double(categories.count - 1)).pValue < EngagementReport.alpha
+        let test = IndependenceTest.twoRows(categories.map { Double($0.rich.trials) }, categories.map { Double($0.plain.trials) })
+        return (test?.pValue).map { $0 < EngagementReport.alpha } ?? false
     }
 
     /// Said after the figures when `smallSample`: significant or not, they rest on too little.

@@ -3,7 +3,9 @@ import Postgres
 
 /// The log's partitions: one per UTC week of `recorded_at`, Monday to Monday, named after its
 /// Monday (`events_2026_11_30`), and after an upgrade from a single table, `events_legacy` for
-/// everything recorded before (migration 010).
+/// everything recorded before (migration 010). Where a version before migration 024 made a week
+/// an hour short or long (a session time zone with summer time), the week after starts where it
+/// ends, and an hour left between two has a partition of its own (`events_2027_03_28_230000`).
 public enum EventPartitions {
     /// One partition and the range of `recorded_at` it takes.
     public struct Partition: Sendable, Equatable {
@@ -23,7 +25,7 @@ public enum EventPartitions {
         try connection.query("SELECT engage_ensure_event_partitions(\(daysAhead))")[0].decode(0, as: Int.self)
     }
 
-    /// Makes the partition holding the UTC day starting at `day` unless one covers it already.
+    /// Makes partitions for what no partition covers of the UTC day starting at `day`.
     public static func ensure(day: Timestamp, on connection: Connection) throws {
         try connection.execute("""
             SELECT engage_ensure_event_partition((\(PrunedDays.value(day)) AT TIME ZONE 'UTC')::date)
