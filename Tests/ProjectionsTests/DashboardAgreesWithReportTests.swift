@@ -1,0 +1,101 @@
+import EngageCore
+import EventStore
+import Foundation
+import Postgres
+@testable import Projections
+import Testing
+import TestSupport
+
+/// A dashboard panel and the report answer the same question with the same figure, also where
+/// the data has what the simulated population of `DashboardQueryTests` never has: a category
+/// nothing was displayed in, and a log the projector has not started on.
+@Suite("Dashboards agree with the report")
+struct DashboardAgreesWithReportTests {
+    static let app = "dash-agree"
+
+    static func query(titled prefix: String) throws -> (DashboardQueryTests.PanelQuery, DashboardQueryTests.Dashboard) {
+        for dashboard in try DashboardQueryTests.loadDashboards() {
+            if let query = dashboard.queries.first(where: { $0.title.hasPrefix(prefix) }) { return (query, dashboard) }
+        }
+        throw DashboardQueryTests.LoadError(description: "no panel titled \(prefix)…")
+    }
+
+    @Test func aCategoryWithNothingDisplayedIsExcludedByThePanelAsByTheReport() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let store = EventStore(pool: pool)
+        var items = ProjectionFixtures.events(notifications: 240, seed: 81, app: Self.app)
+        // Delivered, never displayed: the report lists the category as excluded ("no displays").
+        for n in 0..<4 {
+            items.append(AppendItem(appID: Self.app, event: Event(
+                eventID: ProjectionFixtures.id(82, UInt64(n)), notificationID: "silent-\(n)", deviceID: "device-\(n)",
+                category: "silent_sync", occurredAt: ProjectionFixtures.start,
+                details: .delivered(DeliveredDetails(attachment: DeliveredAttachment(kind: .noAttachment), outcome: .attached,
+                                                     processingMS: 10, timeWillExpire: false, network: .wifi, strategy: .full)))))
+        }
+        _ = try await store.append(items)
+        try await HistogramTrimTests.catchUp(pool)
+
+        let (panel, dashboard) = try Self.query(titled: "Adjusted for category")
+        let categories = try await pool.withConnection { connection in
+            try connection.query("SELECT DISTINCT category FROM engagement_daily WHERE app_id = \(Self.app) ORDER BY 1")
+                .rows.map { try $0.decode(0, as: String.self) }
+        }
+        #expect(categories.contains("silent_sync"), "the dashboard's category variable offers it")
+        let sql = try DashboardQueryTests.render(panel.sql, range: .relative, variables: dashboard.variables,
+                                                 values: ["app": [Self.app], "category": categories])
+        let result = try await DashboardQueryTests.run(sql, on: pool)
+
+        // The report over the same days as the panel's range (so notifications are the unit in both).
+        let now = Timestamp(microsecondsSinceEpoch: Timestamp.nowMicros())
+        let report = try await ReportQuery(appID: Self.app, from: UTCDay(now.adding(microseconds: -30 * Timestamp.microsecondsPerDay)),
+                                           through: UTCDay(now.adding(microseconds: Timestamp.microsecondsPerDay)))
+            .run(on: pool, now: now)
+        #expect(report.stratified.count == EngagementMetric.reported.count)
+        for summary in report.stratified {
+            let cell = "panel against report, \(summary.metric.label)"
+            guard let row = DashboardQueryTests.rows(result, where: "metric", is: summary.metric.label).first else {
+                Issue.record("\(cell): no row")
+                continue
+            }
+            #expect(summary.excluded.map(\.name).contains("silent_sync"), "\(cell): the report excludes it")
+            #expect(DashboardQueryTests.number(row, result, "excluded") == Double(summary.excluded.count), "\(cell) excluded")
+            #expect(DashboardQueryTests.number(row, result, "categories") == Double(summary.categories.count), "\(cell) categories")
+            if let ratio = summary.riskRatio?.estimate {
+                #expect(DashboardQueryTests.number(row, result, "ratio").map { abs($0 - ratio) <= 1e-9 * ratio } == true,
+                        "\(cell) ratio")
+            }
+        }
+        await pool.close()
+    }
+
+    @Test func theLagPanelShowsALogTheProjectorHasNotStartedOn() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        _ = try await EventStore(pool: pool).append(ProjectionFixtures.events(notifications: 20, seed: 83, app: Self.app))
+        let stored = try await pool.withConnection { try $0.query("SELECT count(*) FROM events")[0].decode(0, as: Int.self) }
+        // What /metrics and the report say: every event behind.
+        let lag = try await pool.withConnection { try ProjectorLag.read(on: $0) }
+        #expect(lag.events == stored)
+
+        for title in ["Projector lag", "Projection checkpoints"] {
+            let (panel, dashboard) = try Self.query(titled: title)
+            let sql = try DashboardQueryTests.render(panel.sql, range: .relative, variables: dashboard.variables,
+                                                     values: ["app": [Self.app]])
+            let result = try await DashboardQueryTests.run(sql, on: pool)
+            let row = DashboardQueryTests.rows(result, where: "projection", is: EngagementStore.projectionName).first
+            #expect(row.flatMap { DashboardQueryTests.number($0, result, "unprojected_events") } == Double(stored), "\(title) behind")
+            #expect(row.flatMap { DashboardQueryTests.number($0, result, "lag_seconds") }.map { $0 > 0 } == true, "\(title) lag")
+            #expect(row.flatMap { DashboardQueryTests.number($0, result, "events_processed") } == 0, "\(title) processed")
+        }
+        // Once the projector has a checkpoint, its row is the one shown, and only it.
+        try await HistogramTrimTests.catchUp(pool)
+        let (panel, dashboard) = try Self.query(titled: "Projector lag")
+        let result = try await DashboardQueryTests.run(
+            try DashboardQueryTests.render(panel.sql, range: .relative, variables: dashboard.variables, values: ["app": [Self.app]]),
+            on: pool)
+        let rows = DashboardQueryTests.rows(result, where: "projection", is: EngagementStore.projectionName)
+        #expect(rows.count == 1)
+        #expect(rows.first.flatMap { DashboardQueryTests.number($0, result, "events_processed") } == Double(stored))
+        #expect(rows.first.flatMap { DashboardQueryTests.number($0, result, "unprojected_events") } == 0)
+        await pool.close()
+    }
+}
