@@ -105,7 +105,7 @@ public struct ExperimentStore: Sendable {
             }
         } catch let error as PostgresError where error.isUniqueViolation {
             throw ExperimentStoreError(code: .alreadyExists, experimentID: definition.id,
-                                       detail: "an experiment \(definition.id) exists already")
+                                       detail: "an experiment \(definition.id) exists already (experiment ids are unique across the apps of this server)")
         }
     }
 

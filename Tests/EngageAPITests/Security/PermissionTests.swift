@@ -144,6 +144,16 @@ struct PermissionTests {
         #expect(try await mine.status(of: running) == "running")
         #expect(try await mine.runCount(of: running) == 0)
         #expect(try await server.count("SELECT count(*) FROM experiments WHERE app_id = \(mine.otherApp)") == 0)
+
+        // Experiment ids are one namespace across the server's apps (docs/reliability.md): the same
+        // id in this key's own app is refused as taken, and the other app's experiment stays as it was.
+        let taken = try await server.request("POST", "/v1/experiments", headers: auth + [("Content-Type", "application/json")],
+                                             body: Array(Fixture.definition(id: draft, app: mine.otherApp).utf8))
+        #expect(taken.status == 409)
+        #expect(taken.text.contains("unique across the apps of this server"), "\(taken.text)")
+        #expect(try await server.request("GET", "/v1/experiments/\(draft)", headers: auth).status == 404)
+        #expect(try await mine.status(of: draft) == "draft")
+        #expect(try await server.count("SELECT count(*) FROM experiments WHERE app_id = \(mine.otherApp)") == 0)
     }
 
     @Test(.timeLimit(.minutes(2)))
