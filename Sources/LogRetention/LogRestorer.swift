@@ -17,6 +17,9 @@ import Runtime
 /// transaction id lies ahead of this database's. Kept in their place, events with older ids
 /// would lie behind every checkpoint and never be counted.
 public struct LogRestorer: Sendable {
+    /// The file that makes a directory an archive `engage log prune` wrote.
+    public static let manifestFileName = ArchiveManifest.fileName
+
     public struct Day: Sendable {
         public var day: Timestamp
         public var inArchive: Int

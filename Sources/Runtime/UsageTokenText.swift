@@ -17,9 +17,12 @@ extension Command {
         if let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") {
             text.replaceSubrange(scheme.upperBound..<at, with: "…")
         }
-        if let password = text.range(of: "password", options: .caseInsensitive) {
+        // The first `password` followed by `=`: an earlier one may be a value (`user=password`).
+        var searchFrom = text.startIndex
+        while let password = text.range(of: "password", options: .caseInsensitive, range: searchFrom..<text.endIndex) {
             let rest = text[password.upperBound...].drop { $0 == " " || $0 == "\t" }
-            if rest.first == "=" { text = String(text[..<rest.startIndex]) + "=…" }
+            if rest.first == "=" { return String(text[..<rest.startIndex]) + "=…" }
+            searchFrom = password.upperBound
         }
         return text
     }

@@ -50,6 +50,17 @@ enum ExperimentCommand {
             ExperimentSimulate.definition(common: common),
         ])
 
+    /// The id argument, refused before any connection when no experiment can have it: the
+    /// store finds none for it (`ExperimentDefinition.isValidID`), so it is a typing slip.
+    static func requiredID(_ arguments: ParsedArguments) throws(UsageError) -> String {
+        let value = try arguments.required(id)
+        guard ExperimentDefinition.isValidID(value) else {
+            throw arguments.usageError(.invalidValue, "argument '<\(id.name)>': no experiment has this id (an id is lowercase "
+                + "letters and digits, separated by single - or _, at most 100 bytes)")
+        }
+        return value
+    }
+
     static func create(_ arguments: ParsedArguments) async throws {
         let path = try arguments.required(file)
         let bytes: [UInt8]
@@ -92,7 +103,7 @@ enum ExperimentCommand {
     }
 
     static func show(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(Self.id)
+        let id = try requiredID(arguments)
         let text = try await withStore(arguments) { store, _ in
             guard let record = try await store.get(id) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             if arguments[format] == .json {
@@ -110,19 +121,19 @@ enum ExperimentCommand {
     }
 
     static func start(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(Self.id)
+        let id = try requiredID(arguments)
         let record = try await withChangingStore(arguments, changing: id) { store in try await store.start(id) }
         print("started \(record.id) at \(record.definition.startAt?.rfc3339 ?? "-"); schedule \(record.definition.schedule.expression)")
     }
 
     static func stop(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(Self.id)
+        let id = try requiredID(arguments)
         let record = try await withChangingStore(arguments, changing: id) { store in try await store.stop(id) }
         print("stopped \(record.id)")
     }
 
     static func run(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(Self.id)
+        let id = try requiredID(arguments)
         let logger = CommonOptions.quietLogger(arguments)
         // As engage scheduler's: the analysis holds up to three, the lease renewal needs a fourth.
         let run = try await withStore(arguments, connections: 4) { _, pool in
@@ -140,7 +151,7 @@ enum ExperimentCommand {
     }
 
     static func runs(_ arguments: ParsedArguments) async throws {
-        let id = try arguments.required(Self.id)
+        let id = try requiredID(arguments)
         let runs = try await withStore(arguments) { store, _ in try await store.runs(id, limit: arguments[limit]) }
         var table = TextTable(header: ["RUN", "SCHEDULED FOR", "TRIGGER", "STATUS", "ATTEMPTS", "FINISHED", "DECISION", "ERROR"])
         for run in runs {

@@ -155,10 +155,16 @@ enum LogCommand {
 
     static func restore(_ arguments: ParsedArguments) async throws {
         let path = try arguments.required(directory)
+        // An empty name would quietly mean the current directory.
+        guard !path.isEmpty else { throw arguments.usageError(.invalidValue, "argument '<\(directory.name)>': expected a directory") }
         let absolute = URL(fileURLWithPath: path).standardizedFileURL.path
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: absolute, isDirectory: &isDirectory), isDirectory.boolValue else {
             throw arguments.usageError(.invalidValue, "argument '<\(directory.name)>': \(path) is not a directory")
+        }
+        guard FileManager.default.fileExists(atPath: absolute + "/" + LogRestorer.manifestFileName) else {
+            throw arguments.usageError(.invalidValue, "argument '<\(directory.name)>': \(path) holds no \(LogRestorer.manifestFileName): "
+                + "not an archive written by engage log prune")
         }
         let logger = CommonOptions.quietLogger(arguments)
         try await DatabaseSetup.withPool(arguments, size: 2, logger: logger) { pool in

@@ -14,6 +14,11 @@ CProcess_line_buffer_stdout()
 /// a change among them: whether the change was made is unknown). EX_UNAVAILABLE of sysexits.h.
 let databaseUnreachableExitStatus: Int32 = 69
 
+/// Writes a message to standard error with its control characters made visible (`TerminalText`).
+func printError(_ message: String) {
+    FileHandle.standardError.write(Data((TerminalText.visible(message) + "\n").utf8))
+}
+
 let exitCode: Int32
 do {
     switch try EngageCommand.root.parse(Array(CommandLine.arguments.dropFirst())) {
@@ -24,20 +29,20 @@ do {
     }
     exitCode = 0
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data((error.description + "\n").utf8))
+    printError(error.description)
     exitCode = UsageError.exitCode
 } catch let stopped as StoppedDuringStartUp {
-    FileHandle.standardError.write(Data(("engage: \(stopped)\n").utf8))
+    printError("engage: \(stopped)")
     exitCode = stopped.exitStatus
 } catch let error as ExperimentCommandError {
-    FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
+    printError("error: \(error)")
     exitCode = error.exitStatus
 } catch let error as PostgresError where error.failedToConnect {
     // The description is safe to print: libpq's message, and the connection string with its password hidden.
-    FileHandle.standardError.write(Data(("error: the database could not be reached: \(error)\n").utf8))
+    printError("error: the database could not be reached: \(error)")
     exitCode = databaseUnreachableExitStatus
 } catch {
-    FileHandle.standardError.write(Data(("error: \(error)\n").utf8))
+    printError("error: \(error)")
     exitCode = 1
 }
 exit(exitCode)

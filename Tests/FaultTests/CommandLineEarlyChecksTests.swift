@@ -63,6 +63,15 @@ struct CommandLineEarlyChecksTests {
         (["db", "status", "--data-dir", ""], "option '--data-dir'"),
         // Permission bits pass anything for root: the file is opened to be sure.
         (["report", "--output", "/proc/engage-report.html"], "option '--output': cannot write"),
+        // A directory that takes files may still refuse the name: longer than a name may be.
+        (["report", "--output", "/tmp/" + String(repeating: "r", count: 300) + ".html"], "option '--output': cannot write"),
+        (["bench", "ingest", "--key", "k", "--latencies", "/tmp/" + String(repeating: "l", count: 300)], "option '--latencies': cannot write"),
+        // An id no experiment can have, a restore of no archive: refused before any connection.
+        (["experiment", "show", "Not An Id!"], "argument '<id>': no experiment has this id"),
+        (["experiment", "runs", ""], "argument '<id>': no experiment has this id"),
+        (["experiment", "stop", String(repeating: "a", count: 101)], "argument '<id>': no experiment has this id"),
+        (["log", "restore", ""], "argument '<dir>': expected a directory"),
+        (["log", "restore", "/tmp"], "argument '<dir>': /tmp holds no manifest.json"),
         (["demo", "--report-file", "/proc/engage-report.html"], "option '--report-file': cannot write"),
         (["demo", "--report-file", ""], "option '--report-file'"),
         // A list entry that does not read is refused, not skipped; sizes and spreads are bounded.
@@ -84,7 +93,7 @@ struct CommandLineEarlyChecksTests {
     func argumentsThatCannotWorkAreUsageErrors(arguments: [String], message: String) async throws {
         let workspace = try FaultWorkspace("cli-early")
         defer { workspace.remove() }
-        let database = ["report", "log", "serve", "demo"].contains(arguments[0]) ? ["--database", Self.nowhere] : []
+        let database = ["report", "log", "serve", "demo", "experiment"].contains(arguments[0]) ? ["--database", Self.nowhere] : []
         let answer = try await CommandLineOptionsTests.engage(arguments + database, in: workspace)
         #expect(answer.status == 64, "\(answer.output)")
         #expect(answer.output.hasPrefix("error: "), "\(answer.output)")
@@ -110,5 +119,19 @@ struct CommandLineEarlyChecksTests {
         #expect(answer.output.hasPrefix("error: invalid value for \(message.dropLast()): expected a PostgreSQL connection"),
                 "\(answer.output)")
         #expect(!answer.output.contains("s3cret"), "\(answer.output)")
+    }
+
+    /// A value echoed in a message reaches the terminal without its control characters: an
+    /// argument could otherwise retitle the window, move the cursor or hide the rest of the line.
+    @Test(.timeLimit(.minutes(2)))
+    func controlCharactersOfAnEchoedValueAreShownNotSent() async throws {
+        let workspace = try FaultWorkspace("cli-controls")
+        defer { workspace.remove() }
+        let answer = try await CommandLineOptionsTests.engage(["report", "--since", "\u{1B}]0;pwn\u{07}\r", "--database", Self.nowhere],
+                                                              in: workspace)
+        #expect(answer.status == 64, "\(answer.output)")
+        #expect(answer.output.contains("option '--since'"), "\(answer.output)")
+        #expect(!answer.output.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "\(answer.output.debugDescription)")
+        #expect(answer.output.contains(#"\u{1B}]0;pwn\u{7}\u{D}"#), "\(answer.output.debugDescription)")
     }
 }

@@ -134,6 +134,10 @@ private func help(_ arguments: [String]) throws -> String? {
         #expect(stray?.message == "unexpected argument 'postgres://…@db.example/engage'")
         #expect(usageError(["serve", "a", "host=db password=s3cret"])?.message == "unexpected argument 'host=db password=…'")
         #expect(usageError(["serve", "a", "host=db password = s3cret"])?.message == "unexpected argument 'host=db password =…'")
+        // A "password" that is a value comes before the one that names the secret.
+        #expect(usageError(["serve", "a", "user=password password=s3cret"])?.message == "unexpected argument 'user=password password=…'")
+        #expect(usageError(["serve", "a", "postgresql://h/x?user=password&password=s3cret"])?.message
+            == "unexpected argument 'postgresql://h/x?user=password&password=…'")
         // Where a subcommand is expected, and after help.
         let asSubcommand = usageError([url + "?sslmode=require", "serve"])
         #expect(asSubcommand?.message == "unknown subcommand 'postgres://…@db.example/engage?sslmode=require'")
