@@ -8,11 +8,7 @@ struct AssignmentsQuery: Equatable {
     var category: String?
 
     static func parse(_ request: HTTPRequest) -> Result<AssignmentsQuery, HTTPProblem> {
-        let mediaType = request.headers["Content-Type"]?.split(separator: ";").first?
-            .trimmingCharacters(in: .whitespaces).lowercased()
-        guard mediaType == "application/json" else {
-            return .failure(APIProblems.unsupportedMediaType("send the device ids as application/json"))
-        }
+        if let problem = JSONRequestBody.problem(request, sending: "the device ids") { return .failure(problem) }
         return parse(body: request.body)
     }
 

@@ -158,6 +158,7 @@ public struct ExperimentRoutes: Sendable {
 
     public func create(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
+            if let problem = JSONRequestBody.problem(request, sending: "the definition") { return APIProblems.response(problem) }
             let definition: ExperimentDefinition
             do {
                 definition = try ExperimentDefinition(json: request.body)
