@@ -93,6 +93,11 @@ extension HTTPProblem {
         HTTPProblem(status: 400, slug: "bad-request", title: "Bad request", detail: detail)
     }
 
+    /// A query string whose names or values are not percent-encoded UTF-8.
+    public static let malformedQuery = HTTPProblem(
+        status: 400, slug: "malformed-query", title: "Malformed query string",
+        detail: "Every query name and value must be UTF-8, percent-encoded: a % begins two hex digits (%25 for % itself).")
+
     public static func notFound(path: String) -> HTTPProblem {
         HTTPProblem(status: 404, slug: "not-found", title: "Not found", detail: "No resource at \(path).")
     }

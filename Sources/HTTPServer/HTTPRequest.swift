@@ -84,6 +84,24 @@ enum PercentDecoding {
         return String(decoding: decoded, as: UTF8.self)
     }
 
+    /// A query name or value as a client must have written it: every `%` begins two hex digits and
+    /// the decoded bytes are UTF-8; nil otherwise. Read loosely, `%ff` and `%fe` were both U+FFFD
+    /// (one device id for two) and `%4` stood for itself.
+    static func decodeStrictly(_ bytes: some Collection<UInt8>, plusAsSpace: Bool) -> String? {
+        var decoded: [UInt8] = []
+        decoded.reserveCapacity(bytes.count)
+        var rest = bytes[...]
+        while let byte = rest.popFirst() {
+            if byte == UInt8(ascii: "%") {
+                guard let high = rest.popFirst().flatMap(hexValue), let low = rest.popFirst().flatMap(hexValue) else { return nil }
+                decoded.append(high << 4 | low)
+            } else {
+                decoded.append(plusAsSpace && byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
+            }
+        }
+        return String(validating: decoded, as: UTF8.self)
+    }
+
     private static func hexValue(_ byte: UInt8) -> UInt8? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")

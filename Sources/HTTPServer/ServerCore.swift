@@ -248,16 +248,12 @@ final class ServerCore: Sendable {
             return state.connections[connection.key]?.remoteAddress ?? ""
         }
         let (headers, headerBytes) = Self.values(of: connection, kind: .HEADER_KIND)
-        let (queryItems, _) = Self.values(of: connection, kind: .GET_ARGUMENT_KIND)
+        let queryItems = Self.queryItems(of: connection)
         let rawPath = url.map { String(cString: $0) } ?? "/"
         let head = HTTPRequest(
             method: HTTPMethod(rawValue: method.map { String(cString: $0) } ?? ""),
             path: PercentDecoding.decodePath(rawPath),
-            queryItems: queryItems.map {
-                HTTPRequest.QueryItem(
-                    name: PercentDecoding.decode($0.0, plusAsSpace: true),
-                    value: PercentDecoding.decode($0.1, plusAsSpace: true))
-            },
+            queryItems: queryItems ?? [],
             headers: HTTPHeaders(headers),
             remoteAddress: remoteAddress)
         let context = RequestContext(connection: connection, head: head, rawPath: rawPath, beforeResuming: beforeResuming)
@@ -267,6 +263,9 @@ final class ServerCore: Sendable {
         // closes the connection (lingeringly, so that a client sending its body reads them).
         if headerBytes > limits.maxHeaderBytes {
             return refuseItself(HTTPProblem.headersTooLarge(limit: limits.maxHeaderBytes).response, for: context)
+        }
+        if queryItems == nil {
+            return refuseItself(HTTPProblem.malformedQuery.response, for: context)
         }
         // Unsigned, as libmicrohttpd reads it: a length of 2^63 or more is not "none declared".
         let declaredLength = head.headers["Content-Length"].flatMap { UInt64($0) }
@@ -385,6 +384,33 @@ final class ServerCore: Sendable {
     }
 
     /// Key/value pairs of one kind (headers, query arguments) and their total size in bytes.
+    /// The query's items, decoded (libmicrohttpd leaves them escaped: `CMicroHTTPD_keep_escaped`);
+    /// nil when one is not percent-encoded UTF-8 (`PercentDecoding.decodeStrictly`).
+    private static func queryItems(of connection: ConnectionHandle) -> [HTTPRequest.QueryItem]? {
+        struct Collector {
+            var items: [HTTPRequest.QueryItem]? = []
+        }
+        var collector = Collector()
+        withUnsafeMutablePointer(to: &collector) { pointer in
+            _ = MHD_get_connection_values(
+                connection.pointer, .GET_ARGUMENT_KIND,
+                { cls, _, key, value in
+                    let collector = cls!.assumingMemoryBound(to: Collector.self)
+                    func decoded(_ text: UnsafePointer<CChar>?) -> String? {
+                        guard let text else { return "" }
+                        return PercentDecoding.decodeStrictly(UnsafeRawBufferPointer(start: text, count: strlen(text)), plusAsSpace: true)
+                    }
+                    guard let name = decoded(key), let text = decoded(value) else {
+                        collector.pointee.items = nil
+                        return .NO
+                    }
+                    collector.pointee.items?.append(HTTPRequest.QueryItem(name: name, value: text))
+                    return .YES
+                }, pointer)
+        }
+        return collector.items
+    }
+
     private static func values(of connection: ConnectionHandle, kind: MHD_ValueKind) -> ([(String, String)], Int) {
         struct Collector {
             var pairs: [(String, String)] = []

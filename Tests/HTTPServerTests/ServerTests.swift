@@ -107,6 +107,26 @@ func withServer<T: Sendable>(
         }
     }
 
+    /// A query is percent-encoded UTF-8 or refused: read loosely, `%ff` and `%fe` were one value
+    /// (U+FFFD) and `%4` stood for itself.
+    @Test func aQueryThatIsNotPercentEncodedUTF8IsRefused() async throws {
+        try await withServer { server in
+            let answers = try await offPool {
+                try ["q=%ff", "q=%fe", "q=%4", "q=%%41", "q=a%2", "%zz=1", "q=%C3", "q=ok&x=%80"].map { query in
+                    (query, try RawHTTPClient(port: server.port).request("GET", "/hello/w?\(query)"))
+                }
+            }
+            for (query, answer) in answers {
+                #expect(answer.status == 400, "\(query): \(answer.status) \(answer.text)")
+                #expect(answer.text == HTTPProblem.malformedQuery.json, "\(query): \(answer.text)")
+            }
+            let fine = try await offPool { try RawHTTPClient(port: server.port).request("GET", "/hello/w?q=%EF%BF%BD%25+x&empty&=") }
+            #expect(fine.status == 200 && fine.text == "hello w q=\u{FFFD}% x from=127.0.0.1", "\(fine.text)")
+        }
+        #expect(PercentDecoding.decodeStrictly(Array("caf%C3%A9+x".utf8), plusAsSpace: true) == "café x")
+        #expect(PercentDecoding.decodeStrictly(Array("%E2%82".utf8), plusAsSpace: false) == nil)
+    }
+
     /// `%2F` was decoded before the path was split into segments: `POST /things/abc%2Fstop`
     /// reached the stop route of `abc` (an admin's request for an id that cannot exist stopped an
     /// experiment). It stays one segment now, with its slash encoded.
