@@ -45,6 +45,8 @@ public struct ExperimentLook: Sendable, Equatable {
         public var pValueCorrection: String?
         public var unavailable: String?
         public var guardrailViolated: Bool
+        /// A guardrail no test could read, on its forbidden side: it blocks as a violated one does.
+        public var guardrailUntestedAndWorse: Bool
         /// CUPED's variance reduction of the decision's log ratio; nil without CUPED.
         public var varianceReduction: Double?
     }
@@ -167,6 +169,7 @@ public struct ExperimentLook: Sendable, Equatable {
                        relative: lift(member(node, "relative")), logRatio: lift(member(node, "log_ratio")),
                        pValueCorrection: string(node, "p_value_correction"), unavailable: string(node, "unavailable"),
                        guardrailViolated: member(node, "guardrail_violated").flatMap(json.bool) ?? false,
+                       guardrailUntestedAndWorse: member(node, "guardrail_untested_and_worse").flatMap(json.bool) ?? false,
                        varianceReduction: member(node, "cuped").flatMap { double($0, "variance_reduction") })
         }
     }

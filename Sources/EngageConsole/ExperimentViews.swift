@@ -197,7 +197,7 @@ public struct ExperimentView: Sendable {
         for comparison in look.comparisons {
             let relative = comparison.relative
             let role = comparison.role + (comparison.direction.map { " (\($0.split(separator: "_").joined(separator: " ")))" } ?? "")
-                + (comparison.guardrailViolated ? ", violated" : "")
+                + (comparison.guardrailViolated ? ", violated" : comparison.guardrailUntestedAndWorse ? ", worse, untestable" : "")
             html += "<tr data-arm=\"\(Markup.text(comparison.arm))\" data-metric=\"\(Markup.text(comparison.metric))\" "
                 + "data-relative=\"\(Markup.number(relative?.estimate))\">"
                 + "<td>\(Markup.text(comparison.arm + " · " + comparison.metric))</td><td class=\"left\">\(Markup.text(role))</td>"

@@ -1,5 +1,6 @@
 import EngageCore
 import EventStore
+import Experiments
 import Foundation
 import Postgres
 @testable import Projections
@@ -65,6 +66,45 @@ struct DashboardAgreesWithReportTests {
                         "\(cell) ratio")
             }
         }
+        await pool.close()
+    }
+
+    /// A guardrail no test could read, on its forbidden side, blocks the ship as a violated one
+    /// does: the experiments dashboard showed it as a green "ok" beside the blocked decision.
+    @Test func aGuardrailThatBlockedTheShipIsNotShownAsPassed() async throws {
+        let pool = ConnectionPool(configuration: try TestPostgres.freshDatabase(), size: 2)
+        let now = Timestamp(microsecondsSinceEpoch: Timestamp.nowMicros())
+        let definition = ExperimentDefinition(
+            id: "guardrail-untestable", appID: Self.app,
+            arms: [ExperimentArmDefinition(name: "control", strategy: .full, weight: 0.5, isControl: true),
+                   ExperimentArmDefinition(name: "treatment", strategy: .thumbnail, weight: 0.5)],
+            primaryMetric: .open, guardrails: [ExperimentGuardrail(.dismiss)], startAt: now.adding(microseconds: -86_400_000_000))
+        _ = try await ExperimentStore(pool: pool).create(definition)
+        // Opened more in the treatment; dismissed by 30 of its devices and by none of the control's.
+        var tallies = ExperimentTallies(definition: definition)
+        for (arm, opened, dismissed) in [("control", 1_000, 0), ("treatment", 1_300, 30)] {
+            for i in 0..<10_000 {
+                tallies.record(arm: arm, device: "\(arm)-\(i)", FunnelCounts([
+                    .notifications: 1, .delivered: 1, .displayed: 1, .richDisplayed: 1,
+                    .opened: i < opened ? 1 : 0, .dismissed: i < dismissed ? 1 : 0]))
+            }
+        }
+        let result = ExperimentAnalysis.run(definition: definition, tallies: tallies, now: now)
+        #expect(result.decision == .continue, "\(result.rationale)")
+        let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+        try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for, status, finished_at, decision, result)
+                VALUES (\(definition.id), now(), 'done', now(), 'continue', \(json)::jsonb)
+                """)
+        }
+
+        let (panel, dashboard) = try Self.query(titled: "Primary and guardrail metrics in the latest analysis")
+        let sql = try DashboardQueryTests.render(panel.sql, range: .relative, variables: dashboard.variables,
+                                                 values: ["app": [Self.app], "experiment": [definition.id]])
+        let rows = try await DashboardQueryTests.run(sql, on: pool)
+        let dismiss = try #require(DashboardQueryTests.rows(rows, where: "metric", is: "dismiss").first)
+        #expect(dismiss[rows.column("guardrail")!].text == "worse, untestable")
         await pool.close()
     }
 

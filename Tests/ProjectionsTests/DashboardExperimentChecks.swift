@@ -101,8 +101,13 @@ extension DashboardQueryTests {
                 #expect(same(number(row, result, "lift"), json(metric, "relative", "estimate") as? Double), "\(context) lift")
                 #expect(same(number(row, result, "sequential_lower"), json(metric, "relative", "sequential", "lower") as? Double),
                         "\(context) sequential lower")
+                #expect(same(number(row, result, "decision_sequential_p_value"), json(metric, "log_ratio", "sequential", "p_value") as? Double),
+                        "\(context) the decision's p-value")
                 let violated = metric["guardrail_violated"] as? Bool ?? false
-                let expected = metric["role"] as? String == "guardrail" ? (violated ? "violated" : "ok") : nil
+                let untestedAndWorse = metric["guardrail_untested_and_worse"] as? Bool ?? false
+                let untestable = metric["unavailable"] is String
+                let expected = metric["role"] as? String == "guardrail"
+                    ? (violated ? "violated" : untestedAndWorse ? "worse, untestable" : untestable ? "untestable" : "ok") : nil
                 #expect(row[result.column("guardrail")!].text == expected, "\(context) guardrail state")
             }
         case "Relative lift of the primary metric per look: sequential and fixed intervals":

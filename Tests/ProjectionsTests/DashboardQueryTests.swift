@@ -71,7 +71,8 @@ struct DashboardQueryTests {
             "Primary and guardrail metrics in the latest analysis":
                 ["arm", "metric", "role", "direction", "control_rate", "variant_rate", "lift", "sequential_lower", "sequential_upper",
                  "sequential_p_value", "fixed_lower", "fixed_upper", "fixed_p_value", "p_value_correction", "chance_to_win",
-                 "decision_sequential_lower", "decision_sequential_upper", "cuped_variance_reduction", "guardrail", "unavailable"],
+                 "decision_sequential_lower", "decision_sequential_upper", "decision_sequential_p_value", "cuped_variance_reduction",
+                 "guardrail", "unavailable"],
             "Decisions of $experiment (event log)":
                 ["run_id", "look", "scheduled_for", "analysed_at", "trigger", "decision", "arm", "reason", "rationale"],
             "Sample ratio mismatch p-value per look": ["time", "srm_p_value", "srm_threshold"],

@@ -33,8 +33,12 @@
 ///               "confidence": x, "p_value_correction": "none" | "bonferroni xT",
 ///               "control": RATE, "variant": RATE,
 ///               "absolute": LIFT | null, "relative": LIFT | null, "unavailable": code | null,
-///               "guardrail_violated": bool, "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null,
+///               "guardrail_violated": bool, "guardrail_untested_and_worse": bool,
+///               "decision_scale": "log_ratio", "log_ratio": LOG_RATIO | null,
 ///               "not_enough_data": bool, "cuped": CUPED | null}
+///              "guardrail_untested_and_worse": a guardrail no test could read whose treatment rate
+///              is on its forbidden side (or an arm with no trials): it blocks shipping as a
+///              violated one does, though it is not "violated".
 ///              "not_enough_data" is the named state of a comparison that cannot be analysed
 ///              (an arm under two devices, a variance of 0, a control mean of 0; "unavailable"
 ///              names which): its lifts are null and it decides nothing.
@@ -214,6 +218,7 @@ private extension JSONWriter {
         key("relative"); lift(comparison.relative)
         key("unavailable"); optionalString(comparison.unavailable)
         key("guardrail_violated"); bool(comparison.isGuardrailViolated)
+        key("guardrail_untested_and_worse"); bool(comparison.isGuardrailUntestedAndWorse)
         key("decision_scale"); string(EffectScale.logRatio.rawValue)
         key("log_ratio"); decisionLift(comparison.logRatio)
         key("not_enough_data"); bool(comparison.isNotEnoughData)

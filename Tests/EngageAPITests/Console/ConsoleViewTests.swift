@@ -205,4 +205,15 @@ import Testing
         let shipped = ExperimentLook(runID: 1, scheduledFor: at, result: Array(#"{"look":3,"decision":{"code":"ship","arm":"treatment","reason":null,"rationale":"r"}}"#.utf8))
         #expect(shipped?.decisionText == "ship treatment")
     }
+
+    /// A guardrail no test could read, on its forbidden side, is read as blocking, not as passed.
+    @Test func aGuardrailUntestedAndWorseIsReadAsSuch() throws {
+        let metric = #"{"metric":"dismiss","role":"guardrail","direction":"must_not_increase","unavailable":"zero_baseline","#
+            + #""guardrail_violated":false,"guardrail_untested_and_worse":true}"#
+        let result = #"{"look":1,"decision":{"code":"continue","arm":null,"reason":null,"rationale":"r"},"#
+            + #""intent_to_treat":[{"arm":"treatment","metrics":[\#(metric)]}]}"#
+        let look = try #require(ExperimentLook(runID: 1, scheduledFor: Timestamp(microsecondsSinceEpoch: 0), result: Array(result.utf8)))
+        let comparison = try #require(look.comparisons.first)
+        #expect(comparison.guardrailUntestedAndWorse && !comparison.guardrailViolated)
+    }
 }

@@ -64,7 +64,7 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
 
         let json = String(decoding: result.canonicalJSON, as: UTF8.self)
         #expect(json.hasPrefix(#"{"experiment_id":"strategy-full-vs-adaptive","analyzed_at":"2026-03-10T12:00:00Z","look":1,"alpha":0.05,"decision_alpha":0.05,"sequential_tuning":5000.0,"primary_metric":"open","decision":{"code":"continue","arm":null,"reason":null,"rationale":"no arm is significantly better on open yet"},"sample_ratio_mismatch":{"p_value":1.0,"threshold":0.001,"mismatch":false},"arms":[{"name":"control","strategy":"full","control":true,"weight":0.5,"devices":10000,"counts":{"notifications":10000,"delivered":10000,"displayed":10000,"rich_displayed":10000,"expanded":0,"actioned":0,"opened":1000,"dismissed":500,"replied":0},"processing_ms_p50":null,"processing_ms_p95":null}"#))
-        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":null,"not_enough_data":true,"cuped":null}"#))
+        #expect(json.contains(#""unavailable":"zero_variance","guardrail_violated":false,"guardrail_untested_and_worse":false,"decision_scale":"log_ratio","log_ratio":null,"not_enough_data":true,"cuped":null}"#))
         #expect(try JSON.parse(result.canonicalJSON).kind(JSON.parse(result.canonicalJSON).root) == .object)
     }
 
@@ -99,7 +99,7 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         let dismiss = try #require(result.comparisons[0].metrics[1].logRatio)
         #expect(dismiss.logEstimate == 0 && dismiss.chanceToWin == 0.5)
         let json = String(decoding: result.canonicalJSON, as: UTF8.self)
-        #expect(json.contains(#""guardrail_violated":false,"decision_scale":"log_ratio","log_ratio":{"estimate":"#))
+        #expect(json.contains(#""guardrail_violated":false,"guardrail_untested_and_worse":false,"decision_scale":"log_ratio","log_ratio":{"estimate":"#))
     }
 
     /// With two treatments the primary intervals are at alpha / 2, and every p-value shown is
@@ -307,6 +307,12 @@ func singleNotificationTallies(_ definition: ExperimentDefinition, control: (dev
         #expect(dismiss.variant.rate == 0.003 && dismiss.control.rate == 0)
         #expect(result.decision == .continue)
         #expect(result.rationale == "better on open but blocked: treatment (guardrails dismiss worse and untestable: zero_baseline)")
+        // The stored result says so of the guardrail, which is not "violated": the dashboard and
+        // the console showed it as passed.
+        let json = String(decoding: result.canonicalJSON, as: UTF8.self)
+        #expect(json.contains(#""metric":"dismiss","role":"guardrail""#), "\(json)")
+        let dismissJSON = try #require(json.range(of: #""metric":"dismiss""#).map { String(json[$0.lowerBound...].prefix(2_000)) })
+        #expect(dismissJSON.contains(#""guardrail_violated":false,"guardrail_untested_and_worse":true"#), "\(dismissJSON)")
 
         // An untestable guardrail that is no worse (every device rich in both arms, and no
         // dismissal in the treatment either) does not block.
