@@ -139,6 +139,7 @@ public struct ExperimentRoutes: Sendable {
 
     public func list(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
+            if let refusal = Self.refusingQuery(request) { return refusal }
             let listing = try await store.list(app: key.appID)
             var w = JSONWriter(capacity: 1024)
             w.beginObject()
@@ -158,6 +159,7 @@ public struct ExperimentRoutes: Sendable {
 
     public func create(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
+            if let refusal = Self.refusingQuery(request) { return refusal }
             if let problem = JSONRequestBody.problem(request, sending: "the definition") { return APIProblems.response(problem) }
             let definition: ExperimentDefinition
             do {
@@ -176,6 +178,7 @@ public struct ExperimentRoutes: Sendable {
 
     public func show(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
+            if let refusal = Self.refusingQuery(request) { return refusal }
             let id = request.pathParameters["id"] ?? ""
             guard let record = try await store.get(id, app: key.appID) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             return .json(record.definition.canonicalJSON)
@@ -184,21 +187,31 @@ public struct ExperimentRoutes: Sendable {
 
     public func start(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: time.wallClock).definition.canonicalJSON)
+            if let refusal = Self.refusingQuery(request) { return refusal }
+            return .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: time.wallClock).definition.canonicalJSON)
         }
     }
 
     public func stop(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            .json(try await store.stop(request.pathParameters["id"] ?? "", app: key.appID).definition.canonicalJSON)
+            if let refusal = Self.refusingQuery(request) { return refusal }
+            return .json(try await store.stop(request.pathParameters["id"] ?? "", app: key.appID).definition.canonicalJSON)
         }
     }
 
     public func runNow(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
+            if let refusal = Self.refusingQuery(request) { return refusal }
             let run = try await scheduler.runNow(experimentID: request.pathParameters["id"] ?? "", app: key.appID)
             return .json(Self.render(run), status: 201)
         }
+    }
+
+    /// A route that takes no query parameter refuses one (400 `bad-query`): ignored, a
+    /// `POST .../start?dry_run=1` would start the experiment its caller meant to try.
+    static func refusingQuery(_ request: HTTPRequest) -> HTTPResponse? {
+        guard let item = request.queryItems.first else { return nil }
+        return APIProblems.response(APIProblems.badRequest("unknown query parameter \(item.name); this route takes none", slug: "bad-query"))
     }
 
     /// Runs on one page of `GET /v1/experiments/{id}/runs`.
@@ -248,6 +261,7 @@ public struct ExperimentRoutes: Sendable {
     /// The experiment's entries in the event log: lifecycle changes and analyses, in log order.
     public func history(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
+            if let refusal = Self.refusingQuery(request) { return refusal }
             let id = request.pathParameters["id"] ?? ""
             guard let record = try await store.get(id, app: key.appID) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             var w = JSONWriter(capacity: 4096)

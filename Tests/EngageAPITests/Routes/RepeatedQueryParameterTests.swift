@@ -35,6 +35,33 @@ struct RepeatedQueryParameterTests {
         try expectProblem(response, .badRequest("bad-query", "unknown query parameter \(name); use device_id or category"))
     }
 
+    /// The experiment routes take no query parameter: one is refused, not ignored (a
+    /// `start?dry_run=1` started the experiment), and nothing changes.
+    @Test(.timeLimit(.minutes(2)))
+    func theExperimentRoutesRefuseAnyQueryParameter() async throws {
+        let server = try SharedServer.get()
+        let app = uniqueApp("no-query")
+        let admin = [("Authorization", "Bearer \(try await server.key(app: app, role: .admin))")]
+        let id = Fixture.newExperimentID()
+        let json = [("Content-Type", "application/json")]
+        let definition = Array(Fixture.definition(id: id, app: app).utf8)
+        for (method, path, body) in [("GET", "/v1/experiments?status=running", [UInt8]()), ("POST", "/v1/experiments?dry_run=1", definition)] {
+            let response = try await server.request(method, path, headers: admin + json, body: body)
+            #expect(response.status == 400 && response.text.contains("this route takes none"), "\(path): \(response.text)")
+        }
+        #expect(try await server.count("SELECT count(*) FROM experiments WHERE id = \(id)") == 0)
+        #expect(try await server.request("POST", "/v1/experiments", headers: admin + json, body: definition).status == 201)
+        for (method, path) in [("GET", "/v1/experiments/\(id)?format=json"), ("POST", "/v1/experiments/\(id)/start?dry_run=1"),
+                               ("POST", "/v1/experiments/\(id)/stop?reason=x"), ("POST", "/v1/experiments/\(id)/run?full=1"),
+                               ("GET", "/v1/experiments/\(id)/history?limit=1")] {
+            let response = try await server.request(method, path, headers: admin)
+            let name = String(path.split(separator: "?")[1].prefix { $0 != "=" })
+            try expectProblem(response, .badRequest("bad-query", "unknown query parameter \(name); this route takes none"))
+        }
+        #expect(try await server.count("SELECT count(*) FROM experiments WHERE id = \(id) AND status = 'draft'") == 1)
+        #expect(try await server.count("SELECT count(*) FROM experiment_runs WHERE experiment_id = \(id)") == 0)
+    }
+
     /// Simulate's `category` is documented as repeatable (each one a category to count).
     @Test func simulatesCategoryMayRepeat() async throws {
         let server = try SharedServer.get()
