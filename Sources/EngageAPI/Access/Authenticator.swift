@@ -70,8 +70,13 @@ public struct Authenticator: Sendable {
     }
 
     private static func presentedKey(_ request: HTTPRequest) -> Result<String, ProblemResponse> {
-        guard let header = request.headers["Authorization"] else {
+        let headers = request.headers.values(for: "Authorization")
+        guard let header = headers.first else {
             return .failure(ProblemResponse(APIProblems.unauthorized("send the key as Authorization: Bearer <key>")))
+        }
+        // A single-valued field: sent twice, which key the client meant is unknown.
+        guard headers.count == 1 else {
+            return .failure(ProblemResponse(APIProblems.unauthorized("send one Authorization header, not \(headers.count)")))
         }
         guard let presented = bearerToken(header) else {
             return .failure(ProblemResponse(APIProblems.unauthorized("the Authorization header must be: Bearer <key>")))

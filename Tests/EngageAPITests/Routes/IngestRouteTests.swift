@@ -124,6 +124,11 @@ struct IngestRouteTests {
                 try expectProblem(response, .unauthorized("the Authorization header must be: Bearer <key>"))
                 #expect(response.headers["WWW-Authenticate"] == "Bearer")
             }
+            // Two keys, the first a good one: which the client meant is unknown (the first was taken).
+            let twice = try await server.request("POST", "/v1/events", headers: [
+                ("Authorization", "Bearer \(key)"), ("Authorization", "Bearer \(revoked)"), ("Content-Type", "application/json"),
+            ], body: body)
+            try expectProblem(twice, .unauthorized("send one Authorization header, not 2"))
             for candidate in [revoked, "egk_ffffffff_" + String(repeating: "ab", count: 20), String(key.dropLast()), key + "0", "not-a-key"] {
                 let response = try await server.post(WireEvent.valid(1).array, key: candidate)
                 try expectProblem(response, .unauthorized("the key is unknown or revoked"))
