@@ -245,7 +245,9 @@ public enum ExperimentTallyStore {
               AND transaction_id < \(String(below))::xid8
             """
         if from > 0 {
-            // The notifications with new events; the log-order index finds the new events.
+            // The notifications with new events, found through the experiment's own tagged events
+            // by transaction (`events_experiment_by_transaction`, migration 025), not through every
+            // app's events since the previous look.
             sql.append("""
                  AND notification_id IN (
                     SELECT notification_id FROM events
