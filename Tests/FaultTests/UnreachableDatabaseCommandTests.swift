@@ -33,7 +33,7 @@ struct UnreachableDatabaseCommandTests {
     func experimentRunExits69NamingTheDatabase() async throws {
         let workspace = try FaultWorkspace("unreachable-run")
         defer { workspace.remove() }
-        try await expectUnreachable(["experiment", "run", "X"], database: Self.refusingServer, connectionProblem: Self.refused, in: workspace)
+        try await expectUnreachable(["experiment", "run", "x"], database: Self.refusingServer, connectionProblem: Self.refused, in: workspace)
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -41,7 +41,7 @@ struct UnreachableDatabaseCommandTests {
         let workspace = try FaultWorkspace("unreachable-socket")
         defer { workspace.remove() }
         let directory = workspace.file("no-such-directory")
-        try await expectUnreachable(["experiment", "run", "X"], database: "host=\(directory) dbname=x",
+        try await expectUnreachable(["experiment", "run", "x"], database: "host=\(directory) dbname=x",
                                     connectionProblem: "cannot connect to host=\(directory) dbname=x: connection to server on socket "
                                         + #""\#(directory)/.s.PGSQL.5432" failed: No such file or directory"#,
                                     in: workspace)
