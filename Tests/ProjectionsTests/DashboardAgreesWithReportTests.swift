@@ -105,6 +105,20 @@ struct DashboardAgreesWithReportTests {
         let rows = try await DashboardQueryTests.run(sql, on: pool)
         let dismiss = try #require(DashboardQueryTests.rows(rows, where: "metric", is: "dismiss").first)
         #expect(dismiss[rows.column("guardrail")!].text == "worse, untestable")
+
+        // A run stored before results said so: the view reads it from the rates and direction.
+        let legacy = json.replacingOccurrences(of: #","guardrail_untested_and_worse":true"#, with: "")
+            .replacingOccurrences(of: #","guardrail_untested_and_worse":false"#, with: "")
+        #expect(!legacy.contains("guardrail_untested_and_worse"))
+        try await pool.withConnection { connection in
+            try connection.execute("""
+                INSERT INTO experiment_runs (experiment_id, scheduled_for, status, finished_at, decision, result)
+                VALUES (\(definition.id), now() + interval '1 hour', 'done', now(), 'continue', \(legacy)::jsonb)
+                """)
+        }
+        let again = try await DashboardQueryTests.run(sql, on: pool)
+        let legacyDismiss = try #require(DashboardQueryTests.rows(again, where: "metric", is: "dismiss").first)
+        #expect(legacyDismiss[again.column("guardrail")!].text == "worse, untestable")
         await pool.close()
     }
 

@@ -89,7 +89,9 @@ WHERE r.status = 'done';
 -- With CUPED every lift is regression-adjusted and cuped_variance_reduction is
 -- 1 - Var(adjusted) / Var(unadjusted) of the decision's log ratio (NULL without CUPED).
 -- guardrail_untested_and_worse: a guardrail no test could read, on its forbidden side (or with no
--- trials in an arm); it blocks shipping as a violated one does (NULL for runs stored before it).
+-- trials in an arm); it blocks shipping as a violated one does. A run stored before the result
+-- said so gets it from the result's own rates and direction, by the same rule
+-- (ExperimentMetricComparison.isGuardrailUntestedAndWorse).
 -- New columns are appended at the end, as CREATE OR REPLACE VIEW requires.
 CREATE OR REPLACE VIEW experiment_run_metrics AS
 SELECT e.app_id,
@@ -122,7 +124,14 @@ SELECT e.app_id,
        (m.metric->'log_ratio'->'sequential'->>'upper')::float8 AS decision_sequential_upper,
        (m.metric->'log_ratio'->'sequential'->>'p_value')::float8 AS decision_sequential_p_value,
        (m.metric->'cuped'->>'variance_reduction')::float8 AS cuped_variance_reduction,
-       (m.metric->>'guardrail_untested_and_worse')::boolean AS guardrail_untested_and_worse
+       coalesce((m.metric->>'guardrail_untested_and_worse')::boolean,
+                m.metric->>'role' = 'guardrail' AND m.metric->>'unavailable' IS NOT NULL
+                AND (m.metric->'variant'->>'rate' IS NULL OR m.metric->'control'->>'rate' IS NULL
+                     OR (m.metric->>'direction' = 'must_not_increase'
+                         AND (m.metric->'variant'->>'rate')::float8 > (m.metric->'control'->>'rate')::float8)
+                     OR (m.metric->>'direction' = 'must_not_decrease'
+                         AND (m.metric->'variant'->>'rate')::float8 < (m.metric->'control'->>'rate')::float8)))
+           AS guardrail_untested_and_worse
 FROM experiment_runs r
 JOIN experiments e ON e.id = r.experiment_id
 CROSS JOIN LATERAL jsonb_array_elements(r.result->'intent_to_treat') WITH ORDINALITY AS c(comparison, position)
