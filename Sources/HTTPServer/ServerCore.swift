@@ -383,7 +383,6 @@ final class ServerCore: Sendable {
             && !HTTPHeaders.equalIgnoringCase(field.name, "Transfer-Encoding")
     }
 
-    /// Key/value pairs of one kind (headers, query arguments) and their total size in bytes.
     /// The query's items, decoded (libmicrohttpd leaves them escaped: `CMicroHTTPD_keep_escaped`);
     /// nil when one is not percent-encoded UTF-8 (`PercentDecoding.decodeStrictly`).
     private static func queryItems(of connection: ConnectionHandle) -> [HTTPRequest.QueryItem]? {
@@ -411,6 +410,7 @@ final class ServerCore: Sendable {
         return collector.items
     }
 
+    /// Key/value pairs of one kind (the headers) and their total size in bytes.
     private static func values(of connection: ConnectionHandle, kind: MHD_ValueKind) -> ([(String, String)], Int) {
         struct Collector {
             var pairs: [(String, String)] = []

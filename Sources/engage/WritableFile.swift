@@ -26,7 +26,6 @@ enum WritableFile {
             return try check(path, in: URL(fileURLWithPath: path).deletingLastPathComponent().path, option: option, arguments,
                              links: links + 1)
         }
-        var writable = false
         if !files.fileExists(atPath: file) {
             // The name itself, made and removed: its directory may take files and still refuse
             // this name (longer than the file system allows, bytes it does not store).
@@ -40,7 +39,7 @@ enum WritableFile {
             guard errno == EEXIST else { return try refuse(file, option: option, arguments) }
         }
         let descriptor = open(file, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-        writable = descriptor >= 0 || errno == ENXIO
+        let writable = descriptor >= 0 || errno == ENXIO
         if descriptor >= 0 { close(descriptor) }
         guard writable else { return try refuse(file, option: option, arguments) }
     }
