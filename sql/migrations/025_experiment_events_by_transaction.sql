@@ -2,7 +2,7 @@
 -- experiment that have events since its previous look. It found them through the log-order index,
 -- which holds every app's events: a look read every event appended since the previous one, all
 -- apps' (2,247,919 of another app took 0.8-1.0 s; at 150 million events a day and hourly looks,
--- about 6 million a look, for each running experiment; BENCHMARKS.md, "2026-12-07 19:45-20:00 UTC").
+-- about 6 million a look, for each running experiment; BENCHMARKS.md, "2026-12-07 19:20-19:32 UTC").
 -- This index holds only the events with an experiment tag, by app, experiment and transaction, so
 -- that a look reads its own experiment's new events. It costs ingestion an index entry for each
 -- tagged event, none for the others.
