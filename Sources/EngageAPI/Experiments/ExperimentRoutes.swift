@@ -139,7 +139,6 @@ public struct ExperimentRoutes: Sendable {
 
     public func list(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
             let listing = try await store.list(app: key.appID)
             var w = JSONWriter(capacity: 1024)
             w.beginObject()
@@ -159,7 +158,6 @@ public struct ExperimentRoutes: Sendable {
 
     public func create(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
             if let problem = JSONRequestBody.problem(request, sending: "the definition") { return APIProblems.response(problem) }
             let definition: ExperimentDefinition
             do {
@@ -178,7 +176,6 @@ public struct ExperimentRoutes: Sendable {
 
     public func show(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
             let id = request.pathParameters["id"] ?? ""
             guard let record = try await store.get(id, app: key.appID) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             return .json(record.definition.canonicalJSON)
@@ -187,21 +184,18 @@ public struct ExperimentRoutes: Sendable {
 
     public func start(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
-            return .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: time.wallClock).definition.canonicalJSON)
+            .json(try await store.start(request.pathParameters["id"] ?? "", app: key.appID, now: time.wallClock).definition.canonicalJSON)
         }
     }
 
     public func stop(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
-            return .json(try await store.stop(request.pathParameters["id"] ?? "", app: key.appID).definition.canonicalJSON)
+            .json(try await store.stop(request.pathParameters["id"] ?? "", app: key.appID).definition.canonicalJSON)
         }
     }
 
     public func runNow(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .admin) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
             let run = try await scheduler.runNow(experimentID: request.pathParameters["id"] ?? "", app: key.appID)
             return .json(Self.render(run), status: 201)
         }
@@ -235,7 +229,7 @@ public struct ExperimentRoutes: Sendable {
     /// The newest `runsPage` runs, then those before the run `before` names: `next` is the
     /// cursor of the page after, null on the last (an hourly experiment has 100 runs in 4 days).
     public func runs(_ request: HTTPRequest) async -> HTTPResponse {
-        await respond(request, as: .read) { key in
+        await respond(request, as: .read, takingQuery: true) { key in
             // The key first, then the query (as every route): a stranger learns nothing of it.
             let before: Int64?
             switch Self.runsCursor(request) {
@@ -261,7 +255,6 @@ public struct ExperimentRoutes: Sendable {
     /// The experiment's entries in the event log: lifecycle changes and analyses, in log order.
     public func history(_ request: HTTPRequest) async -> HTTPResponse {
         await respond(request, as: .read) { key in
-            if let refusal = Self.refusingQuery(request) { return refusal }
             let id = request.pathParameters["id"] ?? ""
             guard let record = try await store.get(id, app: key.appID) else { throw ExperimentStoreError(code: .notFound, experimentID: id, detail: "no experiment \(id)") }
             var w = JSONWriter(capacity: 4096)
@@ -295,13 +288,16 @@ public struct ExperimentRoutes: Sendable {
     /// A manual run's database calls are bounded by the scheduler's `databaseAnswerLimit`
     /// (`Scheduler.runNow`): past it once the run's insert was sent, the run may be queued, which
     /// the 503's detail says (with Retry-After: a repeated run is harmless).
-    private func respond(_ request: HTTPRequest, as role: Role,
+    /// A route `takingQuery` reads its own query parameters; any other refuses one, once the key
+    /// is checked (`refusingQuery`).
+    private func respond(_ request: HTTPRequest, as role: Role, takingQuery: Bool = false,
                          _ body: @escaping @Sendable (APIKey) async throws -> HTTPResponse) async -> HTTPResponse {
         let key: APIKey
         switch await authenticator.authorize(request, as: role) {
         case .success(let found): key = found
         case .failure(let problem): return problem.response
         }
+        if !takingQuery, let refusal = Self.refusingQuery(request) { return refusal }
         do {
             guard role == .read else { return try await body(key) }
             guard let response = try await withTimeLimit(ReadAnswerLimits.reads, { try await body(key) }) else {
